@@ -1,0 +1,95 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { ENV } from '../../shared/config';
+import { acknowledge } from './acknowledge';
+import type { JobQueue } from './job-queue';
+import type { JobTable } from './job-table';
+import { OrreryFunction } from './orrery-function';
+import type { SchedulerAccess } from './scheduler-access';
+
+/** Item actions a worker needs to claim, heartbeat and finish its jobs. No queries, no deletes. */
+const WORKER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+
+export interface JobWorkerProps {
+  /** The job type this worker runs. */
+  readonly type: string;
+  /** Handler file, absolute or relative to the repository root. Must export `handler`. */
+  readonly entry: string;
+  /** Lambda timeout in seconds (`lambdaTimeoutSeconds(spec.timeoutMs)`). */
+  readonly timeoutSeconds: number;
+  readonly queues: JobQueue;
+  readonly jobTable: JobTable;
+  readonly scheduler: SchedulerAccess;
+  /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
+  readonly environment: Record<string, string>;
+  /** Event source mapping `MaximumConcurrency` (2–1000). */
+  readonly concurrency: number;
+  /** Messages per invocation (1–10). */
+  readonly batchSize: number;
+  /** @default 512 */
+  readonly memorySize?: number;
+  /** @default RetentionDays.ONE_MONTH */
+  readonly logGroupRetention?: RetentionDays;
+}
+
+/**
+ * The Lambda that runs one job type, fed by its ready queue through an SQS event source mapping
+ * with partial batch responses (`ReportBatchItemFailures`) and a concurrency cap. Its role may
+ * get, put and update job items (nothing else in DynamoDB), consume only its own queue, and
+ * create schedules in the platform's group for retries longer than SQS can delay.
+ * Use {@link JobPlatform.addJobType} rather than creating workers directly.
+ *
+ * @example
+ * new JobWorker(this, 'EmailWorker', {
+ *   type: 'send-email', entry: 'functions/jobs/send-email.ts', timeoutSeconds: 40,
+ *   queues, jobTable, scheduler, environment, concurrency: 5, batchSize: 10,
+ * });
+ */
+export class JobWorker extends Construct {
+  readonly handler: OrreryFunction;
+
+  constructor(scope: Construct, id: string, props: JobWorkerProps) {
+    super(scope, id);
+    const { queue } = props.queues;
+    const ownRoute = Stack.of(this).toJsonString({
+      [props.type]: { queueUrl: queue.queueUrl, queueArn: queue.queueArn },
+    });
+    this.handler = new OrreryFunction(this, 'Handler', {
+      entry: props.entry,
+      description: `Orrery worker for job type "${props.type}"`,
+      memorySize: props.memorySize ?? 512,
+      timeout: Duration.seconds(props.timeoutSeconds),
+      logGroupRetention: props.logGroupRetention,
+      environment: { ...props.environment, [ENV.routes]: ownRoute },
+    });
+    this.handler.addEventSource(
+      new SqsEventSource(queue, {
+        batchSize: props.batchSize,
+        maxConcurrency: props.concurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+    this.handler.addToRolePolicy(
+      new PolicyStatement({ actions: WORKER_TABLE_ACTIONS, resources: [props.jobTable.table.tableArn] }),
+    );
+    props.scheduler.grantSchedules(this.handler.executionRole, 'create');
+
+    acknowledge(
+      this.handler,
+      'Serverless-LambdaDLQ',
+      'The SQS event source mapping invokes this worker synchronously, so a Lambda DeadLetterConfig ' +
+        '(async invocations only) would never be used. A failed message returns to the ready queue and ' +
+        `after maxReceiveCount receives moves to the "${props.type}" dead-letter queue.`,
+    );
+    acknowledge(
+      this.handler,
+      'Serverless-LambdaEventSourceMappingDestination',
+      'Lambda supports no OnFailure destination for SQS event source mappings (only for Kinesis, DynamoDB Streams and ' +
+        `Kafka). Failed "${props.type}" messages are kept by the ready queue's redrive policy, which ` +
+        'moves them to the dead-letter queue after maxReceiveCount receives.',
+    );
+  }
+}

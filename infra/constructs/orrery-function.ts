@@ -1,0 +1,87 @@
+import { Duration } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { LogLevel, NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { LOCK_FILE, REPO_ROOT, fromRepoRoot } from '../paths';
+import { XRAY_WILDCARD_REASON, acknowledge } from './acknowledge';
+
+/**
+ * Lets CommonJS code inside the ESM bundle call `require()` for Node built-ins (some SDK
+ * dependencies still do); without it esbuild's shim throws "Dynamic require is not supported".
+ */
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __orreryCreateRequire } from 'node:module'; " +
+  'const require = __orreryCreateRequire(import.meta.url);';
+
+export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 'logRetention'> {
+  /** Handler file: absolute, or relative to the repository root. Must export `handler`. */
+  readonly entry: string;
+  /**
+   * Retention of the function's log group (created with the function).
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logGroupRetention?: RetentionDays;
+}
+
+/**
+ * A NodejsFunction with Orrery's house defaults: Node.js 24 on arm64, an ESM bundle built by
+ * the local esbuild (Docker is never used) with our pinned AWS SDK inside, minified with source
+ * maps, active X-Ray tracing, and its own log group with a one-month retention. The execution
+ * role is created here with an inline policy (logs to its own group only) instead of the
+ * `AWSLambdaBasicExecutionRole` managed policy, which would allow writing to any log group.
+ *
+ * @example
+ * const fn = new OrreryFunction(this, 'Api', {
+ *   entry: 'functions/api.ts',
+ *   timeout: Duration.seconds(15),
+ *   environment: { ORRERY_TABLE: table.tableName },
+ * });
+ */
+export class OrreryFunction extends NodejsFunction {
+  /** The execution role; grant to it, or acknowledge findings on it. */
+  readonly executionRole: Role;
+
+  constructor(scope: Construct, id: string, props: OrreryFunctionProps) {
+    // Created beside the function (not inside it): a subclass cannot add children before super().
+    const logGroup =
+      props.logGroup ??
+      new LogGroup(scope, `${id}Logs`, { retention: props.logGroupRetention ?? RetentionDays.ONE_MONTH });
+    const role = new Role(scope, `${id}Role`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of ${id}`,
+    });
+    super(scope, id, {
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 512,
+      timeout: Duration.seconds(30),
+      tracing: Tracing.ACTIVE,
+      ...props,
+      entry: fromRepoRoot(props.entry),
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: LOCK_FILE,
+      role,
+      logGroup,
+      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      bundling: {
+        format: OutputFormat.ESM,
+        mainFields: ['module', 'main'],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        bundleAwsSDK: true,
+        forceDockerBundling: false,
+        logLevel: LogLevel.WARNING,
+        ...props.bundling,
+      },
+    });
+    this.executionRole = role;
+    logGroup.grantWrite(role);
+    if (props.tracing === undefined || props.tracing === Tracing.ACTIVE) {
+      acknowledge(role, 'AwsSolutions-IAM5[Resource::*]', XRAY_WILDCARD_REASON);
+    }
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * `npm run dev`: starts local AWS (DynamoDB Local, fauxqs SQS, the Scheduler stand-in) on
+ * 127.0.0.1, deploys the example job types into it, serves the API and runs the workers, and
+ * prints every job state change as it happens. Ctrl-C stops everything.
+ */
+import { echo } from '../functions/jobs/echo';
+import { flaky } from '../functions/jobs/flaky';
+import { sleep } from '../functions/jobs/sleep';
+import type { Job } from '../shared/core/job';
+import type { JobStore } from '../shared/core/ports';
+import { startLocalAws } from '../test/local-aws/index';
+import { startLocalPlatform } from '../test/local-aws/local-platform';
+
+const port = Number(process.env.ORRERY_PORT ?? 4600);
+const color = process.stdout.isTTY;
+const paint = (code: number, text: string) => (color ? `\u001b[${code}m${text}\u001b[0m` : text);
+const STATE_COLORS: Record<string, number> = { succeeded: 32, failed: 31, retrying: 33, running: 36, cancelled: 90 };
+
+function show(job: Pick<Job, 'id' | 'type' | 'attempts'>, state: string, detail = ''): void {
+  const time = new Date().toISOString().slice(11, 23);
+  const painted = paint(STATE_COLORS[state] ?? 37, state.padEnd(9));
+  console.log(`${time}  ${painted}  ${job.type.padEnd(6)} ${job.id}  attempt ${job.attempts}${detail ? `  ${detail}` : ''}`);
+}
+
+/** Wraps the store so every successful state change is printed. */
+function observe(store: JobStore): JobStore {
+  return {
+    ...store,
+    get: (id) => store.get(id),
+    deleteUndispatched: (id, hash) => store.deleteUndispatched(id, hash),
+    heartbeat: (input) => store.heartbeat(input),
+    async create(job) {
+      const out = await store.create(job);
+      if (out.created) show(job, job.state, `runAt ${job.runAt}`);
+      return out;
+    },
+    async claim(input) {
+      const out = await store.claim(input);
+      if (out.kind === 'claimed') show(out.job, 'running');
+      return out;
+    },
+    async succeed(input) {
+      await store.succeed(input);
+      show(input.job, 'succeeded', `result ${JSON.stringify(input.result ?? null).slice(0, 80)}`);
+    },
+    async retry(input) {
+      await store.retry(input);
+      show(input.job, 'retrying', `next at ${new Date(input.runAt).toISOString()}: ${input.errors.at(-1)?.message ?? ''}`);
+    },
+    async fail(input) {
+      await store.fail(input);
+      show(input.job, 'failed', input.errors.at(-1)?.message ?? '');
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const aws = await startLocalAws();
+  const platform = await startLocalPlatform({
+    aws,
+    prefix: 'orrery-dev',
+    jobs: [echo, flaky, sleep],
+    port,
+    wrapStore: observe,
+  });
+  const url = platform.url;
+  console.log(`
+${paint(1, 'Orrery is running locally')} (started in ${Date.now() - started} ms)
+
+  API         ${url}
+  DynamoDB    ${aws.endpoints.dynamodb}   table ${platform.config.tableName}
+  SQS         ${aws.endpoints.sqs}
+  Scheduler   ${aws.endpoints.scheduler}   group ${platform.config.scheduleGroup}
+  Job types   ${Object.keys(platform.workers).join(', ')}
+
+Try it:
+
+  curl -s -X POST ${url}/jobs -H 'content-type: application/json' \\
+       -d '{"type":"echo","payload":{"hello":"world"}}'
+  curl -s ${url}/jobs/<id>
+
+  curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"flaky","payload":{"failTimes":2}}'
+  curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"sleep","payload":{"ms":3000},"delaySeconds":5}'
+
+Point other tools at it with:  export ORRERY_URL=${url}
+Job state changes follow (Ctrl-C to stop):
+`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal}: stopping…`);
+    await platform.stop();
+    await aws.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

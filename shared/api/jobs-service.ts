@@ -1,0 +1,143 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { PlatformConfig } from '../config';
+import type { Clock } from '../core/clock';
+import { type Dispatch, type EnqueueRequest, MAX_PAYLOAD_BYTES, SQS_MAX_DELAY_SECONDS, jsonBytes, planEnqueue } from '../core/enqueue';
+import { type Job, type JobMessage, type JobView, canonicalJson, toView } from '../core/job';
+import type { JobTypeSpec } from '../core/job-type';
+import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
+import { parseOrThrow } from '../core/validation';
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import type { Logger } from '../logger';
+
+export interface JobsServiceDeps {
+  config: PlatformConfig;
+  catalog: readonly JobTypeSpec[];
+  store: JobStore;
+  queue: JobQueue;
+  scheduler: JobScheduler;
+  clock: Clock;
+  log: Logger;
+}
+
+export function payloadHash(type: string, payload: unknown): string {
+  return createHash('sha256').update(canonicalJson({ type, payload })).digest('hex');
+}
+
+/** How to hand an existing, not yet started job to its queue again. */
+function redispatchOf(job: Job, now: number): Dispatch {
+  const runAt = Date.parse(job.runAt);
+  if (job.state === 'scheduled' && runAt - now > SQS_MAX_DELAY_SECONDS * 1000) return { kind: 'schedule', fireAt: runAt };
+  return { kind: 'now' };
+}
+
+/** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
+export class JobsService {
+  private readonly specs: Map<string, JobTypeSpec>;
+
+  constructor(private readonly deps: JobsServiceDeps) {
+    this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
+  }
+
+  /** Types that are both in the catalog and deployed (have a route). */
+  deployedTypes(): string[] {
+    return [...this.specs.keys()].filter((type) => this.deps.config.routes[type]).sort();
+  }
+
+  /**
+   * Validates, writes the job with one conditional put, then hands it to SQS or Scheduler.
+   * Returns `created: false` with the stored job when the id exists with the same type and payload.
+   */
+  async enqueue(request: EnqueueRequest): Promise<{ created: boolean; job: JobView }> {
+    const { config, store, clock } = this.deps;
+    const spec = this.specs.get(request.type);
+    const route = config.routes[request.type];
+    if (!spec || !route) {
+      throw new ValidationError(`unknown job type "${request.type}"`, [
+        { path: 'type', message: `must be one of: ${this.deployedTypes().join(', ')}` },
+      ], 'unknown_type');
+    }
+    const size = jsonBytes(request.payload);
+    if (size > MAX_PAYLOAD_BYTES) {
+      throw new PayloadTooLargeError(
+        `payload is ${size} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes (it is stored in the job's DynamoDB item)`,
+        MAX_PAYLOAD_BYTES,
+      );
+    }
+    const payload = parseOrThrow(spec.payload, request.payload, {
+      message: `payload does not match the ${spec.type} schema`,
+      code: 'invalid_payload',
+      prefix: 'payload',
+    });
+    const now = clock.now();
+    const plan = planEnqueue(request, now);
+    const nowIso = new Date(now).toISOString();
+    const job: Job = {
+      id: request.id ?? randomUUID(),
+      type: spec.type,
+      state: plan.state,
+      payload,
+      payloadHash: payloadHash(spec.type, payload),
+      attempts: 0,
+      maxAttempts: request.maxAttempts ?? spec.retry.maxAttempts,
+      createdAt: nowIso,
+      updatedAt: nowIso,
+      runAt: new Date(plan.runAt).toISOString(),
+      leaseToken: 0,
+      errors: [],
+    };
+
+    const written = await store.create(job);
+    if (!written.created) {
+      const existing = written.existing;
+      if (existing.payloadHash !== job.payloadHash) {
+        throw new ConflictError(
+          `job ${job.id} already exists with a different type or payload`,
+          'id_conflict',
+          { jobId: job.id },
+        );
+      }
+      // A replay may follow a lost send: hand a not-yet-started job to its queue again.
+      // A duplicate message is harmless; the lease lets only one delivery run.
+      if (existing.state === 'queued' || existing.state === 'scheduled') {
+        await this.dispatch(existing, redispatchOf(existing, now), now);
+      }
+      return { created: false, job: toView(existing) };
+    }
+    try {
+      await this.dispatch(job, plan.dispatch, now);
+    } catch (error) {
+      const removed = await store.deleteUndispatched(job.id, job.payloadHash).catch(() => false);
+      this.deps.log.error('could not dispatch a new job', {
+        jobId: job.id,
+        removed,
+        errorMessage: error instanceof Error ? error.message : String(error),
+      });
+      throw error;
+    }
+    return { created: true, job: toView(job) };
+  }
+
+  private async dispatch(job: Job, dispatch: Dispatch, now: number): Promise<void> {
+    const route = this.deps.config.routes[job.type];
+    if (!route) throw new NotFoundError(`job type ${job.type} is not deployed`);
+    const message: JobMessage = { v: 1, id: job.id, type: job.type };
+    const remaining = Math.max(0, Math.ceil((Date.parse(job.runAt) - now) / 1000));
+    switch (dispatch.kind) {
+      case 'now':
+      case 'sqs-delay':
+        return this.deps.queue.send(route.queueUrl, message, remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined);
+      case 'schedule':
+        return this.deps.scheduler.scheduleJob({ jobId: job.id, fireAt: dispatch.fireAt, queueArn: route.queueArn, message });
+    }
+  }
+
+  async get(id: string): Promise<JobView> {
+    const job = await this.deps.store.get(id);
+    const now = this.deps.clock.now();
+    // TTL deletes lazily: an expired job is gone as far as callers are concerned.
+    if (!job || (job.expiresAt !== undefined && job.expiresAt * 1000 < now)) {
+      throw new NotFoundError(`job ${id} not found`, 'job_not_found');
+    }
+    return toView(job);
+  }
+}

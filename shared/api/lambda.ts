@@ -1,0 +1,29 @@
+import { createAwsClients } from '../aws/clients';
+import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
+import { SqsJobQueue } from '../aws/sqs-job-queue';
+import { platformConfigFromEnv } from '../config';
+import type { JobTypeSpec } from '../core/job-type';
+import { type ApiHandler, createApiHandler } from './handler';
+
+/**
+ * The API's Lambda entry point: configuration from the environment, SDK clients from the
+ * default chain, both built once per container on first use.
+ */
+export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): ApiHandler {
+  let api: ApiHandler | undefined;
+  return (event) => {
+    if (!api) {
+      const config = platformConfigFromEnv();
+      const clients = createAwsClients();
+      api = createApiHandler({
+        config,
+        catalog,
+        store: new DynamoJobStore(clients.dynamo, config.tableName),
+        queue: new SqsJobQueue(clients.sqs),
+        scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+      });
+    }
+    return api(event);
+  };
+}

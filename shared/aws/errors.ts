@@ -1,0 +1,44 @@
+import { DependencyError, ThrottledError } from '../errors';
+
+const THROTTLING = new Set([
+  'ThrottlingException',
+  'Throttling',
+  'ThrottledException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'TooManyRequestsException',
+  'SlowDown',
+  'TransactionInProgressException',
+  'KMSThrottlingException',
+]);
+
+interface SdkError {
+  name?: string;
+  message?: string;
+  $fault?: 'client' | 'server';
+  $metadata?: { httpStatusCode?: number };
+}
+
+/** The AWS error name, or undefined for non-AWS errors. */
+export function awsErrorName(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? (error as SdkError).name : undefined;
+}
+
+/**
+ * Translates an SDK error (after the SDK's own retries) into Orrery's errors:
+ * throttling → {@link ThrottledError} (429), server faults and network failures →
+ * {@link DependencyError} (503). Anything else (a request we built wrong) is rethrown as is.
+ */
+export function translateAwsError(error: unknown, operation: string): never {
+  const e = (typeof error === 'object' && error !== null ? error : {}) as SdkError;
+  const status = e.$metadata?.httpStatusCode;
+  if ((e.name && THROTTLING.has(e.name)) || status === 429) {
+    throw new ThrottledError(`AWS throttled ${operation}; retry shortly`, error);
+  }
+  if (e.$fault === 'server' || (status !== undefined && status >= 500) || e.$metadata === undefined) {
+    throw new DependencyError(`${operation} failed: ${e.name ?? 'error'}: ${e.message ?? String(error)}`, error);
+  }
+  throw error;
+}

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+
+/** Longest delay between attempts that a message's visibility timeout can carry (12 h). */
+export const MAX_BACKOFF_MS = 12 * 3600_000;
+/** Bounds of `maxAttempts`. */
+export const MAX_ATTEMPTS_LIMIT = 25;
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
+const delayMs = z.int().min(0).max(MAX_BACKOFF_MS);
+
+/**
+ * How long to wait before attempt n+1 after attempt n failed.
+ * - `exponential`: `min(maxMs, baseMs × factor^(n-1))`, with full jitter by default
+ *   (a uniform random delay between 0 and that cap, as in the AWS Architecture Blog's
+ *   "Exponential Backoff And Jitter").
+ * - `linear`: `min(maxMs, stepMs × n)`.
+ * - `constant`: `delayMs` every time.
+ */
+export const backoffSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('exponential'),
+      /** @default 1000 */
+      baseMs: delayMs.default(1000),
+      /** @default 2 */
+      factor: z.number().min(1).max(10).default(2),
+      /** @default 3_600_000 (1 h) */
+      maxMs: delayMs.default(3_600_000),
+      /** @default 'full' */
+      jitter: z.enum(['full', 'none']).default('full'),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('linear'),
+      stepMs: delayMs,
+      /** @default 3_600_000 (1 h) */
+      maxMs: delayMs.default(3_600_000),
+    })
+    .strict(),
+  z.object({ kind: z.literal('constant'), delayMs }).strict(),
+]);
+
+export type Backoff = z.output<typeof backoffSchema>;
+export type BackoffInput = z.input<typeof backoffSchema>;
+
+export const DEFAULT_BACKOFF: Backoff = {
+  kind: 'exponential',
+  baseMs: 1000,
+  factor: 2,
+  maxMs: 3_600_000,
+  jitter: 'full',
+};
+
+export const retryPolicySchema = z
+  .object({
+    /** Attempts in all, the first included. @default 3 */
+    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).default(DEFAULT_MAX_ATTEMPTS),
+    /** @default exponential, base 1 s, factor 2, max 1 h, full jitter */
+    backoff: backoffSchema.default(DEFAULT_BACKOFF),
+  })
+  .strict();
+
+export type RetryPolicy = z.output<typeof retryPolicySchema>;
+
+/**
+ * Delay in ms before the next attempt, after `failedAttempt` (1-based) failed.
+ * `random` returns a number in [0, 1); inject it for deterministic tests.
+ *
+ * @example
+ * retryDelayMs({ kind: 'constant', delayMs: 5000 }, 3) // 5000
+ */
+export function retryDelayMs(backoff: Backoff, failedAttempt: number, random: () => number = Math.random): number {
+  const n = Math.max(1, Math.floor(failedAttempt));
+  switch (backoff.kind) {
+    case 'constant':
+      return backoff.delayMs;
+    case 'linear':
+      return Math.min(backoff.maxMs, backoff.stepMs * n);
+    case 'exponential': {
+      const cap = Math.min(backoff.maxMs, backoff.baseMs * backoff.factor ** (n - 1));
+      return backoff.jitter === 'full' ? Math.floor(random() * cap) : Math.floor(cap);
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { ValidationError } from '../errors';
+import { MAX_ATTEMPTS_LIMIT } from './backoff';
+import { JOB_TYPE_PATTERN } from './job-type';
+
+/** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * Largest payload, as UTF-8 JSON. The payload is stored in the job's DynamoDB item
+ * (400 KB item limit) next to a result of up to {@link MAX_RESULT_BYTES} and the error history;
+ * SQS messages carry only ids, so the SQS limit (1 MiB) is never the binding one.
+ */
+export const MAX_PAYLOAD_BYTES = 256 * 1024;
+/** Largest handler result kept on the job. */
+export const MAX_RESULT_BYTES = 64 * 1024;
+/** Largest request body the API reads: a maximal payload plus room for the other fields. */
+export const MAX_REQUEST_BYTES = MAX_PAYLOAD_BYTES + 4 * 1024;
+
+/** Longest delay SQS can hold a message (`DelaySeconds`). Later jobs go through Scheduler. */
+export const SQS_MAX_DELAY_SECONDS = 900;
+/** How far ahead a job may be scheduled: 366 days. */
+export const MAX_HORIZON_SECONDS = 366 * 24 * 3600;
+/** A `runAt` at most this far in the past is treated as "now" (clock skew between callers). */
+export const PAST_TOLERANCE_MS = 5_000;
+
+export const enqueueRequestSchema = z
+  .object({
+    type: z.string().regex(JOB_TYPE_PATTERN, 'must be a registered job type name'),
+    payload: z.record(z.string(), z.unknown(), 'must be a JSON object'),
+    id: z
+      .string()
+      .regex(JOB_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit')
+      .optional(),
+    delaySeconds: z.int().min(0).max(MAX_HORIZON_SECONDS).optional(),
+    runAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
+    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
+  })
+  .strict();
+
+export type EnqueueRequest = z.output<typeof enqueueRequestSchema>;
+
+/** How a new job reaches its ready queue. */
+export type Dispatch =
+  | { kind: 'now' }
+  | { kind: 'sqs-delay'; delaySeconds: number }
+  | { kind: 'schedule'; fireAt: number };
+
+export interface EnqueuePlan {
+  runAt: number;
+  state: 'queued' | 'scheduled';
+  dispatch: Dispatch;
+}
+
+/** Decides when a job runs and how it gets there. Throws {@link ValidationError} for bad times. */
+export function planEnqueue(request: Pick<EnqueueRequest, 'delaySeconds' | 'runAt'>, now: number): EnqueuePlan {
+  if (request.delaySeconds !== undefined && request.runAt !== undefined) {
+    throw new ValidationError('give delaySeconds or runAt, not both', [
+      { path: 'runAt', message: 'cannot be combined with delaySeconds' },
+    ]);
+  }
+  let runAt = now;
+  if (request.delaySeconds !== undefined) runAt = now + request.delaySeconds * 1000;
+  if (request.runAt !== undefined) {
+    runAt = Date.parse(request.runAt);
+    if (runAt < now - PAST_TOLERANCE_MS) {
+      throw new ValidationError('runAt is in the past', [
+        { path: 'runAt', message: `must not be earlier than now (${new Date(now).toISOString()})` },
+      ]);
+    }
+    if (runAt > now + MAX_HORIZON_SECONDS * 1000) {
+      throw new ValidationError('runAt is too far in the future', [
+        { path: 'runAt', message: `must be at most ${MAX_HORIZON_SECONDS / 86_400} days ahead` },
+      ]);
+    }
+    runAt = Math.max(runAt, now);
+  }
+  const delaySeconds = Math.ceil((runAt - now) / 1000);
+  if (delaySeconds <= 0) return { runAt, state: 'queued', dispatch: { kind: 'now' } };
+  if (delaySeconds <= SQS_MAX_DELAY_SECONDS) {
+    return { runAt, state: 'queued', dispatch: { kind: 'sqs-delay', delaySeconds } };
+  }
+  return { runAt, state: 'scheduled', dispatch: { kind: 'schedule', fireAt: runAt } };
+}
+
+/** UTF-8 size of a value's JSON text. */
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}

@@ -1,0 +1,66 @@
+import type { z } from 'zod';
+import { type RetryPolicy, retryPolicySchema } from './backoff';
+import { ConfigError } from '../errors';
+
+/** Pattern for job type names: they appear in keys, queue names and URLs. */
+export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
+
+/** Hard cap on a job's run time. Lambda's own maximum is 900 s; we keep a margin for bookkeeping. */
+export const MAX_TIMEOUT_MS = 840_000;
+
+/**
+ * What the enqueue API and the worker both know about a job type: its name, its payload
+ * schema, and its run options. Keep it in a module that does not import handler code so the
+ * API bundle stays small.
+ */
+export interface JobTypeSpec<Schema extends z.ZodType = z.ZodType> {
+  /** Name used in `POST /jobs` `type`. Lower-case letters, digits and `-`, 1–40 chars. */
+  readonly type: string;
+  /** Validates the payload at enqueue time and again before the handler runs. */
+  readonly payload: Schema;
+  /**
+   * Longest one attempt may run before its `AbortSignal` fires and the attempt fails.
+   * @default 30_000 (30 s); at most 840_000 (14 min)
+   */
+  readonly timeoutMs: number;
+  /** Retry policy; each field may be overridden per enqueue where noted. */
+  readonly retry: RetryPolicy;
+}
+
+export interface JobTypeOptions<Schema extends z.ZodType> {
+  type: string;
+  payload: Schema;
+  /** @default 30_000 */
+  timeoutMs?: number;
+  /** @default { maxAttempts: 3, backoff: { kind: 'exponential', baseMs: 1000, factor: 2, maxMs: 3_600_000 } } */
+  retry?: Partial<RetryPolicy>;
+}
+
+/**
+ * Declares a job type. Put it in a file of its own (or a catalog) so the API can import it
+ * without the handler.
+ *
+ * @example
+ * export const sendEmail = defineJobType({
+ *   type: 'send-email',
+ *   payload: z.object({ to: z.email(), subject: z.string() }),
+ *   timeoutMs: 10_000,
+ *   retry: { maxAttempts: 5 },
+ * });
+ */
+export function defineJobType<Schema extends z.ZodType>(options: JobTypeOptions<Schema>): JobTypeSpec<Schema> {
+  if (!JOB_TYPE_PATTERN.test(options.type)) {
+    throw new ConfigError(
+      `job type "${options.type}" must match ${JOB_TYPE_PATTERN} (lower-case letters, digits and -, up to 40 chars)`,
+    );
+  }
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1000 || timeoutMs > MAX_TIMEOUT_MS) {
+    throw new ConfigError(`job type "${options.type}": timeoutMs must be an integer from 1000 to ${MAX_TIMEOUT_MS}`);
+  }
+  const parsed = retryPolicySchema.safeParse(options.retry ?? {});
+  if (!parsed.success) {
+    throw new ConfigError(`job type "${options.type}": invalid retry policy: ${parsed.error.message}`);
+  }
+  return Object.freeze({ type: options.type, payload: options.payload, timeoutMs, retry: parsed.data });
+}

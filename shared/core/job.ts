@@ -1,0 +1,130 @@
+import type { JobState } from './states';
+
+/** One failed attempt, as kept in a job's bounded error history. */
+export interface AttemptError {
+  attempt: number;
+  /** ISO 8601 time of the failure. */
+  at: string;
+  /** `error` (the handler threw), `timeout`, `invalid_payload`, `lease_expired`. */
+  reason: string;
+  name: string;
+  message: string;
+  /** First lines of the stack, truncated. */
+  stack?: string;
+}
+
+/**
+ * A job as the domain sees it. The DynamoDB adapter maps this to and from the stored item;
+ * `payload` and `result` are kept there as JSON text.
+ */
+export interface Job {
+  id: string;
+  type: string;
+  state: JobState;
+  payload: unknown;
+  /** SHA-256 of the canonical JSON of `{ type, payload }`: idempotency check for re-used ids. */
+  payloadHash: string;
+  attempts: number;
+  maxAttempts: number;
+  /** ISO 8601 times. */
+  createdAt: string;
+  updatedAt: string;
+  /** When the job (or its next attempt) is due. */
+  runAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Fencing token: grows by one at every claim; every later write is conditioned on it. */
+  leaseToken: number;
+  leaseOwner?: string;
+  /** Epoch ms. */
+  leaseExpiresAt?: number;
+  lastError?: AttemptError;
+  errors: AttemptError[];
+  result?: unknown;
+  /** Epoch seconds after which DynamoDB TTL may delete the finished job. */
+  expiresAt?: number;
+}
+
+/** The job as the API returns it: no lease internals. */
+export interface JobView {
+  id: string;
+  type: string;
+  state: JobState;
+  payload: unknown;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: string;
+  updatedAt: string;
+  runAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  lastError: AttemptError | null;
+  errors: AttemptError[];
+  result: unknown;
+}
+
+export function toView(job: Job): JobView {
+  return {
+    id: job.id,
+    type: job.type,
+    state: job.state,
+    payload: job.payload,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+    runAt: job.runAt,
+    startedAt: job.startedAt ?? null,
+    finishedAt: job.finishedAt ?? null,
+    lastError: job.lastError ?? null,
+    errors: job.errors,
+    result: job.result ?? null,
+  };
+}
+
+/** Entries kept in a job's error history; older ones are dropped first. */
+export const ERROR_HISTORY_LIMIT = 10;
+export const ERROR_MESSAGE_LIMIT = 500;
+export const ERROR_STACK_LIMIT = 1000;
+
+function truncate(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+/** Builds a bounded history entry from anything a handler threw. */
+export function describeError(error: unknown, attempt: number, at: number, reason: string): AttemptError {
+  const err = error instanceof Error ? error : new Error(typeof error === 'string' ? error : JSON.stringify(error));
+  const entry: AttemptError = {
+    attempt,
+    at: new Date(at).toISOString(),
+    reason,
+    name: truncate(err.name || 'Error', 100),
+    message: truncate(err.message, ERROR_MESSAGE_LIMIT),
+  };
+  if (err.stack) entry.stack = truncate(err.stack, ERROR_STACK_LIMIT);
+  return entry;
+}
+
+/** Appends an entry and keeps the newest {@link ERROR_HISTORY_LIMIT}. */
+export function appendError(history: readonly AttemptError[], entry: AttemptError): AttemptError[] {
+  return [...history, entry].slice(-ERROR_HISTORY_LIMIT);
+}
+
+/** The SQS message body for a job: ids only; the payload stays in DynamoDB. */
+export interface JobMessage {
+  v: 1;
+  id: string;
+  type: string;
+}
+
+/** Canonical JSON: object keys sorted, so equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

@@ -1,0 +1,44 @@
+/**
+ * Job states and the transitions between them. The DynamoDB adapter's condition
+ * expressions enforce the same table, so an illegal change is refused by the database,
+ * not only by this code.
+ */
+export const JOB_STATES = [
+  'scheduled',
+  'queued',
+  'running',
+  'retrying',
+  'succeeded',
+  'failed',
+  'cancelled',
+] as const;
+
+export type JobState = (typeof JOB_STATES)[number];
+
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
+
+/** States from which a worker may claim the job (start an attempt). */
+export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'retrying'];
+
+/**
+ * Every allowed transition. `running → running` is a takeover of an expired lease.
+ * A `scheduled` job goes through `queued` when its schedule hands it to SQS; a worker that
+ * receives it first claims it directly (the two steps in one conditional write).
+ */
+export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
+  scheduled: ['queued', 'running', 'cancelled'],
+  queued: ['running', 'cancelled'],
+  running: ['succeeded', 'retrying', 'failed', 'cancelled', 'running'],
+  retrying: ['running', 'failed', 'cancelled'],
+  succeeded: [],
+  failed: [],
+  cancelled: [],
+};
+
+export function isTerminal(state: JobState): boolean {
+  return TERMINAL_STATES.includes(state);
+}
+
+export function canTransition(from: JobState, to: JobState): boolean {
+  return TRANSITIONS[from].includes(to);
+}

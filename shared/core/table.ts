@@ -1,0 +1,68 @@
+/**
+ * The job table's shape, defined once. The CDK construct and the local AWS harness
+ * both build the table from {@link JOB_TABLE}, so the two can never drift.
+ *
+ * Key design (see docs/data-model.md):
+ * - `pk` = `job#<id>`: one item per job, spread by id.
+ * - GSI `byType`: `gsi1pk` = `<type>#<shard>`, `gsi1sk` = `<createdAt>#<id>`. Written once at
+ *   enqueue; lists a type's jobs newest first.
+ * - GSI `byTypeState`: `gsi2pk` = `<type>#<state>#<shard>`, `gsi2sk` = `<createdAt>#<id>`.
+ *   Rewritten on every state change; lists e.g. the failed jobs of a type.
+ * - `<shard>` = FNV-1a(id) mod {@link SHARD_COUNT}: no single key value takes more than
+ *   1/SHARD_COUNT of a type's writes, so a busy type does not throttle one partition.
+ *   Readers query every shard and merge by `createdAt`.
+ * - `expiresAt` (epoch seconds) is the TTL attribute, set when a job finishes.
+ */
+
+/** Number of write shards per GSI key. Changing it needs a backfill of the GSI keys. */
+export const SHARD_COUNT = 8;
+
+export type KeyType = 'S' | 'N';
+
+export interface IndexDefinition {
+  name: string;
+  partitionKey: string;
+  sortKey: string;
+  /** Non-key attributes copied into the index (INCLUDE projection). */
+  include: string[];
+}
+
+export interface TableDefinition {
+  partitionKey: string;
+  attributes: Record<string, KeyType>;
+  indexes: IndexDefinition[];
+  ttlAttribute: string;
+}
+
+const SUMMARY = ['id', 'type', 'state', 'createdAt', 'runAt', 'attempts', 'finishedAt'];
+
+export const JOB_TABLE: TableDefinition = {
+  partitionKey: 'pk',
+  attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', gsi2sk: 'S' },
+  indexes: [
+    { name: 'byType', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: SUMMARY },
+    { name: 'byTypeState', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: SUMMARY },
+  ],
+  ttlAttribute: 'expiresAt',
+};
+
+/** FNV-1a 32-bit hash of a string. Stable across processes and runtimes. */
+export function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash >>> 0;
+}
+
+export function shardOf(id: string): number {
+  return fnv1a(id) % SHARD_COUNT;
+}
+
+export const keys = {
+  job: (id: string) => `job#${id}`,
+  byType: (type: string, id: string) => `${type}#${shardOf(id)}`,
+  byTypeState: (type: string, state: string, id: string) => `${type}#${state}#${shardOf(id)}`,
+  created: (createdAt: string, id: string) => `${createdAt}#${id}`,
+};

@@ -1,0 +1,146 @@
+/**
+ * Every error Orrery raises on purpose. HTTP-facing errors carry a status and a
+ * machine-readable `code`; `toJSON()` gives the one response shape used everywhere:
+ * `{ "error": { "code", "message", "issues"? } }`.
+ */
+
+/** One offending field of a rejected request. `path` is dotted (`payload.to`). */
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
+
+export interface OrreryErrorOptions {
+  cause?: unknown;
+  issues?: FieldIssue[];
+  details?: Record<string, unknown>;
+}
+
+/** Base class: every named error below extends it. */
+export class OrreryError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly issues: FieldIssue[] | undefined;
+  readonly details: Record<string, unknown> | undefined;
+  /** True when the same request may succeed if sent again later. */
+  readonly retryable: boolean;
+
+  constructor(code: string, status: number, message: string, options: OrreryErrorOptions & { retryable?: boolean } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+    this.issues = options.issues;
+    this.details = options.details;
+    this.retryable = options.retryable ?? false;
+  }
+
+  toJSON(): { error: { code: string; message: string; issues?: FieldIssue[] } & Record<string, unknown> } {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        ...(this.issues ? { issues: this.issues } : {}),
+        ...(this.details ?? {}),
+      },
+    };
+  }
+}
+
+/** 400: the request is malformed or fails a schema. `issues` names each field. */
+export class ValidationError extends OrreryError {
+  constructor(message: string, issues: FieldIssue[] = [], code = 'validation_failed') {
+    super(code, 400, message, { issues });
+  }
+}
+
+/** 404: no such job, schedule or route. */
+export class NotFoundError extends OrreryError {
+  constructor(message: string, code = 'not_found') {
+    super(code, 404, message);
+  }
+}
+
+/** 405: the route exists but not for this method. */
+export class MethodNotAllowedError extends OrreryError {
+  readonly allow: string[];
+  constructor(method: string, path: string, allow: string[]) {
+    super('method_not_allowed', 405, `${method} is not allowed on ${path}; use ${allow.join(', ')}`);
+    this.allow = allow;
+  }
+}
+
+/** 409: the request conflicts with what is stored (id reuse, illegal state change). */
+export class ConflictError extends OrreryError {
+  constructor(message: string, code = 'conflict', details?: Record<string, unknown>) {
+    super(code, 409, message, details ? { details } : {});
+  }
+}
+
+/** 413: the body or payload is larger than Orrery accepts. The limit is in the message. */
+export class PayloadTooLargeError extends OrreryError {
+  constructor(message: string, limitBytes: number) {
+    super('payload_too_large', 413, message, { details: { limitBytes } });
+  }
+}
+
+/** 415: the body is not JSON. */
+export class UnsupportedMediaTypeError extends OrreryError {
+  constructor(contentType: string | undefined) {
+    super(
+      'unsupported_media_type',
+      415,
+      `Content-Type must be application/json${contentType ? ` (got ${contentType})` : ''}`,
+    );
+  }
+}
+
+/** 429: AWS throttled us; the same request can be sent again after a pause. */
+export class ThrottledError extends OrreryError {
+  constructor(message: string, cause?: unknown) {
+    super('throttled', 429, message, { cause, retryable: true });
+  }
+}
+
+/** 503: a dependency failed in a way that may pass. Nothing was left half-written. */
+export class DependencyError extends OrreryError {
+  constructor(message: string, cause?: unknown) {
+    super('dependency_failed', 503, message, { cause, retryable: true });
+  }
+}
+
+/** 500: a configuration or programming error. Never shown to callers with its stack. */
+export class ConfigError extends OrreryError {
+  constructor(message: string) {
+    super('config_error', 500, message);
+  }
+}
+
+/**
+ * Throw from a job handler to fail the job at once, skipping remaining attempts.
+ *
+ * @example
+ * if (!user) throw new PermanentError(`user ${id} does not exist`);
+ */
+export class PermanentError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PermanentError';
+  }
+}
+
+/** The attempt ran past its job type's `timeout`. */
+export class JobTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`job exceeded its timeout of ${timeoutMs} ms`);
+    this.name = 'JobTimeoutError';
+  }
+}
+
+/** A write conditioned on our lease failed: another worker (or a cancel) owns the job now. */
+export class LeaseLostError extends Error {
+  constructor(jobId: string, token: number) {
+    super(`lease on job ${jobId} (token ${token}) was lost; the write was not applied`);
+    this.name = 'LeaseLostError';
+  }
+}

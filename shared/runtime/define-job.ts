@@ -1,0 +1,44 @@
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { z } from 'zod';
+import { createAwsClients } from '../aws/clients';
+import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { SqsJobQueue } from '../aws/sqs-job-queue';
+import { platformConfigFromEnv } from '../config';
+import type { JobTypeSpec } from '../core/job-type';
+import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
+import { createWorker } from './worker';
+
+export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * Binds a handler to a job type. The result's `handler` is the Lambda entry point: it reads
+ * its configuration from the environment on first use and builds its AWS clients once.
+ *
+ * @example
+ * export const sendEmail = defineJob(sendEmailJob, async ({ to }, ctx) => {
+ *   await mailer.send(to, { signal: ctx.signal });
+ *   return { sent: true };
+ * });
+ * export const handler = sendEmail.handler;
+ */
+export function defineJob<Schema extends z.ZodType>(
+  spec: JobTypeSpec<Schema>,
+  run: JobHandler<z.output<Schema>>,
+  options: JobOptions<z.output<Schema>> = {},
+): JobDefinition<Schema> & { handler: LambdaSqsHandler } {
+  const definition: JobDefinition<Schema> = { spec, run, onFailure: options.onFailure };
+  let worker: ReturnType<typeof createWorker> | undefined;
+  const handler: LambdaSqsHandler = (event, context) => {
+    if (!worker) {
+      const config = platformConfigFromEnv();
+      const clients = createAwsClients();
+      worker = createWorker(definition as unknown as JobDefinition, {
+        config,
+        store: new DynamoJobStore(clients.dynamo, config.tableName),
+        queue: new SqsJobQueue(clients.sqs),
+      });
+    }
+    return worker(event, context);
+  };
+  return { ...definition, handler };
+}

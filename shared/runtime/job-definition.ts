@@ -1,0 +1,49 @@
+import type { z } from 'zod';
+import type { AttemptError } from '../core/job';
+import type { JobTypeSpec } from '../core/job-type';
+import type { Logger } from '../logger';
+
+/** What a handler gets besides its payload. */
+export interface JobContext {
+  jobId: string;
+  type: string;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  maxAttempts: number;
+  /** When this job (or this retry) was due, ISO 8601. */
+  scheduledAt: string;
+  /**
+   * Aborts when the attempt times out or the lease is lost (another worker took over, or the
+   * job was cancelled). Pass it to fetch / timers and stop work when it fires.
+   */
+  signal: AbortSignal;
+  /** Logger with `jobId`, `type` and `attempt` on every line. */
+  log: Logger;
+}
+
+export type JobHandler<Payload> = (payload: Payload, ctx: JobContext) => Promise<unknown>;
+
+/** Passed to `onFailure` once, after the last attempt failed. */
+export interface FailureInfo {
+  jobId: string;
+  type: string;
+  attempts: number;
+  errors: AttemptError[];
+}
+
+export interface JobOptions<Payload> {
+  /**
+   * Called once when the job fails for good. It gets at most {@link ON_FAILURE_TIMEOUT_MS};
+   * its own errors are logged and never retried.
+   */
+  onFailure?: (payload: Payload, info: FailureInfo) => Promise<void>;
+}
+
+export const ON_FAILURE_TIMEOUT_MS = 5_000;
+
+/** A job type with its handler: what the worker runs. */
+export interface JobDefinition<Schema extends z.ZodType = z.ZodType> {
+  readonly spec: JobTypeSpec<Schema>;
+  readonly run: JobHandler<z.output<Schema>>;
+  readonly onFailure: ((payload: z.output<Schema>, info: FailureInfo) => Promise<void>) | undefined;
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { z } from 'zod';
+import type { PlatformConfig } from '../config';
+import { retryDelayMs } from '../core/backoff';
+import { type Clock, systemClock } from '../core/clock';
+import { MAX_RESULT_BYTES, jsonBytes } from '../core/enqueue';
+import { type AttemptError, type Job, appendError, describeError } from '../core/job';
+import { DEFAULT_LEASE_MS, heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
+import type { JobQueue, JobStore } from '../core/ports';
+import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
+import { type Logger, createLogger, errorFields } from '../logger';
+import { type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
+
+/** Dependencies of a worker. The Lambda entry builds them from the environment. */
+export interface WorkerDeps {
+  config: PlatformConfig;
+  store: JobStore;
+  queue: JobQueue;
+  /** @default systemClock */
+  clock?: Clock;
+  /** Randomness for backoff jitter. @default Math.random */
+  random?: () => number;
+  /** Lease owner id. @default a random id per worker instance */
+  owner?: string;
+  /** @default 30_000 */
+  leaseMs?: number;
+  logger?: Logger;
+}
+
+const messageSchema = z.object({ v: z.literal(1), id: z.string().min(1), type: z.string().min(1) });
+
+/** What to tell the event source mapping about one record. */
+type Outcome = 'done' | 'retry';
+
+/**
+ * Builds the SQS batch handler for a job definition. Every record of a batch is handled
+ * concurrently; only records that must come back are listed in `batchItemFailures`.
+ */
+export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
+  const clock = deps.clock ?? systemClock;
+  const random = deps.random ?? Math.random;
+  const owner = deps.owner ?? `worker-${randomUUID()}`;
+  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  const baseLog = (deps.logger ?? createLogger({ level: deps.config.logLevel })).child({ type: def.spec.type });
+  const configured = deps.config.routes[def.spec.type];
+  if (!configured) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
+  const route = configured;
+  const expiresAt = (now: number) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400;
+
+  async function finalFailure(job: Job, errors: AttemptError[], log: Logger): Promise<void> {
+    const now = clock.now();
+    await deps.store.fail({ job, now, errors, expiresAt: expiresAt(now) });
+    log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
+    if (!def.onFailure) return;
+    const hook = def.onFailure(job.payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors });
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`onFailure exceeded ${ON_FAILURE_TIMEOUT_MS} ms`)), ON_FAILURE_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([hook, limit]);
+    } catch (error) {
+      log.error('onFailure hook failed; not retried', errorFields(error));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function runAttempt(job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
+    const parsed = def.spec.payload.safeParse(job.payload);
+    if (!parsed.success) {
+      const err = new PermanentError(`payload no longer matches the ${def.spec.type} schema: ${parsed.error.message}`);
+      await finalFailure(job, appendError(job.errors, describeError(err, job.attempts, clock.now(), 'invalid_payload')), log);
+      return 'done';
+    }
+
+    const controller = new AbortController();
+    let leaseLost = false;
+    const timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
+    const heartbeat = setInterval(() => {
+      const now = clock.now();
+      deps.store
+        .heartbeat({ job, now, leaseMs })
+        .then(() => deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs)))
+        .catch((error: unknown) => {
+          if (error instanceof LeaseLostError) {
+            leaseLost = true;
+            controller.abort(error);
+            log.warn('lease lost during heartbeat; aborting handler', { token: job.leaseToken });
+          } else {
+            log.warn('heartbeat failed; will try again', errorFields(error));
+          }
+        });
+    }, heartbeatIntervalMs(leaseMs));
+
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
+    try {
+      const ctx = {
+        jobId: job.id,
+        type: job.type,
+        attempt: job.attempts,
+        maxAttempts: job.maxAttempts,
+        scheduledAt: job.runAt,
+        signal: controller.signal,
+        log,
+      };
+      outcome = { ok: true, result: await Promise.race([def.run(parsed.data, ctx), aborted]) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    } finally {
+      clearTimeout(timeout);
+      clearInterval(heartbeat);
+    }
+    aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
+
+    if (leaseLost) return 'done'; // another worker owns the job now; its message carries on
+    if (outcome.ok && jsonBytes(outcome.result ?? null) > MAX_RESULT_BYTES) {
+      outcome = { ok: false, error: new PermanentError(`result is larger than ${MAX_RESULT_BYTES} bytes of JSON`) };
+    }
+    const now = clock.now();
+    if (outcome.ok) {
+      await deps.store.succeed({ job, now, result: outcome.result, expiresAt: expiresAt(now) });
+      log.info('job succeeded', { durationMs: now - Date.parse(job.startedAt ?? job.updatedAt) });
+      return 'done';
+    }
+    const reason = outcome.error instanceof JobTimeoutError ? 'timeout' : 'error';
+    const errors = appendError(job.errors, describeError(outcome.error, job.attempts, now, reason));
+    if (outcome.error instanceof PermanentError || job.attempts >= job.maxAttempts) {
+      await finalFailure(job, errors, log);
+      return 'done';
+    }
+    const delay = retryDelayMs(def.spec.retry.backoff, job.attempts, random);
+    await deps.store.retry({ job, now, runAt: now + delay, errors });
+    log.warn('attempt failed; will retry', { reason, delayMs: delay, ...errorFields(outcome.error) });
+    await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000).catch((error: unknown) => {
+      log.warn('could not set retry delay on the message; it returns after the queue visibility timeout', errorFields(error));
+    });
+    return 'retry';
+  }
+
+  async function handleRecord(record: SQSRecord): Promise<Outcome> {
+    const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1');
+    let body: unknown;
+    try {
+      body = JSON.parse(record.body);
+    } catch {
+      body = undefined;
+    }
+    const message = messageSchema.safeParse(body);
+    if (!message.success || message.data.type !== def.spec.type) {
+      baseLog.error('malformed or misrouted message; leaving it for the DLQ', {
+        messageId: record.messageId,
+        receiveCount,
+        reason: message.success ? `type ${message.data.type} on the ${def.spec.type} queue` : 'not a job message',
+      });
+      return 'retry';
+    }
+    const { id } = message.data;
+    const log = baseLog.child({ jobId: id, messageId: record.messageId });
+    try {
+      const claim = await deps.store.claim({ id, type: def.spec.type, owner, now: clock.now(), leaseMs });
+      switch (claim.kind) {
+        case 'missing':
+          log.warn('no job for this message (expired or never written); discarding it');
+          return 'done';
+        case 'finished':
+          log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
+          return 'done';
+        case 'busy':
+          log.info('duplicate delivery of a job running under a live lease; discarding it');
+          return 'done';
+        case 'exhausted': {
+          const job = claim.job;
+          const err = new Error('the last attempt stopped without recording a result (lease expired)');
+          await finalFailure(job, appendError(job.errors, describeError(err, job.attempts, clock.now(), 'lease_expired')), log);
+          return 'done';
+        }
+        case 'claimed': {
+          const attemptLog = log.child({ attempt: claim.job.attempts });
+          attemptLog.info('attempt started', { token: claim.job.leaseToken });
+          return await runAttempt(claim.job, record, attemptLog);
+        }
+      }
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        log.warn('late write rejected: the lease was taken over or the job changed', errorFields(error));
+        return 'done';
+      }
+      log.error('could not process message; it will be delivered again', errorFields(error));
+      return 'retry';
+    }
+  }
+
+  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    const outcomes = await Promise.all(event.Records.map((record) => handleRecord(record)));
+    return {
+      batchItemFailures: event.Records.flatMap((record, i) =>
+        outcomes[i] === 'retry' ? [{ itemIdentifier: record.messageId }] : [],
+      ),
+    };
+  };
+}

@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { ListSchedulesCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { inject } from 'vitest';
+import { ManualClock } from '../../shared/core/clock';
+import { echo } from '../../functions/jobs/echo';
+import { flaky } from '../../functions/jobs/flaky';
+import { sleep } from '../../functions/jobs/sleep';
+import { startLocalAws } from '../local-aws/index';
+import { startLocalPlatform } from '../local-aws/local-platform';
+import { uniquePrefix } from '../local-aws/namespace';
+
+/** What the e2e suite talks to: the same tests run against local AWS or a deployed stack. */
+export interface E2ETarget {
+  kind: 'local' | 'deployed';
+  /** Sends a request to the API (signed with SigV4 when deployed). */
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** Counts of what the platform has written: table items, messages, schedules. */
+  footprint(): Promise<{ items: number; messages: number; schedules: number }>;
+  /** Names of the one-time job schedules that exist now. */
+  scheduleNames(): Promise<string[]>;
+  /** Moves the Scheduler's clock forward (local only). */
+  advanceSchedulerClock?: (ms: number) => Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface StackResources {
+  url: string;
+  region: string;
+  tableName: string;
+  scheduleGroup: string;
+  queueUrls: string[];
+}
+
+async function footprintOf(resources: StackResources, clients: { dynamo: DynamoDBClient; sqs: SQSClient; scheduler: SchedulerClient }) {
+  const scan = await clients.dynamo.send(new ScanCommand({ TableName: resources.tableName, Select: 'COUNT' }));
+  let messages = 0;
+  for (const queueUrl of resources.queueUrls) {
+    const out = await clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    const a = out.Attributes ?? {};
+    messages +=
+      Number(a.ApproximateNumberOfMessages ?? 0) +
+      Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+  }
+  const schedules = await clients.scheduler.send(new ListSchedulesCommand({ GroupName: resources.scheduleGroup }));
+  return { items: scan.Count ?? 0, messages, schedules: schedules.Schedules?.length ?? 0 };
+}
+
+async function scheduleNamesOf(resources: StackResources, scheduler: SchedulerClient): Promise<string[]> {
+  const out = await scheduler.send(new ListSchedulesCommand({ GroupName: resources.scheduleGroup }));
+  return (out.Schedules ?? []).map((s) => s.Name ?? '');
+}
+
+/** Local target: fresh local AWS and platform for this test file, with a manual Scheduler clock. */
+async function localTarget(): Promise<E2ETarget> {
+  const schedulerClock = new ManualClock(Date.now());
+  const aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint'), clock: schedulerClock });
+  const platform = await startLocalPlatform({ aws, prefix: uniquePrefix('e2e'), jobs: [echo, flaky, sleep] });
+  const resources: StackResources = {
+    url: platform.url,
+    region: aws.region,
+    tableName: platform.config.tableName,
+    scheduleGroup: platform.config.scheduleGroup,
+    queueUrls: Object.values(platform.deployment.queues).map((q) => q.url),
+  };
+  return {
+    kind: 'local',
+    request: (method, path, body, headers = {}) =>
+      fetch(`${platform.url}${path}`, {
+        method,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      }),
+    footprint: () => footprintOf(resources, platform.clients),
+    scheduleNames: () => scheduleNamesOf(resources, platform.clients.scheduler),
+    advanceSchedulerClock: async (ms) => {
+      schedulerClock.set(Date.now() + ms);
+      await aws.scheduler.fireDue();
+    },
+    async stop() {
+      await platform.stop();
+      await aws.stop();
+    },
+  };
+}
+
+/**
+ * Deployed target: `ORRERY_E2E_OUTPUTS` names a `cdk deploy --outputs-file` JSON (LocalStack or
+ * a real account). Requests are signed with SigV4 from the default credential chain.
+ */
+async function deployedTarget(outputsPath: string): Promise<E2ETarget> {
+  const outputs = JSON.parse(readFileSync(outputsPath, 'utf8')) as Record<string, Record<string, string>>;
+  const stack = Object.values(outputs)[0] ?? {};
+  const need = (key: string) => {
+    const value = stack[key];
+    if (!value) throw new Error(`${outputsPath} has no output ${key}`);
+    return value;
+  };
+  const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  const resources: StackResources = {
+    url: need('ApiUrl').replace(/\/$/, ''),
+    region,
+    tableName: need('TableName'),
+    scheduleGroup: need('ScheduleGroupName'),
+    queueUrls: Object.entries(stack)
+      .filter(([key]) => /^Queue.*Url$/.test(key))
+      .map(([, value]) => value),
+  };
+  const clients = { dynamo: new DynamoDBClient({}), sqs: new SQSClient({}), scheduler: new SchedulerClient({}) };
+  const signer = new SignatureV4({ service: 'lambda', region, credentials: defaultProvider(), sha256: Sha256 });
+  return {
+    kind: 'deployed',
+    async request(method, path, body, headers = {}) {
+      const url = new URL(`${resources.url}${path}`);
+      const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+      const signed = await signer.sign({
+        method,
+        protocol: url.protocol,
+        hostname: url.hostname,
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: { host: url.host, ...(text === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        ...(text === undefined ? {} : { body: text }),
+      });
+      return fetch(url, { method, headers: signed.headers as Record<string, string>, ...(text === undefined ? {} : { body: text }) });
+    },
+    footprint: () => footprintOf(resources, clients),
+    scheduleNames: () => scheduleNamesOf(resources, clients.scheduler),
+    async stop() {
+      clients.dynamo.destroy();
+      clients.sqs.destroy();
+      clients.scheduler.destroy();
+    },
+  };
+}
+
+export async function startTarget(): Promise<E2ETarget> {
+  const outputs = process.env.ORRERY_E2E_OUTPUTS;
+  return outputs ? deployedTarget(outputs) : localTarget();
+}

@@ -1,0 +1,174 @@
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { payloadHash } from '../../shared/api/jobs-service';
+import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import type { Job } from '../../shared/core/job';
+import { JOB_TABLE, keys } from '../../shared/core/table';
+import { LeaseLostError } from '../../shared/errors';
+import { LOCAL_CREDENTIALS } from '../local-aws/clients';
+import { createTableInput } from '../local-aws/deploy';
+import { uniquePrefix } from '../local-aws/namespace';
+
+const tableName = `${uniquePrefix('store')}-jobs`;
+const dynamo = new DynamoDBClient({ endpoint: inject('dynamodbEndpoint'), region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+const store = new DynamoJobStore(dynamo, tableName);
+const T0 = Date.parse('2026-06-01T00:00:00Z');
+const LEASE = 10_000;
+let seq = 0;
+
+function newJob(overrides: Partial<Job> = {}): Job {
+  seq += 1;
+  const iso = new Date(T0).toISOString();
+  return {
+    id: `job-${seq}`,
+    type: 'echo',
+    state: 'queued',
+    payload: { n: seq },
+    payloadHash: payloadHash('echo', { n: seq }),
+    attempts: 0,
+    maxAttempts: 3,
+    createdAt: iso,
+    updatedAt: iso,
+    runAt: iso,
+    leaseToken: 0,
+    errors: [],
+    ...overrides,
+  };
+}
+
+async function claimed(job: Job, owner: string, now: number): Promise<Job> {
+  const result = await store.claim({ id: job.id, type: job.type, owner, now, leaseMs: LEASE });
+  if (result.kind !== 'claimed') throw new Error(`expected a claim, got ${result.kind}`);
+  return result.job;
+}
+
+beforeAll(async () => {
+  await dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
+});
+
+afterAll(async () => {
+  await dynamo.send(new DeleteTableCommand({ TableName: tableName }));
+  dynamo.destroy();
+});
+
+describe('DynamoJobStore against DynamoDB Local', () => {
+  it('creates a job once; a second create returns the stored job from the failed condition', async () => {
+    const job = newJob();
+    expect(await store.create(job)).toEqual({ created: true });
+    const again = await store.create({ ...job, payload: { other: true } });
+    expect(again.created).toBe(false);
+    if (!again.created) expect(again.existing.payload).toEqual(job.payload);
+    expect((await store.get(job.id))?.state).toBe('queued');
+  });
+
+  it('lets exactly one of many concurrent claims win', async () => {
+    const job = newJob();
+    await store.create(job);
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => store.claim({ id: job.id, type: 'echo', owner: `w${i}`, now: T0, leaseMs: LEASE })),
+    );
+    expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'busy')).toHaveLength(11);
+    const stored = await store.get(job.id);
+    expect(stored?.attempts).toBe(1);
+    expect(stored?.leaseToken).toBe(1);
+  });
+
+  it('fences a stale worker: after a takeover its late success is rejected and the new attempt wins', async () => {
+    const job = newJob();
+    await store.create(job);
+    const first = await claimed(job, 'worker-a', T0);
+    expect(first.leaseToken).toBe(1);
+    // worker-a stops heartbeating; its lease expires and worker-b takes over
+    const busy = await store.claim({ id: job.id, type: 'echo', owner: 'worker-b', now: T0 + LEASE - 1, leaseMs: LEASE });
+    expect(busy.kind).toBe('busy');
+    const second = await claimed(job, 'worker-b', T0 + LEASE + 1);
+    expect(second.leaseToken).toBe(2);
+    expect(second.attempts).toBe(2);
+    await expect(store.succeed({ job: first, now: T0 + LEASE + 2, result: { from: 'a' }, expiresAt: 1 })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    await expect(store.heartbeat({ job: first, now: T0 + LEASE + 2, leaseMs: LEASE })).rejects.toBeInstanceOf(LeaseLostError);
+    await store.succeed({ job: second, now: T0 + LEASE + 3, result: { from: 'b' }, expiresAt: 2 });
+    const stored = await store.get(job.id);
+    expect(stored?.state).toBe('succeeded');
+    expect(stored?.result).toEqual({ from: 'b' });
+    expect(stored?.leaseOwner).toBeUndefined();
+  });
+
+  it('reports a finished job as finished and never reclaims it', async () => {
+    const job = newJob();
+    await store.create(job);
+    const mine = await claimed(job, 'w', T0);
+    await store.succeed({ job: mine, now: T0 + 1, result: null, expiresAt: 3 });
+    const again = await store.claim({ id: job.id, type: 'echo', owner: 'w2', now: T0 + 10 * LEASE, leaseMs: LEASE });
+    expect(again.kind).toBe('finished');
+  });
+
+  it('reports an expired last attempt as exhausted instead of running it again', async () => {
+    const job = newJob({ maxAttempts: 1 });
+    await store.create(job);
+    await claimed(job, 'w', T0);
+    const again = await store.claim({ id: job.id, type: 'echo', owner: 'w2', now: T0 + LEASE + 1, leaseMs: LEASE });
+    expect(again.kind).toBe('exhausted');
+    if (again.kind === 'exhausted') {
+      await store.fail({ job: again.job, now: T0 + LEASE + 2, errors: [], expiresAt: 4 });
+      expect((await store.get(job.id))?.state).toBe('failed');
+    }
+  });
+
+  it('refuses a claim for the wrong type and for a missing job', async () => {
+    const job = newJob();
+    await store.create(job);
+    expect((await store.claim({ id: job.id, type: 'sleep', owner: 'w', now: T0, leaseMs: LEASE })).kind).toBe('missing');
+    expect((await store.claim({ id: 'no-such-job', type: 'echo', owner: 'w', now: T0, leaseMs: LEASE })).kind).toBe('missing');
+    expect((await store.get(job.id))?.attempts).toBe(0);
+  });
+
+  it('moves a retrying job back to running on the next claim, keeping its error history', async () => {
+    const job = newJob();
+    await store.create(job);
+    const first = await claimed(job, 'w', T0);
+    const errors = [{ attempt: 1, at: new Date(T0).toISOString(), reason: 'error', name: 'Error', message: 'boom' }];
+    await store.retry({ job: first, now: T0 + 1, runAt: T0 + 5000, errors });
+    const retrying = await store.get(job.id);
+    expect(retrying?.state).toBe('retrying');
+    expect(retrying?.lastError?.message).toBe('boom');
+    const second = await claimed(job, 'w', T0 + 5000);
+    expect(second.attempts).toBe(2);
+    expect(second.errors).toEqual(errors);
+  });
+
+  it('keeps the state index key in step with the state', async () => {
+    const job = newJob();
+    await store.create(job);
+    const mine = await claimed(job, 'w', T0);
+    await store.succeed({ job: mine, now: T0 + 1, result: 1, expiresAt: 5 });
+    const query = (state: string) =>
+      dynamo.send(
+        new QueryCommand({
+          TableName: tableName,
+          IndexName: 'byTypeState',
+          KeyConditionExpression: 'gsi2pk = :pk',
+          ExpressionAttributeValues: { ':pk': { S: keys.byTypeState('echo', state, job.id) } },
+        }),
+      );
+    const succeeded = await query('succeeded');
+    expect(succeeded.Items?.map((i) => i.id?.S)).toContain(job.id);
+    const queued = await query('queued');
+    expect(queued.Items?.map((i) => i.id?.S) ?? []).not.toContain(job.id);
+  });
+
+  it('deletes an undispatched job only while no attempt has started', async () => {
+    const a = newJob();
+    await store.create(a);
+    expect(await store.deleteUndispatched(a.id, 'wrong-hash')).toBe(false);
+    expect(await store.deleteUndispatched(a.id, a.payloadHash)).toBe(true);
+    expect(await store.get(a.id)).toBeUndefined();
+    const b = newJob();
+    await store.create(b);
+    await claimed(b, 'w', T0);
+    expect(await store.deleteUndispatched(b.id, b.payloadHash)).toBe(false);
+  });
+});

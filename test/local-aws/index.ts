@@ -1,0 +1,135 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Clock } from '../../shared/core/clock';
+import { LOCAL_CREDENTIALS, type LocalEndpoints } from './clients';
+import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
+import { sqsDeliverer, startSchedulerStandIn } from './scheduler-standin';
+import { type LocalSqs, startLocalSqs } from './sqs';
+
+export { type LocalAwsTarget, type LocalEndpoints, LOCAL_CREDENTIALS, localClients } from './clients';
+export { createTableInput, deployLocal, destroyLocal, type LocalDeployment, type LocalQueues } from './deploy';
+export { startDynamoDbLocal, processAlive } from './dynamodb-local';
+export { startFunctionUrlServer, type FunctionUrlHandler } from './function-url';
+export { drain, runOnce, startQueueRunner, type SqsLambdaHandler } from './lambda-runner';
+export { uniquePrefix } from './namespace';
+export { startLocalSqs } from './sqs';
+
+/** Options for {@link startLocalAws}. */
+export interface StartLocalAwsOptions {
+  /** Clock of the Scheduler stand-in (a `ManualClock` lets tests fire schedules on demand). @default systemClock */
+  clock?: Clock;
+  /** Reuse a running DynamoDB Local (e.g. the global setup's); otherwise one is started and owned. */
+  dynamodbEndpoint?: string;
+  /** @default 'us-east-1' */
+  region?: string;
+  /** Let the stand-in fire due schedules by itself (as `npm run dev` wants). @default the stand-in's default */
+  autoFire?: boolean;
+}
+
+/** The Scheduler stand-in, as returned by `startSchedulerStandIn`. */
+export type SchedulerStandIn = Awaited<ReturnType<typeof startSchedulerStandIn>>;
+
+/** A running local AWS: DynamoDB Local, fauxqs (SQS) and the Scheduler stand-in. */
+export interface LocalAws {
+  readonly region: string;
+  readonly endpoints: LocalEndpoints;
+  /** `AWS_ENDPOINT_URL_{DYNAMODB,SQS,SCHEDULER}`, `AWS_REGION`, `AWS_DEFAULT_REGION` and dummy credentials. */
+  readonly env: Record<string, string>;
+  /** Writes {@link env} into `process.env`; returns a function that restores the previous values. */
+  applyEnv(): () => void;
+  readonly scheduler: SchedulerStandIn;
+  readonly sqs: LocalSqs;
+  /** The DynamoDB Local this instance started, if it started one (not when reusing an endpoint). */
+  readonly dynamodb: DynamoDbLocal | undefined;
+  /** Stops the stand-in and fauxqs, and the DynamoDB Local if this instance started it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the local AWS that tests and `npm run dev` run against. Production code reaches it
+ * only through the environment (`applyEnv()` or spawning with `env`): plain
+ * `new DynamoDBClient({})`, `new SQSClient({})`, `new SchedulerClient({})`.
+ *
+ * Each call gets its own in-process fauxqs and Scheduler stand-in (cheap, ~10 ms); DynamoDB
+ * Local (a JVM, ~1.5 s) is best shared: pass `dynamodbEndpoint` (in vitest,
+ * `inject('dynamodbEndpoint')` from the global setup) and use a unique prefix per file.
+ *
+ * @example
+ * const aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint'), clock: new ManualClock() });
+ * aws.applyEnv();
+ * const deployment = await deployLocal(aws, { prefix: uniquePrefix('my-test'), jobTypes: [{ type: 'echo', timeoutMs: 5_000 }] });
+ * // ...
+ * await aws.stop();
+ */
+export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise<LocalAws> {
+  const region = options.region ?? 'us-east-1';
+  const dynamodb = options.dynamodbEndpoint ? undefined : await startDynamoDbLocal();
+  const dynamodbEndpoint = options.dynamodbEndpoint ?? dynamodb?.endpoint ?? '';
+  let sqs: LocalSqs | undefined;
+  let deliveryClient: SQSClient | undefined;
+  try {
+    sqs = await startLocalSqs({ region });
+    deliveryClient = new SQSClient({ region, endpoint: sqs.endpoint, credentials: LOCAL_CREDENTIALS });
+    const scheduler = await startSchedulerStandIn({
+      deliver: sqsDeliverer(deliveryClient),
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.autoFire !== undefined ? { autoFire: options.autoFire } : {}),
+    });
+    const endpoints: LocalEndpoints = { dynamodb: dynamodbEndpoint, sqs: sqs.endpoint, scheduler: scheduler.endpoint };
+    const env = localAwsEnv(endpoints, region);
+    const ownedSqs = sqs;
+    const ownedClient = deliveryClient;
+    return {
+      region,
+      endpoints,
+      env,
+      applyEnv: () => applyEnv(env),
+      scheduler,
+      sqs: ownedSqs,
+      dynamodb,
+      async stop() {
+        await scheduler.stop();
+        ownedClient.destroy();
+        await ownedSqs.stop();
+        await dynamodb?.stop();
+      },
+    };
+  } catch (error) {
+    deliveryClient?.destroy();
+    await sqs?.stop();
+    await dynamodb?.stop();
+    throw error;
+  }
+}
+
+/**
+ * The environment that points the AWS SDK at the local emulators.
+ *
+ * @example
+ * spawn('node', ['dist/api.js'], { env: { ...process.env, ...localAwsEnv(aws.endpoints, 'us-east-1') } });
+ */
+export function localAwsEnv(endpoints: LocalEndpoints, region: string): Record<string, string> {
+  return {
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+    AWS_ENDPOINT_URL_SCHEDULER: endpoints.scheduler,
+    AWS_REGION: region,
+    AWS_DEFAULT_REGION: region,
+    AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+  };
+}
+
+/** Sets `env` in `process.env` (dropping a stray `AWS_SESSION_TOKEN`/`AWS_PROFILE`); returns an undo function. */
+function applyEnv(env: Record<string, string>): () => void {
+  const names = [...Object.keys(env), 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
+  const previous = new Map(names.map((name) => [name, process.env[name]]));
+  delete process.env.AWS_SESSION_TOKEN;
+  delete process.env.AWS_PROFILE;
+  Object.assign(process.env, env);
+  return () => {
+    for (const [name, value] of previous) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+}

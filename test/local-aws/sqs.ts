@@ -1,0 +1,127 @@
+import type { AddressInfo } from 'node:net';
+import { buildApp } from 'fauxqs';
+
+/** Options for {@link startLocalSqs}. */
+export interface LocalSqsOptions {
+  /** TCP port on 127.0.0.1; `0` (default) picks a free one. */
+  port?: number;
+  /** Region used when a request carries no SigV4 scope. @default 'us-east-1' */
+  region?: string;
+}
+
+/** Message counts of one queue, read without receiving anything. */
+export interface QueueSnapshot {
+  visible: number;
+  inFlight: number;
+  delayed: number;
+  attributes: Record<string, string>;
+}
+
+/** A running in-process SQS emulator (fauxqs). */
+export interface LocalSqs {
+  /** `http://127.0.0.1:PORT`, for `AWS_ENDPOINT_URL_SQS`. */
+  readonly endpoint: string;
+  readonly port: number;
+  /** The queue URL fauxqs hands out for `name`: `${endpoint}/000000000000/${name}`. */
+  queueUrl(name: string): string;
+  /** Counts of a queue by name, or `undefined` if it does not exist. */
+  inspect(name: string): QueueSnapshot | undefined;
+  /** Drops every message of every queue (queues stay). */
+  reset(): void;
+  /** Closes the server, ending open long polls. */
+  stop(): Promise<void>;
+}
+
+/** The account id fauxqs uses in queue URLs and ARNs. */
+export const LOCAL_ACCOUNT_ID = '000000000000';
+
+interface StoreModule {
+  SqsStore: new () => SqsStoreLike;
+}
+interface SqsStoreLike {
+  host: string;
+  inspectQueue(name: string):
+    | { attributes: Record<string, string>; messages: { ready: unknown[]; delayed: unknown[]; inflight: unknown[] } }
+    | undefined;
+  clearMessages(): void;
+}
+
+/**
+ * Starts fauxqs in this process on 127.0.0.1, with queue URLs that are plain
+ * `http://127.0.0.1:PORT/000000000000/<name>`.
+ *
+ * Why: fauxqs' default URLs (`http://sqs.<region>.localhost:PORT/...`) do not resolve
+ * without patching DNS, and the SQS client's `useQueueUrlAsEndpoint` (default on) would
+ * switch to the queue URL's origin and warn on every call whenever that origin differs from
+ * `AWS_ENDPOINT_URL_SQS`. With the store's URL host cleared, fauxqs builds queue URLs from the
+ * request's `Host` header, which is exactly `AWS_ENDPOINT_URL_SQS`'s host, so a plain
+ * `new SQSClient({})` works with the URLs CreateQueue/GetQueueUrl return, with no DNS patch and
+ * no client options. (fauxqs' public `host` option cannot do this: it always prepends
+ * `sqs.<region>.`.) fauxqs' own `startFauxqs` also listens on 0.0.0.0; this binds 127.0.0.1.
+ *
+ * Timing (visibility, delays) runs on the real wall clock: keep those values small in tests.
+ *
+ * @example
+ * const sqs = await startLocalSqs();
+ * process.env.AWS_ENDPOINT_URL_SQS = sqs.endpoint;
+ * const client = new SQSClient({});
+ * const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: 'demo' }));
+ * // QueueUrl === sqs.queueUrl('demo')
+ * await sqs.stop();
+ */
+export async function startLocalSqs(options: LocalSqsOptions = {}): Promise<LocalSqs> {
+  const sqsStore = await newStore();
+  const { SnsStore } = (await import(new URL('./sns/snsStore.js', import.meta.resolve('fauxqs')).href)) as {
+    SnsStore: new () => never;
+  };
+  const { S3Store } = (await import(new URL('./s3/s3Store.js', import.meta.resolve('fauxqs')).href)) as {
+    S3Store: new () => never;
+  };
+  const app = buildApp({
+    logger: false,
+    defaultRegion: options.region ?? 'us-east-1',
+    stores: { sqsStore: sqsStore as never, snsStore: new SnsStore(), s3Store: new S3Store() },
+  });
+  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  const endpoint = `http://127.0.0.1:${port}`;
+
+  return {
+    endpoint,
+    port,
+    queueUrl: (name) => `${endpoint}/${LOCAL_ACCOUNT_ID}/${name}`,
+    inspect(name) {
+      const queue = sqsStore.inspectQueue(name);
+      if (!queue) return undefined;
+      return {
+        visible: queue.messages.ready.length,
+        inFlight: queue.messages.inflight.length,
+        delayed: queue.messages.delayed.length,
+        attributes: queue.attributes,
+      };
+    },
+    reset: () => sqsStore.clearMessages(),
+    stop: async () => {
+      await app.close();
+    },
+  };
+}
+
+/**
+ * fauxqs does not export its store classes, and its `buildApp` only leaves the URL host
+ * alone when handed a store, so load `dist/sqs/sqsStore.js` next to the resolved entry point.
+ * Pinned to fauxqs 2.x's layout; fails loudly if that changes.
+ */
+async function newStore(): Promise<SqsStoreLike> {
+  const href = new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href;
+  const module = (await import(href)) as Partial<StoreModule>;
+  if (typeof module.SqsStore !== 'function') {
+    throw new Error(`fauxqs layout changed: ${href} has no SqsStore export (update test/local-aws/sqs.ts)`);
+  }
+  const store = new module.SqsStore();
+  if (typeof store.host !== 'string' || typeof store.inspectQueue !== 'function') {
+    throw new Error('fauxqs SqsStore no longer has `host`/`inspectQueue` (update test/local-aws/sqs.ts)');
+  }
+  store.host = '';
+  return store;
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CLAIMABLE_STATES,
+  JOB_STATES,
+  type JobState,
+  TERMINAL_STATES,
+  TRANSITIONS,
+  canTransition,
+  isTerminal,
+} from '../../shared/core/states';
+
+/**
+ * The expected transition matrix, written out by hand: rows are `from`, columns are `to`, in
+ * the order of COLUMNS. A change to TRANSITIONS must be mirrored here on purpose.
+ */
+const COLUMNS = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
+const X = true;
+const _ = false;
+// biome-ignore format: the matrix reads better aligned
+const EXPECTED: Record<JobState, readonly boolean[]> = {
+  //          sched  queued running retry  succ   failed cancel
+  scheduled: [_,     X,     X,      _,     _,     _,     X],
+  queued:    [_,     _,     X,      _,     _,     _,     X],
+  running:   [_,     _,     X,      X,     X,     X,     X],
+  retrying:  [_,     _,     X,      _,     _,     X,     X],
+  succeeded: [_,     _,     _,      _,     _,     _,     _],
+  failed:    [_,     _,     _,      _,     _,     _,     _],
+  cancelled: [_,     _,     _,      _,     _,     _,     _],
+};
+
+const pairs = COLUMNS.flatMap((from) =>
+  COLUMNS.map((to, j) => ({ from, to, allowed: EXPECTED[from][j] as boolean })),
+);
+
+describe('job states', () => {
+  it('has exactly the seven states, in order', () => {
+    expect(JOB_STATES).toEqual(COLUMNS);
+    expect(Object.keys(TRANSITIONS).sort()).toEqual([...COLUMNS].sort());
+  });
+
+  it('covers all 49 pairs in the expected matrix', () => {
+    expect(pairs).toHaveLength(49);
+    expect(pairs.filter((p) => p.allowed)).toHaveLength(13);
+  });
+
+  it.each(pairs.filter((p) => p.allowed))('allows $from → $to', ({ from, to }) => {
+    expect(canTransition(from, to)).toBe(true);
+  });
+
+  it.each(pairs.filter((p) => !p.allowed))('refuses $from → $to', ({ from, to }) => {
+    expect(canTransition(from, to)).toBe(false);
+  });
+
+  it('lists no transition twice and none to an unknown state', () => {
+    for (const from of JOB_STATES) {
+      const targets = TRANSITIONS[from];
+      expect(new Set(targets).size).toBe(targets.length);
+      for (const to of targets) expect(JOB_STATES).toContain(to);
+    }
+  });
+
+  it('marks succeeded, failed and cancelled as terminal, and only those', () => {
+    expect([...TERMINAL_STATES].sort()).toEqual(['cancelled', 'failed', 'succeeded']);
+    expect(JOB_STATES.filter(isTerminal)).toEqual(['succeeded', 'failed', 'cancelled']);
+  });
+
+  it('has no way out of a terminal state, and a way out of every other state', () => {
+    for (const state of JOB_STATES) {
+      expect(TRANSITIONS[state].length === 0).toBe(isTerminal(state));
+    }
+  });
+
+  it('lets every claimable state move to running, and no terminal state', () => {
+    expect([...CLAIMABLE_STATES]).toEqual(['scheduled', 'queued', 'retrying']);
+    for (const state of CLAIMABLE_STATES) expect(canTransition(state, 'running')).toBe(true);
+  });
+
+  it('lets every non-terminal state be cancelled', () => {
+    expect(JOB_STATES.filter((s) => canTransition(s, 'cancelled'))).toEqual([
+      'scheduled',
+      'queued',
+      'running',
+      'retrying',
+    ]);
+  });
+});
