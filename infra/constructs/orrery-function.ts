@@ -50,7 +50,7 @@ export class OrreryFunction extends NodejsFunction {
       new LogGroup(scope, `${id}Logs`, { retention: props.logGroupRetention ?? RetentionDays.ONE_MONTH });
     const role = new Role(scope, `${id}Role`, {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `Execution role of ${id}`,
+      description: `Execution role: ${props.description ?? id}`,
     });
     super(scope, id, {
       runtime: Runtime.NODEJS_24_X,

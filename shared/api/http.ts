@@ -90,7 +90,9 @@ export function errorResponse(error: unknown, requestId: string): { response: Ht
     return { response: json(error.status, error.toJSON(), extra), internal: false };
   }
   if (error instanceof OrreryError && error.retryable) {
-    const body = { error: { code: error.code, message: error.message, requestId } };
+    // The detail (which may name internal hosts) goes to the log, not to the caller.
+    const message = 'a dependency of the API failed; retry the request with the same job id';
+    const body = { error: { code: error.code, message, requestId } };
     return { response: json(error.status, body, { ...headers, 'retry-after': '1' }), internal: true };
   }
   const body = { error: { code: 'internal_error', message: 'internal error; see the logs for this request id', requestId } };

@@ -14,9 +14,14 @@ const THROTTLING = new Set([
   'KMSThrottlingException',
 ]);
 
+/** Node network error codes: the request may not have reached AWS, or its answer was lost. */
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+const NETWORK_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'NetworkingError']);
+
 interface SdkError {
   name?: string;
   message?: string;
+  code?: string;
   $fault?: 'client' | 'server';
   $metadata?: { httpStatusCode?: number };
 }
@@ -37,7 +42,8 @@ export function translateAwsError(error: unknown, operation: string): never {
   if ((e.name && THROTTLING.has(e.name)) || status === 429) {
     throw new ThrottledError(`AWS throttled ${operation}; retry shortly`, error);
   }
-  if (e.$fault === 'server' || (status !== undefined && status >= 500) || e.$metadata === undefined) {
+  const network = (e.code !== undefined && NETWORK_CODES.has(e.code)) || (e.name !== undefined && NETWORK_NAMES.has(e.name));
+  if (e.$fault === 'server' || (status !== undefined && status >= 500) || (status === undefined && network)) {
     throw new DependencyError(`${operation} failed: ${e.name ?? 'error'}: ${e.message ?? String(error)}`, error);
   }
   throw error;

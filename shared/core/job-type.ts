@@ -33,7 +33,7 @@ export interface JobTypeOptions<Schema extends z.ZodType> {
   /** @default 30_000 */
   timeoutMs?: number;
   /** @default { maxAttempts: 3, backoff: { kind: 'exponential', baseMs: 1000, factor: 2, maxMs: 3_600_000 } } */
-  retry?: Partial<RetryPolicy>;
+  retry?: z.input<typeof retryPolicySchema>;
 }
 
 /**

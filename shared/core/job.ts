@@ -91,9 +91,18 @@ function truncate(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
 }
 
+/** Text for a thrown non-Error value; never throws (circular objects, BigInt, undefined). */
+function describeThrown(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
 /** Builds a bounded history entry from anything a handler threw. */
 export function describeError(error: unknown, attempt: number, at: number, reason: string): AttemptError {
-  const err = error instanceof Error ? error : new Error(typeof error === 'string' ? error : JSON.stringify(error));
+  const err = error instanceof Error ? error : new Error(typeof error === 'string' ? error : describeThrown(error));
   const entry: AttemptError = {
     attempt,
     at: new Date(at).toISOString(),

@@ -109,7 +109,11 @@ export function resolveWallTime(wall: WallTime, timeZone: string): number | unde
   if (isUtc(timeZone)) return asUtc;
   // The offsets in force a day either side cover every offset that can apply to this wall time
   // (zones change offset at most once in any 48 hours).
-  const offsets = new Set([offsetAt(asUtc - DAY_MS, timeZone), offsetAt(asUtc, timeZone), offsetAt(asUtc + DAY_MS, timeZone)]);
+  const offsets = new Set([
+    offsetAt(asUtc - DAY_MS, timeZone),
+    offsetAt(asUtc, timeZone),
+    offsetAt(asUtc + DAY_MS, timeZone),
+  ]);
   let best: number | undefined;
   for (const offset of offsets) {
     const candidate = asUtc - offset;

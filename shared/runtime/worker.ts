@@ -30,6 +30,17 @@ export interface WorkerDeps {
 
 const messageSchema = z.object({ v: z.literal(1), id: z.string().min(1), type: z.string().min(1) });
 
+/** Why a handler's result cannot be stored, or undefined when it can. */
+function resultProblem(result: unknown): string | undefined {
+  let size: number;
+  try {
+    size = jsonBytes(result ?? null);
+  } catch (error) {
+    return `result is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return size > MAX_RESULT_BYTES ? `result is ${size} bytes of JSON; the limit is ${MAX_RESULT_BYTES}` : undefined;
+}
+
 /** What to tell the event source mapping about one record. */
 type Outcome = 'done' | 'retry';
 
@@ -52,8 +63,12 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     const now = clock.now();
     await deps.store.fail({ job, now, errors, expiresAt: expiresAt(now) });
     log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
-    if (!def.onFailure) return;
-    const hook = def.onFailure(job.payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors });
+    const onFailure = def.onFailure;
+    if (!onFailure) return;
+    // Through a promise, so a hook that throws synchronously is caught like one that rejects.
+    const hook = Promise.resolve().then(() =>
+      onFailure(job.payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors }),
+    );
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`onFailure exceeded ${ON_FAILURE_TIMEOUT_MS} ms`)), ON_FAILURE_TIMEOUT_MS);
@@ -118,8 +133,9 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
 
     if (leaseLost) return 'done'; // another worker owns the job now; its message carries on
-    if (outcome.ok && jsonBytes(outcome.result ?? null) > MAX_RESULT_BYTES) {
-      outcome = { ok: false, error: new PermanentError(`result is larger than ${MAX_RESULT_BYTES} bytes of JSON`) };
+    if (outcome.ok) {
+      const problem = resultProblem(outcome.result);
+      if (problem) outcome = { ok: false, error: new PermanentError(problem) };
     }
     const now = clock.now();
     if (outcome.ok) {

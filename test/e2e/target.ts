@@ -7,6 +7,7 @@ import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { inject } from 'vitest';
 import { ManualClock } from '../../shared/core/clock';
+import { createLogger } from '../../shared/logger';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { sleep } from '../../functions/jobs/sleep';
@@ -65,7 +66,12 @@ async function scheduleNamesOf(resources: StackResources, scheduler: SchedulerCl
 async function localTarget(): Promise<E2ETarget> {
   const schedulerClock = new ManualClock(Date.now());
   const aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint'), clock: schedulerClock });
-  const platform = await startLocalPlatform({ aws, prefix: uniquePrefix('e2e'), jobs: [echo, flaky, sleep] });
+  const platform = await startLocalPlatform({
+    aws,
+    prefix: uniquePrefix('e2e'),
+    jobs: [echo, flaky, sleep],
+    logger: createLogger({ level: 'silent' }),
+  });
   const resources: StackResources = {
     url: platform.url,
     region: aws.region,

@@ -3,6 +3,7 @@ import {
   CreateTableCommand,
   DeleteTableCommand,
   DescribeTableCommand,
+  DescribeTimeToLiveCommand,
   type DynamoDBClient,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
@@ -98,7 +99,8 @@ export function createTableInput(name: string, definition: TableDefinition): Cre
 }
 
 /**
- * Creates one deployment in the running emulators, the way the CDK stack would in AWS: the
+ * Creates one deployment in the running emulators, the way the CDK stack would in AWS (and,
+ * like a stack update, it is safe to run again with the same prefix): the
  * job table `${prefix}-jobs` (from {@link JOB_TABLE}, with TTL), a ready queue and DLQ per job
  * type (names from `queueNames`, visibility from the type's timeout, 14-day retention,
  * redrive after `maxReceiveCount` receives) and the Scheduler group `${prefix}-jobs`.
@@ -116,16 +118,23 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
   const scheduleGroup = `${options.prefix}-jobs`;
   try {
     const table = (async () => {
-      await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
+      await clients.dynamo
+        .send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)))
+        .catch(ignore('ResourceInUseException'));
       await waitForActive(clients.dynamo, tableName);
-      await clients.dynamo.send(
-        new UpdateTimeToLiveCommand({
-          TableName: tableName,
-          TimeToLiveSpecification: { AttributeName: JOB_TABLE.ttlAttribute, Enabled: true },
-        }),
-      );
+      const ttl = await clients.dynamo.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+      if (ttl.TimeToLiveDescription?.TimeToLiveStatus !== 'ENABLED') {
+        await clients.dynamo.send(
+          new UpdateTimeToLiveCommand({
+            TableName: tableName,
+            TimeToLiveSpecification: { AttributeName: JOB_TABLE.ttlAttribute, Enabled: true },
+          }),
+        );
+      }
     })();
-    const group = clients.scheduler.send(new CreateScheduleGroupCommand({ Name: scheduleGroup }));
+    const group = clients.scheduler
+      .send(new CreateScheduleGroupCommand({ Name: scheduleGroup }))
+      .catch(ignore('ConflictException'));
     const queueList = await Promise.all(
       options.jobTypes.map(async (jobType) => [jobType.type, await createQueues(clients.sqs, options, jobType)] as const),
     );
@@ -154,10 +163,7 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
  */
 export async function destroyLocal(aws: LocalAwsTarget, deployment: LocalDeployment): Promise<void> {
   const clients = localClients(aws);
-  const ignoreMissing = (error: unknown) => {
-    const name = (error as { name?: string }).name ?? '';
-    if (!/NotFound|NonExistent/.test(name)) throw error;
-  };
+  const ignoreMissing = ignore('ResourceNotFoundException', 'QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue');
   try {
     await Promise.all([
       clients.dynamo.send(new DeleteTableCommand({ TableName: deployment.config.tableName })).catch(ignoreMissing),
@@ -214,6 +220,13 @@ async function waitForActive(dynamo: DynamoDBClient, tableName: string): Promise
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`table ${tableName} did not become ACTIVE`);
+}
+
+/** A `.catch` handler that swallows the named AWS errors and rethrows anything else. */
+function ignore(...names: string[]) {
+  return (error: unknown): void => {
+    if (!names.includes((error as { name?: string }).name ?? '')) throw error;
+  };
 }
 
 function required<T>(value: T | undefined, what: string): T {

@@ -12,7 +12,7 @@ export interface DynamoDbLocalOptions {
   port?: number;
   /** How long to wait for the first successful ListTables. @default 30_000 */
   startTimeoutMs?: number;
-  /** The `java` executable. @default `$JAVA_HOME/bin/java`, else `java` on PATH */
+  /** The `java` executable: a path, or a name looked up on PATH. @default `$JAVA_HOME/bin/java`, else `java` on PATH */
   java?: string;
   /** Extra JVM flags. @default fast-start flags (C1 only, serial GC, 512 MB heap cap) */
   jvmArgs?: string[];
@@ -56,7 +56,7 @@ const INSTALL_HINT =
  * await ddb.stop();
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
-  const java = options.java ?? findJava();
+  const java = findJava(options.java);
   const { jar, libDir } = dynamoDbLocalJar();
   const port = options.port || (await freePort());
   const timeoutMs = options.startTimeoutMs ?? 30_000;
@@ -167,10 +167,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function findJava(): string {
+function findJava(command?: string): string {
+  const pathDirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
   const candidates: string[] = [];
-  if (process.env.JAVA_HOME) candidates.push(join(process.env.JAVA_HOME, 'bin', 'java'));
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) if (dir) candidates.push(join(dir, 'java'));
+  if (command?.includes('/')) {
+    candidates.push(command);
+  } else {
+    if (!command && process.env.JAVA_HOME) candidates.push(join(process.env.JAVA_HOME, 'bin', 'java'));
+    candidates.push(...pathDirs.map((dir) => join(dir, command ?? 'java')));
+  }
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);
@@ -179,7 +184,7 @@ function findJava(): string {
       // try the next one
     }
   }
-  throw new Error(`java was not found on PATH. ${INSTALL_HINT}`);
+  throw new Error(`${command ?? 'java'} was not found (looked in ${command?.includes('/') ? command : '$JAVA_HOME/bin and PATH'}). ${INSTALL_HINT}`);
 }
 
 let setprivPath: string | null | undefined;

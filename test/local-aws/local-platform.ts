@@ -36,6 +36,8 @@ export interface LocalPlatformOptions {
   runner?: { batchSize?: number; maxConcurrency?: number; waitTimeSeconds?: number };
   /** Receives before a message moves to its DLQ. @default MAX_RECEIVE_COUNT */
   maxReceiveCount?: number;
+  /** SDK clients to use (e.g. with counting or fault-injecting middleware). @default createAwsClients() */
+  clients?: AwsClients;
   /** Wraps the job store (to observe or fault-inject). */
   wrapStore?: (store: JobStore) => JobStore;
   /** Extra options passed to every worker. */
@@ -80,7 +82,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     ...(options.maxReceiveCount ? { maxReceiveCount: options.maxReceiveCount } : {}),
   });
   const config = deployment.config;
-  const clients = createAwsClients();
+  const clients = options.clients ?? createAwsClients();
   const baseStore = new DynamoJobStore(clients.dynamo, config.tableName);
   const store = options.wrapStore ? options.wrapStore(baseStore) : baseStore;
   const queue = new SqsJobQueue(clients.sqs);

@@ -59,7 +59,10 @@ export function scheduledTimeText(ms: number): string {
 }
 
 /** Replaces the EventBridge Scheduler context attributes in a target Input. */
-export function fillPlaceholders(input: string, values: { scheduleArn: string; scheduledTime: number; executionId: string; attempt: number }): string {
+export function fillPlaceholders(
+  input: string,
+  values: { scheduleArn: string; scheduledTime: number; executionId: string; attempt: number },
+): string {
   return input
     .replaceAll('<aws.scheduler.schedule-arn>', values.scheduleArn)
     .replaceAll('<aws.scheduler.scheduled-time>', scheduledTimeText(values.scheduledTime))
@@ -143,7 +146,9 @@ export class FiringEngine {
     let count = 0;
     while (s.nextFireAt !== undefined && s.nextFireAt <= now) {
       if (count === MAX_FIRES_PER_ROUND) {
-        this.opts.log(`${s.Arn}: more than ${MAX_FIRES_PER_ROUND} fires due at once; the rest follow on the next fireDue()`);
+        this.opts.log(
+          `${s.Arn}: more than ${MAX_FIRES_PER_ROUND} fires due at once; the rest follow on the next fireDue()`,
+        );
         return;
       }
       const scheduledTime = s.nextFireAt;
@@ -187,7 +192,9 @@ export class FiringEngine {
       const tooOld = this.opts.clock.now() - fire.scheduledTime > maxAgeMs;
       if (fire.attempt > maxRetries || tooOld) {
         const why = tooOld ? 'it is older than MaximumEventAgeInSeconds' : `${fire.attempt} attempt(s) failed`;
-        this.opts.log(`dropping the ${scheduledTimeText(fire.scheduledTime)} fire of ${fire.scheduleArn}: ${why}; last error: ${String(err)}`);
+        this.opts.log(
+          `dropping the ${scheduledTimeText(fire.scheduledTime)} fire of ${fire.scheduleArn}: ${why}; last error: ${String(err)}`,
+        );
         this.finish(fire);
       } else {
         this.retries.push({ ...fire, attempt: fire.attempt + 1 });

@@ -112,17 +112,23 @@ export class Constraints {
     value: unknown,
     rules: { required?: boolean; min?: number; max?: number; pattern?: RegExp; values?: readonly string[] },
   ): string | undefined {
-    if (value === undefined || value === null) return rules.required ? this.add(path, value, 'must not be null') : undefined;
+    if (value === undefined || value === null)
+      return rules.required ? this.add(path, value, 'must not be null') : undefined;
     if (typeof value !== 'string') return this.add(path, value, 'must be a string');
-    if (rules.min !== undefined && value.length < rules.min) return this.add(path, value, `must have length greater than or equal to ${rules.min}`);
-    if (rules.max !== undefined && value.length > rules.max) return this.add(path, value, `must have length less than or equal to ${rules.max}`);
-    if (rules.pattern && !rules.pattern.test(value)) return this.add(path, value, `must satisfy regular expression pattern: ${rules.pattern.source}`);
-    if (rules.values && !rules.values.includes(value)) return this.add(path, value, `must satisfy enum value set: [${rules.values.join(', ')}]`);
+    if (rules.min !== undefined && value.length < rules.min)
+      return this.add(path, value, `must have length greater than or equal to ${rules.min}`);
+    if (rules.max !== undefined && value.length > rules.max)
+      return this.add(path, value, `must have length less than or equal to ${rules.max}`);
+    if (rules.pattern && !rules.pattern.test(value))
+      return this.add(path, value, `must satisfy regular expression pattern: ${rules.pattern.source}`);
+    if (rules.values && !rules.values.includes(value))
+      return this.add(path, value, `must satisfy enum value set: [${rules.values.join(', ')}]`);
     return value;
   }
 
   integer(path: string, value: unknown, rules: { required?: boolean; min: number; max: number }): number | undefined {
-    if (value === undefined || value === null) return rules.required ? this.add(path, value, 'must not be null') : undefined;
+    if (value === undefined || value === null)
+      return rules.required ? this.add(path, value, 'must not be null') : undefined;
     if (typeof value !== 'number' || !Number.isInteger(value)) return this.add(path, value, 'must be an integer');
     if (value < rules.min) return this.add(path, value, `must have value greater than or equal to ${rules.min}`);
     if (value > rules.max) return this.add(path, value, `must have value less than or equal to ${rules.max}`);
@@ -132,7 +138,8 @@ export class Constraints {
   /** A timestamp member: epoch seconds on the wire, returned as epoch ms. */
   timestamp(path: string, value: unknown): number | undefined {
     if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'number' || !Number.isFinite(value)) return this.add(path, value, 'must be a timestamp in epoch seconds');
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      return this.add(path, value, 'must be a timestamp in epoch seconds');
     return Math.round(value * 1000);
   }
 
@@ -155,11 +162,22 @@ function parseTarget(c: Constraints, raw: unknown): SchedulerTarget | undefined 
   const target = c.object('Target', raw, true);
   if (!target) return undefined;
   const arn = c.string('Target.Arn', target.Arn, { required: true, min: 1, max: 1600 });
-  const roleArn = c.string('Target.RoleArn', target.RoleArn, { required: true, min: 1, max: 1600, pattern: ROLE_ARN_PATTERN });
+  const roleArn = c.string('Target.RoleArn', target.RoleArn, {
+    required: true,
+    min: 1,
+    max: 1600,
+    pattern: ROLE_ARN_PATTERN,
+  });
   c.string('Target.Input', target.Input, { min: 1 });
   const retry = c.object('Target.RetryPolicy', target.RetryPolicy, false);
-  const maxAttempts = c.integer('Target.RetryPolicy.MaximumRetryAttempts', retry?.MaximumRetryAttempts, { min: 0, max: 185 });
-  const maxAge = c.integer('Target.RetryPolicy.MaximumEventAgeInSeconds', retry?.MaximumEventAgeInSeconds, { min: 60, max: 86_400 });
+  const maxAttempts = c.integer('Target.RetryPolicy.MaximumRetryAttempts', retry?.MaximumRetryAttempts, {
+    min: 0,
+    max: 185,
+  });
+  const maxAge = c.integer('Target.RetryPolicy.MaximumEventAgeInSeconds', retry?.MaximumEventAgeInSeconds, {
+    min: 60,
+    max: 86_400,
+  });
   const dlq = c.object('Target.DeadLetterConfig', target.DeadLetterConfig, false);
   c.string('Target.DeadLetterConfig.Arn', dlq?.Arn, { min: 1, max: 1600, pattern: SQS_ARN_PATTERN });
   const sqs = c.object('Target.SqsParameters', target.SqsParameters, false);
@@ -195,8 +213,16 @@ export function parseScheduleRequest(name: string, body: Json, now: number): Sch
   const startDate = c.timestamp('StartDate', body.StartDate);
   const endDate = c.timestamp('EndDate', body.EndDate);
   const window = c.object('FlexibleTimeWindow', body.FlexibleTimeWindow, true);
-  const mode = window ? (c.string('FlexibleTimeWindow.Mode', window.Mode, { required: true, values: ['OFF', 'FLEXIBLE'] }) as 'OFF' | 'FLEXIBLE' | undefined) : undefined;
-  const maxWindow = c.integer('FlexibleTimeWindow.MaximumWindowInMinutes', window?.MaximumWindowInMinutes, { min: 1, max: 1440 });
+  const mode = window
+    ? (c.string('FlexibleTimeWindow.Mode', window.Mode, { required: true, values: ['OFF', 'FLEXIBLE'] }) as
+        | 'OFF'
+        | 'FLEXIBLE'
+        | undefined)
+    : undefined;
+  const maxWindow = c.integer('FlexibleTimeWindow.MaximumWindowInMinutes', window?.MaximumWindowInMinutes, {
+    min: 1,
+    max: 1440,
+  });
   const target = parseTarget(c, body.Target);
   c.throwIfAny();
   if (expression === undefined || mode === undefined || target === undefined) throw validationError('Invalid request.');
@@ -209,10 +235,14 @@ export function parseScheduleRequest(name: string, body: Json, now: number): Sch
     throw err;
   }
   if (timezone !== undefined && !isValidTimeZone(timezone)) {
-    throw validationError(`Invalid ScheduleExpressionTimezone '${timezone}': use an IANA time zone name such as UTC, Europe/Berlin or America/New_York.`);
+    throw validationError(
+      `Invalid ScheduleExpressionTimezone '${timezone}': use an IANA time zone name such as UTC, Europe/Berlin or America/New_York.`,
+    );
   }
   if (mode === 'FLEXIBLE' && maxWindow === undefined) {
-    throw validationError('FlexibleTimeWindow.MaximumWindowInMinutes is required when FlexibleTimeWindow.Mode is FLEXIBLE (1 to 1440 minutes).');
+    throw validationError(
+      'FlexibleTimeWindow.MaximumWindowInMinutes is required when FlexibleTimeWindow.Mode is FLEXIBLE (1 to 1440 minutes).',
+    );
   }
   if (parsed.kind !== 'at') {
     if (startDate !== undefined && startDate < now - FIVE_MINUTES_MS) {

@@ -31,10 +31,12 @@ export function sqsDeliverer(sqsClient: SQSClient): Deliver {
   const queueUrl = (arn: string, queueName: string, accountId: string): Promise<string> => {
     let url = queueUrls.get(arn);
     if (!url) {
-      url = sqsClient.send(new GetQueueUrlCommand({ QueueName: queueName, QueueOwnerAWSAccountId: accountId })).then((out) => {
-        if (!out.QueueUrl) throw new Error(`GetQueueUrl returned no QueueUrl for ${arn}`);
-        return out.QueueUrl;
-      });
+      url = sqsClient
+        .send(new GetQueueUrlCommand({ QueueName: queueName, QueueOwnerAWSAccountId: accountId }))
+        .then((out) => {
+          if (!out.QueueUrl) throw new Error(`GetQueueUrl returned no QueueUrl for ${arn}`);
+          return out.QueueUrl;
+        });
       url.catch(() => queueUrls.delete(arn)); // retry the lookup on the next attempt
       queueUrls.set(arn, url);
     }
@@ -44,7 +46,9 @@ export function sqsDeliverer(sqsClient: SQSClient): Deliver {
   return async (fire) => {
     const queue = parseSqsQueueArn(fire.target.Arn);
     if (!queue) {
-      throw new Error(`sqsDeliverer only handles SQS queue targets (arn:aws:sqs:REGION:ACCOUNT:NAME), not ${fire.target.Arn}`);
+      throw new Error(
+        `sqsDeliverer only handles SQS queue targets (arn:aws:sqs:REGION:ACCOUNT:NAME), not ${fire.target.Arn}`,
+      );
     }
     const groupId = fire.target.SqsParameters?.MessageGroupId;
     await sqsClient.send(

@@ -41,20 +41,22 @@ function toRecord(message: Message, eventSourceARN: string, awsRegion: string): 
 }
 
 /**
- * Receives up to `batchSize` messages (several ReceiveMessage calls when `batchSize` > 10),
- * long-polling only for the first call, with all system and message attributes.
+ * Receives up to `batchSize` messages with all system and message attributes: one
+ * ReceiveMessage (long-polling `waitTimeSeconds`) when `batchSize` ≤ 10, as the event source
+ * mapping does without a batching window; for larger sizes, further immediate receives until
+ * the batch is full or the queue returns nothing new.
  */
 export async function receiveBatch(
   sqs: SQSClient,
   options: { queueUrl: string; batchSize: number; waitTimeSeconds: number; visibilityTimeoutSeconds?: number },
 ): Promise<Message[]> {
-  const batch: Message[] = [];
-  while (batch.length < options.batchSize) {
+  const batch = new Map<string, Message>();
+  while (batch.size < options.batchSize) {
     const out = await sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: options.queueUrl,
-        MaxNumberOfMessages: Math.min(10, options.batchSize - batch.length),
-        WaitTimeSeconds: batch.length === 0 ? options.waitTimeSeconds : 0,
+        MaxNumberOfMessages: Math.min(10, options.batchSize - batch.size),
+        WaitTimeSeconds: batch.size === 0 ? options.waitTimeSeconds : 0,
         MessageSystemAttributeNames: ['All'],
         MessageAttributeNames: ['All'],
         ...(options.visibilityTimeoutSeconds !== undefined
@@ -62,11 +64,12 @@ export async function receiveBatch(
           : {}),
       }),
     );
-    const messages = out.Messages ?? [];
-    batch.push(...messages);
-    if (messages.length === 0) break;
+    const fresh = (out.Messages ?? []).filter((m) => m.MessageId !== undefined && !batch.has(m.MessageId));
+    for (const message of fresh) batch.set(message.MessageId as string, message);
+    // A message seen twice (visibility 0) means the queue has nothing new to add.
+    if (fresh.length === 0 || options.batchSize <= 10 || fresh.length < (out.Messages ?? []).length) break;
   }
-  return batch;
+  return [...batch.values()];
 }
 
 /**

@@ -35,9 +35,6 @@ export interface LocalSqs {
 /** The account id fauxqs uses in queue URLs and ARNs. */
 export const LOCAL_ACCOUNT_ID = '000000000000';
 
-interface StoreModule {
-  SqsStore: new () => SqsStoreLike;
-}
 interface SqsStoreLike {
   host: string;
   inspectQueue(name: string):
@@ -70,13 +67,14 @@ interface SqsStoreLike {
  * await sqs.stop();
  */
 export async function startLocalSqs(options: LocalSqsOptions = {}): Promise<LocalSqs> {
-  const sqsStore = await newStore();
-  const { SnsStore } = (await import(new URL('./sns/snsStore.js', import.meta.resolve('fauxqs')).href)) as {
-    SnsStore: new () => never;
-  };
-  const { S3Store } = (await import(new URL('./s3/s3Store.js', import.meta.resolve('fauxqs')).href)) as {
-    S3Store: new () => never;
-  };
+  const { SqsStore } = await fauxqsInternal<{ SqsStore: new () => SqsStoreLike }>('sqs/sqsStore.js', 'SqsStore');
+  const { SnsStore } = await fauxqsInternal<{ SnsStore: new () => never }>('sns/snsStore.js', 'SnsStore');
+  const { S3Store } = await fauxqsInternal<{ S3Store: new () => never }>('s3/s3Store.js', 'S3Store');
+  const sqsStore = new SqsStore();
+  if (typeof sqsStore.host !== 'string' || typeof sqsStore.inspectQueue !== 'function') {
+    throw new Error('fauxqs SqsStore no longer has `host`/`inspectQueue` (update test/local-aws/sqs.ts)');
+  }
+  sqsStore.host = ''; // falsy host: queue URLs are built from the request's Host header
   const app = buildApp({
     logger: false,
     defaultRegion: options.region ?? 'us-east-1',
@@ -108,20 +106,15 @@ export async function startLocalSqs(options: LocalSqsOptions = {}): Promise<Loca
 }
 
 /**
- * fauxqs does not export its store classes, and its `buildApp` only leaves the URL host
- * alone when handed a store, so load `dist/sqs/sqsStore.js` next to the resolved entry point.
- * Pinned to fauxqs 2.x's layout; fails loudly if that changes.
+ * fauxqs does not export its store classes, and `buildApp` only leaves the URL host alone
+ * when handed stores, so load them from `dist/` next to the resolved entry point. Pinned to
+ * fauxqs 2.x's layout; fails loudly if that changes.
  */
-async function newStore(): Promise<SqsStoreLike> {
-  const href = new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href;
-  const module = (await import(href)) as Partial<StoreModule>;
-  if (typeof module.SqsStore !== 'function') {
-    throw new Error(`fauxqs layout changed: ${href} has no SqsStore export (update test/local-aws/sqs.ts)`);
+async function fauxqsInternal<T>(path: string, exportName: string): Promise<T> {
+  const href = new URL(`./${path}`, import.meta.resolve('fauxqs')).href;
+  const module = (await import(href)) as Record<string, unknown>;
+  if (typeof module[exportName] !== 'function') {
+    throw new Error(`fauxqs layout changed: ${href} has no ${exportName} export (update test/local-aws/sqs.ts)`);
   }
-  const store = new module.SqsStore();
-  if (typeof store.host !== 'string' || typeof store.inspectQueue !== 'function') {
-    throw new Error('fauxqs SqsStore no longer has `host`/`inspectQueue` (update test/local-aws/sqs.ts)');
-  }
-  store.host = '';
-  return store;
+  return module as T;
 }

@@ -200,7 +200,11 @@ export class FakeJobScheduler implements JobScheduler {
 
   async scheduleJob(input: { jobId: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void> {
     if (!this.schedules.has(input.jobId)) {
-      this.schedules.set(input.jobId, { fireAt: input.fireAt, queueArn: input.queueArn, message: { ...input.message } });
+      this.schedules.set(input.jobId, {
+        fireAt: input.fireAt,
+        queueArn: input.queueArn,
+        message: { ...input.message },
+      });
     }
   }
 
@@ -216,7 +220,10 @@ export function captureLogs(): { sink: LogSink; lines: Record<string, unknown>[]
 }
 
 /** A job as the API writes it: queued, no attempt yet. Override any field. */
-export function newJob(overrides: Partial<Job> & Pick<Job, 'id' | 'type'>, now = Date.parse('2026-01-01T00:00:00Z')): Job {
+export function newJob(
+  overrides: Partial<Job> & Pick<Job, 'id' | 'type'>,
+  now = Date.parse('2026-01-01T00:00:00Z'),
+): Job {
   return {
     state: 'queued',
     payload: {},

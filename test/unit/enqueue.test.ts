@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
+  enqueueRequestSchema,
   JOB_ID_PATTERN,
+  jsonBytes,
   MAX_HORIZON_SECONDS,
   MAX_PAYLOAD_BYTES,
   MAX_REQUEST_BYTES,
   MAX_RESULT_BYTES,
   PAST_TOLERANCE_MS,
-  SQS_MAX_DELAY_SECONDS,
-  enqueueRequestSchema,
-  jsonBytes,
   planEnqueue,
+  SQS_MAX_DELAY_SECONDS,
 } from '../../shared/core/enqueue';
 import { ValidationError } from '../../shared/errors';
 
@@ -158,7 +158,10 @@ describe('planEnqueue', () => {
   });
 
   it('treats a runAt of exactly 900 s ahead as an SQS delay and 900.001 s as a schedule', () => {
-    expect(planEnqueue({ runAt: isoAt(NOW + 900_000) }, NOW).dispatch).toEqual({ kind: 'sqs-delay', delaySeconds: 900 });
+    expect(planEnqueue({ runAt: isoAt(NOW + 900_000) }, NOW).dispatch).toEqual({
+      kind: 'sqs-delay',
+      delaySeconds: 900,
+    });
     expect(planEnqueue({ runAt: isoAt(NOW + 900_001) }, NOW)).toEqual({
       runAt: NOW + 900_001,
       state: 'scheduled',
@@ -192,7 +195,9 @@ describe('planEnqueue', () => {
     expect(error).toBeInstanceOf(ValidationError);
     expect(error.status).toBe(400);
     expect(error.message).toBe('runAt is in the past');
-    expect(error.issues).toEqual([{ path: 'runAt', message: 'must not be earlier than now (2026-03-01T12:00:00.000Z)' }]);
+    expect(error.issues).toEqual([
+      { path: 'runAt', message: 'must not be earlier than now (2026-03-01T12:00:00.000Z)' },
+    ]);
   });
 
   it('accepts a runAt exactly 366 days ahead and rejects one ms later', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { JOB_TYPE_PATTERN, MAX_TIMEOUT_MS, defineJobType } from '../../shared/core/job-type';
+import { defineJobType, JOB_TYPE_PATTERN, MAX_TIMEOUT_MS } from '../../shared/core/job-type';
 import { ConfigError } from '../../shared/errors';
 
 const payload = z.object({ to: z.string() });
@@ -89,7 +89,12 @@ describe('defineJobType', () => {
   it.each([
     ['maxAttempts 0', { maxAttempts: 0 }],
     ['maxAttempts 26', { maxAttempts: 26 }],
-    ['backoff maxMs beyond 12 h', { backoff: { kind: 'exponential' as const, maxMs: 43_200_001 } }],
+    [
+      'backoff maxMs beyond 12 h',
+      {
+        backoff: { kind: 'exponential' as const, baseMs: 1000, factor: 2, maxMs: 43_200_001, jitter: 'full' as const },
+      },
+    ],
     ['negative constant delay', { backoff: { kind: 'constant' as const, delayMs: -5 } }],
   ])('rejects a retry policy with %s', (_label, retry) => {
     const error = configError(() => defineJobType({ type: 'echo', payload, retry }));
@@ -98,6 +103,8 @@ describe('defineJobType', () => {
 
   it('rejects unknown retry fields', () => {
     const retry = { maxAttempts: 2, attempts: 9 } as unknown as { maxAttempts: number };
-    expect(configError(() => defineJobType({ type: 'echo', payload, retry })).message).toContain('invalid retry policy');
+    expect(configError(() => defineJobType({ type: 'echo', payload, retry })).message).toContain(
+      'invalid retry policy',
+    );
   });
 });

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
   type AttemptError,
+  appendError,
+  canonicalJson,
+  describeError,
   ERROR_HISTORY_LIMIT,
   ERROR_MESSAGE_LIMIT,
   ERROR_STACK_LIMIT,
   type Job,
-  appendError,
-  canonicalJson,
-  describeError,
   toView,
 } from '../../shared/core/job';
 

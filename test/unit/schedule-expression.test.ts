@@ -232,13 +232,17 @@ describe('nextFireTime: at()', () => {
 
   it('a wall time skipped by spring-forward fires when the clocks jump', () => {
     // New York skips 02:00–02:59 on 2026-03-08 (EST→EDT at 07:00Z); Berlin skips 02:00–02:59 on 2026-03-29 (01:00Z).
-    expect(nextFireTime('at(2026-03-08T02:30:00)', 0, { timezone: 'America/New_York' })).toBe(t('2026-03-08T07:00:00Z'));
+    expect(nextFireTime('at(2026-03-08T02:30:00)', 0, { timezone: 'America/New_York' })).toBe(
+      t('2026-03-08T07:00:00Z'),
+    );
     expect(nextFireTime('at(2026-03-29T02:30:00)', 0, { timezone: 'Europe/Berlin' })).toBe(t('2026-03-29T01:00:00Z'));
   });
 
   it('a wall time repeated by fall-back fires at its first occurrence', () => {
     // New York repeats 01:00–01:59 on 2026-11-01; Berlin repeats 02:00–02:59 on 2026-10-25.
-    expect(nextFireTime('at(2026-11-01T01:30:00)', 0, { timezone: 'America/New_York' })).toBe(t('2026-11-01T05:30:00Z'));
+    expect(nextFireTime('at(2026-11-01T01:30:00)', 0, { timezone: 'America/New_York' })).toBe(
+      t('2026-11-01T05:30:00Z'),
+    );
     expect(nextFireTime('at(2026-10-25T02:30:00)', 0, { timezone: 'Europe/Berlin' })).toBe(t('2026-10-25T00:30:00Z'));
   });
 });
@@ -267,7 +271,9 @@ describe('nextFireTime: rate()', () => {
 
   it('counts days as 24 hours across DST, whatever the zone', () => {
     const before = t('2026-03-07T12:00:00Z');
-    expect(nextFireTime('rate(1 day)', before, { startMs: before, timezone: 'America/New_York' })).toBe(before + 86_400_000);
+    expect(nextFireTime('rate(1 day)', before, { startMs: before, timezone: 'America/New_York' })).toBe(
+      before + 86_400_000,
+    );
   });
 });
 
@@ -291,7 +297,10 @@ describe('nextFireTime: cron()', () => {
   });
 
   it('L in day-of-month is the last day, leap years included', () => {
-    expect(fires('cron(0 12 L * ? *)', '2026-01-31T12:00:00Z', 2)).toEqual(['2026-02-28T12:00:00.000Z', '2026-03-31T12:00:00.000Z']);
+    expect(fires('cron(0 12 L * ? *)', '2026-01-31T12:00:00Z', 2)).toEqual([
+      '2026-02-28T12:00:00.000Z',
+      '2026-03-31T12:00:00.000Z',
+    ]);
     expect(nextFireTime('cron(0 12 L 2 ? *)', t('2027-03-01T00:00:00Z'))).toBe(t('2028-02-29T12:00:00Z'));
   });
 
@@ -340,7 +349,9 @@ describe('nextFireTime: cron()', () => {
       '2026-01-01T12:00:00.000Z',
       '2026-01-01T13:00:00.000Z',
     ]);
-    expect(nextFireTime('cron(0 * * * ? *)', 0, { startMs: t('2026-01-01T12:00:00Z') })).toBe(t('2026-01-01T12:00:00Z'));
+    expect(nextFireTime('cron(0 * * * ? *)', 0, { startMs: t('2026-01-01T12:00:00Z') })).toBe(
+      t('2026-01-01T12:00:00Z'),
+    );
   });
 
   it('is fast: a monthly expression walked over 80 years', () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   CLAIMABLE_STATES,
+  canTransition,
+  isTerminal,
   JOB_STATES,
   type JobState,
   TERMINAL_STATES,
   TRANSITIONS,
-  canTransition,
-  isTerminal,
 } from '../../shared/core/states';
 
 /**
@@ -28,9 +28,7 @@ const EXPECTED: Record<JobState, readonly boolean[]> = {
   cancelled: [_,     _,     _,      _,     _,     _,     _],
 };
 
-const pairs = COLUMNS.flatMap((from) =>
-  COLUMNS.map((to, j) => ({ from, to, allowed: EXPECTED[from][j] as boolean })),
-);
+const pairs = COLUMNS.flatMap((from) => COLUMNS.map((to, j) => ({ from, to, allowed: EXPECTED[from][j] as boolean })));
 
 describe('job states', () => {
   it('has exactly the seven states, in order', () => {

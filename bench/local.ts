@@ -1,0 +1,56 @@
+/**
+ * The bench's own local AWS: a DynamoDB Local JVM it starts and kills itself, plus fauxqs and
+ * the Scheduler stand-in (on a manual clock, firing only when asked).
+ */
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { ManualClock } from '../shared/core/clock';
+import { type LocalAws, processAlive, startDynamoDbLocal, startLocalAws } from '../test/local-aws/index';
+
+export interface BenchAws {
+  aws: LocalAws;
+  clock: ManualClock;
+  /** Stops everything; throws if the DynamoDB Local JVM is still alive afterwards. */
+  stop(): Promise<void>;
+}
+
+/** An absolute path to `java` ($JAVA_HOME/bin/java, else the first on PATH), or undefined. */
+function javaPath(): string | undefined {
+  const candidates = [
+    ...(process.env.JAVA_HOME ? [join(process.env.JAVA_HOME, 'bin', 'java')] : []),
+    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'java')),
+  ];
+  return candidates.find((candidate) => {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export async function startBenchAws(): Promise<BenchAws> {
+  const java = javaPath();
+  const dynamodb = await startDynamoDbLocal(java ? { java } : {});
+  const clock = new ManualClock();
+  let aws: LocalAws;
+  try {
+    aws = await startLocalAws({ clock, autoFire: false, dynamodbEndpoint: dynamodb.endpoint });
+  } catch (error) {
+    await dynamodb.stop();
+    throw error;
+  }
+  return {
+    aws,
+    clock,
+    async stop() {
+      try {
+        await aws.stop();
+      } finally {
+        await dynamodb.stop();
+      }
+      if (processAlive(dynamodb.pid)) throw new Error(`DynamoDB Local (pid ${dynamodb.pid}) is still running`);
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import { Stack, type StackProps } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { echoJob, flakyJob, sleepJob } from '../functions/jobs/catalog';
+import { JobPlatform, type JobPlatformProps } from './constructs/job-platform';
+
+export interface OrreryStackProps extends StackProps {
+  /** Passed to the {@link JobPlatform}. */
+  readonly platform?: JobPlatformProps;
+}
+
+/**
+ * The deployable Orrery stack: one {@link JobPlatform} with the example job types. Copy this
+ * file (or add to it) to deploy your own types: a spec and a handler file each.
+ */
+export class OrreryStack extends Stack {
+  readonly platform: JobPlatform;
+
+  constructor(scope: Construct, id: string, props: OrreryStackProps = {}) {
+    super(scope, id, { description: 'Orrery serverless job platform', ...props });
+    this.platform = new JobPlatform(this, 'Platform', props.platform);
+    this.platform.addJobType({ spec: echoJob, entry: 'functions/jobs/echo.ts' });
+    this.platform.addJobType({ spec: flakyJob, entry: 'functions/jobs/flaky.ts', concurrency: 2 });
+    this.platform.addJobType({ spec: sleepJob, entry: 'functions/jobs/sleep.ts', batchSize: 5 });
+  }
+}

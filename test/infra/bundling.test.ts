@@ -1,0 +1,84 @@
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrreryStack } from '../../infra/stack';
+import { resources } from './support';
+
+/**
+ * The one infra test that really bundles: every function's entry through the local esbuild.
+ * `CDK_DOCKER` points at a binary that does not exist, so any fallback to Docker fails the test.
+ */
+describe('bundling with local esbuild', () => {
+  const previousDocker = process.env.CDK_DOCKER;
+  let outdir = '';
+  let bundles: { id: string; dir: string }[] = [];
+
+  beforeAll(() => {
+    process.env.CDK_DOCKER = '/nonexistent/docker-must-not-be-used';
+    outdir = mkdtempSync(join(tmpdir(), 'orrery-bundle-'));
+    // Asset metadata (as the CDK CLI enables it) names each function's bundle directory.
+    const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true } });
+    const stack = new OrreryStack(app, 'Orrery');
+    app.synth();
+    const functions = resources(Template.fromStack(stack), 'AWS::Lambda::Function');
+    bundles = Object.entries(functions).map(([id, fn]) => {
+      const metadata = (fn as { Metadata?: Record<string, string> }).Metadata ?? {};
+      const assetPath = metadata['aws:asset:path'];
+      if (!assetPath) throw new Error(`${id} has no asset`);
+      return { id, dir: join(outdir, assetPath) };
+    });
+  });
+
+  afterAll(() => {
+    if (previousDocker === undefined) delete process.env.CDK_DOCKER;
+    else process.env.CDK_DOCKER = previousDocker;
+  });
+
+  it('produces one ESM bundle with a source map per function', () => {
+    expect(bundles).toHaveLength(4);
+    for (const { id, dir } of bundles) {
+      expect(existsSync(join(dir, 'index.mjs')), id).toBe(true);
+      expect(existsSync(join(dir, 'index.mjs.map')), id).toBe(true);
+    }
+  });
+
+  it('is minified, carries the createRequire banner and bundles our own AWS SDK', () => {
+    for (const { id, dir } of bundles) {
+      const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
+      expect(code.startsWith("import { createRequire as __orreryCreateRequire } from 'node:module';"), id).toBe(true);
+      // Nothing is left for the runtime to resolve except Node built-ins.
+      const bareImports = [...code.matchAll(/\bfrom\s*["']([^"']+)["']/g)].map((m) => m[1]);
+      expect(bareImports.filter((name) => !name?.startsWith('node:') && !/^[a-z_]+$/.test(name ?? '')), id).toEqual([]);
+      // Minified: long lines (only template literals and legal comments keep their newlines).
+      expect(code.length / code.split('\n').length, `${id} chars per line`).toBeGreaterThan(2000);
+      expect(statSync(join(dir, 'index.mjs')).size, `${id} bytes`).toBeLessThan(5 * 1024 * 1024);
+    }
+  });
+
+  it('loads in this Node and exports a handler function', async () => {
+    const env = {
+      AWS_REGION: 'us-east-1',
+      ORRERY_TABLE: 'jobs',
+      ORRERY_ROUTES: JSON.stringify({ echo: { queueUrl: 'https://sqs.local/q', queueArn: 'arn:aws:sqs:us-east-1:1:q' } }),
+      ORRERY_SCHEDULE_GROUP: 'g',
+      ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::1:role/r',
+    };
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, env);
+    try {
+      for (const { id, dir } of bundles) {
+        const module = (await import(pathToFileURL(join(dir, 'index.mjs')).href)) as { handler?: unknown };
+        expect(typeof module.handler, id).toBe('function');
+      }
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+});

@@ -1,0 +1,144 @@
+import { Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
+import { describe, expect, it } from 'vitest';
+import { echoJob } from '../../functions/jobs/catalog';
+import { JobPlatform } from '../../infra/constructs/job-platform';
+import {
+  allowedActions,
+  asArray,
+  logicalId,
+  type PolicyStatementJson,
+  resources,
+  roleStatements,
+  synthOrrery,
+  testApp,
+} from './support';
+
+const { stack, template } = synthOrrery();
+const platform = stack.platform;
+const tableId = logicalId(platform.jobTable.table);
+const schedulerRoleId = logicalId(platform.scheduler.role);
+const types = [...platform.jobTypes.values()].map((t) => ({
+  type: t.type,
+  roleId: logicalId(t.worker.handler.executionRole),
+  readyId: logicalId(t.queues.queue),
+  dlqId: logicalId(t.queues.deadLetterQueue),
+}));
+const apiStatements = roleStatements(template, logicalId(platform.api.handler.executionRole));
+const scheduleArns = JSON.stringify(stack.resolve(platform.scheduler.scheduleArns));
+const arn = (id: string) => JSON.stringify({ 'Fn::GetAtt': [id, 'Arn'] });
+
+function passRoleIsScoped(statements: PolicyStatementJson[]): void {
+  const passRole = statements.filter((s) => asArray(s.Action).includes('iam:PassRole'));
+  expect(passRole).toHaveLength(1);
+  expect(passRole[0]?.Resource).toEqual({ 'Fn::GetAtt': [schedulerRoleId, 'Arn'] });
+  expect(passRole[0]?.Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } });
+}
+
+describe('IAM least privilege', () => {
+  it('never allows a wildcard action, and "*" resources only for X-Ray', () => {
+    for (const [id, policy] of Object.entries(resources(template, 'AWS::IAM::Policy'))) {
+      const statements = (policy.Properties?.PolicyDocument as { Statement: PolicyStatementJson[] }).Statement;
+      for (const { action, resources: res } of allowedActions(statements)) {
+        expect(action, id).not.toContain('*');
+        if (res === '"*"') expect(action, id).toMatch(/^xray:Put(TraceSegments|TelemetryRecords)$/);
+      }
+    }
+  });
+
+  it('lets a worker touch only job items, only its own queue, and only create schedules', () => {
+    for (const t of types) {
+      const statements = roleStatements(template, t.roleId);
+      const actions = allowedActions(statements);
+      const dynamo = actions.filter((a) => a.action.startsWith('dynamodb:'));
+      expect(dynamo.map((a) => a.action).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+      for (const a of dynamo) expect(a.resources, t.type).toBe(arn(tableId)); // the table only, no index/*
+      const sqs = actions.filter((a) => a.action.startsWith('sqs:'));
+      expect(sqs.map((a) => a.action)).toContain('sqs:ChangeMessageVisibility');
+      expect(sqs.map((a) => a.action)).not.toContain('sqs:SendMessage');
+      for (const a of sqs) expect(a.resources, `${t.type} ${a.action}`).toBe(arn(t.readyId));
+      const scheduler = actions.filter((a) => a.action.startsWith('scheduler:'));
+      expect(scheduler).toEqual([{ action: 'scheduler:CreateSchedule', resources: scheduleArns }]);
+      passRoleIsScoped(statements);
+    }
+  });
+
+  it("gives no worker any permission on another type's queues", () => {
+    for (const t of types) {
+      const text = JSON.stringify(roleStatements(template, t.roleId));
+      for (const other of types.filter((o) => o.type !== t.type)) {
+        expect(text, `${t.type} -> ${other.type}`).not.toContain(other.readyId);
+        expect(text, `${t.type} -> ${other.type}`).not.toContain(other.dlqId);
+      }
+    }
+  });
+
+  it('lets the API read and write job items and query the GSIs, but not scan or manage the table', () => {
+    const dynamo = allowedActions(apiStatements).filter((a) => a.action.startsWith('dynamodb:'));
+    const names = dynamo.map((a) => a.action);
+    expect(names).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query']));
+    for (const forbidden of ['dynamodb:DeleteTable', 'dynamodb:UpdateTable', 'dynamodb:Scan', 'dynamodb:*']) {
+      expect(names).not.toContain(forbidden);
+    }
+    for (const a of dynamo) expect(a.resources).not.toContain('index/*');
+  });
+
+  it('lets the API send to every ready queue and to no DLQ', () => {
+    const send = allowedActions(apiStatements).filter((a) => a.action === 'sqs:SendMessage');
+    expect(send).toHaveLength(1);
+    for (const t of types) {
+      expect(send[0]?.resources).toContain(arn(t.readyId));
+      expect(send[0]?.resources).not.toContain(t.dlqId);
+    }
+  });
+
+  it('lets the API create, get and delete schedules of its group only, and pass only the Scheduler role', () => {
+    const scheduler = allowedActions(apiStatements).filter((a) => a.action.startsWith('scheduler:'));
+    expect(scheduler.map((a) => a.action).sort()).toEqual([
+      'scheduler:CreateSchedule',
+      'scheduler:DeleteSchedule',
+      'scheduler:GetSchedule',
+    ]);
+    for (const a of scheduler) expect(a.resources).toBe(scheduleArns);
+    expect(scheduleArns).toContain(':schedule/Orrery-jobs/*');
+    passRoleIsScoped(apiStatements);
+  });
+
+  it('lets Scheduler assume its role only for this account and schedule group, and only send to ready queues', () => {
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: {
+        Statement: [
+          {
+            Action: 'sts:AssumeRole',
+            Effect: 'Allow',
+            Principal: { Service: 'scheduler.amazonaws.com' },
+            Condition: {
+              StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+              ArnEquals: { 'aws:SourceArn': { 'Fn::GetAtt': [logicalId(platform.scheduler.group), 'Arn'] } },
+            },
+          },
+        ],
+      },
+    });
+    const actions = allowedActions(roleStatements(template, schedulerRoleId));
+    expect(actions).toHaveLength(1);
+    expect(actions[0]?.action).toBe('sqs:SendMessage');
+    for (const t of types) {
+      expect(actions[0]?.resources).toContain(arn(t.readyId));
+      expect(actions[0]?.resources).not.toContain(t.dlqId);
+    }
+  });
+
+  it('grantEnqueue gives a caller lambda:InvokeFunctionUrl on the API for IAM-auth URLs', () => {
+    const s = new Stack(testApp(), 'Grant');
+    const p = new JobPlatform(s, 'Platform');
+    p.addJobType({ spec: echoJob, entry: 'functions/jobs/echo.ts' });
+    const caller = new Role(s, 'Caller', { assumedBy: new AccountRootPrincipal() });
+    p.grantEnqueue(caller);
+    const statements = roleStatements(Template.fromStack(s), logicalId(caller));
+    const invokeUrl = statements.find((st) => asArray(st.Action).includes('lambda:InvokeFunctionUrl'));
+    expect(invokeUrl?.Resource).toEqual({ 'Fn::GetAtt': [logicalId(p.api.handler), 'Arn'] });
+    expect(invokeUrl?.Condition).toEqual({ StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } });
+  });
+});

@@ -1,0 +1,246 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MAX_RESULT_BYTES } from '../../shared/core/enqueue';
+import { DependencyError, JobTimeoutError, LeaseLostError, PermanentError } from '../../shared/errors';
+import type { FailureInfo } from '../../shared/runtime/job-definition';
+import { sqsEvent } from '../support/fakes';
+import { echoJob, harness, ISO0, logged, messageFor, T0 } from './worker-harness';
+
+const waitForAbort = (signal: AbortSignal) =>
+  new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('worker: timeouts and leases', () => {
+  it('fails an attempt that runs past timeoutMs with reason timeout, aborting its signal', async () => {
+    let signal: AbortSignal | undefined;
+    const h = harness({
+      run: (_p, ctx) => {
+        signal = ctx.signal;
+        return waitForAbort(ctx.signal);
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+
+    const started = Date.now();
+    const response = await h.worker(sqsEvent(messageFor('job-1')));
+
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-job-1' }] });
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBeInstanceOf(JobTimeoutError);
+    expect(h.store.peek('job-1')?.state).toBe('retrying');
+    expect(h.store.peek('job-1')?.errors).toEqual([
+      expect.objectContaining({
+        reason: 'timeout',
+        name: 'JobTimeoutError',
+        message: 'job exceeded its timeout of 1000 ms',
+      }),
+    ]);
+  });
+
+  it('ends the attempt at the timeout even when the handler ignores its signal', async () => {
+    const h = harness({ run: () => new Promise(() => {}) });
+    h.store.seed(echoJob('job-1'));
+
+    await h.worker(sqsEvent(messageFor('job-1')));
+
+    expect(h.store.peek('job-1')?.errors[0]?.reason).toBe('timeout');
+  });
+
+  it('heartbeats while the handler runs: extends the lease and the message visibility', async () => {
+    let leaseDuringRun: number | undefined;
+    const h = harness({
+      leaseMs: 300,
+      run: async () => {
+        h.clock.advance(5000);
+        await sleep(180);
+        leaseDuringRun = h.store.peek('job-1')?.leaseExpiresAt;
+        return 'done';
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    expect(leaseDuringRun).toBe(T0 + 5000 + 300);
+    expect(h.store.calls.filter((c) => c.method === 'heartbeat').length).toBeGreaterThanOrEqual(1);
+    expect(h.queue.visibility[0]).toEqual({ queueUrl: expect.any(String), receiptHandle: 'rh-m-job-1', seconds: 1 });
+  });
+
+  it('aborts the handler and writes nothing when a heartbeat finds the lease taken over', async () => {
+    let signal: AbortSignal | undefined;
+    const h = harness({
+      leaseMs: 300,
+      run: (_p, ctx) => {
+        signal = ctx.signal;
+        // Another worker takes the job over (token 2) while this attempt (token 1) still runs.
+        h.store.seed(
+          echoJob('job-1', {
+            state: 'running',
+            attempts: 2,
+            leaseToken: 2,
+            leaseOwner: 'other',
+            leaseExpiresAt: T0 + 60_000,
+          }),
+        );
+        return waitForAbort(ctx.signal);
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    expect(signal?.reason).toBeInstanceOf(LeaseLostError);
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'running', leaseToken: 2, leaseOwner: 'other', errors: [] });
+    expect(h.store.calls.map((c) => c.method).filter((m) => m !== 'heartbeat')).toEqual(['claim']);
+    expect(logged(h.logs, 'lease lost during heartbeat; aborting handler')[0]).toMatchObject({ token: 1 });
+  });
+
+  it('drops its result without reporting when the job was cancelled during the attempt', async () => {
+    const h = harness({
+      run: async () => {
+        h.store.seed(echoJob('job-1', { state: 'cancelled', attempts: 1, leaseToken: 1, finishedAt: ISO0 }));
+        return 'late';
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    expect(h.store.peek('job-1')?.state).toBe('cancelled');
+    expect(h.store.peek('job-1')?.result).toBeUndefined();
+    expect(logged(h.logs, 'late write rejected: the lease was taken over or the job changed')).toHaveLength(1);
+  });
+});
+
+describe('worker: payloads, results and the store', () => {
+  it('fails a job whose payload no longer matches the schema, without running it', async () => {
+    const run = vi.fn(async () => 'x');
+    const onFailure = vi.fn(async () => {});
+    const h = harness({ run, onFailure });
+    h.store.seed(echoJob('job-1', { payload: { n: 'two' } }));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    expect(run).not.toHaveBeenCalled();
+    const job = h.store.peek('job-1');
+    expect(job).toMatchObject({ state: 'failed', attempts: 1 });
+    expect(job?.errors).toEqual([
+      expect.objectContaining({ attempt: 1, reason: 'invalid_payload', name: 'PermanentError' }),
+    ]);
+    expect(job?.errors[0]?.message).toMatch(/^payload no longer matches the echo schema: /);
+    expect(onFailure).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps a result of exactly 64 KiB of JSON', async () => {
+    const result = 'r'.repeat(MAX_RESULT_BYTES - 2);
+    const h = harness({ run: async () => result });
+    h.store.seed(echoJob('job-1'));
+
+    await h.worker(sqsEvent(messageFor('job-1')));
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', result });
+  });
+
+  it('fails a job whose result is larger than 64 KiB of JSON, keeping no result', async () => {
+    const h = harness({ run: async () => ({ blob: 'r'.repeat(MAX_RESULT_BYTES) }) });
+    h.store.seed(echoJob('job-1'));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    const job = h.store.peek('job-1');
+    expect(job?.state).toBe('failed');
+    expect(job?.result).toBeUndefined();
+    expect(job?.errors).toEqual([
+      expect.objectContaining({ name: 'PermanentError', message: expect.stringMatching(/^result is \d+ bytes of JSON; the limit is 65536$/) }),
+    ]);
+  });
+
+  it('reports the record when the store fails at claim, without running the handler', async () => {
+    const run = vi.fn(async () => 'x');
+    const h = harness({ run });
+    h.store.seed(echoJob('job-1'));
+    h.store.failNext('claim', new DependencyError('DynamoDB UpdateItem (claim) failed: InternalServerError: x'));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
+    });
+    expect(run).not.toHaveBeenCalled();
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'queued', attempts: 0, leaseToken: 0 });
+    expect(logged(h.logs, 'could not process message; it will be delivered again')[0]).toMatchObject({
+      level: 'error',
+      messageId: 'm-job-1',
+      errorName: 'DependencyError',
+    });
+  });
+
+  it('moves the job to retrying when the handler throws an object JSON cannot encode', async () => {
+    const h = harness({
+      run: async () => {
+        const circular: Record<string, unknown> = { code: 'LOOP' };
+        circular.self = circular;
+        throw circular;
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+
+    await h.worker(sqsEvent(messageFor('job-1')));
+    expect(h.store.peek('job-1')?.state).toBe('retrying');
+  });
+
+  it('fails the job when the handler returns a result JSON cannot encode', async () => {
+    const h = harness({ run: async () => ({ count: 10n }) });
+    h.store.seed(echoJob('job-1'));
+
+    const response = await h.worker(sqsEvent(messageFor('job-1')));
+    expect(h.store.peek('job-1')?.state).toBe('failed');
+    expect(response).toEqual({ batchItemFailures: [] });
+  });
+});
+
+describe('worker: onFailure', () => {
+  const permanent = async () => Promise.reject(new PermanentError('no such user'));
+
+  it('logs an onFailure that rejects; the job stays failed and is not reported', async () => {
+    const onFailure = vi.fn(async () => Promise.reject(new Error('pager down')));
+    const h = harness({ run: permanent, onFailure });
+    h.store.seed(echoJob('job-1'));
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    expect(h.store.peek('job-1')?.state).toBe('failed');
+    expect(onFailure).toHaveBeenCalledTimes(1);
+    expect(logged(h.logs, 'onFailure hook failed; not retried')).toEqual([
+      expect.objectContaining({ level: 'error', errorMessage: 'pager down', jobId: 'job-1' }),
+    ]);
+  });
+
+  it('gives up on an onFailure that hangs after 5 s and returns', async () => {
+    vi.useFakeTimers();
+    const onFailure = vi.fn((_p: unknown, _i: FailureInfo) => new Promise<void>(() => {}));
+    const h = harness({ run: permanent, onFailure });
+    h.store.seed(echoJob('job-1'));
+
+    let settled = false;
+    const pending = h.worker(sqsEvent(messageFor('job-1'))).finally(() => {
+      settled = true;
+    });
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+
+    expect(await pending).toEqual({ batchItemFailures: [] });
+    expect(h.store.peek('job-1')?.state).toBe('failed');
+    expect(logged(h.logs, 'onFailure hook failed; not retried')[0]?.errorMessage).toBe('onFailure exceeded 5000 ms');
+  });
+
+  it('logs an onFailure that throws synchronously, without reporting the record', async () => {
+    const onFailure = vi.fn((): Promise<void> => {
+      throw new Error('sync boom');
+    });
+    const h = harness({ run: permanent, onFailure });
+    h.store.seed(echoJob('job-1'));
+
+    const response = await h.worker(sqsEvent(messageFor('job-1')));
+
+    expect(h.store.peek('job-1')?.state).toBe('failed');
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(logged(h.logs, 'onFailure hook failed; not retried')[0]?.errorMessage).toBe('sync boom');
+  });
+});

@@ -1,0 +1,72 @@
+/** Shared set-up for the worker tests: a worker on in-memory ports, a manual clock and captured logs. */
+import { z } from 'zod';
+import { ManualClock } from '../../shared/core/clock';
+import type { Job } from '../../shared/core/job';
+import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { createLogger } from '../../shared/logger';
+import type { FailureInfo, JobDefinition, JobHandler } from '../../shared/runtime/job-definition';
+import { createWorker } from '../../shared/runtime/worker';
+import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
+
+export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
+export const ISO0 = '2026-03-01T12:00:00.000Z';
+export const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/orrery-echo';
+/** `expiresAt` of a job finished at T0 with the default 30-day retention. */
+export const EXPIRES_AT = Math.floor(T0 / 1000) + 30 * 86_400;
+
+/** `echo`: payload `{ n: number }`, 3 attempts, a constant 2 s backoff, a 1 s timeout. */
+export const echoSpec = defineJobType({
+  type: 'echo',
+  payload: z.object({ n: z.number() }),
+  timeoutMs: 1000,
+  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
+});
+
+export interface HarnessOptions {
+  run?: JobHandler<unknown>;
+  onFailure?: (payload: unknown, info: FailureInfo) => Promise<void>;
+  spec?: JobTypeSpec;
+  leaseMs?: number;
+  random?: () => number;
+}
+
+export function harness(options: HarnessOptions = {}) {
+  const store = new FakeJobStore();
+  const queue = new FakeJobQueue();
+  const clock = new ManualClock(T0);
+  const logs = captureLogs();
+  const def: JobDefinition = {
+    spec: options.spec ?? echoSpec,
+    run: options.run ?? (async (payload) => payload),
+    onFailure: options.onFailure,
+  };
+  const worker = createWorker(def, {
+    config: testConfig(['echo']),
+    store,
+    queue,
+    clock,
+    owner: 'worker-test',
+    random: options.random ?? (() => 0.5),
+    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    logger: createLogger({ level: 'debug', sink: logs.sink }),
+  });
+  return { store, queue, clock, logs: logs.lines, worker };
+}
+
+/** A queued echo job with no attempt yet. */
+export function echoJob(id: string, overrides: Partial<Job> = {}): Job {
+  return newJob({ id, type: 'echo', payload: { n: 1 }, ...overrides }, T0);
+}
+
+/** The SQS record for a job message of `id`, message id `m-<id>` unless given. */
+export function messageFor(id: string, options: { messageId?: string; type?: string; receiveCount?: number } = {}) {
+  return sqsRecord(
+    { v: 1, id, type: options.type ?? 'echo' },
+    { messageId: options.messageId ?? `m-${id}`, receiveCount: options.receiveCount ?? 1 },
+  );
+}
+
+/** Log lines whose message is `message`. */
+export function logged(lines: Record<string, unknown>[], message: string): Record<string, unknown>[] {
+  return lines.filter((line) => line.message === message);
+}
