@@ -74,7 +74,9 @@ export class EnqueueApi extends Construct {
 
     const table = props.jobTable.table;
     const indexArns = props.jobTable.indexNames.map((name) => `${table.tableArn}/index/${name}`);
-    this.handler.addToRolePolicy(new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn, ...indexArns] }));
+    this.handler.addToRolePolicy(
+      new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn, ...indexArns] }),
+    );
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');
     acknowledge(
       this.handler,

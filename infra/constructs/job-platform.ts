@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { Grant, IGrantable } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -134,7 +134,10 @@ export class JobPlatform extends Construct {
 
     if (this.outputs) {
       const stack = Stack.of(this);
-      new CfnOutput(stack, 'ApiUrl', { value: this.api.url.url, description: 'Enqueue API (SigV4-signed requests only)' });
+      new CfnOutput(stack, 'ApiUrl', {
+        value: this.api.url.url,
+        description: 'Enqueue API (SigV4-signed requests only)',
+      });
       new CfnOutput(stack, 'TableName', { value: this.jobTable.table.tableName, description: 'DynamoDB job table' });
       new CfnOutput(stack, 'ScheduleGroupName', {
         value: this.scheduler.group.scheduleGroupName,

@@ -81,7 +81,14 @@ export function resolveJobTypeOptions(options: JobTypeOptions): ResolvedJobTypeO
   requireInt(spec.type, 'batchSize', resolved.batchSize, 1, 10);
   requireInt(spec.type, 'memorySize', resolved.memorySize, 128, 10_240);
   const attempts = spec.retry?.maxAttempts ?? 1;
-  requireInt(spec.type, 'maxReceiveCount', resolved.maxReceiveCount, attempts + 1, 1000, ' (more than retry.maxAttempts)');
+  requireInt(
+    spec.type,
+    'maxReceiveCount',
+    resolved.maxReceiveCount,
+    attempts + 1,
+    1000,
+    ' (more than retry.maxAttempts)',
+  );
   if (options.entry.trim() === '') throw new Error(`job type "${spec.type}": entry must name the handler file`);
   return resolved;
 }

@@ -2,10 +2,10 @@ import { Duration } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel, NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { type ILogGroup, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { LOCK_FILE, REPO_ROOT, fromRepoRoot } from '../paths';
-import { XRAY_WILDCARD_REASON, acknowledge } from './acknowledge';
+import { fromRepoRoot, LOCK_FILE, REPO_ROOT } from '../paths';
+import { acknowledge, XRAY_WILDCARD_REASON } from './acknowledge';
 
 /**
  * Lets CommonJS code inside the ESM bundle call `require()` for Node built-ins (some SDK
@@ -15,9 +15,14 @@ const ESM_REQUIRE_BANNER =
   "import { createRequire as __orreryCreateRequire } from 'node:module'; " +
   'const require = __orreryCreateRequire(import.meta.url);';
 
-export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 'logRetention'> {
+export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 'logRetention' | 'logGroup'> {
   /** Handler file: absolute, or relative to the repository root. Must export `handler`. */
   readonly entry: string;
+  /**
+   * Log group to write to; the execution role gets write access to it.
+   * @default a new log group with `logGroupRetention`
+   */
+  readonly logGroup?: ILogGroup;
   /**
    * Retention of the function's log group (created with the function).
    * @default RetentionDays.ONE_MONTH

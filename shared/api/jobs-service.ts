@@ -84,6 +84,7 @@ export class JobsService {
       runAt: new Date(plan.runAt).toISOString(),
       leaseToken: 0,
       errors: [],
+      ...(request.backoff ? { backoff: request.backoff } : {}),
     };
 
     const written = await store.create(job);
@@ -127,7 +128,7 @@ export class JobsService {
       case 'sqs-delay':
         return this.deps.queue.send(route.queueUrl, message, remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined);
       case 'schedule':
-        return this.deps.scheduler.scheduleJob({ jobId: job.id, fireAt: dispatch.fireAt, queueArn: route.queueArn, message });
+        return this.deps.scheduler.scheduleJob({ name: job.id, fireAt: dispatch.fireAt, queueArn: route.queueArn, message });
     }
   }
 

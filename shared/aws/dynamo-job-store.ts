@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { LeaseLostError } from '../errors';
-import type { AttemptError, Job } from '../core/job';
+import type { AttemptError, Job, JobProgress } from '../core/job';
 import type { ClaimResult, JobStore } from '../core/ports';
 import { classifyRefusedClaim } from '../core/lease';
 import type { JobState } from '../core/states';
@@ -42,6 +42,8 @@ export function toItem(job: Job): Item {
       leaseExpiresAt: job.leaseExpiresAt,
       errors: job.errors.length > 0 ? JSON.stringify(job.errors) : undefined,
       result: job.result === undefined ? undefined : JSON.stringify(job.result),
+      backoff: job.backoff === undefined ? undefined : JSON.stringify(job.backoff),
+      progress: job.progress === undefined ? undefined : JSON.stringify(job.progress),
       expiresAt: job.expiresAt,
       gsi1pk: keys.byType(job.type, job.id),
       gsi1sk: keys.created(job.createdAt, job.id),
@@ -76,6 +78,8 @@ export function fromItem(item: Item): Job {
   if (typeof raw.leaseExpiresAt === 'number') job.leaseExpiresAt = raw.leaseExpiresAt;
   if (typeof raw.result === 'string') job.result = JSON.parse(raw.result);
   if (typeof raw.expiresAt === 'number') job.expiresAt = raw.expiresAt;
+  if (typeof raw.backoff === 'string') job.backoff = JSON.parse(raw.backoff);
+  if (typeof raw.progress === 'string') job.progress = JSON.parse(raw.progress);
   const last = errors.at(-1);
   if (last) job.lastError = last;
   return job;
@@ -224,6 +228,10 @@ export class DynamoJobStore implements JobStore {
 
   async heartbeat({ job, now, leaseMs }: { job: Job; now: number; leaseMs: number }): Promise<void> {
     await this.fenced(job, 'heartbeat', 'SET leaseExpiresAt = :exp', { ':exp': N(now + leaseMs) });
+  }
+
+  async progress({ job, progress }: { job: Job; progress: JobProgress }): Promise<void> {
+    await this.fenced(job, 'progress', 'SET progress = :progress', { ':progress': S(JSON.stringify(progress)) });
   }
 
   async succeed({ job, now, result, expiresAt }: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void> {

@@ -9,9 +9,8 @@ export function atExpression(ms: number): string {
 }
 
 /**
- * {@link JobScheduler} on EventBridge Scheduler: one one-time schedule per job, named by the
- * job id in the platform's schedule group, that sends the job message to its ready queue and
- * deletes itself after firing.
+ * {@link JobScheduler} on EventBridge Scheduler: one-time schedules in the platform's schedule
+ * group that send a job message to its ready queue and delete themselves after firing.
  */
 export class EventBridgeJobScheduler implements JobScheduler {
   constructor(
@@ -20,11 +19,11 @@ export class EventBridgeJobScheduler implements JobScheduler {
     private readonly roleArn: string,
   ) {}
 
-  async scheduleJob({ jobId, fireAt, queueArn, message }: { jobId: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void> {
+  async scheduleJob({ name, fireAt, queueArn, message }: { name: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void> {
     try {
       await this.client.send(
         new CreateScheduleCommand({
-          Name: jobId,
+          Name: name,
           GroupName: this.groupName,
           ScheduleExpression: atExpression(fireAt),
           ScheduleExpressionTimezone: 'UTC',
@@ -44,9 +43,9 @@ export class EventBridgeJobScheduler implements JobScheduler {
     }
   }
 
-  async deleteJobSchedule(jobId: string): Promise<boolean> {
+  async deleteJobSchedule(name: string): Promise<boolean> {
     try {
-      await this.client.send(new DeleteScheduleCommand({ Name: jobId, GroupName: this.groupName }));
+      await this.client.send(new DeleteScheduleCommand({ Name: name, GroupName: this.groupName }));
       return true;
     } catch (error) {
       if (awsErrorName(error) === 'ResourceNotFoundException') return false;

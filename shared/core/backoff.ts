@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
-/** Longest delay between attempts that a message's visibility timeout can carry (12 h). */
-export const MAX_BACKOFF_MS = 12 * 3600_000;
+/** Longest delay a message's visibility timeout can carry (12 h); longer retry delays go through Scheduler. */
+export const MAX_VISIBILITY_DELAY_MS = 12 * 3600_000;
+/** Longest delay between two attempts (30 days). */
+export const MAX_BACKOFF_MS = 30 * 24 * 3600_000;
 /** Bounds of `maxAttempts`. */
 export const MAX_ATTEMPTS_LIMIT = 25;
 export const DEFAULT_MAX_ATTEMPTS = 3;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors';
-import { MAX_ATTEMPTS_LIMIT } from './backoff';
+import { MAX_ATTEMPTS_LIMIT, backoffSchema } from './backoff';
 import { JOB_TYPE_PATTERN } from './job-type';
 
 /** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */
@@ -35,6 +35,8 @@ export const enqueueRequestSchema = z
     delaySeconds: z.int().min(0).max(MAX_HORIZON_SECONDS).optional(),
     runAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
+    /** Overrides the job type's backoff for this job. */
+    backoff: backoffSchema.optional(),
   })
   .strict();
 

@@ -1,4 +1,14 @@
+import type { Backoff } from './backoff';
 import type { JobState } from './states';
+
+/** Last progress a running handler reported. */
+export interface JobProgress {
+  /** 0–100. */
+  percent: number;
+  detail?: string;
+  /** ISO 8601 time it was reported. */
+  at: string;
+}
 
 /** One failed attempt, as kept in a job's bounded error history. */
 export interface AttemptError {
@@ -41,6 +51,9 @@ export interface Job {
   lastError?: AttemptError;
   errors: AttemptError[];
   result?: unknown;
+  /** Backoff given at enqueue; the job type's policy applies when absent. */
+  backoff?: Backoff;
+  progress?: JobProgress;
   /** Epoch seconds after which DynamoDB TTL may delete the finished job. */
   expiresAt?: number;
 }
@@ -60,6 +73,7 @@ export interface JobView {
   finishedAt: string | null;
   lastError: AttemptError | null;
   errors: AttemptError[];
+  progress: JobProgress | null;
   result: unknown;
 }
 
@@ -78,6 +92,7 @@ export function toView(job: Job): JobView {
     finishedAt: job.finishedAt ?? null,
     lastError: job.lastError ?? null,
     errors: job.errors,
+    progress: job.progress ?? null,
     result: job.result ?? null,
   };
 }

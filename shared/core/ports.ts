@@ -1,4 +1,5 @@
-import type { AttemptError, Job, JobMessage } from './job';
+import type { AttemptError, Job, JobMessage, JobProgress } from './job';
+import { fnv1a } from './table';
 
 /** Outcome of trying to start an attempt. */
 export type ClaimResult =
@@ -24,6 +25,8 @@ export interface JobStore {
   claim(input: { id: string; type: string; owner: string; now: number; leaseMs: number }): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the token is no longer ours. */
   heartbeat(input: { job: Job; now: number; leaseMs: number }): Promise<void>;
+  /** Records progress of the running attempt; throws LeaseLostError when the token is no longer ours. */
+  progress(input: { job: Job; progress: JobProgress }): Promise<void>;
   succeed(input: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void>;
   retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[] }): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
@@ -38,8 +41,21 @@ export interface JobQueue {
 
 /** One-time schedules that hand a job to its ready queue later. */
 export interface JobScheduler {
-  /** Creates the schedule; an existing schedule of the same name counts as success. */
-  scheduleJob(input: { jobId: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void>;
+  /**
+   * Creates the schedule `name` (the job id for a delayed job, {@link retryScheduleName} for a
+   * long retry delay); an existing schedule of the same name counts as success.
+   */
+  scheduleJob(input: { name: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void>;
   /** Deletes it; returns false when it did not exist. */
-  deleteJobSchedule(jobId: string): Promise<boolean>;
+  deleteJobSchedule(name: string): Promise<boolean>;
+}
+
+/**
+ * Schedule name for the retry after `attempt` of job `id`: stable, ≤ 64 chars, Scheduler-safe.
+ * It starts with `_`, which no job id can, so it never collides with a delayed job's schedule.
+ */
+export function retryScheduleName(id: string, attempt: number): string {
+  const prefix = `_r${attempt}.`;
+  if (prefix.length + id.length <= 64) return `${prefix}${id}`;
+  return `${prefix}${id.slice(0, 64 - prefix.length - 9)}.${fnv1a(id).toString(16).padStart(8, '0')}`;
 }

@@ -2,6 +2,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { createAwsClients } from '../aws/clients';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { platformConfigFromEnv } from '../config';
 import type { JobTypeSpec } from '../core/job-type';
@@ -36,6 +37,7 @@ export function defineJob<Schema extends z.ZodType>(
         config,
         store: new DynamoJobStore(clients.dynamo, config.tableName),
         queue: new SqsJobQueue(clients.sqs),
+        scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
       });
     }
     return worker(event, context);

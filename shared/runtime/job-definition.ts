@@ -19,6 +19,11 @@ export interface JobContext {
   signal: AbortSignal;
   /** Logger with `jobId`, `type` and `attempt` on every line. */
   log: Logger;
+  /**
+   * Reports progress (0–100, with an optional detail of up to 200 chars), shown on
+   * `GET /jobs/{id}`. Cheap to call often: writes are throttled to one every 2 s.
+   */
+  progress(percent: number, detail?: string): void;
 }
 
 export type JobHandler<Payload> = (payload: Payload, ctx: JobContext) => Promise<unknown>;

@@ -2,21 +2,24 @@ import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { z } from 'zod';
 import type { PlatformConfig } from '../config';
-import { retryDelayMs } from '../core/backoff';
+import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
 import { MAX_RESULT_BYTES, jsonBytes } from '../core/enqueue';
 import { type AttemptError, type Job, appendError, describeError } from '../core/job';
 import { DEFAULT_LEASE_MS, heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
-import type { JobQueue, JobStore } from '../core/ports';
+import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { type Logger, createLogger, errorFields } from '../logger';
-import { type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
+import { persist, progressReporter } from './attempt-support';
+import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
   config: PlatformConfig;
   store: JobStore;
   queue: JobQueue;
+  /** Takes retries whose delay exceeds 12 h (a message's longest visibility). */
+  scheduler?: JobScheduler;
   /** @default systemClock */
   clock?: Clock;
   /** Randomness for backoff jitter. @default Math.random */
@@ -61,7 +64,7 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
 
   async function finalFailure(job: Job, errors: AttemptError[], log: Logger): Promise<void> {
     const now = clock.now();
-    await deps.store.fail({ job, now, errors, expiresAt: expiresAt(now) });
+    await persist(() => deps.store.fail({ job, now, errors, expiresAt: expiresAt(now) }), log, 'recording the failure');
     log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
     const onFailure = def.onFailure;
     if (!onFailure) return;
@@ -92,6 +95,13 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
 
     const controller = new AbortController();
     let leaseLost = false;
+    const loseLease = (error: LeaseLostError) => {
+      if (leaseLost) return;
+      leaseLost = true;
+      controller.abort(error);
+      log.warn('lease lost; aborting handler', { token: job.leaseToken });
+    };
+    const progress = progressReporter({ job, store: deps.store, clock, log, onLeaseLost: loseLease });
     const timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
     const heartbeat = setInterval(() => {
       const now = clock.now();
@@ -100,9 +110,7 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
         .then(() => deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs)))
         .catch((error: unknown) => {
           if (error instanceof LeaseLostError) {
-            leaseLost = true;
-            controller.abort(error);
-            log.warn('lease lost during heartbeat; aborting handler', { token: job.leaseToken });
+            loseLease(error);
           } else {
             log.warn('heartbeat failed; will try again', errorFields(error));
           }
@@ -114,7 +122,7 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     });
     let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
     try {
-      const ctx = {
+      const ctx: JobContext = {
         jobId: job.id,
         type: job.type,
         attempt: job.attempts,
@@ -122,6 +130,7 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
         scheduledAt: job.runAt,
         signal: controller.signal,
         log,
+        progress: progress.report,
       };
       outcome = { ok: true, result: await Promise.race([def.run(parsed.data, ctx), aborted]) };
     } catch (error) {
@@ -129,6 +138,7 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     } finally {
       clearTimeout(timeout);
       clearInterval(heartbeat);
+      progress.stop();
     }
     aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
 
@@ -139,7 +149,8 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     }
     const now = clock.now();
     if (outcome.ok) {
-      await deps.store.succeed({ job, now, result: outcome.result, expiresAt: expiresAt(now) });
+      const result = outcome.result;
+      await persist(() => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now) }), log, 'recording success');
       log.info('job succeeded', { durationMs: now - Date.parse(job.startedAt ?? job.updatedAt) });
       return 'done';
     }
@@ -149,9 +160,25 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
       await finalFailure(job, errors, log);
       return 'done';
     }
-    const delay = retryDelayMs(def.spec.retry.backoff, job.attempts, random);
-    await deps.store.retry({ job, now, runAt: now + delay, errors });
-    log.warn('attempt failed; will retry', { reason, delayMs: delay, ...errorFields(outcome.error) });
+    let delay = retryDelayMs(job.backoff ?? def.spec.retry.backoff, job.attempts, random);
+    const viaScheduler = delay > MAX_VISIBILITY_DELAY_MS && deps.scheduler !== undefined;
+    if (delay > MAX_VISIBILITY_DELAY_MS && !viaScheduler) {
+      log.warn('retry delay exceeds 12 h and no scheduler is configured; capping it', { delayMs: delay });
+      delay = MAX_VISIBILITY_DELAY_MS;
+    }
+    await persist(() => deps.store.retry({ job, now, runAt: now + delay, errors }), log, 'recording the retry');
+    log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
+    if (viaScheduler && deps.scheduler) {
+      // The schedule sends a fresh message at runAt; this one is done.
+      const message = { v: 1 as const, id: job.id, type: job.type };
+      const name = retryScheduleName(job.id, job.attempts);
+      await persist(
+        () => deps.scheduler?.scheduleJob({ name, fireAt: now + delay, queueArn: route.queueArn, message }) ?? Promise.resolve(),
+        log,
+        'scheduling the retry',
+      );
+      return 'done';
+    }
     await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000).catch((error: unknown) => {
       log.warn('could not set retry delay on the message; it returns after the queue visibility timeout', errorFields(error));
     });

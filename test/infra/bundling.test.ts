@@ -52,7 +52,10 @@ describe('bundling with local esbuild', () => {
       expect(code.startsWith("import { createRequire as __orreryCreateRequire } from 'node:module';"), id).toBe(true);
       // Nothing is left for the runtime to resolve except Node built-ins.
       const bareImports = [...code.matchAll(/\bfrom\s*["']([^"']+)["']/g)].map((m) => m[1]);
-      expect(bareImports.filter((name) => !name?.startsWith('node:') && !/^[a-z_]+$/.test(name ?? '')), id).toEqual([]);
+      expect(
+        bareImports.filter((name) => !name?.startsWith('node:') && !/^[a-z_]+$/.test(name ?? '')),
+        id,
+      ).toEqual([]);
       // Minified: long lines (only template literals and legal comments keep their newlines).
       expect(code.length / code.split('\n').length, `${id} chars per line`).toBeGreaterThan(2000);
       expect(statSync(join(dir, 'index.mjs')).size, `${id} bytes`).toBeLessThan(5 * 1024 * 1024);
@@ -63,7 +66,9 @@ describe('bundling with local esbuild', () => {
     const env = {
       AWS_REGION: 'us-east-1',
       ORRERY_TABLE: 'jobs',
-      ORRERY_ROUTES: JSON.stringify({ echo: { queueUrl: 'https://sqs.local/q', queueArn: 'arn:aws:sqs:us-east-1:1:q' } }),
+      ORRERY_ROUTES: JSON.stringify({
+        echo: { queueUrl: 'https://sqs.local/q', queueArn: 'arn:aws:sqs:us-east-1:1:q' },
+      }),
       ORRERY_SCHEDULE_GROUP: 'g',
       ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::1:role/r',
     };

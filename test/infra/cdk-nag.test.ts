@@ -22,7 +22,9 @@ const packs = (): NagPack[] => [new AwsSolutionsChecks(), new ServerlessChecks()
 /** One line per finding: `rule (severity) at path`, easy to read in a failure diff. */
 function describeViolations(violations: PolicyViolation[]): string[] {
   return violations.flatMap((v) =>
-    v.violatingResources.map((r) => `${v.ruleName} (${v.severity ?? 'error'}) at ${r.constructPath ?? r.resourceLogicalId}`),
+    v.violatingResources.map(
+      (r) => `${v.ruleName} (${v.severity ?? 'error'}) at ${r.constructPath ?? r.resourceLogicalId}`,
+    ),
   );
 }
 

@@ -1,8 +1,8 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
-import { ENV } from '../../shared/config';
-import { functionEnv, logicalId, render, resource, resources, synthOrrery } from './support';
+import { ENV, platformConfigFromEnv, platformConfigToEnv } from '../../shared/config';
+import { functionEnv, logicalId, prop, render, resource, resources, synthOrrery } from './support';
 
 const { stack, template } = synthOrrery();
 const platform = stack.platform;
@@ -33,7 +33,7 @@ describe('Lambda functions', () => {
   it('log to their own log group, kept one month, with a role that may write only there', () => {
     template.resourceCountIs('AWS::Logs::LogGroup', 1 + workers.length);
     for (const [id, fn] of Object.entries(resources(template, 'AWS::Lambda::Function'))) {
-      const logGroupId = (fn.Properties?.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+      const logGroupId = prop<{ LogGroup: { Ref: string } }>(fn, 'LoggingConfig').LogGroup.Ref;
       expect(resource(template, logGroupId).Properties?.RetentionInDays, id).toBe(30);
     }
     template.resourcePropertiesCountIs(
@@ -68,6 +68,24 @@ describe('Lambda functions', () => {
       }
       const routes = JSON.parse(render(env[ENV.routes])) as Record<string, unknown>;
       expect(Object.keys(routes)).toEqual([worker.spec.type]);
+    }
+  });
+
+  it('set every variable the runtime config has, in a form platformConfigFromEnv accepts', () => {
+    const sample = platformConfigToEnv({
+      tableName: 't',
+      routes: {},
+      scheduleGroup: 'g',
+      schedulerRoleArn: 'r',
+      retentionDays: 30,
+      logLevel: 'info',
+    });
+    for (const id of [apiId, ...workers.map((w) => w.id)]) {
+      const env = Object.fromEntries(Object.entries(functionEnv(template, id)).map(([k, v]) => [k, render(v)]));
+      expect(Object.keys(env), id).toEqual(expect.arrayContaining(Object.keys(sample)));
+      const config = platformConfigFromEnv(env);
+      expect(config.retentionDays).toBe(30);
+      expect(config.logLevel).toBe('info');
     }
   });
 

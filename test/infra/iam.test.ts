@@ -9,6 +9,7 @@ import {
   asArray,
   logicalId,
   type PolicyStatementJson,
+  prop,
   resources,
   roleStatements,
   synthOrrery,
@@ -39,7 +40,7 @@ function passRoleIsScoped(statements: PolicyStatementJson[]): void {
 describe('IAM least privilege', () => {
   it('never allows a wildcard action, and "*" resources only for X-Ray', () => {
     for (const [id, policy] of Object.entries(resources(template, 'AWS::IAM::Policy'))) {
-      const statements = (policy.Properties?.PolicyDocument as { Statement: PolicyStatementJson[] }).Statement;
+      const statements = prop<{ Statement: PolicyStatementJson[] }>(policy, 'PolicyDocument').Statement;
       for (const { action, resources: res } of allowedActions(statements)) {
         expect(action, id).not.toContain('*');
         if (res === '"*"') expect(action, id).toMatch(/^xray:Put(TraceSegments|TelemetryRecords)$/);
@@ -52,7 +53,11 @@ describe('IAM least privilege', () => {
       const statements = roleStatements(template, t.roleId);
       const actions = allowedActions(statements);
       const dynamo = actions.filter((a) => a.action.startsWith('dynamodb:'));
-      expect(dynamo.map((a) => a.action).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+      expect(dynamo.map((a) => a.action).sort()).toEqual([
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+      ]);
       for (const a of dynamo) expect(a.resources, t.type).toBe(arn(tableId)); // the table only, no index/*
       const sqs = actions.filter((a) => a.action.startsWith('sqs:'));
       expect(sqs.map((a) => a.action)).toContain('sqs:ChangeMessageVisibility');

@@ -22,7 +22,9 @@ describe('JobPlatform.addJobType validation', () => {
   it('rejects a type added twice', () => {
     const { platform: p } = platform();
     p.addJobType({ spec: echoJob, entry });
-    expect(() => p.addJobType({ spec: echoJob, entry })).toThrow(/job type "echo" was added to this JobPlatform already/);
+    expect(() => p.addJobType({ spec: echoJob, entry })).toThrow(
+      /job type "echo" was added to this JobPlatform already/,
+    );
   });
 
   it.each([1, 0, 1001, 2.5, Number.NaN])('rejects concurrency %s (MaximumConcurrency is 2-1000)', (concurrency) => {
@@ -55,7 +57,9 @@ describe('JobPlatform.addJobType validation', () => {
   it('rejects two types that would share construct ids and output names', () => {
     const { platform: p } = platform();
     p.addJobType({ spec: spec('a-b'), entry });
-    expect(() => p.addJobType({ spec: spec('a--b'), entry })).toThrow(/"a--b" and "a-b" map to the same construct id "AB"/);
+    expect(() => p.addJobType({ spec: spec('a--b'), entry })).toThrow(
+      /"a--b" and "a-b" map to the same construct id "AB"/,
+    );
   });
 
   it('creates nothing for a rejected type', () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
 import {
+  lambdaTimeoutSeconds,
   MAX_RECEIVE_COUNT,
   RETENTION_SECONDS,
   VISIBILITY_FACTOR,
-  lambdaTimeoutSeconds,
 } from '../../shared/core/queue-settings';
-import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
-import { logicalId, resource, resources, synthOrrery } from './support';
+import { logicalId, prop, resource, resources, synthOrrery } from './support';
 
 const { stack, template } = synthOrrery();
 const specs = [echoJob, flakyJob, sleepJob];
@@ -64,8 +64,8 @@ describe('ready queues and DLQs', () => {
     const mappings = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping'));
     expect(mappings).toHaveLength(specs.length);
     for (const mapping of mappings) {
-      const queueId = (mapping.Properties?.EventSourceArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-      const functionId = (mapping.Properties?.FunctionName as { Ref: string }).Ref;
+      const queueId = prop<{ 'Fn::GetAtt': [string, string] }>(mapping, 'EventSourceArn')['Fn::GetAtt'][0];
+      const functionId = prop<{ Ref: string }>(mapping, 'FunctionName').Ref;
       const visibility = resource(template, queueId).Properties?.VisibilityTimeout as number;
       const timeout = resource(template, functionId).Properties?.Timeout as number;
       expect(timeout).toBeGreaterThan(0);

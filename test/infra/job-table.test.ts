@@ -33,7 +33,10 @@ describe('job table', () => {
     }));
     expect(table?.Properties?.AttributeDefinitions).toEqual(expect.arrayContaining(expectedAttributes));
     expect(table?.Properties?.AttributeDefinitions).toHaveLength(expectedAttributes.length);
-    expect(table?.Properties?.TimeToLiveSpecification).toEqual({ AttributeName: JOB_TABLE.ttlAttribute, Enabled: true });
+    expect(table?.Properties?.TimeToLiveSpecification).toEqual({
+      AttributeName: JOB_TABLE.ttlAttribute,
+      Enabled: true,
+    });
   });
 
   it('has exactly the GSIs of JOB_TABLE, with their INCLUDE projections', () => {

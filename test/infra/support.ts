@@ -30,6 +30,13 @@ export interface PolicyStatementJson {
   Condition?: Record<string, Record<string, unknown>>;
 }
 
+/** A property of a synthesized resource; throws (naming it) when absent. */
+export function prop<T>(res: CfnResourceJson | undefined, name: string): T {
+  const value = res?.Properties?.[name];
+  if (value === undefined) throw new Error(`resource has no property ${name}`);
+  return value as T;
+}
+
 export function logicalId(construct: IConstruct): string {
   const cfn = construct.node.defaultChild ?? construct;
   return Stack.of(construct).getLogicalId(cfn as CfnElement);
@@ -54,7 +61,7 @@ export function asArray<T>(value: T | T[] | undefined): T[] {
 export function roleStatements(template: Template, roleId: string): PolicyStatementJson[] {
   return Object.values(resources(template, 'AWS::IAM::Policy'))
     .filter((policy) => JSON.stringify(policy.Properties?.Roles) === JSON.stringify([{ Ref: roleId }]))
-    .flatMap((policy) => (policy.Properties?.PolicyDocument as { Statement: PolicyStatementJson[] }).Statement);
+    .flatMap((policy) => prop<{ Statement: PolicyStatementJson[] }>(policy, 'PolicyDocument').Statement);
 }
 
 /** Actions a role is allowed, with the resources each statement names (as JSON text). */

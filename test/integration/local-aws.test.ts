@@ -21,7 +21,12 @@ import {
 import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithIAMAuthorizer, Context, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { ManualClock } from '../../shared/core/clock';
-import { lambdaTimeoutSeconds, MAX_RECEIVE_COUNT, RETENTION_SECONDS, visibilityTimeoutSeconds } from '../../shared/core/queue-settings';
+import {
+  lambdaTimeoutSeconds,
+  MAX_RECEIVE_COUNT,
+  RETENTION_SECONDS,
+  visibilityTimeoutSeconds,
+} from '../../shared/core/queue-settings';
 import { JOB_TABLE } from '../../shared/core/table';
 import { type LocalClients, localClients } from '../local-aws/clients';
 import { deployLocal, destroyLocal, type LocalDeployment } from '../local-aws/deploy';
@@ -41,7 +46,10 @@ beforeAll(async () => {
   aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint'), clock, autoFire: false });
   restoreEnv = aws.applyEnv();
   clients = localClients(aws);
-  deployment = await deployLocal(aws, { prefix: uniquePrefix('harness'), jobTypes: [{ type: 'echo', timeoutMs: 5_000 }] });
+  deployment = await deployLocal(aws, {
+    prefix: uniquePrefix('harness'),
+    jobTypes: [{ type: 'echo', timeoutMs: 5_000 }],
+  });
 });
 
 afterAll(async () => {
@@ -83,7 +91,9 @@ describe('environment-only SDK clients (as production builds them)', () => {
     expect(got.Messages?.[0]?.Body).toBe('hello');
     const ReceiptHandle = got.Messages?.[0]?.ReceiptHandle;
     await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle, VisibilityTimeout: 0 }));
-    const again = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }));
+    const again = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }),
+    );
     expect(again.Messages?.[0]?.Attributes?.ApproximateReceiveCount).toBe('2');
     await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: again.Messages?.[0]?.ReceiptHandle }));
     expect(aws.sqs.inspect(name)).toMatchObject({ visible: 0, inFlight: 0 });
@@ -117,15 +127,23 @@ describe('deployLocal', () => {
       expect([...(gsi?.Projection?.NonKeyAttributes ?? [])].sort()).toEqual([...index.include].sort());
     }
     const ttl = await clients.dynamo.send(new DescribeTimeToLiveCommand({ TableName: deployment.config.tableName }));
-    expect(ttl.TimeToLiveDescription).toMatchObject({ TimeToLiveStatus: 'ENABLED', AttributeName: JOB_TABLE.ttlAttribute });
+    expect(ttl.TimeToLiveDescription).toMatchObject({
+      TimeToLiveStatus: 'ENABLED',
+      AttributeName: JOB_TABLE.ttlAttribute,
+    });
   });
 
   it('creates ready queue + DLQ per job type with the settings from queue-settings', async () => {
     const q = deployment.queues.echo;
-    const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: q?.url, AttributeNames: ['All'] }));
+    const { Attributes } = await clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: q?.url, AttributeNames: ['All'] }),
+    );
     expect(Number(Attributes?.VisibilityTimeout)).toBe(visibilityTimeoutSeconds(lambdaTimeoutSeconds(5_000)));
     expect(Number(Attributes?.MessageRetentionPeriod)).toBe(RETENTION_SECONDS);
-    expect(JSON.parse(Attributes?.RedrivePolicy ?? '{}')).toMatchObject({ deadLetterTargetArn: q?.dlqArn, maxReceiveCount: MAX_RECEIVE_COUNT });
+    expect(JSON.parse(Attributes?.RedrivePolicy ?? '{}')).toMatchObject({
+      deadLetterTargetArn: q?.dlqArn,
+      maxReceiveCount: MAX_RECEIVE_COUNT,
+    });
     expect(deployment.config.routes.echo).toEqual({ queueUrl: q?.url, queueArn: q?.arn });
     expect(deployment.env.ORRERY_TABLE).toBe(deployment.config.tableName);
   });
@@ -187,10 +205,19 @@ describe('SQS redrive', () => {
       throw new Error('boom');
     };
     for (let i = 0; i < 2; i++) {
-      const run = await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: failing, visibilityTimeoutSeconds: 0 });
+      const run = await runOnce({
+        queueUrl: q.url,
+        queueArn: q.arn,
+        functionName: 'f',
+        handler: failing,
+        visibilityTimeoutSeconds: 0,
+      });
       expect(run.messageIds).toHaveLength(1);
     }
-    expect((await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: failing, waitTimeSeconds: 0 })).messageIds).toEqual([]);
+    expect(
+      (await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: failing, waitTimeSeconds: 0 }))
+        .messageIds,
+    ).toEqual([]);
     const dead = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: q.dlqUrl, WaitTimeSeconds: 1 }));
     expect(dead.Messages?.[0]?.Body).toBe('poison');
     await destroyLocal(aws, q.deployment);
@@ -201,12 +228,22 @@ describe('queue runner (SQS event source mapping)', () => {
   it('builds a real-shaped SQSEvent and Context', async () => {
     const q = await scratchQueues();
     await clients.sqs.send(
-      new SendMessageCommand({ QueueUrl: q.url, MessageBody: '{"a":1}', MessageAttributes: { kind: { DataType: 'String', StringValue: 'k' } } }),
+      new SendMessageCommand({
+        QueueUrl: q.url,
+        MessageBody: '{"a":1}',
+        MessageAttributes: { kind: { DataType: 'String', StringValue: 'k' } },
+      }),
     );
     let seen: { event: SQSEvent; context: Context; remaining: number } | undefined;
-    await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'shape', timeoutMs: 5_000, handler: async (event, context) => {
-      seen = { event, context, remaining: context.getRemainingTimeInMillis() };
-    } });
+    await runOnce({
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'shape',
+      timeoutMs: 5_000,
+      handler: async (event, context) => {
+        seen = { event, context, remaining: context.getRemainingTimeInMillis() };
+      },
+    });
     const record = seen?.event.Records[0];
     expect(record).toMatchObject({
       body: '{"a":1}',
@@ -218,10 +255,16 @@ describe('queue runner (SQS event source mapping)', () => {
       attributes: { ApproximateReceiveCount: '1', SenderId: expect.any(String) },
     });
     expect(Number(record?.attributes.SentTimestamp)).toBeGreaterThan(0);
-    expect(Number(record?.attributes.ApproximateFirstReceiveTimestamp)).toBeGreaterThanOrEqual(Number(record?.attributes.SentTimestamp));
+    expect(Number(record?.attributes.ApproximateFirstReceiveTimestamp)).toBeGreaterThanOrEqual(
+      Number(record?.attributes.SentTimestamp),
+    );
     expect(record?.messageId).toMatch(/^[0-9a-f-]{36}$/);
     expect(record?.receiptHandle).toBeTruthy();
-    expect(seen?.context).toMatchObject({ functionName: 'shape', functionVersion: '$LATEST', invokedFunctionArn: expect.stringContaining(':function:shape') });
+    expect(seen?.context).toMatchObject({
+      functionName: 'shape',
+      functionVersion: '$LATEST',
+      invokedFunctionArn: expect.stringContaining(':function:shape'),
+    });
     expect(seen?.remaining).toBeGreaterThan(4_000);
     expect(seen?.remaining).toBeLessThanOrEqual(5_000);
     await destroyLocal(aws, q.deployment);
@@ -230,16 +273,26 @@ describe('queue runner (SQS event source mapping)', () => {
   it('deletes only the records not listed in batchItemFailures', async () => {
     const q = await scratchQueues();
     await sendAll(q.url, ['ok-1', 'fail', 'ok-2', 'ok-3']);
-    const run = await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: async (event) => ({
-      batchItemFailures: event.Records.filter((r) => r.body === 'fail').map((r) => ({ itemIdentifier: r.messageId })),
-    }) });
+    const run = await runOnce({
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'f',
+      handler: async (event) => ({
+        batchItemFailures: event.Records.filter((r) => r.body === 'fail').map((r) => ({ itemIdentifier: r.messageId })),
+      }),
+    });
     expect(run.messageIds).toHaveLength(4);
     expect(run.failedIds).toHaveLength(1);
     expect(aws.sqs.inspect(q.url.split('/').pop() ?? '')).toMatchObject({ visible: 0, inFlight: 1 });
     await new Promise((r) => setTimeout(r, 1_100)); // visibility timeout (1 s) passes
-    const again = await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: async (event) => {
-      expect(event.Records.map((r) => [r.body, r.attributes.ApproximateReceiveCount])).toEqual([['fail', '2']]);
-    } });
+    const again = await runOnce({
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'f',
+      handler: async (event) => {
+        expect(event.Records.map((r) => [r.body, r.attributes.ApproximateReceiveCount])).toEqual([['fail', '2']]);
+      },
+    });
     expect(again.failedIds).toEqual([]);
     await drain({ queueUrl: q.url, timeoutMs: 1_000 });
     await destroyLocal(aws, q.deployment);
@@ -249,15 +302,25 @@ describe('queue runner (SQS event source mapping)', () => {
     const q = await scratchQueues(10);
     const name = q.url.split('/').pop() ?? '';
     await sendAll(q.url, ['a', 'b', 'c']);
-    const thrown = await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: async () => {
-      throw new Error('whole batch');
-    } });
+    const thrown = await runOnce({
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'f',
+      handler: async () => {
+        throw new Error('whole batch');
+      },
+    });
     expect(thrown.failedIds).toHaveLength(3);
     expect(aws.sqs.inspect(name)).toMatchObject({ visible: 0, inFlight: 3 });
     await new Promise((r) => setTimeout(r, 1_100));
-    const invalid = await runOnce({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', handler: async () => ({
-      batchItemFailures: [{ itemIdentifier: 'not-a-message-id' }],
-    }) });
+    const invalid = await runOnce({
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'f',
+      handler: async () => ({
+        batchItemFailures: [{ itemIdentifier: 'not-a-message-id' }],
+      }),
+    });
     expect(invalid.messageIds).toHaveLength(3);
     expect(invalid.failedIds).toHaveLength(3);
     expect(aws.sqs.inspect(name)).toMatchObject({ visible: 0, inFlight: 3 });
@@ -266,15 +329,25 @@ describe('queue runner (SQS event source mapping)', () => {
 
   it('never runs more than maxConcurrency invocations at once', async () => {
     const q = await scratchQueues(3, 30);
-    await sendAll(q.url, Array.from({ length: 16 }, (_, i) => `m${i}`));
+    await sendAll(
+      q.url,
+      Array.from({ length: 16 }, (_, i) => `m${i}`),
+    );
     let active = 0;
     let peak = 0;
-    const runner = startQueueRunner({ queueUrl: q.url, queueArn: q.arn, functionName: 'f', batchSize: 1, maxConcurrency: 3, handler: async () => {
-      active += 1;
-      peak = Math.max(peak, active);
-      await new Promise((r) => setTimeout(r, 100));
-      active -= 1;
-    } });
+    const runner = startQueueRunner({
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: 'f',
+      batchSize: 1,
+      maxConcurrency: 3,
+      handler: async () => {
+        active += 1;
+        peak = Math.max(peak, active);
+        await new Promise((r) => setTimeout(r, 100));
+        active -= 1;
+      },
+    });
     await drain({ queueUrl: q.url, timeoutMs: 10_000 });
     await runner.stop();
     expect(runner.stats).toMatchObject({ invocations: 16, messages: 16, failures: 0 });
@@ -308,10 +381,17 @@ describe('DynamoDB Local process', () => {
 describe('function URL server', () => {
   it('turns a request into a payload 2.0 event and maps a structured result back', async () => {
     let event: APIGatewayProxyEventV2 | undefined;
-    const server = await startFunctionUrlServer({ handler: async (e) => {
-      event = e;
-      return { statusCode: 201, headers: { 'x-custom': 'yes', 'content-type': 'text/plain' }, body: 'created', cookies: ['a=1; Path=/', 'b=2'] };
-    } });
+    const server = await startFunctionUrlServer({
+      handler: async (e) => {
+        event = e;
+        return {
+          statusCode: 201,
+          headers: { 'x-custom': 'yes', 'content-type': 'text/plain' },
+          body: 'created',
+          cookies: ['a=1; Path=/', 'b=2'],
+        };
+      },
+    });
     const res = await fetch(`${server.url}/jobs/abc?x=1&x=2&y=%20z`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'X-Multi': 'one', cookie: 'c1=v1; c2=v2', 'user-agent': 'vitest' },
@@ -348,14 +428,21 @@ describe('function URL server', () => {
 
   it('base64-encodes binary bodies, infers 200 JSON, and maps errors and limits like AWS', async () => {
     const events: APIGatewayProxyEventV2[] = [];
-    const server = await startFunctionUrlServer({ timeoutMs: 200, handler: async (e) => {
-      events.push(e);
-      if (e.rawPath === '/throw') throw new Error('bug');
-      if (e.rawPath === '/slow') await new Promise((r) => setTimeout(r, 400));
-      if (e.rawPath === '/string') return 'hi';
-      return { ok: true };
-    } });
-    const binary = await fetch(`${server.url}/bin`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array([0, 255, 1]) });
+    const server = await startFunctionUrlServer({
+      timeoutMs: 200,
+      handler: async (e) => {
+        events.push(e);
+        if (e.rawPath === '/throw') throw new Error('bug');
+        if (e.rawPath === '/slow') await new Promise((r) => setTimeout(r, 400));
+        if (e.rawPath === '/string') return 'hi';
+        return { ok: true };
+      },
+    });
+    const binary = await fetch(`${server.url}/bin`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: new Uint8Array([0, 255, 1]),
+    });
     expect(binary.status).toBe(200);
     expect(binary.headers.get('content-type')).toBe('application/json');
     expect(await binary.json()).toEqual({ ok: true });
@@ -365,7 +452,11 @@ describe('function URL server', () => {
     const thrown = await fetch(`${server.url}/throw`);
     expect([thrown.status, await thrown.json()]).toEqual([502, { Message: 'Internal Server Error' }]);
     expect((await fetch(`${server.url}/slow`)).status).toBe(502);
-    const big = await fetch(`${server.url}/big`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(6 * 1024 * 1024 + 1) });
+    const big = await fetch(`${server.url}/big`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x'.repeat(6 * 1024 * 1024 + 1),
+    });
     expect(big.status).toBe(413);
     expect(events.map((e) => e.rawPath)).not.toContain('/big');
     await server.stop();
@@ -373,13 +464,19 @@ describe('function URL server', () => {
 
   it('with AWS_IAM, rejects unsigned requests and fills the IAM authorizer for signed ones', async () => {
     let event: APIGatewayProxyEventV2WithIAMAuthorizer | undefined;
-    const server = await startFunctionUrlServer({ authType: 'AWS_IAM', handler: async (e) => {
-      event = e as APIGatewayProxyEventV2WithIAMAuthorizer;
-      return { statusCode: 204 };
-    } });
+    const server = await startFunctionUrlServer({
+      authType: 'AWS_IAM',
+      handler: async (e) => {
+        event = e as APIGatewayProxyEventV2WithIAMAuthorizer;
+        return { statusCode: 204 };
+      },
+    });
     expect((await fetch(`${server.url}/jobs`)).status).toBe(403);
     const signed = await fetch(`${server.url}/jobs`, {
-      headers: { authorization: 'AWS4-HMAC-SHA256 Credential=AKIDLOCAL/20260601/us-east-1/lambda/aws4_request, SignedHeaders=host, Signature=00' },
+      headers: {
+        authorization:
+          'AWS4-HMAC-SHA256 Credential=AKIDLOCAL/20260601/us-east-1/lambda/aws4_request, SignedHeaders=host, Signature=00',
+      },
     });
     expect(signed.status).toBe(204);
     expect(event?.requestContext.authorizer.iam).toMatchObject({ accessKey: 'AKIDLOCAL', accountId: '000000000000' });

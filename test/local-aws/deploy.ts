@@ -1,6 +1,6 @@
 import {
-  type CreateTableCommandInput,
   CreateTableCommand,
+  type CreateTableCommandInput,
   DeleteTableCommand,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
@@ -19,8 +19,8 @@ import {
 } from '../../shared/core/queue-settings';
 import { JOB_TABLE, type TableDefinition } from '../../shared/core/table';
 import type { LogLevel } from '../../shared/logger';
-import { LOCAL_ACCOUNT_ID } from './sqs';
 import { type LocalAwsTarget, localClients } from './clients';
+import { LOCAL_ACCOUNT_ID } from './sqs';
 
 /** One job type to deploy. */
 export interface LocalJobType {
@@ -74,7 +74,8 @@ export function createTableInput(name: string, definition: TableDefinition): Cre
     keyAttributes.add(index.partitionKey).add(index.sortKey);
   }
   for (const attribute of keyAttributes) {
-    if (!definition.attributes[attribute]) throw new Error(`key attribute ${attribute} has no type in the table definition`);
+    if (!definition.attributes[attribute])
+      throw new Error(`key attribute ${attribute} has no type in the table definition`);
   }
   return {
     TableName: name,
@@ -136,7 +137,9 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
       .send(new CreateScheduleGroupCommand({ Name: scheduleGroup }))
       .catch(ignore('ConflictException'));
     const queueList = await Promise.all(
-      options.jobTypes.map(async (jobType) => [jobType.type, await createQueues(clients.sqs, options, jobType)] as const),
+      options.jobTypes.map(
+        async (jobType) => [jobType.type, await createQueues(clients.sqs, options, jobType)] as const,
+      ),
     );
     await Promise.all([table, group]);
     const queues = Object.fromEntries(queueList);
@@ -163,7 +166,11 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
  */
 export async function destroyLocal(aws: LocalAwsTarget, deployment: LocalDeployment): Promise<void> {
   const clients = localClients(aws);
-  const ignoreMissing = ignore('ResourceNotFoundException', 'QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue');
+  const ignoreMissing = ignore(
+    'ResourceNotFoundException',
+    'QueueDoesNotExist',
+    'AWS.SimpleQueueService.NonExistentQueue',
+  );
   try {
     await Promise.all([
       clients.dynamo.send(new DeleteTableCommand({ TableName: deployment.config.tableName })).catch(ignoreMissing),

@@ -57,9 +57,20 @@ const INSTALL_HINT =
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   const java = findJava(options.java);
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port || (await freePort());
+    try {
+      return await launch(java, port, options);
+    } catch (error) {
+      // Another process may take the picked port between freePort() and the JVM's bind.
+      const portTaken = /BindException|Address already in use/.test(String(error));
+      if (options.port || !portTaken || attempt >= 3) throw error;
+    }
+  }
+}
+
+async function launch(java: string, port: number, options: DynamoDbLocalOptions): Promise<DynamoDbLocal> {
   const { jar, libDir } = dynamoDbLocalJar();
-  const port = options.port || (await freePort());
-  const timeoutMs = options.startTimeoutMs ?? 30_000;
   const args = [
     ...(options.jvmArgs ?? DEFAULT_JVM_ARGS),
     `-Djava.library.path=${libDir}`,
@@ -90,20 +101,18 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
 
   const endpoint = `http://127.0.0.1:${port}`;
   try {
-    await waitUntilReady(endpoint, child, timeoutMs, () => spawnError);
+    await waitUntilReady(endpoint, child, options.startTimeoutMs ?? 30_000, () => spawnError);
   } catch (error) {
     await killAndWait(child, exited);
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`DynamoDB Local did not start on ${endpoint}: ${reason}\n--- its output ---\n${output.trim()}`);
   }
-  const startupMs = Math.round(performance.now() - started);
   if (child.pid === undefined) throw new Error('DynamoDB Local has no pid');
-
   return {
     endpoint,
     port,
     pid: child.pid,
-    startupMs,
+    startupMs: Math.round(performance.now() - started),
     stop: () => killAndWait(child, exited),
   };
 }
@@ -184,7 +193,9 @@ function findJava(command?: string): string {
       // try the next one
     }
   }
-  throw new Error(`${command ?? 'java'} was not found (looked in ${command?.includes('/') ? command : '$JAVA_HOME/bin and PATH'}). ${INSTALL_HINT}`);
+  throw new Error(
+    `${command ?? 'java'} was not found (looked in ${command?.includes('/') ? command : '$JAVA_HOME/bin and PATH'}). ${INSTALL_HINT}`,
+  );
 }
 
 let setprivPath: string | null | undefined;

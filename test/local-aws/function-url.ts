@@ -1,12 +1,20 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyResultV2,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
 import { lambdaContext, withLambdaTimeout } from './lambda-context';
 import { LOCAL_ACCOUNT_ID } from './sqs';
 
 /** A Function URL handler (payload format 2.0). May return a structured result, a string or any JSON value. */
-export type FunctionUrlHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyResultV2<unknown>>;
+export type FunctionUrlHandler = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<APIGatewayProxyResultV2<unknown>>;
 
 /** Options for {@link startFunctionUrlServer}. */
 export interface FunctionUrlServerOptions {
@@ -38,6 +46,9 @@ export interface FunctionUrlServer {
 
 /** Function URLs reject invocation payloads above 6 MB. */
 export const FUNCTION_URL_MAX_BYTES = 6 * 1024 * 1024;
+const TOO_LARGE = {
+  Message: `Request must be smaller than ${FUNCTION_URL_MAX_BYTES} bytes for the InvokeFunction operation`,
+};
 /** Content types Function URLs pass as text; everything else (and no content type) is base64. */
 const TEXT_TYPES = /^(text\/[^;]*|application\/(json|xml|javascript))\s*(;|$)/i;
 
@@ -66,17 +77,24 @@ export async function startFunctionUrlServer(options: FunctionUrlServerOptions):
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
-    if (body === 'too-large') return send(res, 413, { Message: `Request must be smaller than ${FUNCTION_URL_MAX_BYTES} bytes for the InvokeFunction operation` });
+    if (body === 'too-large') return send(res, 413, TOO_LARGE);
     const authorization = req.headers.authorization ?? '';
     const accessKey = /^AWS4-HMAC-SHA256 Credential=([^/]+)\//.exec(authorization)?.[1];
     if (options.authType === 'AWS_IAM' && !accessKey) return send(res, 403, { Message: 'Forbidden' });
 
-    const event = toEvent(req, body, { urlId, region, accessKey: options.authType === 'AWS_IAM' ? accessKey : undefined });
-    if (Buffer.byteLength(JSON.stringify(event)) > FUNCTION_URL_MAX_BYTES) {
-      return send(res, 413, { Message: `Request must be smaller than ${FUNCTION_URL_MAX_BYTES} bytes for the InvokeFunction operation` });
-    }
+    const event = toEvent(req, body, {
+      urlId,
+      region,
+      accessKey: options.authType === 'AWS_IAM' ? accessKey : undefined,
+    });
+    if (Buffer.byteLength(JSON.stringify(event)) > FUNCTION_URL_MAX_BYTES) return send(res, 413, TOO_LARGE);
     const timeoutMs = options.timeoutMs ?? 30_000;
-    const context = lambdaContext({ functionName: options.functionName ?? 'orrery-api', timeoutMs, region });
+    const context = lambdaContext({
+      functionName: options.functionName ?? 'orrery-api',
+      timeoutMs,
+      region,
+      awsRequestId: event.requestContext.requestId,
+    });
     res.setHeader('x-amzn-requestid', event.requestContext.requestId);
     let result: unknown;
     try {
@@ -87,7 +105,10 @@ export async function startFunctionUrlServer(options: FunctionUrlServerOptions):
     writeResult(res, result);
   }
 
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}`,
@@ -120,7 +141,8 @@ export function toEvent(
   headers['x-forwarded-for'] ??= sourceIp;
   headers['x-forwarded-proto'] ??= 'http';
   headers['x-forwarded-port'] ??= String(req.socket.localPort ?? '');
-  headers['x-amzn-trace-id'] ??= `Root=1-${Math.floor(now.getTime() / 1000).toString(16)}-${randomBytes(12).toString('hex')}`;
+  headers['x-amzn-trace-id'] ??=
+    `Root=1-${Math.floor(now.getTime() / 1000).toString(16)}-${randomBytes(12).toString('hex')}`;
 
   const query: Record<string, string> = {};
   for (const [key, value] of url.searchParams) query[key] = query[key] === undefined ? value : `${query[key]},${value}`;
@@ -186,11 +208,21 @@ function writeResult(res: ServerResponse, result: unknown): void {
     res.end(body);
     return;
   }
-  if (typeof structured.statusCode !== 'number' || (structured.body !== undefined && typeof structured.body !== 'string')) {
-    return send(res, 502, { Message: 'Internal Server Error' });
+  if (
+    typeof structured.statusCode !== 'number' ||
+    (structured.body !== undefined && typeof structured.body !== 'string')
+  ) {
+    send(res, 502, { Message: 'Internal Server Error' });
+    return;
   }
-  const body = structured.body === undefined ? Buffer.alloc(0) : Buffer.from(structured.body, structured.isBase64Encoded ? 'base64' : 'utf8');
-  if (body.length > FUNCTION_URL_MAX_BYTES) return send(res, 502, { Message: 'Internal Server Error' });
+  const body =
+    structured.body === undefined
+      ? Buffer.alloc(0)
+      : Buffer.from(structured.body, structured.isBase64Encoded ? 'base64' : 'utf8');
+  if (body.length > FUNCTION_URL_MAX_BYTES) {
+    send(res, 502, { Message: 'Internal Server Error' });
+    return;
+  }
   for (const [name, value] of Object.entries(structured.headers ?? {})) res.setHeader(name, String(value));
   if (structured.cookies?.length) res.setHeader('set-cookie', structured.cookies);
   res.setHeader('content-length', body.length);

@@ -5,11 +5,11 @@ import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
 import { sqsDeliverer, startSchedulerStandIn } from './scheduler-standin';
 import { type LocalSqs, startLocalSqs } from './sqs';
 
-export { type LocalAwsTarget, type LocalEndpoints, LOCAL_CREDENTIALS, localClients } from './clients';
+export { LOCAL_CREDENTIALS, type LocalAwsTarget, type LocalEndpoints, localClients } from './clients';
 export { createTableInput, deployLocal, destroyLocal, type LocalDeployment, type LocalQueues } from './deploy';
-export { startDynamoDbLocal, processAlive } from './dynamodb-local';
-export { startFunctionUrlServer, type FunctionUrlHandler } from './function-url';
-export { drain, runOnce, startQueueRunner, type SqsLambdaHandler } from './lambda-runner';
+export { processAlive, startDynamoDbLocal } from './dynamodb-local';
+export { type FunctionUrlHandler, startFunctionUrlServer } from './function-url';
+export { drain, runOnce, type SqsLambdaHandler, startQueueRunner } from './lambda-runner';
 export { uniquePrefix } from './namespace';
 export { startLocalSqs } from './sqs';
 

@@ -11,6 +11,8 @@ export interface LambdaContextOptions {
   region?: string;
   /** @default 1024 */
   memoryMb?: number;
+  /** @default a random UUID */
+  awsRequestId?: string;
 }
 
 /**
@@ -35,7 +37,7 @@ export function lambdaContext(options: LambdaContextOptions): Context {
     functionVersion: '$LATEST',
     invokedFunctionArn: `arn:aws:lambda:${region}:${LOCAL_ACCOUNT_ID}:function:${options.functionName}`,
     memoryLimitInMB: String(options.memoryMb ?? 1024),
-    awsRequestId: randomUUID(),
+    awsRequestId: options.awsRequestId ?? randomUUID(),
     logGroupName: `/aws/lambda/${options.functionName}`,
     logStreamName: `${day}/[$LATEST]${randomBytes(16).toString('hex')}`,
     getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),

@@ -4,6 +4,7 @@ import { lambdaContext, withLambdaTimeout } from './lambda-context';
 import { deleteRecords, failedMessageIds, receiveBatch, toSqsEvent } from './sqs-event';
 
 /** A worker Lambda's handler, as wired to an SQS trigger with `ReportBatchItemFailures`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: same as aws-lambda's SQSHandler: a handler may return nothing
 export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void>;
 
 /** The event source mapping's settings (Lambda's names in comments). */
@@ -132,9 +133,7 @@ export function startQueueRunner(options: QueueRunnerOptions): QueueRunner {
  * @example
  * const { messageIds, failedIds } = await runOnce({ queueUrl, queueArn, functionName: 'w', handler });
  */
-export async function runOnce(
-  options: Omit<QueueRunnerOptions, 'maxConcurrency'>,
-): Promise<RunOnceResult> {
+export async function runOnce(options: Omit<QueueRunnerOptions, 'maxConcurrency'>): Promise<RunOnceResult> {
   const sqs = options.sqs ?? new SQSClient({});
   try {
     const messages = await receiveBatch(sqs, {
@@ -178,7 +177,9 @@ export async function drain(options: DrainOptions): Promise<void> {
   const sqs = options.sqs ?? new SQSClient({});
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   const names = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] as const;
-  const attributeNames = options.includeDelayed ? [...names, 'ApproximateNumberOfMessagesDelayed' as const] : [...names];
+  const attributeNames = options.includeDelayed
+    ? [...names, 'ApproximateNumberOfMessagesDelayed' as const]
+    : [...names];
   try {
     for (;;) {
       const out = await sqs.send(
@@ -221,7 +222,10 @@ async function invokeAndSettle(
   }
   const failed = failedMessageIds(event, outcome);
   if (outcome.ok && failed === 'all') {
-    outcome = { ok: false, error: new Error('invalid batchItemFailures (unknown or empty itemIdentifier): whole batch failed') };
+    outcome = {
+      ok: false,
+      error: new Error('invalid batchItemFailures (unknown or empty itemIdentifier): whole batch failed'),
+    };
     record(stats, outcome.error);
   }
   const keep = failed === 'all' ? new Set(event.Records.map((r) => r.messageId)) : failed;

@@ -98,6 +98,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       config,
       store,
       queue,
+      scheduler,
       clock,
       logger,
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),

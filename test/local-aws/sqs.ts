@@ -37,7 +37,9 @@ export const LOCAL_ACCOUNT_ID = '000000000000';
 
 interface SqsStoreLike {
   host: string;
-  inspectQueue(name: string):
+  inspectQueue(
+    name: string,
+  ):
     | { attributes: Record<string, string>; messages: { ready: unknown[]; delayed: unknown[]; inflight: unknown[] } }
     | undefined;
   clearMessages(): void;

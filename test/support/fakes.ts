@@ -8,7 +8,7 @@
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PlatformConfig } from '../../shared/config';
-import type { AttemptError, Job, JobMessage } from '../../shared/core/job';
+import type { AttemptError, Job, JobMessage, JobProgress } from '../../shared/core/job';
 import { classifyRefusedClaim } from '../../shared/core/lease';
 import type { ClaimResult, JobQueue, JobScheduler, JobStore } from '../../shared/core/ports';
 import { CLAIMABLE_STATES } from '../../shared/core/states';
@@ -31,7 +31,7 @@ function read(job: Job): Job {
   return copy;
 }
 
-type StoreMethod = 'create' | 'get' | 'deleteUndispatched' | 'claim' | 'heartbeat' | 'succeed' | 'retry' | 'fail';
+type StoreMethod = 'create' | 'get' | 'deleteUndispatched' | 'claim' | 'heartbeat' | 'progress' | 'succeed' | 'retry' | 'fail';
 
 export class FakeJobStore implements JobStore {
   private readonly jobs = new Map<string, Job>();
@@ -129,6 +129,12 @@ export class FakeJobStore implements JobStore {
     });
   }
 
+  async progress({ job, progress }: { job: Job; progress: JobProgress }): Promise<void> {
+    this.fenced('progress', job, (j) => {
+      j.progress = { ...progress };
+    });
+  }
+
   async succeed(input: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void> {
     this.fenced('succeed', input.job, (j) => {
       j.state = 'succeeded';
@@ -194,13 +200,13 @@ export class FakeJobQueue implements JobQueue {
   }
 }
 
-/** One-time schedules by job id; creating an existing one succeeds, as in the adapter. */
+/** One-time schedules by name; creating an existing one succeeds, as in the adapter. */
 export class FakeJobScheduler implements JobScheduler {
   readonly schedules = new Map<string, { fireAt: number; queueArn: string; message: JobMessage }>();
 
-  async scheduleJob(input: { jobId: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void> {
-    if (!this.schedules.has(input.jobId)) {
-      this.schedules.set(input.jobId, {
+  async scheduleJob(input: { name: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void> {
+    if (!this.schedules.has(input.name)) {
+      this.schedules.set(input.name, {
         fireAt: input.fireAt,
         queueArn: input.queueArn,
         message: { ...input.message },
@@ -208,8 +214,8 @@ export class FakeJobScheduler implements JobScheduler {
     }
   }
 
-  async deleteJobSchedule(jobId: string): Promise<boolean> {
-    return this.schedules.delete(jobId);
+  async deleteJobSchedule(name: string): Promise<boolean> {
+    return this.schedules.delete(name);
   }
 }
 

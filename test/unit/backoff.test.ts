@@ -120,16 +120,16 @@ describe('retryPolicySchema', () => {
     expect(result.error?.issues.map((i) => i.path.join('.'))).toEqual(['maxAttempts']);
   });
 
-  it('accepts a backoff maxMs of exactly 12 h and rejects one ms more', () => {
-    expect(retryPolicySchema.safeParse({ backoff: { kind: 'exponential', maxMs: 43_200_000 } }).success).toBe(true);
-    const over = retryPolicySchema.safeParse({ backoff: { kind: 'exponential', maxMs: 43_200_001 } });
+  it('accepts a backoff maxMs of exactly 30 days and rejects one ms more', () => {
+    expect(retryPolicySchema.safeParse({ backoff: { kind: 'exponential', maxMs: 2_592_000_000 } }).success).toBe(true);
+    const over = retryPolicySchema.safeParse({ backoff: { kind: 'exponential', maxMs: 2_592_000_001 } });
     expect(over.success).toBe(false);
     expect(over.error?.issues[0]?.path).toEqual(['backoff', 'maxMs']);
   });
 
   it.each([
-    ['linear stepMs beyond 12 h', { kind: 'linear', stepMs: MAX_BACKOFF_MS + 1 }],
-    ['constant delay beyond 12 h', { kind: 'constant', delayMs: MAX_BACKOFF_MS + 1 }],
+    ['linear stepMs beyond 30 days', { kind: 'linear', stepMs: MAX_BACKOFF_MS + 1 }],
+    ['constant delay beyond 30 days', { kind: 'constant', delayMs: MAX_BACKOFF_MS + 1 }],
     ['negative constant delay', { kind: 'constant', delayMs: -1 }],
     ['fractional base', { kind: 'exponential', baseMs: 1.5 }],
     ['factor below 1', { kind: 'exponential', factor: 0.5 }],

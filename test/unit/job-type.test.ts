@@ -90,9 +90,9 @@ describe('defineJobType', () => {
     ['maxAttempts 0', { maxAttempts: 0 }],
     ['maxAttempts 26', { maxAttempts: 26 }],
     [
-      'backoff maxMs beyond 12 h',
+      'backoff maxMs beyond 30 days',
       {
-        backoff: { kind: 'exponential' as const, baseMs: 1000, factor: 2, maxMs: 43_200_001, jitter: 'full' as const },
+        backoff: { kind: 'exponential' as const, baseMs: 1000, factor: 2, maxMs: 2_592_000_001, jitter: 'full' as const },
       },
     ],
     ['negative constant delay', { backoff: { kind: 'constant' as const, delayMs: -5 } }],

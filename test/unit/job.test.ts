@@ -207,6 +207,7 @@ describe('toView', () => {
         'finishedAt',
         'lastError',
         'errors',
+        'progress',
         'result',
       ].sort(),
     );
@@ -228,6 +229,7 @@ describe('toView', () => {
       finishedAt: null,
       lastError: null,
       errors: [],
+      progress: null,
       result: null,
     });
   });

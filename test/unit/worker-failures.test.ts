@@ -94,7 +94,7 @@ describe('worker: timeouts and leases', () => {
     expect(signal?.reason).toBeInstanceOf(LeaseLostError);
     expect(h.store.peek('job-1')).toMatchObject({ state: 'running', leaseToken: 2, leaseOwner: 'other', errors: [] });
     expect(h.store.calls.map((c) => c.method).filter((m) => m !== 'heartbeat')).toEqual(['claim']);
-    expect(logged(h.logs, 'lease lost during heartbeat; aborting handler')[0]).toMatchObject({ token: 1 });
+    expect(logged(h.logs, 'lease lost; aborting handler')[0]).toMatchObject({ token: 1 });
   });
 
   it('drops its result without reporting when the job was cancelled during the attempt', async () => {

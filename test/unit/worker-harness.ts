@@ -6,7 +6,7 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import type { FailureInfo, JobDefinition, JobHandler } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
-import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
+import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
 
 export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 export const ISO0 = '2026-03-01T12:00:00.000Z';
@@ -28,11 +28,14 @@ export interface HarnessOptions {
   spec?: JobTypeSpec;
   leaseMs?: number;
   random?: () => number;
+  /** Give the worker a scheduler for retry delays over 12 h. @default false */
+  withScheduler?: boolean;
 }
 
 export function harness(options: HarnessOptions = {}) {
   const store = new FakeJobStore();
   const queue = new FakeJobQueue();
+  const scheduler = new FakeJobScheduler();
   const clock = new ManualClock(T0);
   const logs = captureLogs();
   const def: JobDefinition = {
@@ -44,13 +47,14 @@ export function harness(options: HarnessOptions = {}) {
     config: testConfig(['echo']),
     store,
     queue,
+    ...(options.withScheduler ? { scheduler } : {}),
     clock,
     owner: 'worker-test',
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
-  return { store, queue, clock, logs: logs.lines, worker };
+  return { store, queue, scheduler, clock, logs: logs.lines, worker };
 }
 
 /** A queued echo job with no attempt yet. */

@@ -1,0 +1,187 @@
+/**
+ * Jobs per second on local AWS: N queued no-op jobs (items written through the job store,
+ * messages sent with SendMessageBatch) drained by 1, 4 or 16 emulated event source mapping
+ * pollers running the real worker. The clock runs from starting the pollers until the last
+ * job's success write has returned; then the table is checked (every job `succeeded`).
+ * It measures our code plus DynamoDB Local and fauxqs sharing this machine's cores.
+ */
+import { performance } from 'node:perf_hooks';
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import type { Job } from '../shared/core/job';
+import type { JobStore } from '../shared/core/ports';
+import { keys } from '../shared/core/table';
+import { createLogger } from '../shared/logger';
+import type { JobDefinition } from '../shared/runtime/job-definition';
+import { type LocalAws, localClients, startQueueRunner, uniquePrefix } from '../test/local-aws/index';
+import { startLocalPlatform } from '../test/local-aws/local-platform';
+import { noop } from './fixtures';
+
+export interface ThroughputRun {
+  /** Concurrent pollers, each running one batch (≤ 10 jobs) at a time. */
+  concurrency: number;
+  jobs: number;
+  seconds: number;
+  jobsPerSecond: number;
+  /** Worker invocations (batches) it took. */
+  invocations: number;
+  /** Jobs found `succeeded` in the table afterwards. */
+  verified: number;
+  /** Job items written per second while loading the backlog (PutItem, 32 in flight). */
+  loadItemsPerSecond: number;
+}
+
+/** Passes every call through and resolves `done` when `target` jobs have succeeded. */
+function countSuccesses(store: JobStore, target: number, done: () => void): JobStore {
+  let succeeded = 0;
+  return {
+    create: (job) => store.create(job),
+    get: (id) => store.get(id),
+    deleteUndispatched: (id, hash) => store.deleteUndispatched(id, hash),
+    claim: (input) => store.claim(input),
+    heartbeat: (input) => store.heartbeat(input),
+    retry: (input) => store.retry(input),
+    fail: (input) => store.fail(input),
+    async succeed(input) {
+      await store.succeed(input);
+      succeeded += 1;
+      if (succeeded === target) done();
+    },
+  };
+}
+
+async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await work(item);
+    }
+  });
+  await Promise.all(lanes);
+}
+
+function queuedJob(id: string, now: number): Job {
+  const iso = new Date(now).toISOString();
+  return {
+    id,
+    type: 'noop',
+    state: 'queued',
+    payload: {},
+    payloadHash: 'bench',
+    attempts: 0,
+    maxAttempts: 3,
+    createdAt: iso,
+    updatedAt: iso,
+    runAt: iso,
+    leaseToken: 0,
+    errors: [],
+  };
+}
+
+async function run(aws: LocalAws, jobs: number, concurrency: number): Promise<ThroughputRun> {
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const prefix = uniquePrefix(`bench-tp${concurrency}`);
+  const platform = await startLocalPlatform({
+    aws,
+    prefix,
+    jobs: [noop as unknown as JobDefinition],
+    runWorkers: false,
+    logger: createLogger({ level: 'warn' }),
+    wrapStore: (store) => countSuccesses(store, jobs, finish),
+  });
+  const harness = localClients(aws);
+  const runners: ReturnType<typeof startQueueRunner>[] = [];
+  const stopRunners = async () => {
+    const running = runners.splice(0);
+    await Promise.all(running.map((runner) => runner.stop()));
+    return running;
+  };
+  try {
+    const queues = platform.deployment.queues.noop;
+    const worker = platform.workers.noop;
+    if (!queues || !worker) throw new Error('noop was not deployed');
+    const ids = Array.from({ length: jobs }, (_, i) => `${prefix}-${i}`);
+    const loadStart = performance.now();
+    const now = Date.now();
+    await inParallel(ids, 32, async (id) => {
+      const out = await platform.store.create(queuedJob(id, now));
+      if (!out.created) throw new Error(`job ${id} existed`);
+    });
+    const loadItemsPerSecond = jobs / ((performance.now() - loadStart) / 1000);
+    const chunks = Array.from({ length: Math.ceil(jobs / 10) }, (_, i) => ids.slice(i * 10, i * 10 + 10));
+    await inParallel(chunks, 8, async (chunk) => {
+      const out = await harness.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queues.url,
+          Entries: chunk.map((id, n) => ({ Id: String(n), MessageBody: JSON.stringify({ v: 1, id, type: 'noop' }) })),
+        }),
+      );
+      if ((out.Failed ?? []).length > 0) throw new Error(`SendMessageBatch failed: ${JSON.stringify(out.Failed)}`);
+    });
+
+    const started = performance.now();
+    for (let i = 0; i < concurrency; i++) {
+      runners.push(
+        startQueueRunner({
+          queueUrl: queues.url,
+          queueArn: queues.arn,
+          handler: worker,
+          functionName: `${prefix}-noop-${i}`,
+          batchSize: 10,
+          maxConcurrency: 1,
+          waitTimeSeconds: 1,
+        }),
+      );
+    }
+    const timeoutMs = Math.max(60_000, jobs * 20);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      finished,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${jobs} jobs not done within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    const seconds = (performance.now() - started) / 1000;
+    const stopped = await stopRunners();
+    const errors = stopped.flatMap((runner) => runner.stats.errors);
+    if (errors.length > 0) throw new Error(`runners reported errors: ${String(errors[0])}`);
+
+    let verified = 0;
+    for (const partition of new Set(ids.map((id) => keys.byTypeState('noop', 'succeeded', id)))) {
+      let startKey: Record<string, never> | undefined;
+      do {
+        const out = await harness.dynamo.send(
+          new QueryCommand({
+            TableName: platform.config.tableName,
+            IndexName: 'byTypeState',
+            KeyConditionExpression: 'gsi2pk = :pk',
+            ExpressionAttributeValues: { ':pk': { S: partition } },
+            Select: 'COUNT',
+            ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+          }),
+        );
+        verified += out.Count ?? 0;
+        startKey = out.LastEvaluatedKey as Record<string, never> | undefined;
+      } while (startKey);
+    }
+    if (verified !== jobs) throw new Error(`${verified} of ${jobs} jobs are succeeded in the table`);
+    const invocations = stopped.reduce((sum, runner) => sum + runner.stats.invocations, 0);
+    return { concurrency, jobs, seconds, jobsPerSecond: jobs / seconds, invocations, verified, loadItemsPerSecond };
+  } finally {
+    await stopRunners();
+    harness.destroy();
+    await platform.stop();
+  }
+}
+
+/** One backlog of `jobs` jobs per concurrency level, each in its own table and queue. */
+export async function measureThroughput(aws: LocalAws, jobs: number, levels: number[]): Promise<ThroughputRun[]> {
+  aws.applyEnv();
+  const runs: ThroughputRun[] = [];
+  for (const concurrency of levels) runs.push(await run(aws, jobs, concurrency));
+  return runs;
+}

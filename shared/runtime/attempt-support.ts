@@ -1,0 +1,77 @@
+import type { Clock } from '../core/clock';
+import type { Job, JobProgress } from '../core/job';
+import type { JobStore } from '../core/ports';
+import { LeaseLostError, OrreryError } from '../errors';
+import { type Logger, errorFields } from '../logger';
+
+/** Progress writes are at most this frequent per attempt; later reports are coalesced. */
+export const PROGRESS_MIN_INTERVAL_MS = 2_000;
+export const PROGRESS_DETAIL_LIMIT = 200;
+
+/**
+ * Throttled progress reporting for one attempt: the first report is written at once, later
+ * ones at most every {@link PROGRESS_MIN_INTERVAL_MS}, keeping only the newest pending value.
+ */
+export function progressReporter(input: {
+  job: Job;
+  store: JobStore;
+  clock: Clock;
+  log: Logger;
+  onLeaseLost: (error: LeaseLostError) => void;
+}): { report(percent: number, detail?: string): void; stop(): void } {
+  const { job, store, clock, log } = input;
+  let lastWrite = Number.NEGATIVE_INFINITY;
+  let pending: JobProgress | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const write = () => {
+    timer = undefined;
+    if (!pending || stopped) return;
+    const progress = pending;
+    pending = undefined;
+    lastWrite = clock.now();
+    store.progress({ job, progress }).catch((error: unknown) => {
+      if (error instanceof LeaseLostError) input.onLeaseLost(error);
+      else log.warn('could not record progress', errorFields(error));
+    });
+  };
+
+  return {
+    report(percent, detail) {
+      if (!Number.isFinite(percent) || percent < 0 || percent > 100) {
+        throw new RangeError(`progress must be a number from 0 to 100 (got ${percent})`);
+      }
+      pending = { percent, at: new Date(clock.now()).toISOString() };
+      if (detail !== undefined) pending.detail = String(detail).slice(0, PROGRESS_DETAIL_LIMIT);
+      if (timer || stopped) return;
+      const wait = lastWrite + PROGRESS_MIN_INTERVAL_MS - clock.now();
+      if (wait <= 0) write();
+      else timer = setTimeout(write, wait);
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
+
+/** Delays between tries of a write that closes an attempt (after the SDK's own retries). */
+export const FINAL_WRITE_BACKOFF_MS = [100, 400, 1_600] as const;
+
+/**
+ * Runs a write that records an attempt's outcome, trying again on throttling and dependency
+ * failures: losing it would mean running the handler again after the lease expires.
+ */
+export async function persist<T>(write: () => Promise<T>, log: Logger, what: string): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      const delay = FINAL_WRITE_BACKOFF_MS[attempt];
+      if (!(error instanceof OrreryError) || !error.retryable || delay === undefined) throw error;
+      log.warn(`${what} failed; trying again`, { delayMs: delay, ...errorFields(error) });
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
