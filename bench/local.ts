@@ -10,6 +10,8 @@ import { type LocalAws, processAlive, startDynamoDbLocal, startLocalAws } from '
 export interface BenchAws {
   aws: LocalAws;
   clock: ManualClock;
+  /** The DynamoDB Local JVM, to read its CPU time. */
+  dynamodbPid: number;
   /** Stops everything; throws if the DynamoDB Local JVM is still alive afterwards. */
   stop(): Promise<void>;
 }
@@ -44,6 +46,7 @@ export async function startBenchAws(): Promise<BenchAws> {
   return {
     aws,
     clock,
+    dynamodbPid: dynamodb.pid,
     async stop() {
       try {
         await aws.stop();

@@ -43,6 +43,7 @@ export class MemoryJobStore implements JobStore {
   }
 
   async heartbeat(): Promise<void> {}
+  async progress(): Promise<void> {}
 
   async succeed(input: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void> {
     this.finish(input.job, 'succeeded', input.now);

@@ -71,6 +71,11 @@ export const ASSUMPTIONS = {
   batchFillBusy: 10,
   /** The handler itself is a no-op: its own time is the same on every platform and left out. */
   handlerMs: 0,
+  /**
+   * Lambda gives a function CPU in proportion to its memory, one vCPU at 1,769 MB: CPU time
+   * measured here on a full core is stretched by 1,769 / memory MB.
+   */
+  fullVcpuMemoryMb: 1769,
 } as const;
 
 /** Lambda cost of one invocation with `memoryMb`, billed per started millisecond. */

@@ -5,6 +5,7 @@
  * job's success write has returned; then the table is checked (every job `succeeded`).
  * It measures our code plus DynamoDB Local and fauxqs sharing this machine's cores.
  */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
@@ -29,6 +30,20 @@ export interface ThroughputRun {
   verified: number;
   /** Job items written per second while loading the backlog (PutItem, 32 in flight). */
   loadItemsPerSecond: number;
+  /** CPU cores used while draining, on average: this Node process, and the DynamoDB Local JVM. */
+  cores: { node: number; dynamodbLocal: number | null };
+}
+
+/** CPU seconds a process has used (Linux /proc; utime + stime at 100 ticks/s), or null. */
+function processCpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
 }
 
 /** Passes every call through and resolves `done` when `target` jobs have succeeded. */
@@ -40,6 +55,7 @@ function countSuccesses(store: JobStore, target: number, done: () => void): JobS
     deleteUndispatched: (id, hash) => store.deleteUndispatched(id, hash),
     claim: (input) => store.claim(input),
     heartbeat: (input) => store.heartbeat(input),
+    progress: (input) => store.progress(input),
     retry: (input) => store.retry(input),
     fail: (input) => store.fail(input),
     async succeed(input) {
@@ -79,7 +95,7 @@ function queuedJob(id: string, now: number): Job {
   };
 }
 
-async function run(aws: LocalAws, jobs: number, concurrency: number): Promise<ThroughputRun> {
+async function run(aws: LocalAws, jobs: number, concurrency: number, jvmPid?: number): Promise<ThroughputRun> {
   let finish: () => void = () => {};
   const finished = new Promise<void>((resolve) => {
     finish = resolve;
@@ -124,6 +140,8 @@ async function run(aws: LocalAws, jobs: number, concurrency: number): Promise<Th
     });
 
     const started = performance.now();
+    const nodeCpu = process.cpuUsage();
+    const jvmCpu = processCpuSeconds(jvmPid);
     for (let i = 0; i < concurrency; i++) {
       runners.push(
         startQueueRunner({
@@ -146,6 +164,12 @@ async function run(aws: LocalAws, jobs: number, concurrency: number): Promise<Th
       }),
     ]).finally(() => clearTimeout(timer));
     const seconds = (performance.now() - started) / 1000;
+    const nodeUsed = process.cpuUsage(nodeCpu);
+    const jvmNow = processCpuSeconds(jvmPid);
+    const cores = {
+      node: (nodeUsed.user + nodeUsed.system) / 1e6 / seconds,
+      dynamodbLocal: jvmCpu === null || jvmNow === null ? null : (jvmNow - jvmCpu) / seconds,
+    };
     const stopped = await stopRunners();
     const errors = stopped.flatMap((runner) => runner.stats.errors);
     if (errors.length > 0) throw new Error(`runners reported errors: ${String(errors[0])}`);
@@ -170,7 +194,7 @@ async function run(aws: LocalAws, jobs: number, concurrency: number): Promise<Th
     }
     if (verified !== jobs) throw new Error(`${verified} of ${jobs} jobs are succeeded in the table`);
     const invocations = stopped.reduce((sum, runner) => sum + runner.stats.invocations, 0);
-    return { concurrency, jobs, seconds, jobsPerSecond: jobs / seconds, invocations, verified, loadItemsPerSecond };
+    return { concurrency, jobs, seconds, jobsPerSecond: jobs / seconds, invocations, verified, loadItemsPerSecond, cores };
   } finally {
     await stopRunners();
     harness.destroy();
@@ -178,10 +202,19 @@ async function run(aws: LocalAws, jobs: number, concurrency: number): Promise<Th
   }
 }
 
-/** One backlog of `jobs` jobs per concurrency level, each in its own table and queue. */
-export async function measureThroughput(aws: LocalAws, jobs: number, levels: number[]): Promise<ThroughputRun[]> {
+/**
+ * One backlog of `jobs` jobs per concurrency level, each in its own table and queue, after an
+ * untimed warm-up backlog (JIT of DynamoDB Local and of this process).
+ */
+export async function measureThroughput(
+  aws: LocalAws,
+  jobs: number,
+  levels: number[],
+  jvmPid?: number,
+): Promise<ThroughputRun[]> {
   aws.applyEnv();
+  await run(aws, Math.min(jobs, 200), 4);
   const runs: ThroughputRun[] = [];
-  for (const concurrency of levels) runs.push(await run(aws, jobs, concurrency));
+  for (const concurrency of levels) runs.push(await run(aws, jobs, concurrency, jvmPid));
   return runs;
 }

@@ -19,7 +19,9 @@ const STATE_COLORS: Record<string, number> = { succeeded: 32, failed: 31, retryi
 function show(job: Pick<Job, 'id' | 'type' | 'attempts'>, state: string, detail = ''): void {
   const time = new Date().toISOString().slice(11, 23);
   const painted = paint(STATE_COLORS[state] ?? 37, state.padEnd(9));
-  console.log(`${time}  ${painted}  ${job.type.padEnd(6)} ${job.id}  attempt ${job.attempts}${detail ? `  ${detail}` : ''}`);
+  console.log(
+    `${time}  ${painted}  ${job.type.padEnd(6)} ${job.id}  attempt ${job.attempts}${detail ? `  ${detail}` : ''}`,
+  );
 }
 
 /** Wraps the store so every successful state change is printed. */
@@ -45,7 +47,11 @@ function observe(store: JobStore): JobStore {
     },
     async retry(input) {
       await store.retry(input);
-      show(input.job, 'retrying', `next at ${new Date(input.runAt).toISOString()}: ${input.errors.at(-1)?.message ?? ''}`);
+      show(
+        input.job,
+        'retrying',
+        `next at ${new Date(input.runAt).toISOString()}: ${input.errors.at(-1)?.message ?? ''}`,
+      );
     },
     async fail(input) {
       await store.fail(input);

@@ -25,7 +25,12 @@ export class OrreryError extends Error {
   /** True when the same request may succeed if sent again later. */
   readonly retryable: boolean;
 
-  constructor(code: string, status: number, message: string, options: OrreryErrorOptions & { retryable?: boolean } = {}) {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    options: OrreryErrorOptions & { retryable?: boolean } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;

@@ -23,7 +23,9 @@ const defaultSink: LogSink = (line, level) => {
  * const log = createLogger({ level: 'info' }).child({ jobId: 'abc' });
  * log.info('started', { attempt: 1 });
  */
-export function createLogger(options: { level?: LogLevel; sink?: LogSink; fields?: Record<string, unknown> } = {}): Logger {
+export function createLogger(
+  options: { level?: LogLevel; sink?: LogSink; fields?: Record<string, unknown> } = {},
+): Logger {
   const level = options.level ?? 'info';
   const sink = options.sink ?? defaultSink;
   const base = options.fields ?? {};

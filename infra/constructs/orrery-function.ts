@@ -49,10 +49,10 @@ export class OrreryFunction extends NodejsFunction {
   readonly executionRole: Role;
 
   constructor(scope: Construct, id: string, props: OrreryFunctionProps) {
+    const { logGroupRetention, logGroup: givenLogGroup, bundling, environment, ...functionProps } = props;
     // Created beside the function (not inside it): a subclass cannot add children before super().
     const logGroup =
-      props.logGroup ??
-      new LogGroup(scope, `${id}Logs`, { retention: props.logGroupRetention ?? RetentionDays.ONE_MONTH });
+      givenLogGroup ?? new LogGroup(scope, `${id}Logs`, { retention: logGroupRetention ?? RetentionDays.ONE_MONTH });
     const role = new Role(scope, `${id}Role`, {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: `Execution role: ${props.description ?? id}`,
@@ -63,13 +63,13 @@ export class OrreryFunction extends NodejsFunction {
       memorySize: 512,
       timeout: Duration.seconds(30),
       tracing: Tracing.ACTIVE,
-      ...props,
+      ...functionProps,
       entry: fromRepoRoot(props.entry),
       projectRoot: REPO_ROOT,
       depsLockFilePath: LOCK_FILE,
       role,
       logGroup,
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
       bundling: {
         format: OutputFormat.ESM,
         mainFields: ['module', 'main'],
@@ -80,12 +80,12 @@ export class OrreryFunction extends NodejsFunction {
         bundleAwsSDK: true,
         forceDockerBundling: false,
         logLevel: LogLevel.WARNING,
-        ...props.bundling,
+        ...bundling,
       },
     });
     this.executionRole = role;
     logGroup.grantWrite(role);
-    if (props.tracing === undefined || props.tracing === Tracing.ACTIVE) {
+    if (props.tracing !== Tracing.DISABLED) {
       acknowledge(role, 'AwsSolutions-IAM5[Resource::*]', XRAY_WILDCARD_REASON);
     }
   }

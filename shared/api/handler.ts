@@ -1,13 +1,13 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
-import { JOB_ID_PATTERN, enqueueRequestSchema } from '../core/enqueue';
+import { enqueueRequestSchema, JOB_ID_PATTERN } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { parseOrThrow } from '../core/validation';
 import { NotFoundError } from '../errors';
-import { type Logger, createLogger, errorFields } from '../logger';
-import { type HttpResponse, type Route, errorResponse, fromFunctionUrlEvent, json, jsonBody, route } from './http';
+import { createLogger, errorFields, type Logger } from '../logger';
+import { errorResponse, fromFunctionUrlEvent, type HttpResponse, json, jsonBody, type Route, route } from './http';
 import { JobsService } from './jobs-service';
 
 export interface ApiDeps {

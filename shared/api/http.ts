@@ -31,12 +31,19 @@ export function fromFunctionUrlEvent(event: APIGatewayProxyEventV2): HttpRequest
   if (event.body !== undefined && event.body !== null && event.body !== '') {
     const bytes = event.isBase64Encoded ? Buffer.from(event.body, 'base64') : Buffer.from(event.body, 'utf8');
     if (bytes.length > MAX_REQUEST_BYTES) {
-      throw new PayloadTooLargeError(`request body is ${bytes.length} bytes; the limit is ${MAX_REQUEST_BYTES} bytes`, MAX_REQUEST_BYTES);
+      throw new PayloadTooLargeError(
+        `request body is ${bytes.length} bytes; the limit is ${MAX_REQUEST_BYTES} bytes`,
+        MAX_REQUEST_BYTES,
+      );
     }
     try {
       bodyText = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
     } catch {
-      throw new ValidationError('request body is not valid UTF-8', [{ path: '(body)', message: 'must be UTF-8 JSON' }], 'malformed_body');
+      throw new ValidationError(
+        'request body is not valid UTF-8',
+        [{ path: '(body)', message: 'must be UTF-8 JSON' }],
+        'malformed_body',
+      );
     }
   }
   const query: Record<string, string> = {};
@@ -61,14 +68,20 @@ export function jsonBody(request: HttpRequest): unknown {
     throw new UnsupportedMediaTypeError(contentType);
   }
   if (request.bodyText === undefined) {
-    throw new ValidationError('request body is empty', [{ path: '(body)', message: 'a JSON object is required' }], 'malformed_json');
+    throw new ValidationError(
+      'request body is empty',
+      [{ path: '(body)', message: 'a JSON object is required' }],
+      'malformed_json',
+    );
   }
   try {
     return JSON.parse(request.bodyText);
   } catch (error) {
-    throw new ValidationError('request body is not valid JSON', [
-      { path: '(body)', message: error instanceof Error ? error.message : 'invalid JSON' },
-    ], 'malformed_json');
+    throw new ValidationError(
+      'request body is not valid JSON',
+      [{ path: '(body)', message: error instanceof Error ? error.message : 'invalid JSON' }],
+      'malformed_json',
+    );
   }
 }
 
@@ -95,7 +108,9 @@ export function errorResponse(error: unknown, requestId: string): { response: Ht
     const body = { error: { code: error.code, message, requestId } };
     return { response: json(error.status, body, { ...headers, 'retry-after': '1' }), internal: true };
   }
-  const body = { error: { code: 'internal_error', message: 'internal error; see the logs for this request id', requestId } };
+  const body = {
+    error: { code: 'internal_error', message: 'internal error; see the logs for this request id', requestId },
+  };
   return { response: json(500, body, headers), internal: true };
 }
 
@@ -127,7 +142,10 @@ function matchPath(template: string, path: string): Record<string, string> | und
 }
 
 /** Finds the handler for a request: 404 for an unknown path, 405 for a known path and wrong method. */
-export function route(routes: readonly Route[], request: HttpRequest): { handler: RouteHandler; params: Record<string, string> } {
+export function route(
+  routes: readonly Route[],
+  request: HttpRequest,
+): { handler: RouteHandler; params: Record<string, string> } {
   for (const candidate of routes) {
     const params = matchPath(candidate.path, request.path);
     if (!params) continue;

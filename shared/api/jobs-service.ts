@@ -1,8 +1,15 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
-import { type Dispatch, type EnqueueRequest, MAX_PAYLOAD_BYTES, SQS_MAX_DELAY_SECONDS, jsonBytes, planEnqueue } from '../core/enqueue';
-import { type Job, type JobMessage, type JobView, canonicalJson, toView } from '../core/job';
+import {
+  type Dispatch,
+  type EnqueueRequest,
+  jsonBytes,
+  MAX_PAYLOAD_BYTES,
+  planEnqueue,
+  SQS_MAX_DELAY_SECONDS,
+} from '../core/enqueue';
+import { canonicalJson, type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { parseOrThrow } from '../core/validation';
@@ -26,7 +33,8 @@ export function payloadHash(type: string, payload: unknown): string {
 /** How to hand an existing, not yet started job to its queue again. */
 function redispatchOf(job: Job, now: number): Dispatch {
   const runAt = Date.parse(job.runAt);
-  if (job.state === 'scheduled' && runAt - now > SQS_MAX_DELAY_SECONDS * 1000) return { kind: 'schedule', fireAt: runAt };
+  if (job.state === 'scheduled' && runAt - now > SQS_MAX_DELAY_SECONDS * 1000)
+    return { kind: 'schedule', fireAt: runAt };
   return { kind: 'now' };
 }
 
@@ -52,9 +60,11 @@ export class JobsService {
     const spec = this.specs.get(request.type);
     const route = config.routes[request.type];
     if (!spec || !route) {
-      throw new ValidationError(`unknown job type "${request.type}"`, [
-        { path: 'type', message: `must be one of: ${this.deployedTypes().join(', ')}` },
-      ], 'unknown_type');
+      throw new ValidationError(
+        `unknown job type "${request.type}"`,
+        [{ path: 'type', message: `must be one of: ${this.deployedTypes().join(', ')}` }],
+        'unknown_type',
+      );
     }
     const size = jsonBytes(request.payload);
     if (size > MAX_PAYLOAD_BYTES) {
@@ -91,11 +101,9 @@ export class JobsService {
     if (!written.created) {
       const existing = written.existing;
       if (existing.payloadHash !== job.payloadHash) {
-        throw new ConflictError(
-          `job ${job.id} already exists with a different type or payload`,
-          'id_conflict',
-          { jobId: job.id },
-        );
+        throw new ConflictError(`job ${job.id} already exists with a different type or payload`, 'id_conflict', {
+          jobId: job.id,
+        });
       }
       // A replay may follow a lost send: hand a not-yet-started job to its queue again.
       // A duplicate message is harmless; the lease lets only one delivery run.
@@ -126,9 +134,18 @@ export class JobsService {
     switch (dispatch.kind) {
       case 'now':
       case 'sqs-delay':
-        return this.deps.queue.send(route.queueUrl, message, remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined);
+        return this.deps.queue.send(
+          route.queueUrl,
+          message,
+          remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined,
+        );
       case 'schedule':
-        return this.deps.scheduler.scheduleJob({ name: job.id, fireAt: dispatch.fireAt, queueArn: route.queueArn, message });
+        return this.deps.scheduler.scheduleJob({
+          name: job.id,
+          fireAt: dispatch.fireAt,
+          queueArn: route.queueArn,
+          message,
+        });
     }
   }
 

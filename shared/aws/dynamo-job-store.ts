@@ -8,12 +8,12 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { LeaseLostError } from '../errors';
 import type { AttemptError, Job, JobProgress } from '../core/job';
-import type { ClaimResult, JobStore } from '../core/ports';
 import { classifyRefusedClaim } from '../core/lease';
+import type { ClaimResult, JobStore } from '../core/ports';
 import type { JobState } from '../core/states';
 import { keys } from '../core/table';
+import { LeaseLostError } from '../errors';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
@@ -143,7 +143,12 @@ export class DynamoJobStore implements JobStore {
           Key: this.key(id),
           ConditionExpression: 'payloadHash = :h AND attempts = :zero AND #state IN (:queued, :scheduled)',
           ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':h': S(payloadHash), ':zero': N(0), ':queued': S('queued'), ':scheduled': S('scheduled') },
+          ExpressionAttributeValues: {
+            ':h': S(payloadHash),
+            ':zero': N(0),
+            ':queued': S('queued'),
+            ':scheduled': S('scheduled'),
+          },
         }),
       );
       return true;
@@ -153,7 +158,19 @@ export class DynamoJobStore implements JobStore {
     }
   }
 
-  async claim({ id, type, owner, now, leaseMs }: { id: string; type: string; owner: string; now: number; leaseMs: number }): Promise<ClaimResult> {
+  async claim({
+    id,
+    type,
+    owner,
+    now,
+    leaseMs,
+  }: {
+    id: string;
+    type: string;
+    owner: string;
+    now: number;
+    leaseMs: number;
+  }): Promise<ClaimResult> {
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
@@ -211,7 +228,10 @@ export class DynamoJobStore implements JobStore {
           Key: this.key(job.id),
           UpdateExpression: update,
           ConditionExpression: 'leaseToken = :token AND #state = :running',
-          ExpressionAttributeNames: { '#state': 'state', ...(update.includes('#result') ? { '#result': 'result' } : {}) },
+          ExpressionAttributeNames: {
+            '#state': 'state',
+            ...(update.includes('#result') ? { '#result': 'result' } : {}),
+          },
           ExpressionAttributeValues: {
             ...values,
             ':token': N(job.leaseToken),
@@ -234,7 +254,17 @@ export class DynamoJobStore implements JobStore {
     await this.fenced(job, 'progress', 'SET progress = :progress', { ':progress': S(JSON.stringify(progress)) });
   }
 
-  async succeed({ job, now, result, expiresAt }: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void> {
+  async succeed({
+    job,
+    now,
+    result,
+    expiresAt,
+  }: {
+    job: Job;
+    now: number;
+    result: unknown;
+    expiresAt: number;
+  }): Promise<void> {
     const values: Record<string, AttributeValue> = { ':now': S(iso(now)), ':ttl': N(expiresAt) };
     let update = 'SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk';
     if (result !== undefined) {
@@ -244,7 +274,17 @@ export class DynamoJobStore implements JobStore {
     await this.fenced(job, 'succeed', `${update} REMOVE leaseOwner, leaseExpiresAt`, values, 'succeeded');
   }
 
-  async retry({ job, now, runAt, errors }: { job: Job; now: number; runAt: number; errors: AttemptError[] }): Promise<void> {
+  async retry({
+    job,
+    now,
+    runAt,
+    errors,
+  }: {
+    job: Job;
+    now: number;
+    runAt: number;
+    errors: AttemptError[];
+  }): Promise<void> {
     await this.fenced(
       job,
       'retry',
@@ -254,7 +294,17 @@ export class DynamoJobStore implements JobStore {
     );
   }
 
-  async fail({ job, now, errors, expiresAt }: { job: Job; now: number; errors: AttemptError[]; expiresAt: number }): Promise<void> {
+  async fail({
+    job,
+    now,
+    errors,
+    expiresAt,
+  }: {
+    job: Job;
+    now: number;
+    errors: AttemptError[];
+    expiresAt: number;
+  }): Promise<void> {
     await this.fenced(
       job,
       'fail',

@@ -15,7 +15,19 @@ const THROTTLING = new Set([
 ]);
 
 /** Node network error codes: the request may not have reached AWS, or its answer was lost. */
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 const NETWORK_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'NetworkingError']);
 
 interface SdkError {
@@ -42,7 +54,8 @@ export function translateAwsError(error: unknown, operation: string): never {
   if ((e.name && THROTTLING.has(e.name)) || status === 429) {
     throw new ThrottledError(`AWS throttled ${operation}; retry shortly`, error);
   }
-  const network = (e.code !== undefined && NETWORK_CODES.has(e.code)) || (e.name !== undefined && NETWORK_NAMES.has(e.name));
+  const network =
+    (e.code !== undefined && NETWORK_CODES.has(e.code)) || (e.name !== undefined && NETWORK_NAMES.has(e.name));
   if (e.$fault === 'server' || (status !== undefined && status >= 500) || (status === undefined && network)) {
     throw new DependencyError(`${operation} failed: ${e.name ?? 'error'}: ${e.message ?? String(error)}`, error);
   }

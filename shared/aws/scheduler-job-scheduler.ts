@@ -19,7 +19,17 @@ export class EventBridgeJobScheduler implements JobScheduler {
     private readonly roleArn: string,
   ) {}
 
-  async scheduleJob({ name, fireAt, queueArn, message }: { name: string; fireAt: number; queueArn: string; message: JobMessage }): Promise<void> {
+  async scheduleJob({
+    name,
+    fireAt,
+    queueArn,
+    message,
+  }: {
+    name: string;
+    fireAt: number;
+    queueArn: string;
+    message: JobMessage;
+  }): Promise<void> {
     try {
       await this.client.send(
         new CreateScheduleCommand({

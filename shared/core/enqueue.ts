@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors';
-import { MAX_ATTEMPTS_LIMIT, backoffSchema } from './backoff';
+import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
 import { JOB_TYPE_PATTERN } from './job-type';
 
 /** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { ConfigError } from '../errors';
+import { type RetryPolicy, retryPolicySchema } from './backoff';
 
 /** Pattern for job type names: they appear in keys, queue names and URLs. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;

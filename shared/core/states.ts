@@ -3,15 +3,7 @@
  * expressions enforce the same table, so an illegal change is refused by the database,
  * not only by this code.
  */
-export const JOB_STATES = [
-  'scheduled',
-  'queued',
-  'running',
-  'retrying',
-  'succeeded',
-  'failed',
-  'cancelled',
-] as const;
+export const JOB_STATES = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
 
 export type JobState = (typeof JOB_STATES)[number];
 

@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock';
 import type { Job, JobProgress } from '../core/job';
 import type { JobStore } from '../core/ports';
 import { LeaseLostError, OrreryError } from '../errors';
-import { type Logger, errorFields } from '../logger';
+import { errorFields, type Logger } from '../logger';
 
 /** Progress writes are at most this frequent per attempt; later reports are coalesced. */
 export const PROGRESS_MIN_INTERVAL_MS = 2_000;

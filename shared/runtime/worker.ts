@@ -4,12 +4,12 @@ import { z } from 'zod';
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
-import { MAX_RESULT_BYTES, jsonBytes } from '../core/enqueue';
-import { type AttemptError, type Job, appendError, describeError } from '../core/job';
+import { jsonBytes, MAX_RESULT_BYTES } from '../core/enqueue';
+import { type AttemptError, appendError, describeError, type Job } from '../core/job';
 import { DEFAULT_LEASE_MS, heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
-import { type Logger, createLogger, errorFields } from '../logger';
+import { createLogger, errorFields, type Logger } from '../logger';
 import { persist, progressReporter } from './attempt-support';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 
@@ -51,7 +51,10 @@ type Outcome = 'done' | 'retry';
  * Builds the SQS batch handler for a job definition. Every record of a batch is handled
  * concurrently; only records that must come back are listed in `batchItemFailures`.
  */
-export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
+export function createWorker(
+  def: JobDefinition,
+  deps: WorkerDeps,
+): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
   const clock = deps.clock ?? systemClock;
   const random = deps.random ?? Math.random;
   const owner = deps.owner ?? `worker-${randomUUID()}`;
@@ -74,7 +77,10 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     );
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`onFailure exceeded ${ON_FAILURE_TIMEOUT_MS} ms`)), ON_FAILURE_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`onFailure exceeded ${ON_FAILURE_TIMEOUT_MS} ms`)),
+        ON_FAILURE_TIMEOUT_MS,
+      );
     });
     try {
       await Promise.race([hook, limit]);
@@ -89,7 +95,11 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     const parsed = def.spec.payload.safeParse(job.payload);
     if (!parsed.success) {
       const err = new PermanentError(`payload no longer matches the ${def.spec.type} schema: ${parsed.error.message}`);
-      await finalFailure(job, appendError(job.errors, describeError(err, job.attempts, clock.now(), 'invalid_payload')), log);
+      await finalFailure(
+        job,
+        appendError(job.errors, describeError(err, job.attempts, clock.now(), 'invalid_payload')),
+        log,
+      );
       return 'done';
     }
 
@@ -107,7 +117,9 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
       const now = clock.now();
       deps.store
         .heartbeat({ job, now, leaseMs })
-        .then(() => deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs)))
+        .then(() =>
+          deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs)),
+        )
         .catch((error: unknown) => {
           if (error instanceof LeaseLostError) {
             loseLease(error);
@@ -150,7 +162,11 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
     const now = clock.now();
     if (outcome.ok) {
       const result = outcome.result;
-      await persist(() => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now) }), log, 'recording success');
+      await persist(
+        () => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now) }),
+        log,
+        'recording success',
+      );
       log.info('job succeeded', { durationMs: now - Date.parse(job.startedAt ?? job.updatedAt) });
       return 'done';
     }
@@ -173,14 +189,19 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
       const message = { v: 1 as const, id: job.id, type: job.type };
       const name = retryScheduleName(job.id, job.attempts);
       await persist(
-        () => deps.scheduler?.scheduleJob({ name, fireAt: now + delay, queueArn: route.queueArn, message }) ?? Promise.resolve(),
+        () =>
+          deps.scheduler?.scheduleJob({ name, fireAt: now + delay, queueArn: route.queueArn, message }) ??
+          Promise.resolve(),
         log,
         'scheduling the retry',
       );
       return 'done';
     }
     await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000).catch((error: unknown) => {
-      log.warn('could not set retry delay on the message; it returns after the queue visibility timeout', errorFields(error));
+      log.warn(
+        'could not set retry delay on the message; it returns after the queue visibility timeout',
+        errorFields(error),
+      );
     });
     return 'retry';
   }
@@ -219,7 +240,11 @@ export function createWorker(def: JobDefinition, deps: WorkerDeps): (event: SQSE
         case 'exhausted': {
           const job = claim.job;
           const err = new Error('the last attempt stopped without recording a result (lease expired)');
-          await finalFailure(job, appendError(job.errors, describeError(err, job.attempts, clock.now(), 'lease_expired')), log);
+          await finalFailure(
+            job,
+            appendError(job.errors, describeError(err, job.attempts, clock.now(), 'lease_expired')),
+            log,
+          );
           return 'done';
         }
         case 'claimed': {

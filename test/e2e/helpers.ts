@@ -30,7 +30,12 @@ export async function getJob(target: E2ETarget, id: string): Promise<JobBody> {
 }
 
 /** Polls `GET /jobs/{id}` until the job is in one of `states`; fails with the last state seen. */
-export async function waitForState(target: E2ETarget, id: string, states: string[], timeoutMs = 20_000): Promise<JobBody> {
+export async function waitForState(
+  target: E2ETarget,
+  id: string,
+  states: string[],
+  timeoutMs = 20_000,
+): Promise<JobBody> {
   const deadline = Date.now() + timeoutMs;
   let last: JobBody | undefined;
   while (Date.now() < deadline) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type E2ETarget, startTarget } from './target';
 import { enqueue, getJob, uniqueId, waitForState } from './helpers';
+import { type E2ETarget, startTarget } from './target';
 
 let target: E2ETarget;
 

@@ -6,11 +6,11 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { inject } from 'vitest';
-import { ManualClock } from '../../shared/core/clock';
-import { createLogger } from '../../shared/logger';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { sleep } from '../../functions/jobs/sleep';
+import { ManualClock } from '../../shared/core/clock';
+import { createLogger } from '../../shared/logger';
 import { startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
@@ -37,14 +37,21 @@ interface StackResources {
   queueUrls: string[];
 }
 
-async function footprintOf(resources: StackResources, clients: { dynamo: DynamoDBClient; sqs: SQSClient; scheduler: SchedulerClient }) {
+async function footprintOf(
+  resources: StackResources,
+  clients: { dynamo: DynamoDBClient; sqs: SQSClient; scheduler: SchedulerClient },
+) {
   const scan = await clients.dynamo.send(new ScanCommand({ TableName: resources.tableName, Select: 'COUNT' }));
   let messages = 0;
   for (const queueUrl of resources.queueUrls) {
     const out = await clients.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
       }),
     );
     const a = out.Attributes ?? {};
@@ -138,7 +145,11 @@ async function deployedTarget(outputsPath: string): Promise<E2ETarget> {
         headers: { host: url.host, ...(text === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         ...(text === undefined ? {} : { body: text }),
       });
-      return fetch(url, { method, headers: signed.headers as Record<string, string>, ...(text === undefined ? {} : { body: text }) });
+      return fetch(url, {
+        method,
+        headers: signed.headers as Record<string, string>,
+        ...(text === undefined ? {} : { body: text }),
+      });
     },
     footprint: () => footprintOf(resources, clients),
     scheduleNames: () => scheduleNamesOf(resources, clients.scheduler),

@@ -1,9 +1,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../infra/paths';
+import { tempOutdir } from './support';
 
 /** Node binaries to try: the one running the tests (Node 24 under npm scripts) and the system one. */
 function nodeBinaries(): { path: string; version: string }[] {
@@ -22,7 +22,7 @@ function nodeBinaries(): { path: string; version: string }[] {
  */
 describe('infra/app.ts', () => {
   it.each(nodeBinaries())('synthesizes through tsx on Node $version with cdk-nag passing', ({ path }) => {
-    const outdir = mkdtempSync(join(tmpdir(), 'orrery-app-'));
+    const outdir = tempOutdir('app');
     const result = spawnSync(path, [join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'), 'infra/app.ts'], {
       cwd: REPO_ROOT,
       encoding: 'utf8',

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -34,6 +34,7 @@ describe('bundling with local esbuild', () => {
   });
 
   afterAll(() => {
+    if (outdir) rmSync(outdir, { recursive: true, force: true });
     if (previousDocker === undefined) delete process.env.CDK_DOCKER;
     else process.env.CDK_DOCKER = previousDocker;
   });

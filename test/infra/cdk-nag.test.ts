@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, type PolicyViolation, Stack, Validations } from 'aws-cdk-lib';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
@@ -7,11 +6,11 @@ import { AwsSolutionsChecks, type NagPack, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { OrreryStack } from '../../infra/stack';
-import { SKIP_BUNDLING } from './support';
+import { SKIP_BUNDLING, tempOutdir } from './support';
 
 /** The real stack, in an app with both rule packs registered the way infra/app.ts does. */
 function nagApp(): App {
-  const app = new App({ context: SKIP_BUNDLING, outdir: mkdtempSync(join(tmpdir(), 'orrery-nag-')) });
+  const app = new App({ context: SKIP_BUNDLING, outdir: tempOutdir('nag') });
   new OrreryStack(app, 'Orrery');
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
   return app;
@@ -118,7 +117,7 @@ describe('cdk-nag (AwsSolutions + Serverless)', () => {
   });
 
   it('does fail synthesis on an unacknowledged finding (the check above can fail)', () => {
-    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'orrery-nag-')) });
+    const app = new App({ outdir: tempOutdir('nag') });
     const stack = new Stack(app, 'Bad');
     new Queue(stack, 'PlainQueue');
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));

@@ -1,10 +1,21 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
+import { onTestFinished } from 'vitest';
 import { OrreryStack } from '../../infra/stack';
 
 /** Context that makes every NodejsFunction skip bundling (no esbuild run, no entry imports). */
 export const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+
+/** A temporary cloud assembly directory, removed when the current test finishes. */
+export function tempOutdir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `orrery-${prefix}-`));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 /** A fresh app whose stacks synthesize without bundling. */
 export function testApp(): App {

@@ -1,6 +1,5 @@
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import type { Job } from '../../shared/core/job';
@@ -11,7 +10,11 @@ import { createTableInput } from '../local-aws/deploy';
 import { uniquePrefix } from '../local-aws/namespace';
 
 const tableName = `${uniquePrefix('store')}-jobs`;
-const dynamo = new DynamoDBClient({ endpoint: inject('dynamodbEndpoint'), region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+const dynamo = new DynamoDBClient({
+  endpoint: inject('dynamodbEndpoint'),
+  region: 'us-east-1',
+  credentials: LOCAL_CREDENTIALS,
+});
 const store = new DynamoJobStore(dynamo, tableName);
 const T0 = Date.parse('2026-06-01T00:00:00Z');
 const LEASE = 10_000;
@@ -66,7 +69,9 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     const job = newJob();
     await store.create(job);
     const results = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => store.claim({ id: job.id, type: 'echo', owner: `w${i}`, now: T0, leaseMs: LEASE })),
+      Array.from({ length: 12 }, (_, i) =>
+        store.claim({ id: job.id, type: 'echo', owner: `w${i}`, now: T0, leaseMs: LEASE }),
+      ),
     );
     expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
     expect(results.filter((r) => r.kind === 'busy')).toHaveLength(11);
@@ -81,15 +86,23 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     const first = await claimed(job, 'worker-a', T0);
     expect(first.leaseToken).toBe(1);
     // worker-a stops heartbeating; its lease expires and worker-b takes over
-    const busy = await store.claim({ id: job.id, type: 'echo', owner: 'worker-b', now: T0 + LEASE - 1, leaseMs: LEASE });
+    const busy = await store.claim({
+      id: job.id,
+      type: 'echo',
+      owner: 'worker-b',
+      now: T0 + LEASE - 1,
+      leaseMs: LEASE,
+    });
     expect(busy.kind).toBe('busy');
     const second = await claimed(job, 'worker-b', T0 + LEASE + 1);
     expect(second.leaseToken).toBe(2);
     expect(second.attempts).toBe(2);
-    await expect(store.succeed({ job: first, now: T0 + LEASE + 2, result: { from: 'a' }, expiresAt: 1 })).rejects.toBeInstanceOf(
+    await expect(
+      store.succeed({ job: first, now: T0 + LEASE + 2, result: { from: 'a' }, expiresAt: 1 }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.heartbeat({ job: first, now: T0 + LEASE + 2, leaseMs: LEASE })).rejects.toBeInstanceOf(
       LeaseLostError,
     );
-    await expect(store.heartbeat({ job: first, now: T0 + LEASE + 2, leaseMs: LEASE })).rejects.toBeInstanceOf(LeaseLostError);
     await store.succeed({ job: second, now: T0 + LEASE + 3, result: { from: 'b' }, expiresAt: 2 });
     const stored = await store.get(job.id);
     expect(stored?.state).toBe('succeeded');
@@ -121,8 +134,12 @@ describe('DynamoJobStore against DynamoDB Local', () => {
   it('refuses a claim for the wrong type and for a missing job', async () => {
     const job = newJob();
     await store.create(job);
-    expect((await store.claim({ id: job.id, type: 'sleep', owner: 'w', now: T0, leaseMs: LEASE })).kind).toBe('missing');
-    expect((await store.claim({ id: 'no-such-job', type: 'echo', owner: 'w', now: T0, leaseMs: LEASE })).kind).toBe('missing');
+    expect((await store.claim({ id: job.id, type: 'sleep', owner: 'w', now: T0, leaseMs: LEASE })).kind).toBe(
+      'missing',
+    );
+    expect((await store.claim({ id: 'no-such-job', type: 'echo', owner: 'w', now: T0, leaseMs: LEASE })).kind).toBe(
+      'missing',
+    );
     expect((await store.get(job.id))?.attempts).toBe(0);
   });
 

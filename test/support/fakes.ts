@@ -31,7 +31,16 @@ function read(job: Job): Job {
   return copy;
 }
 
-type StoreMethod = 'create' | 'get' | 'deleteUndispatched' | 'claim' | 'heartbeat' | 'progress' | 'succeed' | 'retry' | 'fail';
+type StoreMethod =
+  | 'create'
+  | 'get'
+  | 'deleteUndispatched'
+  | 'claim'
+  | 'heartbeat'
+  | 'progress'
+  | 'succeed'
+  | 'retry'
+  | 'fail';
 
 export class FakeJobStore implements JobStore {
   private readonly jobs = new Map<string, Job>();

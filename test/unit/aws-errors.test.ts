@@ -73,7 +73,12 @@ describe('translateAwsError', () => {
   });
 
   it('turns a network failure that exhausted SDK retries into a DependencyError', () => {
-    const error = translated({ name: 'Error', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED', $metadata: { attempts: 3 } });
+    const error = translated({
+      name: 'Error',
+      code: 'ECONNREFUSED',
+      message: 'connect ECONNREFUSED',
+      $metadata: { attempts: 3 },
+    });
     expect(error).toBeInstanceOf(DependencyError);
   });
 

@@ -92,7 +92,13 @@ describe('defineJobType', () => {
     [
       'backoff maxMs beyond 30 days',
       {
-        backoff: { kind: 'exponential' as const, baseMs: 1000, factor: 2, maxMs: 2_592_000_001, jitter: 'full' as const },
+        backoff: {
+          kind: 'exponential' as const,
+          baseMs: 1000,
+          factor: 2,
+          maxMs: 2_592_000_001,
+          jitter: 'full' as const,
+        },
       },
     ],
     ['negative constant delay', { backoff: { kind: 'constant' as const, delayMs: -5 } }],

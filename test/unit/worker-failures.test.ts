@@ -149,7 +149,10 @@ describe('worker: payloads, results and the store', () => {
     expect(job?.state).toBe('failed');
     expect(job?.result).toBeUndefined();
     expect(job?.errors).toEqual([
-      expect.objectContaining({ name: 'PermanentError', message: expect.stringMatching(/^result is \d+ bytes of JSON; the limit is 65536$/) }),
+      expect.objectContaining({
+        name: 'PermanentError',
+        message: expect.stringMatching(/^result is \d+ bytes of JSON; the limit is 65536$/),
+      }),
     ]);
   });
 

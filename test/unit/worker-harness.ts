@@ -6,7 +6,15 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import type { FailureInfo, JobDefinition, JobHandler } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
-import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
+import {
+  captureLogs,
+  FakeJobQueue,
+  FakeJobScheduler,
+  FakeJobStore,
+  newJob,
+  sqsRecord,
+  testConfig,
+} from '../support/fakes';
 
 export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 export const ISO0 = '2026-03-01T12:00:00.000Z';

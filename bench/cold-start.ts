@@ -1,0 +1,175 @@
+/**
+ * Cold-start cost of each Lambda: its bundle built the way the CDK construct builds it (esbuild,
+ * ESM, minified, every dependency and the AWS SDK inside, Node 24), its size, and the time a
+ * fresh Node process takes to import it, compared with a bundle that only imports and
+ * instantiates the same AWS SDK clients.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { type BuildOptions, build } from 'esbuild';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** As infra/constructs/orrery-function.ts: lets CommonJS inside the ESM bundle `require` built-ins. */
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __orreryCreateRequire } from 'node:module'; " +
+  'const require = __orreryCreateRequire(import.meta.url);';
+
+const COMMON: BuildOptions = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node24',
+  minify: true,
+  mainFields: ['module', 'main'],
+  banner: { js: ESM_REQUIRE_BANNER },
+  metafile: true,
+  logLevel: 'warning',
+};
+
+const CLIENT_CLASSES: Record<string, string> = {
+  dynamodb: 'DynamoDBClient',
+  sqs: 'SQSClient',
+  scheduler: 'SchedulerClient',
+};
+
+export interface BundleFigure {
+  name: string;
+  entry: string;
+  status: 'measured' | 'not implemented yet';
+  bytes?: number;
+  gzipBytes?: number;
+  /** AWS SDK clients found in the bundle. */
+  sdkClients?: string[];
+  /** Median ms to `import()` the bundle in a fresh process, and of the whole process. */
+  importMs?: number;
+  processMs?: number;
+  /** The SDK-only bundle with the same clients. */
+  baseline?: string;
+  /** importMs / the baseline's importMs. */
+  ratio?: number;
+}
+
+export interface ColdStartResult {
+  runs: number;
+  node: string;
+  /** A fresh process importing an empty module: Node's own start. */
+  emptyProcessMs: number;
+  bundles: BundleFigure[];
+  baselines: BundleFigure[];
+}
+
+interface Built {
+  file: string;
+  bytes: number;
+  gzipBytes: number;
+  sdkClients: string[];
+}
+
+async function bundle(options: BuildOptions, outfile: string): Promise<Built> {
+  const result = await build({ ...COMMON, ...options, outfile });
+  const inputs = Object.keys(result.metafile?.inputs ?? {});
+  const sdkClients = [
+    ...new Set(inputs.map((path) => /@aws-sdk\/client-([a-z0-9-]+)\//.exec(path)?.[1]).filter((c): c is string => !!c)),
+  ].sort();
+  const code = readFileSync(outfile);
+  return { file: outfile, bytes: code.length, gzipBytes: gzipSync(code).length, sdkClients };
+}
+
+function baselineSource(clients: string[]): string {
+  const lines = clients.map((c) => `import { ${CLIENT_CLASSES[c] ?? 'X'} } from '@aws-sdk/client-${c}';`);
+  lines.push(`export const clients = [${clients.map((c) => `new ${CLIENT_CLASSES[c] ?? 'X'}({})`).join(', ')}];`);
+  return lines.join('\n');
+}
+
+/** One fresh process importing `file`: ms spent in `import()` and in the whole process. */
+function load(file: string | undefined): { importMs: number; processMs: number } {
+  const target = file ? JSON.stringify(pathToFileURL(file).href) : "'data:text/javascript,'";
+  const script = `const t=performance.now();await import(${target});process.stdout.write(JSON.stringify({importMs:performance.now()-t}));`;
+  const started = performance.now();
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1' },
+  });
+  const processMs = performance.now() - started;
+  if (child.status !== 0) throw new Error(`loading ${file} failed: ${child.stderr}`);
+  return { importMs: (JSON.parse(child.stdout) as { importMs: number }).importMs, processMs };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? 0;
+const round = (n: number) => Math.round(n * 10) / 10;
+
+/** Builds every bundle, then loads each `runs` times, interleaved so machine noise hits all alike. */
+export async function measureColdStart(runs: number): Promise<ColdStartResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-bench-'));
+  try {
+    const entries = [
+      { name: 'api', entry: 'functions/api.ts' },
+      { name: 'worker (echo)', entry: 'functions/jobs/echo.ts' },
+      { name: 'supervisor', entry: 'functions/supervisor.ts' },
+    ];
+    const bundles: (BundleFigure & { built?: Built })[] = [];
+    for (const [i, { name, entry }] of entries.entries()) {
+      if (!existsSync(join(ROOT, entry))) {
+        bundles.push({ name, entry, status: 'not implemented yet' });
+        continue;
+      }
+      const built = await bundle({ entryPoints: [join(ROOT, entry)] }, join(dir, `fn-${i}.mjs`));
+      bundles.push({ name, entry, status: 'measured', built });
+    }
+    const sets = new Map<string, string[]>();
+    for (const b of bundles) if (b.built) sets.set(b.built.sdkClients.join('+'), b.built.sdkClients);
+    sets.set('dynamodb+sqs', ['dynamodb', 'sqs']); // what a worker needs
+    const baselines: (BundleFigure & { built?: Built })[] = [];
+    for (const [i, [key, clients]] of [...sets.entries()].entries()) {
+      const source = { contents: baselineSource(clients), resolveDir: ROOT, loader: 'js' as const };
+      const built = await bundle({ stdin: source }, join(dir, `sdk-${i}.mjs`));
+      baselines.push({ name: `SDK only: ${key}`, entry: '(generated)', status: 'measured', built });
+    }
+
+    const all = [...bundles, ...baselines].filter((b) => b.built);
+    const samples = new Map(all.map((b) => [b, { importMs: [] as number[], processMs: [] as number[] }]));
+    const empty: number[] = [];
+    load(undefined); // warm the file cache
+    for (const b of all) load(b.built?.file);
+    for (let run = 0; run < runs; run++) {
+      empty.push(load(undefined).processMs);
+      for (const b of all) {
+        const sample = load(b.built?.file);
+        samples.get(b)?.importMs.push(sample.importMs);
+        samples.get(b)?.processMs.push(sample.processMs);
+      }
+    }
+    const finish = (b: BundleFigure & { built?: Built }): BundleFigure => {
+      const { built, ...figure } = b;
+      if (!built) return figure;
+      const s = samples.get(b);
+      return {
+        ...figure,
+        bytes: built.bytes,
+        gzipBytes: built.gzipBytes,
+        sdkClients: built.sdkClients,
+        importMs: round(median(s?.importMs ?? [])),
+        processMs: round(median(s?.processMs ?? [])),
+      };
+    };
+    const baselineFigures = baselines.map(finish);
+    const bundleFigures = bundles.map((b) => {
+      const figure = finish(b);
+      const key = figure.sdkClients?.join('+');
+      const base = baselineFigures.find((x) => x.name === `SDK only: ${key}`);
+      if (base?.importMs && figure.importMs !== undefined) {
+        figure.baseline = base.name;
+        figure.ratio = Math.round((figure.importMs / base.importMs) * 100) / 100;
+      }
+      return figure;
+    });
+    return { runs, node: process.version, emptyProcessMs: round(median(empty)), bundles: bundleFigures, baselines: baselineFigures };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
