@@ -168,7 +168,13 @@ export async function measureColdStart(runs: number): Promise<ColdStartResult> {
       }
       return figure;
     });
-    return { runs, node: process.version, emptyProcessMs: round(median(empty)), bundles: bundleFigures, baselines: baselineFigures };
+    return {
+      runs,
+      node: process.version,
+      emptyProcessMs: round(median(empty)),
+      bundles: bundleFigures,
+      baselines: baselineFigures,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,7 +5,7 @@
 import type { OverheadResult } from './overhead';
 import type { OperationCount } from './path-analysis';
 import type { PathResult } from './paths';
-import { ASSUMPTIONS, PEERS, PRICES, lambdaInvocationCost } from './prices';
+import { ASSUMPTIONS, lambdaInvocationCost, PEERS, PRICES } from './prices';
 
 /** USD per million jobs. */
 export interface CostBreakdown {

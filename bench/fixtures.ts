@@ -25,7 +25,7 @@ export function functionUrlEvent(method: string, path: string, body?: unknown): 
       'content-type': 'application/json',
       host: 'abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws',
       'user-agent': 'orrery-bench',
-      'x-amz-date': now.toISOString().replace(/[-:]/g, '').slice(0, 15) + 'Z',
+      'x-amz-date': `${now.toISOString().replace(/[-:]/g, '').slice(0, 15)}Z`,
       'x-forwarded-for': '127.0.0.1',
       'x-forwarded-proto': 'https',
       'x-forwarded-port': '443',

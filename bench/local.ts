@@ -20,7 +20,10 @@ export interface BenchAws {
 function javaPath(): string | undefined {
   const candidates = [
     ...(process.env.JAVA_HOME ? [join(process.env.JAVA_HOME, 'bin', 'java')] : []),
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'java')),
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'java')),
   ];
   return candidates.find((candidate) => {
     try {

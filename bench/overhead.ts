@@ -12,7 +12,7 @@ import { SqsJobQueue } from '../shared/aws/sqs-job-queue';
 import type { PlatformConfig } from '../shared/config';
 import type { Job } from '../shared/core/job';
 import type { JobQueue, JobStore } from '../shared/core/ports';
-import { type LogLevel, createLogger } from '../shared/logger';
+import { createLogger, type LogLevel } from '../shared/logger';
 import type { JobDefinition } from '../shared/runtime/job-definition';
 import { createWorker } from '../shared/runtime/worker';
 import { functionUrlEvent, noop, noopJob } from './fixtures';
@@ -75,7 +75,12 @@ function record(id: string): SQSRecord {
     messageId: randomUUID(),
     receiptHandle: `AQEB${randomUUID()}`,
     body: JSON.stringify({ v: 1, id, type: 'noop' }),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: now, SenderId: 'AROABENCH', ApproximateFirstReceiveTimestamp: now },
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: now,
+      SenderId: 'AROABENCH',
+      ApproximateFirstReceiveTimestamp: now,
+    },
     messageAttributes: {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
@@ -117,7 +122,12 @@ function median(values: number[]): number {
 /** A logger at `level` whose output is counted instead of written. */
 function countingLogger(level: LogLevel) {
   const logs = { bytes: 0 };
-  const logger = createLogger({ level, sink: (line) => void (logs.bytes += Buffer.byteLength(line) + 1) });
+  const logger = createLogger({
+    level,
+    sink: (line) => {
+      logs.bytes += Buffer.byteLength(line) + 1;
+    },
+  });
   return { logs, logger };
 }
 
@@ -185,7 +195,8 @@ async function measureApi(requests: number, rounds: number): Promise<OverheadRes
   const logger = createLogger({ level: 'info', sink: () => {} });
   const catalog = [noopJob];
   const scheduler = new NullScheduler();
-  const memoryApi = () => createApiHandler({ config, catalog, store: new MemoryJobStore(), queue: new NullQueue(), scheduler, logger });
+  const memoryApi = () =>
+    createApiHandler({ config, catalog, store: new MemoryJobStore(), queue: new NullQueue(), scheduler, logger });
   const sdkApi = () =>
     createApiHandler({
       config,
@@ -197,7 +208,11 @@ async function measureApi(requests: number, rounds: number): Promise<OverheadRes
     });
   const bareApi = async (event: APIGatewayProxyEventV2) => {
     const body = JSON.parse(event.body ?? '{}') as Record<string, unknown>;
-    return { statusCode: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: randomUUID(), ...body }) };
+    return {
+      statusCode: 201,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: randomUUID(), ...body }),
+    };
   };
   const samples: Record<string, number[]> = { bare: [], handler: [], handlerWithSdk: [] };
   for (let round = -1; round < rounds; round++) {
@@ -207,7 +222,9 @@ async function measureApi(requests: number, rounds: number): Promise<OverheadRes
       handlerWithSdk: sdkApi(),
     };
     for (const [name, handler] of Object.entries(handlers)) {
-      const events = Array.from({ length: requests }, () => functionUrlEvent('POST', '/jobs', { type: 'noop', payload: {} }));
+      const events = Array.from({ length: requests }, () =>
+        functionUrlEvent('POST', '/jobs', { type: 'noop', payload: {} }),
+      );
       const us = await cpuUs(async () => {
         for (const event of events) {
           const response = await handler(event);

@@ -44,6 +44,8 @@ export interface SequentialTrips {
   /** Worker, on the attempt that succeeded: before the handler starts, and after it returns. */
   workerBefore: number;
   workerAfter: number;
+  /** Worker, after the handler of an attempt that failed (0 when none failed). */
+  workerAfterFailure: number;
   /** Event source mapping: receive before, delete after (also in a bare SQS → Lambda pipeline). */
   esmBefore: number;
   esmAfter: number;
@@ -116,12 +118,17 @@ export function analyse(traces: JobTrace[]): PathFigures {
     const last = trace.invocations.at(-1);
     const handler = last?.handler;
     const worker = last?.calls.filter((c) => c.actor === 'worker') ?? [];
+    const afterFailures = trace.invocations.slice(0, -1).map((inv) => {
+      const end = inv.handler?.end;
+      return end === undefined ? 0 : sequentialDepth(inv.calls.filter((c) => c.start >= end));
+    });
     const receives = trace.esm.filter((c) => c.operation === 'ReceiveMessage');
     const deletes = trace.esm.filter((c) => c.operation.startsWith('DeleteMessage'));
     seq.push({
       api: sequentialDepth(trace.api),
       workerBefore: handler ? sequentialDepth(worker.filter((c) => c.start < handler.start)) : 0,
       workerAfter: handler ? sequentialDepth(worker.filter((c) => c.start >= handler.end)) : 0,
+      workerAfterFailure: Math.max(0, ...afterFailures),
       esmBefore: receives.length > 0 ? 1 : 0,
       esmAfter: deletes.length > 0 ? 1 : 0,
     });
@@ -131,7 +138,11 @@ export function analyse(traces: JobTrace[]): PathFigures {
   const maxOf = (pick: (s: SequentialTrips) => number) => Math.max(0, ...seq.map(pick));
   return {
     jobs: traces.length,
-    operations: [...counts.values()].map((c) => ({ ...c, perJob: round(c.perJob / n), attemptsPerJob: round(c.attemptsPerJob / n) })),
+    operations: [...counts.values()].map((c) => ({
+      ...c,
+      perJob: round(c.perJob / n),
+      attemptsPerJob: round(c.attemptsPerJob / n),
+    })),
     writeUnits: divide(writeUnits, n),
     readUnits: divide(readUnits, n),
     schedulerInvocations: round(schedulerInvocations / n),
@@ -140,6 +151,7 @@ export function analyse(traces: JobTrace[]): PathFigures {
       api: maxOf((s) => s.api),
       workerBefore: maxOf((s) => s.workerBefore),
       workerAfter: maxOf((s) => s.workerAfter),
+      workerAfterFailure: maxOf((s) => s.workerAfterFailure),
       esmBefore: maxOf((s) => s.esmBefore),
       esmAfter: maxOf((s) => s.esmAfter),
     },

@@ -9,12 +9,13 @@ import { echo } from '../functions/jobs/echo';
 import { flaky } from '../functions/jobs/flaky';
 import type { ManualClock } from '../shared/core/clock';
 import type { JobView } from '../shared/core/job';
+import { createLogger } from '../shared/logger';
 import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, runOnce, uniquePrefix } from '../test/local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../test/local-aws/local-platform';
-import { CallRecorder, asActor, countedClients, countedEsmClient } from './counting-middleware';
+import { asActor, CallRecorder, countedClients, countedEsmClient } from './counting-middleware';
 import { functionUrlEvent, responseJson } from './fixtures';
-import { type Invocation, type JobTrace, type PathFigures, analyse } from './path-analysis';
+import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
 
 export interface PathResult {
   id: string;
@@ -104,7 +105,8 @@ async function runJob(h: Harness, plan: JobPlan): Promise<JobTrace> {
     invocations.push(invocation);
   }
   const stored = await asActor('harness', () => h.platform.store.get(job.id));
-  if (stored?.state !== 'succeeded') throw new Error(`job ${job.id} ended ${stored?.state ?? 'missing'}, not succeeded`);
+  if (stored?.state !== 'succeeded')
+    throw new Error(`job ${job.id} ended ${stored?.state ?? 'missing'}, not succeeded`);
   return { api, invocations, esm, schedulerInvocations, apiMs };
 }
 
@@ -124,7 +126,11 @@ const PLANS: { id: string; label: string; plan: (i: number, h: Harness) => JobPl
     label: 'Delayed > 15 min (EventBridge Scheduler)',
     plan: (i, h) => ({
       // Two hours after the stand-in's clock, which earlier jobs of this path moved forward.
-      body: { type: 'echo', payload: { i }, runAt: new Date(Math.max(Date.now(), h.clock.now()) + 2 * 3600_000).toISOString() },
+      body: {
+        type: 'echo',
+        payload: { i },
+        runAt: new Date(Math.max(Date.now(), h.clock.now()) + 2 * 3600_000).toISOString(),
+      },
       attempts: 1,
       waitSeconds: 1,
       between: async (h, job) => {
@@ -166,7 +172,11 @@ async function probe(h: Harness): Promise<PathResult[]> {
       ? { status: 'not implemented yet', note: `no cancel route (answers ${cancelCodes.join('/')})` }
       : { status: 'exists, not measured', note: `a cancel route answers ${cancelCodes.join('/')}` }),
   });
-  const cronCodes = [await status('POST', '/schedules', {}), await status('POST', '/crons', {}), await status('POST', '/cron', {})];
+  const cronCodes = [
+    await status('POST', '/schedules', {}),
+    await status('POST', '/crons', {}),
+    await status('POST', '/cron', {}),
+  ];
   results.push({
     id: 'cron-fire',
     label: 'Cron fire (recurring schedule)',
@@ -188,6 +198,7 @@ export async function measurePaths(aws: LocalAws, clock: ManualClock, jobsPerPat
     jobs: [timed(echo as unknown as JobDefinition, window), timed(flaky as unknown as JobDefinition, window)],
     clients: countedClients(recorder),
     runWorkers: false,
+    logger: createLogger({ level: 'error' }), // the retry path's expected warnings are noise here
   });
   const esm = countedEsmClient(recorder);
   const h: Harness = { aws, clock, platform, recorder, esm, window };

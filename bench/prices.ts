@@ -30,8 +30,8 @@ export const PEERS = [
     name: 'Google Cloud Tasks',
     pricePerUnit: 0.4 / 1e6,
     unit: 'operation',
-    unitsPerJob: [1, 2],
-    note: 'create (1) + push delivery attempt (1?): $0.40/M operations; the handler compute is extra',
+    unitsPerJob: [2, 2],
+    note: 'CreateTask + 1 push delivery attempt = 2 billable operations at $0.40/M; the handler compute is extra',
   },
   {
     name: 'Upstash QStash',

@@ -194,7 +194,16 @@ async function run(aws: LocalAws, jobs: number, concurrency: number, jvmPid?: nu
     }
     if (verified !== jobs) throw new Error(`${verified} of ${jobs} jobs are succeeded in the table`);
     const invocations = stopped.reduce((sum, runner) => sum + runner.stats.invocations, 0);
-    return { concurrency, jobs, seconds, jobsPerSecond: jobs / seconds, invocations, verified, loadItemsPerSecond, cores };
+    return {
+      concurrency,
+      jobs,
+      seconds,
+      jobsPerSecond: jobs / seconds,
+      invocations,
+      verified,
+      loadItemsPerSecond,
+      cores,
+    };
   } finally {
     await stopRunners();
     harness.destroy();

@@ -8,8 +8,9 @@ import { fromRepoRoot, LOCK_FILE, REPO_ROOT } from '../paths';
 import { acknowledge, XRAY_WILDCARD_REASON } from './acknowledge';
 
 /**
- * Lets CommonJS code inside the ESM bundle call `require()` for Node built-ins (some SDK
- * dependencies still do); without it esbuild's shim throws "Dynamic require is not supported".
+ * Lets CommonJS code inside the ESM bundle call `require()` for Node built-ins; without it
+ * esbuild's shim throws "Dynamic require of ... is not supported" at run time. Today's bundles
+ * need no such call; this keeps a CommonJS dependency added later from failing in Lambda.
  */
 const ESM_REQUIRE_BANNER =
   "import { createRequire as __orreryCreateRequire } from 'node:module'; " +

@@ -1,14 +1,12 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
-import { enqueueRequestSchema, JOB_ID_PATTERN } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
-import { parseOrThrow } from '../core/validation';
-import { NotFoundError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
-import { errorResponse, fromFunctionUrlEvent, type HttpResponse, json, jsonBody, type Route, route } from './http';
+import { errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
 import { JobsService } from './jobs-service';
+import { jobRoutes } from './routes/jobs';
 
 export interface ApiDeps {
   config: PlatformConfig;
@@ -34,28 +32,8 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   const log = deps.logger ?? createLogger({ level: deps.config.logLevel });
   const jobs = new JobsService({ ...deps, clock: deps.clock ?? systemClock, log });
 
-  const routes: Route[] = [
-    {
-      path: '/jobs',
-      methods: {
-        POST: async (request) => {
-          const body = parseOrThrow(enqueueRequestSchema, jsonBody(request), { message: 'invalid enqueue request' });
-          const { created, job } = await jobs.enqueue(body);
-          return json(created ? 201 : 200, job, created ? { location: `/jobs/${encodeURIComponent(job.id)}` } : {});
-        },
-      },
-    },
-    {
-      path: '/jobs/{id}',
-      methods: {
-        GET: async (_request, params) => {
-          const id = params.id ?? '';
-          if (!JOB_ID_PATTERN.test(id)) throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
-          return json(200, await jobs.get(id));
-        },
-      },
-    },
-  ];
+  // One module of routes per area; each gets the services it needs.
+  const routes: Route[] = [...jobRoutes(jobs)];
 
   return async (event) => {
     const requestId = event.requestContext?.requestId ?? 'unknown';

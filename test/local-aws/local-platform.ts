@@ -36,6 +36,12 @@ export interface LocalPlatformOptions {
   runner?: { batchSize?: number; maxConcurrency?: number; waitTimeSeconds?: number };
   /** Receives before a message moves to its DLQ. @default MAX_RECEIVE_COUNT */
   maxReceiveCount?: number;
+  /**
+   * Ready-queue visibility timeout (seconds), for every job type or per type (passed to
+   * `deployLocal`). Short values let tests see abandoned messages come back quickly.
+   * @default 6 × the worker Lambda's timeout
+   */
+  visibilityTimeoutSeconds?: number | Record<string, number>;
   /** SDK clients to use (e.g. with counting or fault-injecting middleware). @default createAwsClients() */
   clients?: AwsClients;
   /** Wraps the job store (to observe or fault-inject). */
@@ -78,7 +84,17 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const catalog = options.catalog ?? options.jobs.map((job) => job.spec);
   const deployment = await deployLocal(aws, {
     prefix: options.prefix,
-    jobTypes: options.jobs.map((job) => ({ type: job.spec.type, timeoutMs: job.spec.timeoutMs })),
+    jobTypes: options.jobs.map((job) => {
+      const visibility =
+        typeof options.visibilityTimeoutSeconds === 'number'
+          ? options.visibilityTimeoutSeconds
+          : options.visibilityTimeoutSeconds?.[job.spec.type];
+      return {
+        type: job.spec.type,
+        timeoutMs: job.spec.timeoutMs,
+        ...(visibility !== undefined ? { visibilityTimeoutSeconds: visibility } : {}),
+      };
+    }),
     ...(options.maxReceiveCount ? { maxReceiveCount: options.maxReceiveCount } : {}),
   });
   const config = deployment.config;

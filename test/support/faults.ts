@@ -352,3 +352,28 @@ function failure(service: Service, kind: FaultKind, phase: FaultPhase): Promise<
     response: { statusCode: status, reason: name, headers, body: Readable.from([Buffer.from(body)]) },
   });
 }
+
+/**
+ * Wraps a job store: the given methods replace the store's (each gets the original, bound),
+ * every other method (including ones added to `JobStore` later) goes straight through.
+ *
+ * @example
+ * const wrapStore = (store: JobStore) =>
+ *   interceptStore(store, { heartbeat: (original, input) => (input.job.leaseOwner === 'dead' ? new Promise(() => {}) : original(input)) });
+ */
+export function interceptStore<S extends object>(
+  store: S,
+  overrides: {
+    [K in keyof S]?: S[K] extends (...args: infer A) => infer R ? (original: (...args: A) => R, ...args: A) => R : never;
+  },
+): S {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      const original = (value as (...args: unknown[]) => unknown).bind(target);
+      const override = (overrides as Record<PropertyKey, ((...args: unknown[]) => unknown) | undefined>)[property];
+      return override ? (...args: unknown[]) => override(original, ...args) : original;
+    },
+  });
+}

@@ -1,0 +1,93 @@
+/**
+ * `npm run bench [-- --quick]`: what a job costs on AWS and what the platform adds, measured
+ * on local AWS through the real code paths. Prints markdown tables and writes the figures to
+ * bench/results/latest.json (`latest-quick.json` for --quick). Reports goals; never fails on them.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { measureColdStart } from './cold-start';
+import { costModel } from './cost-model';
+import { checkGoals } from './goals';
+import { startBenchAws } from './local';
+import { measureOverhead } from './overhead';
+import { measurePaths } from './paths';
+import { type BenchResults, renderReport } from './report';
+import { measureThroughput } from './throughput';
+
+const SIZES = {
+  quick: { jobsPerPath: 2, overheadJobs: 300, overheadRounds: 3, coldStartRuns: 5, throughputJobs: 300 },
+  full: { jobsPerPath: 10, overheadJobs: 2000, overheadRounds: 3, coldStartRuns: 15, throughputJobs: 5000 },
+} as const;
+const CONCURRENCY = [1, 4, 16];
+
+function usage(): never {
+  process.stderr.write('usage: npm run bench [-- --quick]\n');
+  process.exit(2);
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args.some((a) => a !== '--quick')) usage();
+  const mode = args.includes('--quick') ? 'quick' : 'full';
+  const size = SIZES[mode];
+  const started = performance.now();
+  const step = (what: string) =>
+    process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1)} s] ${what}\n`);
+
+  step(`runtime CPU overhead (${size.overheadJobs} jobs × ${size.overheadRounds})`);
+  const overhead = await measureOverhead(size.overheadJobs, size.overheadRounds);
+  step(`cold start (${size.coldStartRuns} loads per bundle)`);
+  const coldStart = await measureColdStart(size.coldStartRuns);
+
+  step('starting local AWS');
+  const bench = await startBenchAws();
+  let paths: Awaited<ReturnType<typeof measurePaths>>;
+  let throughput: Awaited<ReturnType<typeof measureThroughput>>;
+  try {
+    step(`requests per job (${size.jobsPerPath} jobs per path)`);
+    paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath);
+    step(`throughput (${size.throughputJobs} jobs at ${CONCURRENCY.join(', ')} pollers)`);
+    throughput = await measureThroughput(bench.aws, size.throughputJobs, CONCURRENCY, bench.dynamodbPid);
+  } finally {
+    step('stopping local AWS');
+    await bench.stop();
+  }
+
+  const cpu = cpus();
+  const results: BenchResults = {
+    meta: {
+      date: new Date().toISOString(),
+      mode,
+      node: process.version,
+      cpu: cpu[0]?.model.trim() ?? 'unknown',
+      cores: cpu.length,
+      seconds: (performance.now() - started) / 1000,
+    },
+    goals: checkGoals(paths, overhead, coldStart),
+    paths,
+    cost: costModel(paths, overhead),
+    overhead,
+    coldStart,
+    throughput,
+  };
+  const out = join(
+    dirname(fileURLToPath(import.meta.url)),
+    'results',
+    mode === 'quick' ? 'latest-quick.json' : 'latest.json',
+  );
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`${renderReport(results)}\n\nFigures: ${out}\n`);
+  step('done');
+}
+
+main().then(
+  // Clients and servers are closed; exit anyway in case a library left a timer or socket behind.
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,31 @@
+import { enqueueRequestSchema, JOB_ID_PATTERN } from '../../core/enqueue';
+import { parseOrThrow } from '../../core/validation';
+import { NotFoundError } from '../../errors';
+import { json, jsonBody, type Route } from '../http';
+import type { JobsService } from '../jobs-service';
+
+/** `POST /jobs`, `GET /jobs/{id}`. */
+export function jobRoutes(jobs: JobsService): Route[] {
+  return [
+    {
+      path: '/jobs',
+      methods: {
+        POST: async (request) => {
+          const body = parseOrThrow(enqueueRequestSchema, jsonBody(request), { message: 'invalid enqueue request' });
+          const { created, job } = await jobs.enqueue(body);
+          return json(created ? 201 : 200, job, created ? { location: `/jobs/${encodeURIComponent(job.id)}` } : {});
+        },
+      },
+    },
+    {
+      path: '/jobs/{id}',
+      methods: {
+        GET: async (_request, params) => {
+          const id = params.id ?? '';
+          if (!JOB_ID_PATTERN.test(id)) throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
+          return json(200, await jobs.get(id));
+        },
+      },
+    },
+  ];
+}

@@ -1,0 +1,267 @@
+/**
+ * Probe jobs for lifecycle and chaos tests: job types whose handler records every execution
+ * (start, end and how it ended) per job id in an in-process {@link ProbeTracker}, and that can
+ * sleep, fail a number of times, time out, hang until released, die ("killed" worker), or
+ * ignore their abort signal, as their payload says.
+ *
+ * The tracker is what the tests assert on: how many handlers ran, how many COMPLETED (returned
+ * a result to the runtime), and whether two handlers of one job ever ran at the same time.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { z } from 'zod';
+import type { BackoffInput } from '../../shared/core/backoff';
+import { defineJobType } from '../../shared/core/job-type';
+import { defineJob } from '../../shared/runtime/define-job';
+import type { FailureInfo, JobContext, JobDefinition } from '../../shared/runtime/job-definition';
+import type { DeadZones } from './faults';
+
+/** How one execution of a probe handler ended. */
+export type ExecutionEnd =
+  /** Returned a result to the runtime. */
+  | 'completed'
+  /** Threw (a planned failure). */
+  | 'failed'
+  /** Stopped because its signal fired (timeout or lost lease). */
+  | 'aborted'
+  /** Its worker "died" mid-attempt: never returns, never completes. */
+  | 'killed';
+
+export interface Execution {
+  jobId: string;
+  /** `ctx.attempt` as the runtime passed it. */
+  attempt: number;
+  startedAt: number;
+  endedAt?: number;
+  end?: ExecutionEnd;
+  /** Why the signal fired, when it did. */
+  abortReason?: string;
+}
+
+export interface JobTrace {
+  executions: Execution[];
+  /** Handlers of this job running right now. */
+  running: number;
+  /** Most handlers of this job ever running at once. */
+  maxRunning: number;
+  /** `onFailure` calls, with what they got. */
+  onFailure: FailureInfo[];
+}
+
+/** Counts of a job's executions by how they ended. */
+export function countEnds(trace: JobTrace | undefined): Record<ExecutionEnd | 'started' | 'open', number> {
+  const out = { started: 0, open: 0, completed: 0, failed: 0, aborted: 0, killed: 0 };
+  for (const e of trace?.executions ?? []) {
+    out.started += 1;
+    if (e.end) out[e.end] += 1;
+    else out.open += 1;
+  }
+  return out;
+}
+
+/** Shared, in-process record of every probe execution. */
+export class ProbeTracker {
+  readonly jobs = new Map<string, JobTrace>();
+  /** Every time a handler started while another handler of the same job was running. */
+  readonly overlaps: { jobId: string; attempt: number; runningAttempts: number[]; at: number }[] = [];
+  private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
+  private readonly listeners = new Set<() => void>();
+
+  trace(jobId: string): JobTrace {
+    let trace = this.jobs.get(jobId);
+    if (!trace) {
+      trace = { executions: [], running: 0, maxRunning: 0, onFailure: [] };
+      this.jobs.set(jobId, trace);
+    }
+    return trace;
+  }
+
+  start(jobId: string, attempt: number): Execution {
+    const trace = this.trace(jobId);
+    if (trace.running > 0) {
+      const runningAttempts = trace.executions.filter((e) => !e.end).map((e) => e.attempt);
+      this.overlaps.push({ jobId, attempt, runningAttempts, at: Date.now() });
+    }
+    trace.running += 1;
+    trace.maxRunning = Math.max(trace.maxRunning, trace.running);
+    const execution: Execution = { jobId, attempt, startedAt: Date.now() };
+    trace.executions.push(execution);
+    this.changed();
+    return execution;
+  }
+
+  end(execution: Execution, end: ExecutionEnd, abortReason?: string): void {
+    if (execution.end) return;
+    execution.end = end;
+    execution.endedAt = Date.now();
+    if (abortReason) execution.abortReason = abortReason;
+    this.trace(execution.jobId).running -= 1;
+    this.changed();
+  }
+
+  recordFailureHook(jobId: string, info: FailureInfo): void {
+    this.trace(jobId).onFailure.push(info);
+    this.changed();
+  }
+
+  /** Executions of `jobId` that ended as `end` (all if omitted). */
+  count(jobId: string, end?: ExecutionEnd): number {
+    const executions = this.jobs.get(jobId)?.executions ?? [];
+    return end ? executions.filter((e) => e.end === end).length : executions.length;
+  }
+
+  /** Makes the next execution of `jobId` with `hold: true` wait until {@link release}. */
+  gate(jobId: string): Promise<void> {
+    let gate = this.gates.get(jobId);
+    if (!gate) {
+      let release = () => {};
+      const promise = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      gate = { promise, release };
+      this.gates.set(jobId, gate);
+    }
+    return gate.promise;
+  }
+
+  release(jobId: string): void {
+    void this.gate(jobId);
+    this.gates.get(jobId)?.release();
+  }
+
+  /** Resolves when `predicate` holds (checked at every tracker change and every 50 ms). */
+  async waitFor(predicate: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.listeners.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, 50);
+        this.listeners.add(done);
+      });
+    }
+  }
+
+  private changed(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+/**
+ * What a probe execution does. Attempt numbers are `ctx.attempt`; failures are counted per job
+ * over executions, so `failTimes: 2` means "the first two executions that get to the end fail",
+ * however many attempts kills or takeovers used up.
+ */
+export const probePayload = z
+  .object({
+    /** Sleep this long (honouring the signal unless `ignoreSignal`). */
+    sleepMs: z.int().min(0).max(600_000).optional(),
+    /** The first `failTimes` executions that reach the end throw. */
+    failTimes: z.int().min(0).max(100).optional(),
+    /** Every execution throws. */
+    alwaysFail: z.boolean().optional(),
+    /** On these attempts, sleep far past the job type's timeout. */
+    overrunOnAttempts: z.array(z.int().min(1)).optional(),
+    /** Keep running when the signal fires (a badly behaved handler). */
+    ignoreSignal: z.boolean().optional(),
+    /** On these attempts the worker dies `killAfterMs` into the handler (needs dead zones). */
+    killOnAttempts: z.array(z.int().min(1)).optional(),
+    killAfterMs: z.int().min(0).max(60_000).optional(),
+    /** On these attempts, wait for `tracker.release(jobId)` before going on. */
+    holdOnAttempts: z.array(z.int().min(1)).optional(),
+    /** Free-form tag echoed in the result. */
+    tag: z.string().max(100).optional(),
+  })
+  .strict();
+export type ProbePayload = z.output<typeof probePayload>;
+
+export interface ProbeJobOptions {
+  type: string;
+  tracker: ProbeTracker;
+  /** @default 5_000 */
+  timeoutMs?: number;
+  /** @default 3 */
+  maxAttempts?: number;
+  /** @default constant 100 ms */
+  backoff?: BackoffInput;
+  /** Needed for `killOnAttempts`: the kill ends the dead zone the handler runs in. */
+  deadZones?: DeadZones;
+  /** Record `onFailure` calls in the tracker. @default true */
+  onFailure?: boolean;
+}
+
+/** Waits `ms`, or until `signal` fires (then throws its reason), unless `ignoreSignal`. */
+async function sleepFor(ms: number, signal: AbortSignal, ignoreSignal: boolean): Promise<void> {
+  if (ignoreSignal) {
+    await delay(ms);
+    return;
+  }
+  await delay(ms, undefined, { signal }).catch((error: unknown) => {
+    throw signal.aborted ? signal.reason : error;
+  });
+}
+
+function reasonOf(signal: AbortSignal): string {
+  const reason = signal.reason as { name?: string } | undefined;
+  return reason?.name ?? String(reason);
+}
+
+/**
+ * A probe job type (spec + handler). The result is `{ attempt, execution, tag }`, so tests can
+ * tell which attempt's result was stored.
+ *
+ * @example
+ * const tracker = new ProbeTracker();
+ * const probe = probeJob({ type: 'probe', tracker, timeoutMs: 2_000, maxAttempts: 3 });
+ * const platform = await startLocalPlatform({ aws, prefix, jobs: [probe] });
+ */
+export function probeJob(options: ProbeJobOptions): JobDefinition & { handler: unknown } {
+  const { tracker } = options;
+  const spec = defineJobType({
+    type: options.type,
+    payload: probePayload,
+    timeoutMs: options.timeoutMs ?? 5_000,
+    retry: {
+      maxAttempts: options.maxAttempts ?? 3,
+      backoff: options.backoff ?? { kind: 'constant', delayMs: 100 },
+    },
+  });
+  const run = async (payload: ProbePayload, ctx: JobContext) => {
+    const execution = tracker.start(ctx.jobId, ctx.attempt);
+    const previousFailures = tracker.count(ctx.jobId, 'failed');
+    try {
+      if (payload.killOnAttempts?.includes(ctx.attempt)) {
+        if (!options.deadZones) throw new Error('probe: killOnAttempts needs deadZones');
+        await sleepFor(payload.killAfterMs ?? 0, ctx.signal, false);
+        options.deadZones.killCurrent();
+        tracker.end(execution, 'killed');
+        // The process is gone: this handler never returns a result. Wait for the runtime's
+        // own timer to fire (it cannot reach AWS any more), then stop.
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        throw new Error('killed worker: handler stopped without a result');
+      }
+      if (payload.holdOnAttempts?.includes(ctx.attempt)) await tracker.gate(ctx.jobId);
+      if (payload.overrunOnAttempts?.includes(ctx.attempt)) {
+        await sleepFor(spec.timeoutMs * 2, ctx.signal, payload.ignoreSignal ?? false);
+      }
+      if (payload.sleepMs) await sleepFor(payload.sleepMs, ctx.signal, payload.ignoreSignal ?? false);
+      if (payload.alwaysFail || previousFailures < (payload.failTimes ?? 0)) {
+        tracker.end(execution, 'failed');
+        throw new Error(`probe: planned failure on attempt ${ctx.attempt}`);
+      }
+      tracker.end(execution, 'completed');
+      return { attempt: ctx.attempt, execution: tracker.count(ctx.jobId), ...(payload.tag ? { tag: payload.tag } : {}) };
+    } catch (error) {
+      tracker.end(execution, ctx.signal.aborted ? 'aborted' : 'failed', ctx.signal.aborted ? reasonOf(ctx.signal) : undefined);
+      throw error;
+    }
+  };
+  return defineJob(spec, run, {
+    ...(options.onFailure === false
+      ? {}
+      : { onFailure: async (_payload: ProbePayload, info: FailureInfo) => tracker.recordFailureHook(info.jobId, info) }),
+  });
+}
