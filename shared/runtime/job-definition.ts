@@ -49,6 +49,8 @@ export const ON_FAILURE_TIMEOUT_MS = 5_000;
 /** A job type with its handler: what the worker runs. */
 export interface JobDefinition<Schema extends z.ZodType = z.ZodType> {
   readonly spec: JobTypeSpec<Schema>;
-  readonly run: JobHandler<z.output<Schema>>;
-  readonly onFailure: ((payload: z.output<Schema>, info: FailureInfo) => Promise<void>) | undefined;
+  // Method syntax: a definition for a specific schema stays assignable to `JobDefinition`
+  // (lists of job types of different payloads), while callers still get the precise type.
+  run(payload: z.output<Schema>, ctx: JobContext): Promise<unknown>;
+  onFailure?(payload: z.output<Schema>, info: FailureInfo): Promise<void>;
 }
