@@ -27,13 +27,13 @@ export function defineJob<Schema extends z.ZodType>(
   run: JobHandler<z.output<Schema>>,
   options: JobOptions<z.output<Schema>> = {},
 ): JobDefinition<Schema> & { handler: LambdaSqsHandler } {
-  const definition: JobDefinition<Schema> = { spec, run, onFailure: options.onFailure };
+  const definition: JobDefinition<Schema> = { spec, run, ...(options.onFailure ? { onFailure: options.onFailure } : {}) };
   let worker: ReturnType<typeof createWorker> | undefined;
   const handler: LambdaSqsHandler = (event, context) => {
     if (!worker) {
       const config = platformConfigFromEnv();
       const clients = createAwsClients();
-      worker = createWorker(definition as unknown as JobDefinition, {
+      worker = createWorker(definition, {
         config,
         store: new DynamoJobStore(clients.dynamo, config.tableName),
         queue: new SqsJobQueue(clients.sqs),
