@@ -28,10 +28,11 @@ export interface PathCost {
     dynamoWriteUnits: number;
     dynamoReadUnits: number;
     schedulerInvocations: number;
-    lambdaInvocations: { api: number; worker: number };
+    /** As measured, and worker invocations per job at the quiet and busy batch fills. */
+    lambdaInvocations: { api: number; worker: number; supervisor: number; workerQuiet: number; workerBusy: number };
   };
-  /** Modelled Lambda durations (ms): the API call, and one worker invocation (quiet: 1 job, busy: 10). */
-  durationsMs: { api: number; workerQuiet: number; workerBusy: number };
+  /** Modelled Lambda durations (ms): one API call, one worker invocation (quiet: 1 job, busy: 10), one supervisor pass. */
+  durationsMs: { api: number; workerQuiet: number; workerBusy: number; supervisor: number };
   quiet: CostBreakdown;
   busy: CostBreakdown;
 }
@@ -45,6 +46,8 @@ export interface PeerCost {
 
 export interface CostModel {
   paths: PathCost[];
+  /** Costs per deployment that do not grow with jobs. */
+  fixed: { supervisorPassesPerMonth: number; supervisorPerMonth: number | null };
   floor: { quiet: CostBreakdown; busy: CostBreakdown; note: string };
   peers: PeerCost[];
 }
@@ -75,36 +78,45 @@ function pathCost(path: PathResult, overhead: OverheadResult): PathCost | undefi
   const f = path.figures;
   if (!f) return undefined;
   const ops = f.operations;
-  const busyFill = ASSUMPTIONS.batchFillBusy;
-  const sqsPlatform = sum(ops, (op) => op.service === 'sqs' && (op.actor === 'api' || op.actor === 'worker'));
-  const sqsEsm = sum(ops, (op) => op.actor === 'esm');
+  const inv = f.lambdaInvocations;
+  const byActor = (actor: string) => ops.filter((op) => op.actor === actor);
+  // Records handled per job (1, or 2 when a delivery was retried or hidden until runAt), and what
+  // the event source mapping spends per invocation; both independent of how full batches were.
+  const deliveries = inv.worker * (f.batchFill || 1);
+  const esmPerInvocation = inv.worker > 0 ? sum(ops, (op) => op.actor === 'esm') / inv.worker : 0;
+  const sqsPlatform = sum(ops, (op) => op.service === 'sqs' && op.actor !== 'esm');
   const sqsByScheduler = f.schedulerInvocations; // each fire is one SendMessage, billed to the account
-  const sqsEsmQuiet = sqsEsm / ASSUMPTIONS.batchFillQuiet;
-  const sqsEsmBusy = sqsEsm / busyFill;
+  const quietFill = ASSUMPTIONS.batchFillQuiet;
+  const busyFill = ASSUMPTIONS.batchFillBusy;
 
-  const apiCpuMs = (overhead.api.handlerWithSdk.us / 1000) * cpuStretch(ASSUMPTIONS.apiMemoryMb);
-  const apiMs = latency(ops.filter((op) => op.actor === 'api')) + apiCpuMs;
-  const invocations = Math.max(1, f.lambdaInvocations.worker);
+  // API: calls of one request may overlap (a batch); scale their waits by depth / calls.
+  const apiCalls = byActor('api');
+  const overlap = f.apiCallsPerRequest > 0 ? Math.min(1, f.apiDepth / f.apiCallsPerRequest) : 1;
+  const jobsPerRequest = inv.api > 0 ? 1 / inv.api : 0;
+  const apiCpuMs = (overhead.api.handlerWithSdk.us / 1000) * cpuStretch(ASSUMPTIONS.apiMemoryMb) * jobsPerRequest;
+  const apiMs = inv.api > 0 ? (latency(apiCalls) / inv.api) * overlap + apiCpuMs : 0;
+  const apiLambda = inv.api * lambdaInvocationCost(ASSUMPTIONS.apiMemoryMb, apiMs);
+  const supervisorMs = inv.supervisor > 0 ? latency(byActor('supervisor')) / inv.supervisor : 0;
+  const supervisorLambda = inv.supervisor * lambdaInvocationCost(ASSUMPTIONS.workerMemoryMb, supervisorMs);
+
   const workerCpuMs = (overhead.worker.runtimeWithSdk.us / 1000) * cpuStretch(ASSUMPTIONS.workerMemoryMb);
-  const waitPerInvocation = latency(ops.filter((op) => op.actor === 'worker')) / invocations;
-  const workerQuiet = waitPerInvocation + workerCpuMs + ASSUMPTIONS.handlerMs;
-  const workerBusy = waitPerInvocation + busyFill * (workerCpuMs + ASSUMPTIONS.handlerMs);
-  const apiLambda = f.lambdaInvocations.api * lambdaInvocationCost(ASSUMPTIONS.apiMemoryMb, apiMs);
+  const waitPerDelivery = deliveries > 0 ? latency(byActor('worker')) / deliveries : 0;
+  const workerQuiet = waitPerDelivery + quietFill * (workerCpuMs + ASSUMPTIONS.handlerMs);
+  const workerBusy = waitPerDelivery + busyFill * (workerCpuMs + ASSUMPTIONS.handlerMs);
+  const worker = (fill: number, ms: number) =>
+    deliveries > 0 ? (deliveries / fill) * lambdaInvocationCost(ASSUMPTIONS.workerMemoryMb, ms) : 0;
 
   const dynamodb = f.writeUnits.total * PRICES.dynamoWriteUnit + f.readUnits.total * PRICES.dynamoReadUnit;
   const scheduler = f.schedulerInvocations * PRICES.schedulerInvocation;
-  const quiet = breakdown({
-    sqs: (sqsPlatform + sqsByScheduler + sqsEsmQuiet) * PRICES.sqsRequest,
-    dynamodb,
-    lambda: apiLambda + invocations * lambdaInvocationCost(ASSUMPTIONS.workerMemoryMb, workerQuiet),
-    scheduler,
-  });
-  const busy = breakdown({
-    sqs: (sqsPlatform + sqsByScheduler + sqsEsmBusy) * PRICES.sqsRequest,
-    dynamodb,
-    lambda: apiLambda + (invocations * lambdaInvocationCost(ASSUMPTIONS.workerMemoryMb, workerBusy)) / busyFill,
-    scheduler,
-  });
+  const sqsEsmQuiet = (esmPerInvocation * deliveries) / quietFill;
+  const sqsEsmBusy = (esmPerInvocation * deliveries) / busyFill;
+  const at = (esm: number, workerLambda: number) =>
+    breakdown({
+      sqs: (sqsPlatform + sqsByScheduler + esm) * PRICES.sqsRequest,
+      dynamodb,
+      lambda: apiLambda + supervisorLambda + workerLambda,
+      scheduler,
+    });
   return {
     id: path.id,
     label: path.label,
@@ -116,11 +128,20 @@ function pathCost(path: PathResult, overhead: OverheadResult): PathCost | undefi
       dynamoWriteUnits: f.writeUnits.total,
       dynamoReadUnits: f.readUnits.total,
       schedulerInvocations: f.schedulerInvocations,
-      lambdaInvocations: f.lambdaInvocations,
+      lambdaInvocations: {
+        ...inv,
+        workerQuiet: round(deliveries / quietFill, 2),
+        workerBusy: round(deliveries / busyFill, 2),
+      },
     },
-    durationsMs: { api: round(apiMs, 1), workerQuiet: round(workerQuiet, 1), workerBusy: round(workerBusy, 1) },
-    quiet,
-    busy,
+    durationsMs: {
+      api: round(apiMs, 1),
+      workerQuiet: round(workerQuiet, 1),
+      workerBusy: round(workerBusy, 1),
+      supervisor: round(supervisorMs, 1),
+    },
+    quiet: at(sqsEsmQuiet, worker(quietFill, workerQuiet)),
+    busy: at(sqsEsmBusy, worker(busyFill, workerBusy)),
   };
 }
 
@@ -148,9 +169,18 @@ function floor(overhead: OverheadResult): CostModel['floor'] {
   };
 }
 
+/** The supervisor runs once a minute (an EventBridge rule). */
+const SUPERVISOR_PASSES_PER_MONTH = (60 * 24 * 365) / 12;
+
 export function costModel(paths: PathResult[], overhead: OverheadResult): CostModel {
+  const costs = paths.map((p) => pathCost(p, overhead)).filter((p): p is PathCost => p !== undefined);
+  const supervisor = costs.find((p) => p.id === 'supervisor-pass');
   return {
-    paths: paths.map((p) => pathCost(p, overhead)).filter((p): p is PathCost => p !== undefined),
+    paths: costs.filter((p) => p !== supervisor),
+    fixed: {
+      supervisorPassesPerMonth: SUPERVISOR_PASSES_PER_MONTH,
+      supervisorPerMonth: supervisor ? round((supervisor.quiet.total / M) * SUPERVISOR_PASSES_PER_MONTH) : null,
+    },
     floor: floor(overhead),
     peers: PEERS.map((peer) => ({
       name: peer.name,

@@ -19,6 +19,13 @@ export interface Capacity {
   table: number;
   /** Units per global secondary index. */
   indexes: Record<string, number>;
+  /**
+   * Not reported by DynamoDB Local, so estimated the way AWS bills it: a refused conditional
+   * write costs the larger of the existing and the new item's size (≥ 1 unit; estimated from the
+   * existing item, ALL_OLD); a Query or Scan that finds nothing still costs the minimum read
+   * (0.5 unit eventually consistent, 1 strongly).
+   */
+  estimated?: boolean;
 }
 
 export interface CallRecord {
@@ -56,6 +63,11 @@ export class CallRecorder {
 
 const actorStore = new AsyncLocalStorage<string>();
 
+/** The actor of the current async context, or `other`. */
+export function currentActor(): string {
+  return actorStore.getStore() ?? 'other';
+}
+
 /** Runs `fn` with every AWS call inside it attributed to `actor`. */
 export function asActor<T>(actor: string, fn: () => Promise<T>): Promise<T> {
   return actorStore.run(actor, fn);
@@ -89,6 +101,24 @@ function toCapacity(operation: string, raw: RawCapacity | RawCapacity[] | undefi
     }
   }
   return capacity;
+}
+
+type Value = { S?: string; N?: string; B?: Uint8Array; M?: Item; L?: Value[]; SS?: string[]; NS?: string[] };
+type Item = Record<string, Value>;
+
+/** An item's size as DynamoDB counts it: attribute names plus values (numbers ≈ digits / 2 + 1). */
+function itemBytes(item: Item): number {
+  const value = (v: Value): number => {
+    if (v.S !== undefined) return Buffer.byteLength(v.S);
+    if (v.N !== undefined) return Math.ceil(v.N.replace(/[^0-9]/g, '').length / 2) + 1;
+    if (v.B !== undefined) return v.B.length;
+    if (v.M) return 3 + itemBytes(v.M);
+    if (v.L) return 3 + v.L.reduce((sum, e) => sum + 1 + value(e), 0);
+    if (v.SS) return v.SS.reduce((sum, e) => sum + Buffer.byteLength(e), 0);
+    if (v.NS) return v.NS.reduce((sum, e) => sum + e.length / 2 + 1, 0);
+    return 1;
+  };
+  return Object.entries(item).reduce((sum, [name, v]) => sum + Buffer.byteLength(name) + value(v), 0);
 }
 
 type Args = { input: Record<string, unknown> };
@@ -131,10 +161,26 @@ export function instrument<C extends { middlewareStack: unknown }>(
         record.ok = true;
         const capacity = toCapacity(operation, result.output.ConsumedCapacity as RawCapacity | undefined);
         if (capacity) record.capacity = capacity;
+        if ((operation === 'Query' || operation === 'Scan') && !(capacity && capacity.total > 0)) {
+          const units = input.ConsistentRead === true ? 1 : 0.5;
+          const index = typeof input.IndexName === 'string' ? input.IndexName : undefined;
+          record.capacity = {
+            kind: 'read',
+            total: units,
+            table: index ? 0 : units,
+            indexes: index ? { [index]: units } : {},
+            estimated: true,
+          };
+        }
         if (operation === 'ReceiveMessage') record.messages = ((result.output.Messages as unknown[]) ?? []).length;
         return result;
       } catch (error) {
         record.errorName = (error as { name?: string }).name ?? 'Error';
+        if (record.errorName === 'ConditionalCheckFailedException' && !READ_OPS.has(operation)) {
+          const old = (error as { Item?: Item }).Item;
+          const units = Math.max(1, Math.ceil((old ? itemBytes(old) : 0) / 1024));
+          record.capacity = { kind: 'write', total: units, table: units, indexes: {}, estimated: true };
+        }
         throw error;
       } finally {
         record.end = performance.now();

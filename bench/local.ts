@@ -1,15 +1,34 @@
 /**
  * The bench's own local AWS: a DynamoDB Local JVM it starts and kills itself, plus fauxqs and
- * the Scheduler stand-in (on a manual clock, firing only when asked).
+ * the Scheduler stand-in (on a clock the bench can move forward, firing only when asked).
  */
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { ManualClock } from '../shared/core/clock';
+import type { Clock } from '../shared/core/clock';
 import { type LocalAws, processAlive, startDynamoDbLocal, startLocalAws } from '../test/local-aws/index';
+
+/**
+ * Wall-clock time plus an offset that only grows: real time keeps flowing (leases, SQS delays
+ * and timers stay consistent), and the bench can jump ahead to when a schedule fires.
+ */
+export class OffsetClock implements Clock {
+  private offset = 0;
+
+  now(): number {
+    return Date.now() + this.offset;
+  }
+
+  /** Moves the clock to `ms` if that is ahead of now. */
+  advanceTo(ms: number): void {
+    const now = this.now();
+    if (ms > now) this.offset += ms - now;
+  }
+}
 
 export interface BenchAws {
   aws: LocalAws;
-  clock: ManualClock;
+  /** The clock of the Scheduler stand-in; give it to the platform too. */
+  clock: OffsetClock;
   /** The DynamoDB Local JVM, to read its CPU time. */
   dynamodbPid: number;
   /** Stops everything; throws if the DynamoDB Local JVM is still alive afterwards. */
@@ -38,7 +57,7 @@ function javaPath(): string | undefined {
 export async function startBenchAws(): Promise<BenchAws> {
   const java = javaPath();
   const dynamodb = await startDynamoDbLocal(java ? { java } : {});
-  const clock = new ManualClock();
+  const clock = new OffsetClock();
   let aws: LocalAws;
   try {
     aws = await startLocalAws({ clock, autoFire: false, dynamodbEndpoint: dynamodb.endpoint });

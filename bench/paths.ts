@@ -1,38 +1,44 @@
 /**
  * AWS requests per job, by path, from the real code: the API handler (as the Function URL calls
- * it), the Scheduler stand-in, and the worker (as the event source mapping calls it), with every
- * SDK client counted. Jobs run one at a time so each call belongs to exactly one job.
+ * it), the Scheduler stand-in, the worker (as the event source mapping calls it) and the
+ * supervisor, with every SDK client counted. One trace runs at a time, so each call belongs to
+ * exactly one trace.
  */
 import { performance } from 'node:perf_hooks';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { echo } from '../functions/jobs/echo';
 import { flaky } from '../functions/jobs/flaky';
-import type { ManualClock } from '../shared/core/clock';
-import type { JobView } from '../shared/core/job';
+import type { JobStore } from '../shared/core/ports';
 import { createLogger } from '../shared/logger';
 import type { JobDefinition } from '../shared/runtime/job-definition';
-import { type LocalAws, runOnce, uniquePrefix } from '../test/local-aws/index';
+import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../test/local-aws/local-platform';
-import { asActor, CallRecorder, countedClients, countedEsmClient } from './counting-middleware';
-import { functionUrlEvent, responseJson } from './fixtures';
+import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
+import type { OffsetClock } from './local';
 import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
+import { NotImplemented, type PathPlan, PLANS } from './path-plans';
 
 export interface PathResult {
   id: string;
   label: string;
-  status: 'measured' | 'not implemented yet' | 'exists, not measured';
+  status: 'measured' | 'not implemented yet';
   note?: string;
   figures?: PathFigures;
 }
 
-interface Harness {
+export interface Harness {
   aws: LocalAws;
-  clock: ManualClock;
+  clock: OffsetClock;
+  /** Uncounted clients for the bench's own reads and nudges. */
+  harness: ReturnType<typeof localClients>;
   platform: LocalPlatform;
   recorder: CallRecorder;
   esm: ReturnType<typeof countedEsmClient>;
-  /** When the job handler last ran (set by the wrapped definitions). */
+  /** When a job handler last ran (set by the wrapped definitions). */
   window: { current?: { start: number; end: number } };
+  /** Jobs created through the store, in order, with who created them. */
+  created: { id: string; actor: string }[];
 }
 
 /** The real job definition, with its handler's start and end noted. */
@@ -51,169 +57,186 @@ function timed(def: JobDefinition, window: Harness['window']): JobDefinition {
   };
 }
 
-interface JobPlan {
-  body: Record<string, unknown>;
-  /** Worker invocations that deliver the job (2 when the first attempt fails). */
-  attempts: number;
-  /** Long-poll wait per receive (covers SQS delays and retry backoff). */
-  waitSeconds: number;
-  /** Runs between enqueue and the first receive; returns Scheduler invocations. */
-  between?: (h: Harness, job: JobView) => Promise<number>;
+/** The store, with every created job noted (a Proxy, so new store methods pass through untouched). */
+function noteCreates(store: JobStore, created: Harness['created']): JobStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === 'create') {
+        return async (job: Parameters<JobStore['create']>[0]) => {
+          const out = await target.create(job);
+          if (out.created) created.push({ id: job.id, actor: currentActor() });
+          return out;
+        };
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
-async function runJob(h: Harness, plan: JobPlan): Promise<JobTrace> {
-  const mark = h.recorder.mark();
-  const t0 = performance.now();
-  const response = await asActor('api', () => h.platform.api(functionUrlEvent('POST', '/jobs', plan.body)));
-  const apiMs = performance.now() - t0;
-  if (response.statusCode !== 201) throw new Error(`enqueue answered ${response.statusCode}: ${response.body}`);
-  const job = responseJson<JobView>(response);
-  const api = h.recorder.since(mark).filter((c) => c.actor === 'api');
-  const schedulerInvocations = plan.between ? await plan.between(h, job) : 0;
+/** Reads a job without counting it. */
+const stateOf = (h: Harness, id: string) => asActor('harness', () => h.platform.store.get(id));
 
-  const queues = h.platform.deployment.queues[job.type];
-  const worker = h.platform.workers[job.type];
-  if (!queues || !worker) throw new Error(`no queue or worker for ${job.type}`);
+/**
+ * Starts one trace, then delivers messages to the worker the way the event source mapping would
+ * until every job of the trace is in `until`: a failed attempt comes back after its (real-time)
+ * backoff; a delivery the worker hid until `runAt` comes back once the clock got there.
+ */
+async function runTrace(h: Harness, plan: PathPlan, i: number): Promise<JobTrace> {
+  const mark = h.recorder.mark();
+  const createdMark = h.created.length;
+  const started = await plan.start(h, i);
+  const api = h.recorder.since(mark).filter((c) => c.actor === 'api');
+  const pending = new Set(started.ids);
+  const until = plan.until ?? 'succeeded';
   const invocations: Invocation[] = [];
   const esm: JobTrace['esm'] = [];
-  for (let polls = 0; invocations.length < plan.attempts; polls++) {
-    if (polls > 20) throw new Error(`job ${job.id} was not delivered ${plan.attempts} times`);
+  for (let polls = 0; ; polls++) {
+    if (plan.discover) {
+      for (const c of h.created.slice(createdMark)) if (c.actor === 'worker') pending.add(c.id);
+    }
+    for (const id of pending) if ((await stateOf(h, id))?.state === until) pending.delete(id);
+    const discovered = !plan.discover || h.created.slice(createdMark).some((c) => c.actor === 'worker');
+    if (pending.size === 0 && discovered) break;
+    if (polls > 30 + started.jobs)
+      throw new Error(`${plan.id}: jobs ${[...pending].join(', ')} never reached ${until}`);
+    const type = plan.type ?? 'echo';
+    const q = h.platform.deployment.queues[type];
+    const handler = h.platform.workers[type];
+    if (!q || !handler) throw new Error(`no queue or worker for ${type}`);
     const before = h.recorder.mark();
     let ms = 0;
+    let handles: string[] = [];
     h.window.current = undefined;
     const result = await runOnce({
-      queueUrl: queues.url,
-      queueArn: queues.arn,
-      functionName: `bench-${job.type}`,
-      batchSize: 1,
+      queueUrl: q.url,
+      queueArn: q.arn,
+      functionName: `bench-${type}`,
+      batchSize: plan.batchSize ?? 1,
       waitTimeSeconds: plan.waitSeconds,
       sqs: h.esm,
       handler: async (event: SQSEvent) => {
-        const started = performance.now();
+        handles = event.Records.map((r) => r.receiptHandle);
+        const t0 = performance.now();
         try {
-          return await asActor('worker', () => worker(event));
+          return await asActor('worker', () => handler(event));
         } finally {
-          ms = performance.now() - started;
+          ms = performance.now() - t0;
         }
       },
     });
     const calls = h.recorder.since(before);
     esm.push(...calls.filter((c) => c.actor === 'esm' && !(c.operation === 'ReceiveMessage' && c.messages === 0)));
     if (result.messageIds.length === 0) continue;
-    const invocation: Invocation = { calls: calls.filter((c) => c.actor === 'worker'), ms };
+    const invocation: Invocation = { calls: calls.filter((c) => c.actor === 'worker'), records: handles.length, ms };
     if (h.window.current) invocation.handler = h.window.current;
     invocations.push(invocation);
+    // A job the worker hid until its runAt: let the platform's time get there, and SQS's too.
+    const early = await Promise.all([...pending].map((id) => stateOf(h, id)));
+    const runAt = Math.max(0, ...early.filter((j) => j?.state === 'scheduled').map((j) => Date.parse(j?.runAt ?? '')));
+    if (runAt > h.clock.now()) {
+      h.clock.advanceTo(runAt + 10);
+      for (const handle of handles) {
+        await h.harness.sqs.send(
+          new ChangeMessageVisibilityCommand({ QueueUrl: q.url, ReceiptHandle: handle, VisibilityTimeout: 0 }),
+        );
+      }
+    }
   }
-  const stored = await asActor('harness', () => h.platform.store.get(job.id));
-  if (stored?.state !== 'succeeded')
-    throw new Error(`job ${job.id} ended ${stored?.state ?? 'missing'}, not succeeded`);
-  return { api, invocations, esm, schedulerInvocations, apiMs };
+  const { jobs, apiInvocations, apiMs, schedulerInvocations } = started;
+  return {
+    jobs,
+    apiInvocations,
+    apiMs,
+    schedulerInvocations,
+    api,
+    invocations,
+    esm,
+    supervisor: [],
+    supervisorInvocations: 0,
+  };
 }
 
-const PLANS: { id: string; label: string; plan: (i: number, h: Harness) => JobPlan }[] = [
-  {
-    id: 'immediate',
-    label: 'Immediate job, succeeds',
-    plan: (i) => ({ body: { type: 'echo', payload: { hello: 'world', i } }, attempts: 1, waitSeconds: 1 }),
-  },
-  {
-    id: 'sqs-delayed',
-    label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
-    plan: (i) => ({ body: { type: 'echo', payload: { i }, delaySeconds: 1 }, attempts: 1, waitSeconds: 3 }),
-  },
-  {
-    id: 'scheduler-delayed',
-    label: 'Delayed > 15 min (EventBridge Scheduler)',
-    plan: (i, h) => ({
-      // Two hours after the stand-in's clock, which earlier jobs of this path moved forward.
-      body: {
-        type: 'echo',
-        payload: { i },
-        runAt: new Date(Math.max(Date.now(), h.clock.now()) + 2 * 3600_000).toISOString(),
-      },
-      attempts: 1,
-      waitSeconds: 1,
-      between: async (h, job) => {
-        h.clock.set(Math.max(h.clock.now(), Date.parse(job.runAt) + 1000));
-        return h.aws.scheduler.fireDue();
-      },
-    }),
-  },
-  {
-    id: 'retry-once',
-    label: 'Fails once, then succeeds (flaky, 1 s backoff)',
-    plan: () => ({ body: { type: 'flaky', payload: { failTimes: 1 } }, attempts: 2, waitSeconds: 3 }),
-  },
-];
-
-/** Asks the API for routes the issue lists but the platform may not have yet. */
-async function probe(h: Harness): Promise<PathResult[]> {
-  const status = async (method: string, path: string, body?: unknown) =>
-    (await asActor('probe', () => h.platform.api(functionUrlEvent(method, path, body)))).statusCode ?? 0;
-  const missing = (code: number) => code === 404 || code === 405;
-  const results: PathResult[] = [];
-  const batch = await status('POST', '/jobs:batch', { jobs: [{ type: 'echo', payload: {} }] });
-  results.push({
-    id: 'batch-100',
-    label: 'Batch enqueue of 100 (POST /jobs:batch)',
-    ...(missing(batch)
-      ? { status: 'not implemented yet', note: `POST /jobs:batch answers ${batch}` }
-      : { status: 'exists, not measured', note: `POST /jobs:batch answers ${batch}; extend bench/paths.ts` }),
-  });
-  const cancelCodes = [
-    await status('DELETE', '/jobs/bench-probe'),
-    await status('POST', '/jobs/bench-probe/cancel', {}),
-    await status('POST', '/jobs/bench-probe:cancel', {}),
-  ];
-  results.push({
-    id: 'cancel',
-    label: 'Cancel a scheduled job',
-    ...(cancelCodes.every(missing)
-      ? { status: 'not implemented yet', note: `no cancel route (answers ${cancelCodes.join('/')})` }
-      : { status: 'exists, not measured', note: `a cancel route answers ${cancelCodes.join('/')}` }),
-  });
-  const cronCodes = [
-    await status('POST', '/schedules', {}),
-    await status('POST', '/crons', {}),
-    await status('POST', '/cron', {}),
-  ];
-  results.push({
-    id: 'cron-fire',
-    label: 'Cron fire (recurring schedule)',
-    ...(cronCodes.every(missing)
-      ? { status: 'not implemented yet', note: `no cron route (answers ${cronCodes.join('/')})` }
-      : { status: 'exists, not measured', note: `a cron route answers ${cronCodes.join('/')}` }),
-  });
-  return results;
+/** One idle supervisor pass a minute after the previous one (what the EventBridge rule runs every minute). */
+async function supervisorPass(h: Harness): Promise<PathResult> {
+  await asActor('setup', () => h.platform.supervise()); // catches up with the minutes the clock jumped
+  h.clock.advanceTo(h.clock.now() + 60_000);
+  const mark = h.recorder.mark();
+  await asActor('supervisor', () => h.platform.supervise());
+  const calls = h.recorder.since(mark).filter((c) => c.actor === 'supervisor');
+  const trace: JobTrace = {
+    jobs: 1,
+    api: [],
+    apiInvocations: 0,
+    apiMs: 0,
+    invocations: [],
+    esm: [],
+    supervisor: calls,
+    supervisorInvocations: 1,
+    schedulerInvocations: 0,
+  };
+  return {
+    id: 'supervisor-pass',
+    label: 'Supervisor pass, idle (runs every minute), per pass',
+    status: 'measured',
+    figures: analyse([trace]),
+  };
 }
 
-/** Runs `jobsPerPath` jobs through each path; `aws` must have been started with `clock` and autoFire off. */
-export async function measurePaths(aws: LocalAws, clock: ManualClock, jobsPerPath: number): Promise<PathResult[]> {
+/**
+ * Runs each path `jobsPerPath` times (a batch path once), after one uncounted warm-up trace. `aws` must have been started with
+ * `clock` and autoFire off; the platform runs on the same clock, so a fired schedule finds its
+ * job due.
+ */
+export async function measurePaths(
+  aws: LocalAws,
+  clock: OffsetClock,
+  jobsPerPath: number,
+  warmUp = true,
+): Promise<PathResult[]> {
   aws.applyEnv();
   const recorder = new CallRecorder();
   const window: Harness['window'] = {};
+  const created: Harness['created'] = [];
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-paths'),
     jobs: [timed(echo as unknown as JobDefinition, window), timed(flaky as unknown as JobDefinition, window)],
     clients: countedClients(recorder),
+    clock,
     runWorkers: false,
+    wrapStore: (store) => noteCreates(store, created),
     logger: createLogger({ level: 'error' }), // the retry path's expected warnings are noise here
   });
-  const esm = countedEsmClient(recorder);
-  const h: Harness = { aws, clock, platform, recorder, esm, window };
+  const h: Harness = {
+    aws,
+    clock,
+    harness: localClients(aws),
+    platform,
+    recorder,
+    esm: countedEsmClient(recorder),
+    window,
+    created,
+  };
   try {
     const results: PathResult[] = [];
-    for (const { id, label, plan } of PLANS) {
-      await runJob(h, plan(-1, h)); // warm-up: connections, JIT; not counted
-      const traces: JobTrace[] = [];
-      for (let i = 0; i < jobsPerPath; i++) traces.push(await runJob(h, plan(i, h)));
-      results.push({ id, label, status: 'measured', figures: analyse(traces) });
+    for (const plan of PLANS) {
+      try {
+        await plan.setup?.(h);
+        if (warmUp) await runTrace(h, plan, -1); // connections, JIT: timings only, counts are the same
+        const traces: JobTrace[] = [];
+        for (let i = 0; i < (plan.traces ?? jobsPerPath); i++) traces.push(await runTrace(h, plan, i));
+        results.push({ id: plan.id, label: plan.label, status: 'measured', figures: analyse(traces) });
+      } catch (error) {
+        if (!(error instanceof NotImplemented)) throw error;
+        results.push({ id: plan.id, label: plan.label, status: 'not implemented yet', note: error.message });
+      }
     }
-    results.push(...(await probe(h)));
+    results.push(await supervisorPass(h));
     return results;
   } finally {
-    esm.destroy();
+    h.esm.destroy();
+    h.harness.destroy();
     await platform.stop();
   }
 }

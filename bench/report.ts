@@ -3,14 +3,25 @@
  */
 import type { ColdStartResult } from './cold-start';
 import type { CostBreakdown, CostModel } from './cost-model';
-import { addedRoundTrips, type Goal } from './goals';
+import type { Goal } from './goals';
+import { kb, table, usd } from './markdown';
 import type { OverheadResult } from './overhead';
 import type { PathResult } from './paths';
 import { ASSUMPTIONS, PRICE_SOURCE } from './prices';
+import { requestsTable, roundTripTable } from './report-paths';
 import type { ThroughputRun } from './throughput';
 
 export interface BenchResults {
-  meta: { date: string; mode: 'quick' | 'full'; node: string; cpu: string; cores: number; seconds: number };
+  meta: {
+    date: string;
+    mode: 'quick' | 'full';
+    node: string;
+    cpu: string;
+    cores: number;
+    seconds: number;
+    /** 1-minute load average at start and end: other work on the machine skews every timing. */
+    loadAverage: number[];
+  };
   goals: Goal[];
   paths: PathResult[];
   cost: CostModel;
@@ -19,69 +30,11 @@ export interface BenchResults {
   throughput: ThroughputRun[];
 }
 
-function table(headers: string[], rows: (string | number)[][]): string {
-  const line = (cells: (string | number)[]) => `| ${cells.map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`;
-  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
-}
-
-const usd = (n: number) => `$${n.toFixed(2)}`;
-const kb = (bytes: number | undefined) => (bytes === undefined ? '' : `${(bytes / 1024).toFixed(0)} KB`);
-
 function goalsTable(goals: Goal[]): string {
   return table(
     ['goal', 'target', 'measured', ''],
     goals.map((g) => [g.goal, g.target, g.measured, g.met ? 'met' : '**not met**']),
   );
-}
-
-function requestsTable(paths: PathResult[]): string {
-  const measured = paths.filter((p) => p.figures);
-  const keys = new Map<string, string>();
-  for (const p of measured) {
-    for (const op of p.figures?.operations ?? []) keys.set(`${op.actor}|${op.service}|${op.operation}`, op.actor);
-  }
-  const actorOrder = ['api', 'worker', 'esm'];
-  const sorted = [...keys.keys()].sort(
-    (a, b) =>
-      actorOrder.indexOf(a.split('|')[0] ?? '') - actorOrder.indexOf(b.split('|')[0] ?? '') || a.localeCompare(b),
-  );
-  const who: Record<string, string> = { api: 'API Lambda', worker: 'worker Lambda', esm: 'event source mapping' };
-  const rows: (string | number)[][] = sorted.map((key) => {
-    const [actor = '', service = '', operation = ''] = key.split('|');
-    return [
-      who[actor] ?? actor,
-      `${service} ${operation}`,
-      ...measured.map((p) => {
-        const op = p.figures?.operations.find((o) => `${o.actor}|${o.service}|${o.operation}` === key);
-        if (!op) return '–';
-        return op.attemptsPerJob === op.perJob ? op.perJob : `${op.perJob} (${op.attemptsPerJob} HTTP)`;
-      }),
-    ];
-  });
-  const units = (pick: (p: PathResult) => number | string) => measured.map(pick);
-  rows.push([
-    'EventBridge Scheduler',
-    'invocation → sqs SendMessage',
-    ...units((p) => p.figures?.schedulerInvocations ?? 0),
-  ]);
-  rows.push(['DynamoDB', 'write units, total billed', ...units((p) => `**${p.figures?.writeUnits.total}**`)]);
-  rows.push(['DynamoDB', '… of which table', ...units((p) => p.figures?.writeUnits.table ?? 0)]);
-  for (const index of ['byType', 'byTypeState']) {
-    rows.push(['DynamoDB', `… of which GSI ${index}`, ...units((p) => p.figures?.writeUnits.indexes[index] ?? 0)]);
-  }
-  rows.push(['DynamoDB', 'read units', ...units((p) => p.figures?.readUnits.total ?? 0)]);
-  rows.push([
-    'Lambda',
-    'invocations (API + worker)',
-    ...units((p) => `${p.figures?.lambdaInvocations.api} + ${p.figures?.lambdaInvocations.worker}`),
-  ]);
-  const main = table(['who', 'service / operation', ...measured.map((p) => p.label)], rows);
-  const missing = paths.filter((p) => !p.figures);
-  const rest = table(
-    ['path', 'status', 'detail'],
-    missing.map((p) => [p.label, p.status, p.note ?? '']),
-  );
-  return `${main}\n\n${rest}`;
 }
 
 function costTable(cost: CostModel): string {
@@ -102,7 +55,13 @@ function costTable(cost: CostModel): string {
     const range = peer.low === peer.high ? usd(peer.low) : `${usd(peer.low)}–${usd(peer.high)}`;
     rows.push([`${peer.name} (${peer.note})`, '', '', '', '', range, range]);
   }
-  return table(
+  const fixed = cost.fixed.supervisorPerMonth;
+  const note =
+    fixed === null
+      ? ''
+      : `\n\nFixed, per deployment: the supervisor's ${Math.round(cost.fixed.supervisorPassesPerMonth)} idle passes a month ` +
+        `cost ${usd(fixed)}; the event source mappings' empty long polls are not measured.`;
+  return `${table(
     [
       'path (USD per million jobs)',
       'SQS',
@@ -113,7 +72,7 @@ function costTable(cost: CostModel): string {
       'total, busy (10 jobs/batch)',
     ],
     rows,
-  );
+  )}${note}`;
 }
 
 function durationNote(cost: CostModel): string {
@@ -123,40 +82,6 @@ function durationNote(cost: CostModel): string {
     ? `Modelled Lambda durations (immediate job): API ${d.api} ms, worker ${d.workerQuiet} ms per 1-job invocation, ` +
         `${d.workerBusy} ms per 10-job invocation.`
     : '';
-}
-
-function roundTripTable(paths: PathResult[]): string {
-  const rows = paths
-    .filter((p) => p.figures)
-    .map((p) => {
-      const s = p.figures?.sequential;
-      const added = addedRoundTrips(p);
-      return [
-        p.label,
-        s?.api ?? '',
-        s?.esmBefore ?? '',
-        s?.workerBefore ?? '',
-        s?.workerAfter ?? '',
-        s?.workerAfterFailure || '–',
-        s?.esmAfter ?? '',
-        added?.before ?? '',
-        added?.after ?? '',
-      ];
-    });
-  return table(
-    [
-      'path',
-      'API (in sequence)',
-      'ESM receive',
-      'worker before handler',
-      'worker after handler',
-      'worker after a failed attempt',
-      'ESM delete',
-      'added before',
-      'added after',
-    ],
-    rows,
-  );
 }
 
 function overheadTable(o: OverheadResult): string {
@@ -225,20 +150,33 @@ function throughputTable(runs: ThroughputRun[]): string {
   );
 }
 
+function batchNote(paths: PathResult[]): string {
+  const f = paths.find((p) => p.id === 'batch-100')?.figures;
+  if (!f) return '';
+  return (
+    `A batch of ${Math.round(1 / Math.max(0.01, f.lambdaInvocations.api))} jobs: ${f.apiCallsPerRequest} AWS calls in ` +
+    `${f.apiDepth} sequential steps inside one API request.`
+  );
+}
+
 export function renderReport(r: BenchResults): string {
   const m = r.meta;
   return [
     `# Orrery bench (${m.mode}) — ${m.date}`,
-    `Node ${m.node}, ${m.cores} × ${m.cpu}; took ${m.seconds.toFixed(1)} s. Local AWS: DynamoDB Local, fauxqs, Scheduler stand-in.`,
+    `Node ${m.node}, ${m.cores} × ${m.cpu}, load average ${m.loadAverage.join(' → ')}; took ${m.seconds.toFixed(1)} s. ` +
+      'Local AWS: DynamoDB Local, fauxqs, Scheduler stand-in.',
     '## Goals',
     goalsTable(r.goals),
-    `## AWS requests per job (${r.paths.find((p) => p.figures)?.figures?.jobs ?? 0} jobs per path, one at a time)`,
+    `## AWS requests per job (${r.paths.find((p) => p.figures)?.figures?.jobs ?? 0} jobs per path, one trace at a time)`,
+    'Counted once per logical call; "(n HTTP)" when SDK retries made more attempts. Batch and supervisor columns are ' +
+      'per job of a batch of 100 and per pass.',
     requestsTable(r.paths),
     '## Cost per million jobs',
     `${PRICE_SOURCE}. Lambda ${ASSUMPTIONS.apiMemoryMb} MB API / ${ASSUMPTIONS.workerMemoryMb} MB worker; assumed call latencies ${JSON.stringify(ASSUMPTIONS.latencyMs)} ms; Function URL requests are free. ${durationNote(r.cost)}`,
     costTable(r.cost),
     '## Sequential AWS round trips per job',
     roundTripTable(r.paths),
+    batchNote(r.paths),
     `## Runtime CPU (${r.overhead.jobsPerRound} jobs × ${r.overhead.rounds} rounds, median)`,
     overheadTable(r.overhead),
     `## Cold start (${r.coldStart.runs} fresh ${r.coldStart.node} processes per bundle; empty process ${r.coldStart.emptyProcessMs} ms)`,

@@ -4,7 +4,7 @@
  * bench/results/latest.json (`latest-quick.json` for --quick). Reports goals; never fails on them.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureColdStart } from './cold-start';
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   const mode = args.includes('--quick') ? 'quick' : 'full';
   const size = SIZES[mode];
   const started = performance.now();
+  const loadBefore = loadavg()[0] ?? 0;
   const step = (what: string) =>
     process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1)} s] ${what}\n`);
 
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
   let throughput: Awaited<ReturnType<typeof measureThroughput>>;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
-    paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath);
+    paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath, mode === 'full');
     step(`throughput (${size.throughputJobs} jobs at ${CONCURRENCY.join(', ')} pollers)`);
     throughput = await measureThroughput(bench.aws, size.throughputJobs, CONCURRENCY, bench.dynamodbPid);
   } finally {
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
       cpu: cpu[0]?.model.trim() ?? 'unknown',
       cores: cpu.length,
       seconds: (performance.now() - started) / 1000,
+      loadAverage: [loadBefore, loadavg()[0] ?? 0].map((n) => Math.round(n * 100) / 100),
     },
     goals: checkGoals(paths, overhead, coldStart),
     paths,

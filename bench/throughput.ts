@@ -46,24 +46,22 @@ function processCpuSeconds(pid: number | undefined): number | null {
   }
 }
 
-/** Passes every call through and resolves `done` when `target` jobs have succeeded. */
+/** Passes every call through (a Proxy, so new store methods pass untouched) and resolves `done` at `target` successes. */
 function countSuccesses(store: JobStore, target: number, done: () => void): JobStore {
   let succeeded = 0;
-  return {
-    create: (job) => store.create(job),
-    get: (id) => store.get(id),
-    deleteUndispatched: (id, hash) => store.deleteUndispatched(id, hash),
-    claim: (input) => store.claim(input),
-    heartbeat: (input) => store.heartbeat(input),
-    progress: (input) => store.progress(input),
-    retry: (input) => store.retry(input),
-    fail: (input) => store.fail(input),
-    async succeed(input) {
-      await store.succeed(input);
-      succeeded += 1;
-      if (succeeded === target) done();
+  return new Proxy(store, {
+    get(inner, property, receiver) {
+      if (property === 'succeed') {
+        return async (input: Parameters<JobStore['succeed']>[0]) => {
+          await inner.succeed(input);
+          succeeded += 1;
+          if (succeeded === target) done();
+        };
+      }
+      const value = Reflect.get(inner, property, receiver);
+      return typeof value === 'function' ? value.bind(inner) : value;
     },
-  };
+  });
 }
 
 async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {

@@ -90,6 +90,7 @@ Try it:
   curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"sleep","payload":{"ms":3000},"delaySeconds":5}'
 
 Point other tools at it with:  export ORRERY_URL=${url}
+Or the CLI (another terminal):  export ORRERY_URL=${url}; npx orrery watch "$(npx orrery enqueue flaky --payload '{"failTimes":2}' -q)"
 Job state changes follow (Ctrl-C to stop):
 `);
 

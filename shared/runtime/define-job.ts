@@ -2,6 +2,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { createAwsClients } from '../aws/clients';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { platformConfigFromEnv } from '../config';
@@ -27,7 +28,11 @@ export function defineJob<Schema extends z.ZodType>(
   run: JobHandler<z.output<Schema>>,
   options: JobOptions<z.output<Schema>> = {},
 ): JobDefinition<Schema> & { handler: LambdaSqsHandler } {
-  const definition: JobDefinition<Schema> = { spec, run, ...(options.onFailure ? { onFailure: options.onFailure } : {}) };
+  const definition: JobDefinition<Schema> = {
+    spec,
+    run,
+    ...(options.onFailure ? { onFailure: options.onFailure } : {}),
+  };
   let worker: ReturnType<typeof createWorker> | undefined;
   const handler: LambdaSqsHandler = (event, context) => {
     if (!worker) {
@@ -38,6 +43,7 @@ export function defineJob<Schema extends z.ZodType>(
         store: new DynamoJobStore(clients.dynamo, config.tableName),
         queue: new SqsJobQueue(clients.sqs),
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+        schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
       });
     }
     return worker(event, context);

@@ -1,0 +1,166 @@
+/**
+ * The paths the bench sends jobs down, each as the API calls that start it (made as the `api`
+ * actor; preparation as `setup`, which is not counted) and the state its jobs must reach.
+ */
+import { performance } from 'node:perf_hooks';
+import type { JobView } from '../shared/core/job';
+import type { JobState } from '../shared/core/states';
+import { asActor } from './counting-middleware';
+import { functionUrlEvent, responseJson } from './fixtures';
+import type { Harness } from './paths';
+
+/** What starting a trace did. */
+export interface Started {
+  /** Jobs to follow (more may be discovered: jobs the worker creates from a recurring fire). */
+  ids: string[];
+  /** Jobs (or fires, cancels) the trace counts as. */
+  jobs: number;
+  apiInvocations: number;
+  apiMs: number;
+  schedulerInvocations: number;
+}
+
+export interface PathPlan {
+  id: string;
+  label: string;
+  /** Once per path, before anything is counted. */
+  setup?: (h: Harness) => Promise<void>;
+  start: (h: Harness, i: number) => Promise<Started>;
+  /** @default 'succeeded' */
+  until?: JobState;
+  /** Job type whose queue the trace's jobs go through. @default 'echo' */
+  type?: string;
+  /** Long-poll wait per receive: covers SQS delays and retry backoff, which run in real time. */
+  waitSeconds: number;
+  /** Event source mapping batch size. @default 1 */
+  batchSize?: number;
+  /** Follow jobs the worker creates. */
+  discover?: boolean;
+  /** Traces to run: one per job unless given. */
+  traces?: number;
+}
+
+/** The route (or the whole feature) is not there: report the path as not implemented. */
+export class NotImplemented extends Error {}
+
+const MISSING = new Set(['route_not_found', 'method_not_allowed', 'not_configured']);
+
+/** Calls the API handler as the Function URL would; throws {@link NotImplemented} for a missing route. */
+export async function call(h: Harness, actor: string, method: string, path: string, body?: unknown) {
+  const started = performance.now();
+  const response = await asActor(actor, () => h.platform.api(functionUrlEvent(method, path, body)));
+  const ms = performance.now() - started;
+  const status = response.statusCode ?? 0;
+  if (status >= 400) {
+    const code = responseJson<{ error?: { code?: string } }>(response).error?.code ?? '';
+    if (MISSING.has(code)) throw new NotImplemented(`${method} ${path} answers ${status} ${code}`);
+    throw new Error(`${method} ${path} answered ${status}: ${response.body}`);
+  }
+  return { response, ms };
+}
+
+async function enqueue(h: Harness, body: Record<string, unknown>): Promise<Started> {
+  const { response, ms } = await call(h, 'api', 'POST', '/jobs', body);
+  const job = responseJson<JobView>(response);
+  return { ids: [job.id], jobs: 1, apiInvocations: 1, apiMs: ms, schedulerInvocations: 0 };
+}
+
+/** Moves the clock to the first schedule of the platform's group (matching `pick`) due, and fires it. */
+async function fireNext(h: Harness, pick: (expression: string) => boolean): Promise<number> {
+  const group = h.platform.config.scheduleGroup;
+  const due = h.aws.scheduler
+    .list()
+    .filter((s) => s.GroupName === group && pick(s.ScheduleExpression))
+    .map((s) => s.nextFireAt ?? Number.POSITIVE_INFINITY);
+  const next = Math.min(...due);
+  if (!Number.isFinite(next)) throw new Error('no schedule is due to fire');
+  h.clock.advanceTo(next);
+  return h.aws.scheduler.fireDue();
+}
+
+const twoHoursAhead = (h: Harness) => new Date(h.clock.now() + 2 * 3600_000).toISOString();
+const CRON = 'bench-cron';
+
+export const PLANS: PathPlan[] = [
+  {
+    id: 'immediate',
+    label: 'Immediate job, succeeds',
+    start: (h, i) => enqueue(h, { type: 'echo', payload: { hello: 'world', i } }),
+    waitSeconds: 1,
+  },
+  {
+    id: 'sqs-delayed',
+    label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
+    start: (h, i) => enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 }),
+    waitSeconds: 3,
+  },
+  {
+    id: 'scheduler-delayed',
+    label: 'Delayed > 15 min (EventBridge Scheduler)',
+    start: async (h, i) => {
+      const started = await enqueue(h, { type: 'echo', payload: { i }, runAt: twoHoursAhead(h) });
+      // Time passes until the job's one-time schedule is due, and the Scheduler fires it.
+      return { ...started, schedulerInvocations: await fireNext(h, (e) => e.startsWith('at(')) };
+    },
+    waitSeconds: 1,
+  },
+  {
+    id: 'retry-once',
+    label: 'Fails once, then succeeds (flaky, 1 s backoff)',
+    start: (h) => enqueue(h, { type: 'flaky', payload: { failTimes: 1 } }),
+    type: 'flaky',
+    waitSeconds: 3,
+  },
+  {
+    id: 'batch-100',
+    label: 'Batch enqueue of 100 (POST /jobs:batch), per job',
+    start: async (h, i) => {
+      const jobs = Array.from({ length: 100 }, (_, n) => ({ type: 'echo', payload: { batch: i, n } }));
+      const { response, ms } = await call(h, 'api', 'POST', '/jobs:batch', { jobs });
+      const { results } = responseJson<{ results: { status: string; job?: { id: string } }[] }>(response);
+      const ids = results.map((r) => r.job?.id).filter((id): id is string => id !== undefined);
+      if (ids.length !== jobs.length) throw new Error(`batch enqueue created ${ids.length} of ${jobs.length} jobs`);
+      return { ids, jobs: jobs.length, apiInvocations: 1, apiMs: ms, schedulerInvocations: 0 };
+    },
+    waitSeconds: 1,
+    batchSize: 10,
+    traces: 1,
+  },
+  {
+    id: 'cron-fire',
+    label: 'Cron fire (recurring schedule, every 5 min), per fire',
+    setup: async (h) => {
+      await call(h, 'setup', 'POST', '/schedules', {
+        name: CRON,
+        type: 'echo',
+        payload: { cron: true },
+        rate: '5 minutes',
+      });
+    },
+    start: async (h) => ({
+      ids: [],
+      jobs: 1,
+      apiInvocations: 0,
+      apiMs: 0,
+      schedulerInvocations: await fireNext(h, (e) => !e.startsWith('at(')),
+    }),
+    waitSeconds: 1,
+    discover: true,
+  },
+  {
+    id: 'cancel',
+    label: 'Cancel a scheduled job (API only), per cancel',
+    start: async (h, i) => {
+      const { response } = await call(h, 'setup', 'POST', '/jobs', {
+        type: 'echo',
+        payload: { cancel: i },
+        runAt: twoHoursAhead(h),
+      });
+      const id = responseJson<JobView>(response).id;
+      const { ms } = await call(h, 'api', 'POST', `/jobs/${encodeURIComponent(id)}/cancel`, {});
+      return { ids: [id], jobs: 1, apiInvocations: 1, apiMs: ms, schedulerInvocations: 0 };
+    },
+    until: 'cancelled',
+    waitSeconds: 1,
+  },
+];
