@@ -9,7 +9,7 @@ import type { LogLevel } from './logger';
 export const ENV = {
   /** DynamoDB job table name. */
   table: 'ORRERY_TABLE',
-  /** JSON `{ [type]: { queueUrl, queueArn } }`: where each deployed job type is sent. */
+  /** JSON `{ [type]: { queueUrl, queueArn, dlqUrl?, dlqArn? } }`: where each deployed job type is sent. */
   routes: 'ORRERY_ROUTES',
   /** Scheduler group for one-time job schedules. */
   scheduleGroup: 'ORRERY_SCHEDULE_GROUP',
@@ -25,6 +25,9 @@ export const ENV = {
 export interface Route {
   queueUrl: string;
   queueArn: string;
+  /** The type's dead-letter queue, which the API peeks and redrives (set for the API). */
+  dlqUrl?: string;
+  dlqArn?: string;
 }
 
 /** What the enqueue API needs to know about its deployment. */
@@ -76,6 +79,9 @@ function parseRoutes(raw: string): Record<string, Route> {
       throw new ConfigError(`${ENV.routes}.${type} needs string queueUrl and queueArn`);
     }
     routes[type] = { queueUrl: route.queueUrl, queueArn: route.queueArn };
+    if (typeof route.dlqUrl === 'string' && typeof route.dlqArn === 'string') {
+      Object.assign(routes[type], { dlqUrl: route.dlqUrl, dlqArn: route.dlqArn });
+    }
   }
   return routes;
 }

@@ -4,7 +4,7 @@ import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV } from '../../shared/config';
+import { ENV, type Route } from '../../shared/config';
 import { acknowledge } from './acknowledge';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
@@ -19,6 +19,19 @@ const API_TABLE_ACTIONS = [
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
   'dynamodb:DeleteItem',
+];
+
+/**
+ * What the API does with a job type's DLQ: peek (receive with visibility 0), count, and redrive,
+ * by an SQS message move task (which also needs SendMessage on the ready queue, granted by
+ * addRoute) or, where that is missing, by receive + send + delete.
+ */
+const API_DLQ_ACTIONS = [
+  'sqs:ReceiveMessage',
+  'sqs:DeleteMessage',
+  'sqs:GetQueueAttributes',
+  'sqs:StartMessageMoveTask',
+  'sqs:ListMessageMoveTasks',
 ];
 
 export interface EnqueueApiProps {
@@ -57,7 +70,10 @@ export class EnqueueApi extends Construct {
   /** The HTTPS endpoint (`url.url`). */
   readonly url: FunctionUrl;
   private readonly routes = new Map<string, IQueue>();
+  private readonly deadLetterQueues = new Map<string, IQueue>();
   private readonly sendStatement = new PolicyStatement({ actions: ['sqs:SendMessage'] });
+  /** Peek and redrive (`GET /dlq`, `POST /dlq/redrive`); no SendMessage on a DLQ. */
+  private readonly dlqStatement = new PolicyStatement({ actions: API_DLQ_ACTIONS });
 
   constructor(scope: Construct, id: string, props: EnqueueApiProps) {
     super(scope, id);
@@ -87,13 +103,22 @@ export class EnqueueApi extends Construct {
     );
   }
 
-  /** Makes jobs of `type` enqueueable: adds the route to `ORRERY_ROUTES` and allows SendMessage. */
-  addRoute(type: string, queue: IQueue): void {
+  /**
+   * Makes jobs of `type` enqueueable: adds the route to `ORRERY_ROUTES` and allows SendMessage.
+   * With its `deadLetterQueue`, the API may also peek at and redrive that DLQ.
+   */
+  addRoute(type: string, queue: IQueue, deadLetterQueue?: IQueue): void {
     if (this.routes.has(type)) throw new Error(`EnqueueApi: route for job type "${type}" exists already`);
     this.routes.set(type, queue);
     const first = this.sendStatement.resources.length === 0;
     this.sendStatement.addResources(queue.queueArn);
     if (first) this.handler.addToRolePolicy(this.sendStatement);
+    if (deadLetterQueue) {
+      this.deadLetterQueues.set(type, deadLetterQueue);
+      const firstDlq = this.dlqStatement.resources.length === 0;
+      this.dlqStatement.addResources(deadLetterQueue.queueArn);
+      if (firstDlq) this.handler.addToRolePolicy(this.dlqStatement);
+    }
   }
 
   /** Lets `grantee` call the API (`lambda:InvokeFunctionUrl`, plus the InvokeFunction it implies). */
@@ -101,9 +126,16 @@ export class EnqueueApi extends Construct {
     return this.handler.grantInvokeUrl(grantee);
   }
 
-  private routeConfig(): Record<string, { queueUrl: string; queueArn: string }> {
-    const config: Record<string, { queueUrl: string; queueArn: string }> = {};
-    for (const [type, queue] of this.routes) config[type] = { queueUrl: queue.queueUrl, queueArn: queue.queueArn };
+  private routeConfig(): Record<string, Route> {
+    const config: Record<string, Route> = {};
+    for (const [type, queue] of this.routes) {
+      const dlq = this.deadLetterQueues.get(type);
+      config[type] = {
+        queueUrl: queue.queueUrl,
+        queueArn: queue.queueArn,
+        ...(dlq ? { dlqUrl: dlq.queueUrl, dlqArn: dlq.queueArn } : {}),
+      };
+    }
     return config;
   }
 }

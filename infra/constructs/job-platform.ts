@@ -11,6 +11,7 @@ import { JobTable } from './job-table';
 import { type JobTypeOptions, pascalCase, resolveJobTypeOptions } from './job-type-options';
 import { JobWorker } from './job-worker';
 import { SchedulerAccess } from './scheduler-access';
+import { Supervisor } from './supervisor';
 
 export type { JobTypeInfo, JobTypeOptions } from './job-type-options';
 
@@ -89,6 +90,8 @@ export class JobPlatform extends Construct {
   readonly jobTable: JobTable;
   readonly scheduler: SchedulerAccess;
   readonly api: EnqueueApi;
+  /** Repairs lost work and fires missed schedule fires, every minute. */
+  readonly supervisor: Supervisor;
   private readonly types = new Map<string, JobTypeResources>();
   private readonly environment: Record<string, string>;
   private readonly logRetention: RetentionDays;
@@ -126,6 +129,11 @@ export class JobPlatform extends Construct {
       entry: props.apiEntry,
       memorySize: apiMemoryMb,
       timeout: props.apiTimeout,
+      logGroupRetention: this.logRetention,
+    });
+    this.supervisor = new Supervisor(this, 'Supervisor', {
+      jobTable: this.jobTable,
+      environment: this.environment,
       logGroupRetention: this.logRetention,
     });
     this.node.addValidation({
@@ -183,7 +191,8 @@ export class JobPlatform extends Construct {
       memorySize: resolved.memorySize,
       logGroupRetention: this.logRetention,
     });
-    this.api.addRoute(type, queues.queue);
+    this.api.addRoute(type, queues.queue, queues.deadLetterQueue);
+    this.supervisor.addRoute(type, queues.queue);
     this.scheduler.allowSendTo(queues.queue);
 
     if (this.outputs) {

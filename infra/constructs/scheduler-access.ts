@@ -75,12 +75,14 @@ export class SchedulerAccess extends Construct {
   }
 
   /**
-   * Lets `role` create (and for `manage` also get and delete) schedules in this group, and pass
+   * Lets `role` create (and for `manage` also get, delete and update: recurring schedules are
+   * paused, resumed and changed in place) schedules in this group, and pass
    * the Scheduler role, to Scheduler only. Acknowledges the one wildcard this needs.
    */
   grantSchedules(role: IRole, access: ScheduleAccess): void {
     const actions = ['scheduler:CreateSchedule'];
-    if (access === 'manage') actions.push('scheduler:GetSchedule', 'scheduler:DeleteSchedule');
+    if (access === 'manage')
+      actions.push('scheduler:GetSchedule', 'scheduler:DeleteSchedule', 'scheduler:UpdateSchedule');
     role.addToPrincipalPolicy(new PolicyStatement({ actions, resources: [this.scheduleArns] }));
     role.addToPrincipalPolicy(
       new PolicyStatement({
@@ -92,8 +94,9 @@ export class SchedulerAccess extends Construct {
     acknowledge(
       role,
       `AwsSolutions-IAM5[${resourceFinding(this, this.scheduleArns)}]`,
-      'Schedules are created at run time, one per delayed job and named by job id, so their ARNs ' +
-        'are unknown at deploy time; the wildcard is confined to schedules of this one schedule group.',
+      'Schedules are created at run time, one per delayed job (named by job id) and one per recurring ' +
+        'schedule (_s.<name>), so their ARNs are unknown at deploy time; the wildcard is confined to ' +
+        'schedules of this one schedule group.',
     );
   }
 }

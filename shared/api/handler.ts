@@ -4,9 +4,16 @@ import { type Clock, systemClock } from '../core/clock';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
-import { errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
+import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
+import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
 import { JobsService } from './jobs-service';
+import { batchRoutes } from './routes/batch';
+import { dlqRoutes } from './routes/dlq';
+import { jobControlRoutes } from './routes/job-control';
 import { jobRoutes } from './routes/jobs';
+import { listRoutes } from './routes/list';
+import { openApiRoutes } from './routes/openapi';
+import { type ScheduleRouteDeps, scheduleRoutes } from './routes/schedules';
 
 export interface ApiDeps {
   config: PlatformConfig;
@@ -18,6 +25,10 @@ export interface ApiDeps {
   /** @default systemClock */
   clock?: Clock;
   logger?: Logger;
+  /** Recurring schedules' store and trigger. @default built from the environment on first use */
+  schedules?: ScheduleRouteDeps['schedules'];
+  /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
+  controlPlane?: ControlPlaneAdapters;
 }
 
 export type ApiHandler = (event: APIGatewayProxyEventV2) => Promise<HttpResponse>;
@@ -25,7 +36,7 @@ export type ApiHandler = (event: APIGatewayProxyEventV2) => Promise<HttpResponse
 /**
  * The enqueue API as a Function URL (payload format 2.0) handler.
  *
- * Routes: `POST /jobs`, `GET /jobs/{id}`. Errors use one shape:
+ * Routes: see `OPERATIONS` in `openapi.ts` (served as `GET /openapi.json`). Errors use one shape:
  * `{ "error": { "code", "message", "issues"? } }`.
  */
 export function createApiHandler(deps: ApiDeps): ApiHandler {
@@ -34,11 +45,18 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
 
   // One module of routes per area; each gets the services it needs.
   const routes: Route[] = [...jobRoutes(jobs)];
+  routes.push(...scheduleRoutes({ ...deps, logger: log }));
+  const plane = createControlPlane({ ...deps, clock: deps.clock ?? systemClock, log }, jobs);
+  routes.push(...batchRoutes(plane));
+  routes.push(...listRoutes(plane));
+  routes.push(...jobControlRoutes(plane));
+  routes.push(...dlqRoutes(plane));
+  routes.push(...openApiRoutes());
 
   return async (event) => {
     const requestId = event.requestContext?.requestId ?? 'unknown';
     try {
-      const request = fromFunctionUrlEvent(event);
+      const request = fromFunctionUrlEvent(event, bodyLimitFor(routes, event));
       const { handler, params } = route(routes, request);
       const response = await handler(request, params);
       return { ...response, headers: { ...response.headers, 'x-request-id': requestId } };

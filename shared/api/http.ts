@@ -8,6 +8,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth';
 
 export type HttpResponse = APIGatewayProxyStructuredResultV2;
 
@@ -22,7 +23,10 @@ export interface HttpRequest {
   bodyText: string | undefined;
 }
 
-export function fromFunctionUrlEvent(event: APIGatewayProxyEventV2): HttpRequest {
+export function fromFunctionUrlEvent(
+  event: APIGatewayProxyEventV2,
+  limit: { bytes: number; why?: string } = { bytes: MAX_REQUEST_BYTES },
+): HttpRequest {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(event.headers ?? {})) {
     if (value !== undefined) headers[name.toLowerCase()] = value;
@@ -30,10 +34,10 @@ export function fromFunctionUrlEvent(event: APIGatewayProxyEventV2): HttpRequest
   let bodyText: string | undefined;
   if (event.body !== undefined && event.body !== null && event.body !== '') {
     const bytes = event.isBase64Encoded ? Buffer.from(event.body, 'base64') : Buffer.from(event.body, 'utf8');
-    if (bytes.length > MAX_REQUEST_BYTES) {
+    if (bytes.length > limit.bytes) {
       throw new PayloadTooLargeError(
-        `request body is ${bytes.length} bytes; the limit is ${MAX_REQUEST_BYTES} bytes`,
-        MAX_REQUEST_BYTES,
+        `request body is ${bytes.length} bytes; the limit is ${limit.bytes} bytes${limit.why ? ` (${limit.why})` : ''}`,
+        limit.bytes,
       );
     }
     try {
@@ -72,6 +76,13 @@ export function jsonBody(request: HttpRequest): unknown {
       'request body is empty',
       [{ path: '(body)', message: 'a JSON object is required' }],
       'malformed_json',
+    );
+  }
+  if (jsonDepthExceeds(request.bodyText, MAX_JSON_DEPTH)) {
+    throw new ValidationError(
+      `request body nests deeper than ${MAX_JSON_DEPTH} levels`,
+      [{ path: '(body)', message: `arrays and objects may nest at most ${MAX_JSON_DEPTH} levels deep` }],
+      'malformed_body',
     );
   }
   try {
@@ -120,6 +131,8 @@ export interface Route {
   /** Path template with `{name}` segments, e.g. `/jobs/{id}`. */
   path: string;
   methods: Partial<Record<string, RouteHandler>>;
+  /** Largest body this route reads, and why (in the 413 message). @default MAX_REQUEST_BYTES */
+  maxBody?: { bytes: number; why: string };
 }
 
 function matchPath(template: string, path: string): Record<string, string> | undefined {
@@ -146,12 +159,24 @@ export function route(
   routes: readonly Route[],
   request: HttpRequest,
 ): { handler: RouteHandler; params: Record<string, string> } {
+  // Several routes may match a path (`/jobs/batch` and `/jobs/{id}`): the first with the method wins.
+  let known: { path: string; allow: string[] } | undefined;
   for (const candidate of routes) {
     const params = matchPath(candidate.path, request.path);
     if (!params) continue;
     const handler = candidate.methods[request.method];
-    if (!handler) throw new MethodNotAllowedError(request.method, candidate.path, Object.keys(candidate.methods));
-    return { handler, params };
+    if (handler) return { handler, params };
+    known ??= { path: candidate.path, allow: [] };
+    for (const method of Object.keys(candidate.methods)) if (!known.allow.includes(method)) known.allow.push(method);
   }
+  if (known) throw new MethodNotAllowedError(request.method, known.path, known.allow);
   throw new NotFoundError(`no route for ${request.method} ${request.path}`, 'route_not_found');
+}
+
+/** The body limit of the route a Function URL event goes to (checked before the body is decoded). */
+export function bodyLimitFor(routes: readonly Route[], event: APIGatewayProxyEventV2): { bytes: number; why?: string } {
+  const method = event.requestContext?.http?.method?.toUpperCase() ?? 'GET';
+  const path = event.rawPath || '/';
+  const found = routes.find((r) => r.methods[method] && matchPath(r.path, path));
+  return found?.maxBody ?? { bytes: MAX_REQUEST_BYTES };
 }

@@ -12,6 +12,7 @@ import {
 import { canonicalJson, type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
+import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
 import { parseOrThrow } from '../core/validation';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
@@ -34,7 +35,7 @@ export function payloadHash(type: string, payload: unknown): string {
 function redispatchOf(job: Job, now: number): Dispatch {
   const runAt = Date.parse(job.runAt);
   if (job.state === 'scheduled' && runAt - now > SQS_MAX_DELAY_SECONDS * 1000)
-    return { kind: 'schedule', fireAt: runAt };
+    return { kind: 'schedule', fireAt: scheduleFireAt(runAt) };
   return { kind: 'now' };
 }
 
@@ -80,6 +81,8 @@ export class JobsService {
     });
     const now = clock.now();
     const plan = planEnqueue(request, now);
+    const dispatchBy =
+      request.dispatchBy === undefined ? undefined : checkDispatchBy(request.dispatchBy, plan.runAt, now);
     const nowIso = new Date(now).toISOString();
     const job: Job = {
       id: request.id ?? randomUUID(),
@@ -95,6 +98,7 @@ export class JobsService {
       leaseToken: 0,
       errors: [],
       ...(request.backoff ? { backoff: request.backoff } : {}),
+      ...(dispatchBy !== undefined ? { dispatchBy } : {}),
     };
 
     const written = await store.create(job);

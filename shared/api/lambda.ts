@@ -1,6 +1,11 @@
 import { createAwsClients } from '../aws/clients';
+import { DynamoJobControl } from '../aws/dynamo-job-control';
+import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
+import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger';
+import { SqsDeadLetterQueues } from '../aws/sqs-dead-letters';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { platformConfigFromEnv } from '../config';
 import type { JobTypeSpec } from '../core/job-type';
@@ -22,6 +27,15 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): ApiHand
         store: new DynamoJobStore(clients.dynamo, config.tableName),
         queue: new SqsJobQueue(clients.sqs),
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+        controlPlane: {
+          index: new DynamoJobIndex(clients.dynamo, config.tableName),
+          control: new DynamoJobControl(clients.dynamo, config.tableName),
+          deadLetters: new SqsDeadLetterQueues(clients.sqs),
+        },
+        schedules: {
+          store: new DynamoScheduleStore(clients.dynamo, config.tableName),
+          trigger: new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+        },
       });
     }
     return api(event);

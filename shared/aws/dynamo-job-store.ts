@@ -8,9 +8,11 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { jobDueAttributes } from '../core/due';
 import type { AttemptError, Job, JobProgress } from '../core/job';
 import { classifyRefusedClaim } from '../core/lease';
 import type { ClaimResult, JobStore } from '../core/ports';
+import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
 import { keys } from '../core/table';
 import { LeaseLostError } from '../errors';
@@ -39,12 +41,18 @@ export function toItem(job: Job): Item {
       finishedAt: job.finishedAt,
       leaseToken: job.leaseToken,
       leaseOwner: job.leaseOwner,
+      leaseMessage: job.leaseMessage,
       leaseExpiresAt: job.leaseExpiresAt,
       errors: job.errors.length > 0 ? JSON.stringify(job.errors) : undefined,
       result: job.result === undefined ? undefined : JSON.stringify(job.result),
       backoff: job.backoff === undefined ? undefined : JSON.stringify(job.backoff),
       progress: job.progress === undefined ? undefined : JSON.stringify(job.progress),
       expiresAt: job.expiresAt,
+      retries: job.retries,
+      dispatchBy: job.dispatchBy,
+      schedule: job.schedule,
+      after: job.after,
+      ...jobDueAttributes(job),
       gsi1pk: keys.byType(job.type, job.id),
       gsi1sk: keys.created(job.createdAt, job.id),
       gsi2pk: keys.byTypeState(job.type, job.state, job.id),
@@ -75,11 +83,16 @@ export function fromItem(item: Item): Job {
   if (typeof raw.startedAt === 'string') job.startedAt = raw.startedAt;
   if (typeof raw.finishedAt === 'string') job.finishedAt = raw.finishedAt;
   if (typeof raw.leaseOwner === 'string') job.leaseOwner = raw.leaseOwner;
+  if (typeof raw.leaseMessage === 'string') job.leaseMessage = raw.leaseMessage;
   if (typeof raw.leaseExpiresAt === 'number') job.leaseExpiresAt = raw.leaseExpiresAt;
   if (typeof raw.result === 'string') job.result = JSON.parse(raw.result);
   if (typeof raw.expiresAt === 'number') job.expiresAt = raw.expiresAt;
   if (typeof raw.backoff === 'string') job.backoff = JSON.parse(raw.backoff);
   if (typeof raw.progress === 'string') job.progress = JSON.parse(raw.progress);
+  if (typeof raw.retries === 'number') job.retries = raw.retries;
+  if (typeof raw.dispatchBy === 'string') job.dispatchBy = raw.dispatchBy;
+  if (typeof raw.schedule === 'string') job.schedule = raw.schedule;
+  if (typeof raw.after === 'string') job.after = raw.after;
   const last = errors.at(-1);
   if (last) job.lastError = last;
   return job;
@@ -87,6 +100,12 @@ export function fromItem(item: Item): Job {
 
 const N = (n: number): AttributeValue => ({ N: String(n) });
 const S = (s: string): AttributeValue => ({ S: s });
+
+/** `:dueBucket` and `:dueAt` for a job moving to `state` with `runAt` (see core/due.ts). */
+function dueValues(id: string, state: 'retrying' | 'queued', runAt: number): Record<string, AttributeValue> {
+  const due = jobDueAttributes({ id, state, runAt: iso(runAt) });
+  return { ':dueBucket': S(due.dueBucket ?? ''), ':dueAt': N(due.dueAt ?? runAt) };
+}
 
 /**
  * {@link JobStore} on a DynamoDB table shaped by `JOB_TABLE`. Every state change is one
@@ -164,13 +183,21 @@ export class DynamoJobStore implements JobStore {
     owner,
     now,
     leaseMs,
+    attemptTimeoutMs,
+    messageId,
   }: {
     id: string;
     type: string;
     owner: string;
     now: number;
     leaseMs: number;
+    attemptTimeoutMs?: number;
+    messageId?: string;
   }): Promise<ClaimResult> {
+    const due = jobDueAttributes(
+      { id, state: 'running', runAt: iso(now), leaseExpiresAt: now + leaseMs },
+      { claimedAt: now, ...(attemptTimeoutMs !== undefined ? { attemptTimeoutMs } : {}) },
+    );
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
@@ -178,10 +205,14 @@ export class DynamoJobStore implements JobStore {
           Key: this.key(id),
           UpdateExpression:
             'SET #state = :running, attempts = attempts + :one, leaseToken = leaseToken + :one, leaseOwner = :owner, ' +
-            'leaseExpiresAt = :exp, startedAt = :now, updatedAt = :now, gsi2pk = :gsi2pk',
+            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now, gsi2pk = :gsi2pk, ' +
+            'dueBucket = :dueBucket, dueAt = :dueAt',
           ConditionExpression:
             'attribute_exists(pk) AND #type = :type AND attempts < maxAttempts AND ' +
-            '(#state IN (:scheduled, :queued, :retrying) OR (#state = :running AND leaseExpiresAt < :nowMs))',
+            '(#state IN (:scheduled, :queued, :retrying) OR (#state = :running AND leaseExpiresAt < :nowMs)) AND ' +
+            // not a scheduled job whose schedule fired early, nor a never-started one past its dispatchBy
+            '(#state <> :scheduled OR runAt <= :earliest) AND ' +
+            '(attribute_not_exists(dispatchBy) OR attempts > :zero OR dispatchBy >= :now)',
           ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
           ExpressionAttributeValues: {
             ':type': S(type),
@@ -191,10 +222,15 @@ export class DynamoJobStore implements JobStore {
             ':retrying': S('retrying'),
             ':one': N(1),
             ':owner': S(owner),
+            ':msg': S(messageId ?? '-'),
             ':exp': N(now + leaseMs),
             ':now': S(iso(now)),
             ':nowMs': N(now),
             ':gsi2pk': S(keys.byTypeState(type, 'running', id)),
+            ':dueBucket': S(due.dueBucket ?? ''),
+            ':dueAt': N(due.dueAt ?? now),
+            ':earliest': S(iso(now + EARLY_START_TOLERANCE_MS)),
+            ':zero': N(0),
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -204,7 +240,12 @@ export class DynamoJobStore implements JobStore {
       return { kind: 'claimed', job };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        return error.Item ? classifyRefusedClaim(fromItem(error.Item), now) : { kind: 'missing' };
+        if (!error.Item) return { kind: 'missing' };
+        const current = fromItem(error.Item);
+        // Our own claim, applied on an earlier try whose response was lost (the SDK retried
+        // it): owners are unique per claim call, so this lease is ours.
+        if (current.state === 'running' && current.leaseOwner === owner) return { kind: 'claimed', job: current };
+        return classifyRefusedClaim(current, now);
       }
       return translateAwsError(error, 'DynamoDB UpdateItem (claim)');
     }
@@ -238,10 +279,17 @@ export class DynamoJobStore implements JobStore {
             ':running': S('running'),
             ...(state ? { ':to': S(state), ':gsi2pk': S(keys.byTypeState(job.type, state, job.id)) } : {}),
           },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new LeaseLostError(job.id, job.leaseToken);
+      if (error instanceof ConditionalCheckFailedException) {
+        // A retry of our own write whose first try was applied (response lost): only our token
+        // can have moved the job to this state, so the write is done.
+        const current = error.Item ? fromItem(error.Item) : undefined;
+        if (state && current && current.leaseToken === job.leaseToken && current.state === state) return;
+        throw new LeaseLostError(job.id, job.leaseToken);
+      }
       translateAwsError(error, `DynamoDB UpdateItem (${operation})`);
     }
   }
@@ -271,7 +319,13 @@ export class DynamoJobStore implements JobStore {
       update += ', #result = :result';
       values[':result'] = S(JSON.stringify(result));
     }
-    await this.fenced(job, 'succeed', `${update} REMOVE leaseOwner, leaseExpiresAt`, values, 'succeeded');
+    await this.fenced(
+      job,
+      'succeed',
+      `${update} REMOVE leaseOwner, leaseExpiresAt, dueBucket, dueAt`,
+      values,
+      'succeeded',
+    );
   }
 
   async retry({
@@ -288,8 +342,14 @@ export class DynamoJobStore implements JobStore {
     await this.fenced(
       job,
       'retry',
-      'SET #state = :to, runAt = :runAt, updatedAt = :now, errors = :errors, gsi2pk = :gsi2pk REMOVE leaseOwner, leaseExpiresAt',
-      { ':runAt': S(iso(runAt)), ':now': S(iso(now)), ':errors': S(JSON.stringify(errors)) },
+      'SET #state = :to, runAt = :runAt, updatedAt = :now, errors = :errors, gsi2pk = :gsi2pk, ' +
+        'dueBucket = :dueBucket, dueAt = :dueAt REMOVE leaseOwner, leaseExpiresAt',
+      {
+        ':runAt': S(iso(runAt)),
+        ':now': S(iso(now)),
+        ':errors': S(JSON.stringify(errors)),
+        ...dueValues(job.id, 'retrying', runAt),
+      },
       'retrying',
     );
   }
@@ -309,9 +369,38 @@ export class DynamoJobStore implements JobStore {
       job,
       'fail',
       'SET #state = :to, finishedAt = :now, updatedAt = :now, errors = :errors, expiresAt = :ttl, gsi2pk = :gsi2pk ' +
-        'REMOVE leaseOwner, leaseExpiresAt',
+        'REMOVE leaseOwner, leaseExpiresAt, dueBucket, dueAt',
       { ':now': S(iso(now)), ':errors': S(JSON.stringify(errors)), ':ttl': N(expiresAt) },
       'failed',
     );
+  }
+
+  async expire({ job, now, expiresAt }: { job: Job; now: number; expiresAt: number }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: this.key(job.id),
+          UpdateExpression:
+            'SET #state = :expired, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk ' +
+            'REMOVE dueBucket, dueAt',
+          ConditionExpression: '#state IN (:scheduled, :queued) AND attempts = :zero AND dispatchBy < :now',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':expired': S('expired'),
+            ':scheduled': S('scheduled'),
+            ':queued': S('queued'),
+            ':zero': N(0),
+            ':now': S(iso(now)),
+            ':ttl': N(expiresAt),
+            ':gsi2pk': S(keys.byTypeState(job.type, 'expired', job.id)),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      return translateAwsError(error, 'DynamoDB UpdateItem (expire)');
+    }
   }
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ValidationError } from '../errors';
 import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
 import { JOB_TYPE_PATTERN } from './job-type';
+import { scheduleFireAt } from './scheduling';
 
 /** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -37,6 +38,8 @@ export const enqueueRequestSchema = z
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     /** Overrides the job type's backoff for this job. */
     backoff: backoffSchema.optional(),
+    /** Dispatch deadline: a job not started by then ends `expired` without running (see core/scheduling.ts). */
+    dispatchBy: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
   })
   .strict();
 
@@ -82,7 +85,8 @@ export function planEnqueue(request: Pick<EnqueueRequest, 'delaySeconds' | 'runA
   if (delaySeconds <= SQS_MAX_DELAY_SECONDS) {
     return { runAt, state: 'queued', dispatch: { kind: 'sqs-delay', delaySeconds } };
   }
-  return { runAt, state: 'scheduled', dispatch: { kind: 'schedule', fireAt: runAt } };
+  // Scheduler fires with about a minute of precision: fire early, the worker waits out the rest.
+  return { runAt, state: 'scheduled', dispatch: { kind: 'schedule', fireAt: scheduleFireAt(runAt) } };
 }
 
 /** UTF-8 size of a value's JSON text. */

@@ -13,9 +13,9 @@ export const MAX_TIMEOUT_MS = 840_000;
  * schema, and its run options. Keep it in a module that does not import handler code so the
  * API bundle stays small.
  */
-export interface JobTypeSpec<Schema extends z.ZodType = z.ZodType> {
+export interface JobTypeSpec<Schema extends z.ZodType = z.ZodType, Type extends string = string> {
   /** Name used in `POST /jobs` `type`. Lower-case letters, digits and `-`, 1–40 chars. */
-  readonly type: string;
+  readonly type: Type;
   /** Validates the payload at enqueue time and again before the handler runs. */
   readonly payload: Schema;
   /**
@@ -25,15 +25,22 @@ export interface JobTypeSpec<Schema extends z.ZodType = z.ZodType> {
   readonly timeoutMs: number;
   /** Retry policy; each field may be overridden per enqueue where noted. */
   readonly retry: RetryPolicy;
+  /**
+   * Safe fields to log about a job (payloads are never logged): the API and the worker add
+   * them, under `details`, to their lines about the job. Keep it small and free of secrets.
+   */
+  describe?(payload: z.output<Schema>): Record<string, unknown>;
 }
 
-export interface JobTypeOptions<Schema extends z.ZodType> {
-  type: string;
+export interface JobTypeOptions<Schema extends z.ZodType, Type extends string = string> {
+  type: Type;
   payload: Schema;
   /** @default 30_000 */
   timeoutMs?: number;
   /** @default { maxAttempts: 3, backoff: { kind: 'exponential', baseMs: 1000, factor: 2, maxMs: 3_600_000 } } */
   retry?: z.input<typeof retryPolicySchema>;
+  /** Log-safe fields of a payload, e.g. `(p) => ({ to: p.to.replace(/.*@/, '…@') })`. @default none */
+  describe?: (payload: z.output<Schema>) => Record<string, unknown>;
 }
 
 /**
@@ -48,7 +55,9 @@ export interface JobTypeOptions<Schema extends z.ZodType> {
  *   retry: { maxAttempts: 5 },
  * });
  */
-export function defineJobType<Schema extends z.ZodType>(options: JobTypeOptions<Schema>): JobTypeSpec<Schema> {
+export function defineJobType<Schema extends z.ZodType, const Type extends string = string>(
+  options: JobTypeOptions<Schema, Type>,
+): JobTypeSpec<Schema, Type> {
   if (!JOB_TYPE_PATTERN.test(options.type)) {
     throw new ConfigError(
       `job type "${options.type}" must match ${JOB_TYPE_PATTERN} (lower-case letters, digits and -, up to 40 chars)`,
@@ -62,5 +71,9 @@ export function defineJobType<Schema extends z.ZodType>(options: JobTypeOptions<
   if (!parsed.success) {
     throw new ConfigError(`job type "${options.type}": invalid retry policy: ${parsed.error.message}`);
   }
-  return Object.freeze({ type: options.type, payload: options.payload, timeoutMs, retry: parsed.data });
+  if (options.describe !== undefined && typeof options.describe !== 'function') {
+    throw new ConfigError(`job type "${options.type}": describe must be a function`);
+  }
+  const describe = options.describe ? { describe: options.describe } : {};
+  return Object.freeze({ type: options.type, payload: options.payload, timeoutMs, retry: parsed.data, ...describe });
 }

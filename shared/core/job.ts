@@ -46,6 +46,8 @@ export interface Job {
   /** Fencing token: grows by one at every claim; every later write is conditioned on it. */
   leaseToken: number;
   leaseOwner?: string;
+  /** SQS message id of the delivery that holds the lease: tells its redelivery from a duplicate. */
+  leaseMessage?: string;
   /** Epoch ms. */
   leaseExpiresAt?: number;
   lastError?: AttemptError;
@@ -56,6 +58,14 @@ export interface Job {
   progress?: JobProgress;
   /** Epoch seconds after which DynamoDB TTL may delete the finished job. */
   expiresAt?: number;
+  /** Manual retries (`POST /jobs/{id}/retry`): each starts a new series of attempts. */
+  retries?: number;
+  /** ISO 8601 dispatch deadline: a job not started by then ends `expired` without running. */
+  dispatchBy?: string;
+  /** Name of the recurring schedule whose fire created this job run. */
+  schedule?: string;
+  /** Id of the run this one waits for (a schedule's `queue-one` overlap policy). */
+  after?: string;
 }
 
 /** The job as the API returns it: no lease internals. */
@@ -75,6 +85,12 @@ export interface JobView {
   errors: AttemptError[];
   progress: JobProgress | null;
   result: unknown;
+  /** Manual retries so far; `attempts` counts the current series only. */
+  retries: number;
+  /** Only when set: the dispatch deadline. */
+  dispatchBy?: string;
+  /** Only for schedule runs: the schedule that created the run. */
+  schedule?: string;
 }
 
 export function toView(job: Job): JobView {
@@ -94,6 +110,9 @@ export function toView(job: Job): JobView {
     errors: job.errors,
     progress: job.progress ?? null,
     result: job.result ?? null,
+    retries: job.retries ?? 0,
+    ...(job.dispatchBy !== undefined ? { dispatchBy: job.dispatchBy } : {}),
+    ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
   };
 }
 
@@ -139,6 +158,8 @@ export interface JobMessage {
   v: 1;
   id: string;
   type: string;
+  /** A run that must finish before this job may start (a schedule's `queue-one` policy). */
+  after?: string;
 }
 
 /** Canonical JSON: object keys sorted, so equal values give equal text. */

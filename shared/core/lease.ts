@@ -1,5 +1,6 @@
 import type { Job } from './job';
 import type { ClaimResult } from './ports';
+import { earlyByMs, isPastDispatchBy } from './scheduling';
 import { isTerminal } from './states';
 
 /**
@@ -24,6 +25,8 @@ export function heartbeatVisibilitySeconds(leaseMs: number): number {
  */
 export function classifyRefusedClaim(job: Job, now: number): ClaimResult {
   if (isTerminal(job.state)) return { kind: 'finished', job };
+  if (isPastDispatchBy(job, now)) return { kind: 'past-deadline', job };
+  if (earlyByMs(job, now) > 0) return { kind: 'early', job };
   const leaseLive = job.state === 'running' && (job.leaseExpiresAt ?? 0) >= now;
   if (leaseLive) return { kind: 'busy', job };
   if (job.attempts >= job.maxAttempts) return { kind: 'exhausted', job };

@@ -12,7 +12,11 @@ export type ClaimResult =
   /** The last allowed attempt's lease expired without a result. */
   | { kind: 'exhausted'; job: Job }
   /** No such job (e.g. deleted by TTL): nothing to do. */
-  | { kind: 'missing' };
+  | { kind: 'missing' }
+  /** A `scheduled` job whose runAt is still ahead (its schedule fires early): start it later. */
+  | { kind: 'early'; job: Job }
+  /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
+  | { kind: 'past-deadline'; job: Job };
 
 /** Persistence of jobs and their leases. Every write after a claim is fenced by `token`. */
 export interface JobStore {
@@ -21,8 +25,22 @@ export interface JobStore {
   get(id: string): Promise<Job | undefined>;
   /** Removes a job that was written but could not be dispatched; only if no attempt started. */
   deleteUndispatched(id: string, payloadHash: string): Promise<boolean>;
-  /** Starts an attempt: state → running, attempts + 1, token + 1, lease until `now + leaseMs`. */
-  claim(input: { id: string; type: string; owner: string; now: number; leaseMs: number }): Promise<ClaimResult>;
+  /**
+   * Starts an attempt: state → running, attempts + 1, token + 1, lease until `now + leaseMs`.
+   * Refuses a `scheduled` job that is not due yet (`early`) and a never-started job past its
+   * `dispatchBy` (`past-deadline`). `attemptTimeoutMs` (the job type's timeout) tells the due
+   * index when a running attempt is overdue.
+   */
+  claim(input: {
+    id: string;
+    type: string;
+    owner: string;
+    now: number;
+    leaseMs: number;
+    attemptTimeoutMs?: number;
+    /** The SQS message carrying this delivery, kept on the lease. */
+    messageId?: string;
+  }): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the token is no longer ours. */
   heartbeat(input: { job: Job; now: number; leaseMs: number }): Promise<void>;
   /** Records progress of the running attempt; throws LeaseLostError when the token is no longer ours. */
@@ -31,6 +49,11 @@ export interface JobStore {
   retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[] }): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
   fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number }): Promise<void>;
+  /**
+   * Ends a job that never started and whose `dispatchBy` passed: state → `expired`, no attempt.
+   * Returns false when the job changed first (started, cancelled, expired already).
+   */
+  expire?(input: { job: Job; now: number; expiresAt: number }): Promise<boolean>;
 }
 
 /** Sends job messages to a ready queue and adjusts the visibility of received ones. */

@@ -3,11 +3,21 @@
  * expressions enforce the same table, so an illegal change is refused by the database,
  * not only by this code.
  */
-export const JOB_STATES = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
+export const JOB_STATES = [
+  'scheduled',
+  'queued',
+  'running',
+  'retrying',
+  'succeeded',
+  'failed',
+  'cancelled',
+  /** Not started before its `dispatchBy` deadline; never ran. */
+  'expired',
+] as const;
 
 export type JobState = (typeof JOB_STATES)[number];
 
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'expired'];
 
 /** States from which a worker may claim the job (start an attempt). */
 export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'retrying'];
@@ -16,15 +26,17 @@ export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 're
  * Every allowed transition. `running → running` is a takeover of an expired lease.
  * A `scheduled` job goes through `queued` when its schedule hands it to SQS; a worker that
  * receives it first claims it directly (the two steps in one conditional write).
+ * A job that was never started moves to `expired` when a worker finds its `dispatchBy` passed.
  */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  scheduled: ['queued', 'running', 'cancelled'],
-  queued: ['running', 'cancelled'],
+  scheduled: ['queued', 'running', 'cancelled', 'expired'],
+  queued: ['running', 'cancelled', 'expired'],
   running: ['succeeded', 'retrying', 'failed', 'cancelled', 'running'],
   retrying: ['running', 'failed', 'cancelled'],
   succeeded: [],
   failed: [],
   cancelled: [],
+  expired: [],
 };
 
 export function isTerminal(state: JobState): boolean {

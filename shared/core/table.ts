@@ -12,6 +12,9 @@
  *   1/SHARD_COUNT of a type's writes, so a busy type does not throttle one partition.
  *   Readers query every shard and merge by `createdAt`.
  * - `expiresAt` (epoch seconds) is the TTL attribute, set when a job finishes.
+ * - GSI `byDue` (sparse): `dueBucket` = `due#<yyyymmddhhmm>#<shard>`, `dueAt` (epoch ms). Only
+ *   unfinished jobs and enabled recurring schedules carry it; the supervisor queries the minute
+ *   buckets from its checkpoint to now to find lost work without scanning (see core/due.ts).
  */
 
 /** Number of write shards per GSI key. Changing it needs a backfill of the GSI keys. */
@@ -38,10 +41,12 @@ const SUMMARY = ['id', 'type', 'state', 'createdAt', 'runAt', 'attempts', 'finis
 
 export const JOB_TABLE: TableDefinition = {
   partitionKey: 'pk',
-  attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', gsi2sk: 'S' },
+  attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', gsi2sk: 'S', dueBucket: 'S', dueAt: 'N' },
   indexes: [
     { name: 'byType', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: SUMMARY },
     { name: 'byTypeState', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: SUMMARY },
+    // Sparse: only unfinished jobs and enabled schedules carry dueBucket (see core/due.ts).
+    { name: 'byDue', partitionKey: 'dueBucket', sortKey: 'dueAt', include: ['id', 'type', 'state'] },
   ],
   ttlAttribute: 'expiresAt',
 };
@@ -64,5 +69,8 @@ export const keys = {
   job: (id: string) => `job#${id}`,
   byType: (type: string, id: string) => `${type}#${shardOf(id)}`,
   byTypeState: (type: string, state: string, id: string) => `${type}#${state}#${shardOf(id)}`,
+  /** The `byType` / `byTypeState` partition of one shard, for readers that query every shard. */
+  byTypeShard: (type: string, shard: number) => `${type}#${shard}`,
+  byTypeStateShard: (type: string, state: string, shard: number) => `${type}#${state}#${shard}`,
   created: (createdAt: string, id: string) => `${createdAt}#${id}`,
 };

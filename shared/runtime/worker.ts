@@ -4,14 +4,19 @@ import { z } from 'zod';
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
-import { jsonBytes, MAX_RESULT_BYTES } from '../core/enqueue';
+import { describeJob } from '../core/describe';
+import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/enqueue';
+import { isFireMessage } from '../core/fire-message';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
 import { DEFAULT_LEASE_MS, heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
+import type { ScheduleStore } from '../schedules/ports';
 import { persist, progressReporter } from './attempt-support';
+import { resolveFire } from './fire';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
+import { expireJob, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
@@ -29,9 +34,16 @@ export interface WorkerDeps {
   /** @default 30_000 */
   leaseMs?: number;
   logger?: Logger;
+  /** Recurring schedules, for fire messages (see ./fire.ts). Without it a fire returns to the queue. */
+  schedules?: ScheduleStore;
 }
 
-const messageSchema = z.object({ v: z.literal(1), id: z.string().min(1), type: z.string().min(1) });
+const messageSchema = z.object({
+  v: z.literal(1),
+  id: z.string().min(1),
+  type: z.string().min(1),
+  after: z.string().min(1).optional(),
+});
 
 /** Why a handler's result cannot be stored, or undefined when it can. */
 function resultProblem(result: unknown): string | undefined {
@@ -113,13 +125,24 @@ export function createWorker(
     };
     const progress = progressReporter({ job, store: deps.store, clock, log, onLeaseLost: loseLease });
     const timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
+    // The lease is ours until `leaseValidUntil` (from the start of the last heartbeat that
+    // succeeded). If heartbeats keep failing, stop the handler before that time runs out, so
+    // another worker's takeover can never overlap with this attempt.
+    const interval = heartbeatIntervalMs(leaseMs);
+    let leaseValidUntil = (job.leaseExpiresAt ?? clock.now() + leaseMs) as number;
+    let beat: Promise<void> = Promise.resolve();
     const heartbeat = setInterval(() => {
       const now = clock.now();
-      deps.store
+      if (now + interval >= leaseValidUntil) {
+        loseLease(new LeaseLostError(job.id, job.leaseToken));
+        return;
+      }
+      beat = deps.store
         .heartbeat({ job, now, leaseMs })
-        .then(() =>
-          deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs)),
-        )
+        .then(() => {
+          leaseValidUntil = now + leaseMs;
+          return deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs));
+        })
         .catch((error: unknown) => {
           if (error instanceof LeaseLostError) {
             loseLease(error);
@@ -127,7 +150,7 @@ export function createWorker(
             log.warn('heartbeat failed; will try again', errorFields(error));
           }
         });
-    }, heartbeatIntervalMs(leaseMs));
+    }, interval);
 
     const aborted = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
@@ -153,8 +176,13 @@ export function createWorker(
       progress.stop();
     }
     aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
+    // A heartbeat still in flight must not change the message after we decide (bounded: a hung
+    // call must not hang the invocation).
+    await Promise.race([beat, new Promise((resolve) => setTimeout(resolve, interval).unref())]);
 
-    if (leaseLost) return 'done'; // another worker owns the job now; its message carries on
+    // The lease is gone (taken over, cancelled, or not confirmable): record nothing, and keep the
+    // message: when it comes back, the claim sees whatever the job has become since.
+    if (leaseLost) return 'retry';
     if (outcome.ok) {
       const problem = resultProblem(outcome.result);
       if (problem) outcome = { ok: false, error: new PermanentError(problem) };
@@ -197,13 +225,21 @@ export function createWorker(
       );
       return 'done';
     }
-    await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000).catch((error: unknown) => {
-      log.warn(
-        'could not set retry delay on the message; it returns after the queue visibility timeout',
-        errorFields(error),
+    try {
+      await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000);
+      return 'retry';
+    } catch (error) {
+      // Our message may be gone (a duplicate delivery of it was deleted) or the call failed:
+      // send a fresh one carrying the delay, so the retry cannot be lost. A spare copy is harmless.
+      log.warn('could not set the retry delay on the message; sending a new one', errorFields(error));
+      const message = { v: 1 as const, id: job.id, type: job.type };
+      await persist(
+        () => deps.queue.send(route.queueUrl, message, Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delay / 1000))),
+        log,
+        'sending the retry message',
       );
-    });
-    return 'retry';
+      return 'done';
+    }
   }
 
   async function handleRecord(record: SQSRecord): Promise<Outcome> {
@@ -213,6 +249,20 @@ export function createWorker(
       body = JSON.parse(record.body);
     } catch {
       body = undefined;
+    }
+    if (isFireMessage(body)) {
+      const { store: jobs, schedules } = deps;
+      const fired = await resolveFire({
+        body,
+        record,
+        type: def.spec.type,
+        jobs,
+        schedules,
+        now: clock.now(),
+        log: baseLog,
+      });
+      if (fired.kind === 'settled') return fired.outcome;
+      body = fired.message;
     }
     const message = messageSchema.safeParse(body);
     if (!message.success || message.data.type !== def.spec.type) {
@@ -226,7 +276,18 @@ export function createWorker(
     const { id } = message.data;
     const log = baseLog.child({ jobId: id, messageId: record.messageId });
     try {
-      const claim = await deps.store.claim({ id, type: def.spec.type, owner, now: clock.now(), leaseMs });
+      const waitFor = { store: deps.store, queue: deps.queue, queueUrl: route.queueUrl, record, log };
+      if (message.data.after && (await mustWaitFor({ after: message.data.after, ...waitFor }))) return 'retry';
+      const claim = await deps.store.claim({
+        id,
+        type: def.spec.type,
+        // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease.
+        owner: `${owner}:${randomUUID().slice(0, 8)}`,
+        now: clock.now(),
+        leaseMs,
+        attemptTimeoutMs: def.spec.timeoutMs,
+        messageId: record.messageId,
+      });
       switch (claim.kind) {
         case 'missing':
           log.warn('no job for this message (expired or never written); discarding it');
@@ -235,8 +296,16 @@ export function createWorker(
           log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
           return 'done';
         case 'busy':
-          log.info('duplicate delivery of a job running under a live lease; discarding it');
+          // Deleted, not bounced: a long job's duplicates would otherwise walk into the DLQ. If
+          // this was the attempt's own message, the attempt re-sends one when it needs a retry.
+          log.info('duplicate delivery of a job running under a live lease; discarding it', {
+            sameMessage: claim.job.leaseMessage === record.messageId,
+          });
           return 'done';
+        case 'early':
+          return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
+        case 'past-deadline':
+          return await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
         case 'exhausted': {
           const job = claim.job;
           const err = new Error('the last attempt stopped without recording a result (lease expired)');
@@ -249,7 +318,11 @@ export function createWorker(
         }
         case 'claimed': {
           const attemptLog = log.child({ attempt: claim.job.attempts });
-          attemptLog.info('attempt started', { token: claim.job.leaseToken });
+          attemptLog.info('attempt started', {
+            token: claim.job.leaseToken,
+            ...describeJob(def.spec, claim.job.payload),
+          });
+          await holdUntilRunAt(claim.job, clock.now()); // a far-future job claimed < 1 s early
           return await runAttempt(claim.job, record, attemptLog);
         }
       }

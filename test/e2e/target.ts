@@ -2,24 +2,31 @@ import { readFileSync } from 'node:fs';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ListSchedulesCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { inject } from 'vitest';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { sleep } from '../../functions/jobs/sleep';
-import { ManualClock } from '../../shared/core/clock';
 import { createLogger } from '../../shared/logger';
 import { startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { ShiftedClock } from '../support/scheduling-clock';
 
 /** What the e2e suite talks to: the same tests run against local AWS or a deployed stack. */
 export interface E2ETarget {
   kind: 'local' | 'deployed';
-  /** Sends a request to the API (signed with SigV4 when deployed). */
+  /**
+   * Sends a request to the API (signed with SigV4 when deployed). A string or `Uint8Array` body
+   * is sent as is (raw bytes, e.g. invalid UTF-8); anything else as JSON.
+   */
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** Sends a raw message body straight to a job type's dead-letter queue (with the SDK). */
+  sendToDlq(type: string, body: string): Promise<void>;
+  /** Approximate message counts of a job type's ready queue. */
+  queueDepth(type: string): Promise<{ visible: number; inFlight: number; delayed: number }>;
   /** Counts of what the platform has written: table items, messages, schedules. */
   footprint(): Promise<{ items: number; messages: number; schedules: number }>;
   /** Names of the one-time job schedules that exist now. */
@@ -35,6 +42,15 @@ interface StackResources {
   tableName: string;
   scheduleGroup: string;
   queueUrls: string[];
+  /** Ready-queue and DLQ URLs per job type, keyed by the type without hyphens (as stack output ids spell it). */
+  readyUrls: Record<string, string>;
+  dlqUrls: Record<string, string>;
+}
+
+/** A request body as fetch sends it: strings and bytes as they are, anything else as JSON. */
+function bodyText(body: unknown): string | Uint8Array | undefined {
+  if (body === undefined) return undefined;
+  return typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
 }
 
 async function footprintOf(
@@ -64,20 +80,52 @@ async function footprintOf(
   return { items: scan.Count ?? 0, messages, schedules: schedules.Schedules?.length ?? 0 };
 }
 
+async function queueDepth(resources: StackResources, sqs: SQSClient, type: string) {
+  const queueUrl = resources.readyUrls[type.replace(/-/g, '')];
+  if (!queueUrl) throw new Error(`no ready queue for job type ${type}`);
+  const out = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesNotVisible',
+        'ApproximateNumberOfMessagesDelayed',
+      ],
+    }),
+  );
+  const a = out.Attributes ?? {};
+  return {
+    visible: Number(a.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+    delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+  };
+}
+
+async function sendToDlq(resources: StackResources, sqs: SQSClient, type: string, body: string): Promise<void> {
+  const queueUrl = resources.dlqUrls[type.replace(/-/g, '')];
+  if (!queueUrl) throw new Error(`no DLQ for job type ${type}`);
+  await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+}
+
 async function scheduleNamesOf(resources: StackResources, scheduler: SchedulerClient): Promise<string[]> {
   const out = await scheduler.send(new ListSchedulesCommand({ GroupName: resources.scheduleGroup }));
   return (out.Schedules ?? []).map((s) => s.Name ?? '');
 }
 
-/** Local target: fresh local AWS and platform for this test file, with a manual Scheduler clock. */
+/**
+ * Local target: fresh local AWS and platform for this test file. Scheduler, API and workers share
+ * one clock that runs in real time and jumps when a test advances it: a far-future job's schedule
+ * fires a minute before runAt, and the worker must agree that runAt has come.
+ */
 async function localTarget(): Promise<E2ETarget> {
-  const schedulerClock = new ManualClock(Date.now());
+  const schedulerClock = new ShiftedClock();
   const aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint'), clock: schedulerClock });
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('e2e'),
     jobs: [echo, flaky, sleep],
     logger: createLogger({ level: 'silent' }),
+    clock: schedulerClock,
   });
   const resources: StackResources = {
     url: platform.url,
@@ -85,6 +133,12 @@ async function localTarget(): Promise<E2ETarget> {
     tableName: platform.config.tableName,
     scheduleGroup: platform.config.scheduleGroup,
     queueUrls: Object.values(platform.deployment.queues).map((q) => q.url),
+    readyUrls: Object.fromEntries(
+      Object.entries(platform.deployment.queues).map(([type, q]) => [type.replace(/-/g, ''), q.url]),
+    ),
+    dlqUrls: Object.fromEntries(
+      Object.entries(platform.deployment.queues).map(([type, q]) => [type.replace(/-/g, ''), q.dlqUrl]),
+    ),
   };
   return {
     kind: 'local',
@@ -92,12 +146,14 @@ async function localTarget(): Promise<E2ETarget> {
       fetch(`${platform.url}${path}`, {
         method,
         headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-        ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body: bodyText(body) }),
       }),
+    sendToDlq: (type, body) => sendToDlq(resources, platform.clients.sqs, type, body),
+    queueDepth: (type) => queueDepth(resources, platform.clients.sqs, type),
     footprint: () => footprintOf(resources, platform.clients),
     scheduleNames: () => scheduleNamesOf(resources, platform.clients.scheduler),
     advanceSchedulerClock: async (ms) => {
-      schedulerClock.set(Date.now() + ms);
+      schedulerClock.jumpTo(Date.now() + ms);
       await aws.scheduler.fireDue();
     },
     async stop() {
@@ -128,14 +184,21 @@ async function deployedTarget(outputsPath: string): Promise<E2ETarget> {
     queueUrls: Object.entries(stack)
       .filter(([key]) => /^Queue.*Url$/.test(key))
       .map(([, value]) => value),
+    // Output ids are `Queue<PascalType>Url` and `Dlq<PascalType>Url`: lower-cased, the type without hyphens.
+    readyUrls: {},
+    dlqUrls: {},
   };
+  for (const [key, value] of Object.entries(stack)) {
+    if (/^Queue.*Url$/.test(key)) resources.readyUrls[key.slice(5, -3).toLowerCase()] = value;
+    if (/^Dlq.*Url$/.test(key)) resources.dlqUrls[key.slice(3, -3).toLowerCase()] = value;
+  }
   const clients = { dynamo: new DynamoDBClient({}), sqs: new SQSClient({}), scheduler: new SchedulerClient({}) };
   const signer = new SignatureV4({ service: 'lambda', region, credentials: defaultProvider(), sha256: Sha256 });
   return {
     kind: 'deployed',
     async request(method, path, body, headers = {}) {
       const url = new URL(`${resources.url}${path}`);
-      const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+      const text = bodyText(body);
       const signed = await signer.sign({
         method,
         protocol: url.protocol,
@@ -153,6 +216,8 @@ async function deployedTarget(outputsPath: string): Promise<E2ETarget> {
     },
     footprint: () => footprintOf(resources, clients),
     scheduleNames: () => scheduleNamesOf(resources, clients.scheduler),
+    sendToDlq: (type, body) => sendToDlq(resources, clients.sqs, type, body),
+    queueDepth: (type) => queueDepth(resources, clients.sqs, type),
     async stop() {
       clients.dynamo.destroy();
       clients.sqs.destroy();

@@ -34,7 +34,8 @@ describe('infra/app.ts', () => {
       Resources: Record<string, { Type: string }>;
     };
     const types = Object.values(template.Resources).map((r) => r.Type);
-    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(4);
+    // The API, the supervisor and one worker for each of the three example types.
+    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(5);
     const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
       pluginReports: unknown[];
     };

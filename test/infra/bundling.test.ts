@@ -40,7 +40,7 @@ describe('bundling with local esbuild', () => {
   });
 
   it('produces one ESM bundle with a source map per function', () => {
-    expect(bundles).toHaveLength(4);
+    expect(bundles).toHaveLength(5); // the API, the supervisor and three workers
     for (const { id, dir } of bundles) {
       expect(existsSync(join(dir, 'index.mjs')), id).toBe(true);
       expect(existsSync(join(dir, 'index.mjs.map')), id).toBe(true);

@@ -10,12 +10,18 @@ const apiId = logicalId(platform.api.handler);
 const workers = [echoJob, flakyJob, sleepJob].map((spec) => {
   const group = platform.jobTypes.get(spec.type);
   if (!group) throw new Error(`no job type ${spec.type}`);
-  return { spec, group, id: logicalId(group.worker.handler), queueId: logicalId(group.queues.queue) };
+  return {
+    spec,
+    group,
+    id: logicalId(group.worker.handler),
+    queueId: logicalId(group.queues.queue),
+    dlqId: logicalId(group.queues.deadLetterQueue),
+  };
 });
 
 describe('Lambda functions', () => {
-  it('are exactly the API and one worker per type', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 1 + workers.length);
+  it('are exactly the API, the supervisor and one worker per type', () => {
+    template.resourceCountIs('AWS::Lambda::Function', 2 + workers.length);
   });
 
   it('run Node.js 24 on arm64 with active X-Ray tracing, source maps and explicit memory', () => {
@@ -31,7 +37,7 @@ describe('Lambda functions', () => {
   });
 
   it('log to their own log group, kept one month, with a role that may write only there', () => {
-    template.resourceCountIs('AWS::Logs::LogGroup', 1 + workers.length);
+    template.resourceCountIs('AWS::Logs::LogGroup', 2 + workers.length);
     for (const [id, fn] of Object.entries(resources(template, 'AWS::Lambda::Function'))) {
       const logGroupId = prop<{ LogGroup: { Ref: string } }>(fn, 'LoggingConfig').LogGroup.Ref;
       expect(resource(template, logGroupId).Properties?.RetentionInDays, id).toBe(30);
@@ -55,6 +61,8 @@ describe('Lambda functions', () => {
       expect(routes[worker.spec.type]).toEqual({
         queueUrl: `\${Ref:${worker.queueId}}`,
         queueArn: `\${${worker.queueId}.Arn}`,
+        dlqUrl: `\${Ref:${worker.dlqId}}`,
+        dlqArn: `\${${worker.dlqId}.Arn}`,
       });
     }
   });

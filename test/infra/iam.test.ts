@@ -98,12 +98,31 @@ describe('IAM least privilege', () => {
     }
   });
 
-  it('lets the API create, get and delete schedules of its group only, and pass only the Scheduler role', () => {
+  it('lets the API peek at and redrive every DLQ (receive, delete, move tasks), and no other queue', () => {
+    const dlqActions = [
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ListMessageMoveTasks',
+      'sqs:ReceiveMessage',
+      'sqs:StartMessageMoveTask',
+    ];
+    const sqs = allowedActions(apiStatements).filter((a) => a.action.startsWith('sqs:'));
+    expect(sqs.map((a) => a.action).sort()).toEqual([...dlqActions, 'sqs:SendMessage'].sort());
+    for (const a of sqs.filter((s) => s.action !== 'sqs:SendMessage')) {
+      for (const t of types) {
+        expect(a.resources, a.action).toContain(arn(t.dlqId));
+        expect(a.resources, a.action).not.toContain(t.readyId);
+      }
+    }
+  });
+
+  it('lets the API create, get, update and delete schedules of its group only, and pass only the Scheduler role', () => {
     const scheduler = allowedActions(apiStatements).filter((a) => a.action.startsWith('scheduler:'));
     expect(scheduler.map((a) => a.action).sort()).toEqual([
       'scheduler:CreateSchedule',
       'scheduler:DeleteSchedule',
       'scheduler:GetSchedule',
+      'scheduler:UpdateSchedule', // recurring schedules: pause, resume, change
     ]);
     for (const a of scheduler) expect(a.resources).toBe(scheduleArns);
     expect(scheduleArns).toContain(':schedule/Orrery-jobs/*');

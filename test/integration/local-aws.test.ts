@@ -144,7 +144,12 @@ describe('deployLocal', () => {
       deadLetterTargetArn: q?.dlqArn,
       maxReceiveCount: MAX_RECEIVE_COUNT,
     });
-    expect(deployment.config.routes.echo).toEqual({ queueUrl: q?.url, queueArn: q?.arn });
+    expect(deployment.config.routes.echo).toEqual({
+      queueUrl: q?.url,
+      queueArn: q?.arn,
+      dlqUrl: q?.dlqUrl,
+      dlqArn: q?.dlqArn,
+    });
     expect(deployment.env.ORRERY_TABLE).toBe(deployment.config.tableName);
   });
 

@@ -136,16 +136,21 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
     const group = clients.scheduler
       .send(new CreateScheduleGroupCommand({ Name: scheduleGroup }))
       .catch(ignore('ConflictException'));
-    const queueList = await Promise.all(
-      options.jobTypes.map(
-        async (jobType) => [jobType.type, await createQueues(clients.sqs, options, jobType)] as const,
+    const [queueList] = await Promise.all([
+      Promise.all(
+        options.jobTypes.map(
+          async (jobType) => [jobType.type, await createQueues(clients.sqs, options, jobType)] as const,
+        ),
       ),
-    );
-    await Promise.all([table, group]);
+      table,
+      group,
+    ]);
     const queues = Object.fromEntries(queueList);
     const config: PlatformConfig = {
       tableName,
-      routes: Object.fromEntries(queueList.map(([type, q]) => [type, { queueUrl: q.url, queueArn: q.arn }])),
+      routes: Object.fromEntries(
+        queueList.map(([type, q]) => [type, { queueUrl: q.url, queueArn: q.arn, dlqUrl: q.dlqUrl, dlqArn: q.dlqArn }]),
+      ),
       scheduleGroup,
       schedulerRoleArn: `arn:aws:iam::${LOCAL_ACCOUNT_ID}:role/${options.prefix}-scheduler`,
       retentionDays: options.retentionDays ?? 30,

@@ -220,7 +220,7 @@ async function waitUntilReady(
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: 1,
-    requestHandler: { connectionTimeout: 500, requestTimeout: 2_000 },
+    requestHandler: { connectionTimeout: 500, requestTimeout: 2_000, throwOnRequestTimeout: true },
   });
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -232,7 +232,8 @@ async function waitUntilReady(
         throw new Error(`the JVM exited early (code ${child.exitCode}, signal ${child.signalCode})`);
       }
       try {
-        await client.send(new ListTablesCommand({ Limit: 1 }));
+        // Also abort on our own: a port held by something that never answers must not hang us.
+        await client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(2_000) });
         return;
       } catch (e) {
         lastError = e;

@@ -7,11 +7,13 @@ import { type LocalSqs, startLocalSqs } from './sqs';
 
 export { LOCAL_CREDENTIALS, type LocalAwsTarget, type LocalEndpoints, localClients } from './clients';
 export { createTableInput, deployLocal, destroyLocal, type LocalDeployment, type LocalQueues } from './deploy';
-export { processAlive, startDynamoDbLocal } from './dynamodb-local';
-export { type FunctionUrlHandler, startFunctionUrlServer } from './function-url';
-export { drain, runOnce, type SqsLambdaHandler, startQueueRunner } from './lambda-runner';
+export { type DynamoDbLocal, processAlive, startDynamoDbLocal } from './dynamodb-local';
+export { type FunctionUrlHandler, type FunctionUrlServer, startFunctionUrlServer } from './function-url';
+export { lambdaContext } from './lambda-context';
+export { drain, type QueueRunner, runOnce, type SqsLambdaHandler, startQueueRunner } from './lambda-runner';
 export { uniquePrefix } from './namespace';
-export { startLocalSqs } from './sqs';
+export { type LocalSqs, startLocalSqs } from './sqs';
+export { toSqsEvent } from './sqs-event';
 
 /** Options for {@link startLocalAws}. */
 export interface StartLocalAwsOptions {

@@ -1,8 +1,13 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type ApiHandler, createApiHandler } from '../../shared/api/handler';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
+import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
+import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
+import { EventBridgeRecurringTrigger } from '../../shared/aws/scheduler-recurring-trigger';
+import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { PlatformConfig } from '../../shared/config';
 import { type Clock, systemClock } from '../../shared/core/clock';
@@ -11,10 +16,13 @@ import type { JobStore } from '../../shared/core/ports';
 import { createLogger, type Logger } from '../../shared/logger';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker, type WorkerDeps } from '../../shared/runtime/worker';
+import type { ScheduleStore } from '../../shared/schedules/ports';
+import type { SupervisorReport } from '../../shared/supervisor/run';
 import { deployLocal, type LocalDeployment } from './deploy';
 import { startFunctionUrlServer } from './function-url';
 import type { LocalAws } from './index';
 import { startQueueRunner } from './lambda-runner';
+import { type LocalSupervisorOptions, startLocalSupervisor } from './supervisor-loop';
 
 export interface LocalPlatformOptions {
   aws: LocalAws;
@@ -47,8 +55,13 @@ export interface LocalPlatformOptions {
   /** Wraps the job store (to observe or fault-inject). */
   wrapStore?: (store: JobStore) => JobStore;
   /** Extra options passed to every worker. */
-  worker?: Partial<Pick<WorkerDeps, 'random' | 'owner'>>;
+  worker?: Partial<Pick<WorkerDeps, 'random' | 'owner' | 'clock'>>;
   logger?: Logger;
+  /**
+   * The supervisor (`runSupervisorOnce`, on the platform clock): `{ intervalMs: 5000 }` runs a
+   * pass every 5 s; `{}` only on `supervise()`. @default `{}` (no background passes)
+   */
+  supervisor?: LocalSupervisorOptions;
 }
 
 export interface LocalPlatform {
@@ -62,6 +75,10 @@ export interface LocalPlatform {
   api: ApiHandler;
   /** The SQS batch handler of each job type, as the Lambda would run it. */
   workers: Record<string, (event: SQSEvent) => Promise<SQSBatchResponse>>;
+  /** The recurring schedules' store (the API and the workers use the same). */
+  schedules: ScheduleStore;
+  /** Runs one supervisor pass at the platform clock's time. */
+  supervise(): Promise<SupervisorReport>;
   /** Stops the API server and the runners (the emulators belong to `aws`). */
   stop(): Promise<void>;
 }
@@ -103,8 +120,25 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const store = options.wrapStore ? options.wrapStore(baseStore) : baseStore;
   const queue = new SqsJobQueue(clients.sqs);
   const scheduler = new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
+  const schedules = new DynamoScheduleStore(clients.dynamo, config.tableName);
+  const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
-  const api = createApiHandler({ config, catalog, store, queue, scheduler, clock, logger });
+  const controlPlane = {
+    index: new DynamoJobIndex(clients.dynamo, config.tableName),
+    control: new DynamoJobControl(clients.dynamo, config.tableName),
+    deadLetters: new SqsDeadLetterQueues(clients.sqs),
+  };
+  const api = createApiHandler({
+    config,
+    catalog,
+    store,
+    queue,
+    scheduler,
+    clock,
+    logger,
+    controlPlane,
+    schedules: { store: schedules, trigger },
+  });
   const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
 
   const workers: LocalPlatform['workers'] = {};
@@ -117,6 +151,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       scheduler,
       clock,
       logger,
+      schedules,
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
       ...options.worker,
     });
@@ -139,6 +174,16 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     }
   }
 
+  const supervisor = startLocalSupervisor({
+    config,
+    clients,
+    jobs: store,
+    schedules,
+    clock,
+    logger,
+    ...(options.supervisor ? { settings: options.supervisor } : {}),
+  });
+
   return {
     url: server.url,
     config,
@@ -147,7 +192,10 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     store,
     api,
     workers,
+    schedules,
+    supervise: () => supervisor.supervise(),
     async stop() {
+      await supervisor.stop();
       await Promise.all(runners.map((runner) => runner.stop()));
       await server.stop();
       clients.dynamo.destroy();

@@ -11,6 +11,7 @@ import type { PlatformConfig } from '../../shared/config';
 import type { AttemptError, Job, JobMessage, JobProgress } from '../../shared/core/job';
 import { classifyRefusedClaim } from '../../shared/core/lease';
 import type { ClaimResult, JobQueue, JobScheduler, JobStore } from '../../shared/core/ports';
+import { earlyByMs, isPastDispatchBy } from '../../shared/core/scheduling';
 import { CLAIMABLE_STATES } from '../../shared/core/states';
 import { LeaseLostError } from '../../shared/errors';
 import type { LogSink } from '../../shared/logger';
@@ -40,7 +41,8 @@ type StoreMethod =
   | 'progress'
   | 'succeed'
   | 'retry'
-  | 'fail';
+  | 'fail'
+  | 'expire';
 
 export class FakeJobStore implements JobStore {
   private readonly jobs = new Map<string, Job>();
@@ -104,7 +106,11 @@ export class FakeJobStore implements JobStore {
     // A comparison with a missing attribute is false in a DynamoDB condition.
     const expired = old.state === 'running' && old.leaseExpiresAt !== undefined && old.leaseExpiresAt < input.now;
     const allowed =
-      old.type === input.type && old.attempts < old.maxAttempts && (CLAIMABLE_STATES.includes(old.state) || expired);
+      old.type === input.type &&
+      old.attempts < old.maxAttempts &&
+      (CLAIMABLE_STATES.includes(old.state) || expired) &&
+      earlyByMs(old, input.now) === 0 &&
+      !isPastDispatchBy(old, input.now);
     if (!allowed) return classifyRefusedClaim(read(old), input.now);
     const next: Job = {
       ...stored(old),
@@ -177,6 +183,21 @@ export class FakeJobStore implements JobStore {
       delete j.leaseOwner;
       delete j.leaseExpiresAt;
     });
+  }
+
+  /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
+  async expire(input: { job: Job; now: number; expiresAt: number }): Promise<boolean> {
+    this.enter('expire', input.job.id);
+    const current = this.jobs.get(input.job.id);
+    if (!current || !isPastDispatchBy(current, input.now)) return false;
+    this.jobs.set(current.id, {
+      ...stored(current),
+      state: 'expired',
+      finishedAt: iso(input.now),
+      updatedAt: iso(input.now),
+      expiresAt: input.expiresAt,
+    });
+    return true;
   }
 }
 

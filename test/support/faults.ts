@@ -73,6 +73,8 @@ export interface FaultProfile {
   ops?: (call: CallInfo) => boolean;
   /** Calls eligible for escaping faults. @default every call */
   escapeOps?: (call: CallInfo) => boolean;
+  /** Calls whose faults may hit after the request was applied; others fail before. @default every call */
+  afterOps?: (call: CallInfo) => boolean;
 }
 
 /** A scripted fault for deterministic tests. */
@@ -151,7 +153,7 @@ export class FaultInjector {
   readonly calls = new Map<string, number>();
   /** Random faults are injected only while enabled. @default true */
   enabled = true;
-  private profile: FaultProfile;
+  private readonly profile: FaultProfile;
   private readonly random: () => number;
   private readonly deadZones: DeadZones | undefined;
   private readonly scripted: (ScriptedFault & { left: number })[] = [];
@@ -166,18 +168,9 @@ export class FaultInjector {
     this.deadZones = options.deadZones;
   }
 
-  setProfile(profile: FaultProfile): void {
-    this.profile = profile;
-  }
-
   /** Adds a scripted fault; it is used before any random one. */
   script(fault: ScriptedFault): void {
     this.scripted.push({ ...fault, left: fault.times ?? 1 });
-  }
-
-  /** Scripted faults not used up yet. */
-  pendingScripts(): number {
-    return this.scripted.filter((s) => s.left > 0).length;
   }
 
   /** Counts of injected faults by `op/kind/phase` (and `escaping`). */
@@ -196,14 +189,16 @@ export class FaultInjector {
       add(mw: unknown, options: { step: string; priority?: string; name: string; override?: boolean }): void;
     };
     stack.add(
-      (next: Next, context: MiddlewareContext) => async (args: MiddlewareArgs) => this.attempt(service, next, context, args),
+      (next: Next, context: MiddlewareContext) => async (args: MiddlewareArgs) =>
+        this.attempt(service, next, context, args),
       { step: 'deserialize', priority: 'low', name: 'orreryFaultInjection', override: true },
     );
     if (service === 'sqs') {
       stack.add(
         (next: Next) => async (args: MiddlewareArgs) => {
           const out = await next(args);
-          const messages = (out.output as { Messages?: { ReceiptHandle?: string; Body?: string }[] } | undefined)?.Messages;
+          const messages = (out.output as { Messages?: { ReceiptHandle?: string; Body?: string }[] } | undefined)
+            ?.Messages;
           for (const m of messages ?? []) {
             const id = jobIdOfBody(m.Body);
             if (m.ReceiptHandle && id) this.receiptJobs.set(m.ReceiptHandle, id);
@@ -220,21 +215,28 @@ export class FaultInjector {
     const call = describeCall(service, context, args.input, this.receiptJobs);
     const attemptNo = attemptOf(args.request.headers);
     if (attemptNo === 1) this.calls.set(call.op, (this.calls.get(call.op) ?? 0) + 1);
-    const fault = this.decide(call, context as object, attemptNo);
+    const fault = this.decide(call, context as object);
     if (fault) {
       this.events.push({ op: call.op, jobId: call.jobId, ...fault, attempt: attemptNo, at: Date.now() });
       if (fault.phase === 'after') {
-        await next(args); // applied; the answer is lost below
+        const out = await next(args); // applied; the answer is lost below
+        await discardBody(out.response); // else its socket never returns to the client's pool
         if (this.deadZones?.isDead()) return this.deadZones.swallow();
       }
       return failure(service, fault.kind, fault.phase);
     }
     const out = await next(args);
-    if (this.deadZones?.isDead()) return this.deadZones.swallow();
+    if (this.deadZones?.isDead()) {
+      await discardBody(out.response);
+      return this.deadZones.swallow();
+    }
     return out;
   }
 
-  private decide(call: CallInfo, context: object, attemptNo: number): { kind: FaultKind; phase: FaultPhase; escaping: boolean } | undefined {
+  private decide(
+    call: CallInfo,
+    context: object,
+  ): { kind: FaultKind; phase: FaultPhase; escaping: boolean } | undefined {
     for (const s of this.scripted) {
       if (s.left > 0 && s.match(call)) {
         s.left -= 1;
@@ -249,15 +251,16 @@ export class FaultInjector {
         this.escaping.add(context);
       }
     }
-    if (this.escaping.has(context)) return { kind: this.pickKind(), phase: this.pickPhase(), escaping: true };
-    if (attemptNo > 0 && (p.rate ?? 0) > 0 && (p.ops?.(call) ?? true) && this.random() < (p.rate ?? 0)) {
-      return { kind: this.pickKind(), phase: this.pickPhase(), escaping: false };
+    if (this.escaping.has(context)) return { kind: this.pickKind(), phase: this.pickPhase(call), escaping: true };
+    if ((p.rate ?? 0) > 0 && (p.ops?.(call) ?? true) && this.random() < (p.rate ?? 0)) {
+      return { kind: this.pickKind(), phase: this.pickPhase(call), escaping: false };
     }
     return undefined;
   }
 
-  private pickPhase(): FaultPhase {
-    return this.random() < (this.profile.afterShare ?? 0.5) ? 'after' : 'before';
+  private pickPhase(call: CallInfo): FaultPhase {
+    const after = this.random() < (this.profile.afterShare ?? 0.5);
+    return after && (this.profile.afterOps?.(call) ?? true) ? 'after' : 'before';
   }
 
   private pickKind(): FaultKind {
@@ -269,6 +272,16 @@ export class FaultInjector {
       if (r < 0) return kind;
     }
     return 'throttle';
+  }
+}
+
+/** Reads and drops an HTTP response body (a Node stream), so the connection can be reused. */
+async function discardBody(response: unknown): Promise<void> {
+  const body = (response as { body?: unknown } | undefined)?.body;
+  if (body && typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function') {
+    for await (const _chunk of body as AsyncIterable<unknown>) {
+      // drop it
+    }
   }
 }
 
@@ -300,7 +313,9 @@ export function describeCall(
   let op = command;
   let jobId: string | undefined;
   if (service === 'dynamodb') {
-    const pk = (input.Key as { pk?: { S?: string } } | undefined)?.pk?.S ?? (input.Item as { pk?: { S?: string } } | undefined)?.pk?.S;
+    const pk =
+      (input.Key as { pk?: { S?: string } } | undefined)?.pk?.S ??
+      (input.Item as { pk?: { S?: string } } | undefined)?.pk?.S;
     if (pk?.startsWith('job#')) jobId = pk.slice(4);
     if (command === 'UpdateItem') op = `UpdateItem:${updateKind(input)}`;
   } else if (service === 'sqs') {
@@ -328,7 +343,10 @@ function failure(service: Service, kind: FaultKind, phase: FaultPhase): Promise<
     const error =
       phase === 'before'
         ? Object.assign(new Error('connect ECONNREFUSED (injected)'), { name: 'Error', code: 'ECONNREFUSED' })
-        : Object.assign(new Error('socket hang up: response lost (injected)'), { name: 'TimeoutError', code: 'ECONNRESET' });
+        : Object.assign(new Error('socket hang up: response lost (injected)'), {
+            name: 'TimeoutError',
+            code: 'ECONNRESET',
+          });
     return Promise.reject(error);
   }
   const [status, type] =
@@ -359,12 +377,14 @@ function failure(service: Service, kind: FaultKind, phase: FaultPhase): Promise<
  *
  * @example
  * const wrapStore = (store: JobStore) =>
- *   interceptStore(store, { heartbeat: (original, input) => (input.job.leaseOwner === 'dead' ? new Promise(() => {}) : original(input)) });
+ *   interceptStore(store, { heartbeat: (original, input) => (input.job.leaseOwner?.startsWith('dead:') ? new Promise(() => {}) : original(input)) });
  */
 export function interceptStore<S extends object>(
   store: S,
   overrides: {
-    [K in keyof S]?: S[K] extends (...args: infer A) => infer R ? (original: (...args: A) => R, ...args: A) => R : never;
+    [K in keyof S]?: S[K] extends (...args: infer A) => infer R
+      ? (original: (...args: A) => R, ...args: A) => R
+      : never;
   },
 ): S {
   return new Proxy(store, {
@@ -376,4 +396,39 @@ export function interceptStore<S extends object>(
       return override ? (...args: unknown[]) => override(original, ...args) : original;
     },
   });
+}
+
+/**
+ * Wraps a worker's batch handler so that a handler can "kill its worker": each record runs
+ * as its own invocation inside a {@link DeadZones} scope; when the scope is killed (from the
+ * probe handler, with `deadZones.killCurrent()`), that invocation is abandoned at once, like a
+ * Lambda process that crashed: its record is reported as not processed (so SQS delivers it
+ * again after its visibility timeout), and none of its later AWS calls (heartbeats, result
+ * writes, visibility changes) ever complete.
+ *
+ * @example
+ * startQueueRunner({ ...queue, handler: crashable(worker, deadZones, (id) => kills.push(id)) });
+ */
+export function crashable<E extends { Records: R[] }, R extends { messageId: string }, C>(
+  worker: (event: E, context: C) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>,
+  deadZones: DeadZones,
+  onKilled?: (record: R) => void,
+): (event: E, context: C) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }> {
+  return async (event, context) => {
+    const failures = await Promise.all(
+      event.Records.map(async (record) => {
+        const { result, killed } = deadZones.run(() => worker({ ...event, Records: [record] }, context));
+        const outcome = await Promise.race([
+          result.then((response) => ({ killed: false as const, response })),
+          killed.then(() => ({ killed: true as const })),
+        ]);
+        if (outcome.killed) {
+          onKilled?.(record);
+          return [{ itemIdentifier: record.messageId }];
+        }
+        return outcome.response.batchItemFailures;
+      }),
+    );
+    return { batchItemFailures: failures.flat() };
+  };
 }

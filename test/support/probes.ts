@@ -218,7 +218,7 @@ function reasonOf(signal: AbortSignal): string {
  * const probe = probeJob({ type: 'probe', tracker, timeoutMs: 2_000, maxAttempts: 3 });
  * const platform = await startLocalPlatform({ aws, prefix, jobs: [probe] });
  */
-export function probeJob(options: ProbeJobOptions): JobDefinition & { handler: unknown } {
+export function probeJob(options: ProbeJobOptions): JobDefinition {
   const { tracker } = options;
   const spec = defineJobType({
     type: options.type,
@@ -253,15 +253,27 @@ export function probeJob(options: ProbeJobOptions): JobDefinition & { handler: u
         throw new Error(`probe: planned failure on attempt ${ctx.attempt}`);
       }
       tracker.end(execution, 'completed');
-      return { attempt: ctx.attempt, execution: tracker.count(ctx.jobId), ...(payload.tag ? { tag: payload.tag } : {}) };
+      return {
+        attempt: ctx.attempt,
+        execution: tracker.count(ctx.jobId),
+        ...(payload.tag ? { tag: payload.tag } : {}),
+      };
     } catch (error) {
-      tracker.end(execution, ctx.signal.aborted ? 'aborted' : 'failed', ctx.signal.aborted ? reasonOf(ctx.signal) : undefined);
+      tracker.end(
+        execution,
+        ctx.signal.aborted ? 'aborted' : 'failed',
+        ctx.signal.aborted ? reasonOf(ctx.signal) : undefined,
+      );
       throw error;
     }
   };
-  return defineJob(spec, run, {
+  const definition = defineJob(spec, run, {
     ...(options.onFailure === false
       ? {}
-      : { onFailure: async (_payload: ProbePayload, info: FailureInfo) => tracker.recordFailureHook(info.jobId, info) }),
+      : {
+          onFailure: async (_payload: ProbePayload, info: FailureInfo) => tracker.recordFailureHook(info.jobId, info),
+        }),
   });
+  // The runtime treats every definition as taking `unknown` payloads (it validates them itself).
+  return definition as unknown as JobDefinition;
 }

@@ -11,6 +11,7 @@ import {
   planEnqueue,
   SQS_MAX_DELAY_SECONDS,
 } from '../../shared/core/enqueue';
+import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { ValidationError } from '../../shared/errors';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -149,11 +150,11 @@ describe('planEnqueue', () => {
     });
   });
 
-  it('uses a schedule from 901 s on', () => {
+  it('uses a schedule from 901 s on, firing SCHEDULE_LEAD_MS (60 s) before runAt', () => {
     expect(planEnqueue({ delaySeconds: 901 }, NOW)).toEqual({
       runAt: NOW + 901_000,
       state: 'scheduled',
-      dispatch: { kind: 'schedule', fireAt: NOW + 901_000 },
+      dispatch: { kind: 'schedule', fireAt: NOW + 901_000 - SCHEDULE_LEAD_MS },
     });
   });
 
@@ -165,7 +166,7 @@ describe('planEnqueue', () => {
     expect(planEnqueue({ runAt: isoAt(NOW + 900_001) }, NOW)).toEqual({
       runAt: NOW + 900_001,
       state: 'scheduled',
-      dispatch: { kind: 'schedule', fireAt: NOW + 900_001 },
+      dispatch: { kind: 'schedule', fireAt: NOW + 900_001 - SCHEDULE_LEAD_MS },
     });
   });
 
@@ -202,7 +203,10 @@ describe('planEnqueue', () => {
 
   it('accepts a runAt exactly 366 days ahead and rejects one ms later', () => {
     const limit = NOW + MAX_HORIZON_SECONDS * 1000;
-    expect(planEnqueue({ runAt: isoAt(limit) }, NOW).dispatch).toEqual({ kind: 'schedule', fireAt: limit });
+    expect(planEnqueue({ runAt: isoAt(limit) }, NOW).dispatch).toEqual({
+      kind: 'schedule',
+      fireAt: limit - SCHEDULE_LEAD_MS,
+    });
     const error = catchError(() => planEnqueue({ runAt: isoAt(limit + 1) }, NOW));
     expect(error).toBeInstanceOf(ValidationError);
     expect(error.issues).toEqual([{ path: 'runAt', message: 'must be at most 366 days ahead' }]);

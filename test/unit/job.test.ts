@@ -209,6 +209,7 @@ describe('toView', () => {
         'errors',
         'progress',
         'result',
+        'retries',
       ].sort(),
     );
     expect(JSON.stringify(view)).not.toMatch(/lease|worker-abc|abc123|expiresAt/);
@@ -231,6 +232,7 @@ describe('toView', () => {
       errors: [],
       progress: null,
       result: null,
+      retries: 0,
     });
   });
 

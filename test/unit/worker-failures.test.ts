@@ -55,7 +55,7 @@ describe('worker: timeouts and leases', () => {
     const h = harness({
       leaseMs: 300,
       run: async () => {
-        h.clock.advance(5000);
+        h.clock.advance(50);
         await sleep(180);
         leaseDuringRun = h.store.peek('job-1')?.leaseExpiresAt;
         return 'done';
@@ -64,12 +64,12 @@ describe('worker: timeouts and leases', () => {
     h.store.seed(echoJob('job-1'));
 
     expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
-    expect(leaseDuringRun).toBe(T0 + 5000 + 300);
+    expect(leaseDuringRun).toBe(T0 + 50 + 300);
     expect(h.store.calls.filter((c) => c.method === 'heartbeat').length).toBeGreaterThanOrEqual(1);
     expect(h.queue.visibility[0]).toEqual({ queueUrl: expect.any(String), receiptHandle: 'rh-m-job-1', seconds: 1 });
   });
 
-  it('aborts the handler and writes nothing when a heartbeat finds the lease taken over', async () => {
+  it('aborts the handler, writes nothing and keeps the message when a heartbeat finds the lease taken over', async () => {
     let signal: AbortSignal | undefined;
     const h = harness({
       leaseMs: 300,
@@ -90,7 +90,9 @@ describe('worker: timeouts and leases', () => {
     });
     h.store.seed(echoJob('job-1'));
 
-    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
+    });
     expect(signal?.reason).toBeInstanceOf(LeaseLostError);
     expect(h.store.peek('job-1')).toMatchObject({ state: 'running', leaseToken: 2, leaseOwner: 'other', errors: [] });
     expect(h.store.calls.map((c) => c.method).filter((m) => m !== 'heartbeat')).toEqual(['claim']);
@@ -245,5 +247,28 @@ describe('worker: onFailure', () => {
     expect(h.store.peek('job-1')?.state).toBe('failed');
     expect(response).toEqual({ batchItemFailures: [] });
     expect(logged(h.logs, 'onFailure hook failed; not retried')[0]?.errorMessage).toBe('sync boom');
+  });
+});
+
+describe('worker: leases it cannot confirm', () => {
+  it('stops the handler before its lease runs out when heartbeats keep failing, and keeps the message', async () => {
+    let signal: AbortSignal | undefined;
+    const h = harness({
+      leaseMs: 300,
+      run: (_p, ctx) => {
+        signal = ctx.signal;
+        return waitForAbort(ctx.signal);
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+    h.store.failNext('heartbeat', new DependencyError('503'), 10);
+    const started = Date.now();
+    const pending = h.worker(sqsEvent(messageFor('job-1')));
+    // Time passes on the manual clock too; the lease (T0 + 300) is close to running out.
+    setTimeout(() => h.clock.advance(250), 150);
+    expect(await pending).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-job-1' }] });
+    expect(signal?.reason).toBeInstanceOf(LeaseLostError);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'running', leaseToken: 1, errors: [] });
   });
 });

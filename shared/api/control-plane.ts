@@ -1,0 +1,71 @@
+import type { PlatformConfig } from '../config';
+import type { Clock } from '../core/clock';
+import type { DeadLetterQueues, JobControl, JobIndex } from '../core/control-ports';
+import type { JobTypeSpec } from '../core/job-type';
+import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
+import { ConfigError } from '../errors';
+import type { Logger } from '../logger';
+import { BatchService } from './batch-service';
+import { ControlService } from './control-service';
+import { DlqService } from './dlq-service';
+import type { JobsService } from './jobs-service';
+import { ListService } from './list-service';
+
+/** The adapters the control-plane endpoints need besides the job store, queue and scheduler. */
+export interface ControlPlaneAdapters {
+  index: JobIndex;
+  control: JobControl;
+  deadLetters: DeadLetterQueues;
+}
+
+/** The services behind the control-plane routes (batch, list, cancel/retry, DLQ). */
+export interface ControlPlane {
+  batch: BatchService;
+  list: ListService;
+  control: ControlService;
+  dlq: DlqService;
+}
+
+export interface ControlPlaneDeps {
+  config: PlatformConfig;
+  catalog: readonly JobTypeSpec[];
+  store: JobStore;
+  queue: JobQueue;
+  scheduler: JobScheduler;
+  clock: Clock;
+  log: Logger;
+  /** Without them, the listing, cancel/retry and DLQ endpoints fail (a logged 500: a deployment error). */
+  controlPlane?: ControlPlaneAdapters;
+}
+
+function notConfigured(): never {
+  throw new ConfigError('this API was built without the control-plane adapters (ApiDeps.controlPlane)');
+}
+
+const UNCONFIGURED: ControlPlaneAdapters = {
+  index: { query: async () => notConfigured() },
+  control: {
+    cancel: async () => notConfigured(),
+    restart: async () => notConfigured(),
+    undoRestart: async () => notConfigured(),
+  },
+  deadLetters: {
+    peek: async () => notConfigured(),
+    depth: async () => notConfigured(),
+    startMove: async () => notConfigured(),
+    receive: async () => notConfigured(),
+    sendAll: async () => notConfigured(),
+    deleteAll: async () => notConfigured(),
+  },
+};
+
+/** Builds the control-plane services on the API's dependencies. */
+export function createControlPlane(deps: ControlPlaneDeps, jobs: JobsService): ControlPlane {
+  const adapters = deps.controlPlane ?? UNCONFIGURED;
+  return {
+    batch: new BatchService({ jobs, log: deps.log }),
+    list: new ListService({ config: deps.config, index: adapters.index, jobs, clock: deps.clock }),
+    control: new ControlService({ ...deps, control: adapters.control }),
+    dlq: new DlqService({ config: deps.config, deadLetters: adapters.deadLetters, clock: deps.clock, log: deps.log }),
+  };
+}

@@ -1,0 +1,111 @@
+import type { z } from 'zod';
+import type { PlatformConfig } from '../config';
+import type { Clock } from '../core/clock';
+import type { JobIndex, JobSummary } from '../core/control-ports';
+import type { JobView } from '../core/job';
+import {
+  decodeCursor,
+  encodeCursor,
+  isDone,
+  LIST_LIMIT_DEFAULT,
+  type ListFilter,
+  listSources,
+  mergePage,
+  sortKeyBounds,
+} from '../core/list';
+import { NotFoundError, ValidationError } from '../errors';
+import { mapWithConcurrency } from './concurrency';
+import type { JobsService } from './jobs-service';
+import type { listQuerySchema } from './schemas';
+
+/** Partition queries in flight at once for one page (8 per type). */
+export const LIST_QUERY_CONCURRENCY = 16;
+/** Pages `latest` reads past hidden (expired) entries before giving up. */
+const LATEST_MAX_PAGES = 5;
+
+export interface ListServiceDeps {
+  config: PlatformConfig;
+  index: JobIndex;
+  jobs: JobsService;
+  clock: Clock;
+}
+
+export interface JobPage {
+  items: JobSummary[];
+  nextCursor: string | null;
+}
+
+const iso = (text: string) => new Date(Date.parse(text)).toISOString();
+
+/** `GET /jobs` and `GET /types/{type}/latest`: newest first, from the GSIs, never a scan. */
+export class ListService {
+  constructor(private readonly deps: ListServiceDeps) {}
+
+  /** Types the API can list: every deployed route. */
+  deployedTypes(): string[] {
+    return Object.keys(this.deps.config.routes).sort();
+  }
+
+  /** Finished jobs past their retention are gone for callers, as in `GET /jobs/{id}`, even before TTL deletes them. */
+  private visible(now: number): (summary: JobSummary) => boolean {
+    const retentionMs = this.deps.config.retentionDays * 86_400_000;
+    return (summary) => summary.finishedAt === null || Date.parse(summary.finishedAt) + retentionMs > now;
+  }
+
+  async list(query: z.output<typeof listQuerySchema>): Promise<JobPage> {
+    if (query.type !== undefined && !this.deps.config.routes[query.type]) {
+      throw new ValidationError(
+        `unknown job type "${query.type}"`,
+        [{ path: 'type', message: `must be one of: ${this.deployedTypes().join(', ')}` }],
+        'unknown_type',
+      );
+    }
+    const filter: ListFilter = {
+      ...(query.type !== undefined ? { type: query.type } : {}),
+      ...(query.state !== undefined ? { state: query.state } : {}),
+      ...(query.createdAfter !== undefined ? { createdAfter: iso(query.createdAfter) } : {}),
+      ...(query.createdBefore !== undefined ? { createdBefore: iso(query.createdBefore) } : {}),
+    };
+    if (filter.createdAfter !== undefined && filter.createdBefore !== undefined) {
+      if (filter.createdAfter >= filter.createdBefore) {
+        throw new ValidationError('createdBefore must be later than createdAfter', [
+          { path: 'createdBefore', message: 'must be later than createdAfter' },
+        ]);
+      }
+    }
+    const limit = query.limit !== undefined ? Number(query.limit) : LIST_LIMIT_DEFAULT;
+    return this.page(filter, limit, query.cursor);
+  }
+
+  private async page(filter: ListFilter, limit: number, rawCursor: string | undefined): Promise<JobPage> {
+    const sources = listSources(filter, this.deployedTypes());
+    const cursor = rawCursor !== undefined ? decodeCursor(rawCursor, filter, sources) : undefined;
+    const bounds = sortKeyBounds(filter, cursor);
+    const active = sources.filter((source) => !isDone(cursor, source));
+    const fetched = await mapWithConcurrency(active, LIST_QUERY_CONCURRENCY, async (source) => ({
+      source,
+      page: await this.deps.index.query({ partition: source.partition, ...bounds, limit }),
+    }));
+    const { items, next } = mergePage({
+      fetched,
+      limit,
+      visible: this.visible(this.deps.clock.now()),
+      ...(cursor ? { cursor } : {}),
+    });
+    return { items, nextCursor: next ? encodeCursor(filter, next) : null };
+  }
+
+  /** The newest job of `type` (404 `type_not_found` for a type that is not deployed, `job_not_found` if none). */
+  async latest(type: string): Promise<JobView> {
+    if (!this.deps.config.routes[type]) throw new NotFoundError(`job type "${type}" is not deployed`, 'type_not_found');
+    let cursor: string | undefined;
+    for (let i = 0; i < LATEST_MAX_PAGES; i++) {
+      const page = await this.page({ type }, 1, cursor);
+      const newest = page.items[0];
+      if (newest) return this.deps.jobs.get(newest.id);
+      if (page.nextCursor === null) break;
+      cursor = page.nextCursor;
+    }
+    throw new NotFoundError(`no job of type "${type}" found`, 'job_not_found');
+  }
+}

@@ -1,0 +1,309 @@
+import { z } from 'zod';
+import { enqueueRequestSchema } from '../core/enqueue';
+import {
+  attemptErrorSchema,
+  batchItemResultSchema,
+  batchRequestDocSchema,
+  batchResponseSchema,
+  deadLetterSchema,
+  dlqPeekSchema,
+  dlqQuerySchema,
+  errorSchema,
+  jobPageSchema,
+  jobProgressSchema,
+  jobStateSchema,
+  jobSummarySchema,
+  jobViewSchema,
+  listQuerySchema,
+  redriveRequestSchema,
+  redriveResultSchema,
+} from './schemas';
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API, generated from the zod schemas that validate
+ * requests and describe responses (`schemas.ts`, `core/enqueue.ts`): there is no hand-written
+ * copy of any schema. Add an endpoint by adding an {@link ApiOperation} to {@link OPERATIONS}.
+ */
+
+type JsonSchema = Record<string, unknown>;
+
+export interface ApiOperation {
+  method: 'get' | 'post' | 'put' | 'delete' | 'patch';
+  /** OpenAPI path template, e.g. `/jobs/{id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** Path parameters: name → description (all strings). */
+  pathParams?: Record<string, string>;
+  /** Query parameters: one per property of this object schema (strings on the wire). */
+  query?: z.ZodObject;
+  /** JSON request body. */
+  body?: z.ZodType;
+  /** Status → description and, for a JSON body, its schema. 4xx/5xx default to the error shape. */
+  responses: Record<string, { description: string; schema?: z.ZodType }>;
+}
+
+/** Component names of the schemas that are referenced by `$ref`. Requests are converted as input, responses as output. */
+const REQUEST_COMPONENTS: [string, z.ZodType][] = [
+  ['EnqueueRequest', enqueueRequestSchema],
+  ['BatchRequest', batchRequestDocSchema],
+  ['RedriveRequest', redriveRequestSchema],
+];
+const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
+  ['JobState', jobStateSchema],
+  ['AttemptError', attemptErrorSchema],
+  ['JobProgress', jobProgressSchema],
+  ['JobView', jobViewSchema],
+  ['JobSummary', jobSummarySchema],
+  ['JobPage', jobPageSchema],
+  ['Error', errorSchema],
+  ['BatchItemResult', batchItemResultSchema],
+  ['BatchResult', batchResponseSchema],
+  ['DeadLetter', deadLetterSchema],
+  ['DlqPeek', dlqPeekSchema],
+  ['RedriveResult', redriveResultSchema],
+];
+
+const jobIdParam = { id: 'The job id' };
+const errors = (...statuses: string[]) =>
+  Object.fromEntries(statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status] ?? 'Error' }]));
+const ERROR_DESCRIPTIONS: Record<string, string> = {
+  '400':
+    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
+  '404': 'Not found (`job_not_found`, `type_not_found`, `dlq_not_found`, `route_not_found`)',
+  '409': 'Conflict (`id_conflict`, `illegal_state` with the current `state`)',
+  '413': 'Body too large (`payload_too_large`, with `limitBytes`)',
+  '415': 'Content-Type is not JSON (`unsupported_media_type`)',
+  '429': 'AWS throttled the request (`throttled`); retry after the `retry-after` header',
+  '503': 'A dependency failed (`dependency_failed`); retry',
+};
+
+export const OPERATIONS: ApiOperation[] = [
+  {
+    method: 'post',
+    path: '/jobs',
+    operationId: 'enqueueJob',
+    summary: 'Enqueue a job',
+    description: 'Idempotent by `id`: the same id and payload answer 200 with the stored job.',
+    body: enqueueRequestSchema,
+    responses: {
+      '201': { description: 'Created', schema: jobViewSchema },
+      '200': { description: 'The job existed with the same type and payload', schema: jobViewSchema },
+      ...errors('400', '409', '413', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/jobs',
+    operationId: 'listJobs',
+    summary: 'List jobs, newest first',
+    description:
+      'Reads the sharded GSIs (never a table scan). Without `type`, lists every deployed type. ' +
+      'Follow `nextCursor` until it is null; a page may hold fewer than `limit` jobs.',
+    query: listQuerySchema,
+    responses: {
+      '200': { description: 'A page of job summaries', schema: jobPageSchema },
+      ...errors('400', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/jobs/{id}',
+    operationId: 'getJob',
+    summary: 'Get a job',
+    pathParams: jobIdParam,
+    responses: { '200': { description: 'The job', schema: jobViewSchema }, ...errors('404', '429', '503') },
+  },
+  {
+    method: 'post',
+    path: '/jobs/batch',
+    operationId: 'enqueueJobs',
+    summary: 'Enqueue up to 100 jobs',
+    description:
+      'Each job is validated, deduplicated and written on its own; the answer is 200 with one result per job, ' +
+      'in order. 400 only when the body is not `{ "jobs": [...] }` with 1 to 100 items. Body limit 5 MiB. ' +
+      'Also served as `POST /jobs:batch`.',
+    body: batchRequestDocSchema,
+    responses: {
+      '200': { description: 'One result per job', schema: batchResponseSchema },
+      ...errors('400', '413', '415'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/jobs/{id}/cancel',
+    operationId: 'cancelJob',
+    summary: 'Cancel a job that has not finished',
+    description:
+      'scheduled, queued, retrying or running → cancelled. A running attempt loses its lease: its handler ' +
+      'is aborted at its next heartbeat and it is not retried. A finished job answers 409 `illegal_state`.',
+    pathParams: jobIdParam,
+    responses: {
+      '200': { description: 'The cancelled job', schema: jobViewSchema },
+      ...errors('404', '409', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/jobs/{id}/retry',
+    operationId: 'retryJob',
+    summary: 'Retry a failed, cancelled or expired job',
+    description: 'Starts a new series of attempts (attempts 0, `retries` + 1, error history kept) and queues it now.',
+    pathParams: jobIdParam,
+    responses: {
+      '200': { description: 'The queued job', schema: jobViewSchema },
+      ...errors('404', '409', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/types/{type}/latest',
+    operationId: 'latestJob',
+    summary: 'The most recent job of a type',
+    pathParams: { type: 'A deployed job type' },
+    responses: { '200': { description: 'The newest job', schema: jobViewSchema }, ...errors('404', '429', '503') },
+  },
+  {
+    method: 'get',
+    path: '/dlq',
+    operationId: 'peekDeadLetters',
+    summary: "Look at a job type's dead-letter queue",
+    description: 'Up to 10 messages, received with visibility 0 (left in the queue).',
+    query: dlqQuerySchema,
+    responses: {
+      '200': { description: 'Messages and depth', schema: dlqPeekSchema },
+      ...errors('400', '404', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/dlq/redrive',
+    operationId: 'redriveDeadLetters',
+    summary: "Move a job type's dead-letter messages back to its ready queue",
+    description:
+      'Starts an SQS message move task (202). Where SQS has none (emulators), the API moves up to ' +
+      '`maxMessages` itself (200): each is sent to the ready queue first and deleted from the DLQ only after.',
+    body: redriveRequestSchema,
+    responses: {
+      '202': { description: 'A message move task started or is running', schema: redriveResultSchema },
+      '200': { description: 'Messages moved by the API', schema: redriveResultSchema },
+      ...errors('400', '404', '409', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'openApi',
+    summary: 'This document',
+    responses: { '200': { description: 'OpenAPI 3.1' } },
+  },
+];
+
+function strip(schema: JsonSchema): JsonSchema {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+
+/** JSON Schemas of the named components; references between them become `#/components/schemas/<name>`. */
+function components(entries: [string, z.ZodType][], io: 'input' | 'output'): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of entries) registry.add(schema, { id });
+  const out = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    uri: (id) => `#/components/schemas/${id}`,
+  }) as { schemas: Record<string, JsonSchema> };
+  return Object.fromEntries(Object.entries(out.schemas).map(([id, schema]) => [id, strip(schema)]));
+}
+
+function refOrInline(schema: z.ZodType, entries: [string, z.ZodType][], io: 'input' | 'output'): JsonSchema {
+  const named = entries.find(([, s]) => s === schema);
+  if (named) return { $ref: `#/components/schemas/${named[0]}` };
+  return strip(z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema);
+}
+
+/** Builds the document for `operations` (default: every endpoint of this API). */
+export function buildOpenApiDocument(operations: readonly ApiOperation[] = OPERATIONS): JsonSchema {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of operations) {
+    const parameters: unknown[] = [];
+    for (const [name, description] of Object.entries(op.pathParams ?? {})) {
+      parameters.push({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+    }
+    if (op.query) {
+      const shape = op.query.shape as Record<string, z.ZodType>;
+      const inputSchema = refOrInline(op.query, [], 'input');
+      const required = new Set((inputSchema.required as string[] | undefined) ?? []);
+      const properties = (inputSchema.properties ?? {}) as Record<string, JsonSchema>;
+      for (const name of Object.keys(shape)) {
+        const { description, ...schema } = properties[name] ?? {};
+        parameters.push({
+          name,
+          in: 'query',
+          required: required.has(name),
+          ...(typeof description === 'string' ? { description } : {}),
+          schema,
+        });
+      }
+    }
+    const responses: Record<string, unknown> = {};
+    for (const [status, response] of Object.entries(op.responses)) {
+      const schema = response.schema ?? (Number(status) >= 400 ? errorSchema : undefined);
+      responses[status] = {
+        description: response.description,
+        ...(schema
+          ? { content: { 'application/json': { schema: refOrInline(schema, RESPONSE_COMPONENTS, 'output') } } }
+          : {}),
+      };
+    }
+    paths[op.path] ??= {};
+    (paths[op.path] as Record<string, unknown>)[op.method] = {
+      operationId: op.operationId,
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      ...(parameters.length > 0 ? { parameters } : {}),
+      ...(op.body
+        ? {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: refOrInline(op.body, REQUEST_COMPONENTS, 'input') } },
+            },
+          }
+        : {}),
+      responses,
+      security: [{ sigv4: [] }],
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Orrery API',
+      version: '1',
+      description:
+        'Serverless job platform on AWS. Every error has the shape `{ "error": { "code", "message", "issues"? } }`.',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    paths,
+    components: {
+      schemas: { ...components(REQUEST_COMPONENTS, 'input'), ...components(RESPONSE_COMPONENTS, 'output') },
+      securitySchemes: {
+        sigv4: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: 'AWS Signature Version 4, service `lambda` (Function URL with AWS_IAM auth)',
+        },
+      },
+    },
+  };
+}
+
+let cached: JsonSchema | undefined;
+
+/** The document for this API, built once per process. */
+export function openApiDocument(): JsonSchema {
+  cached ??= buildOpenApiDocument();
+  return cached;
+}

@@ -1,0 +1,25 @@
+import { parseOrThrow } from '../../core/validation';
+import { MAX_BATCH_REQUEST_BYTES } from '../batch-service';
+import type { ControlPlane } from '../control-plane';
+import { json, jsonBody, type Route, type RouteHandler } from '../http';
+import { batchRequestSchema, MAX_BATCH_JOBS } from '../schemas';
+
+/**
+ * `POST /jobs/batch` (also `POST /jobs:batch`): up to 100 jobs, each validated and deduplicated
+ * on its own. Always 200 with one result per job, in order; 400 only when the body is not
+ * `{ "jobs": [...] }` with 1 to 100 items.
+ */
+export function batchRoutes(plane: Pick<ControlPlane, 'batch'>): Route[] {
+  const post: RouteHandler = async (request) => {
+    const body = parseOrThrow(batchRequestSchema, jsonBody(request), { message: 'invalid batch request' });
+    return json(200, await plane.batch.enqueueAll(body.jobs, request.requestId));
+  };
+  const maxBody = {
+    bytes: MAX_BATCH_REQUEST_BYTES,
+    why: `a batch of up to ${MAX_BATCH_JOBS} jobs may be 5 MiB, within the Function URL's 6 MB request limit`,
+  };
+  return [
+    { path: '/jobs/batch', methods: { POST: post }, maxBody },
+    { path: '/jobs:batch', methods: { POST: post }, maxBody },
+  ];
+}

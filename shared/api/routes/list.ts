@@ -1,0 +1,33 @@
+import { JOB_TYPE_PATTERN } from '../../core/job-type';
+import { parseOrThrow } from '../../core/validation';
+import { NotFoundError } from '../../errors';
+import type { ControlPlane } from '../control-plane';
+import { json, type Route } from '../http';
+import { listQuerySchema } from '../schemas';
+
+/** `GET /jobs?type=&state=&createdAfter=&createdBefore=&limit=&cursor=`, `GET /types/{type}/latest`. */
+export function listRoutes(plane: Pick<ControlPlane, 'list'>): Route[] {
+  return [
+    {
+      path: '/jobs',
+      methods: {
+        GET: async (request) => {
+          const query = parseOrThrow(listQuerySchema, request.query, { message: 'invalid list query' });
+          return json(200, await plane.list.list(query));
+        },
+      },
+    },
+    {
+      path: '/types/{type}/latest',
+      methods: {
+        GET: async (_request, params) => {
+          const type = params.type ?? '';
+          if (!JOB_TYPE_PATTERN.test(type)) {
+            throw new NotFoundError(`job type ${JSON.stringify(type)} is not deployed`, 'type_not_found');
+          }
+          return json(200, await plane.list.latest(type));
+        },
+      },
+    },
+  ];
+}

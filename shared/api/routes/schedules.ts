@@ -1,0 +1,84 @@
+import { createAwsClients } from '../../aws/clients';
+import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store';
+import { EventBridgeRecurringTrigger } from '../../aws/scheduler-recurring-trigger';
+import type { PlatformConfig } from '../../config';
+import { type Clock, systemClock } from '../../core/clock';
+import type { JobTypeSpec } from '../../core/job-type';
+import { createLogger, type Logger } from '../../logger';
+import type { RecurringTrigger, ScheduleStore } from '../../schedules/ports';
+import { SchedulesService } from '../../schedules/service';
+import { json, jsonBody, type Route } from '../http';
+
+/** What the schedule routes need from the API's dependencies. */
+export interface ScheduleRouteDeps {
+  config: PlatformConfig;
+  catalog: readonly JobTypeSpec[];
+  clock?: Clock;
+  logger?: Logger;
+  /** @default DynamoDB and EventBridge Scheduler adapters built from the environment on first use */
+  schedules?: { store: ScheduleStore; trigger: RecurringTrigger };
+}
+
+/**
+ * `POST /schedules`, `GET /schedules`, `GET|PUT|DELETE /schedules/{name}`,
+ * `POST /schedules/{name}/pause`, `POST /schedules/{name}/resume`.
+ */
+export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
+  let service: SchedulesService | undefined;
+  const schedules = (): SchedulesService => {
+    if (!service) {
+      const ports = deps.schedules ?? defaultPorts(deps.config);
+      service = new SchedulesService({
+        config: deps.config,
+        catalog: deps.catalog,
+        schedules: ports.store,
+        trigger: ports.trigger,
+        clock: deps.clock ?? systemClock,
+        log: deps.logger ?? createLogger({ level: deps.config.logLevel }),
+      });
+    }
+    return service;
+  };
+  const name = (params: Record<string, string>) => params.name ?? '';
+  return [
+    {
+      path: '/schedules',
+      methods: {
+        POST: async (request) => {
+          const { created, schedule } = await schedules().create(jsonBody(request));
+          const location = `/schedules/${encodeURIComponent(schedule.name)}`;
+          return json(created ? 201 : 200, schedule, created ? { location } : {});
+        },
+        GET: async (request) => json(200, await schedules().list(request.query)),
+      },
+    },
+    {
+      path: '/schedules/{name}',
+      methods: {
+        GET: async (_request, params) => json(200, await schedules().get(name(params))),
+        PUT: async (request, params) => json(200, await schedules().update(name(params), jsonBody(request))),
+        DELETE: async (_request, params) => {
+          await schedules().delete(name(params));
+          return { statusCode: 204, headers: {}, body: '' };
+        },
+      },
+    },
+    {
+      path: '/schedules/{name}/pause',
+      methods: { POST: async (_request, params) => json(200, await schedules().pause(name(params))) },
+    },
+    {
+      path: '/schedules/{name}/resume',
+      methods: { POST: async (_request, params) => json(200, await schedules().resume(name(params))) },
+    },
+  ];
+}
+
+/** The production adapters: the job table and the platform's schedule group, from the environment. */
+function defaultPorts(config: PlatformConfig): { store: ScheduleStore; trigger: RecurringTrigger } {
+  const clients = createAwsClients();
+  return {
+    store: new DynamoScheduleStore(clients.dynamo, config.tableName),
+    trigger: new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+  };
+}

@@ -1,0 +1,224 @@
+import { z } from 'zod';
+import type { JobSummary } from '../core/control-ports';
+import { enqueueRequestSchema, JOB_ID_PATTERN } from '../core/enqueue';
+import type { AttemptError, JobProgress, JobView } from '../core/job';
+import { JOB_TYPE_PATTERN } from '../core/job-type';
+import { LIST_LIMIT_MAX } from '../core/list';
+import { JOB_STATES } from '../core/states';
+
+/**
+ * The HTTP contract as zod schemas: request schemas validate what the API reads, response
+ * schemas describe what it answers. `GET /openapi.json` is generated from these (see
+ * `openapi.ts`), and the contract tests parse every response with them, so the document and
+ * the API cannot drift apart. Type-level checks below tie the response schemas to the
+ * TypeScript types the code returns.
+ */
+
+const isoTime = z.iso.datetime();
+const typeName = z.string().regex(JOB_TYPE_PATTERN, 'must be a job type name');
+const jobId = z.string().regex(JOB_ID_PATTERN);
+
+// ---------------------------------------------------------------- responses
+
+export const jobStateSchema = z.enum(JOB_STATES);
+
+export const attemptErrorSchema = z
+  .object({
+    attempt: z.int().min(1),
+    at: isoTime,
+    reason: z.string().meta({ description: '`error`, `timeout`, `invalid_payload` or `lease_expired`' }),
+    name: z.string(),
+    message: z.string(),
+    stack: z.string().optional(),
+  })
+  .strict();
+
+export const jobProgressSchema = z
+  .object({ percent: z.number().min(0).max(100), detail: z.string().optional(), at: isoTime })
+  .strict();
+
+export const jobViewSchema = z
+  .object({
+    id: jobId,
+    type: typeName,
+    state: jobStateSchema,
+    payload: z.record(z.string(), z.unknown()),
+    attempts: z.int().min(0).meta({ description: 'Attempts started in the current series' }),
+    maxAttempts: z.int().min(1),
+    createdAt: isoTime,
+    updatedAt: isoTime,
+    runAt: isoTime,
+    startedAt: isoTime.nullable(),
+    finishedAt: isoTime.nullable(),
+    lastError: attemptErrorSchema.nullable(),
+    errors: z.array(attemptErrorSchema),
+    progress: jobProgressSchema.nullable(),
+    result: z.unknown(),
+    retries: z.int().min(0).meta({ description: 'Manual retries (`POST /jobs/{id}/retry`) so far' }),
+    dispatchBy: isoTime.optional().meta({ description: 'Only when set: the dispatch deadline' }),
+    schedule: z.string().optional().meta({ description: 'Only for schedule runs: the schedule that created the run' }),
+  })
+  .strict();
+
+export const jobSummarySchema = z
+  .object({
+    id: jobId,
+    type: typeName,
+    state: jobStateSchema,
+    createdAt: isoTime,
+    runAt: isoTime,
+    attempts: z.int().min(0),
+    finishedAt: isoTime.nullable(),
+  })
+  .strict();
+
+export const jobPageSchema = z
+  .object({
+    items: z.array(jobSummarySchema).meta({ description: 'Newest first' }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+  })
+  .strict();
+
+export const fieldIssueSchema = z.object({ path: z.string(), message: z.string() }).strict();
+
+/** The one error shape: `{ error: { code, message, issues?, ... } }`. */
+export const errorBodySchema = z
+  .object({
+    code: z.string().meta({ description: 'Machine-readable, e.g. `validation_failed`, `job_not_found`' }),
+    message: z.string(),
+    issues: z.array(fieldIssueSchema).optional(),
+    requestId: z.string().optional().meta({ description: 'On 5xx: the id to look up in the logs' }),
+    limitBytes: z.int().optional().meta({ description: 'On 413: the limit that was exceeded' }),
+    state: jobStateSchema.optional().meta({ description: 'On 409 illegal_state: the job state now' }),
+  })
+  .catchall(z.unknown());
+
+export const errorSchema = z.object({ error: errorBodySchema }).strict();
+
+export const batchItemResultSchema = z.discriminatedUnion('status', [
+  z.object({ index: z.int().min(0), status: z.literal('created'), job: jobSummarySchema }).strict(),
+  z.object({ index: z.int().min(0), status: z.literal('existing'), job: jobSummarySchema }).strict(),
+  z.object({ index: z.int().min(0), status: z.literal('error'), error: errorBodySchema }).strict(),
+]);
+
+export const batchResponseSchema = z
+  .object({ results: z.array(batchItemResultSchema).meta({ description: 'One per submitted job, in order' }) })
+  .strict();
+
+export const deadLetterSchema = z
+  .object({
+    messageId: z.string(),
+    jobId: z.string().nullable().meta({ description: 'The job id when the body is a job message' }),
+    receiveCount: z.int().min(0),
+    sentAt: isoTime.nullable(),
+    body: z.string().nullable().meta({ description: 'First 256 characters of a body that is not a job message' }),
+  })
+  .strict();
+
+export const dlqPeekSchema = z
+  .object({
+    type: typeName,
+    approximateDepth: z.object({ visible: z.int().min(0), inFlight: z.int().min(0) }).strict(),
+    messages: z.array(deadLetterSchema),
+  })
+  .strict();
+
+export const redriveResultSchema = z.discriminatedUnion('method', [
+  z
+    .object({
+      method: z.literal('move-task'),
+      status: z.enum(['started', 'running']),
+      taskHandle: z.string().nullable(),
+      approximateMessages: z.int().min(0).nullable(),
+    })
+    .strict()
+    .meta({ description: 'SQS moves the messages asynchronously (StartMessageMoveTask)' }),
+  z
+    .object({
+      method: z.literal('receive-send'),
+      moved: z.int().min(0),
+      stoppedBy: z.enum(['empty', 'limit', 'time', 'send_failed']),
+      remaining: z.int().min(0).meta({ description: 'Approximate messages left in the DLQ' }),
+    })
+    .strict()
+    .meta({ description: 'Moved by the API: each message sent to the ready queue, then deleted from the DLQ' }),
+]);
+
+// ---------------------------------------------------------------- requests
+
+export const MAX_BATCH_JOBS = 100;
+
+/** `POST /jobs/batch`: the envelope. Each job is then validated on its own with `enqueueRequestSchema`. */
+export const batchRequestSchema = z
+  .object({
+    jobs: z.array(z.unknown()).min(1, 'must hold 1 to 100 jobs').max(MAX_BATCH_JOBS, 'must hold 1 to 100 jobs'),
+  })
+  .strict();
+
+/** The batch body as documented: the envelope with each item an enqueue request. */
+export const batchRequestDocSchema = batchRequestSchema.extend({
+  jobs: z.array(enqueueRequestSchema).min(1).max(MAX_BATCH_JOBS),
+});
+
+const queryTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
+
+/** `GET /jobs` query parameters (all strings on the wire). */
+export const listQuerySchema = z
+  .object({
+    type: typeName.optional().meta({ description: 'Only this job type (default: every deployed type)' }),
+    state: jobStateSchema.optional().meta({ description: 'Only jobs in this state' }),
+    createdAfter: queryTime.optional().meta({ description: 'Only jobs created at or after this time' }),
+    createdBefore: queryTime.optional().meta({ description: 'Only jobs created before this time' }),
+    limit: z
+      .string()
+      .regex(/^(100|[1-9][0-9]?)$/, `must be an integer from 1 to ${LIST_LIMIT_MAX}`)
+      .optional()
+      .meta({ description: 'Page size, 1 to 100 (default 20)' }),
+    cursor: z.string().optional().meta({ description: "The previous page's nextCursor" }),
+  })
+  .strict();
+
+/** `GET /dlq` query parameters. */
+export const dlqQuerySchema = z
+  .object({
+    type: typeName.meta({ description: 'The job type whose DLQ to look at' }),
+    limit: z
+      .string()
+      .regex(/^(10|[1-9])$/, 'must be an integer from 1 to 10')
+      .optional()
+      .meta({ description: 'Messages to look at, 1 to 10 (default 10)' }),
+  })
+  .strict();
+
+export const MAX_REDRIVE_MESSAGES = 1000;
+
+/** `POST /dlq/redrive` body. */
+export const redriveRequestSchema = z
+  .object({
+    type: typeName,
+    maxMessages: z
+      .int()
+      .min(1)
+      .max(MAX_REDRIVE_MESSAGES)
+      .optional()
+      .meta({ description: 'Cap for the fallback receive-and-send loop (default 100); SQS move tasks move all' }),
+  })
+  .strict();
+
+// ---------------------------------------------------------------- the schemas match the code's types
+
+type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;
+type Keys<T> = keyof T;
+
+/** Fails to compile when JobView (or JobSummary, AttemptError, JobProgress) gains or loses a field. */
+export type SchemaMatchesTypes = [
+  Assert<Equal<Keys<JobView>, Keys<z.output<typeof jobViewSchema>>>>,
+  Assert<z.output<typeof jobViewSchema> extends JobView ? true : false>,
+  Assert<Equal<z.output<typeof jobSummarySchema>, JobSummary>>,
+  Assert<Equal<Keys<AttemptError>, Keys<z.output<typeof attemptErrorSchema>>>>,
+  Assert<Equal<Keys<JobProgress>, Keys<z.output<typeof jobProgressSchema>>>>,
+];

@@ -1,0 +1,174 @@
+import type { JobSummary, JobView, Listing, Page } from '../../client';
+import type { CommandDef } from '../args';
+import { type CommandContext, EXIT, printJson, println } from '../context';
+import { formatJob, jobTable } from '../format';
+import { intOption, payloadOption, stateOption, stringOption, timeOption } from '../input';
+
+type Command = CommandDef<CommandContext>;
+
+/** Largest page the CLI asks for, and most pages one `list` reads. */
+const PAGE_SIZE = 100;
+const MAX_PAGES = 50;
+
+async function firstPage<Item>(listing: Listing<Item>): Promise<Page<Item>> {
+  for await (const page of listing.pages()) return page;
+  return { items: [], nextCursor: null };
+}
+
+function showJob(context: CommandContext, job: JobView, headline?: string): number {
+  if (context.json) {
+    printJson(context.stdout, job);
+  } else {
+    if (headline) println(context.stdout, headline);
+    println(context.stdout, formatJob(job, context.style));
+  }
+  return EXIT.ok;
+}
+
+const enqueue: Command = {
+  path: ['enqueue'],
+  args: ['type'],
+  summary: 'enqueue a job',
+  description:
+    'Idempotent by id: without --id the CLI picks a random one, so its own retries never create two jobs.\n' +
+    'Replaying an id with the same payload prints the existing job; a different payload is an id_conflict error.',
+  options: {
+    payload: { type: 'string', value: 'JSON', description: 'the payload, a JSON object (default: {})' },
+    'payload-file': { type: 'string', value: 'FILE', description: 'read the payload from FILE (- for stdin)' },
+    id: { type: 'string', value: 'ID', description: 'job id, 1-64 of A-Za-z0-9_.- (default: a random UUID)' },
+    delay: { type: 'string', value: 'SECONDS', description: 'run after this many seconds (up to 366 days)' },
+    'run-at': { type: 'string', value: 'ISO', description: 'run at this time, e.g. 2026-12-01T09:00:00Z' },
+    'max-attempts': { type: 'string', value: 'N', description: "attempts in all, 1-25 (default: the job type's)" },
+    quiet: { type: 'boolean', short: 'q', description: 'print only the job id' },
+  },
+  examples: [
+    `orrery enqueue echo --payload '{"hello":"world"}'`,
+    'orrery enqueue flaky --payload \'{"failTimes":2}\' --id order-1234 --max-attempts 5',
+    'orrery enqueue sleep --payload-file payload.json --delay 600',
+    'id=$(orrery enqueue echo -q) && orrery watch "$id"',
+  ],
+  async run(context, args, options) {
+    const name = 'enqueue';
+    const payload = (await payloadOption(context, options, name)) ?? {};
+    const delaySeconds = intOption(options, 'delay', name, { min: 0 });
+    const runAt = timeOption(options, 'run-at', name);
+    const maxAttempts = intOption(options, 'max-attempts', name, { min: 1 });
+    const id = stringOption(options, 'id');
+    const { created, job } = await context.client().enqueue(args.type as string, payload, {
+      ...(id === undefined ? {} : { id }),
+      ...(delaySeconds === undefined ? {} : { delaySeconds }),
+      ...(runAt === undefined ? {} : { runAt }),
+      ...(maxAttempts === undefined ? {} : { maxAttempts }),
+    });
+    if (options.quiet && !context.json) {
+      println(context.stdout, job.id);
+      return EXIT.ok;
+    }
+    const { style } = context;
+    const headline = created
+      ? `${style.green('created')} job ${style.bold(job.id)}`
+      : `${style.yellow('existing')} job ${style.bold(job.id)} (same id and payload, nothing new was created)`;
+    return showJob(context, job, headline);
+  },
+};
+
+const get: Command = {
+  path: ['get'],
+  args: ['id'],
+  summary: 'show a job',
+  options: {},
+  examples: ['orrery get order-1234', 'orrery get order-1234 --json | jq .result'],
+  async run(context, args) {
+    return showJob(context, await context.client().get(args.id as string));
+  },
+};
+
+const list: Command = {
+  path: ['list'],
+  args: [],
+  summary: 'list jobs, newest first',
+  options: {
+    type: { type: 'string', value: 'TYPE', description: 'only jobs of this type' },
+    state: { type: 'string', value: 'STATE', description: 'only jobs in this state' },
+    'created-after': { type: 'string', value: 'ISO', description: 'only jobs created at or after this time' },
+    'created-before': { type: 'string', value: 'ISO', description: 'only jobs created before this time' },
+    limit: { type: 'string', value: 'N', description: 'show at most N jobs (default: 20)' },
+    cursor: { type: 'string', value: 'CURSOR', description: 'continue after an earlier listing' },
+  },
+  examples: ['orrery list --type flaky --state failed', 'orrery list --json --limit 100 | jq -r ".items[].id"'],
+  async run(context, _args, options) {
+    const name = 'list';
+    const limit = intOption(options, 'limit', name, { min: 1 }) ?? 20;
+    const state = stateOption(options, 'state', name);
+    const type = stringOption(options, 'type');
+    const createdAfter = timeOption(options, 'created-after', name);
+    const createdBefore = timeOption(options, 'created-before', name);
+    const filter = {
+      ...(type ? { type } : {}),
+      ...(state ? { state } : {}),
+      ...(createdAfter ? { createdAfter } : {}),
+      ...(createdBefore ? { createdBefore } : {}),
+    };
+    // Ask each page for exactly what is still missing, so the last cursor resumes where we stop.
+    // A filtered page may be empty and still have a cursor; the page cap bounds a runaway listing.
+    const items: JobSummary[] = [];
+    let cursor: string | null | undefined = stringOption(options, 'cursor');
+    for (let pages = 0; pages < MAX_PAGES; pages++) {
+      const page: Page<JobSummary> = await firstPage(
+        context
+          .client()
+          .list({ ...filter, limit: Math.min(limit - items.length, PAGE_SIZE), ...(cursor ? { cursor } : {}) }),
+      );
+      items.push(...page.items.slice(0, limit - items.length));
+      cursor = page.nextCursor;
+      if (!cursor || items.length >= limit) break;
+    }
+
+    if (context.json) {
+      printJson(context.stdout, { items, nextCursor: cursor ?? null });
+      return EXIT.ok;
+    }
+    const { style } = context;
+    if (items.length === 0) {
+      println(context.stdout, style.dim('no jobs'));
+    } else {
+      println(context.stdout, jobTable(items, style, context.now()));
+    }
+    if (cursor) println(context.stdout, style.dim(`more: add --cursor ${cursor}`));
+    return EXIT.ok;
+  },
+};
+
+const latest: Command = {
+  path: ['latest'],
+  args: ['type'],
+  summary: 'show the newest job of a type',
+  options: {},
+  async run(context, args) {
+    return showJob(context, await context.client().latest(args.type as string));
+  },
+};
+
+const cancel: Command = {
+  path: ['cancel'],
+  args: ['id'],
+  summary: 'cancel a job that has not finished',
+  options: {},
+  async run(context, args) {
+    const job = await context.client().cancel(args.id as string);
+    return showJob(context, job, `${context.style.state(job.state, job.state)} job ${context.style.bold(job.id)}`);
+  },
+};
+
+const retry: Command = {
+  path: ['retry'],
+  args: ['id'],
+  summary: 'run a failed or cancelled job again',
+  options: {},
+  async run(context, args) {
+    const job = await context.client().retry(args.id as string);
+    return showJob(context, job, `${context.style.state(job.state, job.state)} job ${context.style.bold(job.id)}`);
+  },
+};
+
+export const jobCommands: Command[] = [enqueue, get, list, latest, cancel, retry];

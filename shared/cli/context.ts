@@ -1,0 +1,40 @@
+import type { OrreryClient } from '../client';
+import type { Output, Style } from './format';
+
+/** Exit codes of the CLI. */
+export const EXIT = {
+  ok: 0,
+  /** The API answered with an error, or could not be reached. */
+  apiError: 1,
+  /** Bad command line or configuration (no URL). */
+  usage: 2,
+  /** `watch`: the job ended failed or cancelled. */
+  jobFailed: 3,
+  /** `watch --timeout`: the job was not done in time. */
+  timeout: 4,
+} as const;
+
+/** What a command gets to run with. */
+export interface CommandContext {
+  /** The client; created on first use, so `--help` works without a URL. */
+  client(): OrreryClient;
+  stdout: Output;
+  stderr: Output;
+  /** Styles for stdout (colour only on a TTY and without NO_COLOR). */
+  style: Style;
+  json: boolean;
+  env: Record<string, string | undefined>;
+  cwd: string;
+  readStdin(): Promise<string>;
+  now(): number;
+  /** Waits between polls (`watch`); tests may shorten it. */
+  sleep(ms: number): Promise<void>;
+}
+
+export function println(output: Output, text = ''): void {
+  output.write(`${text}\n`);
+}
+
+export function printJson(output: Output, value: unknown): void {
+  output.write(`${JSON.stringify(value, null, 2)}\n`);
+}

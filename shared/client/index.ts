@@ -1,0 +1,395 @@
+/**
+ * The typed Orrery client: every API route as a method, SigV4 signing, retries with backoff,
+ * typed errors, and payload types checked at compile time against the job catalog.
+ *
+ * @example
+ * import { catalog } from '../../functions/jobs/catalog';
+ * import { createClient, NotFound } from '../../shared/client';
+ *
+ * const orrery = createClient({ url: process.env.ORRERY_URL!, jobs: catalog });
+ * const { job } = await orrery.enqueue('flaky', { failTimes: 2 }, { delaySeconds: 10 });
+ * const done = await orrery.waitFor(job.id, 'succeeded', { timeout: 60_000 });
+ * for await (const summary of orrery.list({ type: 'flaky', state: 'failed' })) console.log(summary.id);
+ *
+ * @module
+ */
+import { TERMINAL_STATES } from '../core/states';
+import { JobWaitError } from './errors';
+import { type CredentialsInput, isLocalUrl, type RequestSigner, regionFromUrl, sigV4Signer } from './signing';
+import { type CallSpec, call, DEFAULT_RETRY, type QueryValue, type RetryOptions, segment } from './transport';
+import type {
+  BatchItem,
+  BatchResult,
+  DlqListing,
+  EnqueueOptions,
+  EnqueueResult,
+  JobCatalog,
+  JobState,
+  JobSummary,
+  JobTypeMap,
+  JobTypesOf,
+  JobView,
+  ListFilter,
+  Listing,
+  Page,
+  RedriveResult,
+  ScheduleDefinition,
+  ScheduleFilter,
+  ScheduleInput,
+  ScheduleView,
+  TypedJob,
+  TypeName,
+  UntypedJobs,
+} from './types';
+
+export * from './errors';
+export type { AwsCredentials, CredentialsInput, RequestSigner, SignableRequest } from './signing';
+export { isLocalUrl, regionFromUrl, sigV4Signer } from './signing';
+export type { RetryOptions } from './transport';
+export type * from './types';
+
+export interface ClientOptions<C extends JobCatalog = JobCatalog> {
+  /** Base URL of the API: the stack's `ApiUrl` output, or `http://127.0.0.1:4600` for `npm run dev`. */
+  url: string | URL;
+  /**
+   * Job types, for compile-time payload checks: the catalog tuple or a `{ name: spec }` record.
+   * Only its types matter; nothing is validated on the client.
+   */
+  jobs?: C;
+  /**
+   * Region to sign for.
+   * @default the region in a Function URL host (`*.lambda-url.<region>.on.aws`), else `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`
+   */
+  region?: string;
+  /** @default the AWS SDK's default credential chain, loaded on the first signed request */
+  credentials?: CredentialsInput;
+  /**
+   * `true` signs every request with SigV4 (service `lambda`), `false` sends them unsigned, a
+   * function signs them its own way.
+   * @default true, except for `127.0.0.1`, `localhost` and `[::1]` URLs (the local dev server takes unsigned requests)
+   */
+  sign?: boolean | RequestSigner;
+  /** @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /**
+   * Retries of 429 and 503 answers (and, for idempotent requests, of network errors, 502 and
+   * 504). `false` turns them off.
+   * @default { retries: 3, baseDelayMs: 200, maxDelayMs: 5_000 }
+   */
+  retry?: Partial<RetryOptions> | false;
+  /**
+   * Time limit of each attempt, answer body included.
+   * @default 30_000
+   */
+  timeoutMs?: number;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+}
+
+export interface WaitOptions {
+  /**
+   * Give up after this many milliseconds (rejects with a {@link JobWaitError}, `reason: 'timeout'`).
+   * @default 60_000
+   */
+  timeout?: number;
+  /**
+   * Milliseconds between two polls.
+   * @default 500
+   */
+  interval?: number;
+  signal?: AbortSignal;
+  /** Called with the job after every poll. */
+  onPoll?: (job: JobView) => void;
+}
+
+export interface ScheduleClient<T extends JobTypeMap> {
+  /** `POST /schedules`. Idempotent by name: the same definition again returns the schedule (`created: false`). */
+  create(input: ScheduleInput<T>): Promise<{ created: boolean; schedule: ScheduleView }>;
+  /** `GET /schedules/{name}`, with its payload. */
+  get(name: string): Promise<ScheduleView>;
+  /** `GET /schedules`: iterate for schedules, or `.pages()`; follows cursors. */
+  list(filter?: ScheduleFilter): Listing<ScheduleView>;
+  /** `PUT /schedules/{name}`: replaces the definition (counters and the latest run are kept). */
+  update(name: string, definition: ScheduleDefinition<T>): Promise<ScheduleView>;
+  /** `POST /schedules/{name}/pause`: no fire until resumed. */
+  pause(name: string): Promise<ScheduleView>;
+  /** `POST /schedules/{name}/resume`: fires again from the next slot (no catch-up). */
+  resume(name: string): Promise<ScheduleView>;
+  /** `DELETE /schedules/{name}`: the jobs it created stay. */
+  delete(name: string): Promise<void>;
+}
+
+export interface DlqClient<T extends JobTypeMap> {
+  /** `GET /dlq?type=`: looks at up to `limit` (1–10, default 10) messages of the type's DLQ without consuming them. */
+  list(type: TypeName<T>, options?: { limit?: number }): Promise<DlqListing>;
+  /**
+   * `POST /dlq/redrive`: moves the type's DLQ messages back to its ready queue (an SQS move
+   * task, or up to `maxMessages` moved by the API where move tasks are not available).
+   */
+  redrive(type: TypeName<T>, options?: { maxMessages?: number }): Promise<RedriveResult>;
+}
+
+export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
+  /** The API's base URL. */
+  readonly url: URL;
+  /** Whether requests are signed. */
+  readonly signed: boolean;
+  /**
+   * `POST /jobs`. Without `options.id` the client generates one (a UUID) before the first
+   * attempt, so retrying after a lost answer can only return the same job, never create two.
+   */
+  enqueue<K extends TypeName<T>>(
+    type: K,
+    payload: T[K]['input'],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult<TypedJob<T, K>>>;
+  /** `POST /jobs/batch`: one result per item, in order. Items without an id get one from the client. */
+  enqueueBatch(items: readonly BatchItem<T>[]): Promise<BatchResult[]>;
+  /** `GET /jobs/{id}`. */
+  get(id: string, options?: { signal?: AbortSignal }): Promise<JobView>;
+  /** `GET /jobs`: iterate for items, or `.pages()` for pages; follows cursors. */
+  list(filter?: ListFilter<TypeName<T>>): Listing<JobSummary>;
+  /** `GET /types/{type}/latest`: the type's most recent job. */
+  latest(type: TypeName<T>): Promise<JobView>;
+  /** `POST /jobs/{id}/cancel`. */
+  cancel(id: string): Promise<JobView>;
+  /** `POST /jobs/{id}/retry`: runs a failed or cancelled job again. */
+  retry(id: string): Promise<JobView>;
+  /**
+   * Polls `GET /jobs/{id}` until the job is in one of `states`. Rejects with a
+   * {@link JobWaitError} when `timeout` passes, or at once when the job ends in another
+   * terminal state (`reason: 'terminal'`).
+   */
+  waitFor(id: string, states: JobState | readonly JobState[], options?: WaitOptions): Promise<JobView>;
+  readonly dlq: DlqClient<T>;
+  readonly schedules: ScheduleClient<T>;
+  /** `GET /openapi.json`: the API's OpenAPI 3.1 document. */
+  openApi(): Promise<Record<string, unknown>>;
+}
+
+/** `UntypedJobs` when no catalog was given, else the catalog's type map. */
+export type JobTypesFor<C extends JobCatalog> = JobCatalog extends C ? UntypedJobs : JobTypesOf<C>;
+
+function envRegion(): string | undefined {
+  const env = globalThis.process?.env ?? {};
+  return env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined;
+}
+
+function newId(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+function enqueueBody(type: string, payload: unknown, options: EnqueueOptions = {}) {
+  const { runAt, ...rest } = options;
+  return {
+    type,
+    payload,
+    ...rest,
+    id: options.id ?? newId(),
+    ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }),
+  };
+}
+
+function listing<Item>(
+  fetchPage: (cursor: string | undefined) => Promise<{ items: Item[]; nextCursor: string | null }>,
+  start?: string,
+): Listing<Item> {
+  async function* pages(): AsyncGenerator<Page<Item>> {
+    let cursor = start;
+    const seen = new Set<string>();
+    for (;;) {
+      const raw = await fetchPage(cursor);
+      const page: Page<Item> = { items: raw.items, nextCursor: raw.nextCursor ?? null };
+      yield page;
+      // A cursor seen before would loop forever: stop rather than trust it.
+      if (!page.nextCursor || seen.has(page.nextCursor)) return;
+      seen.add(page.nextCursor);
+      cursor = page.nextCursor;
+    }
+  }
+  return {
+    pages,
+    async *[Symbol.asyncIterator]() {
+      for await (const page of pages()) yield* page.items;
+    },
+    async toArray({ max = Number.POSITIVE_INFINITY } = {}) {
+      const out: Item[] = [];
+      if (max <= 0) return out;
+      for await (const page of pages()) {
+        for (const item of page.items) {
+          out.push(item);
+          if (out.length >= max) return out;
+        }
+      }
+      return out;
+    },
+  };
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+
+/**
+ * Creates a client. Requests are signed with SigV4 unless the URL is local (see `sign`).
+ *
+ * @example
+ * // typed by the catalog: enqueue('flaky', { failTimes: 'x' }) does not compile
+ * const orrery = createClient({ url: 'http://127.0.0.1:4600', jobs: catalog });
+ * // or: createClient<typeof catalog>({ url })
+ */
+export function createClient<C extends JobCatalog = JobCatalog>(
+  options: ClientOptions<C>,
+): OrreryClient<JobTypesFor<C>> {
+  const baseUrl = new URL(String(options.url));
+  if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') {
+    throw new TypeError(`Orrery URL must be http(s), got ${baseUrl.protocol}`);
+  }
+  if (options.jobs && !Array.isArray(options.jobs)) {
+    for (const [name, spec] of Object.entries(options.jobs)) {
+      if (spec.type !== name) throw new TypeError(`jobs.${name} is the spec of "${spec.type}"; the key must match`);
+    }
+  }
+  let signer: RequestSigner | undefined;
+  if (typeof options.sign === 'function') signer = options.sign;
+  else if (options.sign ?? !isLocalUrl(baseUrl)) {
+    const region = options.region ?? regionFromUrl(baseUrl) ?? envRegion() ?? 'us-east-1';
+    signer = sigV4Signer({ region, credentials: options.credentials });
+  }
+  const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const transport = {
+    baseUrl,
+    fetch: fetchImpl,
+    signer,
+    retry: options.retry === false ? { ...DEFAULT_RETRY, retries: 0 } : { ...DEFAULT_RETRY, ...options.retry },
+    timeoutMs: options.timeoutMs ?? 30_000,
+    headers: { 'user-agent': 'orrery-client/0.1', ...options.headers },
+  };
+  const send = async <R>(spec: CallSpec) => (await call<R>(transport, spec)).body;
+  const job = (id: string) => `/jobs/${segment(id)}`;
+
+  const client: OrreryClient<UntypedJobs> = {
+    url: baseUrl,
+    signed: signer !== undefined,
+
+    async enqueue(type, payload, enqueueOptions) {
+      const { status, body } = await call<JobView>(transport, {
+        method: 'POST',
+        path: '/jobs',
+        body: enqueueBody(type, payload, enqueueOptions),
+        idempotent: true,
+      });
+      return { created: status === 201, job: body as never };
+    },
+
+    async enqueueBatch(items) {
+      const body = { jobs: items.map(({ type, payload, ...rest }) => enqueueBody(type, payload, rest)) };
+      const out = await send<{ results: BatchResult[] }>({
+        method: 'POST',
+        path: '/jobs/batch',
+        body,
+        idempotent: true,
+      });
+      return out.results;
+    },
+
+    get: (id, getOptions) => send({ method: 'GET', path: job(id), idempotent: true, signal: getOptions?.signal }),
+
+    list(filter = {}) {
+      const { cursor: start, ...query } = filter;
+      return listing<JobSummary>(
+        (cursor) =>
+          send({
+            method: 'GET',
+            path: '/jobs',
+            query: { ...query, cursor } as Record<string, QueryValue>,
+            idempotent: true,
+          }),
+        start,
+      );
+    },
+
+    latest: (type) => send({ method: 'GET', path: `/types/${segment(type)}/latest`, idempotent: true }),
+    cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
+    retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
+
+    async waitFor(id, states, waitOptions = {}) {
+      const wanted: readonly JobState[] = typeof states === 'string' ? [states] : states;
+      const { timeout = 60_000, interval = 500, signal, onPoll } = waitOptions;
+      const deadline = Date.now() + timeout;
+      for (;;) {
+        const current = await client.get(id, { signal });
+        onPoll?.(current);
+        if (wanted.includes(current.state)) return current;
+        if (TERMINAL_STATES.includes(current.state)) {
+          throw new JobWaitError(
+            'terminal',
+            current,
+            `job ${id} ended ${current.state}, not ${wanted.join(' or ')}${current.lastError ? `: ${current.lastError.message}` : ''}`,
+          );
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          throw new JobWaitError(
+            'timeout',
+            current,
+            `job ${id} is still ${current.state} after ${timeout} ms (waited for ${wanted.join(' or ')})`,
+          );
+        }
+        await sleep(Math.min(interval, left), signal);
+      }
+    },
+
+    openApi: () => send({ method: 'GET', path: '/openapi.json', idempotent: true }),
+
+    dlq: {
+      list: (type, dlqOptions = {}) =>
+        send({ method: 'GET', path: '/dlq', query: { type, limit: dlqOptions.limit }, idempotent: true }),
+      redrive: (type, redriveOptions = {}) =>
+        send({ method: 'POST', path: '/dlq/redrive', body: { type, ...redriveOptions }, idempotent: false }),
+    },
+
+    schedules: {
+      async create(input) {
+        const { status, body } = await call<ScheduleView>(transport, {
+          method: 'POST',
+          path: '/schedules',
+          body: input,
+          idempotent: true,
+        });
+        return { created: status === 201, schedule: body };
+      },
+      get: (name) => send({ method: 'GET', path: `/schedules/${segment(name)}`, idempotent: true }),
+      list(filter = {}) {
+        const { cursor: start, ...query } = filter;
+        return listing<ScheduleView>(async (cursor) => {
+          const page = await send<{ schedules: ScheduleView[]; nextCursor: string | null }>({
+            method: 'GET',
+            path: '/schedules',
+            query: { ...query, cursor },
+            idempotent: true,
+          });
+          return { items: page.schedules, nextCursor: page.nextCursor };
+        }, start);
+      },
+      update: (name, definition) =>
+        send({ method: 'PUT', path: `/schedules/${segment(name)}`, body: definition, idempotent: true }),
+      pause: (name) => send({ method: 'POST', path: `/schedules/${segment(name)}/pause`, idempotent: true }),
+      resume: (name) => send({ method: 'POST', path: `/schedules/${segment(name)}/resume`, idempotent: true }),
+      delete: async (name) => {
+        await send({ method: 'DELETE', path: `/schedules/${segment(name)}`, idempotent: true });
+      },
+    },
+  };
+  return client as unknown as OrreryClient<JobTypesFor<C>>;
+}

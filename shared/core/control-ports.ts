@@ -1,0 +1,128 @@
+import type { Job } from './job';
+import type { JobState } from './states';
+
+/**
+ * Ports of the control plane (listing, cancel, retry, DLQ). They sit beside the data-plane
+ * ports of `ports.ts`; the adapters are `shared/aws/dynamo-job-index.ts`,
+ * `shared/aws/dynamo-job-control.ts` and `shared/aws/sqs-dead-letters.ts`.
+ */
+
+/** A job as the GSIs project it (INCLUDE projection: see `JOB_TABLE`). */
+export interface JobSummary {
+  id: string;
+  type: string;
+  state: JobState;
+  createdAt: string;
+  runAt: string;
+  attempts: number;
+  finishedAt: string | null;
+}
+
+/** One GSI entry: its sort key (`<createdAt>#<id>`, unique per job) and the summary. */
+export interface IndexEntry {
+  sortKey: string;
+  summary: JobSummary;
+}
+
+/** One partition of a GSI: a `(type, shard)` of `byType` or a `(type, state, shard)` of `byTypeState`. */
+export interface IndexPartition {
+  index: 'byType' | 'byTypeState';
+  key: string;
+}
+
+export interface IndexQuery {
+  partition: IndexPartition;
+  /** Only sort keys strictly below this one. */
+  below?: string;
+  /** Only sort keys at or above this one. */
+  atLeast?: string;
+  /** At most this many entries (1–100). */
+  limit: number;
+}
+
+export interface IndexPage {
+  /** Newest first (sort key descending). Never empty when `more` is true. */
+  entries: IndexEntry[];
+  /** The partition may hold further entries below the last one returned. */
+  more: boolean;
+}
+
+/** Reads the job GSIs, one partition at a time, newest first. Never scans the table. */
+export interface JobIndex {
+  query(query: IndexQuery): Promise<IndexPage>;
+}
+
+/** Outcome of a control write: applied, refused because of the job's state, or no such job. */
+export type ControlResult = { kind: 'applied'; job: Job } | { kind: 'refused'; job: Job } | { kind: 'missing' };
+
+/** Operator writes on a job, each one conditional `UpdateItem`. */
+export interface JobControl {
+  /**
+   * State → `cancelled` when the job is of `type` and in one of `from`; sets `finishedAt`,
+   * `expiresAt` and the state index key, and drops the lease owner (the token stays, so a
+   * running attempt's fenced writes fail).
+   */
+  cancel(input: {
+    id: string;
+    type: string;
+    from: readonly JobState[];
+    now: number;
+    expiresAt: number;
+  }): Promise<ControlResult>;
+  /**
+   * Starts a new attempt series when the job is of `type` and in one of `from`: state →
+   * `queued`, `attempts` → 0, `retries` + 1, `runAt` → now; removes `expiresAt`,
+   * `finishedAt`, `startedAt`, result and progress; keeps the error history and the fencing
+   * token (the next claim still increments it).
+   */
+  restart(input: { id: string; type: string; from: readonly JobState[]; now: number }): Promise<ControlResult>;
+  /**
+   * Undoes a {@link restart} whose message could not be sent: puts back `previous`'s state,
+   * times and TTL, only if the job is still the restarted one (queued, no attempt started).
+   * Returns false when the job moved on.
+   */
+  undoRestart(input: { previous: Job; retries: number }): Promise<boolean>;
+}
+
+/** A message seen in a dead-letter queue (not consumed). */
+export interface DeadLetter {
+  messageId: string;
+  /** The job id when the body is a job message, else null. */
+  jobId: string | null;
+  /** ApproximateReceiveCount (it counts receives in the ready queue and the DLQ). */
+  receiveCount: number;
+  /** When the message was first sent (ISO 8601), if SQS said. */
+  sentAt: string | null;
+  /** First 256 characters of the body when it is not a job message, else null. */
+  body: string | null;
+}
+
+/** A received message, held invisible until deleted or its visibility ends. */
+export interface ReceivedLetter {
+  messageId: string;
+  receiptHandle: string;
+  body: string;
+}
+
+/** What StartMessageMoveTask answered. */
+export type MoveTaskStart =
+  | { kind: 'started'; taskHandle: string }
+  | { kind: 'running'; taskHandle: string | null; moved: number | null; toMove: number | null }
+  /** The SQS endpoint does not implement message move tasks (e.g. an emulator). */
+  | { kind: 'unsupported' };
+
+/** The dead-letter queues' operations the API needs. */
+export interface DeadLetterQueues {
+  /** Looks at up to `max` (≤ 10) messages without consuming them (visibility 0). */
+  peek(dlqUrl: string, max: number): Promise<DeadLetter[]>;
+  /** ApproximateNumberOfMessages (+ not visible) of a queue. */
+  depth(queueUrl: string): Promise<{ visible: number; inFlight: number }>;
+  /** Starts an SQS message move task from the DLQ to `destinationArn`. */
+  startMove(input: { dlqArn: string; destinationArn: string }): Promise<MoveTaskStart>;
+  /** Receives up to `max` (≤ 10) messages, hiding them for `visibilitySeconds`. */
+  receive(queueUrl: string, max: number, visibilitySeconds: number): Promise<ReceivedLetter[]>;
+  /** Sends bodies as new messages; returns the indexes that were sent. */
+  sendAll(queueUrl: string, bodies: string[]): Promise<Set<number>>;
+  /** Deletes received messages; returns how many were deleted. */
+  deleteAll(queueUrl: string, receiptHandles: string[]): Promise<number>;
+}

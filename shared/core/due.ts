@@ -1,0 +1,88 @@
+/**
+ * The due index: when the supervisor should look at an item that is not finished, and the
+ * sparse, sharded GSI keys that let it find such items without scanning the table.
+ *
+ * Every job that is not terminal, and every enabled recurring schedule, carries `dueBucket`
+ * (`due#<yyyymmddhhmm>#<shard>`, the UTC minute of `dueAt` plus a write shard) and `dueAt`
+ * (epoch ms). Terminal jobs carry neither, so the index holds only live work. If an item is
+ * still in the same state when its `dueAt` passes, something was lost (a schedule that never
+ * fired, a send that never arrived, a worker that died with its message) and the supervisor
+ * repairs it. See docs/data-model.md, "The due index".
+ */
+import type { Job } from './job';
+import { fnv1a, SHARD_COUNT } from './table';
+
+/** How long after the expected moment each kind of item is considered lost. */
+export const DUE_GRACE_MS = {
+  /** A far-future job: its schedule fires a minute before runAt; a minute after, it should have started. */
+  scheduled: 60_000,
+  /** A queued job or a retry: SQS should deliver it within seconds of runAt. */
+  queued: 10 * 60_000,
+  /** A running attempt: after its lease (or its Lambda's timeout) ran out. */
+  running: 60_000,
+  /** A recurring schedule's fire: Scheduler fires within about a minute. */
+  fire: 2 * 60_000,
+} as const;
+
+/** Lambda runs an attempt at most this much longer than the job type's timeout. */
+export const ATTEMPT_MARGIN_MS = 30_000;
+
+/** The UTC minute of `ms` as `yyyymmddhhmm`. */
+export function bucketMinute(ms: number): string {
+  const iso = new Date(ms).toISOString(); // 2026-01-01T10:30:00.000Z
+  return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}`;
+}
+
+/** The partition key of the due index for an item keyed `key` that is due at `dueAt`. */
+export function dueBucket(dueAt: number, key: string): string {
+  return dueBucketOf(bucketMinute(dueAt), fnv1a(key) % SHARD_COUNT);
+}
+
+/** The partition key value for one minute and shard. */
+export function dueBucketOf(minute: string, shard: number): string {
+  return `due#${minute}#${shard}`;
+}
+
+/** Start (epoch ms) of the minute `ms` falls in. */
+export function minuteStart(ms: number): number {
+  return Math.floor(ms / 60_000) * 60_000;
+}
+
+/**
+ * When a job in `state` counts as lost if nothing changed, or undefined for a finished job. A
+ * queued job is dated from the later of its runAt and its last write (`updatedAt`), so a run
+ * created late (a schedule catching up) is not overdue the moment it is written.
+ */
+export function jobDueAt(
+  job: Pick<Job, 'state' | 'runAt' | 'leaseExpiresAt'> & { updatedAt?: string },
+  options: { attemptTimeoutMs?: number; claimedAt?: number } = {},
+): number | undefined {
+  switch (job.state) {
+    case 'scheduled':
+      return Date.parse(job.runAt) + DUE_GRACE_MS.scheduled;
+    case 'queued':
+    case 'retrying': {
+      const written = job.updatedAt === undefined ? 0 : Date.parse(job.updatedAt);
+      return Math.max(Date.parse(job.runAt), written) + DUE_GRACE_MS.queued;
+    }
+    case 'running': {
+      const lease = job.leaseExpiresAt ?? 0;
+      const lambda =
+        options.attemptTimeoutMs !== undefined && options.claimedAt !== undefined
+          ? options.claimedAt + options.attemptTimeoutMs + ATTEMPT_MARGIN_MS
+          : 0;
+      return Math.max(lease, lambda) + DUE_GRACE_MS.running;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The due attributes of a job (both undefined for a finished job), keyed by its id. */
+export function jobDueAttributes(
+  job: Pick<Job, 'id' | 'state' | 'runAt' | 'leaseExpiresAt'> & { updatedAt?: string },
+  options?: { attemptTimeoutMs?: number; claimedAt?: number },
+): { dueBucket?: string; dueAt?: number } {
+  const dueAt = jobDueAt(job, options);
+  return dueAt === undefined ? {} : { dueAt, dueBucket: dueBucket(dueAt, job.id) };
+}

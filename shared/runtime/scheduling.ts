@@ -1,0 +1,102 @@
+/**
+ * Worker steps for timed jobs, kept out of the worker's main path: a far-future job whose
+ * schedule fired early waits out the rest on its message's visibility; a job past its
+ * `dispatchBy` ends `expired`; a `queue-one` schedule run waits for the run before it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SQSRecord } from 'aws-lambda';
+import type { Job } from '../core/job';
+import type { JobQueue, JobStore } from '../core/ports';
+import { EARLY_START_TOLERANCE_MS, earlyByMs } from '../core/scheduling';
+import { isTerminal } from '../core/states';
+import { errorFields, type Logger } from '../logger';
+
+/** Longest a message can be hidden (SQS visibility maximum, 12 h). */
+const MAX_VISIBILITY_SECONDS = 43_200;
+
+/**
+ * A `scheduled` job arrived before its runAt (its schedule fires a minute early): hide the
+ * message for the remaining whole seconds (rounded down) and report it as a batch item failure,
+ * so SQS delivers it again less than a second before the job is due; the claim then accepts it
+ * and {@link holdUntilRunAt} waits out the rest. Costs one extra receive; the state is unchanged.
+ */
+export async function waitUntilDue(input: {
+  job: Job;
+  now: number;
+  queue: JobQueue;
+  queueUrl: string;
+  record: SQSRecord;
+  log: Logger;
+}): Promise<'retry'> {
+  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.floor(earlyByMs(input.job, input.now) / 1000)));
+  await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {
+    input.log.warn('could not delay the early message; it returns after the visibility timeout', errorFields(error));
+  });
+  input.log.info('job is not due yet; its message returns when it is', {
+    runAt: input.job.runAt,
+    waitSeconds: seconds,
+  });
+  return 'retry';
+}
+
+/**
+ * The claim accepts a far-future job up to {@link EARLY_START_TOLERANCE_MS} before its runAt
+ * (the message comes back from its last whole-second wait): its first attempt waits out that
+ * fraction of a second here, so the handler never starts before runAt.
+ */
+export async function holdUntilRunAt(job: Job, now: number): Promise<void> {
+  if (job.attempts !== 1) return;
+  const wait = Date.parse(job.runAt) - now;
+  if (wait > 0 && wait <= EARLY_START_TOLERANCE_MS) await sleep(wait);
+}
+
+/** Records `expired` for a job that was not started by its `dispatchBy`; it never runs. */
+export async function expireJob(input: {
+  job: Job;
+  now: number;
+  expiresAt: number;
+  store: JobStore;
+  log: Logger;
+}): Promise<'done'> {
+  const { job, log } = input;
+  if (!input.store.expire) {
+    log.error('the job store cannot record expired jobs; the job is left as it is', { dispatchBy: job.dispatchBy });
+    return 'done';
+  }
+  const expired = await input.store.expire({ job, now: input.now, expiresAt: input.expiresAt });
+  if (expired) log.warn('job expired: not started before its dispatchBy', { dispatchBy: job.dispatchBy });
+  else log.info('job changed before it could be expired; nothing to do');
+  return 'done';
+}
+
+/** Seconds a waiting `queue-one` run hides before looking again: 5, 10, 20, … up to 5 minutes. */
+export function predecessorWaitSeconds(receiveCount: number): number {
+  return Math.min(300, 5 * 2 ** Math.max(0, Math.min(receiveCount - 1, 10)));
+}
+
+/**
+ * A `queue-one` schedule run waits while the run it follows (`after`) is not finished: hide the
+ * message for a while (growing with the receive count) and look again. True when it must wait.
+ */
+export async function mustWaitFor(input: {
+  after: string;
+  store: JobStore;
+  queue: JobQueue;
+  queueUrl: string;
+  record: SQSRecord;
+  log: Logger;
+}): Promise<boolean> {
+  const predecessor = await input.store.get(input.after);
+  if (!predecessor || isTerminal(predecessor.state)) return false;
+  const receiveCount = Number(input.record.attributes?.ApproximateReceiveCount ?? '1');
+  const seconds = predecessorWaitSeconds(receiveCount);
+  await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {
+    input.log.warn('could not delay the waiting run; it returns after the visibility timeout', errorFields(error));
+  });
+  input.log.info('run waits for the previous run of its schedule', {
+    after: input.after,
+    afterState: predecessor.state,
+    waitSeconds: seconds,
+  });
+  return true;
+}

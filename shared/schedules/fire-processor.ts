@@ -1,0 +1,136 @@
+/**
+ * Turns one fire of a recurring schedule into its job run: reads the schedule, decides with the
+ * planner (slot, overlap policy), records the decision with one write conditioned on the
+ * schedule's version, and creates the run with the normal conditional put. Used by the worker
+ * (fires EventBridge Scheduler sends) and by the supervisor (fires Scheduler missed); both get
+ * the same run for the same slot, so the two can never create two runs of one fire.
+ */
+import type { Job, JobMessage } from '../core/job';
+import type { JobStore } from '../core/ports';
+import type { Logger } from '../logger';
+import type { Schedule } from './model';
+import { applyFire, locateFire, overlapDecision, type PreviousRun, previousRun } from './planner';
+import type { ScheduleStore } from './ports';
+
+export interface FireProcessorDeps {
+  schedules: ScheduleStore;
+  jobs: JobStore;
+  log: Logger;
+}
+
+/** What became of a fire. */
+export type FireResult =
+  /** Run this job (a run created now or earlier); `message` is its job message. */
+  | { kind: 'run'; message: JobMessage; created: boolean }
+  /** The overlap policy skipped the fire; it is counted on the schedule. */
+  | { kind: 'skipped'; slot: number }
+  /** Nothing to do: paused or deleted schedule, a repeat of a skipped fire, past its end. */
+  | { kind: 'ignored'; reason: string };
+
+/** Writes of the schedule item lost to a concurrent write are retried this often. */
+const MAX_CONFLICTS = 8;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function messageOf(job: Pick<Job, 'id' | 'type' | 'after'>): JobMessage {
+  return { v: 1, id: job.id, type: job.type, ...(job.after !== undefined ? { after: job.after } : {}) };
+}
+
+/**
+ * Handles the fire of schedule `name` (job type `type`) scheduled at `fireTime` (epoch ms).
+ * Idempotent: every delivery of the same fire ends with the same run, or the same skip.
+ *
+ * @throws when the schedule keeps changing under it, or on AWS errors (callers retry the fire).
+ */
+export async function processFire(
+  deps: FireProcessorDeps,
+  fire: { name: string; type: string; fireTime: number },
+  now: number,
+): Promise<FireResult> {
+  for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
+    const schedule = await deps.schedules.get(fire.name);
+    if (!schedule) return { kind: 'ignored', reason: 'no such schedule (deleted)' };
+    if (schedule.type !== fire.type) {
+      return { kind: 'ignored', reason: `the schedule now runs type ${schedule.type}, not ${fire.type}` };
+    }
+    const located = locateFire(schedule, fire.fireTime);
+    if (located.kind === 'inactive') return { kind: 'ignored', reason: located.reason };
+    if (located.kind === 'stale') return repeat(deps, schedule, located.runId, now);
+
+    const previous = await previousOf(deps, schedule, now);
+    const decision = overlapDecision(schedule.overlap, previous);
+    const outcome = applyFire(schedule, located, decision, now);
+    if (!(await deps.schedules.save(outcome.schedule, schedule.version))) {
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * (attempt + 1)));
+      continue; // another fire or an API call wrote first: decide again from what it wrote
+    }
+    if (located.missed > 0) {
+      deps.log.warn('schedule fires were missed', { schedule: schedule.name, missed: located.missed });
+    }
+    if (!outcome.run) return { kind: 'skipped', slot: located.slot };
+    return createRun(deps, schedule, outcome.run, now);
+  }
+  throw new Error(`schedule ${fire.name} changed ${MAX_CONFLICTS} times while its fire was handled; retry the fire`);
+}
+
+/** The schedule's latest run, as the overlap policy sees it (no reads for `allow`). */
+async function previousOf(deps: FireProcessorDeps, schedule: Schedule, now: number): Promise<PreviousRun> {
+  if (schedule.overlap === 'allow' || schedule.lastRunId === undefined) return 'none';
+  const lastRun = await deps.jobs.get(schedule.lastRunId);
+  const predecessor =
+    schedule.overlap === 'queue-one' && lastRun?.after !== undefined ? await deps.jobs.get(lastRun.after) : undefined;
+  return previousRun(schedule, lastRun, predecessor, now);
+}
+
+/** A repeat of a slot handled already: hand on its run if it has one, else drop the fire. */
+async function repeat(deps: FireProcessorDeps, schedule: Schedule, id: string, now: number): Promise<FireResult> {
+  const existing = await deps.jobs.get(id);
+  if (existing) {
+    if (existing.schedule !== schedule.name) return collision(deps, schedule, existing);
+    return { kind: 'run', message: messageOf(existing), created: false };
+  }
+  if (id === schedule.lastRunId && schedule.lastFireAt !== undefined) {
+    // Reserved by a fire that stopped before writing the run: write it now.
+    const after = schedule.lastRunAfter;
+    return createRun(deps, schedule, { id, scheduledAt: schedule.lastFireAt, ...(after ? { after } : {}) }, now);
+  }
+  return { kind: 'ignored', reason: 'a repeat of a fire that was skipped or is older than the schedule' };
+}
+
+async function createRun(
+  deps: FireProcessorDeps,
+  schedule: Schedule,
+  run: { id: string; scheduledAt: number; after?: string },
+  now: number,
+): Promise<FireResult> {
+  const stored = await deps.schedules.getPayload(schedule.name);
+  if (!stored) throw new Error(`schedule ${schedule.name} has no payload item`);
+  const job: Job = {
+    id: run.id,
+    type: schedule.type,
+    state: 'queued',
+    payload: stored.payload,
+    payloadHash: stored.payloadHash,
+    attempts: 0,
+    maxAttempts: schedule.maxAttempts,
+    createdAt: iso(now),
+    updatedAt: iso(now),
+    runAt: iso(run.scheduledAt),
+    leaseToken: 0,
+    errors: [],
+    schedule: schedule.name,
+    ...(run.after !== undefined ? { after: run.after } : {}),
+  };
+  const written = await deps.jobs.create(job);
+  if (written.created) return { kind: 'run', message: messageOf(job), created: true };
+  if (written.existing.schedule !== schedule.name) return collision(deps, schedule, written.existing);
+  return { kind: 'run', message: messageOf(written.existing), created: false };
+}
+
+function collision(deps: FireProcessorDeps, schedule: Schedule, job: Job): FireResult {
+  deps.log.error('a job that is not a run of this schedule holds the run id; the fire is dropped', {
+    schedule: schedule.name,
+    jobId: job.id,
+  });
+  return { kind: 'ignored', reason: `job ${job.id} exists and is not a run of schedule ${schedule.name}` };
+}

@@ -1,0 +1,334 @@
+/**
+ * Recurring schedules: the stored definition, the API's request schema and the rules that turn
+ * a request into a valid EventBridge Scheduler expression. Pure domain code (no AWS).
+ *
+ * A schedule lives in the job table as two items: `schedule#<name>` (small: the definition
+ * without the payload, plus its firing state, rewritten at every fire) and
+ * `schedule#<name>#payload` (the payload, written only by the API). Its EventBridge Scheduler
+ * schedule (see {@link triggerName}) is only the trigger; the item is the source of truth.
+ */
+import { z } from 'zod';
+import { MAX_ATTEMPTS_LIMIT } from '../core/backoff';
+import { DUE_GRACE_MS } from '../core/due';
+import { JOB_TYPE_PATTERN } from '../core/job-type';
+import {
+  isValidTimeZone,
+  nextFireTime,
+  type ParsedExpression,
+  parseScheduleExpression,
+  ScheduleExpressionError,
+  translateCron5,
+} from '../core/schedule-expression';
+import { fnv1a } from '../core/table';
+import { type FieldIssue, ValidationError } from '../errors';
+
+/** Schedule names: like job ids (1–64 of `A-Za-z0-9_.-`, starting with a letter or digit). */
+export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** What a fire does while the schedule's previous run is still queued or running. */
+export const OVERLAP_POLICIES = ['allow', 'skip', 'queue-one'] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+
+export type ScheduleState = 'enabled' | 'paused';
+
+const isoDateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
+
+/** Body of `POST /schedules` (and of `PUT /schedules/{name}`, where `name` may be left out). */
+export const scheduleRequestSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(SCHEDULE_NAME_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit'),
+    type: z.string().regex(JOB_TYPE_PATTERN, 'must be a registered job type name'),
+    payload: z.record(z.string(), z.unknown(), 'must be a JSON object'),
+    /** Five-field Unix cron (`30 9 * * 1-5`, `@daily`) or AWS `cron(min hr dom mon dow yr)`. */
+    cron: z.string().min(1).max(256).optional(),
+    /** `5 minutes` or `rate(5 minutes)`. */
+    rate: z.string().min(1).max(64).optional(),
+    /** IANA time zone the cron fields are read in. @default 'UTC' */
+    timezone: z.string().min(1).max(64).optional(),
+    startAt: isoDateTime.optional(),
+    endAt: isoDateTime.optional(),
+    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
+    /** @default 'allow' */
+    overlap: z.enum(OVERLAP_POLICIES).optional(),
+  })
+  .strict();
+
+export type ScheduleRequest = z.output<typeof scheduleRequestSchema>;
+
+/** `PUT /schedules/{name}`: the whole definition again; `name`, if given, must match the path. */
+export const scheduleUpdateSchema = scheduleRequestSchema.extend({ name: scheduleRequestSchema.shape.name.optional() });
+
+/**
+ * A schedule as stored (without its payload). `version` grows at every write; every write is
+ * conditioned on the version it read, so a fire and an API update never overwrite each other.
+ */
+export interface Schedule {
+  name: string;
+  type: string;
+  /** The trigger as the caller gave it (one of the two). */
+  cron?: string;
+  rate?: string;
+  /** The EventBridge Scheduler expression: `cron(...)` (six fields) or `rate(...)`. */
+  expression: string;
+  timezone: string;
+  /** ISO 8601: no fire before `startAt`, none at or after `endAt`. */
+  startAt?: string;
+  endAt?: string;
+  /** `rate()` schedules fire at `anchorAt + k × period` (epoch ms, whole seconds). */
+  anchorAt?: number;
+  maxAttempts: number;
+  overlap: OverlapPolicy;
+  state: ScheduleState;
+  /** SHA-256 of the canonical `{type, payload}`, as for jobs. */
+  payloadHash: string;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+  /** Epoch ms of the next fire; absent when paused or finished (past `endAt`). */
+  nextFireAt?: number;
+  /** Epoch ms of the last fire handled (run or skipped). */
+  lastFireAt?: number;
+  /** The run created by the latest fire that created one. */
+  lastRunId?: string;
+  /** When that run was reserved (epoch ms): a reserved run not written yet counts as active. */
+  lastRunReservedAt?: number;
+  /** The run that run waits for (`queue-one`), kept so a run reserved but not written can be written later. */
+  lastRunAfter?: string;
+  /** Fires skipped by the overlap policy, and the latest such fire (epoch ms). */
+  skipped: number;
+  lastSkippedAt?: number;
+  /** Fires that never arrived (Scheduler missed them and the supervisor came too late to catch up). */
+  missed: number;
+  /** When the supervisor looks at the schedule if it has not fired by then (see {@link withDue}). */
+  dueAt?: number;
+}
+
+/** The schedule as the API returns it. */
+export interface ScheduleView {
+  name: string;
+  type: string;
+  payload?: unknown;
+  cron: string | null;
+  rate: string | null;
+  expression: string;
+  timezone: string;
+  startAt: string | null;
+  endAt: string | null;
+  maxAttempts: number;
+  overlap: OverlapPolicy;
+  state: ScheduleState;
+  nextFireAt: string | null;
+  lastFireAt: string | null;
+  lastRunId: string | null;
+  skipped: { count: number; lastAt: string | null };
+  missed: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const isoOrNull = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+export function toScheduleView(schedule: Schedule, payload?: unknown): ScheduleView {
+  return {
+    name: schedule.name,
+    type: schedule.type,
+    ...(payload !== undefined ? { payload } : {}),
+    cron: schedule.cron ?? null,
+    rate: schedule.rate ?? null,
+    expression: schedule.expression,
+    timezone: schedule.timezone,
+    startAt: schedule.startAt ?? null,
+    endAt: schedule.endAt ?? null,
+    maxAttempts: schedule.maxAttempts,
+    overlap: schedule.overlap,
+    state: schedule.state,
+    nextFireAt: isoOrNull(schedule.nextFireAt),
+    lastFireAt: isoOrNull(schedule.lastFireAt),
+    lastRunId: schedule.lastRunId ?? null,
+    skipped: { count: schedule.skipped, lastAt: isoOrNull(schedule.lastSkippedAt) },
+    missed: schedule.missed,
+    createdAt: schedule.createdAt,
+    updatedAt: schedule.updatedAt,
+  };
+}
+
+/** The trigger part of a request, validated: what {@link resolveTrigger} returns. */
+export interface Trigger {
+  cron?: string;
+  rate?: string;
+  expression: string;
+  timezone: string;
+  startAt?: string;
+  endAt?: string;
+  anchorAt?: number;
+}
+
+const RATE_INPUT = /^(?:rate\(\s*)?(\d+)\s+(minute|minutes|hour|hours|day|days)(?:\s*\))?$/;
+
+function fail(path: string, message: string): never {
+  throw new ValidationError(`invalid schedule: ${path} ${message}`, [{ path, message }]);
+}
+
+/** `5 minutes` / `rate(5 minutes)` / `1 minutes` → `rate(5 minutes)` / `rate(1 minute)`. */
+export function normalizeRate(input: string): string {
+  const m = RATE_INPUT.exec(input.trim());
+  if (!m?.[1] || !m[2]) fail('rate', 'must be "<n> minutes|hours|days" or "rate(<n> <unit>)", e.g. "5 minutes"');
+  const value = Number(m[1]);
+  if (!Number.isSafeInteger(value) || value < 1) fail('rate', 'must be at least 1 (a rate of 0 never fires)');
+  const unit = m[2].replace(/s$/, '');
+  return `rate(${value} ${unit}${value === 1 ? '' : 's'})`;
+}
+
+/** Parses `expression`, reporting a problem on `path`. */
+function parseOn(path: 'cron' | 'rate', expression: string): ParsedExpression {
+  try {
+    const parsed = parseScheduleExpression(expression);
+    if (parsed.kind === 'at') fail(path, 'must be a recurring expression, not at(...)');
+    return parsed;
+  } catch (error) {
+    if (error instanceof ScheduleExpressionError) fail(path, error.message);
+    throw error;
+  }
+}
+
+/** Five-field Unix cron, a macro, or `cron(...)` → the AWS six-field expression. */
+export function normalizeCron(input: string): string {
+  const text = input.trim();
+  if (/^cron\(/i.test(text)) {
+    parseOn('cron', text);
+    return text;
+  }
+  try {
+    return translateCron5(text);
+  } catch (error) {
+    if (error instanceof ScheduleExpressionError) fail('cron', error.message);
+    throw error;
+  }
+}
+
+/**
+ * Validates the trigger fields of a request (exactly one of `cron`/`rate`, the time zone, the
+ * window) and checks that the schedule fires at least once after `now`. Throws a
+ * {@link ValidationError} naming the field; nothing is written before this passes.
+ */
+export function resolveTrigger(request: Omit<ScheduleRequest, 'name'>, now: number): Trigger {
+  const issues: FieldIssue[] = [];
+  if (request.cron === undefined && request.rate === undefined) {
+    issues.push({ path: 'cron', message: 'give exactly one of cron or rate' });
+  }
+  if (request.cron !== undefined && request.rate !== undefined) {
+    issues.push({ path: 'rate', message: 'give exactly one of cron or rate, not both' });
+  }
+  if (issues.length > 0) throw new ValidationError('invalid schedule: give exactly one of cron or rate', issues);
+
+  const timezone = request.timezone ?? 'UTC';
+  if (!isValidTimeZone(timezone)) {
+    fail('timezone', `"${timezone}" is not an IANA time zone (e.g. UTC, Europe/Berlin, America/New_York)`);
+  }
+  const startMs = request.startAt === undefined ? undefined : Date.parse(request.startAt);
+  const endMs = request.endAt === undefined ? undefined : Date.parse(request.endAt);
+  if (endMs !== undefined && startMs !== undefined && endMs <= startMs) fail('endAt', 'must be later than startAt');
+  if (endMs !== undefined && endMs <= now) fail('endAt', 'must be in the future');
+
+  const trigger: Trigger = { expression: '', timezone };
+  if (request.cron !== undefined) {
+    trigger.cron = request.cron;
+    trigger.expression = normalizeCron(request.cron);
+  } else if (request.rate !== undefined) {
+    trigger.rate = request.rate;
+    trigger.expression = normalizeRate(request.rate);
+    parseOn('rate', trigger.expression);
+    // Whole seconds (Scheduler's StartDate); without startAt, the next whole minute.
+    trigger.anchorAt = startMs !== undefined ? Math.ceil(startMs / 1000) * 1000 : Math.ceil(now / 60_000) * 60_000;
+  }
+  if (request.startAt !== undefined && startMs !== undefined) trigger.startAt = new Date(startMs).toISOString();
+  if (request.endAt !== undefined && endMs !== undefined) trigger.endAt = new Date(endMs).toISOString();
+
+  const first = nextFireOf(trigger, now);
+  if (first === undefined) {
+    fail(trigger.cron !== undefined ? 'cron' : 'rate', 'never fires after now (check the expression and endAt)');
+  }
+  return trigger;
+}
+
+/** Options for `nextFireTime` from a schedule's trigger fields. */
+function fireOptions(trigger: Pick<Trigger, 'timezone' | 'startAt' | 'endAt' | 'anchorAt'>): {
+  timezone: string;
+  startMs?: number;
+  endMs?: number;
+} {
+  const opts: { timezone: string; startMs?: number; endMs?: number } = { timezone: trigger.timezone };
+  const start = trigger.anchorAt ?? (trigger.startAt === undefined ? undefined : Date.parse(trigger.startAt));
+  if (start !== undefined) opts.startMs = start;
+  if (trigger.endAt !== undefined) opts.endMs = Date.parse(trigger.endAt);
+  return opts;
+}
+
+const parsedCache = new Map<string, ParsedExpression>();
+
+function parsedOf(expression: string): ParsedExpression {
+  let parsed = parsedCache.get(expression);
+  if (!parsed) {
+    parsed = parseScheduleExpression(expression);
+    if (parsedCache.size > 1000) parsedCache.clear();
+    parsedCache.set(expression, parsed);
+  }
+  return parsed;
+}
+
+/**
+ * The schedule's first fire strictly after `afterMs`, or undefined when it never fires again.
+ * Daylight-saving rules are `nextFireTime`'s: a cron time skipped by spring-forward does not
+ * fire that day, a repeated one fires once.
+ */
+export function nextFireOf(
+  trigger: Pick<Trigger, 'expression' | 'timezone' | 'startAt' | 'endAt' | 'anchorAt'>,
+  afterMs: number,
+): number | undefined {
+  return nextFireTime(parsedOf(trigger.expression), afterMs, fireOptions(trigger));
+}
+
+/**
+ * Name of a schedule's EventBridge Scheduler schedule, in the platform's schedule group:
+ * `_s.<name>`. The leading `_` (never the start of a job id) keeps it apart from one-time job
+ * schedules (named by job id) and long-retry schedules (`_r<n>.`); a name too long for the
+ * 64-character limit keeps its start and gets an 8-digit hash of the whole name.
+ */
+export function triggerName(name: string): string {
+  const prefix = '_s.';
+  if (prefix.length + name.length <= 64) return `${prefix}${name}`;
+  const hash = fnv1a(name).toString(16).padStart(8, '0');
+  return `${prefix}${name.slice(0, 64 - prefix.length - hash.length - 1)}.${hash}`;
+}
+
+/** A schedule whose fire is this overdue is fired by the supervisor again, a minute later at the earliest. */
+export const CATCH_UP_RETRY_MS = 60_000;
+
+/**
+ * Sets `dueAt` for an enabled schedule: its next fire plus the grace Scheduler gets, but never
+ * earlier than a minute from `now` (a schedule being caught up stays in the supervisor's window).
+ */
+export function withDue(schedule: Schedule, now: number): Schedule {
+  const next = { ...schedule };
+  delete next.dueAt;
+  if (next.state === 'enabled' && next.nextFireAt !== undefined) {
+    next.dueAt = Math.max(next.nextFireAt + DUE_GRACE_MS.fire, now + CATCH_UP_RETRY_MS);
+  }
+  return next;
+}
+
+/** The fields that define a schedule (everything a replay of `POST /schedules` must match). */
+export function definitionOf(schedule: Schedule): string {
+  return JSON.stringify([
+    schedule.type,
+    schedule.payloadHash,
+    schedule.expression,
+    schedule.timezone,
+    schedule.startAt ?? null,
+    schedule.endAt ?? null,
+    schedule.maxAttempts,
+    schedule.overlap,
+  ]);
+}

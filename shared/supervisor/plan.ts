@@ -1,0 +1,95 @@
+/**
+ * The supervisor's decisions, as pure functions: which minute buckets of the due index to read,
+ * and what to do with each overdue job. `run.ts` does the reading and writing.
+ */
+import { DUE_GRACE_MS, minuteStart } from '../core/due';
+import type { Job } from '../core/job';
+import { isTerminal } from '../core/states';
+
+export interface SupervisorOptions {
+  /** Every run re-reads this much of the recent past (clock skew, index lag). @default 5 minutes */
+  safetyWindowMs: number;
+  /** Without a checkpoint (the first run), start this far back. @default 1 hour */
+  initialLookbackMs: number;
+  /** Most minute buckets one run reads; the rest follow on the next run. @default 240 */
+  maxMinutesPerRun: number;
+  /** Catch-up fires per schedule per run. @default 60 */
+  maxFiresPerSchedule: number;
+  /** Fires older than this are not caught up (counted as missed), like Scheduler's event age. @default 24 hours */
+  maxCatchUpAgeMs: number;
+  /** Items repaired at once. @default 8 */
+  concurrency: number;
+}
+
+export const DEFAULT_SUPERVISOR_OPTIONS: SupervisorOptions = {
+  safetyWindowMs: 5 * 60_000,
+  initialLookbackMs: 60 * 60_000,
+  maxMinutesPerRun: 240,
+  maxFiresPerSchedule: 60,
+  maxCatchUpAgeMs: 24 * 3600_000,
+  concurrency: 8,
+};
+
+/** The minute buckets one run reads (their start times), and the checkpoint if every one succeeds. */
+export function bucketsToRead(
+  checkpoint: number | undefined,
+  now: number,
+  options: Pick<SupervisorOptions, 'safetyWindowMs' | 'initialLookbackMs' | 'maxMinutesPerRun'>,
+): { minutes: number[]; checkpoint: number } {
+  const windowStart = minuteStart(now - options.safetyWindowMs);
+  const from =
+    checkpoint === undefined ? minuteStart(now - options.initialLookbackMs) : Math.min(checkpoint, windowStart);
+  const last = minuteStart(now);
+  const minutes: number[] = [];
+  for (let minute = from; minute <= last && minutes.length < options.maxMinutesPerRun; minute += 60_000) {
+    minutes.push(minute);
+  }
+  const lastRead = minutes.at(-1) ?? from;
+  // Read everything up to now: keep the safety window. Capped: continue after the last read minute.
+  const next = lastRead >= last ? windowStart : Math.min(lastRead + 60_000, windowStart);
+  return { minutes, checkpoint: next };
+}
+
+/** Next check after a re-send: 5 minutes, doubling per repair, at most 6 hours. */
+export function resendBackoffMs(repairs: number): number {
+  return Math.min(6 * 3600_000, 5 * 60_000 * 2 ** Math.min(Math.max(repairs, 0), 10));
+}
+
+/** What to do with a job found in the due index. */
+export type JobRepair =
+  /** Finished: drop its due attributes (a writer did not). */
+  | { kind: 'clear' }
+  /** Not overdue after all (a live lease, a later runAt): look again at `dueAt`. */
+  | { kind: 'reschedule'; dueAt: number }
+  /** Lost: send its message again, look again at `dueAt`. */
+  | { kind: 'resend'; dueAt: number; reason: string };
+
+/**
+ * Decides the repair of an overdue job from the job as stored now:
+ * - `scheduled` past its runAt (+1 min): its schedule never fired or its message was lost;
+ * - `queued` / `retrying` 10 minutes after it was due and still not started: the send was lost;
+ * - `running` a minute after its lease (and its Lambda) ran out: the worker died and its
+ *   message is not coming back (deleted, or in the DLQ).
+ * A re-sent message is harmless if the original turns up: the claim lets one delivery run.
+ */
+export function planJobRepair(job: Job, repairs: number, now: number): JobRepair {
+  if (isTerminal(job.state)) return { kind: 'clear' };
+  const resend = (reason: string): JobRepair => ({ kind: 'resend', dueAt: now + resendBackoffMs(repairs), reason });
+  switch (job.state) {
+    case 'scheduled': {
+      const due = Date.parse(job.runAt) + DUE_GRACE_MS.scheduled;
+      return due > now ? { kind: 'reschedule', dueAt: due } : resend('scheduled job past its runAt never started');
+    }
+    case 'queued':
+    case 'retrying': {
+      const due = Math.max(Date.parse(job.runAt), Date.parse(job.updatedAt)) + DUE_GRACE_MS.queued;
+      return due > now ? { kind: 'reschedule', dueAt: due } : resend(`${job.state} job not picked up`);
+    }
+    case 'running': {
+      const due = (job.leaseExpiresAt ?? 0) + DUE_GRACE_MS.running;
+      return due > now ? { kind: 'reschedule', dueAt: due } : resend('running job whose lease expired');
+    }
+    default:
+      return { kind: 'clear' };
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * One pass of the supervisor: reads the due index from its checkpoint to now and repairs what
+ * it finds, without scanning the table.
+ *
+ * - A job that should have started (a far-future job whose schedule never fired, a queued job
+ *   whose message was lost, a running job whose worker died and whose message is not coming
+ *   back) gets its message sent again.
+ * - A recurring schedule whose fire is overdue (its EventBridge Scheduler schedule was deleted,
+ *   disabled behind Orrery's back, or never fires, as on LocalStack) is fired here, slot by slot,
+ *   with the same run ids Scheduler's fires would create.
+ * - A finished job still in the index (a writer that did not clear it) is cleared.
+ *
+ * Every repair first moves the item's `dueAt` with a write conditioned on the value it read, so
+ * two supervisors (or a supervisor and a worker) never both act on one item, and a repair that
+ * fails half-way is retried when the new `dueAt` comes. Sending a job message twice is harmless:
+ * the claim lets only one delivery run.
+ */
+import type { PlatformConfig } from '../config';
+import { bucketMinute, DUE_GRACE_MS, dueBucketOf } from '../core/due';
+import { fireMessage } from '../core/fire-message';
+import type { JobMessage } from '../core/job';
+import type { JobQueue, JobStore } from '../core/ports';
+import { SHARD_COUNT } from '../core/table';
+import { errorFields, type Logger } from '../logger';
+import { processFire } from '../schedules/fire-processor';
+import { type Schedule, withDue } from '../schedules/model';
+import { catchUpSlot } from '../schedules/planner';
+import type { ScheduleStore } from '../schedules/ports';
+import { bucketsToRead, DEFAULT_SUPERVISOR_OPTIONS, planJobRepair, type SupervisorOptions } from './plan';
+import type { DueEntry, DueIndex } from './ports';
+
+export interface SupervisorDeps {
+  /** Routes of every job type (queue URLs to send to). */
+  config: PlatformConfig;
+  index: DueIndex;
+  jobs: JobStore;
+  schedules: ScheduleStore;
+  queue: JobQueue;
+  log: Logger;
+  options?: Partial<SupervisorOptions>;
+}
+
+/** What one pass did. */
+export interface SupervisorReport {
+  /** Minute buckets read (each in every shard). */
+  minutes: number;
+  /** Overdue entries found. */
+  found: number;
+  /** Jobs whose message was sent again, by id. */
+  resent: string[];
+  /** Runs created for schedule fires that Scheduler missed, by id. */
+  fired: string[];
+  /** Schedule fires skipped by their overlap policy while catching up. */
+  skipped: number;
+  /** Finished items whose due attributes were removed. */
+  cleared: number;
+  /** Items that were not overdue after all (moved to their real due time). */
+  rescheduled: number;
+  /** Items another writer changed first (nothing to do). */
+  raced: number;
+  /** Items whose repair failed (left for the next pass). */
+  failed: number;
+  /** Where the next pass starts (epoch ms of a minute). */
+  checkpoint: number;
+}
+
+const JOB_PREFIX = 'job#';
+const SCHEDULE_PREFIX = 'schedule#';
+
+/**
+ * Runs one supervisor pass at `now` (epoch ms; tests pass their clock's time).
+ *
+ * @example
+ * const report = await runSupervisorOnce(deps, clock.now());
+ * log.info('supervisor pass', { resent: report.resent.length, fired: report.fired.length });
+ */
+export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Promise<SupervisorReport> {
+  const options: SupervisorOptions = { ...DEFAULT_SUPERVISOR_OPTIONS, ...deps.options };
+  const saved = await deps.index.getCheckpoint();
+  const plan = bucketsToRead(saved, now, options);
+  const report: SupervisorReport = {
+    minutes: plan.minutes.length,
+    found: 0,
+    resent: [],
+    fired: [],
+    skipped: 0,
+    cleared: 0,
+    rescheduled: 0,
+    raced: 0,
+    failed: 0,
+    checkpoint: plan.checkpoint,
+  };
+  let oldestFailure = Number.POSITIVE_INFINITY;
+
+  const entries: { entry: DueEntry; minute: number }[] = [];
+  for (const minute of plan.minutes) {
+    const shards = await Promise.all(
+      Array.from({ length: SHARD_COUNT }, (_, shard) =>
+        deps.index.query(dueBucketOf(bucketMinute(minute), shard), now).catch((error: unknown) => {
+          deps.log.error('could not read a due bucket; the next pass reads it again', {
+            minute: new Date(minute).toISOString(),
+            shard,
+            ...errorFields(error),
+          });
+          oldestFailure = Math.min(oldestFailure, minute);
+          return [] as DueEntry[];
+        }),
+      ),
+    );
+    for (const entry of shards.flat()) entries.push({ entry, minute });
+  }
+  report.found = entries.length;
+
+  // Jobs concurrently; fires of one schedule in order (its entry appears once per pass).
+  let next = 0;
+  const worker = async () => {
+    while (next < entries.length) {
+      const item = entries[next++];
+      if (!item) break;
+      try {
+        if (item.entry.pk.startsWith(JOB_PREFIX)) await repairJob(deps, item.entry, now, report);
+        else if (item.entry.pk.startsWith(SCHEDULE_PREFIX))
+          await catchUpSchedule(deps, options, item.entry, now, report);
+      } catch (error) {
+        report.failed += 1;
+        oldestFailure = Math.min(oldestFailure, item.minute);
+        deps.log.error('supervisor repair failed; the next pass tries again', {
+          pk: item.entry.pk,
+          ...errorFields(error),
+        });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
+
+  report.checkpoint = Math.min(plan.checkpoint, oldestFailure);
+  await deps.index.setCheckpoint(report.checkpoint);
+  if (report.resent.length + report.fired.length + report.cleared + report.failed > 0) {
+    deps.log.info('supervisor pass repaired items', {
+      resent: report.resent.length,
+      fired: report.fired.length,
+      cleared: report.cleared,
+      failed: report.failed,
+    });
+  }
+  return report;
+}
+
+async function send(deps: SupervisorDeps, message: JobMessage): Promise<void> {
+  const route = deps.config.routes[message.type];
+  if (!route) throw new Error(`job type ${message.type} has no route (not deployed)`);
+  await deps.queue.send(route.queueUrl, message);
+}
+
+async function repairJob(deps: SupervisorDeps, entry: DueEntry, now: number, report: SupervisorReport): Promise<void> {
+  const loaded = await deps.index.loadJob(entry.pk.slice(JOB_PREFIX.length));
+  if (!loaded || loaded.dueAt !== entry.dueAt) {
+    report.raced += 1; // gone, or moved since the index was read
+    return;
+  }
+  const { job } = loaded;
+  const repair = planJobRepair(job, loaded.repairs, now);
+  switch (repair.kind) {
+    case 'clear':
+      if (await deps.index.moveDue(entry.pk, entry.dueAt, undefined)) report.cleared += 1;
+      else report.raced += 1;
+      return;
+    case 'reschedule':
+      if (await deps.index.moveDue(entry.pk, entry.dueAt, repair.dueAt)) report.rescheduled += 1;
+      else report.raced += 1;
+      return;
+    case 'resend': {
+      // Claim the repair first: of several supervisors, only the one that moves dueAt sends.
+      if (!(await deps.index.moveDue(entry.pk, entry.dueAt, repair.dueAt, { repair: true }))) {
+        report.raced += 1;
+        return;
+      }
+      const message: JobMessage = {
+        v: 1,
+        id: job.id,
+        type: job.type,
+        ...(job.after !== undefined ? { after: job.after } : {}),
+      };
+      await send(deps, message);
+      report.resent.push(job.id);
+      deps.log.warn('re-sent the message of a lost job', { jobId: job.id, state: job.state, reason: repair.reason });
+      return;
+    }
+  }
+}
+
+async function catchUpSchedule(
+  deps: SupervisorDeps,
+  options: SupervisorOptions,
+  entry: DueEntry,
+  now: number,
+  report: SupervisorReport,
+): Promise<void> {
+  const name = entry.pk.slice(SCHEDULE_PREFIX.length);
+  const upTo = now - DUE_GRACE_MS.fire; // later fires are still Scheduler's to deliver
+  for (let i = 0; i < options.maxFiresPerSchedule; i++) {
+    const schedule = await deps.schedules.get(name);
+    if (!schedule) return;
+    if (i === 0 && schedule.dueAt !== entry.dueAt) {
+      report.raced += 1; // fired, changed or paused since the index was read
+      return;
+    }
+    const slot = catchUpSlot(schedule, upTo, now, options.maxCatchUpAgeMs);
+    if (slot === undefined) {
+      if (i === 0) await settleScheduleDue(deps, schedule, entry, now, report);
+      return;
+    }
+    const result = await processFire(
+      { schedules: deps.schedules, jobs: deps.jobs, log: deps.log.child({ schedule: name }) },
+      { name, type: schedule.type, fireTime: slot },
+      now,
+    );
+    if (result.kind === 'skipped') report.skipped += 1;
+    if (result.kind === 'ignored') return;
+    if (result.kind === 'run') {
+      await send(deps, result.message);
+      report.fired.push(result.message.id);
+      deps.log.warn('fired a schedule fire that Scheduler missed', {
+        fire: fireMessage(name, schedule.type, slot).scheduledTime,
+        jobId: result.message.id,
+      });
+    }
+  }
+}
+
+/**
+ * Nothing of the schedule is overdue after all (its next fire is still within Scheduler's
+ * grace): move its index entry to when it will be, so it stays in the supervisor's window.
+ */
+async function settleScheduleDue(
+  deps: SupervisorDeps,
+  schedule: Schedule,
+  entry: DueEntry,
+  now: number,
+  report: SupervisorReport,
+): Promise<void> {
+  const target = withDue(schedule, now).dueAt;
+  if (target === entry.dueAt) return;
+  if (!(await deps.index.moveDue(entry.pk, entry.dueAt, target))) report.raced += 1;
+  else if (target === undefined) report.cleared += 1;
+  else report.rescheduled += 1;
+}

@@ -1,0 +1,113 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { Schedule } from 'aws-cdk-lib/aws-events';
+import { describe, expect, it } from 'vitest';
+import { JobTable } from '../../infra/constructs/job-table';
+import { DUE_INDEX_NAME, Supervisor } from '../../infra/constructs/supervisor';
+import { ENV, platformConfigFromEnv } from '../../shared/config';
+import {
+  allowedActions,
+  functionEnv,
+  logicalId,
+  render,
+  resource,
+  resources,
+  roleStatements,
+  synthOrrery,
+  testApp,
+} from './support';
+
+const { stack, template } = synthOrrery();
+const platform = stack.platform;
+const supervisorId = logicalId(platform.supervisor.handler);
+const ruleId = logicalId(platform.supervisor.rule);
+const tableId = logicalId(platform.jobTable.table);
+const statements = roleStatements(template, logicalId(platform.supervisor.handler.executionRole));
+const types = [...platform.jobTypes.values()].map((t) => ({
+  type: t.type,
+  readyId: logicalId(t.queues.queue),
+  dlqId: logicalId(t.queues.deadLetterQueue),
+}));
+const arn = (id: string) => JSON.stringify({ 'Fn::GetAtt': [id, 'Arn'] });
+
+describe('supervisor', () => {
+  it('is a Lambda that an EventBridge rule (not Scheduler) invokes every minute, without retries', () => {
+    expect(resource(template, supervisorId).Properties).toMatchObject({
+      Runtime: 'nodejs24.x',
+      Timeout: 60,
+      MemorySize: 512,
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [
+        {
+          Arn: { 'Fn::GetAtt': [supervisorId, 'Arn'] },
+          RetryPolicy: { MaximumRetryAttempts: 0 },
+        },
+      ],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [supervisorId, 'Arn'] },
+      Principal: 'events.amazonaws.com',
+      SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] },
+    });
+    expect(Object.keys(resources(template, 'AWS::Scheduler::Schedule'))).toEqual([]);
+  });
+
+  it('has the sparse byDue index to read: keyed by minute bucket + shard, sorted by due time', () => {
+    const table = resource(template, tableId);
+    const indexes = table.Properties?.GlobalSecondaryIndexes as { IndexName: string }[];
+    expect(indexes.find((index) => index.IndexName === DUE_INDEX_NAME)).toEqual({
+      IndexName: 'byDue',
+      KeySchema: [
+        { AttributeName: 'dueBucket', KeyType: 'HASH' },
+        { AttributeName: 'dueAt', KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['id', 'type', 'state'] },
+    });
+    expect(table.Properties?.AttributeDefinitions).toEqual(
+      expect.arrayContaining([
+        { AttributeName: 'dueBucket', AttributeType: 'S' },
+        { AttributeName: 'dueAt', AttributeType: 'N' },
+      ]),
+    );
+  });
+
+  it('may read and write job items, query only the due index, and neither scan nor delete', () => {
+    const dynamo = allowedActions(statements).filter((a) => a.action.startsWith('dynamodb:'));
+    const onTable = dynamo.filter((a) => a.resources === arn(tableId)).map((a) => a.action);
+    expect(onTable.sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    const query = dynamo.filter((a) => a.action === 'dynamodb:Query');
+    expect(query).toHaveLength(1);
+    expect(query[0]?.resources).toContain(`/index/${DUE_INDEX_NAME}`);
+    expect(dynamo).toHaveLength(4);
+  });
+
+  it('may send to every ready queue and to no DLQ, and has no Scheduler permission', () => {
+    const actions = allowedActions(statements);
+    const send = actions.filter((a) => a.action === 'sqs:SendMessage');
+    expect(send).toHaveLength(1);
+    for (const t of types) {
+      expect(send[0]?.resources).toContain(arn(t.readyId));
+      expect(send[0]?.resources).not.toContain(t.dlqId);
+    }
+    expect(actions.filter((a) => a.action.startsWith('scheduler:') || a.action === 'iam:PassRole')).toEqual([]);
+    expect(actions.filter((a) => a.action.startsWith('sqs:')).map((a) => a.action)).toEqual(['sqs:SendMessage']);
+  });
+
+  it('gets the route of every type, including types added after it, in a form the runtime config accepts', () => {
+    const env = Object.fromEntries(Object.entries(functionEnv(template, supervisorId)).map(([k, v]) => [k, render(v)]));
+    const config = platformConfigFromEnv(env);
+    expect(Object.keys(config.routes)).toEqual(types.map((t) => t.type));
+    expect(env[ENV.table]).toBe(`\${Ref:${tableId}}`);
+  });
+
+  it('can run on another schedule', () => {
+    const s = new Stack(testApp(), 'Custom');
+    const jobTable = new JobTable(s, 'Jobs');
+    new Supervisor(s, 'Supervisor', { jobTable, environment: {}, schedule: Schedule.rate(Duration.minutes(5)) });
+    Template.fromStack(s).hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
+  });
+});

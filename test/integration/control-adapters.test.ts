@@ -1,0 +1,271 @@
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { payloadHash } from '../../shared/api/jobs-service';
+import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
+import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
+import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
+import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
+import type { Job } from '../../shared/core/job';
+import { JOB_TABLE, keys } from '../../shared/core/table';
+import { LOCAL_CREDENTIALS } from '../local-aws/clients';
+import { createTableInput } from '../local-aws/deploy';
+import { uniquePrefix } from '../local-aws/namespace';
+import { type LocalSqs, startLocalSqs } from '../local-aws/sqs';
+
+const prefix = uniquePrefix('control');
+const tableName = `${prefix}-jobs`;
+const dynamo = new DynamoDBClient({
+  endpoint: inject('dynamodbEndpoint'),
+  region: 'us-east-1',
+  credentials: LOCAL_CREDENTIALS,
+});
+const store = new DynamoJobStore(dynamo, tableName);
+const index = new DynamoJobIndex(dynamo, tableName);
+const control = new DynamoJobControl(dynamo, tableName);
+const T0 = Date.parse('2026-06-01T00:00:00.000Z');
+let seq = 0;
+
+function newJob(overrides: Partial<Job> = {}): Job {
+  seq += 1;
+  const iso = new Date(T0 + seq).toISOString();
+  return {
+    id: `job-${String(seq).padStart(3, '0')}`,
+    type: 'echo',
+    state: 'queued',
+    payload: { n: seq },
+    payloadHash: payloadHash('echo', { n: seq }),
+    attempts: 0,
+    maxAttempts: 3,
+    createdAt: iso,
+    updatedAt: iso,
+    runAt: iso,
+    leaseToken: 0,
+    errors: [],
+    ...overrides,
+  };
+}
+
+/** Every entry of a partition through the adapter, page by page. */
+async function readPartition(partition: { index: 'byType' | 'byTypeState'; key: string }, limit: number) {
+  const all: string[] = [];
+  let below: string | undefined;
+  for (;;) {
+    const page = await index.query({ partition, limit, ...(below ? { below } : {}) });
+    all.push(...page.entries.map((e) => e.summary.id));
+    if (!page.more) return all;
+    below = page.entries.at(-1)?.sortKey;
+  }
+}
+
+beforeAll(async () => {
+  await dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
+});
+
+afterAll(async () => {
+  await dynamo.send(new DeleteTableCommand({ TableName: tableName }));
+  dynamo.destroy();
+});
+
+describe('DynamoJobIndex against DynamoDB Local', () => {
+  const jobs: Job[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 40; i++) {
+      const job = newJob({ state: i % 4 === 0 ? 'failed' : 'queued' });
+      jobs.push(job);
+      await store.create(job);
+    }
+  });
+  const shardOf = (job: Job) => Number(keys.byType(job.type, job.id).split('#')[1]);
+
+  it('reads one byType partition newest first, with the projected summary, page by page', async () => {
+    const shard = shardOf(jobs[0] as Job);
+    const want = jobs
+      .filter((j) => shardOf(j) === shard)
+      .map((j) => j.id)
+      .reverse();
+    expect(want.length).toBeGreaterThan(1);
+    expect(await readPartition({ index: 'byType', key: keys.byTypeShard('echo', shard) }, 2)).toEqual(want);
+    const page = await index.query({ partition: { index: 'byType', key: keys.byTypeShard('echo', shard) }, limit: 1 });
+    const first = jobs.find((j) => j.id === want[0]) as Job;
+    expect(page.entries[0]).toEqual({
+      sortKey: keys.created(first.createdAt, first.id),
+      summary: {
+        id: first.id,
+        type: 'echo',
+        state: first.state,
+        createdAt: first.createdAt,
+        runAt: first.runAt,
+        attempts: 0,
+        finishedAt: null,
+      },
+    });
+    expect(page.more).toBe(true);
+  });
+
+  it('honours below (exclusive), atLeast (inclusive) and both together', async () => {
+    const shard = shardOf(jobs[1] as Job);
+    const partition = { index: 'byType' as const, key: keys.byTypeShard('echo', shard) };
+    const inShard = jobs.filter((j) => shardOf(j) === shard);
+    expect(inShard.length).toBeGreaterThanOrEqual(3);
+    const [a, b, c] = inShard as [Job, Job, Job];
+    const key = (j: Job) => keys.created(j.createdAt, j.id);
+    const ids = async (q: { below?: string; atLeast?: string }) =>
+      (await index.query({ partition, limit: 100, ...q })).entries.map((e) => e.summary.id);
+    expect(await ids({ below: key(b) })).toEqual([a.id]);
+    expect(await ids({ atLeast: b.createdAt })).toEqual(
+      inShard
+        .filter((j) => j.createdAt >= b.createdAt)
+        .map((j) => j.id)
+        .reverse(),
+    );
+    expect(await ids({ below: key(c), atLeast: a.createdAt })).toEqual([b.id, a.id]);
+    const both = await index.query({ partition, limit: 1, below: key(c), atLeast: a.createdAt });
+    expect(both.entries.map((e) => e.summary.id)).toEqual([b.id]);
+    expect(both.more).toBe(true);
+  });
+
+  it('reads byTypeState partitions of one state', async () => {
+    const failed = jobs.filter((j) => j.state === 'failed');
+    const found: string[] = [];
+    for (let shard = 0; shard < 8; shard++) {
+      found.push(
+        ...(await readPartition({ index: 'byTypeState', key: keys.byTypeStateShard('echo', 'failed', shard) }, 3)),
+      );
+    }
+    expect(found.sort()).toEqual(failed.map((j) => j.id).sort());
+  });
+});
+
+describe('DynamoJobControl against DynamoDB Local', () => {
+  it('cancels a job in an allowed state, moving its state index entry, and keeps the fencing token', async () => {
+    const job = newJob({ id: 'to-cancel', leaseToken: 4 });
+    await store.create(job);
+    const result = await control.cancel({
+      id: job.id,
+      type: 'echo',
+      from: CANCELLABLE_STATES,
+      now: T0 + 5000,
+      expiresAt: 2_000_000_000,
+    });
+    expect(result.kind).toBe('applied');
+    const stored = await store.get(job.id);
+    expect(stored).toMatchObject({ state: 'cancelled', leaseToken: 4, expiresAt: 2_000_000_000 });
+    expect(stored?.finishedAt).toBe(new Date(T0 + 5000).toISOString());
+    const raw = await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(job.id) } } }));
+    expect(raw.Item?.gsi2pk?.S).toBe(keys.byTypeState('echo', 'cancelled', job.id));
+  });
+
+  it('refuses a finished job and returns it as it is; reports a missing one', async () => {
+    const job = newJob({ id: 'finished', state: 'succeeded' });
+    await store.create(job);
+    const refused = await control.cancel({ id: job.id, type: 'echo', from: CANCELLABLE_STATES, now: T0, expiresAt: 1 });
+    expect(refused.kind === 'refused' && refused.job.state).toBe('succeeded');
+    expect(
+      (await control.cancel({ id: 'nope', type: 'echo', from: CANCELLABLE_STATES, now: T0, expiresAt: 1 })).kind,
+    ).toBe('missing');
+    // The type is part of the condition (the state index key depends on it).
+    expect((await control.restart({ id: job.id, type: 'other', from: ['succeeded'], now: T0 })).kind).toBe('refused');
+  });
+
+  it('makes a running attempt lose its lease: its fenced writes are refused after a cancel', async () => {
+    const job = newJob({ id: 'running' });
+    await store.create(job);
+    const claim = await store.claim({ id: job.id, type: 'echo', owner: 'w1', now: T0, leaseMs: 60_000 });
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    await control.cancel({ id: job.id, type: 'echo', from: CANCELLABLE_STATES, now: T0 + 1, expiresAt: 1 });
+    await expect(store.heartbeat({ job: claim.job, now: T0 + 2, leaseMs: 60_000 })).rejects.toThrow(/lease/);
+    await expect(store.succeed({ job: claim.job, now: T0 + 3, result: 1, expiresAt: 1 })).rejects.toThrow(/lease/);
+    expect((await store.get(job.id))?.state).toBe('cancelled');
+  });
+
+  it('restarts a failed job as a new series, and undoes that while nothing has started', async () => {
+    const job = newJob({
+      id: 'failed-one',
+      state: 'failed',
+      attempts: 3,
+      leaseToken: 3,
+      finishedAt: new Date(T0).toISOString(),
+      expiresAt: 1_900_000_000,
+    });
+    job.errors = [{ attempt: 3, at: job.createdAt, reason: 'error', name: 'Error', message: 'boom' }];
+    await store.create(job);
+    const restarted = await control.restart({ id: job.id, type: 'echo', from: RETRYABLE_STATES, now: T0 + 10_000 });
+    if (restarted.kind !== 'applied') throw new Error(restarted.kind);
+    expect(restarted.job).toMatchObject({ state: 'queued', attempts: 0, retries: 1, leaseToken: 3 });
+    expect(restarted.job.expiresAt).toBeUndefined();
+    expect(restarted.job.finishedAt).toBeUndefined();
+    expect(restarted.job.errors).toHaveLength(1);
+    // A claim works again (attempts < maxAttempts) and grows the token past every earlier one.
+    expect(await control.undoRestart({ previous: job, retries: 1 })).toBe(true);
+    const back = await store.get(job.id);
+    expect(back).toMatchObject({ state: 'failed', attempts: 3, retries: 0, expiresAt: 1_900_000_000 });
+    const again = await control.restart({ id: job.id, type: 'echo', from: RETRYABLE_STATES, now: T0 + 20_000 });
+    expect(again.kind === 'applied' && again.job.retries).toBe(1);
+    const claim = await store.claim({ id: job.id, type: 'echo', owner: 'w', now: T0 + 20_001, leaseMs: 1000 });
+    expect(claim.kind === 'claimed' && claim.job.leaseToken).toBe(4);
+    expect(await control.undoRestart({ previous: job, retries: 1 })).toBe(false); // it started: no undo
+  });
+});
+
+describe('SqsDeadLetterQueues against fauxqs', () => {
+  let sqs: LocalSqs;
+  let client: SQSClient;
+  let dlq: SqsDeadLetterQueues;
+  let dlqUrl: string;
+  let dlqArn: string;
+  let readyUrl: string;
+
+  beforeAll(async () => {
+    sqs = await startLocalSqs();
+    client = new SQSClient({ region: 'us-east-1', endpoint: sqs.endpoint, credentials: LOCAL_CREDENTIALS });
+    dlq = new SqsDeadLetterQueues(client);
+    dlqUrl = (await client.send(new CreateQueueCommand({ QueueName: `${prefix}-dlq` }))).QueueUrl ?? '';
+    readyUrl = (await client.send(new CreateQueueCommand({ QueueName: `${prefix}-ready` }))).QueueUrl ?? '';
+    const attrs = await client.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }));
+    dlqArn = attrs.Attributes?.QueueArn ?? '';
+  });
+
+  afterAll(async () => {
+    client.destroy();
+    await sqs.stop();
+  });
+
+  it('peeks with visibility 0: the same messages are there to see again', async () => {
+    await client.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: '{"v":1,"id":"j-1","type":"echo"}' }));
+    await client.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: 'x'.repeat(300) }));
+    const first = await dlq.peek(dlqUrl, 10);
+    expect(first.map((m) => m.jobId)).toEqual(['j-1', null]);
+    expect(first[1]?.body).toHaveLength(256);
+    expect(first[0]?.receiveCount).toBe(1);
+    const second = await dlq.peek(dlqUrl, 10);
+    expect(second.map((m) => m.messageId)).toEqual(first.map((m) => m.messageId));
+    expect(second[0]?.receiveCount).toBe(2);
+    const depth = await dlq.depth(dlqUrl); // fauxqs may count a visibility-0 message as in flight for a moment
+    expect(depth.visible + depth.inFlight).toBe(2);
+  });
+
+  it('reports that fauxqs has no message move task, so the API falls back', async () => {
+    expect(await dlq.startMove({ dlqArn, destinationArn: dlqArn })).toEqual({ kind: 'unsupported' });
+  });
+
+  it('receives, sends and deletes in batches', async () => {
+    const letters = await dlq.receive(dlqUrl, 10, 30);
+    expect(letters).toHaveLength(2);
+    expect((await dlq.depth(dlqUrl)).inFlight).toBe(2);
+    const sent = await dlq.sendAll(
+      readyUrl,
+      letters.map((l) => l.body),
+    );
+    expect([...sent].sort()).toEqual([0, 1]);
+    expect(
+      await dlq.deleteAll(
+        dlqUrl,
+        letters.map((l) => l.receiptHandle),
+      ),
+    ).toBe(2);
+    expect(await dlq.depth(dlqUrl)).toEqual({ visible: 0, inFlight: 0 });
+    expect((await dlq.depth(readyUrl)).visible).toBe(2);
+  });
+});

@@ -1,0 +1,241 @@
+/**
+ * Delayed jobs at any horizon, dispatch deadlines and the supervisor's repairs of jobs, against
+ * local AWS through the real SDK (DynamoDB Local, fauxqs, the Scheduler stand-in), with a clock
+ * the tests move forward.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { payloadHash } from '../../shared/api/jobs-service';
+import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
+import { createLogger } from '../../shared/logger';
+import { startLocalSupervisor } from '../local-aws/supervisor-loop';
+import { type SchedulingFixture, sleepReal, startSchedulingFixture } from './scheduling-fixture';
+
+const HOUR = 3600_000;
+let f: SchedulingFixture;
+
+afterEach(async () => {
+  await f?.stop();
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe('a delayed job two hours out', () => {
+  it('gets a one-time schedule a minute before runAt, and runs once when due, not before', async () => {
+    f = await startSchedulingFixture({ label: 'delay2h' });
+    const runAt = Math.ceil((f.clock.now() + 2 * HOUR) / 1000) * 1000;
+    const created = await f.request('POST', '/jobs', { type: 'echo', payload: { later: true }, runAt: iso(runAt) });
+    expect(created.status).toBe(201);
+    expect(created.body.state).toBe('scheduled');
+    const id: string = created.body.id;
+    const schedule = f.schedules().find((s) => s.Name === id);
+    expect(schedule?.ScheduleExpression).toBe(`at(${iso(runAt - SCHEDULE_LEAD_MS).slice(0, 19)})`);
+
+    // Not yet due: nothing fires.
+    f.clock.jumpTo(runAt - SCHEDULE_LEAD_MS - 5_000);
+    await f.fire();
+    await sleepReal(1_500);
+    expect((await f.job(id))?.state).toBe('scheduled');
+
+    // Three seconds before runAt the schedule has fired (its at() time passed); the worker holds the job back.
+    f.clock.jumpTo(runAt - 3_000);
+    await f.fire();
+    await sleepReal(1_200);
+    expect(f.schedules().find((s) => s.Name === id)).toBeUndefined(); // fired and deleted itself
+    expect((await f.job(id))?.state).toBe('scheduled');
+    expect(f.executions).toEqual([]);
+
+    const done = await f.waitFor(id, ['succeeded', 'failed']);
+    const error = (f.executions[0]?.at ?? Number.NaN) - runAt;
+    console.log(`[scheduling] 2-hour delayed job: start-time error ${error} ms (handler start - runAt)`);
+    expect(done).toMatchObject({ state: 'succeeded', attempts: 1, result: { later: true } });
+    expect(error).toBeGreaterThanOrEqual(0); // not before runAt
+    expect(error).toBeLessThan(1_500);
+    await sleepReal(1_500);
+    expect(f.executions.map((e) => e.id)).toEqual([id]); // once
+  });
+
+  it('is still run by the supervisor when its schedule was deleted behind Orrery’s back', async () => {
+    f = await startSchedulingFixture({ label: 'lostsched' });
+    const runAt = f.clock.now() + 2 * HOUR;
+    const { body } = await f.request('POST', '/jobs', { type: 'echo', payload: { n: 1 }, runAt: iso(runAt) });
+    expect(f.aws.scheduler.deleteDirectly(body.id, f.platform.config.scheduleGroup)).toBe(true);
+
+    f.clock.jumpTo(runAt + 30_000);
+    expect((await f.platform.supervise()).resent).toEqual([]); // within the minute of grace Scheduler gets
+    f.clock.jumpTo(runAt + 2 * 60_000);
+    const report = await f.platform.supervise();
+    expect(report.resent).toEqual([body.id]);
+    const done = await f.waitFor(body.id, ['succeeded']);
+    expect(done.attempts).toBe(1);
+    // A second supervisor pass (or a concurrent one) does not send it again.
+    expect((await f.platform.supervise()).resent).toEqual([]);
+    await sleepReal(1_000);
+    expect(f.executions.map((e) => e.id)).toEqual([body.id]);
+    // Finished: out of the due index.
+    const item = (await f.items()).find((i) => i.id === body.id);
+    expect(item?.dueBucket).toBeUndefined();
+  });
+
+  it('is cancelled with its schedule deleted, and never runs', async () => {
+    f = await startSchedulingFixture({ label: 'cancelfar' });
+    const runAt = f.clock.now() + 30 * 24 * HOUR;
+    const { body } = await f.request('POST', '/jobs', { type: 'echo', payload: { n: 2 }, runAt: iso(runAt) });
+    expect(f.schedules().map((s) => s.Name)).toContain(body.id);
+    const cancelled = await f.request('POST', `/jobs/${body.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.state).toBe('cancelled');
+    expect(f.schedules().map((s) => s.Name)).not.toContain(body.id);
+    f.clock.jumpTo(runAt + 5 * 60_000);
+    await f.fire();
+    const report = await f.platform.supervise();
+    expect(report.resent).toEqual([]);
+    await sleepReal(500);
+    expect((await f.job(body.id))?.state).toBe('cancelled');
+    expect(f.executions).toEqual([]);
+  });
+});
+
+describe('dispatchBy', () => {
+  it('ends a far-future job not started by its deadline in expired, without running it', async () => {
+    f = await startSchedulingFixture({ label: 'dispatch' });
+    const runAt = f.clock.now() + 20 * 60_000;
+    const dispatchBy = iso(runAt + 30_000);
+    const created = await f.request('POST', '/jobs', {
+      type: 'echo',
+      payload: { n: 3 },
+      runAt: iso(runAt),
+      dispatchBy,
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.dispatchBy).toBe(dispatchBy);
+    // The platform was down past the deadline; the late fire must not run the job.
+    f.clock.jumpTo(runAt + 5 * 60_000);
+    await f.fire();
+    const expired = await f.waitFor(created.body.id, ['expired', 'succeeded']);
+    expect(expired).toMatchObject({ state: 'expired', attempts: 0 });
+    expect(expired.finishedAt).toBeDefined();
+    await sleepReal(500);
+    expect(f.executions).toEqual([]);
+  });
+
+  it('expires a queued job whose message arrives after the deadline', async () => {
+    f = await startSchedulingFixture({ label: 'dispatchq' });
+    const now = f.clock.now();
+    const created = await f.request('POST', '/jobs', {
+      type: 'echo',
+      payload: { n: 4 },
+      delaySeconds: 2,
+      dispatchBy: iso(now + 10_000),
+    });
+    f.clock.advance(60_000); // the deadline passes while the message is delayed in SQS
+    const job = await f.waitFor(created.body.id, ['expired', 'succeeded']);
+    expect(job.state).toBe('expired');
+    expect(f.executions).toEqual([]);
+  });
+
+  it('rejects a deadline that is not after runAt, naming dispatchBy, and writes nothing', async () => {
+    f = await startSchedulingFixture({ label: 'dispatchbad' });
+    const runAt = f.clock.now() + HOUR;
+    const bad = await f.request('POST', '/jobs', {
+      type: 'echo',
+      payload: {},
+      runAt: iso(runAt),
+      dispatchBy: iso(runAt - 1000),
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['dispatchBy']);
+    expect((await f.items()).filter((i) => String(i.pk).startsWith('job#'))).toEqual([]);
+    expect(f.schedules()).toEqual([]);
+  });
+});
+
+describe('bad times on POST /jobs', () => {
+  it.each([
+    ['runAt in the past', (now: number) => ({ runAt: iso(now - 60_000) })],
+    ['runAt beyond the 366-day horizon', (now: number) => ({ runAt: iso(now + 367 * 24 * HOUR) })],
+  ])('rejects %s with 400 on path runAt and creates nothing', async (_label, times) => {
+    f = await startSchedulingFixture({ label: 'badtime' });
+    const response = await f.request('POST', '/jobs', { type: 'echo', payload: {}, ...times(f.clock.now()) });
+    expect(response.status).toBe(400);
+    expect(response.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['runAt']);
+    expect((await f.items()).filter((i) => String(i.pk).startsWith('job#'))).toEqual([]);
+    expect(f.schedules()).toEqual([]);
+  });
+});
+
+describe('the supervisor re-drives lost work', () => {
+  it('re-sends a running job whose worker died (lease expired, message gone), and it runs again', async () => {
+    f = await startSchedulingFixture({ label: 'deadworker' });
+    const now = f.clock.now();
+    const id = `dead-${now}`;
+    const payload = { n: 5 };
+    // What the API writes for an immediate job; its message was taken by a worker that then died.
+    await f.platform.store.create({
+      id,
+      type: 'echo',
+      state: 'queued',
+      payload,
+      payloadHash: payloadHash('echo', payload),
+      attempts: 0,
+      maxAttempts: 3,
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      runAt: iso(now),
+      leaseToken: 0,
+      errors: [],
+    });
+    const claim = await f.platform.store.claim({
+      id,
+      type: 'echo',
+      owner: 'worker-killed',
+      now,
+      leaseMs: 30_000,
+      attemptTimeoutMs: 10_000,
+    });
+    expect(claim.kind).toBe('claimed');
+
+    f.clock.advance(60_000); // the lease ran out, but the grace has not
+    expect((await f.platform.supervise()).resent).toEqual([]);
+    f.clock.advance(2 * 60_000);
+    const report = await f.platform.supervise();
+    expect(report.resent).toEqual([id]);
+    const done = await f.waitFor(id, ['succeeded', 'failed']);
+    expect(done).toMatchObject({ state: 'succeeded', attempts: 2, leaseToken: 2 });
+    expect(f.executions.map((e) => e.id)).toEqual([id]);
+  });
+
+  it('re-sends a queued job whose send was lost, once per back-off, and two supervisors send it once', async () => {
+    f = await startSchedulingFixture({ label: 'lostsend' });
+    const now = f.clock.now();
+    const id = `lost-${now}`;
+    await f.platform.store.create({
+      id,
+      type: 'echo',
+      state: 'queued',
+      payload: {},
+      payloadHash: payloadHash('echo', {}),
+      attempts: 0,
+      maxAttempts: 3,
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      runAt: iso(now),
+      leaseToken: 0,
+      errors: [],
+    });
+    f.clock.advance(11 * 60_000);
+    // A second supervisor with its own clients, racing the platform's.
+    const other = startLocalSupervisor({
+      config: f.platform.config,
+      clients: f.platform.clients,
+      jobs: f.platform.store,
+      schedules: f.platform.schedules,
+      clock: f.clock,
+      logger: createLogger({ level: 'silent' }),
+    });
+    const [a, b] = await Promise.all([f.platform.supervise(), other.supervise()]);
+    await other.stop();
+    expect([...a.resent, ...b.resent]).toEqual([id]);
+    await f.waitFor(id, ['succeeded']);
+    expect(f.executions.map((e) => e.id)).toEqual([id]);
+  });
+});

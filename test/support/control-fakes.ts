@@ -1,0 +1,139 @@
+/**
+ * In-memory stand-ins for the control-plane ports (`shared/core/control-ports.ts`), for unit
+ * tests. `FakeJobControl` works on a `FakeJobStore`'s jobs with the DynamoDB adapter's
+ * conditions; `FakeDeadLetterQueues` keeps queues as arrays of messages.
+ */
+import type {
+  ControlResult,
+  DeadLetter,
+  DeadLetterQueues,
+  JobControl,
+  MoveTaskStart,
+  ReceivedLetter,
+} from '../../shared/core/control-ports';
+import type { Job } from '../../shared/core/job';
+import type { JobState } from '../../shared/core/states';
+import type { FakeJobStore } from './fakes';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export class FakeJobControl implements JobControl {
+  constructor(private readonly store: FakeJobStore) {}
+
+  private apply(id: string, type: string, from: readonly JobState[], change: (job: Job) => void): ControlResult {
+    const job = this.store.peek(id);
+    if (!job) return { kind: 'missing' };
+    if (job.type !== type || !from.includes(job.state)) return { kind: 'refused', job };
+    change(job);
+    this.store.seed(job);
+    return { kind: 'applied', job: this.store.peek(id) as Job };
+  }
+
+  async cancel(input: { id: string; type: string; from: readonly JobState[]; now: number; expiresAt: number }) {
+    return this.apply(input.id, input.type, input.from, (job) => {
+      job.state = 'cancelled';
+      job.finishedAt = iso(input.now);
+      job.updatedAt = iso(input.now);
+      job.expiresAt = input.expiresAt;
+      delete job.leaseOwner;
+      delete job.leaseExpiresAt;
+    });
+  }
+
+  async restart(input: { id: string; type: string; from: readonly JobState[]; now: number }) {
+    return this.apply(input.id, input.type, input.from, (job) => {
+      job.state = 'queued';
+      job.attempts = 0;
+      job.runAt = iso(input.now);
+      job.updatedAt = iso(input.now);
+      job.retries = (job.retries ?? 0) + 1;
+      for (const field of ['expiresAt', 'finishedAt', 'startedAt', 'leaseOwner', 'leaseExpiresAt', 'result'] as const) {
+        delete job[field];
+      }
+    });
+  }
+
+  async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {
+    const job = this.store.peek(previous.id);
+    if (job?.state !== 'queued' || job.attempts !== 0 || job.retries !== retries) return false;
+    this.store.seed({ ...previous, retries: retries - 1, errors: job.errors });
+    return true;
+  }
+}
+
+interface Stored {
+  messageId: string;
+  body: string;
+  receiveCount: number;
+  invisibleUntil: number;
+  receipt?: string;
+}
+
+/** Queues by URL; `failSend` makes sends of bodies matching it fail (per entry). */
+export class FakeDeadLetterQueues implements DeadLetterQueues {
+  readonly queues = new Map<string, Stored[]>();
+  moveTask: MoveTaskStart = { kind: 'unsupported' };
+  failSend: (body: string) => boolean = () => false;
+  private counter = 0;
+
+  put(queueUrl: string, body: string): void {
+    const queue = this.queues.get(queueUrl) ?? [];
+    queue.push({ messageId: `m-${++this.counter}`, body, receiveCount: 0, invisibleUntil: 0 });
+    this.queues.set(queueUrl, queue);
+  }
+
+  bodies(queueUrl: string): string[] {
+    return (this.queues.get(queueUrl) ?? []).map((m) => m.body);
+  }
+
+  private visible(queueUrl: string): Stored[] {
+    return (this.queues.get(queueUrl) ?? []).filter((m) => m.invisibleUntil <= Date.now());
+  }
+
+  async peek(dlqUrl: string, max: number): Promise<DeadLetter[]> {
+    return this.visible(dlqUrl)
+      .slice(0, max)
+      .map((m) => {
+        m.receiveCount += 1;
+        return { messageId: m.messageId, jobId: null, receiveCount: m.receiveCount, sentAt: null, body: m.body };
+      });
+  }
+
+  async depth(queueUrl: string) {
+    const all = this.queues.get(queueUrl) ?? [];
+    const visible = this.visible(queueUrl).length;
+    return { visible, inFlight: all.length - visible };
+  }
+
+  async startMove(): Promise<MoveTaskStart> {
+    return this.moveTask;
+  }
+
+  async receive(queueUrl: string, max: number, visibilitySeconds: number): Promise<ReceivedLetter[]> {
+    return this.visible(queueUrl)
+      .slice(0, max)
+      .map((m) => {
+        m.receiveCount += 1;
+        m.invisibleUntil = Date.now() + visibilitySeconds * 1000;
+        m.receipt = `r-${m.messageId}-${m.receiveCount}`;
+        return { messageId: m.messageId, receiptHandle: m.receipt, body: m.body };
+      });
+  }
+
+  async sendAll(queueUrl: string, bodies: string[]): Promise<Set<number>> {
+    const sent = new Set<number>();
+    bodies.forEach((body, i) => {
+      if (this.failSend(body)) return;
+      this.put(queueUrl, body);
+      sent.add(i);
+    });
+    return sent;
+  }
+
+  async deleteAll(queueUrl: string, receiptHandles: string[]): Promise<number> {
+    const queue = this.queues.get(queueUrl) ?? [];
+    const keep = queue.filter((m) => !m.receipt || !receiptHandles.includes(m.receipt));
+    this.queues.set(queueUrl, keep);
+    return queue.length - keep.length;
+  }
+}

@@ -1,0 +1,611 @@
+/**
+ * The CLI in-process (`main(argv, io)`): argument parsing, help, URL resolution, formatting
+ * and exit codes, against a real HTTP peer on 127.0.0.1 (node:http) standing in for the API.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseCommandLine, UsageError } from '../../shared/cli/args';
+import { CliConfigError, resolveApiUrl } from '../../shared/cli/config';
+import { createStyle, stripAnsi, table, visibleLength, wantsColor } from '../../shared/cli/format';
+import { type CliIo, COMMANDS, main } from '../../shared/cli/main';
+import type { JobView } from '../../shared/core/job';
+
+// ------------------------------------------------------------------ a tiny HTTP peer
+
+interface Received {
+  method: string;
+  rawUrl: string;
+  query: URLSearchParams;
+  json: unknown;
+}
+type Reply = { status?: number; body?: unknown };
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function startPeer(
+  reply: (request: Received, index: number) => Reply,
+): Promise<{ url: string; requests: Received[] }> {
+  const requests: Received[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => {
+      body += chunk.toString('utf8');
+    });
+    req.on('end', () => {
+      const received: Received = {
+        method: req.method ?? '',
+        rawUrl: req.url ?? '',
+        query: new URL(req.url ?? '/', 'http://peer').searchParams,
+        json: body ? JSON.parse(body) : undefined,
+      };
+      requests.push(received);
+      const answer = reply(received, requests.length - 1);
+      res.writeHead(answer.status ?? 200, { 'content-type': 'application/json', 'x-request-id': 'req-1' });
+      res.end(answer.body === undefined ? '' : JSON.stringify(answer.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+}
+
+// ------------------------------------------------------------------ running the CLI in-process
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function capture(isTTY: boolean) {
+  const output = {
+    text: '',
+    isTTY,
+    columns: 200,
+    write(chunk: string) {
+      output.text += chunk;
+      return true;
+    },
+  };
+  return output;
+}
+
+async function run(
+  argv: string[],
+  options: {
+    url?: string;
+    env?: Record<string, string>;
+    tty?: boolean;
+    cwd?: string;
+    stdin?: string;
+    now?: number;
+  } = {},
+): Promise<Run> {
+  const stdout = capture(options.tty ?? false);
+  const stderr = capture(options.tty ?? false);
+  const io: CliIo = {
+    stdout,
+    stderr,
+    env: { ...(options.url ? { ORRERY_URL: options.url } : {}), ...options.env },
+    cwd: options.cwd ?? mkdtempSync(join(tmpdir(), 'orrery-cli-')),
+    readStdin: async () => options.stdin ?? '',
+    now: () => options.now ?? Date.parse('2026-11-22T10:00:10.000Z'),
+    sleep: async () => {},
+  };
+  const code = await main(argv, io);
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+function jobView(overrides: Partial<JobView> = {}): JobView {
+  return {
+    id: 'job-1',
+    type: 'echo',
+    state: 'queued',
+    payload: { hello: 'world' },
+    attempts: 0,
+    maxAttempts: 3,
+    createdAt: '2026-11-22T10:00:00.000Z',
+    updatedAt: '2026-11-22T10:00:00.000Z',
+    runAt: '2026-11-22T10:00:00.000Z',
+    startedAt: null,
+    finishedAt: null,
+    lastError: null,
+    errors: [],
+    progress: null,
+    result: null,
+    retries: 0,
+    ...overrides,
+  };
+}
+
+// ------------------------------------------------------------------ parsing and help
+
+describe('argument parsing', () => {
+  it('finds one- and two-word commands, with global options anywhere', () => {
+    const get = parseCommandLine(['--json', 'get', 'abc', '--url', 'http://x'], COMMANDS);
+    expect(get).toMatchObject({ kind: 'run', args: { id: 'abc' }, options: { json: true, url: 'http://x' } });
+    expect(get.kind === 'run' && get.command.path).toEqual(['get']);
+
+    const dlq = parseCommandLine(['dlq', 'redrive', 'echo', '--max-messages', '5'], COMMANDS);
+    expect(dlq.kind === 'run' && dlq.command.path).toEqual(['dlq', 'redrive']);
+    expect(dlq).toMatchObject({ args: { type: 'echo' }, options: { 'max-messages': '5' } });
+
+    const enqueue = parseCommandLine(['enqueue', 'echo', '--payload={"a":1}', '-q'], COMMANDS);
+    expect(enqueue).toMatchObject({ args: { type: 'echo' }, options: { payload: '{"a":1}', quiet: true } });
+  });
+
+  it.each([
+    [[], /no command given/],
+    [['frobnicate'], /unknown command "frobnicate"/],
+    [['dlq'], /dlq: which one\? list, redrive/],
+    [['dlq', 'purge', 'x'], /unknown command "dlq purge"/],
+    [['get'], /missing <id>/],
+    [['get', 'a', 'b'], /unexpected argument "b"/],
+    [['get', 'a', '--bogus'], /Unknown option '--bogus'/],
+    [['list', '--type'], /argument missing/],
+    [['get', 'a', '--json=yes'], /does not take an argument/],
+  ] as const)('%j is a usage error', (argv, message) => {
+    expect(() => parseCommandLine([...argv], COMMANDS)).toThrow(UsageError);
+    expect(() => parseCommandLine([...argv], COMMANDS)).toThrow(message);
+  });
+
+  it('every command has --help (exit 0) showing its usage, options and the global options', async () => {
+    for (const command of COMMANDS) {
+      const { code, stdout } = await run([...command.path, '--help']);
+      expect(code, command.path.join(' ')).toBe(0);
+      expect(stdout).toMatch(new RegExp(`^Usage: orrery ${command.path.join(' ')}`));
+      expect(stdout).toContain('Global options:');
+      for (const option of Object.keys(command.options)) expect(stdout).toContain(`--${option}`);
+    }
+    const overview = await run(['--help']);
+    expect(overview.code).toBe(0);
+    for (const command of COMMANDS) expect(overview.stdout).toContain(command.path.join(' '));
+    expect((await run(['schedules', '--help'])).stdout).toContain('Commands of schedules:');
+    expect((await run(['help', 'dlq', 'list'])).stdout).toMatch(/^Usage: orrery dlq list <type>/);
+    expect((await run(['help'])).stdout).toBe(overview.stdout);
+    expect((await run(['--version'])).stdout).toMatch(/^orrery \d+\.\d+\.\d+/);
+  });
+
+  it('a usage error exits 2 and points at the help of the command', async () => {
+    const { code, stderr, stdout } = await run(['watch']);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toBe("orrery: missing <id>\nRun 'orrery watch --help' for usage.\n");
+  });
+});
+
+describe('option values', () => {
+  it.each([
+    [['enqueue', 'echo', '--payload', '{'], /--payload is not valid JSON/],
+    [['enqueue', 'echo', '--payload', '[1]'], /must be a JSON object/],
+    [['enqueue', 'echo', '--payload', '{}', '--payload-file', 'x.json'], /not both/],
+    [['enqueue', 'echo', '--payload-file', 'missing.json'], /cannot read --payload-file missing.json/],
+    [['enqueue', 'echo', '--delay', '1.5'], /--delay must be an integer from 0/],
+    [['enqueue', 'echo', '--max-attempts', 'three'], /--max-attempts must be an integer/],
+    [['enqueue', 'echo', '--run-at', 'tomorrow'], /--run-at must be an ISO 8601 date-time/],
+    [['list', '--state', 'done'], /--state must be one of scheduled, queued/],
+    [['dlq', 'list', 'echo', '--limit', '11'], /--limit must be an integer from 1 to 10/],
+    [['schedules', 'create', 'n', '--rate', '1 day'], /--type is required/],
+    [['schedules', 'create', 'n', '--type', 'echo'], /give --cron or --rate/],
+    [['schedules', 'create', 'n', '--type', 'echo', '--cron', '@daily', '--rate', '1 day'], /not both/],
+    [
+      ['schedules', 'create', 'n', '--type', 'echo', '--rate', '1 day', '--overlap', 'never'],
+      /--overlap must be one of/,
+    ],
+    [['schedules', 'update', 'n'], /nothing to change/],
+  ] as const)('%j exits 2 before any request', async (argv, message) => {
+    const peer = await startPeer(() => ({ body: {} }));
+    const { code, stderr } = await run([...argv], { url: peer.url });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+    expect(peer.requests).toHaveLength(0);
+  });
+});
+
+// ------------------------------------------------------------------ the API URL
+
+describe('API URL', () => {
+  function project(outputs: unknown): string {
+    const root = mkdtempSync(join(tmpdir(), 'orrery-project-'));
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    mkdirSync(join(root, '.orrery'));
+    mkdirSync(join(root, 'a', 'b'), { recursive: true });
+    writeFileSync(
+      join(root, '.orrery', 'outputs.json'),
+      typeof outputs === 'string' ? outputs : JSON.stringify(outputs),
+    );
+    return root;
+  }
+
+  it('prefers --url, then ORRERY_URL, then ApiUrl in the nearest .orrery/outputs.json', () => {
+    const root = project({ OrreryStack: { ApiUrl: 'https://abc.lambda-url.eu-west-1.on.aws/', TableName: 't' } });
+    const cwd = join(root, 'a', 'b');
+    expect(resolveApiUrl({ flag: 'http://flag', env: { ORRERY_URL: 'http://env' }, cwd })).toEqual({
+      url: 'http://flag',
+      source: '--url',
+    });
+    expect(resolveApiUrl({ flag: undefined, env: { ORRERY_URL: 'http://env' }, cwd }).url).toBe('http://env');
+    expect(resolveApiUrl({ flag: undefined, env: {}, cwd })).toEqual({
+      url: 'https://abc.lambda-url.eu-west-1.on.aws/',
+      source: join('..', '..', '.orrery', 'outputs.json'),
+    });
+  });
+
+  it('explains what to do when there is no URL or the outputs file is unusable', async () => {
+    const none = await run(['get', 'x'], { cwd: mkdtempSync(join(tmpdir(), 'orrery-empty-')) });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('no API URL');
+    expect(none.stderr).toContain('export ORRERY_URL=http://127.0.0.1:4600');
+    expect(none.stderr).toContain('npm run deploy');
+
+    expect(() => resolveApiUrl({ flag: undefined, env: {}, cwd: project('{oops') })).toThrow(CliConfigError);
+    expect(() => resolveApiUrl({ flag: undefined, env: {}, cwd: project({ S: { TableName: 't' } }) })).toThrow(
+      /has no ApiUrl output/,
+    );
+    expect(() =>
+      resolveApiUrl({
+        flag: undefined,
+        env: {},
+        cwd: project({ A: { ApiUrl: 'https://a' }, B: { ApiUrl: 'https://b' } }),
+      }),
+    ).toThrow(/several stacks \(A, B\)/);
+    expect((await run(['get', 'x', '--url', 'ftp://nope'])).code).toBe(2);
+  });
+});
+
+// ------------------------------------------------------------------ commands against the peer
+
+describe('commands', () => {
+  it('enqueue maps its options to the request and prints the job', async () => {
+    const peer = await startPeer((req) => ({ status: 201, body: jobView({ id: (req.json as { id: string }).id }) }));
+    const { code, stdout, stderr } = await run(
+      ['enqueue', 'flaky', '--payload', '{"failTimes":2}', '--id', 'order-1', '--delay', '30', '--max-attempts', '5'],
+      { url: peer.url },
+    );
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests[0]?.json).toEqual({
+      type: 'flaky',
+      payload: { failTimes: 2 },
+      id: 'order-1',
+      delaySeconds: 30,
+      maxAttempts: 5,
+    });
+    expect(stdout).toContain('created job order-1');
+    expect(stdout).toMatch(/state\s+queued/);
+    expect(stdout).not.toContain('\u001b['); // not a TTY: no colour
+  });
+
+  it('enqueue reads the payload from a file or stdin, and -q prints only the id', async () => {
+    const peer = await startPeer((req) => ({ status: 200, body: jobView({ id: (req.json as { id: string }).id }) }));
+    const cwd = mkdtempSync(join(tmpdir(), 'orrery-payload-'));
+    writeFileSync(join(cwd, 'p.json'), '{"from":"file"}');
+    const fromFile = await run(['enqueue', 'echo', '--payload-file', 'p.json', '--run-at', '2026-12-01T09:00:00Z'], {
+      url: peer.url,
+      cwd,
+    });
+    expect(fromFile.stdout).toContain('existing job');
+    expect(peer.requests[0]?.json).toMatchObject({ payload: { from: 'file' }, runAt: '2026-12-01T09:00:00Z' });
+
+    const quiet = await run(['enqueue', 'echo', '--payload-file', '-', '-q'], {
+      url: peer.url,
+      stdin: '{"from":"stdin"}',
+    });
+    expect(peer.requests[1]?.json).toMatchObject({ payload: { from: 'stdin' } });
+    const sent = peer.requests[1]?.json as { id: string } | undefined;
+    expect(quiet.stdout).toBe(`${sent?.id}\n`);
+  });
+
+  it('--json prints the API answer as JSON', async () => {
+    const peer = await startPeer(() => ({ body: jobView({ state: 'succeeded', result: { ok: true } }) }));
+    const { code, stdout } = await run(['get', 'job-1', '--json'], { url: peer.url });
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ id: 'job-1', state: 'succeeded', result: { ok: true } });
+  });
+
+  it('an API error exits 1 with the code, message, issues and request id', async () => {
+    const peer = await startPeer(() => ({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid_payload',
+          message: 'payload does not match the flaky schema',
+          issues: [{ path: 'payload.failTimes', message: 'expected number' }],
+        },
+      },
+    }));
+    const human = await run(['enqueue', 'flaky', '--payload', '{"failTimes":"x"}'], { url: peer.url });
+    expect(human.code).toBe(1);
+    expect(human.stdout).toBe('');
+    expect(human.stderr).toBe(
+      'error: invalid_payload (HTTP 400): payload does not match the flaky schema\n' +
+        '  - payload.failTimes: expected number\n' +
+        '  request id: req-1\n',
+    );
+    const json = await run(['enqueue', 'flaky', '--json', '--payload', '{"failTimes":"x"}'], { url: peer.url });
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr)).toMatchObject({
+      error: { status: 400, code: 'invalid_payload', issues: [{ path: 'payload.failTimes' }], requestId: 'req-1' },
+    });
+  });
+
+  it('a route the API does not serve says so', async () => {
+    const peer = await startPeer(() => ({
+      status: 404,
+      body: { error: { code: 'route_not_found', message: 'no route' } },
+    }));
+    const { code, stderr } = await run(['latest', 'echo'], { url: peer.url });
+    expect(code).toBe(1);
+    expect(stderr).toContain('the API does not serve GET /types/echo/latest');
+  });
+
+  it('an unreachable local server exits 1 and suggests npm run dev', async () => {
+    const peer = await startPeer(() => ({ body: {} }));
+    await cleanups.pop()?.(); // stop it
+    const { code, stderr } = await run(['get', 'x'], { url: peer.url });
+    expect(code).toBe(1);
+    expect(stderr).toContain('error: network_error');
+    expect(stderr).toContain('ECONNREFUSED');
+    expect(stderr).toContain('npm run dev');
+  });
+
+  it('list follows cursors up to --limit, prints a table, and the cursor to continue', async () => {
+    const summary = (id: string, state: string) => ({
+      id,
+      type: 'flaky',
+      state,
+      createdAt: '2026-11-22T10:00:00.000Z',
+      runAt: '2026-11-22T10:00:00.000Z',
+      attempts: 1,
+      finishedAt: state === 'failed' ? '2026-11-22T09:59:00.000Z' : null,
+    });
+    const peer = await startPeer((req) =>
+      req.query.get('cursor') === null
+        ? { body: { items: [summary('a', 'failed'), summary('b', 'running')], nextCursor: 'c1' } }
+        : { body: { items: [summary('c', 'queued')], nextCursor: 'c2' } },
+    );
+    const human = await run(['list', '--type', 'flaky', '--limit', '3'], { url: peer.url });
+    expect(human.code).toBe(0);
+    expect(peer.requests.map((r) => r.rawUrl)).toEqual([
+      '/jobs?type=flaky&limit=3',
+      '/jobs?type=flaky&limit=1&cursor=c1',
+    ]);
+    const lines = human.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+TYPE\s+STATE\s+ATTEMPTS\s+CREATED\s+FINISHED$/);
+    expect(lines[1]).toMatch(/^a\s+flaky\s+failed\s+1\s+2026-11-22T10:00:00.000Z\s+1m ago$/);
+    expect(lines[2]).toMatch(/^b\s+flaky\s+running\s+1\s+\S+\s+-$/);
+    expect(lines.at(-1)).toBe('more: add --cursor c2');
+    // columns line up
+    expect(lines[1]?.indexOf('flaky')).toBe(lines[0]?.indexOf('TYPE'));
+
+    const json = await run(['list', '--json', '--limit', '2'], { url: peer.url });
+    expect(JSON.parse(json.stdout)).toEqual({
+      items: [summary('a', 'failed'), summary('b', 'running')],
+      nextCursor: 'c1',
+    });
+  });
+
+  it('colours states on a TTY, not with NO_COLOR or --no-color', async () => {
+    const peer = await startPeer(() => ({ body: jobView({ state: 'failed' }) }));
+    const tty = await run(['get', 'job-1'], { url: peer.url, tty: true });
+    expect(tty.stdout).toContain('\u001b[31mfailed\u001b[0m');
+    expect((await run(['get', 'job-1'], { url: peer.url, tty: true, env: { NO_COLOR: '1' } })).stdout).not.toContain(
+      '\u001b[',
+    );
+    expect((await run(['get', 'job-1', '--no-color'], { url: peer.url, tty: true })).stdout).not.toContain('\u001b[');
+    expect(wantsColor({ write: () => true, isTTY: true }, { TERM: 'dumb' }, false)).toBe(false);
+  });
+
+  it('cancel, retry, latest and the dlq commands print their results', async () => {
+    const peer = await startPeer((req) => {
+      if (req.rawUrl.startsWith('/dlq?')) {
+        return {
+          body: {
+            type: 'echo',
+            approximateDepth: { visible: 2, inFlight: 0 },
+            messages: [
+              { messageId: 'm-1', jobId: 'job-9', receiveCount: 30, sentAt: '2026-11-22T09:00:00.000Z', body: null },
+            ],
+          },
+        };
+      }
+      if (req.rawUrl === '/dlq/redrive') {
+        return { body: { method: 'receive-send', moved: 2, stoppedBy: 'empty', remaining: 0 } };
+      }
+      return { body: jobView({ state: req.rawUrl.endsWith('/cancel') ? 'cancelled' : 'queued' }) };
+    });
+    expect((await run(['cancel', 'job-1'], { url: peer.url })).stdout).toMatch(/^cancelled job job-1\n/);
+    expect((await run(['retry', 'job-1'], { url: peer.url })).stdout).toMatch(/^queued job job-1\n/);
+    expect((await run(['latest', 'echo'], { url: peer.url })).stdout).toMatch(/^id\s+job-1/);
+    const dlq = await run(['dlq', 'list', 'echo', '--limit', '5'], { url: peer.url });
+    expect(dlq.stdout).toContain('about 2 messages waiting');
+    expect(dlq.stdout).toMatch(/m-1\s+job-9\s+30/);
+    const redrive = await run(['dlq', 'redrive', 'echo'], { url: peer.url });
+    expect(redrive.stdout).toContain('moved 2 messages of the echo DLQ');
+    expect(peer.requests.map((r) => `${r.method} ${r.rawUrl}`)).toEqual([
+      'POST /jobs/job-1/cancel',
+      'POST /jobs/job-1/retry',
+      'GET /types/echo/latest',
+      'GET /dlq?type=echo&limit=5',
+      'POST /dlq/redrive',
+    ]);
+  });
+
+  it('schedules commands call their routes; update merges the options into the stored definition', async () => {
+    const schedule = {
+      name: 'nightly',
+      type: 'echo',
+      payload: { report: 'daily' },
+      cron: null,
+      rate: '1 day',
+      expression: 'rate(1 day)',
+      timezone: 'UTC',
+      startAt: null,
+      endAt: '2027-01-01T00:00:00.000Z',
+      maxAttempts: 3,
+      overlap: 'skip',
+      state: 'enabled',
+      nextFireAt: '2026-11-23T00:00:00.000Z',
+      lastFireAt: null,
+      lastRunId: null,
+      skipped: { count: 0, lastAt: null },
+      missed: 0,
+      createdAt: '2026-11-22T10:00:00.000Z',
+      updatedAt: '2026-11-22T10:00:00.000Z',
+    };
+    const peer = await startPeer((req) => {
+      if (req.method === 'DELETE') return { status: 204 };
+      if (req.method === 'GET' && req.rawUrl.startsWith('/schedules?')) {
+        return { body: { schedules: [schedule], nextCursor: null } };
+      }
+      return { status: req.method === 'POST' && req.rawUrl === '/schedules' ? 201 : 200, body: schedule };
+    });
+    const created = await run(
+      [
+        'schedules',
+        'create',
+        'nightly',
+        '--type',
+        'echo',
+        '--rate',
+        '1 day',
+        '--overlap',
+        'skip',
+        '--payload',
+        '{"report":"daily"}',
+      ],
+      { url: peer.url },
+    );
+    expect(created.code).toBe(0);
+    expect(created.stdout).toContain('created schedule nightly');
+    expect(created.stdout).toMatch(/next fire\s+2026-11-23T00:00:00.000Z/);
+    expect((await run(['schedules', 'list'], { url: peer.url })).stdout).toMatch(
+      /nightly\s+echo\s+1 day\s+UTC\s+enabled\s+2026-11-23T00:00:00.000Z/,
+    );
+    const updated = await run(['schedules', 'update', 'nightly', '--cron', '0 3 * * *', '--timezone', 'Europe/Paris'], {
+      url: peer.url,
+    });
+    expect(updated.stdout).toContain('updated schedule nightly');
+    await run(['schedules', 'pause', 'nightly'], { url: peer.url });
+    await run(['schedules', 'resume', 'nightly'], { url: peer.url });
+    expect((await run(['schedules', 'delete', 'nightly'], { url: peer.url })).stdout).toBe(
+      'deleted schedule nightly\n',
+    );
+    expect(peer.requests.map((r) => `${r.method} ${r.rawUrl}`)).toEqual([
+      'POST /schedules',
+      'GET /schedules?limit=100',
+      'GET /schedules/nightly',
+      'PUT /schedules/nightly',
+      'POST /schedules/nightly/pause',
+      'POST /schedules/nightly/resume',
+      'DELETE /schedules/nightly',
+    ]);
+    expect(peer.requests[0]?.json).toEqual({
+      name: 'nightly',
+      type: 'echo',
+      payload: { report: 'daily' },
+      rate: '1 day',
+      overlap: 'skip',
+    });
+    // The rate gives way to the new cron; everything else is kept.
+    expect(peer.requests[3]?.json).toEqual({
+      type: 'echo',
+      payload: { report: 'daily' },
+      cron: '0 3 * * *',
+      timezone: 'Europe/Paris',
+      maxAttempts: 3,
+      overlap: 'skip',
+      endAt: '2027-01-01T00:00:00.000Z',
+    });
+  });
+});
+
+// ------------------------------------------------------------------ watch
+
+describe('watch', () => {
+  const failed = { attempt: 3, at: '2026-11-22T10:00:03.000Z', reason: 'error', name: 'Error', message: 'boom' };
+
+  it('prints each state change once and exits 0 when the job succeeds', async () => {
+    const states: Partial<JobView>[] = [
+      { state: 'queued' },
+      { state: 'running', attempts: 1 },
+      { state: 'running', attempts: 1, progress: { percent: 50, at: '' } },
+      { state: 'succeeded', attempts: 1, result: { ok: 1 } },
+    ];
+    const peer = await startPeer((_req, i) => ({ body: jobView(states[Math.min(i, states.length - 1)]) }));
+    const { code, stdout } = await run(['watch', 'job-1'], { url: peer.url });
+    expect(code).toBe(0);
+    const changes = stdout.split('\n').filter((line) => /^\d\d:\d\d/.test(line));
+    expect(changes.map((line) => line.split(/\s+/)[1])).toEqual(['queued', 'running', 'succeeded']);
+    expect(stdout).toMatch(/result\s+\{"ok":1\}/);
+    expect(stdout).not.toContain('\r'); // not a TTY: no in-place updates
+  });
+
+  it('exits 3 when the job fails, and redraws a live line in place on a TTY', async () => {
+    const states: Partial<JobView>[] = [
+      { state: 'running', attempts: 1 },
+      { state: 'running', attempts: 1 },
+      { state: 'failed', attempts: 3, lastError: failed },
+    ];
+    const peer = await startPeer((_req, i) => ({ body: jobView(states[Math.min(i, 2)]) }));
+    const { code, stdout } = await run(['watch', 'job-1'], { url: peer.url, tty: true });
+    expect(code).toBe(3);
+    expect(stdout).toContain('\r\u001b[2K');
+    expect(stdout).toContain('boom');
+  });
+
+  it('--json prints one JSON line per change; --timeout exits 4', async () => {
+    const peer = await startPeer(() => ({ body: jobView({ state: 'running', attempts: 1 }) }));
+    let now = Date.parse('2026-11-22T10:00:00.000Z');
+    const stdout = capture(false);
+    const stderr = capture(false);
+    const code = await main(['watch', 'job-1', '--json', '--timeout', '2'], {
+      stdout,
+      stderr,
+      env: { ORRERY_URL: peer.url },
+      cwd: tmpdir(),
+      readStdin: async () => '',
+      now: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+    });
+    expect(code).toBe(4);
+    const lines = stdout.text.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({ id: 'job-1', state: 'running' });
+    expect(stderr.text).toContain('still running after 2 s');
+    expect(peer.requests.length).toBe(5); // polls at 0, 0.5, 1, 1.5 and 2 s
+  });
+});
+
+// ------------------------------------------------------------------ formatting
+
+describe('formatting', () => {
+  it('aligns table columns by visible width, colours included', () => {
+    const style = createStyle(true);
+    const out = table(
+      ['A', 'B'],
+      [
+        [style.state('failed'), 'x'],
+        ['longer-cell', 'y'],
+      ],
+      style,
+    );
+    const lines = out.split('\n').map(stripAnsi);
+    expect(lines).toEqual(['A            B', 'failed       x', 'longer-cell  y']);
+    expect(visibleLength(style.bold('abc'))).toBe(3);
+  });
+});

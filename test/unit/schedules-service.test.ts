@@ -1,0 +1,177 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ManualClock } from '../../shared/core/clock';
+import { defineJobType } from '../../shared/core/job-type';
+import { DependencyError, type OrreryError } from '../../shared/errors';
+import { createLogger } from '../../shared/logger';
+import { SchedulesService, triggerDefinition } from '../../shared/schedules/service';
+import { testConfig } from '../support/fakes';
+import { FakeRecurringTrigger, FakeScheduleStore } from '../support/scheduling-fakes';
+
+const NOW = Date.parse('2026-03-01T12:00:20.000Z');
+const report = defineJobType({
+  type: 'report',
+  payload: z.object({ day: z.string() }).strict(),
+  retry: { maxAttempts: 4 },
+});
+
+function setup() {
+  const schedules = new FakeScheduleStore();
+  const trigger = new FakeRecurringTrigger();
+  const clock = new ManualClock(NOW);
+  const service = new SchedulesService({
+    config: testConfig(['report']),
+    catalog: [report],
+    schedules,
+    trigger,
+    clock,
+    log: createLogger({ level: 'silent' }),
+  });
+  return { schedules, trigger, clock, service };
+}
+
+const nightly = { name: 'nightly', type: 'report', payload: { day: 'today' }, cron: '0 2 * * *' };
+
+async function rejection(promise: Promise<unknown>): Promise<OrreryError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as OrreryError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('SchedulesService.create', () => {
+  it('stores the schedule and its payload, then creates its trigger', async () => {
+    const h = setup();
+    const { created, schedule } = await h.service.create(nightly);
+    expect(created).toBe(true);
+    expect(schedule).toMatchObject({
+      name: 'nightly',
+      expression: 'cron(0 2 * * ? *)',
+      timezone: 'UTC',
+      maxAttempts: 4,
+      overlap: 'allow',
+      state: 'enabled',
+      nextFireAt: '2026-03-02T02:00:00.000Z',
+      payload: { day: 'today' },
+    });
+    expect(h.schedules.payloads.get('nightly')?.payload).toEqual({ day: 'today' });
+    expect(h.trigger.triggers.get('nightly')).toMatchObject({
+      expression: 'cron(0 2 * * ? *)',
+      enabled: true,
+      queueArn: 'arn:aws:sqs:eu-west-1:123456789012:orrery-report',
+    });
+  });
+
+  it('answers a replay of the same definition with the schedule, and a different one with 409', async () => {
+    const h = setup();
+    await h.service.create(nightly);
+    expect((await h.service.create(nightly)).created).toBe(false);
+    const conflict = await rejection(h.service.create({ ...nightly, cron: '0 3 * * *' }));
+    expect(conflict.status).toBe(409);
+    expect(conflict.code).toBe('schedule_exists');
+  });
+
+  it.each([
+    ['an invalid cron', { cron: '0 25 * * *' }, 'cron'],
+    ['an invalid time zone', { timezone: 'Europe/Atlantis' }, 'timezone'],
+    ['a rate of 0', { cron: undefined, rate: '0 minutes' }, 'rate'],
+    ['end before start', { startAt: '2026-05-01T00:00:00Z', endAt: '2026-04-01T00:00:00Z' }, 'endAt'],
+    ['an unknown type', { type: 'nope' }, 'type'],
+    ['a payload off its schema', { payload: { day: 3 } }, 'payload.day'],
+  ])('rejects %s with 400 naming %s, and writes nothing', async (_label, change, path) => {
+    const h = setup();
+    const error = await rejection(h.service.create({ ...nightly, ...change }));
+    expect(error.status).toBe(400);
+    expect(error.issues?.map((i) => i.path)).toContain(path);
+    expect(h.schedules.schedules.size).toBe(0);
+    expect(h.trigger.triggers.size).toBe(0);
+  });
+
+  it('removes the schedule again when its trigger cannot be created', async () => {
+    const h = setup();
+    h.trigger.failNext(new DependencyError('Scheduler is down'));
+    const error = await rejection(h.service.create(nightly));
+    expect(error.status).toBe(503);
+    expect(h.schedules.schedules.size).toBe(0);
+  });
+});
+
+describe('SchedulesService: pause, resume, update, delete, list', () => {
+  it('pause disables the trigger and stops firing; resume fires from the next slot after now', async () => {
+    const h = setup();
+    await h.service.create({ ...nightly, cron: '0 * * * *' });
+    const paused = await h.service.pause('nightly');
+    expect(paused).toMatchObject({ state: 'paused', nextFireAt: null });
+    expect(h.trigger.triggers.get('nightly')?.enabled).toBe(false);
+    expect((await h.schedules.get('nightly'))?.dueAt).toBeUndefined();
+
+    h.clock.advance(5 * 3600_000); // five fires pass while paused: not caught up
+    const resumed = await h.service.resume('nightly');
+    expect(resumed).toMatchObject({ state: 'enabled', nextFireAt: '2026-03-01T18:00:00.000Z' });
+    expect(h.trigger.triggers.get('nightly')?.enabled).toBe(true);
+  });
+
+  it('update replaces the definition and keeps counters; the name cannot change', async () => {
+    const h = setup();
+    await h.service.create(nightly);
+    const stored = await h.schedules.get('nightly');
+    h.schedules.schedules.set('nightly', { ...(stored as NonNullable<typeof stored>), skipped: 3 });
+    const updated = await h.service.update('nightly', {
+      ...nightly,
+      name: undefined,
+      rate: '2 hours',
+      cron: undefined,
+      overlap: 'skip',
+    });
+    expect(updated).toMatchObject({ expression: 'rate(2 hours)', cron: null, overlap: 'skip', skipped: { count: 3 } });
+    expect(h.trigger.triggers.get('nightly')?.expression).toBe('rate(2 hours)');
+    const renamed = await rejection(h.service.update('nightly', { ...nightly, name: 'other' }));
+    expect(renamed.issues?.[0]?.path).toBe('name');
+    const missing = await rejection(h.service.update('ghost', { ...nightly, name: 'ghost' }));
+    expect(missing.status).toBe(404);
+  });
+
+  it('delete removes the schedule and its trigger; a second delete is 404', async () => {
+    const h = setup();
+    await h.service.create(nightly);
+    await h.service.delete('nightly');
+    expect(h.schedules.schedules.size).toBe(0);
+    expect(h.trigger.triggers.size).toBe(0);
+    expect((await rejection(h.service.delete('nightly'))).status).toBe(404);
+  });
+
+  it('lists by name with a cursor', async () => {
+    const h = setup();
+    for (const name of ['c', 'a', 'b']) await h.service.create({ ...nightly, name });
+    const first = await h.service.list({ limit: '2' });
+    expect(first.schedules.map((s) => s.name)).toEqual(['a', 'b']);
+    expect(first.nextCursor).toBe('b');
+    const second = await h.service.list({ limit: '2', cursor: 'b' });
+    expect(second).toMatchObject({ nextCursor: null });
+    expect(second.schedules.map((s) => s.name)).toEqual(['c']);
+    expect((await rejection(h.service.list({ limit: '0' }))).issues?.[0]?.path).toBe('limit');
+  });
+});
+
+describe('triggerDefinition', () => {
+  it('starts a rate trigger at its next slot, so Scheduler fires on the same grid', async () => {
+    const h = setup();
+    await h.service.create({ ...nightly, cron: undefined, rate: '5 minutes' });
+    const schedule = await h.schedules.get('nightly');
+    if (!schedule) throw new Error('no schedule');
+    const definition = triggerDefinition(schedule, 'arn:q', NOW);
+    expect(definition.startDate).toBe(Date.parse('2026-03-01T12:01:00Z'));
+    expect(definition.startDate).toBe(schedule.nextFireAt);
+  });
+
+  it('passes a cron startAt only while it is not in the past', async () => {
+    const h = setup();
+    await h.service.create({ ...nightly, startAt: '2026-03-05T00:00:00Z' });
+    const schedule = await h.schedules.get('nightly');
+    if (!schedule) throw new Error('no schedule');
+    expect(triggerDefinition(schedule, 'arn:q', NOW).startDate).toBe(Date.parse('2026-03-05T00:00:00Z'));
+    expect(triggerDefinition(schedule, 'arn:q', Date.parse('2026-03-06T00:00:00Z')).startDate).toBeUndefined();
+  });
+});

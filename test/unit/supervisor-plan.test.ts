@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { bucketMinute, DUE_GRACE_MS, dueBucket, jobDueAt, jobDueAttributes } from '../../shared/core/due';
+import { SHARD_COUNT } from '../../shared/core/table';
+import {
+  bucketsToRead,
+  DEFAULT_SUPERVISOR_OPTIONS,
+  planJobRepair,
+  resendBackoffMs,
+} from '../../shared/supervisor/plan';
+import { newJob } from '../support/fakes';
+
+const NOW = Date.parse('2026-03-01T12:34:56.789Z');
+const MIN = 60_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe('due index keys', () => {
+  it('bucket by UTC minute and a shard of the item key', () => {
+    expect(bucketMinute(NOW)).toBe('202603011234');
+    expect(dueBucket(NOW, 'job-1')).toMatch(/^due#202603011234#[0-7]$/);
+    expect(dueBucket(NOW, 'job-1')).toBe(dueBucket(NOW + 1000, 'job-1'));
+  });
+
+  it('spread the items due in one minute over every shard', () => {
+    const shards = new Set(Array.from({ length: 200 }, (_, i) => dueBucket(NOW, `job-${i}`)));
+    expect(shards.size).toBe(SHARD_COUNT);
+  });
+
+  it('are set only on unfinished jobs (a sparse index)', () => {
+    const job = newJob({ id: 'j', type: 'echo', runAt: iso(NOW), updatedAt: iso(NOW) });
+    expect(jobDueAt({ ...job, state: 'scheduled' })).toBe(NOW + DUE_GRACE_MS.scheduled);
+    expect(jobDueAt({ ...job, state: 'queued' })).toBe(NOW + DUE_GRACE_MS.queued);
+    expect(jobDueAt({ ...job, state: 'retrying' })).toBe(NOW + DUE_GRACE_MS.queued);
+    expect(jobDueAt({ ...job, state: 'running', leaseExpiresAt: NOW + 30_000 })).toBe(
+      NOW + 30_000 + DUE_GRACE_MS.running,
+    );
+    for (const state of ['succeeded', 'failed', 'cancelled', 'expired'] as const) {
+      expect(jobDueAttributes({ ...job, state })).toEqual({});
+    }
+  });
+
+  it('wait for the Lambda timeout of a running attempt, not only its lease', () => {
+    const job = newJob({ id: 'j', type: 'echo', state: 'running', leaseExpiresAt: NOW + 30_000 });
+    expect(jobDueAt(job, { claimedAt: NOW, attemptTimeoutMs: 600_000 })).toBe(NOW + 600_000 + 30_000 + 60_000);
+  });
+
+  it('date a queued job from when it was written if its runAt is long past (schedule catch-up)', () => {
+    const job = newJob({ id: 'j', type: 'echo', runAt: iso(NOW - 3600_000), updatedAt: iso(NOW) });
+    expect(jobDueAt(job)).toBe(NOW + DUE_GRACE_MS.queued);
+  });
+});
+
+describe('bucketsToRead', () => {
+  const options = DEFAULT_SUPERVISOR_OPTIONS;
+
+  it('reads the last hour on the first run, then keeps a 5-minute safety window', () => {
+    const first = bucketsToRead(undefined, NOW, options);
+    expect(first.minutes).toHaveLength(61);
+    expect(iso(first.minutes[0] ?? 0)).toBe('2026-03-01T11:34:00.000Z');
+    expect(iso(first.minutes.at(-1) ?? 0)).toBe('2026-03-01T12:34:00.000Z');
+    expect(iso(first.checkpoint)).toBe('2026-03-01T12:29:00.000Z');
+  });
+
+  it('reads from the checkpoint to now', () => {
+    const next = bucketsToRead(Date.parse('2026-03-01T12:29:00Z'), NOW + MIN, options);
+    expect(next.minutes.map((m) => iso(m).slice(11, 16))).toEqual([
+      '12:29',
+      '12:30',
+      '12:31',
+      '12:32',
+      '12:33',
+      '12:34',
+      '12:35',
+    ]);
+    expect(iso(next.checkpoint)).toBe('2026-03-01T12:30:00.000Z');
+  });
+
+  it('reads at most maxMinutesPerRun buckets and continues where it stopped', () => {
+    const old = Date.parse('2026-02-28T00:00:00Z');
+    const capped = bucketsToRead(old, NOW, { ...options, maxMinutesPerRun: 10 });
+    expect(capped.minutes).toHaveLength(10);
+    expect(capped.checkpoint).toBe(old + 10 * MIN);
+  });
+
+  it('never moves the checkpoint past the safety window', () => {
+    const ahead = bucketsToRead(NOW + 3600_000, NOW, options);
+    expect(ahead.checkpoint).toBe(Date.parse('2026-03-01T12:29:00Z'));
+  });
+});
+
+describe('planJobRepair', () => {
+  it('clears finished jobs', () => {
+    for (const state of ['succeeded', 'failed', 'cancelled', 'expired'] as const) {
+      expect(planJobRepair(newJob({ id: 'j', type: 'echo', state }), 0, NOW)).toEqual({ kind: 'clear' });
+    }
+  });
+
+  it('re-sends a scheduled job whose time passed but that never started (a lost or unfired schedule)', () => {
+    const job = newJob({ id: 'j', type: 'echo', state: 'scheduled', runAt: iso(NOW - 2 * MIN) });
+    expect(planJobRepair(job, 0, NOW)).toMatchObject({ kind: 'resend', dueAt: NOW + 5 * MIN });
+  });
+
+  it('leaves a scheduled job alone until a minute after its runAt', () => {
+    const job = newJob({ id: 'j', type: 'echo', state: 'scheduled', runAt: iso(NOW - 30_000) });
+    expect(planJobRepair(job, 0, NOW)).toEqual({ kind: 'reschedule', dueAt: NOW + 30_000 });
+  });
+
+  it('re-sends a queued job not picked up 10 minutes after it was due', () => {
+    const fresh = newJob({ id: 'j', type: 'echo', runAt: iso(NOW - 5 * MIN), updatedAt: iso(NOW - 5 * MIN) });
+    expect(planJobRepair(fresh, 0, NOW).kind).toBe('reschedule');
+    const lost = newJob({ id: 'j', type: 'echo', runAt: iso(NOW - 11 * MIN), updatedAt: iso(NOW - 11 * MIN) });
+    expect(planJobRepair(lost, 2, NOW)).toMatchObject({ kind: 'resend', dueAt: NOW + 20 * MIN });
+  });
+
+  it('re-sends a running job a minute after its lease expired, and reschedules a live one', () => {
+    const live = newJob({ id: 'j', type: 'echo', state: 'running', attempts: 1, leaseExpiresAt: NOW + 10_000 });
+    expect(planJobRepair(live, 0, NOW)).toEqual({ kind: 'reschedule', dueAt: NOW + 10_000 + MIN });
+    const dead = { ...live, leaseExpiresAt: NOW - MIN - 1 };
+    expect(planJobRepair(dead, 0, NOW)).toMatchObject({ kind: 'resend', reason: 'running job whose lease expired' });
+  });
+
+  it('backs off repeated re-sends: 5 min doubling, at most 6 h', () => {
+    expect([0, 1, 2, 3].map(resendBackoffMs)).toEqual([5 * MIN, 10 * MIN, 20 * MIN, 40 * MIN]);
+    expect(resendBackoffMs(50)).toBe(6 * 3600_000);
+  });
+});
