@@ -24,40 +24,36 @@ function show(job: Pick<Job, 'id' | 'type' | 'attempts'>, state: string, detail 
   );
 }
 
-/** Wraps the store so every successful state change is printed. */
+/** Wraps the store so every successful state change is printed; other methods pass through. */
 function observe(store: JobStore): JobStore {
-  return {
-    ...store,
-    get: (id) => store.get(id),
-    deleteUndispatched: (id, hash) => store.deleteUndispatched(id, hash),
-    heartbeat: (input) => store.heartbeat(input),
-    async create(job) {
-      const out = await store.create(job);
-      if (out.created) show(job, job.state, `runAt ${job.runAt}`);
-      return out;
-    },
-    async claim(input) {
-      const out = await store.claim(input);
-      if (out.kind === 'claimed') show(out.job, 'running');
-      return out;
-    },
-    async succeed(input) {
-      await store.succeed(input);
-      show(input.job, 'succeeded', `result ${JSON.stringify(input.result ?? null).slice(0, 80)}`);
-    },
-    async retry(input) {
-      await store.retry(input);
-      show(
-        input.job,
-        'retrying',
-        `next at ${new Date(input.runAt).toISOString()}: ${input.errors.at(-1)?.message ?? ''}`,
-      );
-    },
-    async fail(input) {
-      await store.fail(input);
-      show(input.job, 'failed', input.errors.at(-1)?.message ?? '');
-    },
+  const wrapped: JobStore = Object.create(store);
+  wrapped.create = async (job) => {
+    const out = await store.create(job);
+    if (out.created) show(job, job.state, `runAt ${job.runAt}`);
+    return out;
   };
+  wrapped.claim = async (input) => {
+    const out = await store.claim(input);
+    if (out.kind === 'claimed') show(out.job, 'running');
+    return out;
+  };
+  wrapped.succeed = async (input) => {
+    await store.succeed(input);
+    show(input.job, 'succeeded', `result ${JSON.stringify(input.result ?? null).slice(0, 80)}`);
+  };
+  wrapped.retry = async (input) => {
+    await store.retry(input);
+    show(
+      input.job,
+      'retrying',
+      `next at ${new Date(input.runAt).toISOString()}: ${input.errors.at(-1)?.message ?? ''}`,
+    );
+  };
+  wrapped.fail = async (input) => {
+    await store.fail(input);
+    show(input.job, 'failed', input.errors.at(-1)?.message ?? '');
+  };
+  return wrapped;
 }
 
 async function main(): Promise<void> {
@@ -69,6 +65,7 @@ async function main(): Promise<void> {
     jobs: [echo, flaky, sleep],
     port,
     wrapStore: observe,
+    supervisor: { intervalMs: 5_000 },
   });
   const url = platform.url;
   console.log(`

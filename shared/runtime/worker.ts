@@ -10,6 +10,7 @@ import { isFireMessage } from '../core/fire-message';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
 import { DEFAULT_LEASE_MS, heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
+import { isTerminal } from '../core/states';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
@@ -180,9 +181,13 @@ export function createWorker(
     // call must not hang the invocation).
     await Promise.race([beat, new Promise((resolve) => setTimeout(resolve, interval).unref())]);
 
-    // The lease is gone (taken over, cancelled, or not confirmable): record nothing, and keep the
-    // message: when it comes back, the claim sees whatever the job has become since.
-    if (leaseLost) return 'retry';
+    // The lease is gone (taken over, cancelled, or not confirmable): record nothing. A job that
+    // ended (e.g. cancelled) needs its message no more; otherwise keep the message, and when it
+    // comes back the claim sees whatever the job has become since.
+    if (leaseLost) {
+      const current = await deps.store.get(job.id).catch(() => undefined);
+      return current && isTerminal(current.state) ? 'done' : 'retry';
+    }
     if (outcome.ok) {
       const problem = resultProblem(outcome.result);
       if (problem) outcome = { ok: false, error: new PermanentError(problem) };

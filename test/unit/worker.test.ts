@@ -109,18 +109,17 @@ describe('worker: failed attempts', () => {
     expect(h.store.peek('job-1')?.runAt).toBe(new Date(T0 + 2000).toISOString());
   });
 
-  it('still reports the record for retry when the visibility change fails', async () => {
+  it('sends a fresh message carrying the retry delay when the visibility change fails', async () => {
     const h = harness({ run: async () => Promise.reject(new Error('x')) });
     h.queue.failNext('changeVisibility', new Error('SQS down'));
     h.store.seed(echoJob('job-1'));
 
-    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({
-      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
-    });
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
     expect(h.store.peek('job-1')?.state).toBe('retrying');
-    expect(
-      logged(h.logs, 'could not set retry delay on the message; it returns after the queue visibility timeout'),
-    ).toHaveLength(1);
+    expect(h.queue.sent).toEqual([
+      { queueUrl: expect.any(String), message: { v: 1, id: 'job-1', type: 'echo' }, delaySeconds: 2 },
+    ]);
+    expect(logged(h.logs, 'could not set the retry delay on the message; sending a new one')).toHaveLength(1);
   });
 
   it('fails the job on its last attempt, does not report it and calls onFailure once with the history', async () => {
