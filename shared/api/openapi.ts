@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { enqueueRequestSchema } from '../core/enqueue';
+import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/model';
 import {
   attemptErrorSchema,
   batchItemResultSchema,
@@ -17,6 +18,9 @@ import {
   listQuerySchema,
   redriveRequestSchema,
   redriveResultSchema,
+  scheduleListQuerySchema,
+  schedulePageSchema,
+  scheduleViewSchema,
 } from './schemas';
 
 /**
@@ -49,6 +53,8 @@ const REQUEST_COMPONENTS: [string, z.ZodType][] = [
   ['EnqueueRequest', enqueueRequestSchema],
   ['BatchRequest', batchRequestDocSchema],
   ['RedriveRequest', redriveRequestSchema],
+  ['ScheduleRequest', scheduleRequestSchema],
+  ['ScheduleUpdate', scheduleUpdateSchema],
 ];
 const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['JobState', jobStateSchema],
@@ -63,6 +69,8 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['DeadLetter', deadLetterSchema],
   ['DlqPeek', dlqPeekSchema],
   ['RedriveResult', redriveResultSchema],
+  ['ScheduleView', scheduleViewSchema],
+  ['SchedulePage', schedulePageSchema],
 ];
 
 const jobIdParam = { id: 'The job id' };
@@ -79,7 +87,84 @@ const ERROR_DESCRIPTIONS: Record<string, string> = {
   '503': 'A dependency failed (`dependency_failed`); retry',
 };
 
+const scheduleNameParam = { name: 'The schedule name' };
+
 export const OPERATIONS: ApiOperation[] = [
+  {
+    method: 'post',
+    path: '/schedules',
+    operationId: 'createSchedule',
+    summary: 'Create a recurring schedule',
+    description:
+      'Exactly one of `cron` (5-field Unix or AWS `cron(...)`) and `rate`. Idempotent by name and definition.',
+    body: scheduleRequestSchema,
+    responses: {
+      '201': { description: 'Created', schema: scheduleViewSchema },
+      '200': { description: 'The schedule existed with the same definition', schema: scheduleViewSchema },
+      ...errors('400', '409', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/schedules',
+    operationId: 'listSchedules',
+    summary: 'List recurring schedules',
+    query: scheduleListQuerySchema,
+    responses: {
+      '200': { description: 'A page of schedules', schema: schedulePageSchema },
+      ...errors('400', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/schedules/{name}',
+    operationId: 'getSchedule',
+    summary: 'Get a recurring schedule',
+    pathParams: scheduleNameParam,
+    responses: { '200': { description: 'The schedule', schema: scheduleViewSchema }, ...errors('404', '429', '503') },
+  },
+  {
+    method: 'put',
+    path: '/schedules/{name}',
+    operationId: 'updateSchedule',
+    summary: 'Replace a recurring schedule definition',
+    pathParams: scheduleNameParam,
+    body: scheduleUpdateSchema,
+    responses: {
+      '200': { description: 'The updated schedule', schema: scheduleViewSchema },
+      ...errors('400', '404', '409', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'delete',
+    path: '/schedules/{name}',
+    operationId: 'deleteSchedule',
+    summary: 'Delete a recurring schedule (runs already created are kept)',
+    pathParams: scheduleNameParam,
+    responses: { '204': { description: 'Deleted' }, ...errors('404', '429', '503') },
+  },
+  {
+    method: 'post',
+    path: '/schedules/{name}/pause',
+    operationId: 'pauseSchedule',
+    summary: 'Pause a recurring schedule: no fires until resumed',
+    pathParams: scheduleNameParam,
+    responses: {
+      '200': { description: 'The paused schedule', schema: scheduleViewSchema },
+      ...errors('404', '409', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/schedules/{name}/resume',
+    operationId: 'resumeSchedule',
+    summary: 'Resume a paused schedule from its next fire time',
+    pathParams: scheduleNameParam,
+    responses: {
+      '200': { description: 'The resumed schedule', schema: scheduleViewSchema },
+      ...errors('404', '409', '429', '503'),
+    },
+  },
   {
     method: 'post',
     path: '/jobs',

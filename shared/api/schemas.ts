@@ -5,6 +5,7 @@ import type { AttemptError, JobProgress, JobView } from '../core/job';
 import { JOB_TYPE_PATTERN } from '../core/job-type';
 import { LIST_LIMIT_MAX } from '../core/list';
 import { JOB_STATES } from '../core/states';
+import { OVERLAP_POLICIES, type ScheduleView } from '../schedules/model';
 
 /**
  * The HTTP contract as zod schemas: request schemas validate what the API reads, response
@@ -208,6 +209,45 @@ export const redriveRequestSchema = z
   })
   .strict();
 
+// ---------------------------------------------------------------- recurring schedules
+
+const isoOrNull = z.iso.datetime({ offset: true }).nullable();
+
+/** A recurring schedule as the API returns it (see shared/schedules/model.ts `ScheduleView`). */
+export const scheduleViewSchema = z.object({
+  name: z.string(),
+  type: z.string(),
+  payload: z.unknown().optional(),
+  cron: z.string().nullable().meta({ description: 'AWS 6-field cron(...) form, when the schedule is cron-based' }),
+  rate: z.string().nullable(),
+  expression: z.string().meta({ description: 'The EventBridge Scheduler expression' }),
+  timezone: z.string(),
+  startAt: isoOrNull,
+  endAt: isoOrNull,
+  maxAttempts: z.int(),
+  overlap: z.enum(OVERLAP_POLICIES),
+  state: z.enum(['enabled', 'paused']),
+  nextFireAt: isoOrNull,
+  lastFireAt: isoOrNull,
+  lastRunId: z.string().nullable(),
+  skipped: z.object({ count: z.int(), lastAt: isoOrNull }),
+  missed: z.int(),
+  createdAt: z.iso.datetime({ offset: true }),
+  updatedAt: z.iso.datetime({ offset: true }),
+});
+
+export const schedulePageSchema = z.object({
+  schedules: z.array(scheduleViewSchema),
+  nextCursor: z.string().nullable(),
+});
+
+export const scheduleListQuerySchema = z
+  .object({
+    limit: z.string().regex(/^\d+$/).optional().meta({ description: 'Schedules per page' }),
+    cursor: z.string().optional().meta({ description: 'From the previous page' }),
+  })
+  .strict();
+
 // ---------------------------------------------------------------- the schemas match the code's types
 
 type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -220,5 +260,6 @@ export type SchemaMatchesTypes = [
   Assert<z.output<typeof jobViewSchema> extends JobView ? true : false>,
   Assert<Equal<z.output<typeof jobSummarySchema>, JobSummary>>,
   Assert<Equal<Keys<AttemptError>, Keys<z.output<typeof attemptErrorSchema>>>>,
+  Assert<Equal<Keys<ScheduleView>, Keys<z.output<typeof scheduleViewSchema>>>>,
   Assert<Equal<Keys<JobProgress>, Keys<z.output<typeof jobProgressSchema>>>>,
 ];

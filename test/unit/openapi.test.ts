@@ -65,6 +65,13 @@ describe('GET /openapi.json document', () => {
         'get /dlq',
         'post /dlq/redrive',
         'get /openapi.json',
+        'post /schedules',
+        'get /schedules',
+        'get /schedules/{name}',
+        'put /schedules/{name}',
+        'delete /schedules/{name}',
+        'post /schedules/{name}/pause',
+        'post /schedules/{name}/resume',
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths)) {
