@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { z } from 'zod';
+import type { Job } from '../shared/core/job';
 import { defineJobType } from '../shared/core/job-type';
 import { defineJob } from '../shared/runtime/define-job';
 
@@ -52,4 +53,23 @@ export function functionUrlEvent(method: string, path: string, body?: unknown): 
 /** The body of an API response, parsed. */
 export function responseJson<T>(response: { body?: string | undefined }): T {
   return JSON.parse(response.body ?? 'null') as T;
+}
+
+/** A queued `noop` job with no attempt yet, as the API would write it. */
+export function queuedJob(id: string, now: number): Job {
+  const iso = new Date(now).toISOString();
+  return {
+    id,
+    type: 'noop',
+    state: 'queued',
+    payload: {},
+    payloadHash: 'bench',
+    attempts: 0,
+    maxAttempts: 3,
+    createdAt: iso,
+    updatedAt: iso,
+    runAt: iso,
+    leaseToken: 0,
+    errors: [],
+  };
 }

@@ -15,7 +15,7 @@ import type { JobQueue, JobStore } from '../shared/core/ports';
 import { createLogger, type LogLevel } from '../shared/logger';
 import type { JobDefinition } from '../shared/runtime/job-definition';
 import { createWorker } from '../shared/runtime/worker';
-import { functionUrlEvent, noop, noopJob } from './fixtures';
+import { functionUrlEvent, noop, noopJob, queuedJob } from './fixtures';
 import { MemoryJobStore, NullQueue, NullScheduler } from './memory-ports';
 import { stubDynamo, stubSqs } from './stub-aws';
 
@@ -50,24 +50,6 @@ const config: PlatformConfig = {
   retentionDays: 30,
   logLevel: 'info',
 };
-
-function queuedJob(id: string, now: number): Job {
-  const iso = new Date(now).toISOString();
-  return {
-    id,
-    type: 'noop',
-    state: 'queued',
-    payload: {},
-    payloadHash: 'bench',
-    attempts: 0,
-    maxAttempts: 3,
-    createdAt: iso,
-    updatedAt: iso,
-    runAt: iso,
-    leaseToken: 0,
-    errors: [],
-  };
-}
 
 function record(id: string): SQSRecord {
   const now = String(Date.now());

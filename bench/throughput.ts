@@ -9,14 +9,13 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import type { Job } from '../shared/core/job';
 import type { JobStore } from '../shared/core/ports';
 import { keys } from '../shared/core/table';
 import { createLogger } from '../shared/logger';
 import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, localClients, startQueueRunner, uniquePrefix } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
-import { noop } from './fixtures';
+import { noop, queuedJob } from './fixtures';
 
 export interface ThroughputRun {
   /** Concurrent pollers, each running one batch (≤ 10 jobs) at a time. */
@@ -73,24 +72,6 @@ async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promi
     }
   });
   await Promise.all(lanes);
-}
-
-function queuedJob(id: string, now: number): Job {
-  const iso = new Date(now).toISOString();
-  return {
-    id,
-    type: 'noop',
-    state: 'queued',
-    payload: {},
-    payloadHash: 'bench',
-    attempts: 0,
-    maxAttempts: 3,
-    createdAt: iso,
-    updatedAt: iso,
-    runAt: iso,
-    leaseToken: 0,
-    errors: [],
-  };
 }
 
 async function run(aws: LocalAws, jobs: number, concurrency: number, jvmPid?: number): Promise<ThroughputRun> {
