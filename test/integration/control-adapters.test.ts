@@ -13,6 +13,7 @@ import { LOCAL_CREDENTIALS } from '../local-aws/clients';
 import { createTableInput } from '../local-aws/deploy';
 import { uniquePrefix } from '../local-aws/namespace';
 import { type LocalSqs, startLocalSqs } from '../local-aws/sqs';
+import { newJob as baseJob } from '../support/fakes';
 
 const prefix = uniquePrefix('control');
 const tableName = `${prefix}-jobs`;
@@ -29,22 +30,9 @@ let seq = 0;
 
 function newJob(overrides: Partial<Job> = {}): Job {
   seq += 1;
-  const iso = new Date(T0 + seq).toISOString();
-  return {
-    id: `job-${String(seq).padStart(3, '0')}`,
-    type: 'echo',
-    state: 'queued',
-    payload: { n: seq },
-    payloadHash: payloadHash('echo', { n: seq }),
-    attempts: 0,
-    maxAttempts: 3,
-    createdAt: iso,
-    updatedAt: iso,
-    runAt: iso,
-    leaseToken: 0,
-    errors: [],
-    ...overrides,
-  };
+  const payload = { n: seq };
+  const id = `job-${String(seq).padStart(3, '0')}`;
+  return baseJob({ id, type: 'echo', payload, payloadHash: payloadHash('echo', payload), ...overrides }, T0 + seq);
 }
 
 /** Every entry of a partition through the adapter, page by page. */

@@ -8,6 +8,7 @@ import { LeaseLostError } from '../../shared/errors';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
 import { createTableInput } from '../local-aws/deploy';
 import { uniquePrefix } from '../local-aws/namespace';
+import { newJob as baseJob } from '../support/fakes';
 
 const tableName = `${uniquePrefix('store')}-jobs`;
 const dynamo = new DynamoDBClient({
@@ -22,22 +23,11 @@ let seq = 0;
 
 function newJob(overrides: Partial<Job> = {}): Job {
   seq += 1;
-  const iso = new Date(T0).toISOString();
-  return {
-    id: `job-${seq}`,
-    type: 'echo',
-    state: 'queued',
-    payload: { n: seq },
-    payloadHash: payloadHash('echo', { n: seq }),
-    attempts: 0,
-    maxAttempts: 3,
-    createdAt: iso,
-    updatedAt: iso,
-    runAt: iso,
-    leaseToken: 0,
-    errors: [],
-    ...overrides,
-  };
+  const payload = { n: seq };
+  return baseJob(
+    { id: `job-${seq}`, type: 'echo', payload, payloadHash: payloadHash('echo', payload), ...overrides },
+    T0,
+  );
 }
 
 async function claimed(job: Job, owner: string, now: number): Promise<Job> {
