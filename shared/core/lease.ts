@@ -9,6 +9,15 @@ import { isTerminal } from './states';
  */
 export const DEFAULT_LEASE_MS = 30_000;
 
+/**
+ * The largest difference between two workers' clocks the lease design tolerates. A claimer takes
+ * over an expired lease only when it expired more than this long ago by the claimer's own clock;
+ * the holder stops its handler one heartbeat interval before expiry by its own clock. So two
+ * clocks may differ by up to this much, as long as a handler stops within one heartbeat interval
+ * of its abort signal. Lambda's clocks are NTP-synchronised (Amazon Time Sync) far below this.
+ */
+export const MAX_CLOCK_SKEW_MS = 2_000;
+
 /** Heartbeats run at a third of the lease, so two may be lost before the lease expires. */
 export function heartbeatIntervalMs(leaseMs: number): number {
   return Math.max(100, Math.floor(leaseMs / 3));
