@@ -20,10 +20,6 @@ export class MemoryJobStore implements JobStore {
     return this.jobs.get(id);
   }
 
-  async deleteUndispatched(id: string): Promise<boolean> {
-    return this.jobs.delete(id);
-  }
-
   async claim(input: { id: string; owner: string; now: number; leaseMs: number }): Promise<ClaimResult> {
     const old = this.jobs.get(input.id);
     if (!old) return { kind: 'missing' };

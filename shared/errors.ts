@@ -107,10 +107,13 @@ export class ThrottledError extends OrreryError {
   }
 }
 
-/** 503: a dependency failed in a way that may pass. Nothing was left half-written. */
+/**
+ * 503: a dependency failed in a way that may pass; the same request may be sent again. `details`
+ * says what was written already (e.g. the `jobId` of a job stored but not yet dispatched).
+ */
 export class DependencyError extends OrreryError {
-  constructor(message: string, cause?: unknown) {
-    super('dependency_failed', 503, message, { cause, retryable: true });
+  constructor(message: string, cause?: unknown, details?: Record<string, unknown>) {
+    super('dependency_failed', 503, message, { cause, retryable: true, ...(details ? { details } : {}) });
   }
 }
 

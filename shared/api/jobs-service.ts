@@ -14,7 +14,7 @@ import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
 import { parseOrThrow } from '../core/validation';
-import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
 
 export interface JobsServiceDeps {
@@ -119,13 +119,20 @@ export class JobsService {
     try {
       await this.dispatch(job, plan.dispatch, now);
     } catch (error) {
-      const removed = await store.deleteUndispatched(job.id, job.payloadHash).catch(() => false);
-      this.deps.log.error('could not dispatch a new job', {
+      // The job stays. A concurrent replay of this request may have found it, dispatched it and
+      // answered 200: deleting it now would lose an acknowledged job. Left undispatched, it is in
+      // the due index, and the supervisor sends it once it is overdue (docs/architecture.md).
+      const message = error instanceof Error ? error.message : String(error);
+      this.deps.log.error('could not dispatch a new job; it stays stored for a replay or the supervisor', {
         jobId: job.id,
-        removed,
-        errorMessage: error instanceof Error ? error.message : String(error),
+        errorMessage: message,
       });
-      throw error;
+      throw new DependencyError(
+        `job ${job.id} was stored but could not be handed to its queue (${message}). Send the same request ` +
+          'again (same id) to dispatch it now; otherwise the supervisor dispatches it once it is overdue.',
+        error,
+        { jobId: job.id },
+      );
     }
     return { created: true, job: toView(job) };
   }

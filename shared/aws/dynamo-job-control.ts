@@ -79,8 +79,9 @@ export class DynamoJobControl implements JobControl {
       input.id,
       'cancel',
       'SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk ' +
-        // finished: out of the supervisor's due index too
-        'REMOVE leaseOwner, leaseExpiresAt, dueBucket, dueAt',
+        // finished: out of the supervisor's due index too. leaseExpiresAt stays: a running attempt
+        // may go on until then, and a later retry must not start a second one beside it.
+        'REMOVE leaseOwner, dueBucket, dueAt',
       `#type = :type AND ${from.expression}`,
       {
         ...from.values,
@@ -101,8 +102,9 @@ export class DynamoJobControl implements JobControl {
       'retry',
       'SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, gsi2pk = :gsi2pk, ' +
         'retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt ' +
-        // a manual retry runs now: no dispatch deadline any more
-        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, leaseExpiresAt, #result, progress, dispatchBy',
+        // a manual retry runs now: no dispatch deadline any more. leaseExpiresAt stays (see cancel):
+        // the claim waits for it to pass.
+        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy',
       `#type = :type AND ${from.expression}`,
       {
         ...from.values,

@@ -10,7 +10,7 @@ import {
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { jobDueAttributes } from '../core/due';
 import type { AttemptError, Job, JobProgress } from '../core/job';
-import { classifyRefusedClaim } from '../core/lease';
+import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import type { ClaimResult, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
@@ -43,6 +43,7 @@ export function toItem(job: Job): Item {
       leaseOwner: job.leaseOwner,
       leaseMessage: job.leaseMessage,
       leaseExpiresAt: job.leaseExpiresAt,
+      lastWriter: job.lastWriter,
       errors: job.errors.length > 0 ? JSON.stringify(job.errors) : undefined,
       result: job.result === undefined ? undefined : JSON.stringify(job.result),
       backoff: job.backoff === undefined ? undefined : JSON.stringify(job.backoff),
@@ -85,6 +86,7 @@ export function fromItem(item: Item): Job {
   if (typeof raw.leaseOwner === 'string') job.leaseOwner = raw.leaseOwner;
   if (typeof raw.leaseMessage === 'string') job.leaseMessage = raw.leaseMessage;
   if (typeof raw.leaseExpiresAt === 'number') job.leaseExpiresAt = raw.leaseExpiresAt;
+  if (typeof raw.lastWriter === 'string') job.lastWriter = raw.lastWriter;
   if (typeof raw.result === 'string') job.result = JSON.parse(raw.result);
   if (typeof raw.expiresAt === 'number') job.expiresAt = raw.expiresAt;
   if (typeof raw.backoff === 'string') job.backoff = JSON.parse(raw.backoff);
@@ -130,7 +132,9 @@ export class DynamoJobStore implements JobStore {
         new PutItemCommand({
           TableName: this.tableName,
           Item: toItem(job),
-          ConditionExpression: 'attribute_not_exists(pk)',
+          // A job past its retention is gone for readers (TTL deletes it up to ~48 h later): its id is free.
+          ConditionExpression: 'attribute_not_exists(pk) OR expiresAt < :retainedUntil',
+          ExpressionAttributeValues: { ':retainedUntil': N(Date.parse(job.createdAt) / 1000) },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
@@ -151,29 +155,6 @@ export class DynamoJobStore implements JobStore {
       return out.Item ? fromItem(out.Item) : undefined;
     } catch (error) {
       return translateAwsError(error, 'DynamoDB GetItem');
-    }
-  }
-
-  async deleteUndispatched(id: string, payloadHash: string): Promise<boolean> {
-    try {
-      await this.client.send(
-        new DeleteItemCommand({
-          TableName: this.tableName,
-          Key: this.key(id),
-          ConditionExpression: 'payloadHash = :h AND attempts = :zero AND #state IN (:queued, :scheduled)',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: {
-            ':h': S(payloadHash),
-            ':zero': N(0),
-            ':queued': S('queued'),
-            ':scheduled': S('scheduled'),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      return translateAwsError(error, 'DynamoDB DeleteItem');
     }
   }
 
@@ -208,10 +189,13 @@ export class DynamoJobStore implements JobStore {
             'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now, gsi2pk = :gsi2pk, ' +
             'dueBucket = :dueBucket, dueAt = :dueAt',
           ConditionExpression:
-            'attribute_exists(pk) AND #type = :type AND attempts < maxAttempts AND ' +
-            '(#state IN (:scheduled, :queued, :retrying) OR (#state = :running AND leaseExpiresAt < :nowMs)) AND ' +
-            // not a scheduled job whose schedule fired early, nor a never-started one past its dispatchBy
-            '(#state <> :scheduled OR runAt <= :earliest) AND ' +
+            'attribute_exists(pk) AND #type = :type AND attempts < maxAttempts AND (' +
+            // a waiting job that is due, with no earlier attempt's lease possibly still held
+            '(#state IN (:scheduled, :queued, :retrying) AND runAt <= :earliest AND ' +
+            '(attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :fence)) OR ' +
+            // a takeover: the lease expired longer than the clock-skew bound ago
+            '(#state = :running AND leaseExpiresAt < :fence)) AND ' +
+            // not a never-started job past its dispatchBy
             '(attribute_not_exists(dispatchBy) OR attempts > :zero OR dispatchBy >= :now)',
           ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
           ExpressionAttributeValues: {
@@ -225,7 +209,7 @@ export class DynamoJobStore implements JobStore {
             ':msg': S(messageId ?? '-'),
             ':exp': N(now + leaseMs),
             ':now': S(iso(now)),
-            ':nowMs': N(now),
+            ':fence': N(now - MAX_CLOCK_SKEW_MS),
             ':gsi2pk': S(keys.byTypeState(type, 'running', id)),
             ':dueBucket': S(due.dueBucket ?? ''),
             ':dueAt': N(due.dueAt ?? now),
@@ -252,42 +236,50 @@ export class DynamoJobStore implements JobStore {
   }
 
   /**
-   * A write fenced by the job's lease token and `running` state. When `state` is given, the
-   * write moves the job to it and rewrites the state index key to match.
+   * A write fenced by the job's lease token and `running` state. An attempt-ending write names
+   * its `end` (target state and writer): it moves the job to that state, rewrites the state index
+   * key to match, and records the writer, so that a replay of our own applied write (response
+   * lost, SDK retried) is told apart from another worker's write under the same token.
    */
   private async fenced(
     job: Job,
     operation: string,
-    update: string,
+    update: { set: string; remove?: string },
     values: Record<string, AttributeValue>,
-    state?: JobState,
+    end?: { state: JobState; writer: string },
   ): Promise<void> {
+    const set = end ? `${update.set}, #state = :to, gsi2pk = :gsi2pk, lastWriter = :writer` : update.set;
+    const expression = `SET ${set}${update.remove ? ` REMOVE ${update.remove}` : ''}`;
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: this.key(job.id),
-          UpdateExpression: update,
+          UpdateExpression: expression,
           ConditionExpression: 'leaseToken = :token AND #state = :running',
           ExpressionAttributeNames: {
             '#state': 'state',
-            ...(update.includes('#result') ? { '#result': 'result' } : {}),
+            ...(expression.includes('#result') ? { '#result': 'result' } : {}),
           },
           ExpressionAttributeValues: {
             ...values,
             ':token': N(job.leaseToken),
             ':running': S('running'),
-            ...(state ? { ':to': S(state), ':gsi2pk': S(keys.byTypeState(job.type, state, job.id)) } : {}),
+            ...(end
+              ? {
+                  ':to': S(end.state),
+                  ':gsi2pk': S(keys.byTypeState(job.type, end.state, job.id)),
+                  ':writer': S(end.writer),
+                }
+              : {}),
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        // A retry of our own write whose first try was applied (response lost): only our token
-        // can have moved the job to this state, so the write is done.
         const current = error.Item ? fromItem(error.Item) : undefined;
-        if (state && current && current.leaseToken === job.leaseToken && current.state === state) return;
+        if (end && current && isOwnAppliedEnd(current, job.leaseToken, end)) return;
         throw new LeaseLostError(job.id, job.leaseToken);
       }
       translateAwsError(error, `DynamoDB UpdateItem (${operation})`);
@@ -295,11 +287,11 @@ export class DynamoJobStore implements JobStore {
   }
 
   async heartbeat({ job, now, leaseMs }: { job: Job; now: number; leaseMs: number }): Promise<void> {
-    await this.fenced(job, 'heartbeat', 'SET leaseExpiresAt = :exp', { ':exp': N(now + leaseMs) });
+    await this.fenced(job, 'heartbeat', { set: 'leaseExpiresAt = :exp' }, { ':exp': N(now + leaseMs) });
   }
 
   async progress({ job, progress }: { job: Job; progress: JobProgress }): Promise<void> {
-    await this.fenced(job, 'progress', 'SET progress = :progress', { ':progress': S(JSON.stringify(progress)) });
+    await this.fenced(job, 'progress', { set: 'progress = :progress' }, { ':progress': S(JSON.stringify(progress)) });
   }
 
   async succeed({
@@ -307,24 +299,26 @@ export class DynamoJobStore implements JobStore {
     now,
     result,
     expiresAt,
+    writer,
   }: {
     job: Job;
     now: number;
     result: unknown;
     expiresAt: number;
+    writer: string;
   }): Promise<void> {
     const values: Record<string, AttributeValue> = { ':now': S(iso(now)), ':ttl': N(expiresAt) };
-    let update = 'SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk';
+    let set = 'finishedAt = :now, updatedAt = :now, expiresAt = :ttl';
     if (result !== undefined) {
-      update += ', #result = :result';
+      set += ', #result = :result';
       values[':result'] = S(JSON.stringify(result));
     }
     await this.fenced(
       job,
       'succeed',
-      `${update} REMOVE leaseOwner, leaseExpiresAt, dueBucket, dueAt`,
+      { set, remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt' },
       values,
-      'succeeded',
+      { state: 'succeeded', writer },
     );
   }
 
@@ -333,24 +327,28 @@ export class DynamoJobStore implements JobStore {
     now,
     runAt,
     errors,
+    writer,
   }: {
     job: Job;
     now: number;
     runAt: number;
     errors: AttemptError[];
+    writer: string;
   }): Promise<void> {
     await this.fenced(
       job,
       'retry',
-      'SET #state = :to, runAt = :runAt, updatedAt = :now, errors = :errors, gsi2pk = :gsi2pk, ' +
-        'dueBucket = :dueBucket, dueAt = :dueAt REMOVE leaseOwner, leaseExpiresAt',
+      {
+        set: 'runAt = :runAt, updatedAt = :now, errors = :errors, dueBucket = :dueBucket, dueAt = :dueAt',
+        remove: 'leaseOwner, leaseExpiresAt',
+      },
       {
         ':runAt': S(iso(runAt)),
         ':now': S(iso(now)),
         ':errors': S(JSON.stringify(errors)),
         ...dueValues(job.id, 'retrying', runAt),
       },
-      'retrying',
+      { state: 'retrying', writer },
     );
   }
 
@@ -359,19 +357,23 @@ export class DynamoJobStore implements JobStore {
     now,
     errors,
     expiresAt,
+    writer,
   }: {
     job: Job;
     now: number;
     errors: AttemptError[];
     expiresAt: number;
+    writer: string;
   }): Promise<void> {
     await this.fenced(
       job,
       'fail',
-      'SET #state = :to, finishedAt = :now, updatedAt = :now, errors = :errors, expiresAt = :ttl, gsi2pk = :gsi2pk ' +
-        'REMOVE leaseOwner, leaseExpiresAt, dueBucket, dueAt',
+      {
+        set: 'finishedAt = :now, updatedAt = :now, errors = :errors, expiresAt = :ttl',
+        remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt',
+      },
       { ':now': S(iso(now)), ':errors': S(JSON.stringify(errors)), ':ttl': N(expiresAt) },
-      'failed',
+      { state: 'failed', writer },
     );
   }
 

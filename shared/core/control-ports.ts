@@ -60,7 +60,8 @@ export interface JobControl {
   /**
    * State → `cancelled` when the job is of `type` and in one of `from`; sets `finishedAt`,
    * `expiresAt` and the state index key, and drops the lease owner (the token stays, so a
-   * running attempt's fenced writes fail).
+   * running attempt's fenced writes fail). `leaseExpiresAt` stays: no later attempt may start
+   * before the cancelled one's lease has run out.
    */
   cancel(input: {
     id: string;
@@ -72,8 +73,9 @@ export interface JobControl {
   /**
    * Starts a new attempt series when the job is of `type` and in one of `from`: state →
    * `queued`, `attempts` → 0, `retries` + 1, `runAt` → now; removes `expiresAt`,
-   * `finishedAt`, `startedAt`, result and progress; keeps the error history and the fencing
-   * token (the next claim still increments it).
+   * `finishedAt`, `startedAt`, result, progress and `dispatchBy`; keeps the error history, the
+   * fencing token (the next claim still increments it) and `leaseExpiresAt` (the claim waits
+   * until a cancelled attempt's lease has run out).
    */
   restart(input: { id: string; type: string; from: readonly JobState[]; now: number }): Promise<ControlResult>;
   /**

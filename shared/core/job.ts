@@ -48,8 +48,13 @@ export interface Job {
   leaseOwner?: string;
   /** SQS message id of the delivery that holds the lease: tells its redelivery from a duplicate. */
   leaseMessage?: string;
-  /** Epoch ms. */
+  /**
+   * Epoch ms. Kept when an operator cancels a running job (and through a retry after that), so
+   * no new attempt starts while the cancelled one may still be running.
+   */
   leaseExpiresAt?: number;
+  /** Who wrote the last attempt-ending write (`succeed`/`retry`/`fail`): tells our own lost write from another's. */
+  lastWriter?: string;
   lastError?: AttemptError;
   errors: AttemptError[];
   result?: unknown;

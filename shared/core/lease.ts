@@ -29,16 +29,59 @@ export function heartbeatVisibilitySeconds(leaseMs: number): number {
 }
 
 /**
+ * The latest time (epoch ms, on the claimer's clock) at which the job's last lease may still be
+ * held: its expiry plus {@link MAX_CLOCK_SKEW_MS}. A claim succeeds only after it. Undefined when
+ * the job carries no lease.
+ */
+export function leaseFenceUntil(job: Pick<Job, 'leaseExpiresAt'>): number | undefined {
+  return job.leaseExpiresAt === undefined ? undefined : job.leaseExpiresAt + MAX_CLOCK_SKEW_MS;
+}
+
+/** True while the job's last lease may still be held by a worker whose clock is within the skew bound. */
+export function leaseHeld(job: Pick<Job, 'leaseExpiresAt'>, now: number): boolean {
+  const fence = leaseFenceUntil(job);
+  return fence !== undefined && fence >= now;
+}
+
+/**
  * Why a claim's conditional write was refused, from the item as it was (ALL_OLD).
  * Duplicates of a running or finished job must never run the handler again.
  */
 export function classifyRefusedClaim(job: Job, now: number): ClaimResult {
   if (isTerminal(job.state)) return { kind: 'finished', job };
   if (isPastDispatchBy(job, now)) return { kind: 'past-deadline', job };
-  if (earlyByMs(job, now) > 0) return { kind: 'early', job };
-  const leaseLive = job.state === 'running' && (job.leaseExpiresAt ?? 0) >= now;
-  if (leaseLive) return { kind: 'busy', job };
-  if (job.attempts >= job.maxAttempts) return { kind: 'exhausted', job };
+  const held = leaseHeld(job, now);
+  if (job.state === 'running') {
+    if (held) return { kind: 'busy', job };
+    if (job.attempts >= job.maxAttempts) return { kind: 'exhausted', job };
+  } else {
+    if (held) return { kind: 'fenced', job };
+    if (earlyByMs(job, now) > 0) return { kind: 'early', job };
+  }
   // The condition also checks the type; a mismatch means the message is not for this job.
   return { kind: 'missing' };
+}
+
+/**
+ * Milliseconds until a refused claim of a not-yet-startable job may succeed: the later of its
+ * runAt (see `earlyByMs`) and the end of an earlier attempt's lease fence. 0 when it may start now.
+ */
+export function claimableInMs(job: Job, now: number): number {
+  const fence = job.state === 'running' ? undefined : leaseFenceUntil(job);
+  const fenced = fence === undefined ? 0 : Math.max(0, fence + 1 - now);
+  return Math.max(earlyByMs(job, now), fenced);
+}
+
+/**
+ * True when a refused attempt-ending write (`succeed`/`retry`/`fail`) was in fact our own write,
+ * applied on an earlier try whose response was lost: the job is in the target state under the
+ * same fencing token, written by the same writer. Token and state alone are not enough: after a
+ * lease expired on the last attempt, another worker records `failed` under the same token.
+ */
+export function isOwnAppliedEnd(
+  current: Pick<Job, 'state' | 'leaseToken' | 'lastWriter'>,
+  token: number,
+  end: { state: Job['state']; writer: string },
+): boolean {
+  return current.state === end.state && current.leaseToken === token && current.lastWriter === end.writer;
 }

@@ -13,22 +13,31 @@ export type ClaimResult =
   | { kind: 'exhausted'; job: Job }
   /** No such job (e.g. deleted by TTL): nothing to do. */
   | { kind: 'missing' }
-  /** A `scheduled` job whose runAt is still ahead (its schedule fires early): start it later. */
+  /** The job (any claimable state) is not due yet: its runAt is still ahead. Start it later. */
   | { kind: 'early'; job: Job }
+  /**
+   * Claimable, but an earlier attempt's lease (cancelled, then retried) may still be running:
+   * start it once `leaseExpiresAt` plus the clock-skew margin has passed.
+   */
+  | { kind: 'fenced'; job: Job }
   /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
   | { kind: 'past-deadline'; job: Job };
 
 /** Persistence of jobs and their leases. Every write after a claim is fenced by `token`. */
 export interface JobStore {
-  /** Writes a new job unless its id exists; returns the existing job otherwise. One conditional write. */
+  /**
+   * Writes a new job unless its id is taken; returns the existing job otherwise. One conditional
+   * write. An id whose job is past its retention (`expiresAt` before `job.createdAt`: gone for
+   * readers, not yet deleted by TTL) is free: the new job replaces it.
+   */
   create(job: Job): Promise<{ created: true } | { created: false; existing: Job }>;
+  /** The stored job, including one past its retention that TTL has not deleted yet. */
   get(id: string): Promise<Job | undefined>;
-  /** Removes a job that was written but could not be dispatched; only if no attempt started. */
-  deleteUndispatched(id: string, payloadHash: string): Promise<boolean>;
   /**
    * Starts an attempt: state → running, attempts + 1, token + 1, lease until `now + leaseMs`.
-   * Refuses a `scheduled` job that is not due yet (`early`) and a never-started job past its
-   * `dispatchBy` (`past-deadline`). `attemptTimeoutMs` (the job type's timeout) tells the due
+   * Refuses a job whose runAt is still ahead (`early`), a job whose previous lease may still be
+   * held (`busy` when running, `fenced` otherwise; a lease counts until it expired more than
+   * `MAX_CLOCK_SKEW_MS` ago) and a never-started job past its `dispatchBy` (`past-deadline`). `attemptTimeoutMs` (the job type's timeout) tells the due
    * index when a running attempt is overdue.
    */
   claim(input: {
@@ -45,10 +54,18 @@ export interface JobStore {
   heartbeat(input: { job: Job; now: number; leaseMs: number }): Promise<void>;
   /** Records progress of the running attempt; throws LeaseLostError when the token is no longer ours. */
   progress(input: { job: Job; progress: JobProgress }): Promise<void>;
-  succeed(input: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void>;
-  retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[] }): Promise<void>;
+  /**
+   * The writes that end an attempt (`succeed`, `retry`, `fail`) are fenced by `job.leaseToken`
+   * and the `running` state, and record `writer` (unique per claim call: the owner the caller
+   * claimed with, or tried to). When the condition fails, the write counts as already applied
+   * only if the stored job is in the target state under the same token AND was written by the
+   * same `writer` (our own write, retried after its response was lost); otherwise it throws
+   * LeaseLostError.
+   */
+  succeed(input: { job: Job; now: number; result: unknown; expiresAt: number; writer: string }): Promise<void>;
+  retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[]; writer: string }): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
-  fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number }): Promise<void>;
+  fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number; writer: string }): Promise<void>;
   /**
    * Ends a job that never started and whose `dispatchBy` passed: state → `expired`, no attempt.
    * Returns false when the job changed first (started, cancelled, expired already).

@@ -23,11 +23,13 @@ export function scheduleFireAt(runAt: number): number {
 }
 
 /**
- * Milliseconds until a `scheduled` job may start, or 0 when it may start now. Only `scheduled`
- * jobs wait: a queued or retrying job's message already arrives when it is due.
+ * Milliseconds until a job that waits to start (`scheduled`, `queued`, `retrying`) is due, or 0
+ * when it may start now (within {@link EARLY_START_TOLERANCE_MS}). Every waiting state counts: a
+ * message can arrive before its job is due (a duplicate, a capped SQS delay, a schedule left
+ * behind), and it must never start the job early.
  */
 export function earlyByMs(job: Pick<Job, 'state' | 'runAt'>, now: number): number {
-  if (job.state !== 'scheduled') return 0;
+  if (job.state !== 'scheduled' && job.state !== 'queued' && job.state !== 'retrying') return 0;
   const early = Date.parse(job.runAt) - now;
   return early > EARLY_START_TOLERANCE_MS ? early : 0;
 }

@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { SQSRecord } from 'aws-lambda';
 import type { Job } from '../core/job';
 import type { JobQueue, JobStore } from '../core/ports';
-import { EARLY_START_TOLERANCE_MS, earlyByMs } from '../core/scheduling';
+import { claimableInMs } from '../core/lease';
+import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';
 
@@ -15,10 +16,13 @@ import { errorFields, type Logger } from '../logger';
 const MAX_VISIBILITY_SECONDS = 43_200;
 
 /**
- * A `scheduled` job arrived before its runAt (its schedule fires a minute early): hide the
- * message for the remaining whole seconds (rounded down) and report it as a batch item failure,
- * so SQS delivers it again less than a second before the job is due; the claim then accepts it
- * and {@link holdUntilRunAt} waits out the rest. Costs one extra receive; the state is unchanged.
+ * A message arrived before its job may start: the job is not due yet (a far-future job's
+ * schedule fires a minute early; a duplicate, a capped SQS delay or a schedule left behind
+ * arrive early), or an earlier attempt's lease may still be held (cancelled, then retried).
+ * Hide the message for the remaining whole seconds (rounded down; at most SQS's 12 h, after
+ * which it bounces again) and report it as a batch item failure, so SQS delivers it again less
+ * than a second before the job may start; the claim then accepts it and {@link holdUntilRunAt}
+ * waits out the rest. Costs one extra receive per bounce; the state is unchanged.
  */
 export async function waitUntilDue(input: {
   job: Job;
@@ -28,24 +32,24 @@ export async function waitUntilDue(input: {
   record: SQSRecord;
   log: Logger;
 }): Promise<'retry'> {
-  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.floor(earlyByMs(input.job, input.now) / 1000)));
+  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.floor(claimableInMs(input.job, input.now) / 1000)));
   await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {
     input.log.warn('could not delay the early message; it returns after the visibility timeout', errorFields(error));
   });
-  input.log.info('job is not due yet; its message returns when it is', {
+  input.log.info('job may not start yet; its message returns when it may', {
     runAt: input.job.runAt,
+    state: input.job.state,
     waitSeconds: seconds,
   });
   return 'retry';
 }
 
 /**
- * The claim accepts a far-future job up to {@link EARLY_START_TOLERANCE_MS} before its runAt
- * (the message comes back from its last whole-second wait): its first attempt waits out that
- * fraction of a second here, so the handler never starts before runAt.
+ * The claim accepts a job up to {@link EARLY_START_TOLERANCE_MS} before its runAt (the message
+ * comes back from its last whole-second wait): the attempt waits out that fraction of a second
+ * here, so the handler never starts before runAt.
  */
 export async function holdUntilRunAt(job: Job, now: number): Promise<void> {
-  if (job.attempts !== 1) return;
   const wait = Date.parse(job.runAt) - now;
   if (wait > 0 && wait <= EARLY_START_TOLERANCE_MS) await sleep(wait);
 }

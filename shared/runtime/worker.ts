@@ -78,9 +78,14 @@ export function createWorker(
   const route = configured;
   const expiresAt = (now: number) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400;
 
-  async function finalFailure(job: Job, errors: AttemptError[], log: Logger): Promise<void> {
+  /** Records `failed` as `writer` (the owner this delivery claimed with, or tried to); then runs onFailure. */
+  async function finalFailure(job: Job, errors: AttemptError[], writer: string, log: Logger): Promise<void> {
     const now = clock.now();
-    await persist(() => deps.store.fail({ job, now, errors, expiresAt: expiresAt(now) }), log, 'recording the failure');
+    await persist(
+      () => deps.store.fail({ job, now, errors, expiresAt: expiresAt(now), writer }),
+      log,
+      'recording the failure',
+    );
     log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
     const onFailure = def.onFailure;
     if (!onFailure) return;
@@ -105,12 +110,15 @@ export function createWorker(
   }
 
   async function runAttempt(job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
+    // The owner we claimed with: unique per claim, so it identifies our writes.
+    const writer = job.leaseOwner ?? owner;
     const parsed = def.spec.payload.safeParse(job.payload);
     if (!parsed.success) {
       const err = new PermanentError(`payload no longer matches the ${def.spec.type} schema: ${parsed.error.message}`);
       await finalFailure(
         job,
         appendError(job.errors, describeError(err, job.attempts, clock.now(), 'invalid_payload')),
+        writer,
         log,
       );
       return 'done';
@@ -196,7 +204,7 @@ export function createWorker(
     if (outcome.ok) {
       const result = outcome.result;
       await persist(
-        () => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now) }),
+        () => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now), writer }),
         log,
         'recording success',
       );
@@ -206,7 +214,7 @@ export function createWorker(
     const reason = outcome.error instanceof JobTimeoutError ? 'timeout' : 'error';
     const errors = appendError(job.errors, describeError(outcome.error, job.attempts, now, reason));
     if (outcome.error instanceof PermanentError || job.attempts >= job.maxAttempts) {
-      await finalFailure(job, errors, log);
+      await finalFailure(job, errors, writer, log);
       return 'done';
     }
     let delay = retryDelayMs(job.backoff ?? def.spec.retry.backoff, job.attempts, random);
@@ -215,20 +223,30 @@ export function createWorker(
       log.warn('retry delay exceeds 12 h and no scheduler is configured; capping it', { delayMs: delay });
       delay = MAX_VISIBILITY_DELAY_MS;
     }
-    await persist(() => deps.store.retry({ job, now, runAt: now + delay, errors }), log, 'recording the retry');
+    await persist(
+      () => deps.store.retry({ job, now, runAt: now + delay, errors, writer }),
+      log,
+      'recording the retry',
+    );
     log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
     if (viaScheduler && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.
       const message = { v: 1 as const, id: job.id, type: job.type };
       const name = retryScheduleName(job.id, job.attempts);
-      await persist(
-        () =>
-          deps.scheduler?.scheduleJob({ name, fireAt: now + delay, queueArn: route.queueArn, message }) ??
-          Promise.resolve(),
-        log,
-        'scheduling the retry',
-      );
-      return 'done';
+      try {
+        await persist(
+          () =>
+            deps.scheduler?.scheduleJob({ name, fireAt: now + delay, queueArn: route.queueArn, message }) ??
+            Promise.resolve(),
+          log,
+          'scheduling the retry',
+        );
+        return 'done';
+      } catch (error) {
+        // Keep this message instead, hidden as long as SQS allows: when it comes back early, the
+        // claim refuses the job (not due) and hides it again; the supervisor covers a lost one.
+        log.warn('could not schedule the retry; the message waits for it instead', errorFields(error));
+      }
     }
     try {
       await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000);
@@ -238,6 +256,7 @@ export function createWorker(
       // send a fresh one carrying the delay, so the retry cannot be lost. A spare copy is harmless.
       log.warn('could not set the retry delay on the message; sending a new one', errorFields(error));
       const message = { v: 1 as const, id: job.id, type: job.type };
+      // SQS delays at most 15 min: a message that arrives before the job is due is hidden again.
       await persist(
         () => deps.queue.send(route.queueUrl, message, Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delay / 1000))),
         log,
@@ -283,11 +302,13 @@ export function createWorker(
     try {
       const waitFor = { store: deps.store, queue: deps.queue, queueUrl: route.queueUrl, record, log };
       if (message.data.after && (await mustWaitFor({ after: message.data.after, ...waitFor }))) return 'retry';
+      // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease,
+      // and the writes that end the attempt are told apart from any other worker's.
+      const claimOwner = `${owner}:${randomUUID().slice(0, 8)}`;
       const claim = await deps.store.claim({
         id,
         type: def.spec.type,
-        // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease.
-        owner: `${owner}:${randomUUID().slice(0, 8)}`,
+        owner: claimOwner,
         now: clock.now(),
         leaseMs,
         attemptTimeoutMs: def.spec.timeoutMs,
@@ -308,6 +329,8 @@ export function createWorker(
           });
           return 'done';
         case 'early':
+        case 'fenced':
+          // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.
           return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
         case 'past-deadline':
           return await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
@@ -317,6 +340,7 @@ export function createWorker(
           await finalFailure(
             job,
             appendError(job.errors, describeError(err, job.attempts, clock.now(), 'lease_expired')),
+            claimOwner,
             log,
           );
           return 'done';
@@ -327,7 +351,7 @@ export function createWorker(
             token: claim.job.leaseToken,
             ...describeJob(def.spec, claim.job.payload),
           });
-          await holdUntilRunAt(claim.job, clock.now()); // a far-future job claimed < 1 s early
+          await holdUntilRunAt(claim.job, clock.now()); // claimed up to 1 s before its runAt
           return await runAttempt(claim.job, record, attemptLog);
         }
       }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import type { Job } from '../../shared/core/job';
+import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import { JOB_TABLE, keys } from '../../shared/core/table';
 import { LeaseLostError } from '../../shared/errors';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
@@ -19,6 +20,8 @@ const dynamo = new DynamoDBClient({
 const store = new DynamoJobStore(dynamo, tableName);
 const T0 = Date.parse('2026-06-01T00:00:00Z');
 const LEASE = 10_000;
+/** A lease can be taken over once it expired more than the clock-skew bound ago. */
+const TAKEOVER = LEASE + MAX_CLOCK_SKEW_MS;
 let seq = 0;
 
 function newJob(overrides: Partial<Job> = {}): Job {
@@ -80,20 +83,20 @@ describe('DynamoJobStore against DynamoDB Local', () => {
       id: job.id,
       type: 'echo',
       owner: 'worker-b',
-      now: T0 + LEASE - 1,
+      now: T0 + TAKEOVER,
       leaseMs: LEASE,
     });
     expect(busy.kind).toBe('busy');
-    const second = await claimed(job, 'worker-b', T0 + LEASE + 1);
+    const second = await claimed(job, 'worker-b', T0 + TAKEOVER + 1);
     expect(second.leaseToken).toBe(2);
     expect(second.attempts).toBe(2);
     await expect(
-      store.succeed({ job: first, now: T0 + LEASE + 2, result: { from: 'a' }, expiresAt: 1 }),
+      store.succeed({ job: first, now: T0 + TAKEOVER + 2, result: { from: 'a' }, expiresAt: 1, writer: 'worker-a' }),
     ).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(store.heartbeat({ job: first, now: T0 + LEASE + 2, leaseMs: LEASE })).rejects.toBeInstanceOf(
+    await expect(store.heartbeat({ job: first, now: T0 + TAKEOVER + 2, leaseMs: LEASE })).rejects.toBeInstanceOf(
       LeaseLostError,
     );
-    await store.succeed({ job: second, now: T0 + LEASE + 3, result: { from: 'b' }, expiresAt: 2 });
+    await store.succeed({ job: second, now: T0 + TAKEOVER + 3, result: { from: 'b' }, expiresAt: 2, writer: 'worker-b' });
     const stored = await store.get(job.id);
     expect(stored?.state).toBe('succeeded');
     expect(stored?.result).toEqual({ from: 'b' });
@@ -104,7 +107,7 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     const job = newJob();
     await store.create(job);
     const mine = await claimed(job, 'w', T0);
-    await store.succeed({ job: mine, now: T0 + 1, result: null, expiresAt: 3 });
+    await store.succeed({ job: mine, now: T0 + 1, result: null, expiresAt: 3, writer: 'w' });
     const again = await store.claim({ id: job.id, type: 'echo', owner: 'w2', now: T0 + 10 * LEASE, leaseMs: LEASE });
     expect(again.kind).toBe('finished');
   });
@@ -113,10 +116,10 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     const job = newJob({ maxAttempts: 1 });
     await store.create(job);
     await claimed(job, 'w', T0);
-    const again = await store.claim({ id: job.id, type: 'echo', owner: 'w2', now: T0 + LEASE + 1, leaseMs: LEASE });
+    const again = await store.claim({ id: job.id, type: 'echo', owner: 'w2', now: T0 + TAKEOVER + 1, leaseMs: LEASE });
     expect(again.kind).toBe('exhausted');
     if (again.kind === 'exhausted') {
-      await store.fail({ job: again.job, now: T0 + LEASE + 2, errors: [], expiresAt: 4 });
+      await store.fail({ job: again.job, now: T0 + TAKEOVER + 2, errors: [], expiresAt: 4, writer: 'w2' });
       expect((await store.get(job.id))?.state).toBe('failed');
     }
   });
@@ -138,7 +141,7 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     await store.create(job);
     const first = await claimed(job, 'w', T0);
     const errors = [{ attempt: 1, at: new Date(T0).toISOString(), reason: 'error', name: 'Error', message: 'boom' }];
-    await store.retry({ job: first, now: T0 + 1, runAt: T0 + 5000, errors });
+    await store.retry({ job: first, now: T0 + 1, runAt: T0 + 5000, errors, writer: 'w' });
     const retrying = await store.get(job.id);
     expect(retrying?.state).toBe('retrying');
     expect(retrying?.lastError?.message).toBe('boom');
@@ -151,7 +154,7 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     const job = newJob();
     await store.create(job);
     const mine = await claimed(job, 'w', T0);
-    await store.succeed({ job: mine, now: T0 + 1, result: 1, expiresAt: 5 });
+    await store.succeed({ job: mine, now: T0 + 1, result: 1, expiresAt: 5, writer: 'w' });
     const query = (state: string) =>
       dynamo.send(
         new QueryCommand({
@@ -165,17 +168,5 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     expect(succeeded.Items?.map((i) => i.id?.S)).toContain(job.id);
     const queued = await query('queued');
     expect(queued.Items?.map((i) => i.id?.S) ?? []).not.toContain(job.id);
-  });
-
-  it('deletes an undispatched job only while no attempt has started', async () => {
-    const a = newJob();
-    await store.create(a);
-    expect(await store.deleteUndispatched(a.id, 'wrong-hash')).toBe(false);
-    expect(await store.deleteUndispatched(a.id, a.payloadHash)).toBe(true);
-    expect(await store.get(a.id)).toBeUndefined();
-    const b = newJob();
-    await store.create(b);
-    await claimed(b, 'w', T0);
-    expect(await store.deleteUndispatched(b.id, b.payloadHash)).toBe(false);
   });
 });
