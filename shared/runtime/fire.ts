@@ -24,6 +24,8 @@ export async function resolveFire(input: {
   type: string;
   jobs: JobStore;
   schedules: ScheduleStore | undefined;
+  /** Sends the job messages of runs created for earlier slots on the way (see `FireResult.also`). */
+  send: (message: JobMessage) => Promise<void>;
   now: number;
   log: Logger;
 }): Promise<ResolvedFire> {
@@ -48,6 +50,10 @@ export async function resolveFire(input: {
       { name: fire.schedule, type: fire.type, fireTime: Date.parse(fire.scheduledTime) },
       input.now,
     );
+    for (const message of result.also) {
+      await input.send(message);
+      fireLog.info('schedule fire created the run of an earlier slot', { jobId: message.id });
+    }
     switch (result.kind) {
       case 'run':
         if (result.created) fireLog.info('schedule fired; run created', { jobId: result.message.id });

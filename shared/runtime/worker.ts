@@ -282,6 +282,7 @@ export function createWorker(
         type: def.spec.type,
         jobs,
         schedules,
+        send: (message) => deps.queue.send(route.queueUrl, message),
         now: clock.now(),
         log: baseLog,
       });

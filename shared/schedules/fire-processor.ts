@@ -9,7 +9,16 @@ import type { Job, JobMessage } from '../core/job';
 import type { JobStore } from '../core/ports';
 import type { Logger } from '../logger';
 import type { Schedule } from './model';
-import { applyFire, locateFire, overlapDecision, type PreviousRun, previousRun } from './planner';
+import {
+  applyFire,
+  catchUpSlot,
+  locateFire,
+  MAX_CATCH_UP_AGE_MS,
+  overlapDecision,
+  type PreviousRun,
+  previousRun,
+  RESERVATION_TIMEOUT_MS,
+} from './planner';
 import type { ScheduleStore } from './ports';
 
 export interface FireProcessorDeps {
@@ -19,16 +28,26 @@ export interface FireProcessorDeps {
 }
 
 /** What became of a fire. */
-export type FireResult =
+export type FireResult = (
   /** Run this job (a run created now or earlier); `message` is its job message. */
   | { kind: 'run'; message: JobMessage; created: boolean }
   /** The overlap policy skipped the fire; it is counted on the schedule. */
   | { kind: 'skipped'; slot: number }
   /** Nothing to do: paused or deleted schedule, a repeat of a skipped fire, past its end. */
-  | { kind: 'ignored'; reason: string };
+  | { kind: 'ignored'; reason: string }
+) & {
+  /**
+   * Messages of runs created on the way for EARLIER slots: a reserved run whose creation had
+   * failed, or slots this fire overtook (Scheduler delivered a later fire first). The caller sends
+   * them too; a duplicate message is harmless.
+   */
+  also: JobMessage[];
+};
 
 /** Writes of the schedule item lost to a concurrent write are retried this often. */
 const MAX_CONFLICTS = 8;
+/** Earlier slots one fire handles before its own; the supervisor catches up on the rest. */
+const MAX_EARLIER_SLOTS = 60;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -40,6 +59,11 @@ function messageOf(job: Pick<Job, 'id' | 'type' | 'after'>): JobMessage {
  * Handles the fire of schedule `name` (job type `type`) scheduled at `fireTime` (epoch ms).
  * Idempotent: every delivery of the same fire ends with the same run, or the same skip.
  *
+ * Every slot yields one run or one recorded skip: a fire that arrives after later slots were
+ * missed handles those first (up to {@link MAX_EARLIER_SLOTS}, none older than
+ * {@link MAX_CATCH_UP_AGE_MS}, which are counted as missed), and before a new slot is recorded,
+ * the run the previous slot reserved is created if its creation had failed.
+ *
  * @throws when the schedule keeps changing under it, or on AWS errors (callers retry the fire).
  */
 export async function processFire(
@@ -47,43 +71,97 @@ export async function processFire(
   fire: { name: string; type: string; fireTime: number },
   now: number,
 ): Promise<FireResult> {
-  for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
+  const also: JobMessage[] = [];
+  let earlierSlots = 0;
+  for (let conflicts = 0; conflicts < MAX_CONFLICTS; ) {
     const schedule = await deps.schedules.get(fire.name);
-    if (!schedule) return { kind: 'ignored', reason: 'no such schedule (deleted)' };
+    if (!schedule) return { kind: 'ignored', reason: 'no such schedule (deleted)', also };
     if (schedule.type !== fire.type) {
-      return { kind: 'ignored', reason: `the schedule now runs type ${schedule.type}, not ${fire.type}` };
+      return { kind: 'ignored', reason: `the schedule now runs type ${schedule.type}, not ${fire.type}`, also };
     }
     const located = locateFire(schedule, fire.fireTime);
-    if (located.kind === 'inactive') return { kind: 'ignored', reason: located.reason };
-    if (located.kind === 'stale') return repeat(deps, schedule, located.runId, now);
+    if (located.kind === 'inactive') return { kind: 'ignored', reason: located.reason, also };
+    if (located.kind === 'stale') return { ...(await repeat(deps, schedule, located.runId, now)), also };
 
-    const previous = await previousOf(deps, schedule, now);
+    // Handle an overtaken earlier slot first, so that no slot is lost to the order of delivery.
+    let target: { slot: number; missed: number } = located;
+    const earliest = catchUpSlot(schedule, fire.fireTime, now, MAX_CATCH_UP_AGE_MS);
+    if (located.missed > 0 && earliest !== undefined && earliest < located.slot && earlierSlots < MAX_EARLIER_SLOTS) {
+      const earlier = locateFire(schedule, earliest);
+      if (earlier.kind === 'due') target = earlier;
+    }
+    const own = target.slot === located.slot;
+
+    const lastRun = await reservedRun(deps, schedule, now, also);
+    const previous = await previousOf(deps, schedule, lastRun, now);
     const decision = overlapDecision(schedule.overlap, previous);
-    const outcome = applyFire(schedule, located, decision, now);
+    const outcome = applyFire(schedule, target, decision, now);
     if (!(await deps.schedules.save(outcome.schedule, schedule.version))) {
-      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * (attempt + 1)));
+      conflicts += 1;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * conflicts));
       continue; // another fire or an API call wrote first: decide again from what it wrote
     }
-    if (located.missed > 0) {
-      deps.log.warn('schedule fires were missed', { schedule: schedule.name, missed: located.missed });
+    if (target.missed > 0) {
+      deps.log.warn('schedule fires were missed', { schedule: schedule.name, missed: target.missed });
     }
-    if (!outcome.run) return { kind: 'skipped', slot: located.slot };
-    return createRun(deps, schedule, outcome.run, now);
+    if (!own) {
+      earlierSlots += 1;
+      if (outcome.run) {
+        const run = await createRun(deps, schedule, outcome.run, now);
+        if (run.kind === 'run') also.push(run.message);
+      }
+      continue; // now the fire's own slot
+    }
+    if (!outcome.run) return { kind: 'skipped', slot: target.slot, also };
+    return { ...(await createRun(deps, schedule, outcome.run, now)), also };
   }
   throw new Error(`schedule ${fire.name} changed ${MAX_CONFLICTS} times while its fire was handled; retry the fire`);
 }
 
-/** The schedule's latest run, as the overlap policy sees it (no reads for `allow`). */
-async function previousOf(deps: FireProcessorDeps, schedule: Schedule, now: number): Promise<PreviousRun> {
+/**
+ * The run the schedule's latest run-creating fire reserved (`lastRunId`), created now if that
+ * fire stopped before writing it (its message is added to `also`). Undefined when there is none,
+ * or when the reservation is so old that a missing run was finished and deleted long ago.
+ */
+async function reservedRun(
+  deps: FireProcessorDeps,
+  schedule: Schedule,
+  now: number,
+  also: JobMessage[],
+): Promise<Job | undefined> {
+  if (schedule.lastRunId === undefined) return undefined;
+  const existing = await deps.jobs.get(schedule.lastRunId);
+  if (existing) return existing;
+  const reservedAt = schedule.lastRunReservedAt ?? 0;
+  if (schedule.lastFireAt === undefined || now - reservedAt >= RESERVATION_TIMEOUT_MS) return undefined;
+  const after = schedule.lastRunAfter;
+  const run = { id: schedule.lastRunId, scheduledAt: schedule.lastFireAt, ...(after ? { after } : {}) };
+  const created = await createRun(deps, schedule, run, now);
+  if (created.kind !== 'run') return undefined;
+  also.push(created.message);
+  deps.log.warn('created the run of an earlier fire whose creation had failed', { jobId: run.id });
+  return deps.jobs.get(run.id);
+}
+
+/** The schedule's latest run, as the overlap policy sees it (no further reads for `allow`). */
+async function previousOf(
+  deps: FireProcessorDeps,
+  schedule: Schedule,
+  lastRun: Job | undefined,
+  now: number,
+): Promise<PreviousRun> {
   if (schedule.overlap === 'allow' || schedule.lastRunId === undefined) return 'none';
-  const lastRun = await deps.jobs.get(schedule.lastRunId);
   const predecessor =
     schedule.overlap === 'queue-one' && lastRun?.after !== undefined ? await deps.jobs.get(lastRun.after) : undefined;
   return previousRun(schedule, lastRun, predecessor, now);
 }
 
 /** A repeat of a slot handled already: hand on its run if it has one, else drop the fire. */
-async function repeat(deps: FireProcessorDeps, schedule: Schedule, id: string, now: number): Promise<FireResult> {
+/** A {@link FireResult} before the earlier slots' messages are attached. */
+type SlotResult = DistributiveOmit<FireResult, 'also'>;
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+
+async function repeat(deps: FireProcessorDeps, schedule: Schedule, id: string, now: number): Promise<SlotResult> {
   const existing = await deps.jobs.get(id);
   if (existing) {
     if (existing.schedule !== schedule.name) return collision(deps, schedule, existing);
@@ -102,7 +180,7 @@ async function createRun(
   schedule: Schedule,
   run: { id: string; scheduledAt: number; after?: string },
   now: number,
-): Promise<FireResult> {
+): Promise<SlotResult> {
   const stored = await deps.schedules.getPayload(schedule.name);
   if (!stored) throw new Error(`schedule ${schedule.name} has no payload item`);
   const job: Job = {
@@ -127,7 +205,7 @@ async function createRun(
   return { kind: 'run', message: messageOf(written.existing), created: false };
 }
 
-function collision(deps: FireProcessorDeps, schedule: Schedule, job: Job): FireResult {
+function collision(deps: FireProcessorDeps, schedule: Schedule, job: Job): SlotResult {
   deps.log.error('a job that is not a run of this schedule holds the run id; the fire is dropped', {
     schedule: schedule.name,
     jobId: job.id,

@@ -14,6 +14,8 @@ import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
 import { nextFireOf, type OverlapPolicy, type Schedule, withDue } from './model';
 
+/** Fires older than this are not caught up (counted as missed), like Scheduler's maximum event age. */
+export const MAX_CATCH_UP_AGE_MS = 24 * 3600_000;
 /** A run reserved on the schedule but not (yet) found counts as active this long (a crash in between). */
 export const RESERVATION_TIMEOUT_MS = 12 * 3600_000;
 /** At most this many slots are walked when one fire skips over missed ones. */

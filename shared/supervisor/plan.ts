@@ -5,6 +5,7 @@
 import { DUE_GRACE_MS, minuteStart } from '../core/due';
 import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
+import { MAX_CATCH_UP_AGE_MS } from '../schedules/planner';
 
 export interface SupervisorOptions {
   /** Every run re-reads this much of the recent past (clock skew, index lag). @default 5 minutes */
@@ -26,7 +27,7 @@ export const DEFAULT_SUPERVISOR_OPTIONS: SupervisorOptions = {
   initialLookbackMs: 60 * 60_000,
   maxMinutesPerRun: 240,
   maxFiresPerSchedule: 60,
-  maxCatchUpAgeMs: 24 * 3600_000,
+  maxCatchUpAgeMs: MAX_CATCH_UP_AGE_MS,
   concurrency: 8,
 };
 

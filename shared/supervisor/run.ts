@@ -215,6 +215,10 @@ async function catchUpSchedule(
       { name, type: schedule.type, fireTime: slot },
       now,
     );
+    for (const message of result.also) {
+      await send(deps, message);
+      report.fired.push(message.id);
+    }
     if (result.kind === 'skipped') report.skipped += 1;
     if (result.kind === 'ignored') return;
     if (result.kind === 'run') {
