@@ -1,7 +1,6 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
-  DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
@@ -313,13 +312,10 @@ export class DynamoJobStore implements JobStore {
       set += ', #result = :result';
       values[':result'] = S(JSON.stringify(result));
     }
-    await this.fenced(
-      job,
-      'succeed',
-      { set, remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt' },
-      values,
-      { state: 'succeeded', writer },
-    );
+    await this.fenced(job, 'succeed', { set, remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt' }, values, {
+      state: 'succeeded',
+      writer,
+    });
   }
 
   async retry({

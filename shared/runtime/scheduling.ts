@@ -6,8 +6,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SQSRecord } from 'aws-lambda';
 import type { Job } from '../core/job';
-import type { JobQueue, JobStore } from '../core/ports';
 import { claimableInMs } from '../core/lease';
+import type { JobQueue, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';

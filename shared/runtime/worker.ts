@@ -223,11 +223,7 @@ export function createWorker(
       log.warn('retry delay exceeds 12 h and no scheduler is configured; capping it', { delayMs: delay });
       delay = MAX_VISIBILITY_DELAY_MS;
     }
-    await persist(
-      () => deps.store.retry({ job, now, runAt: now + delay, errors, writer }),
-      log,
-      'recording the retry',
-    );
+    await persist(() => deps.store.retry({ job, now, runAt: now + delay, errors, writer }), log, 'recording the retry');
     log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
     if (viaScheduler && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.

@@ -28,21 +28,22 @@ export interface FireProcessorDeps {
 }
 
 /** What became of a fire. */
-export type FireResult = (
+export type FireResult =
   /** Run this job (a run created now or earlier); `message` is its job message. */
-  | { kind: 'run'; message: JobMessage; created: boolean }
-  /** The overlap policy skipped the fire; it is counted on the schedule. */
-  | { kind: 'skipped'; slot: number }
-  /** Nothing to do: paused or deleted schedule, a repeat of a skipped fire, past its end. */
-  | { kind: 'ignored'; reason: string }
-) & {
-  /**
-   * Messages of runs created on the way for EARLIER slots: a reserved run whose creation had
-   * failed, or slots this fire overtook (Scheduler delivered a later fire first). The caller sends
-   * them too; a duplicate message is harmless.
-   */
-  also: JobMessage[];
-};
+  (
+    | { kind: 'run'; message: JobMessage; created: boolean }
+    /** The overlap policy skipped the fire; it is counted on the schedule. */
+    | { kind: 'skipped'; slot: number }
+    /** Nothing to do: paused or deleted schedule, a repeat of a skipped fire, past its end. */
+    | { kind: 'ignored'; reason: string }
+  ) & {
+    /**
+     * Messages of runs created on the way for EARLIER slots: a reserved run whose creation had
+     * failed, or slots this fire overtook (Scheduler delivered a later fire first). The caller sends
+     * them too; a duplicate message is harmless.
+     */
+    also: JobMessage[];
+  };
 
 /** Writes of the schedule item lost to a concurrent write are retried this often. */
 const MAX_CONFLICTS = 8;

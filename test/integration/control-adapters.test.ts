@@ -164,7 +164,9 @@ describe('DynamoJobControl against DynamoDB Local', () => {
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     await control.cancel({ id: job.id, type: 'echo', from: CANCELLABLE_STATES, now: T0 + 1, expiresAt: 1 });
     await expect(store.heartbeat({ job: claim.job, now: T0 + 2, leaseMs: 60_000 })).rejects.toThrow(/lease/);
-    await expect(store.succeed({ job: claim.job, now: T0 + 3, result: 1, expiresAt: 1, writer: 'w1' })).rejects.toThrow(/lease/);
+    await expect(store.succeed({ job: claim.job, now: T0 + 3, result: 1, expiresAt: 1, writer: 'w1' })).rejects.toThrow(
+      /lease/,
+    );
     expect((await store.get(job.id))?.state).toBe('cancelled');
   });
 

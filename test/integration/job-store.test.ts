@@ -96,7 +96,13 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     await expect(store.heartbeat({ job: first, now: T0 + TAKEOVER + 2, leaseMs: LEASE })).rejects.toBeInstanceOf(
       LeaseLostError,
     );
-    await store.succeed({ job: second, now: T0 + TAKEOVER + 3, result: { from: 'b' }, expiresAt: 2, writer: 'worker-b' });
+    await store.succeed({
+      job: second,
+      now: T0 + TAKEOVER + 3,
+      result: { from: 'b' },
+      expiresAt: 2,
+      writer: 'worker-b',
+    });
     const stored = await store.get(job.id);
     expect(stored?.state).toBe('succeeded');
     expect(stored?.result).toEqual({ from: 'b' });

@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Job } from '../../shared/core/job';
 import {
+  claimableInMs,
   classifyRefusedClaim,
   DEFAULT_LEASE_MS,
   heartbeatIntervalMs,
   heartbeatVisibilitySeconds,
+  isOwnAppliedEnd,
+  leaseHeld,
+  MAX_CLOCK_SKEW_MS,
 } from '../../shared/core/lease';
 import type { JobState } from '../../shared/core/states';
 import { newJob } from '../support/fakes';
@@ -28,9 +32,14 @@ describe('classifyRefusedClaim', () => {
     expect(classifyRefusedClaim(lastAttempt, NOW).kind).toBe('busy');
   });
 
-  it('treats a lease expiring exactly now as live (the claim needs leaseExpiresAt < now)', () => {
+  it('treats a lease as held until it expired more than MAX_CLOCK_SKEW_MS ago (the claimer’s clock may be ahead)', () => {
     expect(classifyRefusedClaim(job('running', { leaseExpiresAt: NOW }), NOW).kind).toBe('busy');
-    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: NOW - 1 }), NOW).kind).toBe('exhausted');
+    const edge = NOW - MAX_CLOCK_SKEW_MS;
+    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: edge }), NOW).kind).toBe('busy');
+    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: edge - 1 }), NOW).kind).toBe('exhausted');
+    expect(leaseHeld({ leaseExpiresAt: edge }, NOW)).toBe(true);
+    expect(leaseHeld({ leaseExpiresAt: edge - 1 }, NOW)).toBe(false);
+    expect(leaseHeld({}, NOW)).toBe(false);
   });
 
   it('reports a running job whose last allowed attempt lost its lease as exhausted', () => {
@@ -43,7 +52,8 @@ describe('classifyRefusedClaim', () => {
   });
 
   it('reports a running job with an expired lease and attempts left as missing (type mismatch)', () => {
-    expect(classifyRefusedClaim(job('running', { attempts: 1, leaseExpiresAt: NOW - 1 }), NOW)).toEqual({
+    const expired = NOW - MAX_CLOCK_SKEW_MS - 1;
+    expect(classifyRefusedClaim(job('running', { attempts: 1, leaseExpiresAt: expired }), NOW)).toEqual({
       kind: 'missing',
     });
   });
@@ -57,10 +67,34 @@ describe('classifyRefusedClaim', () => {
     },
   );
 
+  it('reports a waiting job whose earlier attempt’s lease may still be held as fenced (cancelled, then retried)', () => {
+    for (const state of ['scheduled', 'queued', 'retrying'] as const) {
+      const restarted = job(state, { attempts: 0, leaseExpiresAt: NOW - MAX_CLOCK_SKEW_MS });
+      expect(classifyRefusedClaim(restarted, NOW)).toEqual({ kind: 'fenced', job: restarted });
+      expect(claimableInMs(restarted, NOW)).toBe(1);
+    }
+  });
+
+  it('waits for the later of runAt and the lease fence', () => {
+    const both = job('retrying', { runAt: new Date(NOW + 60_000).toISOString(), leaseExpiresAt: NOW + 5_000 });
+    expect(classifyRefusedClaim(both, NOW).kind).toBe('fenced');
+    expect(claimableInMs(both, NOW)).toBe(60_000);
+    const fenceLater = job('queued', { runAt: new Date(NOW + 1_500).toISOString(), leaseExpiresAt: NOW + 30_000 });
+    expect(claimableInMs(fenceLater, NOW)).toBe(30_000 + MAX_CLOCK_SKEW_MS + 1);
+  });
+
   it('covers every state', () => {
     const states: JobState[] = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'];
     const kinds = states.map((state) => classifyRefusedClaim(job(state, { leaseExpiresAt: NOW + 1 }), NOW).kind);
-    expect(kinds).toEqual(['missing', 'missing', 'busy', 'missing', 'finished', 'finished', 'finished']);
+    expect(kinds).toEqual(['fenced', 'fenced', 'busy', 'fenced', 'finished', 'finished', 'finished']);
+  });
+
+  it('tells our own applied attempt-ending write from another writer’s under the same token', () => {
+    const failed = job('failed', { leaseToken: 4, lastWriter: 'worker-b:1' });
+    expect(isOwnAppliedEnd(failed, 4, { state: 'failed', writer: 'worker-b:1' })).toBe(true);
+    expect(isOwnAppliedEnd(failed, 4, { state: 'failed', writer: 'worker-a:1' })).toBe(false);
+    expect(isOwnAppliedEnd(failed, 3, { state: 'failed', writer: 'worker-b:1' })).toBe(false);
+    expect(isOwnAppliedEnd(failed, 4, { state: 'succeeded', writer: 'worker-b:1' })).toBe(false);
   });
 });
 

@@ -40,10 +40,11 @@ describe('delayed jobs fire early and wait out the rest', () => {
     expect(earlyByMs(job, NOW + 90_000)).toBe(0);
   });
 
-  it('only scheduled jobs wait: queued and retrying ones start when their message arrives', () => {
-    for (const state of ['queued', 'retrying', 'running'] as const) {
-      expect(earlyByMs(newJob({ id: 'j', type: 'echo', state, runAt: iso(NOW + 60_000) }), NOW)).toBe(0);
+  it('every waiting state waits for its runAt (a message may arrive early); a running job does not', () => {
+    for (const state of ['scheduled', 'queued', 'retrying'] as const) {
+      expect(earlyByMs(newJob({ id: 'j', type: 'echo', state, runAt: iso(NOW + 60_000) }), NOW)).toBe(60_000);
     }
+    expect(earlyByMs(newJob({ id: 'j', type: 'echo', state: 'running', runAt: iso(NOW + 60_000) }), NOW)).toBe(0);
   });
 
   it('a refused claim of an early scheduled job says early, not missing', () => {

@@ -1,9 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
+import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import { ConfigError, PermanentError } from '../../shared/errors';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobQueue, FakeJobStore, sqsEvent, sqsRecord, testConfig } from '../support/fakes';
 import { EXPIRES_AT, echoJob, echoSpec, harness, ISO0, logged, messageFor, QUEUE_URL, T0 } from './worker-harness';
+
+/** A lease that expired longer ago than the clock-skew bound: it may be taken over. */
+const EXPIRED = T0 - MAX_CLOCK_SKEW_MS - 1;
 
 describe('worker: success', () => {
   it('records the result, closes the lease and reports nothing', async () => {
@@ -65,7 +69,7 @@ describe('worker: success', () => {
     const seen: number[] = [];
     const h = harness({ run: async (_p, ctx) => seen.push(ctx.attempt) });
     h.store.seed(
-      echoJob('job-1', { state: 'running', attempts: 1, leaseToken: 1, leaseOwner: 'dead', leaseExpiresAt: T0 - 1 }),
+      echoJob('job-1', { state: 'running', attempts: 1, leaseToken: 1, leaseOwner: 'dead', leaseExpiresAt: EXPIRED }),
     );
 
     expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
@@ -170,7 +174,7 @@ describe('worker: failed attempts', () => {
     const run = vi.fn(async () => 'never');
     const onFailure = vi.fn(async () => {});
     const h = harness({ run, onFailure });
-    h.store.seed(echoJob('job-1', { state: 'running', attempts: 3, leaseToken: 3, leaseExpiresAt: T0 - 1 }));
+    h.store.seed(echoJob('job-1', { state: 'running', attempts: 3, leaseToken: 3, leaseExpiresAt: EXPIRED }));
 
     expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
     expect(run).not.toHaveBeenCalled();
