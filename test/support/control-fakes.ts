@@ -11,24 +11,32 @@ import type {
   MoveTaskStart,
   ReceivedLetter,
 } from '../../shared/core/control-ports';
+import { jobDueAttributes } from '../../shared/core/due';
 import type { Job } from '../../shared/core/job';
 import type { JobState } from '../../shared/core/states';
-import type { FakeJobStore } from './fakes';
+import type { DueAttributes, FakeJobStore } from './fakes';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class FakeJobControl implements JobControl {
   constructor(private readonly store: FakeJobStore) {}
 
-  private apply(id: string, type: string, from: readonly JobState[], change: (job: Job) => void): ControlResult {
+  /** One conditional update: `change` edits the job and returns its new due attributes. */
+  private apply(
+    id: string,
+    type: string,
+    from: readonly JobState[],
+    change: (job: Job) => DueAttributes,
+  ): ControlResult {
     const job = this.store.peek(id);
     if (!job) return { kind: 'missing' };
     if (job.type !== type || !from.includes(job.state)) return { kind: 'refused', job };
-    change(job);
-    this.store.seed(job);
+    const due = change(job);
+    this.store.seed(job, due);
     return { kind: 'applied', job: this.store.peek(id) as Job };
   }
 
+  /** Keeps the token and `leaseExpiresAt`, so no new attempt starts while the cancelled one may run. */
   async cancel(input: { id: string; type: string; from: readonly JobState[]; now: number; expiresAt: number }) {
     return this.apply(input.id, input.type, input.from, (job) => {
       job.state = 'cancelled';
@@ -36,10 +44,11 @@ export class FakeJobControl implements JobControl {
       job.updatedAt = iso(input.now);
       job.expiresAt = input.expiresAt;
       delete job.leaseOwner;
-      delete job.leaseExpiresAt;
+      return {};
     });
   }
 
+  /** Keeps the token and `leaseExpiresAt` (the claim's fence), the errors and the last writer. */
   async restart(input: { id: string; type: string; from: readonly JobState[]; now: number }) {
     return this.apply(input.id, input.type, input.from, (job) => {
       job.state = 'queued';
@@ -47,17 +56,37 @@ export class FakeJobControl implements JobControl {
       job.runAt = iso(input.now);
       job.updatedAt = iso(input.now);
       job.retries = (job.retries ?? 0) + 1;
-      for (const field of ['expiresAt', 'finishedAt', 'startedAt', 'leaseOwner', 'leaseExpiresAt', 'result'] as const) {
+      for (const field of [
+        'expiresAt',
+        'finishedAt',
+        'startedAt',
+        'leaseOwner',
+        'result',
+        'progress',
+        'dispatchBy',
+      ] as const) {
         delete job[field];
       }
+      return jobDueAttributes({ id: job.id, state: 'queued', runAt: job.runAt });
     });
   }
 
+  /** Puts back `previous`'s state, attempts, times and TTL; everything else stays as it is now. */
   async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {
-    const job = this.store.peek(previous.id);
-    if (job?.state !== 'queued' || job.attempts !== 0 || job.retries !== retries) return false;
-    this.store.seed({ ...previous, retries: retries - 1, errors: job.errors });
-    return true;
+    const current = this.store.peek(previous.id);
+    if (current?.attempts !== 0 || current.retries !== retries) return false;
+    const result = this.apply(previous.id, previous.type, ['queued'], (job) => {
+      job.state = previous.state;
+      job.attempts = previous.attempts;
+      job.runAt = previous.runAt;
+      job.updatedAt = previous.updatedAt;
+      job.retries = retries - 1;
+      for (const field of ['finishedAt', 'startedAt', 'expiresAt', 'dispatchBy'] as const) {
+        if (previous[field] !== undefined) Object.assign(job, { [field]: previous[field] });
+      }
+      return {};
+    });
+    return result.kind === 'applied';
   }
 }
 

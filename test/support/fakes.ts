@@ -5,22 +5,32 @@
  * (`shared/aws/dynamo-job-store.ts`): a claim is one conditional write, and every write after
  * a claim is fenced by the lease token and the `running` state. Jobs are stored as JSON text
  * and rebuilt on read, as the adapter does, so callers never share objects with the store.
+ * Each job also carries the due-index attributes (`dueBucket`, `dueAt`) the adapter writes.
+ * The contract suite (`test/contract/job-store.contract.ts`) runs against this fake and the
+ * adapter alike, so the two cannot drift apart.
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PlatformConfig } from '../../shared/config';
+import { jobDueAttributes } from '../../shared/core/due';
 import type { AttemptError, Job, JobMessage, JobProgress } from '../../shared/core/job';
-import { classifyRefusedClaim } from '../../shared/core/lease';
+import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
 import type { ClaimResult, JobQueue, JobScheduler, JobStore } from '../../shared/core/ports';
 import { earlyByMs, isPastDispatchBy } from '../../shared/core/scheduling';
-import { CLAIMABLE_STATES } from '../../shared/core/states';
+import { CLAIMABLE_STATES, type JobState } from '../../shared/core/states';
 import { LeaseLostError } from '../../shared/errors';
 import type { LogSink } from '../../shared/logger';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The due-index attributes of a stored item (both absent for a finished job). */
+export interface DueAttributes {
+  dueBucket?: string;
+  dueAt?: number;
+}
+
 /** JSON round trip, like the adapter's marshall/unmarshall: drops `undefined` fields, copies deeply. */
-function stored(job: Job): Job {
-  return JSON.parse(JSON.stringify(job)) as Job;
+function stored<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 /** Rebuilds a job as `fromItem` does: `lastError` is derived from the error history. */
@@ -32,33 +42,37 @@ function read(job: Job): Job {
   return copy;
 }
 
-type StoreMethod =
-  | 'create'
-  | 'get'
-  | 'deleteUndispatched'
-  | 'claim'
-  | 'heartbeat'
-  | 'progress'
-  | 'succeed'
-  | 'retry'
-  | 'fail'
-  | 'expire';
+type StoreMethod = 'create' | 'get' | 'claim' | 'heartbeat' | 'progress' | 'succeed' | 'retry' | 'fail' | 'expire';
+
+/** The writes that end an attempt, with the state each moves the job to. */
+const ENDS = { succeed: 'succeeded', retry: 'retrying', fail: 'failed' } as const satisfies Partial<
+  Record<StoreMethod, JobState>
+>;
 
 export class FakeJobStore implements JobStore {
-  private readonly jobs = new Map<string, Job>();
+  private readonly items = new Map<string, { job: Job; due: DueAttributes }>();
   private readonly failures = new Map<StoreMethod, unknown[]>();
   /** Every call, in order, with its method name. */
   readonly calls: { method: StoreMethod; id: string }[] = [];
 
-  /** Puts a job in the store as is, bypassing every condition. */
-  seed(job: Job): void {
-    this.jobs.set(job.id, stored(job));
+  /**
+   * Puts a job in the store as is, bypassing every condition (an unconditional put). Its due
+   * attributes are those the adapter's put writes (`jobDueAttributes(job)`) unless given.
+   */
+  seed(job: Job, due: DueAttributes = jobDueAttributes(job)): void {
+    this.items.set(job.id, { job: stored(job), due: stored(due) });
   }
 
   /** The stored job (a copy), or undefined. Does not count as a call. */
   peek(id: string): Job | undefined {
-    const job = this.jobs.get(id);
-    return job ? read(job) : undefined;
+    const item = this.items.get(id);
+    return item ? read(item.job) : undefined;
+  }
+
+  /** The stored due attributes (a copy), or undefined when there is no such job. Not a call. */
+  due(id: string): DueAttributes | undefined {
+    const item = this.items.get(id);
+    return item ? stored(item.due) : undefined;
   }
 
   /** Makes the next `times` calls of `method` throw `error` before touching the store. */
@@ -74,11 +88,13 @@ export class FakeJobStore implements JobStore {
     if (queue && queue.length > 0) throw queue.shift();
   }
 
+  /** Condition `attribute_not_exists(pk) OR expiresAt < createdAt` (in seconds): past retention is free. */
   async create(job: Job): Promise<{ created: true } | { created: false; existing: Job }> {
     this.enter('create', job.id);
-    const existing = this.jobs.get(job.id);
-    if (existing) return { created: false, existing: read(existing) };
-    this.jobs.set(job.id, stored(job));
+    const existing = this.items.get(job.id)?.job;
+    const retained = existing?.expiresAt === undefined || existing.expiresAt * 1000 >= Date.parse(job.createdAt);
+    if (existing && retained) return { created: false, existing: read(existing) };
+    this.seed(job);
     return { created: true };
   }
 
@@ -87,116 +103,174 @@ export class FakeJobStore implements JobStore {
     return this.peek(id);
   }
 
-  async deleteUndispatched(id: string, payloadHash: string): Promise<boolean> {
-    this.enter('deleteUndispatched', id);
-    const job = this.jobs.get(id);
-    const ok =
-      job !== undefined &&
-      job.payloadHash === payloadHash &&
-      job.attempts === 0 &&
-      (job.state === 'queued' || job.state === 'scheduled');
-    if (ok) this.jobs.delete(id);
-    return ok;
-  }
-
-  async claim(input: { id: string; type: string; owner: string; now: number; leaseMs: number }): Promise<ClaimResult> {
+  async claim(input: {
+    id: string;
+    type: string;
+    owner: string;
+    now: number;
+    leaseMs: number;
+    attemptTimeoutMs?: number;
+    messageId?: string;
+  }): Promise<ClaimResult> {
     this.enter('claim', input.id);
-    const old = this.jobs.get(input.id);
+    const old = this.items.get(input.id)?.job;
     if (!old) return { kind: 'missing' };
-    // A comparison with a missing attribute is false in a DynamoDB condition.
-    const expired = old.state === 'running' && old.leaseExpiresAt !== undefined && old.leaseExpiresAt < input.now;
+    const { now } = input;
+    // A comparison with a missing attribute is false in a DynamoDB condition: a running job
+    // without a lease expiry is never taken over.
+    const startable = CLAIMABLE_STATES.includes(old.state)
+      ? earlyByMs(old, now) === 0 && !leaseHeld(old, now)
+      : old.state === 'running' && old.leaseExpiresAt !== undefined && !leaseHeld(old, now);
     const allowed =
+      startable &&
       old.type === input.type &&
       old.attempts < old.maxAttempts &&
-      (CLAIMABLE_STATES.includes(old.state) || expired) &&
-      earlyByMs(old, input.now) === 0 &&
-      !isPastDispatchBy(old, input.now);
-    if (!allowed) return classifyRefusedClaim(read(old), input.now);
+      // the condition `attribute_not_exists(dispatchBy) OR attempts > 0 OR dispatchBy >= :now`
+      (old.dispatchBy === undefined || old.attempts > 0 || old.dispatchBy >= iso(now));
+    if (!allowed) {
+      // Our own claim, applied on an earlier try whose response was lost.
+      if (old.state === 'running' && old.leaseOwner === input.owner) return { kind: 'claimed', job: read(old) };
+      return classifyRefusedClaim(read(old), now);
+    }
+    const leaseExpiresAt = now + input.leaseMs;
     const next: Job = {
-      ...stored(old),
+      ...old,
       state: 'running',
       attempts: old.attempts + 1,
       leaseToken: old.leaseToken + 1,
       leaseOwner: input.owner,
-      leaseExpiresAt: input.now + input.leaseMs,
-      startedAt: iso(input.now),
-      updatedAt: iso(input.now),
+      leaseExpiresAt,
+      leaseMessage: input.messageId ?? '-',
+      startedAt: iso(now),
+      updatedAt: iso(now),
     };
-    this.jobs.set(next.id, stored(next));
+    this.seed(
+      next,
+      jobDueAttributes(next, {
+        claimedAt: now,
+        ...(input.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: input.attemptTimeoutMs } : {}),
+      }),
+    );
     return { kind: 'claimed', job: read(next) };
   }
 
-  /** Condition `leaseToken = :token AND #state = :running`, else LeaseLostError. */
-  private fenced(method: StoreMethod, job: Job, update: (current: Job) => void): void {
+  /**
+   * Condition `leaseToken = :token AND #state = :running`. When it fails, a write that ends the
+   * attempt counts as applied only if the stored job is in its target state under the same token
+   * and was written by the same writer; anything else throws LeaseLostError.
+   */
+  private fenced(
+    method: StoreMethod,
+    job: Job,
+    update: (current: Job) => DueAttributes | undefined,
+    writer?: string,
+  ): void {
     this.enter(method, job.id);
-    const current = this.jobs.get(job.id);
-    if (!current || current.leaseToken !== job.leaseToken || current.state !== 'running') {
+    const item = this.items.get(job.id);
+    const current = item?.job;
+    if (!item || !current || current.leaseToken !== job.leaseToken || current.state !== 'running') {
+      const state = method in ENDS ? ENDS[method as keyof typeof ENDS] : undefined;
+      if (current && state && writer !== undefined && isOwnAppliedEnd(current, job.leaseToken, { state, writer }))
+        return;
       throw new LeaseLostError(job.id, job.leaseToken);
     }
     const next = stored(current);
-    update(next);
-    this.jobs.set(next.id, stored(next));
+    const due = update(next);
+    this.seed(next, due ?? item.due);
   }
 
   async heartbeat({ job, now, leaseMs }: { job: Job; now: number; leaseMs: number }): Promise<void> {
     this.fenced('heartbeat', job, (j) => {
       j.leaseExpiresAt = now + leaseMs;
+      return undefined;
     });
   }
 
   async progress({ job, progress }: { job: Job; progress: JobProgress }): Promise<void> {
     this.fenced('progress', job, (j) => {
       j.progress = { ...progress };
+      return undefined;
     });
   }
 
-  async succeed(input: { job: Job; now: number; result: unknown; expiresAt: number }): Promise<void> {
-    this.fenced('succeed', input.job, (j) => {
-      j.state = 'succeeded';
-      j.finishedAt = iso(input.now);
-      j.updatedAt = iso(input.now);
-      j.expiresAt = input.expiresAt;
-      if (input.result !== undefined) j.result = input.result;
-      delete j.leaseOwner;
-      delete j.leaseExpiresAt;
-    });
+  async succeed(input: { job: Job; now: number; result: unknown; expiresAt: number; writer: string }): Promise<void> {
+    this.fenced(
+      'succeed',
+      input.job,
+      (j) => {
+        j.state = 'succeeded';
+        j.finishedAt = iso(input.now);
+        j.updatedAt = iso(input.now);
+        j.expiresAt = input.expiresAt;
+        j.lastWriter = input.writer;
+        if (input.result !== undefined) j.result = input.result;
+        delete j.leaseOwner;
+        delete j.leaseExpiresAt;
+        return {};
+      },
+      input.writer,
+    );
   }
 
-  async retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[] }): Promise<void> {
-    this.fenced('retry', input.job, (j) => {
-      j.state = 'retrying';
-      j.runAt = iso(input.runAt);
-      j.updatedAt = iso(input.now);
-      j.errors = input.errors;
-      delete j.leaseOwner;
-      delete j.leaseExpiresAt;
-    });
+  async retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[]; writer: string }): Promise<void> {
+    this.fenced(
+      'retry',
+      input.job,
+      (j) => {
+        j.state = 'retrying';
+        j.runAt = iso(input.runAt);
+        j.updatedAt = iso(input.now);
+        j.errors = input.errors;
+        j.lastWriter = input.writer;
+        delete j.leaseOwner;
+        delete j.leaseExpiresAt;
+        // as the adapter computes them: from the new runAt
+        return jobDueAttributes({ id: j.id, state: 'retrying', runAt: j.runAt });
+      },
+      input.writer,
+    );
   }
 
-  async fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number }): Promise<void> {
-    this.fenced('fail', input.job, (j) => {
-      j.state = 'failed';
-      j.finishedAt = iso(input.now);
-      j.updatedAt = iso(input.now);
-      j.errors = input.errors;
-      j.expiresAt = input.expiresAt;
-      delete j.leaseOwner;
-      delete j.leaseExpiresAt;
-    });
+  async fail(input: {
+    job: Job;
+    now: number;
+    errors: AttemptError[];
+    expiresAt: number;
+    writer: string;
+  }): Promise<void> {
+    this.fenced(
+      'fail',
+      input.job,
+      (j) => {
+        j.state = 'failed';
+        j.finishedAt = iso(input.now);
+        j.updatedAt = iso(input.now);
+        j.errors = input.errors;
+        j.expiresAt = input.expiresAt;
+        j.lastWriter = input.writer;
+        delete j.leaseOwner;
+        delete j.leaseExpiresAt;
+        return {};
+      },
+      input.writer,
+    );
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
   async expire(input: { job: Job; now: number; expiresAt: number }): Promise<boolean> {
     this.enter('expire', input.job.id);
-    const current = this.jobs.get(input.job.id);
+    const current = this.items.get(input.job.id)?.job;
     if (!current || !isPastDispatchBy(current, input.now)) return false;
-    this.jobs.set(current.id, {
-      ...stored(current),
-      state: 'expired',
-      finishedAt: iso(input.now),
-      updatedAt: iso(input.now),
-      expiresAt: input.expiresAt,
-    });
+    this.seed(
+      {
+        ...current,
+        state: 'expired',
+        finishedAt: iso(input.now),
+        updatedAt: iso(input.now),
+        expiresAt: input.expiresAt,
+      },
+      {},
+    );
     return true;
   }
 }

@@ -1,0 +1,777 @@
+/**
+ * The contract of the job ports (`JobStore` and `JobControl`), as one vitest suite that runs
+ * against every implementation: the in-memory fakes (test/unit/contract-fakes.test.ts) and the
+ * DynamoDB adapters on DynamoDB Local (test/integration/contract-adapters.test.ts). Unit tests
+ * trust the fakes to behave as the adapters do; this suite is what holds them to it.
+ *
+ * Every case checks the whole stored job and its due-index attributes (`dueBucket`, `dueAt`,
+ * which the supervisor reads back) after the write, not just the field the write is about.
+ */
+import { describe, expect, it } from 'vitest';
+import type { JobControl } from '../../shared/core/control-ports';
+import { jobDueAttributes } from '../../shared/core/due';
+import type { AttemptError, Job } from '../../shared/core/job';
+import { classifyRefusedClaim, MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
+import type { ClaimResult, JobStore } from '../../shared/core/ports';
+import { EARLY_START_TOLERANCE_MS } from '../../shared/core/scheduling';
+import { type JobState, TERMINAL_STATES } from '../../shared/core/states';
+import { LeaseLostError } from '../../shared/errors';
+import { type DueAttributes, newJob } from '../support/fakes';
+
+/** One implementation of the ports under test, on a store that outlives one case. */
+export interface ContractLeg {
+  store: JobStore & Required<Pick<JobStore, 'expire'>>;
+  control: JobControl;
+  /** The item's due attributes (`{}` when it has none), or undefined when there is no item. */
+  dueOf(id: string): Promise<DueAttributes | undefined>;
+}
+
+export const T0 = Date.parse('2026-06-01T00:00:00.000Z');
+const LEASE = 10_000;
+const SKEW = MAX_CLOCK_SKEW_MS;
+const iso = (ms: number) => new Date(ms).toISOString();
+const sec = (ms: number) => Math.floor(ms / 1000);
+
+/** A job as the store gives it back: JSON-shaped, `lastError` derived from the history. */
+export function asStored(job: Job): Job {
+  const copy = JSON.parse(JSON.stringify(job)) as Job;
+  delete copy.lastError;
+  const last = copy.errors.at(-1);
+  if (last) copy.lastError = last;
+  return copy;
+}
+
+function attemptError(attempt: number, at: number, message = 'boom'): AttemptError {
+  return { attempt, at: iso(at), reason: 'error', name: 'Error', message };
+}
+
+/**
+ * Registers the contract's cases. `setup` is called once per case; ids are unique per
+ * registration, so every leg may share one table across cases.
+ */
+export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
+  const run = Math.random().toString(36).slice(2, 8);
+  let seq = 0;
+
+  function job(overrides: Partial<Job> = {}, createdAt = T0): Job {
+    seq += 1;
+    return newJob({ id: `c-${run}-${seq}`, type: 'echo', payload: { n: seq }, ...overrides }, createdAt);
+  }
+
+  async function given(leg: ContractLeg, overrides: Partial<Job> = {}): Promise<Job> {
+    const j = job(overrides);
+    expect(await leg.store.create(j)).toEqual({ created: true });
+    return asStored(j);
+  }
+
+  async function expectStored(leg: ContractLeg, expected: Job, due: DueAttributes): Promise<void> {
+    expect(await leg.store.get(expected.id)).toEqual(asStored(expected));
+    expect(await leg.dueOf(expected.id)).toEqual(due);
+  }
+
+  /** The stored job and its due attributes, to check a refused write left both alone. */
+  async function snapshot(leg: ContractLeg, id: string) {
+    return { job: await leg.store.get(id), due: await leg.dueOf(id) };
+  }
+
+  function claimOf(j: Job, owner: string, now: number, extra: { attemptTimeoutMs?: number; messageId?: string } = {}) {
+    return { id: j.id, type: j.type, owner, now, leaseMs: LEASE, ...extra };
+  }
+
+  async function claimed(leg: ContractLeg, j: Job, owner: string, now: number): Promise<Job> {
+    const result = await leg.store.claim(claimOf(j, owner, now));
+    if (result.kind !== 'claimed') throw new Error(`expected a claim, got ${result.kind}`);
+    return result.job;
+  }
+
+  /** What a successful claim stores. */
+  function afterClaim(j: Job, owner: string, now: number, messageId = '-'): Job {
+    return {
+      ...j,
+      state: 'running',
+      attempts: j.attempts + 1,
+      leaseToken: j.leaseToken + 1,
+      leaseOwner: owner,
+      leaseExpiresAt: now + LEASE,
+      leaseMessage: messageId,
+      startedAt: iso(now),
+      updatedAt: iso(now),
+    };
+  }
+
+  const runningDue = (j: Job, claimedAt: number, attemptTimeoutMs?: number) =>
+    jobDueAttributes(j, { claimedAt, ...(attemptTimeoutMs !== undefined ? { attemptTimeoutMs } : {}) });
+
+  describe('create and get', () => {
+    it('creates a job whose id is free and reads it back as written, with the due attributes of its state', async () => {
+      const leg = await setup();
+      const jobs = [
+        job(),
+        job({ state: 'scheduled', runAt: iso(T0 + 3_600_000), dispatchBy: iso(T0 + 7_200_000) }),
+        job({ state: 'retrying', attempts: 1, leaseToken: 1, errors: [attemptError(1, T0)] }),
+        job({ state: 'running', attempts: 1, leaseToken: 1, leaseOwner: 'w', leaseExpiresAt: T0 + LEASE }),
+        job({ state: 'succeeded', attempts: 1, leaseToken: 1, result: { ok: true }, expiresAt: sec(T0) + 60 }),
+      ];
+      for (const j of jobs) {
+        expect(await leg.store.create(j)).toEqual({ created: true });
+        await expectStored(leg, j, jobDueAttributes(j));
+      }
+      expect(await leg.dueOf(jobs[4]?.id ?? '')).toEqual({});
+    });
+
+    it('returns the stored job and writes nothing when the id is taken', async () => {
+      const leg = await setup();
+      const first = await given(leg, { state: 'scheduled', runAt: iso(T0 + 60_000) });
+      const before = await snapshot(leg, first.id);
+      const again = await leg.store.create({ ...first, payload: { other: true }, state: 'queued' });
+      expect(again).toEqual({ created: false, existing: first });
+      expect(await snapshot(leg, first.id)).toEqual(before);
+    });
+
+    it('keeps a finished job until its retention has passed (expiresAt before the new createdAt)', async () => {
+      const leg = await setup();
+      const done = await given(leg, { state: 'succeeded', expiresAt: sec(T0) + 10 });
+      // expiresAt equal to the new job's createdAt (in seconds): still retained
+      const same = { ...job({}, T0 + 10_000), id: done.id };
+      expect(await leg.store.create(same)).toEqual({ created: false, existing: done });
+      // a job without expiresAt is never free
+      const live = await given(leg, { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 });
+      const late = { ...job({}, T0 + 365 * 86_400_000), id: live.id };
+      expect(await leg.store.create(late)).toEqual({ created: false, existing: live });
+    });
+
+    it('replaces a job past its retention with the new one, leaving nothing of the old item', async () => {
+      const leg = await setup();
+      const old = await given(leg, {
+        state: 'failed',
+        attempts: 3,
+        leaseToken: 3,
+        leaseExpiresAt: T0,
+        lastWriter: 'w-old',
+        retries: 2,
+        result: 'old',
+        errors: [attemptError(3, T0)],
+        progress: { percent: 50, at: iso(T0) },
+        finishedAt: iso(T0),
+        expiresAt: sec(T0) + 10,
+      });
+      const fresh = { ...job({ payload: { fresh: true } }, T0 + 10_001), id: old.id };
+      expect(await leg.store.create(fresh)).toEqual({ created: true });
+      await expectStored(leg, fresh, jobDueAttributes(fresh));
+    });
+
+    it('reads a missing job as undefined', async () => {
+      const leg = await setup();
+      expect(await leg.store.get(`c-${run}-nothing`)).toBeUndefined();
+      expect(await leg.dueOf(`c-${run}-nothing`)).toBeUndefined();
+    });
+  });
+
+  describe('claim', () => {
+    it('starts an attempt: running, attempts + 1, token + 1, lease, message, due from lease and timeout', async () => {
+      const leg = await setup();
+      const j = await given(leg, { attempts: 1, leaseToken: 4, state: 'retrying', errors: [attemptError(1, T0)] });
+      const result = await leg.store.claim(claimOf(j, 'w1', T0, { attemptTimeoutMs: 900_000, messageId: 'm-1' }));
+      const want = afterClaim(j, 'w1', T0, 'm-1');
+      expect(result).toEqual({ kind: 'claimed', job: asStored(want) });
+      await expectStored(leg, want, runningDue(want, T0, 900_000));
+    });
+
+    it('without a message id records "-", and without a timeout dates the due index from the lease', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const result = await leg.store.claim(claimOf(j, 'w1', T0 + 5));
+      const want = afterClaim(j, 'w1', T0 + 5);
+      expect(result).toEqual({ kind: 'claimed', job: asStored(want) });
+      await expectStored(leg, want, runningDue(want, T0 + 5));
+    });
+
+    for (const state of ['scheduled', 'queued', 'retrying'] as const) {
+      it(`refuses a ${state} job until its runAt is within the early-start tolerance (early)`, async () => {
+        const leg = await setup();
+        const runAt = T0 + 120_000;
+        const j = await given(leg, {
+          state,
+          runAt: iso(runAt),
+          ...(state === 'retrying' ? { attempts: 1, leaseToken: 1 } : {}),
+        });
+        const before = await snapshot(leg, j.id);
+        const early = await leg.store.claim(claimOf(j, 'w1', runAt - EARLY_START_TOLERANCE_MS - 1));
+        expect(early).toEqual({ kind: 'early', job: j });
+        expect(await snapshot(leg, j.id)).toEqual(before);
+        const now = runAt - EARLY_START_TOLERANCE_MS;
+        expect(await leg.store.claim(claimOf(j, 'w2', now))).toEqual({
+          kind: 'claimed',
+          job: asStored(afterClaim(j, 'w2', now)),
+        });
+      });
+    }
+
+    it('refuses a running job while its lease may be held, up to MAX_CLOCK_SKEW_MS after expiry (busy), then takes it over', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const first = await claimed(leg, j, 'a', T0);
+      const due = await leg.dueOf(j.id);
+      const expiry = T0 + LEASE;
+      for (const now of [T0 + 1, expiry, expiry + SKEW]) {
+        expect(await leg.store.claim(claimOf(j, 'b', now))).toEqual({ kind: 'busy', job: first });
+      }
+      await expectStored(leg, first, due ?? {});
+      const now = expiry + SKEW + 1;
+      const result = await leg.store.claim(claimOf(j, 'b', now));
+      const want = afterClaim(first, 'b', now);
+      expect(result).toEqual({ kind: 'claimed', job: asStored(want) });
+      expect(want).toMatchObject({ attempts: 2, leaseToken: 2 });
+      await expectStored(leg, want, runningDue(want, now));
+    });
+
+    it('reports the last attempt whose lease expired as exhausted, and leaves it running', async () => {
+      const leg = await setup();
+      const j = await given(leg, { maxAttempts: 1 });
+      const first = await claimed(leg, j, 'a', T0);
+      const before = await snapshot(leg, j.id);
+      expect(await leg.store.claim(claimOf(j, 'b', T0 + LEASE + SKEW + 1))).toEqual({ kind: 'exhausted', job: first });
+      expect(await snapshot(leg, j.id)).toEqual(before);
+    });
+
+    it('refuses a waiting job that has used all its attempts, as classifyRefusedClaim says', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'retrying', attempts: 3, maxAttempts: 3, leaseToken: 3 });
+      const result = await leg.store.claim(claimOf(j, 'w', T0));
+      expect(result.kind).not.toBe('claimed');
+      expect(result).toEqual(classifyRefusedClaim(j, T0));
+      await expectStored(leg, j, jobDueAttributes(j));
+    });
+
+    for (const state of TERMINAL_STATES) {
+      it(`reports a ${state} job as finished`, async () => {
+        const leg = await setup();
+        const j = await given(leg, { state, attempts: 1, leaseToken: 1, expiresAt: sec(T0) + 3600 });
+        expect(await leg.store.claim(claimOf(j, 'w', T0 + 10 * LEASE))).toEqual({ kind: 'finished', job: j });
+        await expectStored(leg, j, {});
+      });
+    }
+
+    it('reports a missing job, and a job of another type, as missing', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      expect(await leg.store.claim({ ...claimOf(j, 'w', T0), type: 'sleep' })).toEqual({ kind: 'missing' });
+      expect(await leg.store.claim({ ...claimOf(j, 'w', T0), id: `c-${run}-none` })).toEqual({ kind: 'missing' });
+      await expectStored(leg, j, jobDueAttributes(j));
+    });
+
+    it('refuses a never-started job past its dispatchBy (past-deadline), claims it at the deadline', async () => {
+      const leg = await setup();
+      const deadline = T0 + 5000;
+      for (const state of ['queued', 'scheduled'] as const) {
+        const late = await given(leg, { state, dispatchBy: iso(deadline) });
+        expect(await leg.store.claim(claimOf(late, 'w', deadline + 1))).toEqual({ kind: 'past-deadline', job: late });
+        await expectStored(leg, late, jobDueAttributes(late));
+      }
+      const onTime = await given(leg, { dispatchBy: iso(deadline) });
+      expect((await leg.store.claim(claimOf(onTime, 'w', deadline))).kind).toBe('claimed');
+    });
+
+    it('ignores dispatchBy once the job has started (a retry runs after the deadline)', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'retrying', attempts: 1, leaseToken: 1, dispatchBy: iso(T0) });
+      const now = T0 + 60_000;
+      expect(await leg.store.claim(claimOf(j, 'w', now))).toEqual({
+        kind: 'claimed',
+        job: asStored(afterClaim(j, 'w', now)),
+      });
+    });
+
+    it('refuses a waiting job whose earlier lease may still be held (fenced), then starts it', async () => {
+      const leg = await setup();
+      const expiry = T0 + LEASE;
+      // as cancel and restart leave a job whose attempt was running
+      const j = await given(leg, { leaseToken: 1, leaseExpiresAt: expiry, retries: 1 });
+      for (const now of [T0, expiry, expiry + SKEW]) {
+        expect(await leg.store.claim(claimOf(j, 'w', now))).toEqual({ kind: 'fenced', job: j });
+      }
+      await expectStored(leg, j, jobDueAttributes(j));
+      const now = expiry + SKEW + 1;
+      const want = afterClaim(j, 'w', now);
+      expect(await leg.store.claim(claimOf(j, 'w', now))).toEqual({ kind: 'claimed', job: asStored(want) });
+      await expectStored(leg, want, runningDue(want, now));
+    });
+
+    it('a replayed claim (lost response) counts as claimed for its own owner only', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const input = claimOf(j, 'a', T0, { attemptTimeoutMs: 60_000, messageId: 'm' });
+      const first = await leg.store.claim(input);
+      const after = await snapshot(leg, j.id);
+      expect(await leg.store.claim(input)).toEqual(first);
+      expect(await snapshot(leg, j.id)).toEqual(after);
+      expect(after.job).toMatchObject({ attempts: 1, leaseToken: 1 });
+      expect(await leg.store.claim({ ...input, owner: 'b' })).toEqual({ kind: 'busy', job: after.job });
+    });
+
+    it("does not take a finished job for its owner's claim", async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      await leg.store.succeed({ job: mine, now: T0 + 1, result: 1, expiresAt: sec(T0) + 60, writer: 'a' });
+      const result = await leg.store.claim(claimOf(j, 'a', T0));
+      expect(result.kind).toBe('finished');
+    });
+
+    it('lets exactly one of several concurrent claims win', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const results: ClaimResult[] = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => leg.store.claim(claimOf(j, `w${i}`, T0))),
+      );
+      expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+      expect(results.filter((r) => r.kind === 'busy')).toHaveLength(5);
+      expect(await leg.store.get(j.id)).toMatchObject({ attempts: 1, leaseToken: 1 });
+    });
+  });
+
+  describe('heartbeat and progress', () => {
+    it('heartbeat extends the lease and leaves the due attributes; a replay applies again', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      const due = (await leg.dueOf(j.id)) ?? {};
+      const input = { job: mine, now: T0 + 3000, leaseMs: LEASE };
+      await leg.store.heartbeat(input);
+      const want = { ...mine, leaseExpiresAt: T0 + 3000 + LEASE };
+      await expectStored(leg, want, due);
+      await leg.store.heartbeat(input);
+      await expectStored(leg, want, due);
+    });
+
+    it('progress records the running attempt’s progress; a replay applies again', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      const due = (await leg.dueOf(j.id)) ?? {};
+      const progress = { percent: 40, detail: 'half', at: iso(T0 + 1) };
+      await leg.store.progress({ job: mine, progress });
+      await leg.store.progress({ job: mine, progress });
+      await expectStored(leg, { ...mine, progress }, due);
+    });
+
+    it('both throw LeaseLostError for a stale token, a job no longer running and a missing job', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      const progress = { percent: 1, at: iso(T0) };
+      const stale = { ...mine, leaseToken: 0 };
+      const before = await snapshot(leg, j.id);
+      await expect(leg.store.heartbeat({ job: stale, now: T0, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
+      await expect(leg.store.progress({ job: stale, progress })).rejects.toThrow(LeaseLostError);
+      expect(await snapshot(leg, j.id)).toEqual(before);
+      const missing = { ...mine, id: `c-${run}-gone` };
+      await expect(leg.store.heartbeat({ job: missing, now: T0, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
+      await expect(leg.store.progress({ job: missing, progress })).rejects.toThrow(LeaseLostError);
+      await leg.store.retry({ job: mine, now: T0 + 1, runAt: T0 + 5000, errors: [], writer: 'a' });
+      const retrying = await snapshot(leg, j.id);
+      await expect(leg.store.heartbeat({ job: mine, now: T0, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
+      await expect(leg.store.progress({ job: mine, progress })).rejects.toThrow(LeaseLostError);
+      expect(await snapshot(leg, j.id)).toEqual(retrying);
+    });
+  });
+
+  describe('writes that end an attempt', () => {
+    type Ending = 'succeed' | 'retry' | 'fail';
+    const TARGET: Record<Ending, JobState> = { succeed: 'succeeded', retry: 'retrying', fail: 'failed' };
+    const NOW = T0 + 2000;
+    const errors = [attemptError(1, NOW, 'first')];
+
+    function end(leg: ContractLeg, kind: Ending, job: Job, writer: string): Promise<void> {
+      switch (kind) {
+        case 'succeed':
+          return leg.store.succeed({ job, now: NOW, result: { ok: 1 }, expiresAt: sec(NOW) + 3600, writer });
+        case 'retry':
+          return leg.store.retry({ job, now: NOW, runAt: NOW + 30_000, errors, writer });
+        case 'fail':
+          return leg.store.fail({ job, now: NOW, errors, expiresAt: sec(NOW) + 3600, writer });
+      }
+    }
+
+    /** The job and due attributes `end` stores. */
+    function ended(kind: Ending, mine: Job, writer: string): { job: Job; due: DueAttributes } {
+      const base: Job = { ...mine, state: TARGET[kind], updatedAt: iso(NOW), lastWriter: writer };
+      delete base.leaseOwner;
+      delete base.leaseExpiresAt;
+      switch (kind) {
+        case 'succeed':
+          return {
+            job: { ...base, finishedAt: iso(NOW), expiresAt: sec(NOW) + 3600, result: { ok: 1 } },
+            due: {},
+          };
+        case 'retry': {
+          const job = { ...base, runAt: iso(NOW + 30_000), errors };
+          return { job, due: jobDueAttributes(job) };
+        }
+        case 'fail':
+          return { job: { ...base, finishedAt: iso(NOW), expiresAt: sec(NOW) + 3600, errors }, due: {} };
+      }
+    }
+
+    for (const kind of ['succeed', 'retry', 'fail'] as const) {
+      describe(kind, () => {
+        it(`moves the running job to ${TARGET[kind]}, records the writer, drops the lease owner and expiry`, async () => {
+          const leg = await setup();
+          const j = await given(leg);
+          const mine = await claimed(leg, j, 'a', T0);
+          await end(leg, kind, mine, 'a');
+          const want = ended(kind, mine, 'a');
+          await expectStored(leg, want.job, want.due);
+        });
+
+        it('a replay by the same writer counts as applied and changes nothing', async () => {
+          const leg = await setup();
+          const j = await given(leg);
+          const mine = await claimed(leg, j, 'a', T0);
+          await end(leg, kind, mine, 'a');
+          const after = await snapshot(leg, j.id);
+          await end(leg, kind, mine, 'a');
+          expect(await snapshot(leg, j.id)).toEqual(after);
+        });
+
+        it('the same write by another writer, under the same token, throws LeaseLostError', async () => {
+          const leg = await setup();
+          const j = await given(leg);
+          const mine = await claimed(leg, j, 'a', T0);
+          await end(leg, kind, mine, 'a');
+          const after = await snapshot(leg, j.id);
+          await expect(end(leg, kind, mine, 'b')).rejects.toThrow(LeaseLostError);
+          expect(await snapshot(leg, j.id)).toEqual(after);
+        });
+
+        it('a stale token throws LeaseLostError and leaves the newer attempt alone', async () => {
+          const leg = await setup();
+          const j = await given(leg);
+          const first = await claimed(leg, j, 'a', T0);
+          const second = await claimed(leg, j, 'b', T0 + LEASE + SKEW + 1);
+          const before = await snapshot(leg, j.id);
+          await expect(end(leg, kind, first, 'a')).rejects.toThrow(LeaseLostError);
+          expect(await snapshot(leg, j.id)).toEqual(before);
+          expect(before.job).toEqual(second);
+        });
+
+        it('another ending already written under the same token throws LeaseLostError, even by the same writer', async () => {
+          const leg = await setup();
+          const j = await given(leg);
+          const mine = await claimed(leg, j, 'a', T0);
+          const other: Ending = kind === 'succeed' ? 'fail' : 'succeed';
+          await end(leg, other, mine, 'a');
+          const after = await snapshot(leg, j.id);
+          await expect(end(leg, kind, mine, 'a')).rejects.toThrow(LeaseLostError);
+          expect(await snapshot(leg, j.id)).toEqual(after);
+        });
+
+        it('a missing job throws LeaseLostError', async () => {
+          const leg = await setup();
+          const j = job();
+          await expect(end(leg, kind, { ...j, leaseToken: 1, state: 'running' }, 'a')).rejects.toThrow(LeaseLostError);
+          expect(await leg.store.get(j.id)).toBeUndefined();
+        });
+      });
+    }
+
+    it('succeed without a result stores none', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      await leg.store.succeed({ job: mine, now: NOW, result: undefined, expiresAt: sec(NOW), writer: 'a' });
+      const want = ended('succeed', mine, 'a').job;
+      delete want.result;
+      want.expiresAt = sec(NOW);
+      await expectStored(leg, want, {});
+    });
+
+    it('a stale worker whose exhausted attempt another worker failed cannot take that failure for its own', async () => {
+      const leg = await setup();
+      const j = await given(leg, { maxAttempts: 1 });
+      const a = await claimed(leg, j, 'a', T0);
+      const exhausted = await leg.store.claim(claimOf(j, 'b', T0 + LEASE + SKEW + 1));
+      if (exhausted.kind !== 'exhausted') throw new Error(`expected exhausted, got ${exhausted.kind}`);
+      const bErrors = [attemptError(1, NOW, 'lease expired')];
+      const input = { job: exhausted.job, now: NOW, errors: bErrors, expiresAt: sec(NOW) + 60, writer: 'b' };
+      await leg.store.fail(input);
+      const failed = await snapshot(leg, j.id);
+      expect(failed.job).toMatchObject({ state: 'failed', lastWriter: 'b', leaseToken: a.leaseToken });
+      await expect(
+        leg.store.fail({ job: a, now: NOW, errors: [attemptError(1, NOW, 'mine')], expiresAt: 1, writer: 'a' }),
+      ).rejects.toThrow(LeaseLostError);
+      await leg.store.fail(input); // b's own replay
+      expect(await snapshot(leg, j.id)).toEqual(failed);
+    });
+
+    it('retrying keeps the error history, and the next claim starts the next attempt with it', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      await end(leg, 'retry', mine, 'a');
+      const retrying = (await leg.store.get(j.id)) as Job;
+      expect(retrying.lastError?.message).toBe('first');
+      const now = NOW + 30_000;
+      const want = afterClaim(retrying, 'b', now);
+      expect(await leg.store.claim(claimOf(j, 'b', now))).toEqual({ kind: 'claimed', job: asStored(want) });
+      expect(want).toMatchObject({ attempts: 2, leaseToken: 2, lastWriter: 'a', errors });
+    });
+  });
+
+  describe('expire', () => {
+    for (const state of ['queued', 'scheduled'] as const) {
+      it(`ends a never-started ${state} job past its dispatchBy as expired and drops its due attributes`, async () => {
+        const leg = await setup();
+        const j = await given(leg, { state, dispatchBy: iso(T0 + 1000) });
+        const now = T0 + 1001;
+        expect(await leg.store.expire({ job: j, now, expiresAt: sec(now) + 60 })).toBe(true);
+        const want = {
+          ...j,
+          state: 'expired' as const,
+          finishedAt: iso(now),
+          updatedAt: iso(now),
+          expiresAt: sec(now) + 60,
+        };
+        await expectStored(leg, want, {});
+        expect(await leg.store.expire({ job: j, now, expiresAt: sec(now) + 60 })).toBe(false);
+        await expectStored(leg, want, {});
+      });
+    }
+
+    it('refuses a job at its deadline, one that started, one without a deadline, and a missing one', async () => {
+      const leg = await setup();
+      const deadline = T0 + 1000;
+      const jobs = [
+        await given(leg, { dispatchBy: iso(deadline) }),
+        await given(leg, { state: 'retrying', attempts: 1, leaseToken: 1, dispatchBy: iso(T0) }),
+        await given(leg),
+      ];
+      expect(await leg.store.expire({ job: jobs[0] as Job, now: deadline, expiresAt: 1 })).toBe(false);
+      for (const j of jobs.slice(1)) {
+        expect(await leg.store.expire({ job: j, now: deadline + 60_000, expiresAt: 1 })).toBe(false);
+      }
+      for (const j of jobs) await expectStored(leg, j, jobDueAttributes(j));
+      expect(await leg.store.expire({ job: job({ dispatchBy: iso(T0) }), now: deadline, expiresAt: 1 })).toBe(false);
+    });
+  });
+
+  describe('control.cancel', () => {
+    const cancelInput = (
+      j: Job,
+      now: number,
+      from: readonly JobState[] = ['scheduled', 'queued', 'running', 'retrying'],
+    ) => ({
+      id: j.id,
+      type: j.type,
+      from,
+      now,
+      expiresAt: sec(now) + 3600,
+    });
+
+    for (const state of ['scheduled', 'queued', 'retrying'] as const) {
+      it(`cancels a ${state} job: finishedAt, expiresAt, no due attributes`, async () => {
+        const leg = await setup();
+        const j = await given(leg, { state, ...(state === 'retrying' ? { attempts: 1, leaseToken: 1 } : {}) });
+        const result = await leg.control.cancel(cancelInput(j, T0 + 500));
+        const want = {
+          ...j,
+          state: 'cancelled' as const,
+          finishedAt: iso(T0 + 500),
+          updatedAt: iso(T0 + 500),
+          expiresAt: sec(T0 + 500) + 3600,
+        };
+        expect(result).toEqual({ kind: 'applied', job: asStored(want) });
+        await expectStored(leg, want, {});
+      });
+    }
+
+    it('cancels a running job: drops the owner, keeps the token and the lease expiry; the worker is fenced out', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      const result = await leg.control.cancel(cancelInput(j, T0 + 500));
+      const want: Job = {
+        ...mine,
+        state: 'cancelled',
+        finishedAt: iso(T0 + 500),
+        updatedAt: iso(T0 + 500),
+        expiresAt: sec(T0 + 500) + 3600,
+      };
+      delete want.leaseOwner;
+      expect(want.leaseExpiresAt).toBe(T0 + LEASE);
+      expect(result).toEqual({ kind: 'applied', job: asStored(want) });
+      await expectStored(leg, want, {});
+      await expect(leg.store.heartbeat({ job: mine, now: T0 + 600, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
+      await expect(
+        leg.store.succeed({ job: mine, now: T0 + 600, result: 1, expiresAt: 1, writer: 'a' }),
+      ).rejects.toThrow(LeaseLostError);
+      await expectStored(leg, want, {});
+    });
+
+    it('refuses a job in a state not listed or of another type, unchanged; a replay is refused; missing is missing', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const before = await snapshot(leg, j.id);
+      expect(await leg.control.cancel(cancelInput(j, T0, ['running']))).toEqual({ kind: 'refused', job: j });
+      expect(await leg.control.cancel({ ...cancelInput(j, T0), type: 'sleep' })).toEqual({ kind: 'refused', job: j });
+      expect(await snapshot(leg, j.id)).toEqual(before);
+      const input = cancelInput(j, T0 + 1);
+      const applied = await leg.control.cancel(input);
+      expect(applied.kind).toBe('applied');
+      const after = await snapshot(leg, j.id);
+      expect(await leg.control.cancel(input)).toEqual({ kind: 'refused', job: after.job });
+      expect(await snapshot(leg, j.id)).toEqual(after);
+      expect(await leg.control.cancel({ ...input, id: `c-${run}-none` })).toEqual({ kind: 'missing' });
+    });
+  });
+
+  describe('control.restart', () => {
+    const restartInput = (j: Job, now: number, from: readonly JobState[] = ['failed', 'cancelled', 'expired']) => ({
+      id: j.id,
+      type: j.type,
+      from,
+      now,
+    });
+
+    /** What a restart at `now` stores. */
+    function restarted(j: Job, now: number): Job {
+      const next: Job = { ...j, state: 'queued', attempts: 0, runAt: iso(now), updatedAt: iso(now) };
+      next.retries = (j.retries ?? 0) + 1;
+      for (const field of [
+        'expiresAt',
+        'finishedAt',
+        'startedAt',
+        'leaseOwner',
+        'result',
+        'progress',
+        'dispatchBy',
+      ] as const) {
+        delete next[field];
+      }
+      return next;
+    }
+
+    it('starts a new series: queued, attempts 0, runAt now, retries + 1; keeps token, lease expiry, errors, writer', async () => {
+      const leg = await setup();
+      const j = await given(leg, {
+        state: 'failed',
+        attempts: 3,
+        leaseToken: 3,
+        leaseOwner: 'left-behind',
+        leaseMessage: 'm-3',
+        leaseExpiresAt: T0 + LEASE,
+        lastWriter: 'w3',
+        errors: [attemptError(3, T0)],
+        result: { partial: true },
+        progress: { percent: 90, at: iso(T0) },
+        dispatchBy: iso(T0 + 1),
+        startedAt: iso(T0),
+        finishedAt: iso(T0 + 1),
+        expiresAt: sec(T0) + 3600,
+      });
+      const now = T0 + 60_000;
+      const result = await leg.control.restart(restartInput(j, now));
+      const want = restarted(j, now);
+      expect(want).toMatchObject({ retries: 1, leaseToken: 3, leaseExpiresAt: T0 + LEASE, lastWriter: 'w3' });
+      expect(result).toEqual({ kind: 'applied', job: asStored(want) });
+      await expectStored(leg, want, jobDueAttributes(want));
+      // a second restart of the same series counts one more retry
+      const again = await leg.control.restart(restartInput(j, now + 1, ['queued']));
+      const twice = restarted(want, now + 1);
+      expect(again).toEqual({ kind: 'applied', job: asStored(twice) });
+      expect(twice.retries).toBe(2);
+    });
+
+    it('refuses a job in a state not listed or of another type, unchanged; missing is missing', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'succeeded', expiresAt: sec(T0) + 3600 });
+      expect(await leg.control.restart(restartInput(j, T0))).toEqual({ kind: 'refused', job: j });
+      expect(await leg.control.restart({ ...restartInput(j, T0, ['succeeded']), type: 'sleep' })).toEqual({
+        kind: 'refused',
+        job: j,
+      });
+      await expectStored(leg, j, {});
+      expect(await leg.control.restart({ ...restartInput(j, T0), id: `c-${run}-none` })).toEqual({ kind: 'missing' });
+    });
+
+    it('cancel, then restart, of a running job: no new attempt while the cancelled one may run', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const a = await claimed(leg, j, 'a', T0);
+      expect(
+        (await leg.control.cancel({ id: j.id, type: 'echo', from: ['running'], now: T0 + 1000, expiresAt: 1 })).kind,
+      ).toBe('applied');
+      const restart = await leg.control.restart(restartInput(j, T0 + 2000));
+      if (restart.kind !== 'applied') throw new Error(`expected the restart to apply, got ${restart.kind}`);
+      expect(restart.job).toMatchObject({ state: 'queued', leaseToken: 1, leaseExpiresAt: T0 + LEASE });
+      const fence = T0 + LEASE + SKEW;
+      for (const now of [T0 + 2000, fence]) {
+        expect(await leg.store.claim(claimOf(j, 'b', now))).toEqual({ kind: 'fenced', job: restart.job });
+      }
+      const now = fence + 1;
+      const want = afterClaim(restart.job, 'b', now);
+      expect(await leg.store.claim(claimOf(j, 'b', now))).toEqual({ kind: 'claimed', job: asStored(want) });
+      expect(want).toMatchObject({ attempts: 1, leaseToken: 2, retries: 1 });
+      await expect(leg.store.succeed({ job: a, now, result: 'late', expiresAt: 1, writer: 'a' })).rejects.toThrow(
+        LeaseLostError,
+      );
+      await expectStored(leg, want, runningDue(want, now));
+    });
+
+    it('a restarted expired job has no dispatchBy any more, so it runs', async () => {
+      const leg = await setup();
+      const j = await given(leg, { dispatchBy: iso(T0 + 1) });
+      expect(await leg.store.expire({ job: j, now: T0 + 2, expiresAt: sec(T0) + 60 })).toBe(true);
+      const restart = await leg.control.restart(restartInput(j, T0 + 5000));
+      if (restart.kind !== 'applied') throw new Error(`expected the restart to apply, got ${restart.kind}`);
+      expect(restart.job.dispatchBy).toBeUndefined();
+      expect((await leg.store.claim(claimOf(j, 'w', T0 + 5000))).kind).toBe('claimed');
+    });
+  });
+
+  describe('control.undoRestart', () => {
+    it('puts back the previous state, attempts, times and TTL while the restarted job has not started', async () => {
+      const leg = await setup();
+      const previous = await given(leg, {
+        state: 'expired',
+        dispatchBy: iso(T0 + 1),
+        finishedAt: iso(T0 + 2),
+        expiresAt: sec(T0) + 3600,
+        retries: 2,
+        progress: { percent: 5, at: iso(T0) },
+      });
+      const restart = await leg.control.restart({ id: previous.id, type: 'echo', from: ['expired'], now: T0 + 9000 });
+      if (restart.kind !== 'applied') throw new Error(`expected the restart to apply, got ${restart.kind}`);
+      expect(await leg.control.undoRestart({ previous, retries: 3 })).toBe(true);
+      const want: Job = {
+        ...restart.job,
+        state: 'expired',
+        attempts: previous.attempts,
+        runAt: previous.runAt,
+        updatedAt: previous.updatedAt,
+        retries: 2,
+        dispatchBy: iso(T0 + 1),
+        finishedAt: iso(T0 + 2),
+        expiresAt: sec(T0) + 3600,
+      };
+      await expectStored(leg, want, {});
+      // a replay finds the job moved on
+      expect(await leg.control.undoRestart({ previous, retries: 3 })).toBe(false);
+      await expectStored(leg, want, {});
+    });
+
+    it('refuses once an attempt started, with another retries count, another type, or no job', async () => {
+      const leg = await setup();
+      const previous = await given(leg, { state: 'failed', attempts: 1, leaseToken: 1, expiresAt: sec(T0) + 60 });
+      const restart = await leg.control.restart({ id: previous.id, type: 'echo', from: ['failed'], now: T0 + 9000 });
+      if (restart.kind !== 'applied') throw new Error(`expected the restart to apply, got ${restart.kind}`);
+      expect(await leg.control.undoRestart({ previous, retries: 2 })).toBe(false);
+      expect(await leg.control.undoRestart({ previous: { ...previous, type: 'sleep' }, retries: 1 })).toBe(false);
+      await expectStored(leg, restart.job, jobDueAttributes(restart.job));
+      const mine = await claimed(leg, previous, 'w', T0 + 9000);
+      expect(await leg.control.undoRestart({ previous, retries: 1 })).toBe(false);
+      expect(await leg.store.get(previous.id)).toEqual(mine);
+      expect(await leg.control.undoRestart({ previous: { ...previous, id: `c-${run}-none` }, retries: 1 })).toBe(false);
+    });
+  });
+}

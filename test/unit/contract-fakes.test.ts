@@ -1,0 +1,16 @@
+/**
+ * The job-port contract (test/contract/job-store.contract.ts) against the in-memory fakes the
+ * unit tests use. The same suite runs against the DynamoDB adapters in
+ * test/integration/contract-adapters.test.ts.
+ */
+import { describe } from 'vitest';
+import { jobStoreContract } from '../contract/job-store.contract';
+import { FakeJobControl } from '../support/control-fakes';
+import { FakeJobStore } from '../support/fakes';
+
+describe('job ports contract: FakeJobStore and FakeJobControl', () => {
+  jobStoreContract(async () => {
+    const store = new FakeJobStore();
+    return { store, control: new FakeJobControl(store), dueOf: async (id) => store.due(id) };
+  });
+});
