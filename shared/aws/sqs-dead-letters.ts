@@ -14,11 +14,46 @@ import { ConflictError } from '../errors';
 import { awsErrorName, translateAwsError } from './errors';
 
 /** Error names an SQS endpoint answers for an action it does not implement (fauxqs: InvalidAction). */
-const UNIMPLEMENTED = new Set(['InvalidAction', 'UnknownOperationException', 'NotImplemented']);
+const UNIMPLEMENTED = new Set([
+  'InvalidAction',
+  'UnknownOperation',
+  'UnknownOperationException',
+  'NotImplemented',
+  'NotImplementedException',
+]);
 
-function unimplemented(error: unknown): boolean {
-  const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
-  return UNIMPLEMENTED.has(awsErrorName(error) ?? '') || status === 501;
+interface AnswerShape {
+  name?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
+  $response?: { headers?: Record<string, string | undefined> };
+}
+
+/**
+ * True when an SQS endpoint answered that it cannot do this action at all, as opposed to a
+ * failure of a call it does implement (throttling, access, an internal error): then redrive falls
+ * back to receive + send + delete. It recognises
+ * - a named "unimplemented" error ({@link UNIMPLEMENTED}; fauxqs answers InvalidAction);
+ * - HTTP 501 Not Implemented;
+ * - an HTTP 500 or 501 whose body is not an SQS protocol answer at all (moto 5 answers
+ *   ListMessageMoveTasks and StartMessageMoveTask with an HTML error page, which the SDK reports
+ *   as a `SyntaxError` "Deserialization error" with the status in `$metadata`). A real SQS 500
+ *   is a JSON error with a name (InternalError), so it stays a dependency failure, and so do
+ *   the HTML pages of a proxy or load balancer (502, 503, 504): those are outages, not a
+ *   missing action.
+ */
+export function isUnimplementedAnswer(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as AnswerShape;
+  const status = e.$metadata?.httpStatusCode;
+  if (UNIMPLEMENTED.has(e.name ?? '') || status === 501) return true;
+  if (status !== 500) return false;
+  const contentType = Object.entries(e.$response?.headers ?? {}).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
+  const notProtocol =
+    e.name === 'SyntaxError' ||
+    /Deserialization error/i.test(e.message ?? '') ||
+    (contentType !== undefined && /text\/html/i.test(contentType));
+  return notProtocol;
 }
 
 /** The job id of a job message body (`{"v":1,"id","type"}`), else null. */
@@ -51,8 +86,8 @@ function toDeadLetter(message: Message): DeadLetter {
 
 /**
  * {@link DeadLetterQueues} on SQS. Redrive prefers SQS's own message move task
- * (StartMessageMoveTask); endpoints without it (fauxqs) report `unsupported` and the caller
- * falls back to receive + send + delete.
+ * (StartMessageMoveTask); endpoints without it (fauxqs, moto: see {@link isUnimplementedAnswer})
+ * report `unsupported` and the caller falls back to receive + send + delete.
  */
 export class SqsDeadLetterQueues implements DeadLetterQueues {
   constructor(private readonly client: SQSClient) {}
@@ -93,6 +128,8 @@ export class SqsDeadLetterQueues implements DeadLetterQueues {
   }
 
   async startMove({ dlqArn, destinationArn }: { dlqArn: string; destinationArn: string }): Promise<MoveTaskStart> {
+    // The call in flight, so an error names the one that failed.
+    let call = 'ListMessageMoveTasks';
     try {
       const tasks = await this.client.send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn, MaxResults: 1 }));
       const latest = tasks.Results?.[0];
@@ -104,19 +141,20 @@ export class SqsDeadLetterQueues implements DeadLetterQueues {
           toMove: latest.ApproximateNumberOfMessagesToMove ?? null,
         };
       }
+      call = 'StartMessageMoveTask';
       const started = await this.client.send(
         new StartMessageMoveTaskCommand({ SourceArn: dlqArn, DestinationArn: destinationArn }),
       );
       return { kind: 'started', taskHandle: started.TaskHandle ?? '' };
     } catch (error) {
-      if (unimplemented(error)) return { kind: 'unsupported' };
+      if (isUnimplementedAnswer(error)) return { kind: 'unsupported' };
       if (awsErrorName(error)?.endsWith('UnsupportedOperation')) {
         throw new ConflictError(
-          'SQS refused to start a message move task for this DLQ (is one running already?); try again later',
+          `SQS refused ${call} for this DLQ (is a message move task running already?); try again later`,
           'redrive_refused',
         );
       }
-      return translateAwsError(error, 'SQS StartMessageMoveTask');
+      return translateAwsError(error, `SQS ${call}`);
     }
   }
 
