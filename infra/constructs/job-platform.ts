@@ -133,6 +133,7 @@ export class JobPlatform extends Construct {
     });
     this.supervisor = new Supervisor(this, 'Supervisor', {
       jobTable: this.jobTable,
+      scheduler: this.scheduler,
       environment: this.environment,
       logGroupRetention: this.logRetention,
     });

@@ -17,8 +17,12 @@ export interface SchedulerAccessProps {
   readonly scheduleGroupName?: string;
 }
 
-/** Which Scheduler actions {@link SchedulerAccess.grantSchedules} allows. */
-export type ScheduleAccess = 'create' | 'manage';
+/**
+ * Which Scheduler actions {@link SchedulerAccess.grantSchedules} allows: `create` (the API's
+ * delayed jobs, the workers' long retries), `manage` (also get, delete, update: recurring
+ * schedules), `delete` (only delete: the supervisor removes a schedule that never fired).
+ */
+export type ScheduleAccess = 'create' | 'manage' | 'delete';
 
 /**
  * EventBridge Scheduler plumbing for delayed jobs and long retries: a schedule group, and the
@@ -80,23 +84,36 @@ export class SchedulerAccess extends Construct {
    * the Scheduler role, to Scheduler only. Acknowledges the one wildcard this needs.
    */
   grantSchedules(role: IRole, access: ScheduleAccess): void {
-    const actions = ['scheduler:CreateSchedule'];
-    if (access === 'manage')
-      actions.push('scheduler:GetSchedule', 'scheduler:DeleteSchedule', 'scheduler:UpdateSchedule');
+    const actions =
+      access === 'delete'
+        ? ['scheduler:DeleteSchedule']
+        : access === 'manage'
+          ? [
+              'scheduler:CreateSchedule',
+              'scheduler:GetSchedule',
+              'scheduler:DeleteSchedule',
+              'scheduler:UpdateSchedule',
+            ]
+          : ['scheduler:CreateSchedule'];
     role.addToPrincipalPolicy(new PolicyStatement({ actions, resources: [this.scheduleArns] }));
-    role.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: ['iam:PassRole'],
-        resources: [this.role.roleArn],
-        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-      }),
-    );
+    // Only a role that creates or updates schedules passes the Scheduler role to them.
+    if (access !== 'delete') this.allowPassRole(role);
     acknowledge(
       role,
       `AwsSolutions-IAM5[${resourceFinding(this, this.scheduleArns)}]`,
       'Schedules are created at run time, one per delayed job (named by job id) and one per recurring ' +
         'schedule (_s.<name>), so their ARNs are unknown at deploy time; the wildcard is confined to ' +
         'schedules of this one schedule group.',
+    );
+  }
+
+  private allowPassRole(role: IRole): void {
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [this.role.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
     );
   }
 }

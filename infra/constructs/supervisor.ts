@@ -10,6 +10,7 @@ import { JOB_TABLE } from '../../shared/core/table';
 import { acknowledge } from './acknowledge';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
+import type { SchedulerAccess } from './scheduler-access';
 
 /** Item actions a supervisor pass needs: read items, create runs and its checkpoint, move due times. */
 const SUPERVISOR_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
@@ -19,6 +20,12 @@ export const DUE_INDEX_NAME = JOB_TABLE.indexes.find((index) => index.partitionK
 
 export interface SupervisorProps {
   readonly jobTable: JobTable;
+  /**
+   * The schedule group of one-time job schedules: the supervisor may delete a schedule of it that
+   * never fired, once it re-sent the job itself. Without it, such schedules stay where Scheduler
+   * does not fire.
+   */
+  readonly scheduler?: SchedulerAccess;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
   /**
@@ -43,7 +50,8 @@ export interface SupervisorProps {
  *
  * It runs on an EventBridge rule, not on EventBridge Scheduler, so it keeps running when the
  * thing it backs up fails (and on LocalStack, whose Scheduler never fires). Its role may read and
- * write items, query the due index only, and send to the ready queues added with {@link addRoute}.
+ * write items, query the due index only, send to the ready queues added with {@link addRoute},
+ * and delete schedules of the job schedule group (those that never fired).
  *
  * @example
  * const supervisor = new Supervisor(this, 'Supervisor', { jobTable, environment });
@@ -73,6 +81,8 @@ export class Supervisor extends Construct {
     this.handler.addToRolePolicy(
       new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/${DUE_INDEX_NAME}`] }),
     );
+
+    props.scheduler?.grantSchedules(this.handler.executionRole, 'delete');
 
     this.rule = new Rule(this, 'Every', {
       description: 'Runs the Orrery supervisor',

@@ -2,6 +2,7 @@ import { createAwsClients } from '../aws/clients';
 import { DynamoDueIndex } from '../aws/dynamo-due-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
+import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { platformConfigFromEnv } from '../config';
 import { type Clock, systemClock } from '../core/clock';
@@ -26,6 +27,7 @@ export function createSupervisorHandler(clock: Clock = systemClock): () => Promi
         jobs: new DynamoJobStore(clients.dynamo, config.tableName),
         schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
         queue: new SqsJobQueue(clients.sqs),
+        scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
         log: createLogger({ level: config.logLevel }).child({ component: 'supervisor' }),
       };
     }

@@ -16,10 +16,11 @@
  * the claim lets only one delivery run.
  */
 import type { PlatformConfig } from '../config';
+import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf } from '../core/due';
 import { fireMessage } from '../core/fire-message';
-import type { JobMessage } from '../core/job';
-import type { JobQueue, JobStore } from '../core/ports';
+import type { Job, JobMessage } from '../core/job';
+import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
 import { processFire } from '../schedules/fire-processor';
@@ -36,6 +37,8 @@ export interface SupervisorDeps {
   jobs: JobStore;
   schedules: ScheduleStore;
   queue: JobQueue;
+  /** Deletes the one-time schedule of a job the supervisor re-sends (it never fired). */
+  scheduler: JobScheduler;
   log: Logger;
   options?: Partial<SupervisorOptions>;
 }
@@ -52,6 +55,8 @@ export interface SupervisorReport {
   fired: string[];
   /** Schedule fires skipped by their overlap policy while catching up. */
   skipped: number;
+  /** One-time schedules of re-sent jobs that were deleted (they had not fired, and never will where Scheduler does not fire). */
+  schedulesDeleted: number;
   /** Finished items whose due attributes were removed. */
   cleared: number;
   /** Items that were not overdue after all (moved to their real due time). */
@@ -84,6 +89,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     resent: [],
     fired: [],
     skipped: 0,
+    schedulesDeleted: 0,
     cleared: 0,
     rescheduled: 0,
     raced: 0,
@@ -184,9 +190,40 @@ async function repairJob(deps: SupervisorDeps, entry: DueEntry, now: number, rep
       await send(deps, message);
       report.resent.push(job.id);
       deps.log.warn('re-sent the message of a lost job', { jobId: job.id, state: job.state, reason: repair.reason });
+      await deleteLeftSchedule(deps, job, report);
       return;
     }
   }
+}
+
+/**
+ * The one-time schedule that should have brought a re-sent job (a far-future job's, or a retry's
+ * longer than 12 h) did not fire: delete it, so it neither fires late (harmless: the claim drops
+ * the duplicate) nor stays behind where Scheduler never fires (LocalStack, moto). Best effort:
+ * a failure is logged, and the repair stands.
+ */
+async function deleteLeftSchedule(deps: SupervisorDeps, job: Job, report: SupervisorReport): Promise<void> {
+  const name = leftScheduleOf(job);
+  if (name === undefined) return;
+  try {
+    if (await deps.scheduler.deleteJobSchedule(name)) report.schedulesDeleted += 1;
+  } catch (error) {
+    deps.log.warn('could not delete the schedule of a re-sent job', {
+      jobId: job.id,
+      schedule: name,
+      ...errorFields(error),
+    });
+  }
+}
+
+/** The name of the one-time schedule a job in its state may have left behind, if any. */
+export function leftScheduleOf(
+  job: Pick<Job, 'id' | 'state' | 'attempts' | 'runAt' | 'updatedAt'>,
+): string | undefined {
+  if (job.state === 'scheduled') return job.id;
+  const viaScheduler = Date.parse(job.runAt) - Date.parse(job.updatedAt) > MAX_VISIBILITY_DELAY_MS;
+  if (job.state === 'retrying' && job.attempts > 0 && viaScheduler) return retryScheduleName(job.id, job.attempts);
+  return undefined;
 }
 
 async function catchUpSchedule(

@@ -85,7 +85,7 @@ describe('supervisor', () => {
     expect(dynamo).toHaveLength(4);
   });
 
-  it('may send to every ready queue and to no DLQ, and has no Scheduler permission', () => {
+  it('may send to every ready queue and to no DLQ, and only delete schedules of its group', () => {
     const actions = allowedActions(statements);
     const send = actions.filter((a) => a.action === 'sqs:SendMessage');
     expect(send).toHaveLength(1);
@@ -93,7 +93,9 @@ describe('supervisor', () => {
       expect(send[0]?.resources).toContain(arn(t.readyId));
       expect(send[0]?.resources).not.toContain(t.dlqId);
     }
-    expect(actions.filter((a) => a.action.startsWith('scheduler:') || a.action === 'iam:PassRole')).toEqual([]);
+    const scheduler = actions.filter((a) => a.action.startsWith('scheduler:') || a.action === 'iam:PassRole');
+    expect(scheduler.map((a) => a.action)).toEqual(['scheduler:DeleteSchedule']);
+    expect(JSON.stringify(scheduler[0]?.resources)).toContain(':schedule/');
     expect(actions.filter((a) => a.action.startsWith('sqs:')).map((a) => a.action)).toEqual(['sqs:SendMessage']);
   });
 

@@ -76,6 +76,21 @@ describe('a delayed job two hours out', () => {
     expect(item?.dueBucket).toBeUndefined();
   });
 
+  it('leaves no schedule behind where Scheduler never fires: the supervisor deletes the one it replaced', async () => {
+    f = await startSchedulingFixture({ label: 'nofire', schedulerFires: false });
+    const runAt = f.clock.now() + 2 * HOUR;
+    const { body } = await f.request('POST', '/jobs', { type: 'echo', payload: { n: 2 }, runAt: iso(runAt) });
+    expect(f.schedules().map((s) => s.Name)).toContain(body.id);
+
+    // As on LocalStack or moto: time passes, the schedule never fires (no fire() call).
+    f.clock.jumpTo(runAt + 2 * 60_000);
+    const report = await f.platform.supervise();
+    expect(report.resent).toEqual([body.id]);
+    expect(report.schedulesDeleted).toBe(1);
+    expect(f.schedules().map((s) => s.Name)).not.toContain(body.id);
+    expect((await f.waitFor(body.id, ['succeeded'])).attempts).toBe(1);
+  });
+
   it('is cancelled with its schedule deleted, and never runs', async () => {
     f = await startSchedulingFixture({ label: 'cancelfar' });
     const runAt = f.clock.now() + 30 * 24 * HOUR;

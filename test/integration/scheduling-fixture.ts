@@ -57,12 +57,21 @@ export async function startSchedulingFixture(
      * only when the clock jumps or `fire()` is called. @default false
      */
     schedulerPolls?: boolean;
+    /**
+     * `false`: the stand-in stores schedules but never fires them by itself (as LocalStack's and
+     * moto's Scheduler); only `fire()` delivers. @default true
+     */
+    schedulerFires?: boolean;
   } = {},
 ): Promise<SchedulingFixture> {
   const clock = new ShiftedClock();
   // A clock without onChange makes the stand-in poll (every second) rather than fire on jumps.
   const schedulerClock = options.schedulerPolls ? { now: () => clock.now() } : clock;
-  const aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint'), clock: schedulerClock });
+  const aws = await startLocalAws({
+    dynamodbEndpoint: inject('dynamodbEndpoint'),
+    clock: schedulerClock,
+    ...(options.schedulerFires === false ? { autoFire: false } : {}),
+  });
   const executions: Execution[] = [];
   const echo = defineJob(echoJob, async (payload, ctx) => {
     executions.push({ id: ctx.jobId, type: ctx.type, at: clock.now() });

@@ -5,6 +5,7 @@
  */
 import type { AwsClients } from '../../shared/aws/clients';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
+import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { PlatformConfig } from '../../shared/config';
 import type { Clock } from '../../shared/core/clock';
@@ -44,6 +45,11 @@ export function startLocalSupervisor(input: {
     jobs: input.jobs,
     schedules: input.schedules,
     queue: new SqsJobQueue(input.clients.sqs),
+    scheduler: new EventBridgeJobScheduler(
+      input.clients.scheduler,
+      input.config.scheduleGroup,
+      input.config.schedulerRoleArn,
+    ),
     log: input.logger.child({ component: 'supervisor' }),
     ...(input.settings?.options ? { options: input.settings.options } : {}),
   };

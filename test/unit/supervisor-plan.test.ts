@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketMinute, DUE_GRACE_MS, dueBucket, jobDueAt, jobDueAttributes } from '../../shared/core/due';
+import { retryScheduleName } from '../../shared/core/ports';
 import { SHARD_COUNT } from '../../shared/core/table';
 import {
   bucketsToRead,
@@ -7,6 +8,7 @@ import {
   planJobRepair,
   resendBackoffMs,
 } from '../../shared/supervisor/plan';
+import { leftScheduleOf } from '../../shared/supervisor/run';
 import { newJob } from '../support/fakes';
 
 const NOW = Date.parse('2026-03-01T12:34:56.789Z');
@@ -121,5 +123,21 @@ describe('planJobRepair', () => {
   it('backs off repeated re-sends: 5 min doubling, at most 6 h', () => {
     expect([0, 1, 2, 3].map(resendBackoffMs)).toEqual([5 * MIN, 10 * MIN, 20 * MIN, 40 * MIN]);
     expect(resendBackoffMs(50)).toBe(6 * 3600_000);
+  });
+});
+
+describe('leftScheduleOf', () => {
+  const base = { id: 'job-1', attempts: 0, updatedAt: '2026-01-01T00:00:00.000Z' };
+  it('names the one-time schedule a re-sent job may have left behind', () => {
+    expect(leftScheduleOf({ ...base, state: 'scheduled', runAt: '2026-01-02T00:00:00.000Z' })).toBe('job-1');
+    // a retry longer than 12 h went through Scheduler, under the name of its attempt
+    const longRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T12:00:00.001Z' };
+    expect(leftScheduleOf(longRetry)).toBe(retryScheduleName('job-1', 2));
+  });
+  it('names none for a retry kept on its message, nor for queued or running jobs', () => {
+    const shortRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T12:00:00.000Z' };
+    expect(leftScheduleOf(shortRetry)).toBeUndefined();
+    expect(leftScheduleOf({ ...base, state: 'queued', runAt: base.updatedAt })).toBeUndefined();
+    expect(leftScheduleOf({ ...base, state: 'running', attempts: 1, runAt: base.updatedAt })).toBeUndefined();
   });
 });
