@@ -140,6 +140,7 @@ export function createWorker(
     const interval = heartbeatIntervalMs(leaseMs);
     let leaseValidUntil = (job.leaseExpiresAt ?? clock.now() + leaseMs) as number;
     let beat: Promise<void> = Promise.resolve();
+    let warnedSlow = false;
     const heartbeat = setInterval(() => {
       const now = clock.now();
       if (now + interval >= leaseValidUntil) {
@@ -150,6 +151,16 @@ export function createWorker(
         .heartbeat({ job, now, leaseMs })
         .then(() => {
           leaseValidUntil = now + leaseMs;
+          const tookMs = clock.now() - now;
+          if (!warnedSlow && tookMs > interval / 3) {
+            // Two such round trips in one interval and the lease cannot be confirmed in time.
+            warnedSlow = true;
+            log.warn('the job table answers slowly for this lease length; raise leaseMs (≥ 10 × p99 write latency)', {
+              tookMs,
+              leaseMs,
+              heartbeatIntervalMs: interval,
+            });
+          }
           return deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs));
         })
         .catch((error: unknown) => {
