@@ -2,7 +2,17 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Clock } from '../../shared/core/clock';
 import { LOCAL_CREDENTIALS, type LocalEndpoints } from './clients';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local';
-import { sqsDeliverer, startSchedulerStandIn } from './scheduler-standin';
+import {
+  type AwsTargetKind,
+  awsTargetFromEnv,
+  leaseMsForWriteLatency,
+  type MotoServer,
+  measureWriteLatency,
+  startMotoServer,
+  unavailable,
+  type WriteLatency,
+} from './moto';
+import { type Deliver, sqsDeliverer, startSchedulerStandIn } from './scheduler-standin';
 import { type LocalSqs, startLocalSqs } from './sqs';
 
 export { LOCAL_CREDENTIALS, type LocalAwsTarget, type LocalEndpoints, localClients } from './clients';
@@ -11,6 +21,15 @@ export { type DynamoDbLocal, processAlive, startDynamoDbLocal } from './dynamodb
 export { type FunctionUrlHandler, type FunctionUrlServer, startFunctionUrlServer } from './function-url';
 export { lambdaContext } from './lambda-context';
 export { drain, type QueueRunner, runOnce, type SqsLambdaHandler, startQueueRunner } from './lambda-runner';
+export {
+  AWS_TARGET_ENV,
+  type AwsTargetKind,
+  awsTargetFromEnv,
+  leaseMsForWriteLatency,
+  MOTO_INSTALL_HINT,
+  type MotoServer,
+  type WriteLatency,
+} from './moto';
 export { uniquePrefix } from './namespace';
 export { type LocalSqs, startLocalSqs } from './sqs';
 export { toSqsEvent } from './sqs-event';
@@ -25,6 +44,18 @@ export interface StartLocalAwsOptions {
   region?: string;
   /** Let the stand-in fire due schedules by itself (as `npm run dev` wants). @default the stand-in's default */
   autoFire?: boolean;
+  /**
+   * Wraps the stand-in's delivery to SQS (e.g. to drop, delay or duplicate fires, as a chaos
+   * run does). @default delivery as is
+   */
+  wrapDeliver?: (deliver: Deliver) => Deliver;
+  /**
+   * Which AWS to run against: `local` (DynamoDB Local, fauxqs, our Scheduler stand-in) or `moto`
+   * (one moto server of our own for DynamoDB, SQS and Scheduler; its Scheduler never fires, and
+   * there is no stand-in, so `clock`, `autoFire` and `wrapDeliver` do not apply).
+   * @default `ORRERY_AWS` (unset: `local`)
+   */
+  target?: AwsTargetKind;
 }
 
 /** The Scheduler stand-in, as returned by `startSchedulerStandIn`. */
@@ -32,6 +63,8 @@ export type SchedulerStandIn = Awaited<ReturnType<typeof startSchedulerStandIn>>
 
 /** A running local AWS: DynamoDB Local, fauxqs (SQS) and the Scheduler stand-in. */
 export interface LocalAws {
+  /** Which AWS this is (see {@link StartLocalAwsOptions.target}). */
+  readonly target: AwsTargetKind;
   readonly region: string;
   readonly endpoints: LocalEndpoints;
   /** `AWS_ENDPOINT_URL_{DYNAMODB,SQS,SCHEDULER}`, `AWS_REGION`, `AWS_DEFAULT_REGION` and dummy credentials. */
@@ -42,6 +75,12 @@ export interface LocalAws {
   readonly sqs: LocalSqs;
   /** The DynamoDB Local this instance started, if it started one (not when reusing an endpoint). */
   readonly dynamodb: DynamoDbLocal | undefined;
+  /** On `moto`: its server (our child process). */
+  readonly moto?: MotoServer;
+  /** On `moto`: conditional-write latency measured at start. */
+  readonly writeLatency?: WriteLatency;
+  /** Lease workers should use on this target (moto: follows `writeLatency`); undefined: the default. */
+  readonly leaseMs?: number;
   /** Stops the stand-in and fauxqs, and the DynamoDB Local if this instance started it. */
   stop(): Promise<void>;
 }
@@ -64,6 +103,7 @@ export interface LocalAws {
  */
 export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise<LocalAws> {
   const region = options.region ?? 'us-east-1';
+  if ((options.target ?? awsTargetFromEnv()) === 'moto') return startMotoAws(region);
   const dynamodb = options.dynamodbEndpoint ? undefined : await startDynamoDbLocal();
   const dynamodbEndpoint = options.dynamodbEndpoint ?? dynamodb?.endpoint ?? '';
   let sqs: LocalSqs | undefined;
@@ -72,7 +112,7 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     sqs = await startLocalSqs({ region });
     deliveryClient = new SQSClient({ region, endpoint: sqs.endpoint, credentials: LOCAL_CREDENTIALS });
     const scheduler = await startSchedulerStandIn({
-      deliver: sqsDeliverer(deliveryClient),
+      deliver: options.wrapDeliver ? options.wrapDeliver(sqsDeliverer(deliveryClient)) : sqsDeliverer(deliveryClient),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.autoFire !== undefined ? { autoFire: options.autoFire } : {}),
     });
@@ -81,6 +121,7 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     const ownedSqs = sqs;
     const ownedClient = deliveryClient;
     return {
+      target: 'local',
       region,
       endpoints,
       env,
@@ -99,6 +140,38 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     deliveryClient?.destroy();
     await sqs?.stop();
     await dynamodb?.stop();
+    throw error;
+  }
+}
+
+/**
+ * The moto target: one moto server of our own for DynamoDB, SQS and Scheduler, its write
+ * latency measured and the lease sized from it. There is no Scheduler stand-in (moto's
+ * Scheduler stores schedules and never fires them) and no fauxqs: using either throws.
+ */
+async function startMotoAws(region: string): Promise<LocalAws> {
+  const moto = await startMotoServer();
+  try {
+    const writeLatency = await measureWriteLatency(moto.endpoint, region);
+    const endpoints: LocalEndpoints = { dynamodb: moto.endpoint, sqs: moto.endpoint, scheduler: moto.endpoint };
+    const env = localAwsEnv(endpoints, region);
+    const why = "the moto target has moto's own SQS and a Scheduler that never fires";
+    return {
+      target: 'moto',
+      region,
+      endpoints,
+      env,
+      applyEnv: () => applyEnv(env),
+      scheduler: unavailable<SchedulerStandIn>('the Scheduler stand-in', why),
+      sqs: unavailable<LocalSqs>('fauxqs', why),
+      dynamodb: undefined,
+      moto,
+      writeLatency,
+      leaseMs: leaseMsForWriteLatency(writeLatency),
+      stop: () => moto.stop(),
+    };
+  } catch (error) {
+    await moto.stop();
     throw error;
   }
 }

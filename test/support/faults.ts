@@ -27,7 +27,8 @@ import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 
 export type Service = 'dynamodb' | 'sqs' | 'scheduler';
-export type FaultKind = 'throttle' | 'server' | 'timeout';
+/** `latency` is a slow call (see {@link FaultProfile.latency}); the others fail the attempt. */
+export type FaultKind = 'throttle' | 'server' | 'timeout' | 'latency';
 export type FaultPhase = 'before' | 'after';
 
 /** One AWS call as the injector sees it. */
@@ -75,6 +76,25 @@ export interface FaultProfile {
   escapeOps?: (call: CallInfo) => boolean;
   /** Calls whose faults may hit after the request was applied; others fail before. @default every call */
   afterOps?: (call: CallInfo) => boolean;
+  /**
+   * Slow calls: with probability `rate` per HTTP attempt, the attempt is held for a delay in
+   * [`minMs`, `maxMs`], either before it is sent (`before`) or after the emulator applied it
+   * and before its answer is returned (`after`, a late answer). Recorded as kind `latency`.
+   * A latency fault does not fail the attempt by itself; it can combine with a failure.
+   * @default none
+   */
+  latency?: LatencyProfile;
+}
+
+/** See {@link FaultProfile.latency}. */
+export interface LatencyProfile {
+  rate: number;
+  minMs: number;
+  maxMs: number;
+  /** Share of slow attempts delayed after being applied. @default 0.5 */
+  afterShare?: number;
+  /** Calls eligible. @default every call */
+  ops?: (call: CallInfo) => boolean;
 }
 
 /** A scripted fault for deterministic tests. */
@@ -215,6 +235,22 @@ export class FaultInjector {
     const call = describeCall(service, context, args.input, this.receiptJobs);
     const attemptNo = attemptOf(args.request.headers);
     if (attemptNo === 1) this.calls.set(call.op, (this.calls.get(call.op) ?? 0) + 1);
+    const slow = this.decideLatency(call);
+    if (slow) {
+      this.events.push({
+        op: call.op,
+        jobId: call.jobId,
+        kind: 'latency',
+        phase: slow.phase,
+        escaping: false,
+        attempt: attemptNo,
+        at: Date.now(),
+      });
+      if (slow.phase === 'before') {
+        await new Promise((resolve) => setTimeout(resolve, slow.ms));
+        if (this.deadZones?.isDead()) return this.deadZones.swallow();
+      }
+    }
     const fault = this.decide(call, context as object);
     if (fault) {
       this.events.push({ op: call.op, jobId: call.jobId, ...fault, attempt: attemptNo, at: Date.now() });
@@ -226,11 +262,20 @@ export class FaultInjector {
       return failure(service, fault.kind, fault.phase);
     }
     const out = await next(args);
+    if (slow?.phase === 'after') await new Promise((resolve) => setTimeout(resolve, slow.ms));
     if (this.deadZones?.isDead()) {
       await discardBody(out.response);
       return this.deadZones.swallow();
     }
     return out;
+  }
+
+  private decideLatency(call: CallInfo): { phase: FaultPhase; ms: number } | undefined {
+    const latency = this.profile.latency;
+    if (!this.enabled || !latency || latency.rate <= 0) return undefined;
+    if (!(latency.ops?.(call) ?? true) || this.random() >= latency.rate) return undefined;
+    const ms = latency.minMs + Math.floor(this.random() * (latency.maxMs - latency.minMs + 1));
+    return { phase: this.random() < (latency.afterShare ?? 0.5) ? 'after' : 'before', ms };
   }
 
   private decide(

@@ -1,0 +1,352 @@
+/**
+ * The users of the system chaos run, all through the typed client (shared/client) with short
+ * timeouts and retries: producers (single and batch enqueue, retried with the same ids),
+ * controllers (cancel, then retry, of jobs in any state), DLQ redrives, recurring schedules;
+ * and what AWS does besides: duplicate deliveries of job messages.
+ */
+import { createClient, OrreryApiError, type OrreryClient } from '../../shared/client/index';
+import type { BatchResult } from '../../shared/client/types';
+import type { SystemObserver } from './system-observer';
+import type { PlannedJob, PlannedSchedule } from './system-plan';
+import type { World } from './system-world';
+
+/** Counts of what the actors did. */
+export interface ActorStats {
+  enqueueCalls: number;
+  enqueueRetries: number;
+  enqueueErrors: Record<string, number>;
+  acknowledged: number;
+  notAcknowledged: number;
+  batchCalls: number;
+  cancels: Record<string, number>;
+  cancelAnswers: Record<string, number>;
+  retries: Record<string, number>;
+  retryAnswers: Record<string, number>;
+  dlqCopies: number;
+  redriveCalls: number;
+  redriveAnswers: Record<string, number>;
+  redriveMoved: number;
+  duplicatesSent: number;
+  schedulesCreated: number;
+  scheduleErrors: number;
+}
+
+/** Settings of the actors. */
+export interface ActorOptions {
+  /** Time limit per HTTP attempt of the client (short: API latency faults exceed it). */
+  clientTimeoutMs: number;
+  /** Concurrent producers. */
+  producers: number;
+  /** Application-level retries (same id) after the client gave up. */
+  enqueueTries: number;
+}
+
+const bump = (record: Record<string, number>, key: string) => {
+  record[key] = (record[key] ?? 0) + 1;
+};
+
+function errorKey(error: unknown): string {
+  if (error instanceof OrreryApiError) return String(error.status);
+  return error instanceof Error ? error.name : 'unknown';
+}
+
+/** Marker of the job-message copies this run puts into a DLQ (they stay valid job messages). */
+export const DLQ_COPY_MARK = 'chaos-dlq-copy';
+
+/** The producers, controllers and redrivers of one run. */
+export class Actors {
+  readonly stats: ActorStats = {
+    enqueueCalls: 0,
+    enqueueRetries: 0,
+    enqueueErrors: {},
+    acknowledged: 0,
+    notAcknowledged: 0,
+    batchCalls: 0,
+    cancels: {},
+    cancelAnswers: {},
+    retries: {},
+    retryAnswers: {},
+    dlqCopies: 0,
+    redriveCalls: 0,
+    redriveAnswers: {},
+    redriveMoved: 0,
+    duplicatesSent: 0,
+    schedulesCreated: 0,
+    scheduleErrors: 0,
+  };
+  /** Schedules whose creation was acknowledged. */
+  readonly schedules: PlannedSchedule[] = [];
+  /** HTTP attempts the typed client made, calls made through it, and attempts it timed out. */
+  readonly http = { attempts: 0, calls: 0, timeouts: 0 };
+  private readonly client: OrreryClient;
+  /** A client with a long timeout, for reads that explain what a control call met. */
+  private readonly reader: OrreryClient;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private pendingActions = 0;
+
+  constructor(
+    private readonly world: World,
+    private readonly observer: SystemObserver,
+    private readonly options: ActorOptions,
+  ) {
+    const http = this.http;
+    const counting: typeof fetch = async (url, init) => {
+      http.attempts += 1;
+      try {
+        return await fetch(url, init);
+      } catch (error) {
+        if (init?.signal?.aborted) http.timeouts += 1;
+        throw error;
+      }
+    };
+    this.client = createClient({
+      url: world.platform.url,
+      fetch: counting,
+      timeoutMs: options.clientTimeoutMs,
+      retry: { retries: 3, baseDelayMs: 50, maxDelayMs: 500 },
+    });
+    this.reader = createClient({ url: world.platform.url, timeoutMs: 30_000 });
+  }
+
+  /** Actions still scheduled or running. */
+  get busy(): number {
+    return this.pendingActions;
+  }
+
+  /** Creates the recurring schedules (retried with the same name until acknowledged). */
+  async createSchedules(planned: PlannedSchedule[]): Promise<void> {
+    await Promise.all(
+      planned.map(async (s) => {
+        for (let tries = 0; tries < this.options.enqueueTries; tries++) {
+          try {
+            await this.client.schedules.create({
+              name: s.name,
+              type: s.type,
+              payload: s.payload as Record<string, unknown>,
+              rate: s.rate,
+              overlap: s.overlap,
+              maxAttempts: s.maxAttempts,
+            });
+            this.stats.schedulesCreated += 1;
+            this.schedules.push(s);
+            return;
+          } catch {
+            this.stats.scheduleErrors += 1;
+            await sleep(200 + tries * 200);
+          }
+        }
+      }),
+    );
+  }
+
+  /** Enqueues every planned job (singles and batches of up to 10) with `producers` in parallel. */
+  async produce(jobs: PlannedJob[]): Promise<void> {
+    const units: PlannedJob[][] = [];
+    let batch: PlannedJob[] = [];
+    for (const job of jobs) {
+      if (job.via === 'single') units.push([job]);
+      else {
+        batch.push(job);
+        if (batch.length === 10) {
+          units.push(batch);
+          batch = [];
+        }
+      }
+    }
+    if (batch.length > 0) units.push(batch);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: this.options.producers }, async () => {
+        while (next < units.length) {
+          const unit = units[next++];
+          if (!unit) continue;
+          if (unit.length === 1 && unit[0]?.via === 'single') await this.enqueueSingle(unit[0]);
+          else await this.enqueueBatch(unit);
+        }
+      }),
+    );
+  }
+
+  private requestOf(job: PlannedJob, runAt: string | undefined) {
+    return {
+      id: job.id,
+      maxAttempts: job.maxAttempts,
+      backoff: job.backoff,
+      ...(job.delaySeconds !== undefined ? { delaySeconds: job.delaySeconds } : {}),
+      ...(runAt !== undefined ? { runAt } : {}),
+    };
+  }
+
+  private runAtOf(job: PlannedJob): string | undefined {
+    return job.runAtOffsetMs !== undefined
+      ? new Date(this.world.driven.now() + job.runAtOffsetMs).toISOString()
+      : undefined;
+  }
+
+  private async enqueueSingle(job: PlannedJob): Promise<void> {
+    const runAt = this.runAtOf(job);
+    for (let tries = 0; tries < this.options.enqueueTries; tries++) {
+      if (tries > 0) this.stats.enqueueRetries += 1;
+      this.stats.enqueueCalls += 1;
+      this.http.calls += 1;
+      try {
+        const out = await this.client.enqueue(
+          job.type,
+          job.payload as Record<string, unknown>,
+          this.requestOf(job, runAt),
+        );
+        this.acked(job, out.created ? 201 : 200, 'enqueue');
+        return;
+      } catch (error) {
+        bump(this.stats.enqueueErrors, errorKey(error));
+        this.observer.note(job.id, `enqueue try ${tries + 1} failed: ${errorKey(error)}`);
+        if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) break;
+        await sleep(100 + tries * 100);
+      }
+    }
+    this.stats.notAcknowledged += 1;
+  }
+
+  private async enqueueBatch(jobs: PlannedJob[]): Promise<void> {
+    const runAts = new Map(jobs.map((j) => [j.id, this.runAtOf(j)]));
+    let left = jobs;
+    for (let tries = 0; tries < this.options.enqueueTries && left.length > 0; tries++) {
+      if (tries > 0) this.stats.enqueueRetries += 1;
+      this.stats.batchCalls += 1;
+      this.http.calls += 1;
+      let results: BatchResult[];
+      try {
+        results = await this.client.enqueueBatch(
+          left.map((j) => ({
+            type: j.type,
+            payload: j.payload as Record<string, unknown>,
+            ...this.requestOf(j, runAts.get(j.id)),
+          })),
+        );
+      } catch (error) {
+        bump(this.stats.enqueueErrors, `batch:${errorKey(error)}`);
+        await sleep(100 + tries * 100);
+        continue;
+      }
+      const again: PlannedJob[] = [];
+      left.forEach((job, i) => {
+        const result = results[i];
+        if (result?.status === 'created' || result?.status === 'existing') {
+          this.acked(job, result.status === 'created' ? 201 : 200, 'batch');
+        } else {
+          bump(this.stats.enqueueErrors, `batch-item:${result?.error.code ?? 'missing'}`);
+          this.observer.note(job.id, `batch item failed: ${result?.error.code ?? 'missing'}`);
+          again.push(job);
+        }
+      });
+      left = again;
+      if (left.length > 0) await sleep(100 + tries * 100);
+    }
+    this.stats.notAcknowledged += left.length;
+  }
+
+  /** The job was acknowledged: schedule what the plan does to it afterwards. */
+  private acked(job: PlannedJob, status: number, via: string): void {
+    const first = !this.observer.acks.has(job.id);
+    this.observer.acknowledge(job.id, status, via);
+    if (!first) return;
+    this.stats.acknowledged += 1;
+    const queueUrl = this.world.platform.config.routes[job.type]?.queueUrl ?? '';
+    const message = JSON.stringify({ v: 1, id: job.id, type: job.type });
+    for (const afterMs of job.duplicates) {
+      this.later(afterMs, async () => {
+        await this.world.sendRaw(queueUrl, message);
+        this.stats.duplicatesSent += 1;
+        this.observer.note(job.id, 'duplicate message sent');
+      });
+    }
+    if (job.control) {
+      const { cancelAfterMs, retryAfterMs } = job.control;
+      this.later(cancelAfterMs, async () => {
+        await this.cancel(job.id);
+        if (retryAfterMs !== undefined) this.later(retryAfterMs, () => this.retry(job.id));
+      });
+    }
+    if (job.dlqCopyAfterMs !== undefined) {
+      const dlqUrl = this.world.platform.deployment.queues[job.type]?.dlqUrl ?? '';
+      this.later(job.dlqCopyAfterMs, async () => {
+        const copy = JSON.stringify({ v: 1, id: job.id, type: job.type, mark: DLQ_COPY_MARK });
+        await this.world.sendRaw(dlqUrl, copy);
+        this.stats.dlqCopies += 1;
+        this.observer.note(job.id, 'copy of its message put into the DLQ');
+        this.later(200 + Math.floor(Math.random() * 1500), () => this.redrive(job.type));
+      });
+    }
+  }
+
+  private async stateOf(id: string): Promise<string> {
+    try {
+      return (await this.reader.get(id)).state;
+    } catch (error) {
+      return `get:${errorKey(error)}`;
+    }
+  }
+
+  private async cancel(id: string): Promise<void> {
+    const state = await this.stateOf(id);
+    bump(this.stats.cancels, state);
+    try {
+      await this.client.cancel(id);
+      bump(this.stats.cancelAnswers, '200');
+      this.observer.acknowledge(id, 200, 'cancel');
+      this.observer.note(id, `cancel acknowledged (was ${state})`);
+    } catch (error) {
+      bump(this.stats.cancelAnswers, errorKey(error));
+      this.observer.note(id, `cancel answered ${errorKey(error)} (was ${state})`);
+    }
+  }
+
+  private async retry(id: string): Promise<void> {
+    const state = await this.stateOf(id);
+    bump(this.stats.retries, state);
+    try {
+      await this.client.retry(id);
+      bump(this.stats.retryAnswers, '200');
+      this.observer.acknowledge(id, 200, 'retry');
+      this.observer.note(id, `retry acknowledged (was ${state}): a new series`);
+    } catch (error) {
+      bump(this.stats.retryAnswers, errorKey(error));
+      this.observer.note(id, `retry answered ${errorKey(error)} (was ${state})`);
+    }
+  }
+
+  /** `POST /dlq/redrive` for a type; also used at the end of the run. */
+  async redrive(type: string): Promise<void> {
+    this.stats.redriveCalls += 1;
+    try {
+      const out = await this.client.dlq.redrive(type);
+      bump(this.stats.redriveAnswers, out.method);
+      if (out.method === 'receive-send') this.stats.redriveMoved += (out as { moved?: number }).moved ?? 0;
+    } catch (error) {
+      bump(this.stats.redriveAnswers, errorKey(error));
+    }
+  }
+
+  private later(ms: number, fn: () => Promise<void>): void {
+    this.pendingActions += 1;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      fn()
+        .catch(() => undefined)
+        .finally(() => {
+          this.pendingActions -= 1;
+        });
+    }, ms);
+    this.timers.add(timer);
+  }
+
+  /** Cancels every timer (end of the run). */
+  stop(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

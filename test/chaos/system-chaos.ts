@@ -1,0 +1,541 @@
+/**
+ * System chaos run: drives Orrery the way its users and AWS do, and checks its promises.
+ *
+ * - Producers enqueue through the typed client (short timeouts, retries with the same id),
+ *   singly and in batches, while the API's DynamoDB, SQS and Scheduler calls are slow (longer
+ *   than the client's timeout), fail, or lose their responses.
+ * - Controllers cancel, then retry, jobs that are queued, running, retrying or scheduled; copies
+ *   of job messages are put into the DLQ and redriven through the API; duplicates are sent.
+ * - Jobs are due now, after an SQS delay (short, and up to 15 min), or via Scheduler (> 15 min);
+ *   backoffs go up to > 12 h; recurring schedules run under every overlap policy; workers are
+ *   killed; each worker's clock is skewed by a fixed offset in [-1 s, +1 s]; two supervisors
+ *   run at once; the Scheduler stand-in drops, delays and duplicates fires.
+ *
+ * Time: one driven clock (real time + an offset) is shared by the API, the workers (plus their
+ * skew), the supervisors and the Scheduler stand-in. The run first works in real time; then,
+ * in cycles, it stops the runners and supervisors, waits until no lease is held, jumps the
+ * clock forward, lets the Scheduler stand-in fire and the supervisors repair, and resumes.
+ * SQS delays and visibility stay real time: messages hidden for hours must be recovered by the
+ * supervisor. See system-checks.ts for the seven invariants.
+ */
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { Job } from '../../shared/core/job';
+import { isTerminal } from '../../shared/core/states';
+import type { Schedule } from '../../shared/schedules/model';
+import { DeadZones, FaultInjector } from '../support/faults';
+import { ProbeTracker, probeJob } from '../support/probes';
+import { Actors } from './system-actors';
+import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
+import { SystemObserver } from './system-observer';
+import { planSystem, seeded } from './system-plan';
+import { startWorld, type World } from './system-world';
+
+export interface SystemChaosOptions {
+  /** @default 10_000 */
+  jobs: number;
+  /** @default Date.now() based */
+  seed: number;
+  /** Job types for plain jobs (a further one runs the recurring schedules). @default 2 */
+  types: number;
+  /** @default 3 */
+  runnersPerQueue: number;
+  /** @default 4 */
+  maxConcurrency: number;
+  /** @default 10 */
+  batchSize: number;
+  /** @default 3000 */
+  leaseMs: number;
+  /** @default 5 */
+  visibilitySeconds: number;
+  /** @default 6000 */
+  timeoutMs: number;
+  /** Recurring schedules. @default 9 */
+  schedules: number;
+  /** Longest Scheduler delay and `days` backoff. @default 30 h */
+  horizonMs: number;
+  /** Clock jumps: between these (driven ms). @default 1 h – 4 h */
+  jumpMinMs: number;
+  jumpMaxMs: number;
+  /** Client timeout per attempt; API latency faults exceed it. @default 1000 */
+  clientTimeoutMs: number;
+  apiFaultRate: number;
+  apiEscapeRate: number;
+  apiLatencyRate: number;
+  workerFaultRate: number;
+  workerEscapeRate: number;
+  killRate: number;
+  duplicateRate: number;
+  controlRate: number;
+  dlqCopyRate: number;
+  batchShare: number;
+  fireDropRate: number;
+  fireDelayRate: number;
+  fireDuplicateRate: number;
+  /** @default 1000 */
+  maxSkewMs: number;
+  /** @default 24 */
+  producers: number;
+  /** @default 2000 */
+  supervisorIntervalMs: number;
+  /** Real time without change that counts as settled. @default 3000 */
+  settleMs: number;
+  /** @default 10 min */
+  deadlineMs: number;
+  dynamodbEndpoint?: string;
+  progress?: (line: string) => void;
+}
+
+export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
+  jobs: 10_000,
+  types: 2,
+  runnersPerQueue: 3,
+  maxConcurrency: 4,
+  batchSize: 10,
+  leaseMs: 3000,
+  visibilitySeconds: 5,
+  timeoutMs: 6000,
+  schedules: 9,
+  horizonMs: 30 * 3600_000,
+  jumpMinMs: 3600_000,
+  jumpMaxMs: 4 * 3600_000,
+  clientTimeoutMs: 1000,
+  apiFaultRate: 0.03,
+  apiEscapeRate: 0.01,
+  apiLatencyRate: 0.02,
+  workerFaultRate: 0.03,
+  workerEscapeRate: 0.005,
+  killRate: 0.02,
+  duplicateRate: 0.05,
+  controlRate: 0.04,
+  dlqCopyRate: 0.01,
+  batchShare: 0.2,
+  fireDropRate: 0.1,
+  fireDelayRate: 0.1,
+  fireDuplicateRate: 0.1,
+  maxSkewMs: 1000,
+  producers: 24,
+  supervisorIntervalMs: 2000,
+  settleMs: 3000,
+  deadlineMs: 10 * 60_000,
+};
+
+export interface SystemChaosReport {
+  ok: boolean;
+  seed: number;
+  invariants: CheckResult['counts'];
+  violations: SystemViolation[];
+  /** What the run exercised (each should be > 0). */
+  exercised: Record<string, number>;
+  counts: Record<string, unknown>;
+  durationMs: number;
+  timedOut: boolean;
+  text: string;
+}
+
+const FINAL_WRITES = new Set(['UpdateItem:succeed', 'UpdateItem:retry', 'UpdateItem:fail']);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs one system chaos experiment and checks it. Broken invariants are in the report (never
+ * thrown); `ok` is false when any was violated or the run timed out.
+ */
+export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): Promise<SystemChaosReport> {
+  const seed = input.seed ?? Date.now() % 2 ** 31;
+  const options: SystemChaosOptions = { ...DEFAULT_SYSTEM_CHAOS, ...input, seed };
+  const progress = options.progress ?? (() => {});
+  const started = Date.now();
+  const random = seeded(seed);
+  const types = Array.from({ length: options.types }, (_, i) => `sys-${String.fromCharCode(97 + i)}`);
+  const scheduleType = 'sys-rec';
+  const plan = planSystem(
+    {
+      jobs: options.jobs,
+      types,
+      scheduleType,
+      schedules: options.schedules,
+      horizonMs: options.horizonMs,
+      leaseMs: options.leaseMs,
+      timeoutMs: options.timeoutMs,
+      batchShare: options.batchShare,
+      killRate: options.killRate,
+      duplicateRate: options.duplicateRate,
+      controlRate: options.controlRate,
+      dlqCopyRate: options.dlqCopyRate,
+    },
+    random,
+  );
+  const tracker = new ProbeTracker();
+  const observer = new SystemObserver(started);
+  const apiFaults = new FaultInjector({
+    random: seeded(seed ^ 0xa91),
+    profile: {
+      rate: options.apiFaultRate,
+      escapeRate: options.apiEscapeRate,
+      latency: {
+        rate: options.apiLatencyRate,
+        minMs: Math.round(options.clientTimeoutMs * 1.2),
+        maxMs: options.clientTimeoutMs * 4,
+      },
+    },
+  });
+  let world: World | undefined;
+  const workerFaults = new FaultInjector({
+    random: seeded(seed ^ 0x5eed),
+    profile: {
+      rate: options.workerFaultRate,
+      escapeRate: options.workerEscapeRate,
+      escapeOps: (call) => !FINAL_WRITES.has(call.op),
+    },
+  });
+  // Per-attempt faults only: an escaping fault keeps the supervisor's checkpoint at the failed
+  // minute, so every later pass re-reads from there (see the report's notes).
+  const supervisorFaults = new FaultInjector({
+    random: seeded(seed ^ 0x5b9),
+    profile: { rate: options.workerFaultRate },
+  });
+  let timedOut = false;
+  const deadline = started + options.deadlineMs;
+  try {
+    const deadZones = new DeadZones();
+    const defs = [...types, scheduleType].map((type) =>
+      probeJob({
+        type,
+        tracker,
+        deadZones,
+        timeoutMs: options.timeoutMs,
+        maxAttempts: 3,
+        backoff: { kind: 'constant', delayMs: 300 },
+      }),
+    );
+    world = await startWorld({
+      options: {
+        seed,
+        runnersPerQueue: options.runnersPerQueue,
+        maxConcurrency: options.maxConcurrency,
+        batchSize: options.batchSize,
+        leaseMs: options.leaseMs,
+        visibilitySeconds: options.visibilitySeconds,
+        maxSkewMs: options.maxSkewMs,
+        fireDropRate: options.fireDropRate,
+        fireDelayRate: options.fireDelayRate,
+        fireDuplicateRate: options.fireDuplicateRate,
+        supervisorIntervalMs: options.supervisorIntervalMs,
+        ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
+      },
+      defs,
+      deadZones,
+      observer,
+      apiFaults,
+      workerFaults,
+      supervisorFaults,
+    });
+    const w = world;
+    const t0Driven = w.driven.now();
+    progress(
+      `system chaos: seed ${seed}, ${plan.jobs.length} jobs, ${plan.schedules.length} schedules; ${defs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
+    );
+    apiFaults.enabled = true;
+    workerFaults.enabled = true;
+    supervisorFaults.enabled = true;
+    w.startRunners();
+    w.startSupervisors();
+    const actors = new Actors(w, observer, {
+      clientTimeoutMs: options.clientTimeoutMs,
+      producers: options.producers,
+      enqueueTries: 8,
+    });
+    await actors.createSchedules(plan.schedules);
+    const produceStarted = Date.now();
+    await actors.produce(plan.jobs);
+    const produceMs = Date.now() - produceStarted;
+    progress(
+      `system chaos: enqueued in ${(produceMs / 1000).toFixed(1)} s: ${actors.stats.acknowledged} acknowledged, ${actors.stats.notAcknowledged} not; ${actors.stats.enqueueRetries} retries`,
+    );
+
+    // ---- phase A: real time, until the actors are done and the system is quiet --------------
+    let stored = new Map<string, Job>();
+    const openCount = () =>
+      [...observer.acks.keys()].filter((id) => {
+        const job = stored.get(id);
+        return job !== undefined && !isTerminal(job.state);
+      }).length;
+    const settle = async (what: string) => {
+      let last = '';
+      let since = Date.now();
+      let lastProgress = 0;
+      for (;;) {
+        await sleep(1000);
+        stored = await w.scanJobs();
+        const states: Record<string, number> = {};
+        for (const job of stored.values()) states[job.state] = (states[job.state] ?? 0) + 1;
+        const running = [...tracker.jobs.values()].reduce((n, t) => n + t.running, 0);
+        const visible = await w.messagesIn(w.queueUrls);
+        const signature = `${JSON.stringify(states)}|${tracker.jobs.size}|${[...tracker.jobs.values()].reduce((n, t) => n + t.executions.length, 0)}|${visible}`;
+        if (signature !== last) {
+          last = signature;
+          since = Date.now();
+        }
+        if (Date.now() - lastProgress > 10_000) {
+          lastProgress = Date.now();
+          progress(
+            `system chaos: ${Math.round((Date.now() - started) / 1000)} s ${what}: ${JSON.stringify(states)} messages ${visible} running ${running}`,
+          );
+        }
+        const quiet =
+          running === 0 && actors.busy === 0 && w.fireStats.pending === 0 && Date.now() - since >= options.settleMs;
+        if (quiet) return;
+        if (Date.now() > deadline) {
+          timedOut = true;
+          return;
+        }
+      }
+    };
+    await settle('real time');
+
+    // ---- phase B: jump the driven clock at quiescent points ----------------------------------
+    const supervisorTotals = { resent: 0, fired: 0, skipped: 0, passes: 0, failedItems: 0 };
+    let liveLeaseAtJump = 0;
+    const quiesce = async () => {
+      await w.stopSupervisors();
+      await w.stopRunners();
+      const waitUntil = Date.now() + options.leaseMs + options.maxSkewMs * 2 + 1000;
+      for (;;) {
+        stored = await w.scanJobs();
+        const now = w.driven.now();
+        const live = [...stored.values()].filter(
+          (j) => j.state === 'running' && (j.leaseExpiresAt ?? 0) + options.maxSkewMs >= now,
+        );
+        const running = [...tracker.jobs.values()].reduce((n, t) => n + t.running, 0);
+        if (live.length === 0 && running === 0) return;
+        if (Date.now() > waitUntil) {
+          liveLeaseAtJump += live.length;
+          return;
+        }
+        await sleep(250);
+      }
+    };
+    const phaseMs = { quiesce: 0, fire: 0, supervise: 0, settle: 0 };
+    const cycle = async (stepMs: number) => {
+      let t = Date.now();
+      const lap = (key: keyof typeof phaseMs) => {
+        phaseMs[key] += Date.now() - t;
+        t = Date.now();
+      };
+      await quiesce();
+      lap('quiesce');
+      w.driven.jump(stepMs);
+      await w.aws.scheduler.fireDue();
+      lap('fire');
+      w.startRunners();
+      for (let pass = 0; pass < 1; pass++) {
+        const reports = await w.supervise();
+        for (const r of reports) {
+          supervisorTotals.passes += 1;
+          supervisorTotals.resent += r.resent.length;
+          supervisorTotals.fired += r.fired.length;
+          supervisorTotals.skipped += r.skipped;
+          supervisorTotals.failedItems += r.failed;
+        }
+      }
+      lap('supervise');
+      w.startSupervisors();
+      await settle(`after jump to +${((w.driven.now() - t0Driven) / 3600_000).toFixed(2)} h`);
+      lap('settle');
+    };
+    let cycles = 0;
+    const horizonEnd = t0Driven + options.horizonMs;
+    while (!timedOut) {
+      const now = w.driven.now();
+      const open = [...observer.acks.keys()]
+        .map((id) => stored.get(id))
+        .filter((j): j is Job => j !== undefined && !isTerminal(j.state));
+      if (open.length === 0 && now >= horizonEnd) break;
+      if (cycles >= 60) break;
+      const nextDue = Math.min(...open.map((j) => Date.parse(j.runAt)).filter((t) => t > now), horizonEnd);
+      const step = Math.min(options.jumpMaxMs, Math.max(options.jumpMinMs, nextDue - now + 2 * 60_000));
+      await cycle(Math.round(step * (0.8 + random() * 0.4)));
+      cycles += 1;
+      progress(
+        `system chaos: cycle ${cycles}: ${openCount()} acknowledged jobs open; real ms so far ${JSON.stringify(phaseMs)}`,
+      );
+    }
+    // Two short jumps (past the supervisor's grace) so that every slot up to here is handled;
+    // the last without Scheduler faults.
+    const slotsHandledBy = w.driven.now();
+    await cycle(20 * 60_000);
+    w.fireFaults.enabled = false;
+    await cycle(20 * 60_000);
+    cycles += 2;
+
+    // ---- stop and check ---------------------------------------------------------------------
+    apiFaults.enabled = false;
+    workerFaults.enabled = false;
+    supervisorFaults.enabled = false;
+    actors.stop();
+    await w.stopSupervisors();
+    await w.stopRunners();
+    const finalNow = w.driven.now();
+    stored = await w.scanJobs();
+    const dlqBodies: string[] = [];
+    for (const url of w.dlqUrls) {
+      for (;;) {
+        const out = await w.inspect.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 300 }),
+        );
+        if (!out.Messages || out.Messages.length === 0) break;
+        for (const m of out.Messages) dlqBodies.push(m.Body ?? '');
+      }
+    }
+    const scheduleItems = new Map<string, Schedule | undefined>();
+    for (const s of actors.schedules) scheduleItems.set(s.name, await w.getSchedule(s.name));
+    const result = checkInvariants({
+      jobs: plan.jobs,
+      schedules: actors.schedules,
+      stored,
+      scheduleItems,
+      dlqBodies,
+      observer,
+      tracker,
+      faults: [apiFaults, workerFaults, supervisorFaults],
+      finalNow,
+      slotsHandledBy,
+      maxSkewMs: options.maxSkewMs,
+    });
+
+    // ---- what was exercised -----------------------------------------------------------------
+    const planned = new Map(plan.jobs.map((j) => [j.id, j]));
+    const byKind = (faults: FaultInjector) => {
+      const out: Record<string, number> = {};
+      for (const e of faults.events) out[e.kind] = (out[e.kind] ?? 0) + 1;
+      return out;
+    };
+    const apiKinds = byKind(apiFaults);
+    const workerKinds = byKind(workerFaults);
+    const executions = [...tracker.jobs.values()].flatMap((t) => t.executions);
+    const startsOf = (pred: (job: (typeof plan.jobs)[number]) => boolean, attemptAbove = 0) =>
+      [...observer.starts]
+        .filter(([id]) => {
+          const job = planned.get(id);
+          return job !== undefined && pred(job);
+        })
+        .reduce((n, [, starts]) => n + starts.filter((s) => s.attempt > attemptAbove).length, 0);
+    const runs = [...stored.values()].filter((j) => j.schedule !== undefined);
+    const schedulesByPolicy: Record<string, number> = {};
+    for (const s of actors.schedules) schedulesByPolicy[s.overlap] = (schedulesByPolicy[s.overlap] ?? 0) + 1;
+    const skips = [...scheduleItems.values()].reduce((n, s) => n + (s?.skipped ?? 0), 0);
+    const exercised: Record<string, number> = {
+      apiLatencyFaults: apiKinds.latency ?? 0,
+      apiFailureFaults: (apiKinds.throttle ?? 0) + (apiKinds.server ?? 0) + (apiKinds.timeout ?? 0),
+      apiLostResponses: apiFaults.events.filter((e) => e.phase === 'after' && e.kind !== 'latency').length,
+      apiSchedulerFaults: apiFaults.events.filter((e) => /Schedule/.test(e.op)).length,
+      workerFaults: workerFaults.events.length,
+      clientRetriesAfterGivingUp: actors.stats.enqueueRetries,
+      clientTimeouts: actors.http.timeouts,
+      clientAttemptsBeyondFirst: actors.http.attempts - actors.http.calls,
+      clientErrors: Object.values(actors.stats.enqueueErrors).reduce((a, b) => a + b, 0),
+      batchCalls: actors.stats.batchCalls,
+      cancelsOfQueued: actors.stats.cancels.queued ?? 0,
+      cancelsOfRunning: actors.stats.cancels.running ?? 0,
+      cancelsOfRetrying: actors.stats.cancels.retrying ?? 0,
+      cancelsOfScheduled: actors.stats.cancels.scheduled ?? 0,
+      cancelsAcknowledged: actors.stats.cancelAnswers['200'] ?? 0,
+      retriesAcknowledged: actors.stats.retryAnswers['200'] ?? 0,
+      dlqCopies: actors.stats.dlqCopies,
+      redriveCalls: actors.stats.redriveCalls,
+      duplicatesSent: actors.stats.duplicatesSent,
+      killedAttempts: executions.filter((e) => e.end === 'killed').length,
+      sqsShortDelayedStarts: startsOf((j) => j.timing === 'sqs-short'),
+      sqsLongDelayedStarts: startsOf((j) => j.timing === 'sqs-long'),
+      schedulerDelayedStarts: startsOf((j) => j.timing === 'scheduler'),
+      hoursBackoffRetries: startsOf((j) => j.backoffKind === 'hours', 1),
+      daysBackoffRetries: startsOf((j) => j.backoffKind === 'days', 1),
+      clockJumps: w.driven.jumps.length,
+      schedulesAllow: schedulesByPolicy.allow ?? 0,
+      schedulesSkip: schedulesByPolicy.skip ?? 0,
+      schedulesQueueOne: schedulesByPolicy['queue-one'] ?? 0,
+      recurringRuns: runs.length,
+      recurringSkips: skips,
+      firesDropped: w.fireStats.dropped,
+      firesDelayed: w.fireStats.delayed,
+      firesDuplicated: w.fireStats.duplicated,
+      supervisorResends: supervisorTotals.resent,
+      supervisorFires: supervisorTotals.fired,
+      workerSkewSpreadMs: Math.max(...w.skews.workers) - Math.min(...w.skews.workers),
+    };
+    const finalStates: Record<string, number> = {};
+    for (const id of observer.acks.keys()) {
+      const state = stored.get(id)?.state ?? 'missing';
+      finalStates[state] = (finalStates[state] ?? 0) + 1;
+    }
+    const counts: Record<string, unknown> = {
+      jobs: plan.jobs.length,
+      acknowledged: actors.stats.acknowledged,
+      notAcknowledged: actors.stats.notAcknowledged,
+      finalStatesOfAcknowledged: finalStates,
+      handlerExecutions: executions.length,
+      actors: actors.stats,
+      apiFaults: apiKinds,
+      workerFaults: workerKinds,
+      supervisorFaults: byKind(supervisorFaults),
+      clientHttp: actors.http,
+      fires: w.fireStats,
+      supervisor: supervisorTotals,
+      runners: w.runnerStats(),
+      killedInvocations: w.killedInvocations(),
+      swallowedCallsOfKilledWorkers: w.deadZones.swallowed,
+      liveLeaseAtJump,
+      cyclePhasesMs: phaseMs,
+      cycles,
+      drivenSpanHours: Number(((finalNow - t0Driven) / 3600_000).toFixed(2)),
+      dlqMessagesLeft: dlqBodies.length,
+      produceMs,
+      logged: {
+        leaseLost: observer.logged('lease lost; aborting handler'),
+        lateWritesRejected: observer.logged('late write rejected: the lease was taken over or the job changed'),
+        busyDuplicates: observer.logged('duplicate delivery of a job running under a live lease; discarding it'),
+        missingJob: observer.logged('no job for this message (expired or never written); discarding it'),
+        firesMissed: observer.logged('schedule fires were missed'),
+      },
+    };
+    const durationMs = Date.now() - started;
+    const ok = result.violations.length === 0 && !timedOut;
+    const report: SystemChaosReport = {
+      ok,
+      seed,
+      invariants: result.counts,
+      violations: result.violations,
+      exercised,
+      counts,
+      durationMs,
+      timedOut,
+      text: '',
+    };
+    report.text = formatReport(report);
+    return report;
+  } finally {
+    await world?.stop();
+  }
+}
+
+function formatReport(report: SystemChaosReport): string {
+  const out: string[] = [];
+  out.push(
+    `system chaos run: seed ${report.seed}, ${String(report.counts.jobs)} jobs, ${(report.durationMs / 1000).toFixed(1)} s${report.timedOut ? ' (TIMED OUT)' : ''} — ${report.ok ? 'ALL INVARIANTS HELD' : `${report.violations.length} VIOLATIONS`}`,
+  );
+  out.push('  invariants (checked / violated):');
+  for (const name of INVARIANTS) {
+    const c = report.invariants[name];
+    out.push(`    ${name}: ${c.checked} checked, ${c.violated} violated`);
+  }
+  out.push(`  exercised: ${JSON.stringify(report.exercised)}`);
+  for (const [key, value] of Object.entries(report.counts)) {
+    out.push(`  ${key}: ${typeof value === 'object' ? JSON.stringify(value) : String(value)}`);
+  }
+  const byInvariant = new Map<string, SystemViolation[]>();
+  for (const v of report.violations) byInvariant.set(v.invariant, [...(byInvariant.get(v.invariant) ?? []), v]);
+  for (const [invariant, list] of byInvariant) {
+    out.push(`  VIOLATED "${invariant}": ${list.length}`);
+    for (const v of list.slice(0, 3)) out.push(`  - ${v.subject}: ${v.detail}\n${v.story}`);
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,252 @@
+/**
+ * The seven invariants of the system chaos run, each counted as checked and violated, with
+ * the story of every violating job or schedule.
+ */
+
+import { runId } from '../../shared/core/fire-message';
+import type { Job } from '../../shared/core/job';
+import { isTerminal } from '../../shared/core/states';
+import { nextFireOf, type Schedule } from '../../shared/schedules/model';
+import type { FaultInjector } from '../support/faults';
+import type { ProbeTracker } from '../support/probes';
+import type { SystemObserver } from './system-observer';
+import type { PlannedJob, PlannedSchedule } from './system-plan';
+
+/** The invariants, in the order they are printed. */
+export const INVARIANTS = [
+  '1 acknowledged job terminal or legitimately pending',
+  '2 no two executions of one job overlap',
+  '3 no attempt starts before its runAt',
+  '4 attempts within maxAttempts per series',
+  '5 onFailure at most once per series',
+  '6 every recurring slot yields one run or one recorded skip',
+  '7 nothing acknowledged in the DLQ',
+] as const;
+export type Invariant = (typeof INVARIANTS)[number];
+
+/** One broken invariant. */
+export interface SystemViolation {
+  invariant: Invariant;
+  subject: string;
+  detail: string;
+  story: string;
+}
+
+/** What the checks need. */
+export interface CheckInput {
+  jobs: PlannedJob[];
+  schedules: PlannedSchedule[];
+  stored: Map<string, Job>;
+  scheduleItems: Map<string, Schedule | undefined>;
+  /** Bodies of the messages left in the DLQs. */
+  dlqBodies: string[];
+  observer: SystemObserver;
+  tracker: ProbeTracker;
+  faults: FaultInjector[];
+  /** Driven time at the end. */
+  finalNow: number;
+  /** Slots at or before this driven time must have been handled. */
+  slotsHandledBy: number;
+  /** Largest skew of one clock from the driven clock (ms). */
+  maxSkewMs: number;
+}
+
+export interface CheckResult {
+  counts: Record<Invariant, { checked: number; violated: number }>;
+  violations: SystemViolation[];
+}
+
+/** Runs every check. */
+export function checkInvariants(input: CheckInput): CheckResult {
+  const counts = Object.fromEntries(INVARIANTS.map((i) => [i, { checked: 0, violated: 0 }])) as CheckResult['counts'];
+  const violations: SystemViolation[] = [];
+  const planned = new Map(input.jobs.map((j) => [j.id, j]));
+  const violate = (invariant: Invariant, subject: string, detail: string) => {
+    counts[invariant].violated += 1;
+    violations.push({ invariant, subject, detail, story: storyOf(subject, input, planned.get(subject)) });
+  };
+  const { observer, stored } = input;
+  const acked = [...observer.acks.keys()].filter((id) => planned.has(id));
+  const runIds = [...stored.values()].filter((j) => j.schedule !== undefined).map((j) => j.id);
+
+  // 1. acknowledged (and schedule runs) terminal, or due after the end of the run.
+  for (const id of [...acked, ...runIds]) {
+    counts[INVARIANTS[0]].checked += 1;
+    const job = stored.get(id);
+    if (!job) {
+      violate(INVARIANTS[0], id, 'missing: the acknowledged job is gone');
+      continue;
+    }
+    if (isTerminal(job.state)) continue;
+    if (Date.parse(job.runAt) > input.finalNow) continue; // due after the run: pending by design
+    violate(INVARIANTS[0], id, `${job.state} at the end (runAt ${job.runAt}, attempts ${job.attempts})`);
+  }
+
+  // 2. no overlap, in real time, across series too.
+  for (const trace of input.tracker.jobs.values()) counts[INVARIANTS[1]].checked += trace.executions.length;
+  const overlapping = new Map<string, string>();
+  for (const o of input.tracker.overlaps) {
+    if (!overlapping.has(o.jobId)) {
+      overlapping.set(o.jobId, `attempt ${o.attempt} started while attempt(s) ${o.runningAttempts.join(',')} ran`);
+    }
+  }
+  for (const [id, detail] of overlapping) violate(INVARIANTS[1], id, detail);
+
+  // 3. no start before runAt (driven clock), allowing the skew of the clocks involved.
+  for (const [id, starts] of observer.starts) {
+    for (const s of starts) {
+      counts[INVARIANTS[2]].checked += 1;
+      // runAt is written by the API (driven clock) for a series' first attempt and by a
+      // worker (skewed) for a retry; the starter's own clock may run ahead by its skew.
+      const tolerance = Math.max(0, s.skewMs) + (s.attempt > 1 ? input.maxSkewMs : 0) + 50;
+      const early = s.runAt - s.drivenAt;
+      if (early > tolerance) {
+        violate(
+          INVARIANTS[2],
+          id,
+          `attempt ${s.attempt} (series ${s.series}) started ${formatMs(early)} before its runAt ${new Date(s.runAt).toISOString()} (tolerance ${tolerance} ms)`,
+        );
+      }
+    }
+  }
+
+  // 4 and 5, per series.
+  for (const [id, starts] of observer.starts) {
+    const job = stored.get(id);
+    const max = job?.maxAttempts ?? planned.get(id)?.maxAttempts ?? Number.POSITIVE_INFINITY;
+    const bySeries = new Map<number, number[]>();
+    for (const s of starts) bySeries.set(s.series, [...(bySeries.get(s.series) ?? []), s.attempt]);
+    const hooks = observer.failureHooks.get(id) ?? [];
+    for (const [series, attempts] of bySeries) {
+      counts[INVARIANTS[3]].checked += 1;
+      const highest = Math.max(...attempts);
+      if (highest > max || attempts.length > max) {
+        violate(
+          INVARIANTS[3],
+          id,
+          `series ${series}: handler started ${attempts.length} times (attempts ${attempts.join(',')}), maxAttempts ${max}`,
+        );
+      }
+      counts[INVARIANTS[4]].checked += 1;
+      const calls = hooks.filter((h) => h.series === series).length;
+      if (calls > 1) violate(INVARIANTS[4], id, `series ${series}: onFailure ran ${calls} times`);
+    }
+  }
+
+  // 6. every slot up to the last handled one: one run or one recorded skip.
+  for (const s of input.schedules) {
+    const schedule = input.scheduleItems.get(s.name);
+    if (!schedule) {
+      counts[INVARIANTS[5]].checked += 1;
+      violate(INVARIANTS[5], s.name, 'schedule item missing');
+      continue;
+    }
+    const slots: number[] = [];
+    let t = nextFireOf(schedule, Date.parse(schedule.createdAt) - 1);
+    const last = schedule.lastFireAt ?? Number.NEGATIVE_INFINITY;
+    while (t !== undefined && t <= Math.max(last, input.slotsHandledBy) && slots.length < 100_000) {
+      slots.push(t);
+      t = nextFireOf(schedule, t);
+    }
+    const runs = new Set([...stored.values()].filter((j) => j.schedule === s.name).map((j) => j.id));
+    const slotIds = new Set(slots.map((slot) => runId(s.name, slot)));
+    const handled = slots.filter((slot) => slot <= last);
+    const runsInRange = handled.filter((slot) => runs.has(runId(s.name, slot))).length;
+    counts[INVARIANTS[5]].checked += slots.length;
+    const stray = [...runs].filter((id) => !slotIds.has(id));
+    const unhandled = slots.filter((slot) => slot > last);
+    const problems: string[] = [];
+    if (runsInRange + schedule.skipped !== handled.length) {
+      problems.push(
+        `${handled.length} slots up to lastFireAt, but ${runsInRange} runs + ${schedule.skipped} skips = ${runsInRange + schedule.skipped}`,
+      );
+    }
+    if (schedule.missed > 0) problems.push(`${schedule.missed} slots recorded as missed (neither run nor skip)`);
+    if (unhandled.length > 0) {
+      problems.push(
+        `${unhandled.length} slots due by ${new Date(input.slotsHandledBy).toISOString()} never handled (first ${new Date(unhandled[0] ?? 0).toISOString()})`,
+      );
+    }
+    if (stray.length > 0) problems.push(`runs off the slot grid: ${stray.slice(0, 3).join(', ')}`);
+    if (problems.length > 0) {
+      counts[INVARIANTS[5]].violated += Math.max(1, Math.abs(handled.length - runsInRange - schedule.skipped));
+      violations.push({
+        invariant: INVARIANTS[5],
+        subject: s.name,
+        detail: problems.join('; '),
+        story: `  schedule: ${s.overlap} every ${s.rate}; created ${schedule.createdAt}; lastFireAt ${new Date(last).toISOString()}; skipped ${schedule.skipped}; missed ${schedule.missed}; lastRunId ${schedule.lastRunId ?? '-'}\n  runs: ${[...runs].sort().join(' ')}`,
+      });
+    }
+  }
+
+  // 7. no acknowledged job's message in a DLQ (the run's own marked copies excepted).
+  const inDlq = new Map<string, number>();
+  for (const body of input.dlqBodies) {
+    try {
+      const parsed = JSON.parse(body) as { id?: string; mark?: string };
+      if (parsed.id && parsed.mark === undefined) inDlq.set(parsed.id, (inDlq.get(parsed.id) ?? 0) + 1);
+    } catch {
+      // not a job message: not this invariant's business
+    }
+  }
+  for (const id of acked) {
+    counts[INVARIANTS[6]].checked += 1;
+    const n = inDlq.get(id);
+    if (n) violate(INVARIANTS[6], id, `${n} message(s) of this acknowledged job in the DLQ`);
+  }
+  return { counts, violations };
+}
+
+function formatMs(ms: number): string {
+  return ms >= 60_000 ? `${(ms / 60_000).toFixed(1)} min` : `${ms} ms`;
+}
+
+/** A job's story: plan, final item, acknowledgements and control calls, claims, starts, faults, logs. */
+export function storyOf(id: string, input: CheckInput, plan: PlannedJob | undefined): string {
+  const { observer } = input;
+  const at = (t: number) => `+${((t - observer.t0) / 1000).toFixed(2)}s`;
+  const iso = (t: number) => new Date(t).toISOString();
+  const lines: string[] = [];
+  if (plan) {
+    lines.push(
+      `  plan: ${plan.behaviour} ${JSON.stringify(plan.payload)} via ${plan.via} timing ${plan.timing}${plan.delaySeconds !== undefined ? ` ${plan.delaySeconds}s` : ''} backoff ${plan.backoffKind} ${JSON.stringify(plan.backoff)} maxAttempts ${plan.maxAttempts} duplicates ${JSON.stringify(plan.duplicates)} control ${JSON.stringify(plan.control ?? null)}`,
+    );
+  }
+  const item = input.stored.get(id);
+  lines.push(
+    `  item: ${item ? `${item.state} attempts ${item.attempts}/${item.maxAttempts} retries ${item.retries ?? 0} runAt ${item.runAt} token ${item.leaseToken} errors ${JSON.stringify(item.errors.map((e) => [e.attempt, e.reason]))}` : 'missing'}`,
+  );
+  for (const a of observer.acks.get(id) ?? []) lines.push(`  ack: ${at(a.at)} ${a.via} ${a.status}`);
+  for (const e of observer.events.get(id) ?? []) lines.push(`  event: ${e}`);
+  for (const c of observer.claims.get(id) ?? []) {
+    lines.push(
+      `  claim: attempt ${c.attempt} series ${c.series} token ${c.token} runAt ${iso(c.runAt)} at ${iso(c.at)} by ${c.owner}`,
+    );
+  }
+  for (const s of observer.starts.get(id) ?? []) {
+    lines.push(
+      `  start: ${at(s.realAt)} attempt ${s.attempt} series ${s.series} driven ${iso(s.drivenAt)} runAt ${iso(s.runAt)} skew ${s.skewMs} ms`,
+    );
+  }
+  for (const e of input.tracker.jobs.get(id)?.executions ?? []) {
+    lines.push(
+      `  execution: attempt ${e.attempt} ${at(e.startedAt)} → ${e.endedAt ? at(e.endedAt) : 'open'} ${e.end ?? ''}${e.abortReason ? ` (${e.abortReason})` : ''}`,
+    );
+  }
+  for (const h of observer.failureHooks.get(id) ?? []) lines.push(`  onFailure: ${at(h.at)} series ${h.series}`);
+  for (const faults of input.faults) {
+    for (const f of faults.events.filter((e) => e.jobId === id)) {
+      lines.push(
+        `  fault: ${at(f.at)} ${f.op} ${f.kind}/${f.phase}${f.escaping ? ' ESCAPING' : ''} sdk-attempt ${f.attempt}`,
+      );
+    }
+  }
+  for (const l of observer.logs.get(id) ?? []) {
+    const fields = ['attempt', 'token', 'state', 'previousState', 'reason', 'errorName', 'delayMs', 'runAt']
+      .filter((k) => l.fields[k] !== undefined)
+      .map((k) => `${k}=${String(l.fields[k])}`)
+      .join(' ');
+    lines.push(`  log: ${at(l.t)} ${l.level} ${l.message} ${fields}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,155 @@
+/**
+ * What the system chaos run records beside the {@link ProbeTracker}: every claim (attempt,
+ * series, runAt, token), every handler start on the driven clock with the `runAt` it was
+ * started for, every `onFailure` call with its series, every acknowledged answer, and the
+ * runtime's log lines per job (for violation stories).
+ */
+import type { Clock } from '../../shared/core/clock';
+import type { JobStore } from '../../shared/core/ports';
+import type { JobDefinition } from '../../shared/runtime/job-definition';
+import { interceptStore } from '../support/faults';
+
+/** A successful claim. */
+export interface ClaimRecord {
+  attempt: number;
+  /** Manual retries before this claim: the series. */
+  series: number;
+  token: number;
+  runAt: number;
+  /** Driven time of the claim, by the claimer's clock. */
+  at: number;
+  owner: string;
+}
+
+/** A handler start. */
+export interface StartRecord {
+  attempt: number;
+  series: number;
+  /** `ctx.scheduledAt`: the job's runAt for this attempt. */
+  runAt: number;
+  /** Driven time (no skew) when the handler started. */
+  drivenAt: number;
+  realAt: number;
+  /** Skew of the starting worker's clock. */
+  skewMs: number;
+}
+
+/** How one acknowledged enqueue or control call went. */
+export interface Ack {
+  status: number;
+  at: number;
+  via: string;
+}
+
+/** A log line of the runtime about one job. */
+export interface LogLine {
+  t: number;
+  level: string;
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+/** The run's records, keyed by job id. */
+export class SystemObserver {
+  readonly claims = new Map<string, ClaimRecord[]>();
+  readonly starts = new Map<string, StartRecord[]>();
+  readonly failureHooks = new Map<string, { series: number; at: number }[]>();
+  readonly acks = new Map<string, Ack[]>();
+  readonly logs = new Map<string, LogLine[]>();
+  readonly logCounts = new Map<string, number>();
+  readonly events = new Map<string, string[]>();
+
+  private push<T>(map: Map<string, T[]>, key: string, value: T): void {
+    let list = map.get(key);
+    if (!list) {
+      list = [];
+      map.set(key, list);
+    }
+    list.push(value);
+  }
+
+  /** Notes an event in a job's story (control calls, duplicate copies, DLQ copies). */
+  note(jobId: string, text: string): void {
+    this.push(this.events, jobId, `+${((Date.now() - this.t0) / 1000).toFixed(2)}s ${text}`);
+  }
+
+  constructor(readonly t0: number = Date.now()) {}
+
+  /** Records an answer of 200/201 (or a batch item created/existing) that reached the producer. */
+  acknowledge(jobId: string, status: number, via: string): void {
+    this.push(this.acks, jobId, { status, at: Date.now(), via });
+  }
+
+  /** The series of the latest claim of `jobId` (0 when none seen). */
+  currentSeries(jobId: string): number {
+    return this.claims.get(jobId)?.at(-1)?.series ?? 0;
+  }
+
+  /** Wraps a job store so that every successful claim is recorded. */
+  observeStore(store: JobStore): JobStore {
+    return interceptStore(store, {
+      claim: async (original, input) => {
+        const result = await original(input);
+        if (result.kind === 'claimed') {
+          const job = result.job;
+          this.push(this.claims, job.id, {
+            attempt: job.attempts,
+            series: job.retries ?? 0,
+            token: job.leaseToken,
+            runAt: Date.parse(job.runAt),
+            at: input.now,
+            owner: input.owner,
+          });
+        }
+        return result;
+      },
+    });
+  }
+
+  /**
+   * Wraps a job definition (one per worker container): records each handler start against the
+   * driven clock and each `onFailure` call with its series.
+   */
+  wrap(def: JobDefinition, driven: Clock, skewMs: number): JobDefinition {
+    const onFailure = def.onFailure?.bind(def);
+    return {
+      spec: def.spec,
+      run: (payload, ctx) => {
+        const claim = [...(this.claims.get(ctx.jobId) ?? [])].reverse().find((c) => c.attempt === ctx.attempt);
+        this.push(this.starts, ctx.jobId, {
+          attempt: ctx.attempt,
+          series: claim?.series ?? this.currentSeries(ctx.jobId),
+          runAt: Date.parse(ctx.scheduledAt),
+          drivenAt: driven.now(),
+          realAt: Date.now(),
+          skewMs,
+        });
+        return def.run(payload, ctx);
+      },
+      ...(onFailure
+        ? {
+            onFailure: (payload: unknown, info: Parameters<NonNullable<JobDefinition['onFailure']>>[1]) => {
+              this.push(this.failureHooks, info.jobId, { series: this.currentSeries(info.jobId), at: Date.now() });
+              return onFailure(payload, info);
+            },
+          }
+        : {}),
+    };
+  }
+
+  /** A log sink for `createLogger`: counts messages and keeps the lines about each job. */
+  sink(line: string): void {
+    const parsed = JSON.parse(line) as { message: string; level: string; jobId?: string; time?: string } & Record<
+      string,
+      unknown
+    >;
+    const { message, level, jobId, time: _time, ...fields } = parsed;
+    this.logCounts.set(message, (this.logCounts.get(message) ?? 0) + 1);
+    if (jobId) this.push(this.logs, jobId, { t: Date.now(), level, message, fields });
+  }
+
+  /** Count of log lines with this message. */
+  logged(message: string): number {
+    return this.logCounts.get(message) ?? 0;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * The plan of a system chaos run: every job (how it is enqueued, when it is due, how its
+ * handler behaves, what is done to it) and every recurring schedule, drawn from one seed.
+ */
+import type { BackoffInput } from '../../shared/core/backoff';
+import type { OverlapPolicy } from '../../shared/schedules/model';
+import type { ProbePayload } from '../support/probes';
+
+/** How a job's due time is given. */
+export type Timing =
+  /** Due now. */
+  | 'now'
+  /** SQS delay of a few seconds (real time). */
+  | 'sqs-short'
+  /** SQS delay of 5–15 minutes: hidden long in real time, due after a clock jump (the supervisor must repair). */
+  | 'sqs-long'
+  /** `runAt` more than 15 minutes ahead: a one-time Scheduler schedule. */
+  | 'scheduler';
+
+/** Backoff between attempts. */
+export type BackoffKind = 'short' | 'hours' | 'days';
+
+export type Behaviour = 'succeed' | 'sleep' | 'long' | 'flaky' | 'always-fail';
+
+/** One planned job. */
+export interface PlannedJob {
+  id: string;
+  type: string;
+  via: 'single' | 'batch';
+  timing: Timing;
+  delaySeconds?: number;
+  /** Offset of `runAt` from the driven time at enqueue (Scheduler timing). */
+  runAtOffsetMs?: number;
+  behaviour: Behaviour;
+  backoffKind: BackoffKind;
+  backoff: BackoffInput;
+  payload: ProbePayload;
+  maxAttempts: number;
+  /** Extra copies of its message, ms after the acknowledgement. */
+  duplicates: number[];
+  /** Cancel this long after the acknowledgement; then maybe retry `retryAfterMs` after that. */
+  control?: { cancelAfterMs: number; retryAfterMs?: number };
+  /** A copy of its message is put into the DLQ (and redriven) this long after the acknowledgement. */
+  dlqCopyAfterMs?: number;
+}
+
+/** One planned recurring schedule. */
+export interface PlannedSchedule {
+  name: string;
+  type: string;
+  rate: string;
+  overlap: OverlapPolicy;
+  payload: ProbePayload;
+  maxAttempts: number;
+}
+
+/** Sizes and rates of a plan. */
+export interface PlanOptions {
+  jobs: number;
+  types: string[];
+  scheduleType: string;
+  schedules: number;
+  /** Longest `runAt` offset of a Scheduler job, and longest `days` backoff (driven ms). */
+  horizonMs: number;
+  leaseMs: number;
+  timeoutMs: number;
+  batchShare: number;
+  killRate: number;
+  duplicateRate: number;
+  controlRate: number;
+  dlqCopyRate: number;
+}
+
+/** mulberry32: a small seeded PRNG. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const HOUR = 3600_000;
+
+/**
+ * Draws the jobs and schedules of a run.
+ *
+ * @example
+ * const plan = planSystem(options, seeded(42));
+ */
+export function planSystem(
+  options: PlanOptions,
+  random: () => number,
+): { jobs: PlannedJob[]; schedules: PlannedSchedule[] } {
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  const jobs: PlannedJob[] = [];
+  for (let i = 0; i < options.jobs; i++) {
+    const r = random();
+    const behaviour: Behaviour =
+      r < 0.35 ? 'succeed' : r < 0.55 ? 'sleep' : r < 0.6 ? 'long' : r < 0.88 ? 'flaky' : 'always-fail';
+    const payload: ProbePayload = {};
+    let attemptsNeeded = 1;
+    if (behaviour === 'succeed') payload.sleepMs = int(0, 30);
+    if (behaviour === 'sleep') payload.sleepMs = int(100, 1500);
+    if (behaviour === 'long') {
+      payload.sleepMs = int(Math.round(options.leaseMs * 1.2), Math.min(options.timeoutMs - 1000, options.leaseMs * 2));
+    }
+    if (behaviour === 'flaky') {
+      payload.failTimes = int(1, 2);
+      payload.sleepMs = int(0, 200);
+      attemptsNeeded = payload.failTimes + 1;
+    }
+    if (behaviour === 'always-fail') {
+      payload.alwaysFail = true;
+      payload.sleepMs = int(0, 100);
+    }
+    let kills = 0;
+    if (random() < options.killRate) {
+      kills = 1;
+      payload.killOnAttempts = [behaviour === 'always-fail' ? 1 : int(1, attemptsNeeded)];
+      payload.killAfterMs = int(0, Math.round(options.leaseMs * 0.75));
+    }
+    const t = random();
+    const timing: Timing = t < 0.6 ? 'now' : t < 0.75 ? 'sqs-short' : t < 0.83 ? 'sqs-long' : 'scheduler';
+    const b = random();
+    const retries = behaviour === 'flaky' || behaviour === 'always-fail';
+    const backoffKind: BackoffKind = !retries || b < 0.7 ? 'short' : b < 0.85 ? 'hours' : 'days';
+    const delayMs =
+      backoffKind === 'short'
+        ? int(100, 1500)
+        : backoffKind === 'hours'
+          ? int(1 * HOUR, 6 * HOUR)
+          : int(12 * HOUR + 60_000, Math.max(12 * HOUR + 120_000, options.horizonMs));
+    const job: PlannedJob = {
+      id: `sys-${i.toString().padStart(5, '0')}-${Math.floor(random() * 1e9).toString(36)}`,
+      type: options.types[i % options.types.length] ?? 'sys-a',
+      via: random() < options.batchShare ? 'batch' : 'single',
+      timing,
+      behaviour,
+      backoffKind,
+      backoff: { kind: 'constant', delayMs },
+      payload,
+      maxAttempts: behaviour === 'always-fail' ? int(2, 3) : attemptsNeeded + kills + 2,
+      duplicates: random() < options.duplicateRate ? [int(0, 4000), ...(random() < 0.3 ? [int(4000, 9000)] : [])] : [],
+    };
+    if (timing === 'sqs-short') job.delaySeconds = int(1, 20);
+    if (timing === 'sqs-long') job.delaySeconds = int(300, 900);
+    if (timing === 'scheduler') job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));
+    if (random() < options.controlRate) {
+      // Long enough to be running or retrying when the cancel arrives, for some of them.
+      if (behaviour === 'succeed' && random() < 0.5) payload.sleepMs = int(1500, 4000);
+      job.control = {
+        cancelAfterMs: int(0, 5000),
+        ...(random() < 0.7 ? { retryAfterMs: int(0, 3000) } : {}),
+      };
+    }
+    if (random() < options.dlqCopyRate) job.dlqCopyAfterMs = int(0, 6000);
+    jobs.push(job);
+  }
+  const policies: OverlapPolicy[] = ['allow', 'skip', 'queue-one'];
+  const schedules: PlannedSchedule[] = [];
+  for (let i = 0; i < options.schedules; i++) {
+    const flaky = random() < 0.3;
+    schedules.push({
+      name: `rec-${i}-${Math.floor(random() * 1e6).toString(36)}`,
+      type: options.scheduleType,
+      rate: pick(['10 minutes', '15 minutes', '30 minutes', '1 hour']),
+      overlap: policies[i % policies.length] ?? 'allow',
+      payload: { sleepMs: int(200, 3000), ...(flaky ? { failTimes: 1 } : {}) },
+      maxAttempts: 3,
+    });
+  }
+  return { jobs, schedules };
+}

@@ -1,0 +1,383 @@
+/**
+ * The system under test of a system chaos run, on local AWS: the API (Function URL server)
+ * and the Scheduler stand-in on the driven clock, queue runners whose worker containers each
+ * have a skewed clock, two supervisors, fault injectors on every SDK client (with latency on
+ * the API's), and a Scheduler delivery that drops, delays or duplicates fires.
+ */
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
+import { DynamoJobStore, fromItem } from '../../shared/aws/dynamo-job-store';
+import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
+import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
+import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
+import type { Job } from '../../shared/core/job';
+import { createLogger, type Logger } from '../../shared/logger';
+import type { JobDefinition } from '../../shared/runtime/job-definition';
+import { createWorker } from '../../shared/runtime/worker';
+import type { Schedule } from '../../shared/schedules/model';
+import type { SupervisorReport } from '../../shared/supervisor/run';
+import { type LocalAws, localClients, startLocalAws } from '../local-aws/index';
+import { type QueueRunner, type SqsLambdaHandler, startQueueRunner } from '../local-aws/lambda-runner';
+import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
+import { uniquePrefix } from '../local-aws/namespace';
+import type { Deliver } from '../local-aws/scheduler-standin';
+import { type LocalSupervisor, startLocalSupervisor } from '../local-aws/supervisor-loop';
+import { crashable, type DeadZones, type FaultInjector, type Service } from '../support/faults';
+import { DrivenClock, SkewedClock } from './driven-clock';
+import type { SystemObserver } from './system-observer';
+import { seeded } from './system-plan';
+
+/** Settings of the world. */
+export interface WorldOptions {
+  seed: number;
+  runnersPerQueue: number;
+  maxConcurrency: number;
+  batchSize: number;
+  leaseMs: number;
+  visibilitySeconds: number;
+  /** Each worker's clock is the driven clock plus a fixed skew in [-maxSkewMs, +maxSkewMs]. */
+  maxSkewMs: number;
+  /** Probabilities per Scheduler fire. */
+  fireDropRate: number;
+  fireDelayRate: number;
+  fireDuplicateRate: number;
+  /** Real-time interval of each supervisor's passes. */
+  supervisorIntervalMs: number;
+  dynamodbEndpoint?: string;
+}
+
+/** Counters of the Scheduler delivery faults. */
+export interface FireStats {
+  delivered: number;
+  dropped: number;
+  delayed: number;
+  duplicated: number;
+  /** Deliveries still waiting on a timer. */
+  pending: number;
+  /** Fires seen, by kind of target (`job`, `retry`, `recurring`). */
+  byKind: Record<string, number>;
+}
+
+/** A running world. */
+export interface World {
+  aws: LocalAws;
+  platform: LocalPlatform;
+  driven: DrivenClock;
+  inspect: ReturnType<typeof localClients>;
+  deadZones: DeadZones;
+  fireStats: FireStats;
+  /** Fault injection on Scheduler fires is on. */
+  fireFaults: { enabled: boolean };
+  /** Skews of the worker runners (ms) and of the two supervisors. */
+  skews: { workers: number[]; supervisors: number[] };
+  queueUrls: string[];
+  dlqUrls: string[];
+  killedInvocations: () => number;
+  startRunners(): void;
+  stopRunners(): Promise<void>;
+  startSupervisors(): void;
+  stopSupervisors(): Promise<void>;
+  /** One pass of each supervisor, at the same time. */
+  supervise(): Promise<SupervisorReport[]>;
+  runnerStats(): { invocations: number; messages: number; failures: number };
+  scanJobs(): Promise<Map<string, Job>>;
+  getSchedule(name: string): Promise<Schedule | undefined>;
+  messagesIn(urls: string[]): Promise<number>;
+  /** Sends a job message straight to a queue (a duplicate delivery, or a copy into a DLQ). */
+  sendRaw(queueUrl: string, body: string, delaySeconds?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Deploys the job types (`defs`, probe definitions; each worker container runs a wrapped
+ * copy) and starts everything but the runners and supervisors.
+ */
+export async function startWorld(input: {
+  options: WorldOptions;
+  defs: JobDefinition[];
+  /** The killed-worker scopes the probe definitions use. */
+  deadZones: DeadZones;
+  observer: SystemObserver;
+  apiFaults: FaultInjector;
+  workerFaults: FaultInjector;
+  /** Faults of the supervisors' clients. */
+  supervisorFaults: FaultInjector;
+}): Promise<World> {
+  const { options, defs, deadZones, observer, apiFaults, workerFaults, supervisorFaults } = input;
+  const random = seeded(options.seed ^ 0x51de);
+  const driven = new DrivenClock();
+  const fireStats: FireStats = { delivered: 0, dropped: 0, delayed: 0, duplicated: 0, pending: 0, byKind: {} };
+  const fireFaults = { enabled: true };
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, fn: () => Promise<void>) => {
+    fireStats.pending += 1;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      fn()
+        .catch(() => undefined)
+        .finally(() => {
+          fireStats.pending -= 1;
+        });
+    }, ms);
+    timers.add(timer);
+  };
+  const wrapDeliver =
+    (deliver: Deliver): Deliver =>
+    async (fire) => {
+      const kind = fire.name.startsWith('_s.') ? 'recurring' : fire.name.startsWith('_r') ? 'retry' : 'job';
+      fireStats.byKind[kind] = (fireStats.byKind[kind] ?? 0) + 1;
+      const r = random();
+      if (fireFaults.enabled && r < options.fireDropRate) {
+        fireStats.dropped += 1;
+        return; // Scheduler said it delivered; nothing arrives
+      }
+      if (fireFaults.enabled && r < options.fireDropRate + options.fireDelayRate) {
+        fireStats.delayed += 1;
+        later(500 + Math.floor(random() * 8000), () => deliver(fire));
+        return;
+      }
+      await deliver(fire);
+      fireStats.delivered += 1;
+      if (fireFaults.enabled && r < options.fireDropRate + options.fireDelayRate + options.fireDuplicateRate) {
+        fireStats.duplicated += 1;
+        later(Math.floor(random() * 5000), () => deliver(fire));
+      }
+    };
+  const aws = await startLocalAws({
+    clock: driven,
+    autoFire: true,
+    wrapDeliver,
+    ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
+  });
+  const inspect = localClients(aws);
+  const owned: AwsClients[] = [];
+  const logger: Logger = createLogger({ level: 'info', sink: (line) => observer.sink(line) });
+  const faulty = (faults: FaultInjector) => {
+    const c = createAwsClients();
+    for (const [client, service] of [
+      [c.dynamo, 'dynamodb'],
+      [c.sqs, 'sqs'],
+      [c.scheduler, 'scheduler'],
+    ] as const) {
+      faults.install(client, service as Service);
+    }
+    owned.push(c);
+    return c;
+  };
+  let platform: LocalPlatform | undefined;
+  try {
+    aws.applyEnv();
+    const apiClients = faulty(apiFaults);
+    apiFaults.enabled = false; // deploy cleanly
+    workerFaults.enabled = false;
+    platform = await startLocalPlatform({
+      aws,
+      prefix: uniquePrefix('syschaos'),
+      jobs: defs,
+      clients: apiClients,
+      clock: driven,
+      leaseMs: options.leaseMs,
+      visibilityTimeoutSeconds: options.visibilitySeconds,
+      runWorkers: false,
+      logger,
+    });
+  } catch (error) {
+    inspect.destroy();
+    await aws.stop();
+    throw error;
+  }
+  const p = platform;
+  const config = p.config;
+  const skews = {
+    workers: defs.flatMap(() =>
+      Array.from({ length: options.runnersPerQueue }, () => Math.round((random() * 2 - 1) * options.maxSkewMs)),
+    ),
+    supervisors: [
+      Math.round((random() * 2 - 1) * options.maxSkewMs),
+      Math.round((random() * 2 - 1) * options.maxSkewMs),
+    ],
+  };
+  // Worker containers: built once (each with its own clients, clock and owner), reused by runners.
+  let killed = 0;
+  const handlers: { def: JobDefinition; handler: SqsLambdaHandler; sqs: AwsClients['sqs']; name: string }[] = [];
+  defs.forEach((def, d) => {
+    for (let i = 0; i < options.runnersPerQueue; i++) {
+      const skew = skews.workers[d * options.runnersPerQueue + i] ?? 0;
+      const clock = new SkewedClock(driven, skew);
+      const free: SqsLambdaHandler[] = [];
+      for (let n = 0; n < options.maxConcurrency; n++) {
+        const c = faulty(workerFaults);
+        const worker = createWorker(observer.wrap(def, driven, skew), {
+          config,
+          store: observer.observeStore(new DynamoJobStore(c.dynamo, config.tableName)),
+          queue: new SqsJobQueue(c.sqs),
+          scheduler: new EventBridgeJobScheduler(c.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+          schedules: new DynamoScheduleStore(c.dynamo, config.tableName),
+          clock,
+          logger,
+          leaseMs: options.leaseMs,
+          owner: `${def.spec.type}-r${i}-c${n}(${skew >= 0 ? '+' : ''}${skew}ms)`,
+        });
+        free.push(crashable(worker, deadZones, () => (killed += 1)));
+      }
+      const handler: SqsLambdaHandler = async (event, context) => {
+        const container = free.pop();
+        if (!container) throw new Error('no free container (runner concurrency above the pool size)');
+        try {
+          return await container(event, context);
+        } finally {
+          free.push(container);
+        }
+      };
+      handlers.push({ def, handler, sqs: faulty(workerFaults).sqs, name: `${def.spec.type}-${i}` });
+    }
+  });
+  let runners: QueueRunner[] = [];
+  const runnerTotals = { invocations: 0, messages: 0, failures: 0 };
+  const supervisorClients = [faulty(supervisorFaults), faulty(supervisorFaults)];
+  let supervisors: LocalSupervisor[] = [];
+  const makeSupervisors = (intervalMs?: number) =>
+    supervisorClients.map((clients, i) =>
+      startLocalSupervisor({
+        config,
+        clients,
+        jobs: new DynamoJobStore(clients.dynamo, config.tableName),
+        schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
+        clock: new SkewedClock(driven, skews.supervisors[i] ?? 0),
+        logger,
+        ...(intervalMs !== undefined ? { settings: { intervalMs } } : {}),
+      }),
+    );
+  const oneShot = makeSupervisors();
+  const scheduleStore = new DynamoScheduleStore(inspect.dynamo, config.tableName);
+
+  return {
+    aws,
+    platform: p,
+    driven,
+    inspect,
+    deadZones,
+    fireStats,
+    fireFaults,
+    skews,
+    queueUrls: Object.values(p.deployment.queues).map((q) => q.url),
+    dlqUrls: Object.values(p.deployment.queues).map((q) => q.dlqUrl),
+    killedInvocations: () => killed,
+    startRunners() {
+      if (runners.length > 0) return;
+      runners = handlers.map(({ def, handler, sqs, name }) => {
+        const q = p.deployment.queues[def.spec.type];
+        if (!q) throw new Error(`no queues for ${def.spec.type}`);
+        return startQueueRunner({
+          queueUrl: q.url,
+          queueArn: q.arn,
+          handler,
+          functionName: name,
+          batchSize: options.batchSize,
+          maxConcurrency: options.maxConcurrency,
+          waitTimeSeconds: 1,
+          timeoutMs: def.spec.timeoutMs + 30_000,
+          sqs,
+        });
+      });
+    },
+    async stopRunners() {
+      const stopping = runners;
+      runners = [];
+      await Promise.all(stopping.map((r) => r.stop()));
+      for (const r of stopping) {
+        runnerTotals.invocations += r.stats.invocations;
+        runnerTotals.messages += r.stats.messages;
+        runnerTotals.failures += r.stats.failures;
+      }
+    },
+    startSupervisors() {
+      if (supervisors.length === 0) supervisors = makeSupervisors(options.supervisorIntervalMs);
+    },
+    async stopSupervisors() {
+      const stopping = supervisors;
+      supervisors = [];
+      await Promise.all(stopping.map((s) => s.stop()));
+    },
+    supervise: () =>
+      Promise.all(oneShot.map((s) => s.supervise().catch(() => undefined))).then((reports) =>
+        reports.filter((r): r is SupervisorReport => r !== undefined),
+      ),
+    runnerStats() {
+      const live = runners.reduce(
+        (acc, r) => ({
+          invocations: acc.invocations + r.stats.invocations,
+          messages: acc.messages + r.stats.messages,
+          failures: acc.failures + r.stats.failures,
+        }),
+        { ...runnerTotals },
+      );
+      return live;
+    },
+    async scanJobs() {
+      const out = new Map<string, Job>();
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await inspect.dynamo.send(
+          new ScanCommand({
+            TableName: config.tableName,
+            ConsistentRead: true,
+            ...(startKey ? { ExclusiveStartKey: startKey as never } : {}),
+          }),
+        );
+        for (const item of page.Items ?? []) {
+          if (!item.pk?.S?.startsWith('job#')) continue;
+          const job = fromItem(item);
+          out.set(job.id, job);
+        }
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+      return out;
+    },
+    getSchedule: (name) => scheduleStore.get(name),
+    async messagesIn(urls) {
+      let total = 0;
+      for (const url of urls) {
+        const out = await inspect.sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: url,
+            AttributeNames: [
+              'ApproximateNumberOfMessages',
+              'ApproximateNumberOfMessagesNotVisible',
+              'ApproximateNumberOfMessagesDelayed',
+            ],
+          }),
+        );
+        const a = out.Attributes ?? {};
+        total +=
+          Number(a.ApproximateNumberOfMessages ?? 0) +
+          Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+          Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+      }
+      return total;
+    },
+    async sendRaw(queueUrl, body, delaySeconds) {
+      await inspect.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: body,
+          ...(delaySeconds ? { DelaySeconds: delaySeconds } : {}),
+        }),
+      );
+    },
+    async stop() {
+      for (const timer of timers) clearTimeout(timer);
+      await Promise.all(runners.map((r) => r.stop()));
+      await Promise.all([...supervisors, ...oneShot].map((s) => s.stop()));
+      await p.stop();
+      for (const c of owned) {
+        c.dynamo.destroy();
+        c.sqs.destroy();
+        c.scheduler.destroy();
+      }
+      inspect.destroy();
+      await aws.stop();
+    },
+  };
+}
