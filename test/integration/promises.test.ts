@@ -49,7 +49,10 @@ let seq = 0;
 function newJob(overrides: Partial<Job> = {}, now = T0): Job {
   seq += 1;
   const payload = { n: seq };
-  return baseJob({ id: `p-${seq}`, type: 'echo', payload, payloadHash: payloadHash('echo', payload), ...overrides }, now);
+  return baseJob(
+    { id: `p-${seq}`, type: 'echo', payload, payloadHash: payloadHash('echo', payload), ...overrides },
+    now,
+  );
 }
 
 async function claimed(job: Pick<Job, 'id' | 'type'>, owner: string, now: number, leaseMs = LEASE): Promise<Job> {
