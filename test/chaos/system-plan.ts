@@ -151,12 +151,19 @@ export function planSystem(
     if (timing === 'sqs-long') job.delaySeconds = int(300, 900);
     if (timing === 'scheduler') job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));
     if (random() < options.controlRate) {
-      // Long enough to be running or retrying when the cancel arrives, for some of them.
-      if (behaviour === 'succeed' && random() < 0.5) payload.sleepMs = int(1500, 4000);
-      job.control = {
-        cancelAfterMs: int(0, 5000),
-        ...(random() < 0.7 ? { retryAfterMs: int(0, 3000) } : {}),
-      };
+      // Aim the cancel at a running attempt, at a job waiting for its retry, or anywhere.
+      const aim = random();
+      let cancelAfterMs = int(0, 5000);
+      if (aim < 0.35 && !payload.alwaysFail) {
+        payload.sleepMs = int(2500, Math.min(options.timeoutMs - 1000, 4500));
+        cancelAfterMs = int(300, 1500);
+      } else if (aim < 0.7 && (behaviour === 'flaky' || behaviour === 'always-fail')) {
+        job.backoffKind = 'short';
+        job.backoff = { kind: 'constant', delayMs: int(4000, 8000) };
+        payload.sleepMs = int(0, 100);
+        cancelAfterMs = int(1000, 3000);
+      }
+      job.control = { cancelAfterMs, ...(random() < 0.7 ? { retryAfterMs: int(0, 3000) } : {}) };
     }
     if (random() < options.dlqCopyRate) job.dlqCopyAfterMs = int(0, 6000);
     jobs.push(job);
