@@ -8,7 +8,7 @@ import { describeJob } from '../core/describe';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/enqueue';
 import { isFireMessage } from '../core/fire-message';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
-import { DEFAULT_LEASE_MS, heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
+import { DEFAULT_LEASE_MS } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
@@ -17,6 +17,7 @@ import type { ScheduleStore } from '../schedules/ports';
 import { persist, progressReporter } from './attempt-support';
 import { resolveFire } from './fire';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
+import { keepLease } from './lease-keeper';
 import { expireJob, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
@@ -55,6 +56,29 @@ function resultProblem(result: unknown): string | undefined {
     return `result is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`;
   }
   return size > MAX_RESULT_BYTES ? `result is ${size} bytes of JSON; the limit is ${MAX_RESULT_BYTES}` : undefined;
+}
+
+/**
+ * Waits up to `withinMs` for an aborted handler to settle. A handler that honours its signal has
+ * stopped by then; one that does not is logged (the guarantees assume it stops).
+ */
+async function handlerStopped(running: Promise<unknown>, withinMs: number, log: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([
+    running.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), withinMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!stopped) {
+    log.warn('the handler did not stop within a heartbeat interval of its abort signal; pass ctx.signal on', {
+      waitedMs: withinMs,
+    });
+  }
 }
 
 /** What to tell the event source mapping about one record. */
@@ -132,73 +156,60 @@ export function createWorker(
       controller.abort(error);
       log.warn('lease lost; aborting handler', { token: job.leaseToken });
     };
-    const progress = progressReporter({ job, store: deps.store, clock, log, onLeaseLost: loseLease });
-    const timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
-    // The lease is ours until `leaseValidUntil` (from the start of the last heartbeat that
-    // succeeded). If heartbeats keep failing, stop the handler before that time runs out, so
-    // another worker's takeover can never overlap with this attempt.
-    const interval = heartbeatIntervalMs(leaseMs);
-    let leaseValidUntil = (job.leaseExpiresAt ?? clock.now() + leaseMs) as number;
-    let beat: Promise<void> = Promise.resolve();
-    let warnedSlow = false;
-    const heartbeat = setInterval(() => {
-      const now = clock.now();
-      if (now + interval >= leaseValidUntil) {
-        loseLease(new LeaseLostError(job.id, job.leaseToken));
-        return;
-      }
-      beat = deps.store
-        .heartbeat({ job, now, leaseMs })
-        .then(() => {
-          leaseValidUntil = now + leaseMs;
-          const tookMs = clock.now() - now;
-          if (!warnedSlow && tookMs > interval / 3) {
-            // Two such round trips in one interval and the lease cannot be confirmed in time.
-            warnedSlow = true;
-            log.warn('the job table answers slowly for this lease length; raise leaseMs (≥ 10 × p99 write latency)', {
-              tookMs,
-              leaseMs,
-              heartbeatIntervalMs: interval,
-            });
-          }
-          return deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, heartbeatVisibilitySeconds(leaseMs));
-        })
-        .catch((error: unknown) => {
-          if (error instanceof LeaseLostError) {
-            loseLease(error);
-          } else {
-            log.warn('heartbeat failed; will try again', errorFields(error));
-          }
-        });
-    }, interval);
-
-    const aborted = new Promise<never>((_, reject) => {
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    // From the claim on: if the lease cannot be renewed, the handler is stopped at least one
+    // heartbeat interval before it runs out, so another worker's takeover never overlaps it.
+    const keeper = keepLease({
+      job,
+      store: deps.store,
+      queue: deps.queue,
+      queueUrl: route.queueUrl,
+      receiptHandle: record.receiptHandle,
+      clock,
+      leaseMs,
+      log,
+      onLost: loseLease,
     });
-    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
+    const progress = progressReporter({ job, store: deps.store, clock, log, onLeaseLost: loseLease });
+    let timeout: NodeJS.Timeout | undefined;
+    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown } = {
+      ok: false,
+      error: new LeaseLostError(job.id, job.leaseToken),
+    };
     try {
-      const ctx: JobContext = {
-        jobId: job.id,
-        type: job.type,
-        attempt: job.attempts,
-        maxAttempts: job.maxAttempts,
-        scheduledAt: job.runAt,
-        signal: controller.signal,
-        log,
-        progress: progress.report,
-      };
-      outcome = { ok: true, result: await Promise.race([def.run(parsed.data, ctx), aborted]) };
-    } catch (error) {
-      outcome = { ok: false, error };
+      await holdUntilRunAt(job, clock.now()); // claimed up to 1 s before its runAt
+      if (!leaseLost) {
+        timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
+        const aborted = new Promise<never>((_, reject) => {
+          controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+        });
+        aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
+        const ctx: JobContext = {
+          jobId: job.id,
+          type: job.type,
+          attempt: job.attempts,
+          maxAttempts: job.maxAttempts,
+          scheduledAt: job.runAt,
+          signal: controller.signal,
+          log,
+          progress: progress.report,
+        };
+        // Through a promise, so a handler that throws synchronously is caught like one that rejects.
+        const running = Promise.resolve().then(() => def.run(parsed.data, ctx));
+        try {
+          outcome = { ok: true, result: await Promise.race([running, aborted]) };
+        } catch (error) {
+          outcome = { ok: false, error };
+        }
+        // Aborted (timeout, lost lease): give the handler its heartbeat interval to stop, while
+        // the lease is still kept, before anything is recorded or the message comes back, so the
+        // next attempt never starts beside it (nor a frozen Lambda resumes it later).
+        if (controller.signal.aborted) await handlerStopped(running, keeper.intervalMs, log);
+      }
     } finally {
       clearTimeout(timeout);
-      clearInterval(heartbeat);
       progress.stop();
+      await keeper.stop();
     }
-    aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
-    // A heartbeat still in flight must not change the message after we decide (bounded: a hung
-    // call must not hang the invocation).
-    await Promise.race([beat, new Promise((resolve) => setTimeout(resolve, interval).unref())]);
 
     // The lease is gone (taken over, cancelled, or not confirmable): record nothing. A job that
     // ended (e.g. cancelled) needs its message no more; otherwise keep the message, and when it
@@ -359,7 +370,6 @@ export function createWorker(
             token: claim.job.leaseToken,
             ...describeJob(def.spec, claim.job.payload),
           });
-          await holdUntilRunAt(claim.job, clock.now()); // claimed up to 1 s before its runAt
           return await runAttempt(claim.job, record, attemptLog);
         }
       }

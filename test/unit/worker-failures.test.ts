@@ -41,13 +41,47 @@ describe('worker: timeouts and leases', () => {
     ]);
   });
 
-  it('ends the attempt at the timeout even when the handler ignores its signal', async () => {
-    const h = harness({ run: () => new Promise(() => {}) });
+  it('ends the attempt at the timeout even when the handler ignores its signal, after its interval to stop', async () => {
+    // lease 600 ms: a 200 ms heartbeat interval, which is the handler's time to stop
+    const h = harness({ leaseMs: 600, run: () => new Promise(() => {}) });
     h.store.seed(echoJob('job-1'));
 
     await h.worker(sqsEvent(messageFor('job-1')));
 
     expect(h.store.peek('job-1')?.errors[0]?.reason).toBe('timeout');
+    expect(
+      logged(h.logs, 'the handler did not stop within a heartbeat interval of its abort signal; pass ctx.signal on'),
+    ).toEqual([expect.objectContaining({ level: 'warn', waitedMs: 200 })]);
+  });
+
+  it('records a timed-out attempt only once its handler stopped, so the retry never overlaps it', async () => {
+    let stoppedAt = 0;
+    const h = harness({
+      leaseMs: 3_000,
+      run: (_payload, ctx) =>
+        new Promise((_, reject) => {
+          ctx.signal.addEventListener('abort', () => {
+            // cleans up for 300 ms after the abort (within its 1 s heartbeat interval)
+            setTimeout(() => {
+              stoppedAt = Date.now();
+              reject(ctx.signal.reason);
+            }, 300);
+          });
+        }),
+    });
+    h.store.seed(echoJob('job-1'));
+    const original = h.store.retry.bind(h.store);
+    let retryWrittenAt = 0;
+    h.store.retry = async (input) => {
+      retryWrittenAt = Date.now();
+      return original(input);
+    };
+
+    await h.worker(sqsEvent(messageFor('job-1')));
+
+    expect(h.store.peek('job-1')?.state).toBe('retrying');
+    expect(stoppedAt).toBeGreaterThan(0);
+    expect(retryWrittenAt).toBeGreaterThanOrEqual(stoppedAt);
   });
 
   it('heartbeats while the handler runs: extends the lease and the message visibility', async () => {
@@ -271,5 +305,41 @@ describe('worker: leases it cannot confirm', () => {
     expect(signal?.reason).toBeInstanceOf(LeaseLostError);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(h.store.peek('job-1')).toMatchObject({ state: 'running', leaseToken: 1, errors: [] });
+  });
+
+  it('counts the first lease from the claim: a slow claim leaves less time, and the handler stops in time', async () => {
+    let abortedAfterMs: number | undefined;
+    let finished = false;
+    const h = harness({
+      leaseMs: 3_000, // heartbeat interval 1 s
+      run: (_p, ctx) =>
+        new Promise((resolve) => {
+          const started = Date.now();
+          ctx.signal.addEventListener('abort', () => {
+            abortedAfterMs = Date.now() - started;
+            resolve('stopped');
+          });
+          setTimeout(() => {
+            finished = true;
+            resolve('ran past its lease');
+          }, 2_500);
+        }),
+    });
+    h.store.seed(echoJob('job-1'));
+    h.store.failNext('heartbeat', new DependencyError('503'), 10);
+    // The claim's answer arrives 1.5 s after its clock reading: 1.5 s of the lease are left, so
+    // the handler must stop 0.5 s from now, one heartbeat interval before the lease runs out.
+    const claim = h.store.claim.bind(h.store);
+    h.store.claim = async (input) => {
+      const result = await claim(input);
+      h.clock.advance(1_500);
+      return result;
+    };
+
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
+    });
+    expect(finished).toBe(false);
+    expect(abortedAfterMs).toBeLessThanOrEqual(700);
   });
 });

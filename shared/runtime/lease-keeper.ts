@@ -1,0 +1,106 @@
+/**
+ * Keeping an attempt's lease: heartbeats every third of the lease, and an abort of the handler
+ * one heartbeat interval before the lease runs out if it could not be renewed. Started right
+ * after the claim, so the deadline counts from the claim's own clock reading (a slow claim, the
+ * wait for runAt and a late timer all come out of the same budget).
+ */
+import type { Clock } from '../core/clock';
+import type { Job } from '../core/job';
+import { heartbeatIntervalMs, heartbeatVisibilitySeconds } from '../core/lease';
+import type { JobQueue, JobStore } from '../core/ports';
+import { LeaseLostError } from '../errors';
+import { errorFields, type Logger } from '../logger';
+
+export interface LeaseKeeper {
+  /** Heartbeat period (a third of the lease). */
+  readonly intervalMs: number;
+  /** Stops heartbeating; resolves once a heartbeat still in flight settled (at most one interval). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps the lease of `job` (as the claim returned it) until `stop()`. Calls `onLost` once, when
+ * the store refuses a heartbeat (taken over, cancelled) or when the lease could not be renewed
+ * in time: by then at least one heartbeat interval of the lease is left, which is the handler's
+ * time to stop before anyone may take over (plus `MAX_CLOCK_SKEW_MS`, see core/lease.ts).
+ *
+ * @example
+ * const keeper = keepLease({ job, store, queue, queueUrl, receiptHandle, clock, leaseMs, log, onLost: abort });
+ * try { await run(); } finally { await keeper.stop(); }
+ */
+export function keepLease(input: {
+  job: Job;
+  store: JobStore;
+  queue: JobQueue;
+  queueUrl: string;
+  receiptHandle: string;
+  clock: Clock;
+  leaseMs: number;
+  log: Logger;
+  onLost: (error: LeaseLostError) => void;
+}): LeaseKeeper {
+  const { job, store, clock, leaseMs, log } = input;
+  const interval = heartbeatIntervalMs(leaseMs);
+  let validUntil = job.leaseExpiresAt ?? clock.now() + leaseMs;
+  let stopped = false;
+  let lost = false;
+  let warnedSlow = false;
+  let beat: Promise<void> = Promise.resolve();
+
+  const lose = (error: LeaseLostError) => {
+    if (lost || stopped) return;
+    lost = true;
+    input.onLost(error);
+  };
+  const unconfirmed = () => new LeaseLostError(job.id, job.leaseToken);
+
+  // The deadline in real time (precise even when a tick is late) ...
+  let deadline: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (deadline) clearTimeout(deadline);
+    deadline = setTimeout(() => lose(unconfirmed()), Math.max(0, validUntil - interval - clock.now()));
+  };
+  arm();
+  // ... and the same check at every tick, on the injected clock (tests move it by jumps).
+  const ticker = setInterval(() => {
+    const now = clock.now();
+    if (now + interval >= validUntil) {
+      lose(unconfirmed());
+      return;
+    }
+    beat = store
+      .heartbeat({ job, now, leaseMs })
+      .then(() => {
+        if (stopped) return;
+        validUntil = now + leaseMs;
+        arm();
+        const tookMs = clock.now() - now;
+        if (!warnedSlow && tookMs > interval / 3) {
+          // Two such round trips in one interval and the lease cannot be confirmed in time.
+          warnedSlow = true;
+          log.warn('the job table answers slowly for this lease length; raise leaseMs (≥ 10 × p99 write latency)', {
+            tookMs,
+            leaseMs,
+            heartbeatIntervalMs: interval,
+          });
+        }
+        return input.queue.changeVisibility(input.queueUrl, input.receiptHandle, heartbeatVisibilitySeconds(leaseMs));
+      })
+      .catch((error: unknown) => {
+        if (error instanceof LeaseLostError) lose(error);
+        else log.warn('heartbeat failed; will try again', errorFields(error));
+      });
+  }, interval);
+
+  return {
+    intervalMs: interval,
+    async stop() {
+      stopped = true;
+      clearInterval(ticker);
+      if (deadline) clearTimeout(deadline);
+      // A heartbeat still in flight must not change the message after the caller decides
+      // (bounded: a hung call must not hang the invocation).
+      await Promise.race([beat, new Promise((resolve) => setTimeout(resolve, interval).unref())]);
+    },
+  };
+}
