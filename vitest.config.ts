@@ -5,7 +5,9 @@ import { defineConfig } from 'vitest/config';
  * - unit: pure domain logic, no network;
  * - infra: CDK synth assertions and cdk-nag;
  * - integration: real AWS SDK against local AWS (DynamoDB Local, fauxqs, Scheduler stand-in);
- * - e2e: the HTTP API and workers end to end, against local AWS or a deployed stack.
+ * - e2e: the HTTP API and workers end to end, against local AWS or a deployed stack;
+ * - moto (`npm run test:moto`): the e2e suite and the supervisor-only scenarios (test/moto) on
+ *   moto server, a second AWS implementation whose Scheduler never fires (each file starts its own).
  */
 export default defineConfig({
   test: {
@@ -36,6 +38,17 @@ export default defineConfig({
           globalSetup: ['test/local-aws/global-setup.ts'],
           pool: 'forks',
           testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'moto',
+          include: ['test/e2e/**/*.test.ts', 'test/moto/**/*.test.ts'],
+          globalSetup: ['test/local-aws/moto-global-setup.ts'],
+          env: { ORRERY_AWS: 'moto' },
+          pool: 'forks',
+          testTimeout: 240_000,
           hookTimeout: 120_000,
         },
       },

@@ -7,7 +7,12 @@ import {
   type DynamoDBClient,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { CreateScheduleGroupCommand, DeleteScheduleGroupCommand } from '@aws-sdk/client-scheduler';
+import {
+  CreateScheduleGroupCommand,
+  DeleteScheduleGroupCommand,
+  GetScheduleGroupCommand,
+  type SchedulerClient,
+} from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { type PlatformConfig, platformConfigToEnv } from '../../shared/config';
 import {
@@ -133,9 +138,7 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
         );
       }
     })();
-    const group = clients.scheduler
-      .send(new CreateScheduleGroupCommand({ Name: scheduleGroup }))
-      .catch(ignore('ConflictException'));
+    const group = ensureScheduleGroup(clients.scheduler, scheduleGroup);
     const [queueList] = await Promise.all([
       Promise.all(
         options.jobTypes.map(
@@ -179,9 +182,7 @@ export async function destroyLocal(aws: LocalAwsTarget, deployment: LocalDeploym
   try {
     await Promise.all([
       clients.dynamo.send(new DeleteTableCommand({ TableName: deployment.config.tableName })).catch(ignoreMissing),
-      clients.scheduler
-        .send(new DeleteScheduleGroupCommand({ Name: deployment.config.scheduleGroup }))
-        .catch(ignoreMissing),
+      deleteScheduleGroup(clients.scheduler, deployment.config.scheduleGroup),
       ...Object.values(deployment.queues).flatMap((q) => [
         clients.sqs.send(new DeleteQueueCommand({ QueueUrl: q.url })).catch(ignoreMissing),
         clients.sqs.send(new DeleteQueueCommand({ QueueUrl: q.dlqUrl })).catch(ignoreMissing),
@@ -190,6 +191,46 @@ export async function destroyLocal(aws: LocalAwsTarget, deployment: LocalDeploym
   } finally {
     clients.destroy();
   }
+}
+
+/**
+ * Creates the schedule group unless it exists. It asks first (GetScheduleGroup), because an
+ * endpoint may answer CreateScheduleGroup of an existing group by replacing it and silently
+ * dropping its schedules (moto does); Scheduler itself answers ConflictException, ignored here
+ * for a concurrent create.
+ */
+async function ensureScheduleGroup(scheduler: SchedulerClient, name: string): Promise<void> {
+  if (await scheduleGroupExists(scheduler, name)) return;
+  await scheduler.send(new CreateScheduleGroupCommand({ Name: name })).catch(ignore('ConflictException'));
+}
+
+/**
+ * Deletes the schedule group; one that is already gone is fine. It asks first, because an
+ * endpoint may answer DeleteScheduleGroup of a missing group with an error other than
+ * ResourceNotFoundException (moto: an HTML 500); a delete that fails is checked again the same way.
+ */
+async function deleteScheduleGroup(scheduler: SchedulerClient, name: string): Promise<void> {
+  if (!(await scheduleGroupExists(scheduler, name))) return;
+  try {
+    await scheduler.send(new DeleteScheduleGroupCommand({ Name: name }));
+  } catch (error) {
+    if (awsName(error) === 'ResourceNotFoundException' || !(await scheduleGroupExists(scheduler, name))) return;
+    throw error;
+  }
+}
+
+async function scheduleGroupExists(scheduler: SchedulerClient, name: string): Promise<boolean> {
+  try {
+    await scheduler.send(new GetScheduleGroupCommand({ Name: name }));
+    return true;
+  } catch (error) {
+    if (awsName(error) === 'ResourceNotFoundException') return false;
+    throw error;
+  }
+}
+
+function awsName(error: unknown): string {
+  return (error as { name?: string } | null)?.name ?? '';
 }
 
 async function createQueues(sqs: SQSClient, options: DeployLocalOptions, jobType: LocalJobType): Promise<LocalQueues> {

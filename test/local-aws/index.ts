@@ -9,6 +9,7 @@ import {
   type MotoServer,
   measureWriteLatency,
   startMotoServer,
+  startSerialProxy,
   unavailable,
   type WriteLatency,
 } from './moto';
@@ -145,15 +146,20 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
 }
 
 /**
- * The moto target: one moto server of our own for DynamoDB, SQS and Scheduler, its write
- * latency measured and the lease sized from it. There is no Scheduler stand-in (moto's
- * Scheduler stores schedules and never fires them) and no fauxqs: using either throws.
+ * The moto target: one moto server of our own for DynamoDB, SQS and Scheduler (DynamoDB through
+ * a proxy that sends it one request at a time: moto does not serialise conditional writes, see
+ * moto.ts), its write latency measured and the lease sized from it. There is no Scheduler
+ * stand-in (moto's Scheduler stores schedules and never fires them) and no fauxqs: using
+ * either throws.
  */
 async function startMotoAws(region: string): Promise<LocalAws> {
   const moto = await startMotoServer();
+  let proxy: Awaited<ReturnType<typeof startSerialProxy>> | undefined;
   try {
-    const writeLatency = await measureWriteLatency(moto.endpoint, region);
-    const endpoints: LocalEndpoints = { dynamodb: moto.endpoint, sqs: moto.endpoint, scheduler: moto.endpoint };
+    proxy = await startSerialProxy(moto.endpoint);
+    const dynamodbProxy = proxy;
+    const writeLatency = await measureWriteLatency(proxy.endpoint, region);
+    const endpoints: LocalEndpoints = { dynamodb: proxy.endpoint, sqs: moto.endpoint, scheduler: moto.endpoint };
     const env = localAwsEnv(endpoints, region);
     const why = "the moto target has moto's own SQS and a Scheduler that never fires";
     return {
@@ -168,9 +174,13 @@ async function startMotoAws(region: string): Promise<LocalAws> {
       moto,
       writeLatency,
       leaseMs: leaseMsForWriteLatency(writeLatency),
-      stop: () => moto.stop(),
+      async stop() {
+        await dynamodbProxy.stop();
+        await moto.stop();
+      },
     };
   } catch (error) {
+    await proxy?.stop();
     await moto.stop();
     throw error;
   }

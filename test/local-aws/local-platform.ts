@@ -34,7 +34,7 @@ export interface LocalPlatformOptions {
   catalog?: readonly JobTypeSpec[];
   /** Clock for the API and workers. @default systemClock */
   clock?: Clock;
-  /** Lease length for workers. @default 30_000 */
+  /** Lease length for workers. @default `aws.leaseMs` (moto: sized from its write latency), else 30_000 */
   leaseMs?: number;
   /** Port for the API. @default 0 (random) */
   port?: number;
@@ -152,7 +152,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       clock,
       logger,
       schedules,
-      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+      ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...options.worker,
     });
     workers[job.spec.type] = worker;
