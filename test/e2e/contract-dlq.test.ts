@@ -46,13 +46,16 @@ describe('GET /dlq', () => {
 });
 
 describe('POST /dlq/redrive', () => {
-  it('moves a dead job message back to the ready queue, where the job then runs to success', async () => {
-    // A queued job whose own message waits 15 minutes in SQS; a copy of its message sits in the DLQ.
+  it('moves a dead job message back to the ready queue; the job runs once, not before it is due', async () => {
+    // A queued job due in a few seconds, and a copy of its message in the DLQ. (It cannot wait
+    // 15 minutes as it once did: a worker never starts a job before its runAt, whatever message
+    // brought it.) The redriven copy is an ordinary delivery: early, it waits for runAt; of the
+    // two deliveries, exactly one runs the job.
     const job = await call(target, 'POST', '/jobs', 201, jobViewSchema, {
       id: uniqueId('redrive'),
       type: 'echo',
       payload: { redriven: true },
-      delaySeconds: 900,
+      delaySeconds: 5,
     });
     await target.sendToDlq('echo', JSON.stringify({ v: 1, id: job.id, type: 'echo' }));
     await waitFor('the dead letter', async () =>
@@ -73,6 +76,8 @@ describe('POST /dlq/redrive', () => {
 
     const done = await waitForJob(target, job.id, ['succeeded'], 60_000);
     expect(done).toMatchObject({ attempts: 1, result: { redriven: true } });
+    // The claim (startedAt) may come up to a second before runAt; the handler never does.
+    expect(Date.parse(done.startedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(job.runAt) - 1_000);
     await waitFor(
       'the DLQ to be empty of it',
       async () => ((await peek('echo')).messages.some((m) => m.jobId === job.id) ? undefined : true),

@@ -10,7 +10,7 @@ import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { sleep } from '../../functions/jobs/sleep';
 import { createLogger } from '../../shared/logger';
-import { startLocalAws } from '../local-aws/index';
+import { type AwsTargetKind, awsTargetFromEnv, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { ShiftedClock } from '../support/scheduling-clock';
@@ -18,6 +18,8 @@ import { ShiftedClock } from '../support/scheduling-clock';
 /** What the e2e suite talks to: the same tests run against local AWS or a deployed stack. */
 export interface E2ETarget {
   kind: 'local' | 'deployed';
+  /** For a local target: which AWS the local platform runs on (`ORRERY_AWS`: our emulators or moto server). */
+  aws?: AwsTargetKind;
   /**
    * Sends a request to the API (signed with SigV4 when deployed). A string or `Uint8Array` body
    * is sent as is (raw bytes, e.g. invalid UTF-8); anything else as JSON.
@@ -31,7 +33,7 @@ export interface E2ETarget {
   footprint(): Promise<{ items: number; messages: number; schedules: number }>;
   /** Names of the one-time job schedules that exist now. */
   scheduleNames(): Promise<string[]>;
-  /** Moves the Scheduler's clock forward (local only). */
+  /** Moves the Scheduler's clock forward and fires what is due (local with our Scheduler stand-in only; not on moto). */
   advanceSchedulerClock?: (ms: number) => Promise<void>;
   stop(): Promise<void>;
 }
@@ -113,9 +115,34 @@ async function scheduleNamesOf(resources: StackResources, scheduler: SchedulerCl
 }
 
 /**
+ * True when the e2e suite runs locally on moto server (`ORRERY_AWS=moto`, `npm run test:moto`)
+ * instead of our own emulators: moto's Scheduler stores schedules but never fires them, and
+ * there is no Scheduler stand-in whose clock a test could move.
+ */
+export const onMoto = process.env.ORRERY_E2E_OUTPUTS === undefined && awsTargetFromEnv() === 'moto';
+
+/**
+ * Why a test that drives the Scheduler stand-in (moves its clock, waits for it to fire) is
+ * skipped on moto, and only there. The same paths without firing (the supervisor alone) are
+ * tested on moto by test/moto/supervisor-only.test.ts.
+ */
+export const NEEDS_SCHEDULER_STANDIN =
+  "drives the Scheduler stand-in's clock and firing; moto's Scheduler never fires (supervisor-only runs: test/moto/)";
+
+/**
+ * The title of a test that needs the Scheduler stand-in: on moto it carries the reason it is
+ * skipped, so the report says why. Use with `it.skipIf(onMoto)(standInTest('...'), ...)`.
+ */
+export function standInTest(title: string): string {
+  return onMoto ? `${title} [skipped on moto: ${NEEDS_SCHEDULER_STANDIN}]` : title;
+}
+
+/**
  * Local target: fresh local AWS and platform for this test file. Scheduler, API and workers share
  * one clock that runs in real time and jumps when a test advances it: a far-future job's schedule
- * fires a minute before runAt, and the worker must agree that runAt has come.
+ * fires a minute before runAt, and the worker must agree that runAt has come. With
+ * `ORRERY_AWS=moto` the same platform runs on a moto server of its own (no stand-in; workers'
+ * lease sized from moto's measured write latency, see test/local-aws/moto.ts).
  */
 async function localTarget(): Promise<E2ETarget> {
   const schedulerClock = new ShiftedClock();
@@ -142,6 +169,7 @@ async function localTarget(): Promise<E2ETarget> {
   };
   return {
     kind: 'local',
+    aws: aws.target,
     request: (method, path, body, headers = {}) =>
       fetch(`${platform.url}${path}`, {
         method,
@@ -152,10 +180,15 @@ async function localTarget(): Promise<E2ETarget> {
     queueDepth: (type) => queueDepth(resources, platform.clients.sqs, type),
     footprint: () => footprintOf(resources, platform.clients),
     scheduleNames: () => scheduleNamesOf(resources, platform.clients.scheduler),
-    advanceSchedulerClock: async (ms) => {
-      schedulerClock.jumpTo(Date.now() + ms);
-      await aws.scheduler.fireDue();
-    },
+    // moto has no stand-in to fire: there, only the supervisor brings delayed work in.
+    ...(aws.target === 'local'
+      ? {
+          advanceSchedulerClock: async (ms: number) => {
+            schedulerClock.jumpTo(Date.now() + ms);
+            await aws.scheduler.fireDue();
+          },
+        }
+      : {}),
     async stop() {
       await platform.stop();
       await aws.stop();
