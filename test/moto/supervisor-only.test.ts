@@ -229,6 +229,8 @@ describe('supervisor only (moto: Scheduler never fires), deployed one-minute cad
 
   it('a retry delayed beyond 12 h starts within 11 min of its runAt, and its retry schedule is removed', async () => {
     const delayMs = 13 * 3600_000;
+    // Fail it just after a whole minute, so its retry falls due there too: the rule's worst phase.
+    clock.jumpTo(minuteStart(clock.now()) + 60_000);
     const created = await api<JobView>('POST', '/jobs', {
       type: 'flaky',
       payload: { failTimes: 1 },
