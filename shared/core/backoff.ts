@@ -1,7 +1,11 @@
 import { z } from 'zod';
 
-/** Longest delay a message's visibility timeout can carry (12 h); longer retry delays go through Scheduler. */
-export const MAX_VISIBILITY_DELAY_MS = 12 * 3600_000;
+/**
+ * Longest a received message can be hidden: SQS allows 12 h of visibility counted from the
+ * receive, and refuses (does not trim) a longer one; the invocation that received it may have run
+ * up to 15 min before it hides it, so 11 h 40 min. Longer retry delays go through Scheduler.
+ */
+export const MAX_VISIBILITY_DELAY_MS = 42_000_000;
 /** Longest delay between two attempts (30 days). */
 export const MAX_BACKOFF_MS = 30 * 24 * 3600_000;
 /** Bounds of `maxAttempts`. */

@@ -1,3 +1,4 @@
+import { MAX_VISIBILITY_DELAY_MS } from './backoff';
 import type { Job } from './job';
 import type { ClaimResult } from './ports';
 import { earlyByMs, isPastDispatchBy } from './scheduling';
@@ -23,9 +24,12 @@ export function heartbeatIntervalMs(leaseMs: number): number {
   return Math.max(100, Math.floor(leaseMs / 3));
 }
 
-/** Message visibility (seconds) set at each heartbeat: two leases, so it outlives the lease. */
+/**
+ * Message visibility (seconds) set at each heartbeat: two leases plus the skew margin, so a
+ * message whose worker died comes back only once its lease may be taken over.
+ */
 export function heartbeatVisibilitySeconds(leaseMs: number): number {
-  return Math.min(43_200, Math.ceil((2 * leaseMs) / 1000));
+  return Math.min(MAX_VISIBILITY_DELAY_MS / 1000, Math.ceil((2 * leaseMs + MAX_CLOCK_SKEW_MS) / 1000));
 }
 
 /**
@@ -63,11 +67,12 @@ export function classifyRefusedClaim(job: Job, now: number): ClaimResult {
 }
 
 /**
- * Milliseconds until a refused claim of a not-yet-startable job may succeed: the later of its
- * runAt (see `earlyByMs`) and the end of an earlier attempt's lease fence. 0 when it may start now.
+ * Milliseconds until a refused claim of the job may succeed: the later of its runAt (see
+ * `earlyByMs`) and the end of its last lease's fence (a running attempt's, or a cancelled one's).
+ * 0 when it may start now.
  */
 export function claimableInMs(job: Job, now: number): number {
-  const fence = job.state === 'running' ? undefined : leaseFenceUntil(job);
+  const fence = leaseFenceUntil(job);
   const fenced = fence === undefined ? 0 : Math.max(0, fence + 1 - now);
   return Math.max(earlyByMs(job, now), fenced);
 }

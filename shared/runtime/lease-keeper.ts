@@ -1,8 +1,8 @@
 /**
  * Keeping an attempt's lease: heartbeats every third of the lease, and an abort of the handler
- * one heartbeat interval before the lease runs out if it could not be renewed. Started right
- * after the claim, so the deadline counts from the claim's own clock reading (a slow claim, the
- * wait for runAt and a late timer all come out of the same budget).
+ * at least one heartbeat interval before the lease runs out if it could not be renewed. Started
+ * right after the claim, and measured against the claim's own clock reading, so a slow claim
+ * and the wait for runAt come out of the same budget.
  */
 import type { Clock } from '../core/clock';
 import type { Job } from '../core/job';
@@ -54,26 +54,21 @@ export function keepLease(input: {
   };
   const unconfirmed = () => new LeaseLostError(job.id, job.leaseToken);
 
-  // The deadline in real time (precise even when a tick is late) ...
-  let deadline: NodeJS.Timeout | undefined;
-  const arm = () => {
-    if (deadline) clearTimeout(deadline);
-    deadline = setTimeout(() => lose(unconfirmed()), Math.max(0, validUntil - interval - clock.now()));
-  };
-  arm();
-  // ... and the same check at every tick, on the injected clock (tests move it by jumps).
+  // Checked four times per interval on the injected clock, from the claim on: the first check
+  // that finds less than 1¼ intervals left aborts, so at least one interval is left (less only
+  // by event-loop lag).
+  const checkEvery = Math.max(25, Math.floor(interval / 4));
+  const checker = setInterval(() => {
+    if (clock.now() + interval + checkEvery >= validUntil) lose(unconfirmed());
+  }, checkEvery);
   const ticker = setInterval(() => {
     const now = clock.now();
-    if (now + interval >= validUntil) {
-      lose(unconfirmed());
-      return;
-    }
+    if (lost) return;
     beat = store
       .heartbeat({ job, now, leaseMs })
       .then(() => {
         if (stopped) return;
         validUntil = now + leaseMs;
-        arm();
         const tookMs = clock.now() - now;
         if (!warnedSlow && tookMs > interval / 3) {
           // Two such round trips in one interval and the lease cannot be confirmed in time.
@@ -97,7 +92,7 @@ export function keepLease(input: {
     async stop() {
       stopped = true;
       clearInterval(ticker);
-      if (deadline) clearTimeout(deadline);
+      clearInterval(checker);
       // A heartbeat still in flight must not change the message after the caller decides
       // (bounded: a hung call must not hang the invocation).
       await Promise.race([beat, new Promise((resolve) => setTimeout(resolve, interval).unref())]);

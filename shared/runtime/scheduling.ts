@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SQSRecord } from 'aws-lambda';
+import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import type { Job } from '../core/job';
 import { claimableInMs } from '../core/lease';
 import type { JobQueue, JobStore } from '../core/ports';
@@ -12,14 +13,14 @@ import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';
 
-/** Longest a message can be hidden (SQS visibility maximum, 12 h). */
-const MAX_VISIBILITY_SECONDS = 43_200;
+/** Longest a received message can be hidden (see MAX_VISIBILITY_DELAY_MS). */
+const MAX_VISIBILITY_SECONDS = MAX_VISIBILITY_DELAY_MS / 1000;
 
 /**
  * A message arrived before its job may start: the job is not due yet (a far-future job's
  * schedule fires a minute early; a duplicate, a capped SQS delay or a schedule left behind
  * arrive early), or an earlier attempt's lease may still be held (cancelled, then retried).
- * Hide the message for the remaining whole seconds (rounded down; at most SQS's 12 h, after
+ * Hide the message for the remaining whole seconds (rounded down; at most 11 h 40 min, after
  * which it bounces again) and report it as a batch item failure, so SQS delivers it again less
  * than a second before the job may start; the claim then accepts it and {@link holdUntilRunAt}
  * waits out the rest. Costs one extra receive per bounce; the state is unchanged.

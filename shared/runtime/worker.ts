@@ -25,7 +25,7 @@ export interface WorkerDeps {
   config: PlatformConfig;
   store: JobStore;
   queue: JobQueue;
-  /** Takes retries whose delay exceeds 12 h (a message's longest visibility). */
+  /** Takes retries whose delay exceeds MAX_VISIBILITY_DELAY_MS (11 h 40 min: a received message's longest visibility). */
   scheduler?: JobScheduler;
   /** @default systemClock */
   clock?: Clock;
@@ -216,7 +216,11 @@ export function createWorker(
     // comes back the claim sees whatever the job has become since.
     if (leaseLost) {
       const current = await deps.store.get(job.id).catch(() => undefined);
-      return current && isTerminal(current.state) ? 'done' : 'retry';
+      if (current && isTerminal(current.state)) return 'done';
+      // Back no sooner than the job may be claimed again: a delivery while the lease may still be
+      // held would be taken for a duplicate and deleted.
+      if (!current) return 'retry';
+      return waitUntilDue({ job: current, now: clock.now(), queue: deps.queue, queueUrl: route.queueUrl, record, log });
     }
     if (outcome.ok) {
       const problem = resultProblem(outcome.result);
@@ -242,7 +246,10 @@ export function createWorker(
     let delay = retryDelayMs(job.backoff ?? def.spec.retry.backoff, job.attempts, random);
     const viaScheduler = delay > MAX_VISIBILITY_DELAY_MS && deps.scheduler !== undefined;
     if (delay > MAX_VISIBILITY_DELAY_MS && !viaScheduler) {
-      log.warn('retry delay exceeds 12 h and no scheduler is configured; capping it', { delayMs: delay });
+      log.warn(
+        'retry delay exceeds what a message can carry (11 h 40 min) and no scheduler is configured; capping it',
+        { delayMs: delay },
+      );
       delay = MAX_VISIBILITY_DELAY_MS;
     }
     await persist(() => deps.store.retry({ job, now, runAt: now + delay, errors, writer }), log, 'recording the retry');
@@ -341,11 +348,13 @@ export function createWorker(
           log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
           return 'done';
         case 'busy':
-          // Deleted, not bounced: a long job's duplicates would otherwise walk into the DLQ. If
-          // this was the attempt's own message, the attempt re-sends one when it needs a retry.
-          log.info('duplicate delivery of a job running under a live lease; discarding it', {
-            sameMessage: claim.job.leaseMessage === record.messageId,
-          });
+          // The attempt's own message, back while its lease may be held (its worker died, or
+          // gave up its lease): keep it, hidden until the lease may be taken over. Any other copy
+          // is deleted, not bounced: a long job's duplicates would otherwise walk into the DLQ.
+          if (claim.job.leaseMessage === record.messageId) {
+            return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
+          }
+          log.info('duplicate delivery of a job running under a live lease; discarding it');
           return 'done';
         case 'early':
         case 'fenced':

@@ -130,12 +130,12 @@ describe('leftScheduleOf', () => {
   const base = { id: 'job-1', attempts: 0, updatedAt: '2026-01-01T00:00:00.000Z' };
   it('names the one-time schedule a re-sent job may have left behind', () => {
     expect(leftScheduleOf({ ...base, state: 'scheduled', runAt: '2026-01-02T00:00:00.000Z' })).toBe('job-1');
-    // a retry longer than 12 h went through Scheduler, under the name of its attempt
-    const longRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T12:00:00.001Z' };
+    // a retry longer than a message can be hidden (11 h 40 min) went through Scheduler, under the name of its attempt
+    const longRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T11:40:00.001Z' };
     expect(leftScheduleOf(longRetry)).toBe(retryScheduleName('job-1', 2));
   });
   it('names none for a retry kept on its message, nor for queued or running jobs', () => {
-    const shortRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T12:00:00.000Z' };
+    const shortRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T11:40:00.000Z' };
     expect(leftScheduleOf(shortRetry)).toBeUndefined();
     expect(leftScheduleOf({ ...base, state: 'queued', runAt: base.updatedAt })).toBeUndefined();
     expect(leftScheduleOf({ ...base, state: 'running', attempts: 1, runAt: base.updatedAt })).toBeUndefined();

@@ -100,7 +100,7 @@ describe('worker: timeouts and leases', () => {
     expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({ batchItemFailures: [] });
     expect(leaseDuringRun).toBe(T0 + 50 + 300);
     expect(h.store.calls.filter((c) => c.method === 'heartbeat').length).toBeGreaterThanOrEqual(1);
-    expect(h.queue.visibility[0]).toEqual({ queueUrl: expect.any(String), receiptHandle: 'rh-m-job-1', seconds: 1 });
+    expect(h.queue.visibility[0]).toEqual({ queueUrl: expect.any(String), receiptHandle: 'rh-m-job-1', seconds: 3 });
   });
 
   it('aborts the handler, writes nothing and keeps the message when a heartbeat finds the lease taken over', async () => {
@@ -335,10 +335,11 @@ describe('worker: leases it cannot confirm', () => {
       h.clock.advance(1_500);
       return result;
     };
+    // From then on the worker's clock runs with real time.
+    const follow = setInterval(() => h.clock.advance(25), 25);
 
-    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({
-      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
-    });
+    const response = await h.worker(sqsEvent(messageFor('job-1'))).finally(() => clearInterval(follow));
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-job-1' }] });
     expect(finished).toBe(false);
     expect(abortedAfterMs).toBeLessThanOrEqual(700);
   });

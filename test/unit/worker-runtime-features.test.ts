@@ -83,12 +83,12 @@ describe('worker: retry delays', () => {
     expect(h.store.peek('long')?.runAt).toBe(new Date(T0 + 24 * 3600_000).toISOString());
   });
 
-  it('caps a retry delay at 12 h of visibility when no scheduler is configured', async () => {
+  it('caps a retry delay at the visibility SQS allows after a receive when no scheduler is configured', async () => {
     const h = harness({ spec: longBackoff, run: async () => Promise.reject(new Error('later')) });
     h.store.seed(echoJob('capped'));
     const response = await h.worker(sqsEvent(messageFor('capped')));
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: 'm-capped' }]);
-    expect(h.queue.visibility.map((v) => v.seconds)).toEqual([43_200]);
+    expect(h.queue.visibility.map((v) => v.seconds)).toEqual([42_000]);
   });
 
   it('uses the backoff given at enqueue instead of the job type policy', async () => {
