@@ -26,6 +26,8 @@ export async function resolveFire(input: {
   schedules: ScheduleStore | undefined;
   /** Sends the job messages of runs created for earlier slots on the way (see `FireResult.also`). */
   send: (message: JobMessage) => Promise<void>;
+  /** How long finished jobs are kept (see `FireProcessorDeps.retentionMs`). */
+  retentionMs: number;
   now: number;
   log: Logger;
 }): Promise<ResolvedFire> {
@@ -46,7 +48,7 @@ export async function resolveFire(input: {
   }
   try {
     const result = await processFire(
-      { schedules: input.schedules, jobs: input.jobs, log: fireLog },
+      { schedules: input.schedules, jobs: input.jobs, log: fireLog, retentionMs: input.retentionMs },
       { name: fire.schedule, type: fire.type, fireTime: Date.parse(fire.scheduledTime) },
       input.now,
     );
@@ -64,6 +66,9 @@ export async function resolveFire(input: {
       case 'ignored':
         fireLog.info('schedule fire ignored', { reason: result.reason });
         return { kind: 'settled', outcome: 'done' };
+      case 'pending':
+        fireLog.info('schedule fire handled earlier slots first; it comes back for its own');
+        return { kind: 'settled', outcome: 'retry' };
     }
   } catch (error) {
     fireLog.error('could not handle the schedule fire; it will be delivered again', errorFields(error));

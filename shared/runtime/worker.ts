@@ -308,6 +308,7 @@ export function createWorker(
         jobs,
         schedules,
         send: (message) => deps.queue.send(route.queueUrl, message),
+        retentionMs: deps.config.retentionDays * 86_400_000,
         now: clock.now(),
         log: baseLog,
       });

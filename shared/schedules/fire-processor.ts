@@ -8,7 +8,7 @@
 import type { Job, JobMessage } from '../core/job';
 import type { JobStore } from '../core/ports';
 import type { Logger } from '../logger';
-import type { Schedule } from './model';
+import { CATCH_UP_RETRY_MS, type Schedule } from './model';
 import {
   applyFire,
   catchUpSlot,
@@ -17,7 +17,6 @@ import {
   overlapDecision,
   type PreviousRun,
   previousRun,
-  RESERVATION_TIMEOUT_MS,
 } from './planner';
 import type { ScheduleStore } from './ports';
 
@@ -25,6 +24,12 @@ export interface FireProcessorDeps {
   schedules: ScheduleStore;
   jobs: JobStore;
   log: Logger;
+  /**
+   * How long a finished job is kept (`retentionDays`): a reserved run found missing sooner than
+   * this after its reservation was never written (TTL cannot have deleted it yet), so it is
+   * written now; later, it was written, finished and deleted, and must not run again.
+   */
+  retentionMs: number;
 }
 
 /** What became of a fire. */
@@ -36,6 +41,8 @@ export type FireResult =
     | { kind: 'skipped'; slot: number }
     /** Nothing to do: paused or deleted schedule, a repeat of a skipped fire, past its end. */
     | { kind: 'ignored'; reason: string }
+    /** Earlier slots were handled first, not yet this fire's own: deliver it again to go on. */
+    | { kind: 'pending'; slot: number }
   ) & {
     /**
      * Messages of runs created on the way for EARLIER slots: a reserved run whose creation had
@@ -47,7 +54,7 @@ export type FireResult =
 
 /** Writes of the schedule item lost to a concurrent write are retried this often. */
 const MAX_CONFLICTS = 8;
-/** Earlier slots one fire handles before its own; the supervisor catches up on the rest. */
+/** Earlier slots one fire handles before its own; then it is delivered again (`pending`) to go on. */
 const MAX_EARLIER_SLOTS = 60;
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -87,11 +94,12 @@ export async function processFire(
     // Handle an overtaken earlier slot first, so that no slot is lost to the order of delivery.
     let target: { slot: number; missed: number } = located;
     const earliest = catchUpSlot(schedule, fire.fireTime, now, MAX_CATCH_UP_AGE_MS);
-    if (located.missed > 0 && earliest !== undefined && earliest < located.slot && earlierSlots < MAX_EARLIER_SLOTS) {
+    if (located.missed > 0 && earliest !== undefined && earliest < located.slot) {
       const earlier = locateFire(schedule, earliest);
       if (earlier.kind === 'due') target = earlier;
     }
     const own = target.slot === located.slot;
+    if (!own && earlierSlots >= MAX_EARLIER_SLOTS) return { kind: 'pending', slot: located.slot, also };
 
     const lastRun = await reservedRun(deps, schedule, now, also);
     const previous = await previousOf(deps, schedule, lastRun, now);
@@ -105,16 +113,14 @@ export async function processFire(
     if (target.missed > 0) {
       deps.log.warn('schedule fires were missed', { schedule: schedule.name, missed: target.missed });
     }
+    const created = outcome.run ? await createOrFlag(deps, outcome.schedule, outcome.run, now) : undefined;
     if (!own) {
       earlierSlots += 1;
-      if (outcome.run) {
-        const run = await createRun(deps, schedule, outcome.run, now);
-        if (run.kind === 'run') also.push(run.message);
-      }
+      if (created?.kind === 'run') also.push(created.message);
       continue; // now the fire's own slot
     }
-    if (!outcome.run) return { kind: 'skipped', slot: target.slot, also };
-    return { ...(await createRun(deps, schedule, outcome.run, now)), also };
+    if (!created) return { kind: 'skipped', slot: target.slot, also };
+    return { ...created, also };
   }
   throw new Error(`schedule ${fire.name} changed ${MAX_CONFLICTS} times while its fire was handled; retry the fire`);
 }
@@ -133,8 +139,7 @@ async function reservedRun(
   if (schedule.lastRunId === undefined) return undefined;
   const existing = await deps.jobs.get(schedule.lastRunId);
   if (existing) return existing;
-  const reservedAt = schedule.lastRunReservedAt ?? 0;
-  if (schedule.lastFireAt === undefined || now - reservedAt >= RESERVATION_TIMEOUT_MS) return undefined;
+  if (schedule.lastFireAt === undefined || !recentlyReserved(deps, schedule, now)) return undefined;
   const after = schedule.lastRunAfter;
   const run = { id: schedule.lastRunId, scheduledAt: schedule.lastFireAt, ...(after ? { after } : {}) };
   const created = await createRun(deps, schedule, run, now);
@@ -142,6 +147,43 @@ async function reservedRun(
   also.push(created.message);
   deps.log.warn('created the run of an earlier fire whose creation had failed', { jobId: run.id });
   return deps.jobs.get(run.id);
+}
+
+/** True while a reserved run that is missing can only be one that was never written (see `retentionMs`). */
+function recentlyReserved(deps: FireProcessorDeps, schedule: Schedule, now: number): boolean {
+  return now - (schedule.lastRunReservedAt ?? 0) < deps.retentionMs;
+}
+
+/**
+ * Creates the run a saved fire reserved. When that fails, the schedule is made due for the
+ * supervisor within a minute (best effort), so the reservation is confirmed soon even if this
+ * fire is never delivered again; then the error goes to the caller, which retries the fire.
+ */
+async function createOrFlag(
+  deps: FireProcessorDeps,
+  saved: Schedule,
+  run: { id: string; scheduledAt: number; after?: string },
+  now: number,
+): Promise<SlotResult> {
+  try {
+    return await createRun(deps, saved, run, now);
+  } catch (error) {
+    const soon: Schedule = { ...saved, version: saved.version + 1, dueAt: now + CATCH_UP_RETRY_MS };
+    await deps.schedules.save(soon, saved.version).catch(() => false);
+    throw error;
+  }
+}
+
+/**
+ * Writes the run the schedule reserved last if its creation had failed: the supervisor calls
+ * this for a schedule that is due with no slot to fire. Returns the messages to send.
+ */
+export async function confirmReservedRun(deps: FireProcessorDeps, name: string, now: number): Promise<JobMessage[]> {
+  const schedule = await deps.schedules.get(name);
+  if (!schedule) return [];
+  const also: JobMessage[] = [];
+  await reservedRun(deps, schedule, now, also);
+  return also;
 }
 
 /** The schedule's latest run, as the overlap policy sees it (no further reads for `allow`). */
@@ -157,19 +199,20 @@ async function previousOf(
   return previousRun(schedule, lastRun, predecessor, now);
 }
 
-/** A repeat of a slot handled already: hand on its run if it has one, else drop the fire. */
 /** A {@link FireResult} before the earlier slots' messages are attached. */
 type SlotResult = DistributiveOmit<FireResult, 'also'>;
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
 
+/** A repeat of a slot handled already: hand on its run if it has one, else drop the fire. */
 async function repeat(deps: FireProcessorDeps, schedule: Schedule, id: string, now: number): Promise<SlotResult> {
   const existing = await deps.jobs.get(id);
   if (existing) {
     if (existing.schedule !== schedule.name) return collision(deps, schedule, existing);
     return { kind: 'run', message: messageOf(existing), created: false };
   }
-  if (id === schedule.lastRunId && schedule.lastFireAt !== undefined) {
-    // Reserved by a fire that stopped before writing the run: write it now.
+  if (id === schedule.lastRunId && schedule.lastFireAt !== undefined && recentlyReserved(deps, schedule, now)) {
+    // Reserved by a fire that stopped before writing the run: write it now. (Older than the
+    // retention, a missing run was written, finished and deleted: it must not run again.)
     const after = schedule.lastRunAfter;
     return createRun(deps, schedule, { id, scheduledAt: schedule.lastFireAt, ...(after ? { after } : {}) }, now);
   }

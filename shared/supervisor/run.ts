@@ -23,7 +23,7 @@ import type { Job, JobMessage } from '../core/job';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
-import { processFire } from '../schedules/fire-processor';
+import { confirmReservedRun, processFire } from '../schedules/fire-processor';
 import { type Schedule, withDue } from '../schedules/model';
 import { catchUpSlot } from '../schedules/planner';
 import type { ScheduleStore } from '../schedules/ports';
@@ -235,6 +235,12 @@ async function catchUpSchedule(
 ): Promise<void> {
   const name = entry.pk.slice(SCHEDULE_PREFIX.length);
   const upTo = now - DUE_GRACE_MS.fire; // later fires are still Scheduler's to deliver
+  const fireDeps = {
+    schedules: deps.schedules,
+    jobs: deps.jobs,
+    log: deps.log.child({ schedule: name }),
+    retentionMs: deps.config.retentionDays * 86_400_000,
+  };
   for (let i = 0; i < options.maxFiresPerSchedule; i++) {
     const schedule = await deps.schedules.get(name);
     if (!schedule) return;
@@ -244,14 +250,17 @@ async function catchUpSchedule(
     }
     const slot = catchUpSlot(schedule, upTo, now, options.maxCatchUpAgeMs);
     if (slot === undefined) {
-      if (i === 0) await settleScheduleDue(deps, schedule, entry, now, report);
+      if (i === 0) {
+        // A fire whose run could not be written may have left it reserved only: write it now.
+        for (const message of await confirmReservedRun(fireDeps, name, now)) {
+          await send(deps, message);
+          report.fired.push(message.id);
+        }
+        await settleScheduleDue(deps, schedule, entry, now, report);
+      }
       return;
     }
-    const result = await processFire(
-      { schedules: deps.schedules, jobs: deps.jobs, log: deps.log.child({ schedule: name }) },
-      { name, type: schedule.type, fireTime: slot },
-      now,
-    );
+    const result = await processFire(fireDeps, { name, type: schedule.type, fireTime: slot }, now);
     for (const message of result.also) {
       await send(deps, message);
       report.fired.push(message.id);

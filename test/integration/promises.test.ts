@@ -207,13 +207,17 @@ describe('hole 3: a job that is not due yet never starts early', () => {
 });
 
 describe('hole 4: every recurring slot yields its run', () => {
-  it('creates the run of a slot whose first creation failed, after a later slot was handled', async () => {
+  const DAY = 86_400_000;
+  const RETENTION = 30 * DAY;
+
+  /** A schedule item as the API writes it, firing every `rate` from T0 under `overlap: allow`. */
+  async function newSchedule(rate: string, expression: string, overrides: Partial<Schedule> = {}): Promise<string> {
     const name = `sched-${++seq}`;
     const schedule: Schedule = {
       name,
       type: 'echo',
-      rate: '1 minute',
-      expression: 'rate(1 minute)',
+      rate,
+      expression,
       timezone: 'UTC',
       anchorAt: T0,
       maxAttempts: 3,
@@ -226,15 +230,26 @@ describe('hole 4: every recurring slot yields its run', () => {
       skipped: 0,
       missed: 0,
       nextFireAt: T0,
+      ...overrides,
     };
     await schedules.create(schedule, { payload: { n: 0 }, payloadHash: schedule.payloadHash });
-    let failCreates = 1;
+    return name;
+  }
+
+  /** The job store, whose next `times` creates fail after SDK retries. */
+  function failingCreates(times: number): JobStore {
+    let left = times;
     const flaky: JobStore = Object.create(store) as JobStore;
     flaky.create = async (job) => {
-      if (failCreates-- > 0) throw new DependencyError('DynamoDB PutItem failed after retries');
+      if (left-- > 0) throw new DependencyError('DynamoDB PutItem failed after retries');
       return store.create(job);
     };
-    const deps = { schedules, jobs: flaky, log };
+    return flaky;
+  }
+
+  it('creates the run of a slot whose first creation failed, after a later slot was handled', async () => {
+    const name = await newSchedule('1 minute', 'rate(1 minute)');
+    const deps = { schedules, jobs: failingCreates(1), log, retentionMs: RETENTION };
     await expect(processFire(deps, { name, type: 'echo', fireTime: T0 }, T0 + 1_000)).rejects.toThrow();
     const second = await processFire(deps, { name, type: 'echo', fireTime: T0 + 60_000 }, T0 + 61_000);
     expect(second.kind).toBe('run');
@@ -242,6 +257,51 @@ describe('hole 4: every recurring slot yields its run', () => {
     expect(redelivered).toMatchObject({ kind: 'run', message: { id: runId(name, T0) } });
     expect(await store.get(runId(name, T0))).toBeDefined();
     expect(await store.get(runId(name, T0 + 60_000))).toBeDefined();
+  });
+
+  it('still creates a daily slot’s failed run a day later, and makes the schedule due soon meanwhile', async () => {
+    const name = await newSchedule('1 day', 'rate(1 day)');
+    const deps = { schedules, jobs: failingCreates(1), log, retentionMs: RETENTION };
+    await expect(processFire(deps, { name, type: 'echo', fireTime: T0 }, T0 + 1_000)).rejects.toThrow();
+    // The supervisor looks within a minute, instead of at the next fire a day later.
+    expect((await schedules.get(name))?.dueAt).toBeLessThanOrEqual(T0 + 1_000 + 60_000);
+    // Even if nothing looked, the next day's fire writes the reserved run first.
+    const next = await processFire(deps, { name, type: 'echo', fireTime: T0 + DAY }, T0 + DAY + 1_000);
+    expect(next.also.map((m) => m.id)).toEqual([runId(name, T0)]);
+    expect(await store.get(runId(name, T0))).toBeDefined();
+  });
+
+  it('does not run again a slot whose run was finished and deleted by TTL, when a late copy of its fire arrives', async () => {
+    const slot = T0 - 7 * DAY;
+    const name = await newSchedule('7 days', 'rate(7 days)', {
+      anchorAt: slot,
+      nextFireAt: slot + 7 * DAY,
+      lastFireAt: slot,
+      lastRunId: runId(`sched-${seq + 1}`, slot),
+      lastRunReservedAt: slot,
+    });
+    expect(await store.get(runId(name, slot))).toBeUndefined(); // written, finished, deleted by TTL
+    const deps = { schedules, jobs: store, log, retentionMs: 1 * DAY };
+    const late = await processFire(deps, { name, type: 'echo', fireTime: slot }, T0);
+    expect(late.kind).toBe('ignored');
+    expect(await store.get(runId(name, slot))).toBeUndefined();
+  });
+
+  it('handles every overtaken slot, however many, instead of counting them as missed', async () => {
+    const name = await newSchedule('1 minute', 'rate(1 minute)');
+    const deps = { schedules, jobs: store, log, retentionMs: RETENTION };
+    const fire = { name, type: 'echo', fireTime: T0 + 100 * 60_000 }; // delivered before the 100 slots before it
+    const now = T0 + 100 * 60_000 + 1_000;
+    const runs: string[] = [];
+    let result = await processFire(deps, fire, now);
+    for (let i = 0; result.kind === 'pending' && i < 5; i++) {
+      runs.push(...result.also.map((m) => m.id));
+      result = await processFire(deps, fire, now); // the fire is delivered again
+    }
+    runs.push(...result.also.map((m) => m.id));
+    expect(result).toMatchObject({ kind: 'run', message: { id: runId(name, T0 + 100 * 60_000) } });
+    expect(runs).toEqual(Array.from({ length: 100 }, (_, i) => runId(name, T0 + i * 60_000)));
+    expect((await schedules.get(name))?.missed).toBe(0);
   });
 });
 

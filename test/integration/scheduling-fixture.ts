@@ -62,6 +62,12 @@ export async function startSchedulingFixture(
      * moto's Scheduler); only `fire()` delivers. @default true
      */
     schedulerFires?: boolean;
+    /**
+     * Lease length of the workers. A test that jumps the shared clock while a run is running
+     * needs a lease longer than the jump: time does not jump under a live lease in reality (a
+     * jump past it is a frozen worker, whose lease is rightly lost). @default 30_000
+     */
+    leaseMs?: number;
   } = {},
 ): Promise<SchedulingFixture> {
   const clock = new ShiftedClock();
@@ -89,6 +95,7 @@ export async function startSchedulingFixture(
     clock,
     logger: createLogger({ level: process.env.ORRERY_TEST_LOG === '1' ? 'debug' : 'silent' }),
     runner: { waitTimeSeconds: 1 },
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     ...(options.supervisor ? { supervisor: options.supervisor } : {}),
   });
   const group = platform.config.scheduleGroup;

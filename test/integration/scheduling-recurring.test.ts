@@ -99,7 +99,7 @@ describe('a cron schedule', () => {
   });
 
   it('skip: does not start a run while the previous (long) run is active, and records the skipped fire', async () => {
-    f = await startSchedulingFixture({ label: 'skip' });
+    f = await startSchedulingFixture({ label: 'skip', leaseMs: 10 * MIN }); // jumps a minute while a run runs
     await f.request('POST', '/schedules', {
       name: 'slow',
       type: 'sleep',
@@ -124,7 +124,7 @@ describe('a cron schedule', () => {
   });
 
   it('queue-one: one run waits behind the active one and starts when it finishes', async () => {
-    f = await startSchedulingFixture({ label: 'queueone' });
+    f = await startSchedulingFixture({ label: 'queueone', leaseMs: 10 * MIN }); // jumps a minute while a run runs
     await f.request('POST', '/schedules', {
       name: 'one',
       type: 'sleep',
