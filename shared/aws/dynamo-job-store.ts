@@ -228,7 +228,7 @@ export class DynamoJobStore implements JobStore {
         // Our own claim, applied on an earlier try whose response was lost (the SDK retried
         // it): owners are unique per claim call, so this lease is ours.
         if (current.state === 'running' && current.leaseOwner === owner) return { kind: 'claimed', job: current };
-        return classifyRefusedClaim(current, now);
+        return classifyRefusedClaim(current, now, type);
       }
       return translateAwsError(error, 'DynamoDB UpdateItem (claim)');
     }

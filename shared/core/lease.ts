@@ -48,10 +48,12 @@ export function leaseHeld(job: Pick<Job, 'leaseExpiresAt'>, now: number): boolea
 }
 
 /**
- * Why a claim's conditional write was refused, from the item as it was (ALL_OLD).
- * Duplicates of a running or finished job must never run the handler again.
+ * Why a claim of a `type` job was refused, from the item as it was (ALL_OLD).
+ * Duplicates of a running or finished job must never run the handler again; a message of
+ * another type (a stale message for an id since reused by another type) is not for this job.
  */
-export function classifyRefusedClaim(job: Job, now: number): ClaimResult {
+export function classifyRefusedClaim(job: Job, now: number, type: string): ClaimResult {
+  if (job.type !== type) return { kind: 'missing' };
   if (isTerminal(job.state)) return { kind: 'finished', job };
   if (isPastDispatchBy(job, now)) return { kind: 'past-deadline', job };
   const held = leaseHeld(job, now);
@@ -62,7 +64,7 @@ export function classifyRefusedClaim(job: Job, now: number): ClaimResult {
     if (held) return { kind: 'fenced', job };
     if (earlyByMs(job, now) > 0) return { kind: 'early', job };
   }
-  // The condition also checks the type; a mismatch means the message is not for this job.
+  // Claimable after all (a race with a write in between): let the message come back.
   return { kind: 'missing' };
 }
 

@@ -239,7 +239,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const j = await given(leg, { state: 'retrying', attempts: 3, maxAttempts: 3, leaseToken: 3 });
       const result = await leg.store.claim(claimOf(j, 'w', T0));
       expect(result.kind).not.toBe('claimed');
-      expect(result).toEqual(classifyRefusedClaim(j, T0));
+      expect(result).toEqual(classifyRefusedClaim(j, T0, j.type));
       await expectStored(leg, j, jobDueAttributes(j));
     });
 

@@ -130,7 +130,7 @@ export class FakeJobStore implements JobStore {
     if (!allowed) {
       // Our own claim, applied on an earlier try whose response was lost.
       if (old.state === 'running' && old.leaseOwner === input.owner) return { kind: 'claimed', job: read(old) };
-      return classifyRefusedClaim(read(old), now);
+      return classifyRefusedClaim(read(old), now, input.type);
     }
     const leaseExpiresAt = now + input.leaseMs;
     const next: Job = {

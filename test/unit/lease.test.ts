@@ -22,21 +22,23 @@ function job(state: JobState, overrides: Partial<Job> = {}): Job {
 describe('classifyRefusedClaim', () => {
   it.each(['succeeded', 'failed', 'cancelled'] as const)('reports a %s job as finished', (state) => {
     const stored = job(state, { attempts: 3, leaseExpiresAt: NOW + 10_000 });
-    expect(classifyRefusedClaim(stored, NOW)).toEqual({ kind: 'finished', job: stored });
+    expect(classifyRefusedClaim(stored, NOW, 'echo')).toEqual({ kind: 'finished', job: stored });
   });
 
   it('reports a running job under a live lease as busy, whatever its attempts', () => {
     const live = job('running', { leaseExpiresAt: NOW + 1, leaseOwner: 'worker-a' });
-    expect(classifyRefusedClaim(live, NOW)).toEqual({ kind: 'busy', job: live });
+    expect(classifyRefusedClaim(live, NOW, 'echo')).toEqual({ kind: 'busy', job: live });
     const lastAttempt = job('running', { attempts: 3, leaseExpiresAt: NOW + 30_000 });
-    expect(classifyRefusedClaim(lastAttempt, NOW).kind).toBe('busy');
+    expect(classifyRefusedClaim(lastAttempt, NOW, 'echo').kind).toBe('busy');
   });
 
   it('treats a lease as held until it expired more than MAX_CLOCK_SKEW_MS ago (the claimer’s clock may be ahead)', () => {
-    expect(classifyRefusedClaim(job('running', { leaseExpiresAt: NOW }), NOW).kind).toBe('busy');
+    expect(classifyRefusedClaim(job('running', { leaseExpiresAt: NOW }), NOW, 'echo').kind).toBe('busy');
     const edge = NOW - MAX_CLOCK_SKEW_MS;
-    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: edge }), NOW).kind).toBe('busy');
-    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: edge - 1 }), NOW).kind).toBe('exhausted');
+    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: edge }), NOW, 'echo').kind).toBe('busy');
+    expect(classifyRefusedClaim(job('running', { attempts: 3, leaseExpiresAt: edge - 1 }), NOW, 'echo').kind).toBe(
+      'exhausted',
+    );
     expect(leaseHeld({ leaseExpiresAt: edge }, NOW)).toBe(true);
     expect(leaseHeld({ leaseExpiresAt: edge - 1 }, NOW)).toBe(false);
     expect(leaseHeld({}, NOW)).toBe(false);
@@ -44,16 +46,16 @@ describe('classifyRefusedClaim', () => {
 
   it('reports a running job whose last allowed attempt lost its lease as exhausted', () => {
     const stale = job('running', { attempts: 3, maxAttempts: 3, leaseExpiresAt: NOW - 5000 });
-    expect(classifyRefusedClaim(stale, NOW)).toEqual({ kind: 'exhausted', job: stale });
+    expect(classifyRefusedClaim(stale, NOW, 'echo')).toEqual({ kind: 'exhausted', job: stale });
   });
 
   it('treats a running job without a lease expiry as expired', () => {
-    expect(classifyRefusedClaim(job('running', { attempts: 3 }), NOW).kind).toBe('exhausted');
+    expect(classifyRefusedClaim(job('running', { attempts: 3 }), NOW, 'echo').kind).toBe('exhausted');
   });
 
   it('reports a running job with an expired lease and attempts left as missing (type mismatch)', () => {
     const expired = NOW - MAX_CLOCK_SKEW_MS - 1;
-    expect(classifyRefusedClaim(job('running', { attempts: 1, leaseExpiresAt: expired }), NOW)).toEqual({
+    expect(classifyRefusedClaim(job('running', { attempts: 1, leaseExpiresAt: expired }), NOW, 'echo')).toEqual({
       kind: 'missing',
     });
   });
@@ -61,7 +63,7 @@ describe('classifyRefusedClaim', () => {
   it.each(['scheduled', 'queued', 'retrying'] as const)(
     'reports a claimable %s job with attempts left as missing (the refusal was the type)',
     (state) => {
-      expect(classifyRefusedClaim(job(state, { attempts: 1, leaseExpiresAt: undefined }), NOW)).toEqual({
+      expect(classifyRefusedClaim(job(state, { attempts: 1, leaseExpiresAt: undefined }), NOW, 'echo')).toEqual({
         kind: 'missing',
       });
     },
@@ -70,22 +72,31 @@ describe('classifyRefusedClaim', () => {
   it('reports a waiting job whose earlier attempt’s lease may still be held as fenced (cancelled, then retried)', () => {
     for (const state of ['scheduled', 'queued', 'retrying'] as const) {
       const restarted = job(state, { attempts: 0, leaseExpiresAt: NOW - MAX_CLOCK_SKEW_MS });
-      expect(classifyRefusedClaim(restarted, NOW)).toEqual({ kind: 'fenced', job: restarted });
+      expect(classifyRefusedClaim(restarted, NOW, 'echo')).toEqual({ kind: 'fenced', job: restarted });
       expect(claimableInMs(restarted, NOW)).toBe(1);
     }
   });
 
   it('waits for the later of runAt and the lease fence', () => {
     const both = job('retrying', { runAt: new Date(NOW + 60_000).toISOString(), leaseExpiresAt: NOW + 5_000 });
-    expect(classifyRefusedClaim(both, NOW).kind).toBe('fenced');
+    expect(classifyRefusedClaim(both, NOW, 'echo').kind).toBe('fenced');
     expect(claimableInMs(both, NOW)).toBe(60_000);
     const fenceLater = job('queued', { runAt: new Date(NOW + 1_500).toISOString(), leaseExpiresAt: NOW + 30_000 });
     expect(claimableInMs(fenceLater, NOW)).toBe(30_000 + MAX_CLOCK_SKEW_MS + 1);
   });
 
+  it('reports a job of another type as missing, whatever its state (a stale message for a reused id)', () => {
+    const exhausted = job('running', { attempts: 3, leaseExpiresAt: NOW - MAX_CLOCK_SKEW_MS - 1 });
+    expect(classifyRefusedClaim(exhausted, NOW, 'echo').kind).toBe('exhausted');
+    expect(classifyRefusedClaim(exhausted, NOW, 'other')).toEqual({ kind: 'missing' });
+    expect(classifyRefusedClaim(job('succeeded'), NOW, 'other')).toEqual({ kind: 'missing' });
+  });
+
   it('covers every state', () => {
     const states: JobState[] = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'];
-    const kinds = states.map((state) => classifyRefusedClaim(job(state, { leaseExpiresAt: NOW + 1 }), NOW).kind);
+    const kinds = states.map(
+      (state) => classifyRefusedClaim(job(state, { leaseExpiresAt: NOW + 1 }), NOW, 'echo').kind,
+    );
     expect(kinds).toEqual(['fenced', 'fenced', 'busy', 'fenced', 'finished', 'finished', 'finished']);
   });
 

@@ -49,7 +49,7 @@ describe('delayed jobs fire early and wait out the rest', () => {
 
   it('a refused claim of an early scheduled job says early, not missing', () => {
     const job = newJob({ id: 'j', type: 'echo', state: 'scheduled', runAt: iso(NOW + 30_000) });
-    expect(classifyRefusedClaim(job, NOW)).toEqual({ kind: 'early', job });
+    expect(classifyRefusedClaim(job, NOW, 'echo')).toEqual({ kind: 'early', job });
   });
 });
 
@@ -92,8 +92,8 @@ describe('dispatchBy', () => {
 
   it('makes a refused claim say past-deadline, before anything else but a finished job', () => {
     const job = newJob({ id: 'j', type: 'echo', dispatchBy: iso(NOW - 1) });
-    expect(classifyRefusedClaim(job, NOW)).toEqual({ kind: 'past-deadline', job });
+    expect(classifyRefusedClaim(job, NOW, 'echo')).toEqual({ kind: 'past-deadline', job });
     const done = { ...job, state: 'expired' as const };
-    expect(classifyRefusedClaim(done, NOW)).toEqual({ kind: 'finished', job: done });
+    expect(classifyRefusedClaim(done, NOW, 'echo')).toEqual({ kind: 'finished', job: done });
   });
 });
