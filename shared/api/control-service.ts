@@ -111,9 +111,14 @@ export class ControlService {
     } catch (error) {
       const undone = await this.deps.control
         .undoRestart({ previous: job, retries: result.job.retries ?? 1 })
-        .catch(() => false);
-      log.error('could not send the message of a retried job', { undone, ...errorFields(error) });
-      throw error;
+        .catch(() => undefined);
+      log.error('could not send the message of a retried job', { undone: undone ?? 'unknown', ...errorFields(error) });
+      // Refused: the restarted job moved on (another message of it was claimed), so the retry
+      // took effect and stands; the supervisor re-sends it if it waits. Otherwise the caller
+      // learns that nothing changed (undone) or must look (the undo's outcome is unknown).
+      if (undone !== false) throw error;
+      const current = await this.deps.store.get(id).catch(() => undefined);
+      return toView(current ?? result.job);
     }
     log.info('job retried', {
       previousState: job.state,

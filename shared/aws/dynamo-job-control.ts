@@ -37,6 +37,12 @@ export class DynamoJobControl implements JobControl {
     private readonly tableName: string,
   ) {}
 
+  /**
+   * One conditional update. `replay` names what this write leaves behind (its target state and
+   * `updatedAt`): when the condition fails because an earlier try of this very write was applied
+   * (its response lost, the SDK retried), the item shows exactly that, and the write counts as
+   * applied.
+   */
   private async update(
     id: string,
     operation: string,
@@ -44,6 +50,7 @@ export class DynamoJobControl implements JobControl {
     condition: string,
     values: Record<string, AttributeValue>,
     names: Record<string, string> = {},
+    replay?: { state: JobState; updatedAt: string },
   ): Promise<ControlResult> {
     try {
       const out = await this.client.send(
@@ -61,7 +68,10 @@ export class DynamoJobControl implements JobControl {
       return { kind: 'applied', job: fromItem(out.Attributes ?? {}) };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        return error.Item ? { kind: 'refused', job: fromItem(error.Item) } : { kind: 'missing' };
+        if (!error.Item) return { kind: 'missing' };
+        const job = fromItem(error.Item);
+        const ours = replay !== undefined && job.state === replay.state && job.updatedAt === replay.updatedAt;
+        return { kind: ours ? 'applied' : 'refused', job };
       }
       return translateAwsError(error, `DynamoDB UpdateItem (${operation})`);
     }
@@ -91,6 +101,8 @@ export class DynamoJobControl implements JobControl {
         ':ttl': N(input.expiresAt),
         ':gsi2pk': S(keys.byTypeState(input.type, 'cancelled', input.id)),
       },
+      {},
+      { state: 'cancelled', updatedAt: iso(input.now) },
     );
   }
 
@@ -118,6 +130,7 @@ export class DynamoJobControl implements JobControl {
         ':dueAt': N(due.dueAt ?? input.now),
       },
       { '#result': 'result' },
+      { state: 'queued', updatedAt: iso(input.now) },
     );
   }
 

@@ -55,7 +55,11 @@ export interface JobIndex {
 /** Outcome of a control write: applied, refused because of the job's state, or no such job. */
 export type ControlResult = { kind: 'applied'; job: Job } | { kind: 'refused'; job: Job } | { kind: 'missing' };
 
-/** Operator writes on a job, each one conditional `UpdateItem`. */
+/**
+ * Operator writes on a job, each one conditional `UpdateItem`. `cancel` and `restart` are
+ * idempotent for a replay of the same call (same `now`): a replay refused because the first try
+ * was applied (its response lost) reports `applied`.
+ */
 export interface JobControl {
   /**
    * State → `cancelled` when the job is of `type` and in one of `from`; sets `finishedAt`,

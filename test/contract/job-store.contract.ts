@@ -585,6 +585,15 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       });
     }
 
+    it('counts a replay of the same cancel (its first response lost) as applied, and a later cancel as refused', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const first = await leg.control.cancel(cancelInput(j, T0 + 500));
+      expect(first.kind).toBe('applied');
+      expect(await leg.control.cancel(cancelInput(j, T0 + 500))).toEqual(first);
+      expect((await leg.control.cancel(cancelInput(j, T0 + 900))).kind).toBe('refused');
+    });
+
     it('cancels a running job: drops the owner, keeps the token and the lease expiry; the worker is fenced out', async () => {
       const leg = await setup();
       const j = await given(leg);
@@ -608,7 +617,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       await expectStored(leg, want, {});
     });
 
-    it('refuses a job in a state not listed or of another type, unchanged; a replay is refused; missing is missing', async () => {
+    it('refuses a job in a state not listed or of another type, unchanged; a second cancel is refused; missing is missing', async () => {
       const leg = await setup();
       const j = await given(leg);
       const before = await snapshot(leg, j.id);
@@ -619,7 +628,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const applied = await leg.control.cancel(input);
       expect(applied.kind).toBe('applied');
       const after = await snapshot(leg, j.id);
-      expect(await leg.control.cancel(input)).toEqual({ kind: 'refused', job: after.job });
+      expect(await leg.control.cancel({ ...input, now: T0 + 2 })).toEqual({ kind: 'refused', job: after.job });
       expect(await snapshot(leg, j.id)).toEqual(after);
       expect(await leg.control.cancel({ ...input, id: `c-${run}-none` })).toEqual({ kind: 'missing' });
     });
@@ -650,6 +659,15 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       }
       return next;
     }
+
+    it('counts a replay of the same restart (its first response lost) as applied, and a later one as refused', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'failed', attempts: 3, leaseToken: 3 });
+      const first = await leg.control.restart(restartInput(j, T0 + 500));
+      expect(first).toEqual({ kind: 'applied', job: asStored(restarted(j, T0 + 500)) });
+      expect(await leg.control.restart(restartInput(j, T0 + 500))).toEqual(first);
+      expect((await leg.control.restart(restartInput(j, T0 + 900))).kind).toBe('refused');
+    });
 
     it('starts a new series: queued, attempts 0, runAt now, retries + 1; keeps token, lease expiry, errors, writer', async () => {
       const leg = await setup();

@@ -27,10 +27,15 @@ export class FakeJobControl implements JobControl {
     type: string,
     from: readonly JobState[],
     change: (job: Job) => DueAttributes,
+    replay?: { state: JobState; updatedAt: string },
   ): ControlResult {
     const job = this.store.peek(id);
     if (!job) return { kind: 'missing' };
-    if (job.type !== type || !from.includes(job.state)) return { kind: 'refused', job };
+    if (job.type !== type || !from.includes(job.state)) {
+      // The adapter's replay rule: the stored job is exactly what this write left behind.
+      const ours = replay !== undefined && job.state === replay.state && job.updatedAt === replay.updatedAt;
+      return { kind: ours ? 'applied' : 'refused', job };
+    }
     const due = change(job);
     this.store.seed(job, due);
     return { kind: 'applied', job: this.store.peek(id) as Job };
@@ -38,37 +43,49 @@ export class FakeJobControl implements JobControl {
 
   /** Keeps the token and `leaseExpiresAt`, so no new attempt starts while the cancelled one may run. */
   async cancel(input: { id: string; type: string; from: readonly JobState[]; now: number; expiresAt: number }) {
-    return this.apply(input.id, input.type, input.from, (job) => {
-      job.state = 'cancelled';
-      job.finishedAt = iso(input.now);
-      job.updatedAt = iso(input.now);
-      job.expiresAt = input.expiresAt;
-      delete job.leaseOwner;
-      return {};
-    });
+    return this.apply(
+      input.id,
+      input.type,
+      input.from,
+      (job) => {
+        job.state = 'cancelled';
+        job.finishedAt = iso(input.now);
+        job.updatedAt = iso(input.now);
+        job.expiresAt = input.expiresAt;
+        delete job.leaseOwner;
+        return {};
+      },
+      { state: 'cancelled', updatedAt: iso(input.now) },
+    );
   }
 
   /** Keeps the token and `leaseExpiresAt` (the claim's fence), the errors and the last writer. */
   async restart(input: { id: string; type: string; from: readonly JobState[]; now: number }) {
-    return this.apply(input.id, input.type, input.from, (job) => {
-      job.state = 'queued';
-      job.attempts = 0;
-      job.runAt = iso(input.now);
-      job.updatedAt = iso(input.now);
-      job.retries = (job.retries ?? 0) + 1;
-      for (const field of [
-        'expiresAt',
-        'finishedAt',
-        'startedAt',
-        'leaseOwner',
-        'result',
-        'progress',
-        'dispatchBy',
-      ] as const) {
-        delete job[field];
-      }
-      return jobDueAttributes({ id: job.id, state: 'queued', runAt: job.runAt });
-    });
+    return this.apply(
+      input.id,
+      input.type,
+      input.from,
+      (job) => {
+        job.state = 'queued';
+        job.attempts = 0;
+        job.runAt = iso(input.now);
+        job.updatedAt = iso(input.now);
+        job.retries = (job.retries ?? 0) + 1;
+        for (const field of [
+          'expiresAt',
+          'finishedAt',
+          'startedAt',
+          'leaseOwner',
+          'result',
+          'progress',
+          'dispatchBy',
+        ] as const) {
+          delete job[field];
+        }
+        return jobDueAttributes({ id: job.id, state: 'queued', runAt: job.runAt });
+      },
+      { state: 'queued', updatedAt: iso(input.now) },
+    );
   }
 
   /** Puts back `previous`'s state, attempts, times and TTL; everything else stays as it is now. */

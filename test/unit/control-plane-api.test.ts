@@ -46,6 +46,7 @@ function setup(options: { index?: JobIndex } = {}) {
   const clock = new ManualClock(T0);
   const logs = captureLogs();
   const index: JobIndex = options.index ?? { query: async () => ({ entries: [], more: false }) };
+  const control = new FakeJobControl(store);
   const api = createApiHandler({
     config,
     catalog,
@@ -54,7 +55,7 @@ function setup(options: { index?: JobIndex } = {}) {
     scheduler,
     clock,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
-    controlPlane: { index, control: new FakeJobControl(store), deadLetters },
+    controlPlane: { index, control, deadLetters },
   });
   const call = async (method: string, path: string, body?: unknown, rawQuery: Record<string, string> = {}) => {
     const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -71,7 +72,7 @@ function setup(options: { index?: JobIndex } = {}) {
     } as unknown as APIGatewayProxyEventV2);
     return { status: response.statusCode, headers: response.headers ?? {}, body: JSON.parse(response.body ?? 'null') };
   };
-  return { api, call, store, queue, scheduler, deadLetters, clock, config, logs: logs.lines };
+  return { api, call, store, queue, scheduler, deadLetters, control, clock, config, logs: logs.lines };
 }
 
 describe('routing', () => {
@@ -310,6 +311,21 @@ describe('POST /jobs/{id}/cancel and /retry', () => {
     expect(response.status).toBe(429);
     expect(store.peek('c')?.state).toBe('cancelled');
     expect(store.peek('c')?.retries).toBe(0);
+  });
+
+  it('keeps a retry whose send failed when the job already moved on (another of its messages was claimed)', async () => {
+    const { call, store, queue, control } = setup();
+    store.seed(newJob({ id: 'm2', type: 'echo', state: 'failed', attempts: 3, leaseToken: 3 }, T0));
+    queue.failNext('send', new ThrottledError('AWS throttled SQS SendMessage'));
+    // Between the restart and its undo, a worker claims the restarted job through a stale message.
+    const undo = control.undoRestart.bind(control);
+    control.undoRestart = async (input) => {
+      await store.claim({ id: 'm2', type: 'echo', owner: 'w', now: T0 + 10_000, leaseMs: 30_000 });
+      return undo(input);
+    };
+    const response = await call('POST', '/jobs/m2/retry');
+    expect(response.status).toBe(200);
+    expect(jobViewSchema.parse(response.body)).toMatchObject({ state: 'running', attempts: 1, retries: 1 });
   });
 
   it('logs what describe() says about the payload, never the payload', async () => {
