@@ -9,7 +9,7 @@ import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import type { Job } from '../core/job';
 import { claimableInMs } from '../core/lease';
 import type { JobQueue, JobStore } from '../core/ports';
-import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
+import { EARLY_START_TOLERANCE_MS, earlyByMs } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';
 
@@ -33,7 +33,11 @@ export async function waitUntilDue(input: {
   record: SQSRecord;
   log: Logger;
 }): Promise<'retry'> {
-  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.floor(claimableInMs(input.job, input.now) / 1000)));
+  // Until runAt: whole seconds rounded down (the claim accepts 1 s early and the worker waits out
+  // the rest). Until a lease fence: rounded up (the claim accepts nothing early there).
+  const waitMs = claimableInMs(input.job, input.now);
+  const round = earlyByMs(input.job, input.now) >= waitMs ? Math.floor : Math.ceil;
+  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, round(waitMs / 1000)));
   await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {
     input.log.warn('could not delay the early message; it returns after the visibility timeout', errorFields(error));
   });
