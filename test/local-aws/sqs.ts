@@ -14,6 +14,8 @@ export interface QueueSnapshot {
   visible: number;
   inFlight: number;
   delayed: number;
+  /** When each delayed or in-flight message becomes visible (real epoch ms), earliest first. */
+  returnsAt: number[];
   attributes: Record<string, string>;
 }
 
@@ -37,10 +39,15 @@ export const LOCAL_ACCOUNT_ID = '000000000000';
 
 interface SqsStoreLike {
   host: string;
-  inspectQueue(
-    name: string,
-  ):
-    | { attributes: Record<string, string>; messages: { ready: unknown[]; delayed: unknown[]; inflight: unknown[] } }
+  inspectQueue(name: string):
+    | {
+        attributes: Record<string, string>;
+        messages: {
+          ready: unknown[];
+          delayed: { delayUntil?: number }[];
+          inflight: { visibilityDeadline?: number }[];
+        };
+      }
     | undefined;
   clearMessages(): void;
 }
@@ -97,6 +104,10 @@ export async function startLocalSqs(options: LocalSqsOptions = {}): Promise<Loca
         visible: queue.messages.ready.length,
         inFlight: queue.messages.inflight.length,
         delayed: queue.messages.delayed.length,
+        returnsAt: [
+          ...queue.messages.delayed.map((m) => m.delayUntil ?? 0),
+          ...queue.messages.inflight.map((m) => m.visibilityDeadline ?? 0),
+        ].sort((a, b) => a - b),
         attributes: queue.attributes,
       };
     },
