@@ -39,6 +39,8 @@ export interface ActorOptions {
   producers: number;
   /** Application-level retries (same id) after the client gave up. */
   enqueueTries: number;
+  /** The typed client's own retries per call. @default 3 */
+  clientRetries?: number;
 }
 
 const bump = (record: Record<string, number>, key: string) => {
@@ -103,7 +105,7 @@ export class Actors {
       url: world.platform.url,
       fetch: counting,
       timeoutMs: options.clientTimeoutMs,
-      retry: { retries: 3, baseDelayMs: 50, maxDelayMs: 500 },
+      retry: { retries: options.clientRetries ?? 3, baseDelayMs: 50, maxDelayMs: 500 },
     });
     this.reader = createClient({ url: world.platform.url, timeoutMs: 30_000 });
   }

@@ -146,6 +146,11 @@ export class SystemObserver {
     const { message, level, jobId, time: _time, ...fields } = parsed;
     this.logCounts.set(message, (this.logCounts.get(message) ?? 0) + 1);
     if (jobId) this.push(this.logs, jobId, { t: Date.now(), level, message, fields });
+    // Fire handling (worker and supervisor) logs with the schedule's name: kept for its story.
+    const schedule = fields.schedule;
+    if (typeof schedule === 'string') {
+      this.push(this.logs, `schedule:${schedule}`, { t: Date.now(), level, message, fields: { ...fields, jobId } });
+    }
   }
 
   /** Count of log lines with this message. */

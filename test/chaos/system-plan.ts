@@ -60,7 +60,7 @@ export interface PlanOptions {
   types: string[];
   scheduleType: string;
   schedules: number;
-  /** Longest `runAt` offset of a Scheduler job, and longest `days` backoff (driven ms). */
+  /** Driven time the run covers: Scheduler jobs are due within its first half, `days` backoffs (> 12 h) last up to 80 % of it. */
   horizonMs: number;
   leaseMs: number;
   timeoutMs: number;
@@ -134,7 +134,7 @@ export function planSystem(
         ? int(100, 1500)
         : backoffKind === 'hours'
           ? int(1 * HOUR, 6 * HOUR)
-          : int(12 * HOUR + 60_000, Math.max(12 * HOUR + 120_000, options.horizonMs));
+          : int(12 * HOUR + 60_000, Math.max(12 * HOUR + 120_000, Math.round(options.horizonMs * 0.8)));
     const job: PlannedJob = {
       id: `sys-${i.toString().padStart(5, '0')}-${Math.floor(random() * 1e9).toString(36)}`,
       type: options.types[i % options.types.length] ?? 'sys-a',

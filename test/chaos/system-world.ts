@@ -16,6 +16,7 @@ import { createLogger, type Logger } from '../../shared/logger';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import type { Schedule } from '../../shared/schedules/model';
+import type { SupervisorOptions } from '../../shared/supervisor/plan';
 import type { SupervisorReport } from '../../shared/supervisor/run';
 import { type LocalAws, localClients, startLocalAws } from '../local-aws/index';
 import { type QueueRunner, type SqsLambdaHandler, startQueueRunner } from '../local-aws/lambda-runner';
@@ -42,8 +43,10 @@ export interface WorldOptions {
   fireDropRate: number;
   fireDelayRate: number;
   fireDuplicateRate: number;
-  /** Real-time interval of each supervisor's passes. */
+  /** Real-time pause between two passes of each supervisor. */
   supervisorIntervalMs: number;
+  /** Overrides of the supervisors' options (e.g. `maxMinutesPerRun`). */
+  supervisorOptions?: Partial<SupervisorOptions>;
   dynamodbEndpoint?: string;
 }
 
@@ -57,6 +60,22 @@ export interface FireStats {
   pending: number;
   /** Fires seen, by kind of target (`job`, `retry`, `recurring`). */
   byKind: Record<string, number>;
+  /** What became of each recurring fire, by Scheduler schedule name (`_s.<name>`), for stories. */
+  fates: Map<string, string[]>;
+}
+
+/** Totals of the supervisors' passes. */
+export interface SupervisorStats {
+  passes: number;
+  /** Passes that threw (their error is logged by the supervisor; the next pass retries). */
+  failedPasses: number;
+  minutesRead: number;
+  resent: number;
+  fired: number;
+  skipped: number;
+  failedItems: number;
+  totalMs: number;
+  maxMs: number;
 }
 
 /** A running world. */
@@ -80,6 +99,12 @@ export interface World {
   stopSupervisors(): Promise<void>;
   /** One pass of each supervisor, at the same time. */
   supervise(): Promise<SupervisorReport[]>;
+  /** Totals of every supervisor pass (explicit and background). */
+  supervisorStats: SupervisorStats;
+  /** Background passes completed so far, per supervisor, that started at or after real time `since`. */
+  passesStartedSince(since: number): number[];
+  /** Messages of the job queues: visible now, hidden but back within `withinMs` (real), hidden longer. */
+  queueState(withinMs: number): { visible: number; soon: number; later: number };
   runnerStats(): { invocations: number; messages: number; failures: number };
   scanJobs(): Promise<Map<string, Job>>;
   getSchedule(name: string): Promise<Schedule | undefined>;
@@ -107,7 +132,15 @@ export async function startWorld(input: {
   const { options, defs, deadZones, observer, apiFaults, workerFaults, supervisorFaults } = input;
   const random = seeded(options.seed ^ 0x51de);
   const driven = new DrivenClock();
-  const fireStats: FireStats = { delivered: 0, dropped: 0, delayed: 0, duplicated: 0, pending: 0, byKind: {} };
+  const fireStats: FireStats = {
+    delivered: 0,
+    dropped: 0,
+    delayed: 0,
+    duplicated: 0,
+    pending: 0,
+    byKind: {},
+    fates: new Map(),
+  };
   const fireFaults = { enabled: true };
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => Promise<void>) => {
@@ -127,21 +160,33 @@ export async function startWorld(input: {
     async (fire) => {
       const kind = fire.name.startsWith('_s.') ? 'recurring' : fire.name.startsWith('_r') ? 'retry' : 'job';
       fireStats.byKind[kind] = (fireStats.byKind[kind] ?? 0) + 1;
+      const fate = (what: string) => {
+        if (kind !== 'recurring') return;
+        const list = fireStats.fates.get(fire.name) ?? [];
+        list.push(
+          `+${((Date.now() - observer.t0) / 1000).toFixed(2)}s fire ${new Date(fire.scheduledTime).toISOString()} (attempt ${fire.attempt}) ${what}`,
+        );
+        fireStats.fates.set(fire.name, list);
+      };
       const r = random();
       if (fireFaults.enabled && r < options.fireDropRate) {
         fireStats.dropped += 1;
+        fate('dropped');
         return; // Scheduler said it delivered; nothing arrives
       }
       if (fireFaults.enabled && r < options.fireDropRate + options.fireDelayRate) {
         fireStats.delayed += 1;
-        later(500 + Math.floor(random() * 8000), () => deliver(fire));
+        const ms = 500 + Math.floor(random() * 8000);
+        fate(`delayed ${ms} ms`);
+        later(ms, () => deliver(fire).then(() => fate('delivered late')));
         return;
       }
       await deliver(fire);
       fireStats.delivered += 1;
+      fate('delivered');
       if (fireFaults.enabled && r < options.fireDropRate + options.fireDelayRate + options.fireDuplicateRate) {
         fireStats.duplicated += 1;
-        later(Math.floor(random() * 5000), () => deliver(fire));
+        later(Math.floor(random() * 5000), () => deliver(fire).then(() => fate('delivered again (duplicate)')));
       }
     };
   const aws = await startLocalAws({
@@ -236,20 +281,64 @@ export async function startWorld(input: {
   let runners: QueueRunner[] = [];
   const runnerTotals = { invocations: 0, messages: 0, failures: 0 };
   const supervisorClients = [faulty(supervisorFaults), faulty(supervisorFaults)];
-  let supervisors: LocalSupervisor[] = [];
-  const makeSupervisors = (intervalMs?: number) =>
-    supervisorClients.map((clients, i) =>
-      startLocalSupervisor({
-        config,
-        clients,
-        jobs: new DynamoJobStore(clients.dynamo, config.tableName),
-        schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
-        clock: new SkewedClock(driven, skews.supervisors[i] ?? 0),
-        logger,
-        ...(intervalMs !== undefined ? { settings: { intervalMs } } : {}),
-      }),
-    );
-  const oneShot = makeSupervisors();
+  const supervisors = supervisorClients.map((clients, i) =>
+    startLocalSupervisor({
+      config,
+      clients,
+      jobs: new DynamoJobStore(clients.dynamo, config.tableName),
+      schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
+      clock: new SkewedClock(driven, skews.supervisors[i] ?? 0),
+      logger,
+      ...(options.supervisorOptions ? { settings: { options: options.supervisorOptions } } : {}),
+    }),
+  );
+  const supervisorStats: SupervisorStats = {
+    passes: 0,
+    failedPasses: 0,
+    minutesRead: 0,
+    resent: 0,
+    fired: 0,
+    skipped: 0,
+    failedItems: 0,
+    totalMs: 0,
+    maxMs: 0,
+  };
+  /** Real start times of the completed background passes, per supervisor. */
+  const completed: number[][] = supervisors.map(() => []);
+  const pass = async (s: LocalSupervisor): Promise<SupervisorReport | undefined> => {
+    const began = Date.now();
+    try {
+      const r = await s.supervise();
+      supervisorStats.passes += 1;
+      supervisorStats.minutesRead += r.minutes;
+      supervisorStats.resent += r.resent.length;
+      supervisorStats.fired += r.fired.length;
+      supervisorStats.skipped += r.skipped;
+      supervisorStats.failedItems += r.failed;
+      return r;
+    } catch {
+      supervisorStats.failedPasses += 1;
+      return undefined;
+    } finally {
+      const ms = Date.now() - began;
+      supervisorStats.totalMs += ms;
+      supervisorStats.maxMs = Math.max(supervisorStats.maxMs, ms);
+    }
+  };
+  // Background passes: each supervisor passes, pauses `supervisorIntervalMs`, passes again.
+  let loops: Promise<void>[] = [];
+  let looping = false;
+  const loop = async (i: number) => {
+    const s = supervisors[i];
+    if (!s) return;
+    while (looping) {
+      const began = Date.now();
+      await pass(s);
+      completed[i]?.push(began);
+      if (!looping) break;
+      await new Promise((resolve) => setTimeout(resolve, options.supervisorIntervalMs));
+    }
+  };
   const scheduleStore = new DynamoScheduleStore(inspect.dynamo, config.tableName);
 
   return {
@@ -293,17 +382,35 @@ export async function startWorld(input: {
       }
     },
     startSupervisors() {
-      if (supervisors.length === 0) supervisors = makeSupervisors(options.supervisorIntervalMs);
+      if (looping) return;
+      looping = true;
+      loops = supervisors.map((_, i) => loop(i));
     },
     async stopSupervisors() {
-      const stopping = supervisors;
-      supervisors = [];
-      await Promise.all(stopping.map((s) => s.stop()));
+      looping = false;
+      await Promise.all(loops);
+      loops = [];
     },
     supervise: () =>
-      Promise.all(oneShot.map((s) => s.supervise().catch(() => undefined))).then((reports) =>
+      Promise.all(supervisors.map((s) => pass(s))).then((reports) =>
         reports.filter((r): r is SupervisorReport => r !== undefined),
       ),
+    supervisorStats,
+    passesStartedSince: (since) => completed.map((starts) => starts.filter((t) => t >= since).length),
+    queueState(withinMs) {
+      const out = { visible: 0, soon: 0, later: 0 };
+      const limit = Date.now() + withinMs;
+      for (const q of Object.values(p.deployment.queues)) {
+        const snapshot = aws.sqs.inspect(q.url.split('/').pop() ?? '');
+        if (!snapshot) continue;
+        out.visible += snapshot.visible;
+        for (const t of snapshot.returnsAt) {
+          if (t <= limit) out.soon += 1;
+          else out.later += 1;
+        }
+      }
+      return out;
+    },
     runnerStats() {
       const live = runners.reduce(
         (acc, r) => ({
@@ -369,7 +476,9 @@ export async function startWorld(input: {
     async stop() {
       for (const timer of timers) clearTimeout(timer);
       await Promise.all(runners.map((r) => r.stop()));
-      await Promise.all([...supervisors, ...oneShot].map((s) => s.stop()));
+      looping = false;
+      await Promise.all(loops);
+      await Promise.all(supervisors.map((s) => s.stop()));
       await p.stop();
       for (const c of owned) {
         c.dynamo.destroy();
