@@ -77,6 +77,7 @@ const SCHEDULE_FIELDS = [
   'lastFireAt',
   'lastRunId',
   'lastRunReservedAt',
+  'lastRunConfirmUntil',
   'lastRunAfter',
   'skipped',
   'lastSkippedAt',

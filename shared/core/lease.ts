@@ -10,6 +10,9 @@ import { isTerminal } from './states';
  */
 export const DEFAULT_LEASE_MS = 30_000;
 
+/** Shortest lease a worker accepts: below it the lease runs out before its first heartbeat can renew it. */
+export const MIN_LEASE_MS = 300;
+
 /**
  * The largest difference between two workers' clocks the lease design tolerates. A claimer takes
  * over an expired lease only when it expired more than this long ago by the claimer's own clock;
@@ -64,7 +67,8 @@ export function classifyRefusedClaim(job: Job, now: number, type: string): Claim
     if (held) return { kind: 'fenced', job };
     if (earlyByMs(job, now) > 0) return { kind: 'early', job };
   }
-  // Claimable after all (a race with a write in between): let the message come back.
+  // Claimable after all (a write in between), or a waiting job with no attempt left (no writer
+  // leaves one so): the message is dropped; the supervisor finds a job still waiting.
   return { kind: 'missing' };
 }
 

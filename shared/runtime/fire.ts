@@ -12,7 +12,10 @@ import { processFire } from '../schedules/fire-processor';
 import type { ScheduleStore } from '../schedules/ports';
 
 /** The record becomes this job message, or is settled with this outcome (`done`: delete it). */
-export type ResolvedFire = { kind: 'job'; message: JobMessage } | { kind: 'settled'; outcome: 'done' | 'retry' };
+export type ResolvedFire =
+  | { kind: 'job'; message: JobMessage }
+  /** `comeBackSeconds`: make the message visible again this soon (a fire that has more to do). */
+  | { kind: 'settled'; outcome: 'done' | 'retry'; comeBackSeconds?: number };
 
 /**
  * Resolves a fire message (`{"v":1,"kind":"fire",...}`) into the job message of its run.
@@ -68,7 +71,7 @@ export async function resolveFire(input: {
         return { kind: 'settled', outcome: 'done' };
       case 'pending':
         fireLog.info('schedule fire handled earlier slots first; it comes back for its own');
-        return { kind: 'settled', outcome: 'retry' };
+        return { kind: 'settled', outcome: 'retry', comeBackSeconds: 1 };
     }
   } catch (error) {
     fireLog.error('could not handle the schedule fire; it will be delivered again', errorFields(error));

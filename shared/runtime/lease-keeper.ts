@@ -14,6 +14,8 @@ import { errorFields, type Logger } from '../logger';
 export interface LeaseKeeper {
   /** Heartbeat period (a third of the lease). */
   readonly intervalMs: number;
+  /** Checks the time left now (aborting through `onLost` when too little is); true while the lease holds. */
+  check(): boolean;
   /** Stops heartbeating; resolves once a heartbeat still in flight settled (at most one interval). */
   stop(): Promise<void>;
 }
@@ -58,12 +60,18 @@ export function keepLease(input: {
   // that finds less than 1¼ intervals left aborts, so at least one interval is left (less only
   // by event-loop lag).
   const checkEvery = Math.max(25, Math.floor(interval / 4));
-  const checker = setInterval(() => {
+  const check = (): boolean => {
     if (clock.now() + interval + checkEvery >= validUntil) lose(unconfirmed());
-  }, checkEvery);
+    return !lost;
+  };
+  const checker = setInterval(check, checkEvery);
+  check(); // a claim whose answer came late may leave no time at all
+  let beating = false;
   const ticker = setInterval(() => {
     const now = clock.now();
-    if (lost) return;
+    // One heartbeat at a time: a late one landing after a newer one would shorten the lease.
+    if (lost || beating) return;
+    beating = true;
     beat = store
       .heartbeat({ job, now, leaseMs })
       .then(() => {
@@ -84,11 +92,15 @@ export function keepLease(input: {
       .catch((error: unknown) => {
         if (error instanceof LeaseLostError) lose(error);
         else log.warn('heartbeat failed; will try again', errorFields(error));
+      })
+      .finally(() => {
+        beating = false;
       });
   }, interval);
 
   return {
     intervalMs: interval,
+    check,
     async stop() {
       stopped = true;
       clearInterval(ticker);

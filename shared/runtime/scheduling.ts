@@ -32,10 +32,12 @@ export async function waitUntilDue(input: {
   queueUrl: string;
   record: SQSRecord;
   log: Logger;
+  /** Hide at least until then (epoch ms), e.g. the running attempt's hard deadline. */
+  notBefore?: number;
 }): Promise<'retry'> {
   // Until runAt: whole seconds rounded down (the claim accepts 1 s early and the worker waits out
-  // the rest). Until a lease fence: rounded up (the claim accepts nothing early there).
-  const waitMs = claimableInMs(input.job, input.now);
+  // the rest). Until a lease fence or a deadline: rounded up (nothing is accepted early there).
+  const waitMs = Math.max(claimableInMs(input.job, input.now), (input.notBefore ?? 0) - input.now);
   const round = earlyByMs(input.job, input.now) >= waitMs ? Math.floor : Math.ceil;
   const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, round(waitMs / 1000)));
   await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {

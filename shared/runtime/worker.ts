@@ -5,10 +5,11 @@ import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
 import { describeJob } from '../core/describe';
+import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/enqueue';
 import { isFireMessage } from '../core/fire-message';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
-import { DEFAULT_LEASE_MS } from '../core/lease';
+import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
@@ -33,7 +34,7 @@ export interface WorkerDeps {
   random?: () => number;
   /** Lease owner id. @default a random id per worker instance */
   owner?: string;
-  /** @default 30_000 */
+  /** Lease length; at least {@link MIN_LEASE_MS}, and ≥ 10 × the p99 latency of a conditional write. @default 30_000 */
   leaseMs?: number;
   logger?: Logger;
   /** Recurring schedules, for fire messages (see ./fire.ts). Without it a fire returns to the queue. */
@@ -81,6 +82,9 @@ async function handlerStopped(running: Promise<unknown>, withinMs: number, log: 
   }
 }
 
+/** Receives of an attempt's own message hidden only until its lease fence; later ones wait for the attempt's deadline. */
+const OWN_MESSAGE_FENCE_RETURNS = 3;
+
 /** What to tell the event source mapping about one record. */
 type Outcome = 'done' | 'retry';
 
@@ -96,6 +100,11 @@ export function createWorker(
   const random = deps.random ?? Math.random;
   const owner = deps.owner ?? `worker-${randomUUID()}`;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  if (!Number.isFinite(leaseMs) || leaseMs < MIN_LEASE_MS) {
+    throw new ConfigError(
+      `leaseMs must be at least ${MIN_LEASE_MS} ms (got ${leaseMs}): shorter leases expire before their first heartbeat`,
+    );
+  }
   const baseLog = (deps.logger ?? createLogger({ level: deps.config.logLevel })).child({ type: def.spec.type });
   const configured = deps.config.routes[def.spec.type];
   if (!configured) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
@@ -177,7 +186,7 @@ export function createWorker(
     };
     try {
       await holdUntilRunAt(job, clock.now()); // claimed up to 1 s before its runAt
-      if (!leaseLost) {
+      if (keeper.check()) {
         timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
         const aborted = new Promise<never>((_, reject) => {
           controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
@@ -312,7 +321,14 @@ export function createWorker(
         now: clock.now(),
         log: baseLog,
       });
-      if (fired.kind === 'settled') return fired.outcome;
+      if (fired.kind === 'settled') {
+        if (fired.comeBackSeconds !== undefined) {
+          await deps.queue
+            .changeVisibility(route.queueUrl, record.receiptHandle, fired.comeBackSeconds)
+            .catch((error: unknown) => baseLog.warn('could not bring the fire back soon', errorFields(error)));
+        }
+        return fired.outcome;
+      }
       body = fired.message;
     }
     const message = messageSchema.safeParse(body);
@@ -353,7 +369,18 @@ export function createWorker(
           // gave up its lease): keep it, hidden until the lease may be taken over. Any other copy
           // is deleted, not bounced: a long job's duplicates would otherwise walk into the DLQ.
           if (claim.job.leaseMessage === record.messageId) {
-            return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
+            // Until the lease may be taken over (a dead worker's job resumes then); after a few
+            // such returns, until the attempt must have ended (its Lambda timed out): a live
+            // attempt keeps renewing its lease, and each return counts toward maxReceiveCount.
+            const claimedAt = Date.parse(claim.job.startedAt ?? claim.job.updatedAt);
+            const deadline = claimedAt + def.spec.timeoutMs + ATTEMPT_MARGIN_MS;
+            const notBefore = receiveCount > OWN_MESSAGE_FENCE_RETURNS ? deadline : undefined;
+            return await waitUntilDue({
+              ...waitFor,
+              job: claim.job,
+              now: clock.now(),
+              ...(notBefore ? { notBefore } : {}),
+            });
           }
           log.info('duplicate delivery of a job running under a live lease; discarding it');
           return 'done';

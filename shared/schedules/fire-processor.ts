@@ -105,6 +105,7 @@ export async function processFire(
     const previous = await previousOf(deps, schedule, lastRun, now);
     const decision = overlapDecision(schedule.overlap, previous);
     const outcome = applyFire(schedule, target, decision, now);
+    if (outcome.run) outcome.schedule.lastRunConfirmUntil = now + deps.retentionMs;
     if (!(await deps.schedules.save(outcome.schedule, schedule.version))) {
       conflicts += 1;
       await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * conflicts));
@@ -151,7 +152,8 @@ async function reservedRun(
 
 /** True while a reserved run that is missing can only be one that was never written (see `retentionMs`). */
 function recentlyReserved(deps: FireProcessorDeps, schedule: Schedule, now: number): boolean {
-  return now - (schedule.lastRunReservedAt ?? 0) < deps.retentionMs;
+  const byNow = (schedule.lastRunReservedAt ?? 0) + deps.retentionMs;
+  return now < Math.min(schedule.lastRunConfirmUntil ?? byNow, byNow);
 }
 
 /**

@@ -94,6 +94,12 @@ export interface Schedule {
   lastRunId?: string;
   /** When that run was reserved (epoch ms): a reserved run not written yet counts as active. */
   lastRunReservedAt?: number;
+  /**
+   * Until when (epoch ms) that run, if found missing, can only be one never written: the
+   * reservation time plus the retention in force then (a finished run is kept at least that
+   * long). Stored, so that raising `retentionDays` later never re-creates a run TTL deleted.
+   */
+  lastRunConfirmUntil?: number;
   /** The run that run waits for (`queue-one`), kept so a run reserved but not written can be written later. */
   lastRunAfter?: string;
   /** Fires skipped by the overlap policy, and the latest such fire (epoch ms). */

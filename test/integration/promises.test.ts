@@ -287,6 +287,22 @@ describe('hole 4: every recurring slot yields its run', () => {
     expect(await store.get(runId(name, slot))).toBeUndefined();
   });
 
+  it('does not re-create a run TTL deleted after the retention was raised (the bound stored at reservation holds)', async () => {
+    const slot = T0 - 31 * DAY;
+    const name = await newSchedule('1 day', 'rate(1 day)', {
+      anchorAt: slot,
+      nextFireAt: T0 - 30 * DAY, // the schedule was paused, then resumed: its next slot is long past
+      lastFireAt: slot,
+      lastRunId: runId(`sched-${seq + 1}`, slot),
+      lastRunReservedAt: slot,
+      lastRunConfirmUntil: slot + 7 * DAY, // reserved under a 7-day retention
+    });
+    const deps = { schedules, jobs: store, log, retentionMs: 35 * DAY }; // raised since
+    const next = await processFire(deps, { name, type: 'echo', fireTime: T0 }, T0 + 1_000);
+    expect(next.also.map((m) => m.id)).not.toContain(runId(name, slot));
+    expect(await store.get(runId(name, slot))).toBeUndefined();
+  });
+
   it('handles every overtaken slot, however many, instead of counting them as missed', async () => {
     const name = await newSchedule('1 minute', 'rate(1 minute)');
     const deps = { schedules, jobs: store, log, retentionMs: RETENTION };

@@ -343,4 +343,21 @@ describe('worker: leases it cannot confirm', () => {
     expect(finished).toBe(false);
     expect(abortedAfterMs).toBeLessThanOrEqual(700);
   });
+
+  it('does not start the handler when the claim’s answer came back with too little of the lease left', async () => {
+    const run = vi.fn(async () => 'ran');
+    const h = harness({ leaseMs: 3_000, run });
+    h.store.seed(echoJob('job-1'));
+    const claim = h.store.claim.bind(h.store);
+    h.store.claim = async (input) => {
+      const result = await claim(input);
+      h.clock.advance(2_000); // 1 s of the 3 s lease left: less than 1¼ heartbeat intervals
+      return result;
+    };
+    expect(await h.worker(sqsEvent(messageFor('job-1')))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
+    });
+    expect(run).not.toHaveBeenCalled();
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'running', attempts: 1, errors: [] });
+  });
 });

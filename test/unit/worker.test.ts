@@ -207,6 +207,34 @@ describe('worker: duplicates and bad messages', () => {
     ]);
   });
 
+  it('keeps the attempt’s own message under a live lease, hidden until its lease may be taken over, then until the attempt must have ended', async () => {
+    const run = vi.fn(async () => 'x');
+    const h = harness({ run });
+    h.store.seed(
+      echoJob('job-1', {
+        state: 'running',
+        attempts: 1,
+        leaseToken: 1,
+        leaseOwner: 'other',
+        leaseMessage: 'm-job-1',
+        startedAt: ISO0,
+        leaseExpiresAt: T0 + 10_000,
+      }),
+    );
+    // Early returns: until the lease may be taken over (10 s + the 2 s skew margin) ...
+    expect(await h.worker(sqsEvent(messageFor('job-1', { receiveCount: 2 })))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-job-1' }],
+    });
+    // ... later ones: until the attempt must have ended (claimed at T0, timeout 1 s, Lambda's margin 30 s).
+    await h.worker(sqsEvent(messageFor('job-1', { receiveCount: 4 })));
+    expect(run).not.toHaveBeenCalled();
+    expect(h.queue.visibility.map((v) => v.seconds)).toEqual([13, 31]);
+  });
+
+  it('refuses a lease too short to be renewed before it runs out', () => {
+    expect(() => harness({ leaseMs: 200 })).toThrow(/leaseMs must be at least 300 ms/);
+  });
+
   it.each(['succeeded', 'failed', 'cancelled'] as const)('does not run a %s job again', async (state) => {
     const run = vi.fn(async () => 'x');
     const h = harness({ run });
