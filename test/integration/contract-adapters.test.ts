@@ -3,24 +3,17 @@
  * (DynamoJobStore, DynamoJobControl) on DynamoDB Local: the same cases the fakes pass in
  * test/unit/contract-fakes.test.ts.
  */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { describe } from 'vitest';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
-import { JOB_TABLE, keys } from '../../shared/core/table';
+import { keys } from '../../shared/core/table';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
-import { LOCAL_CREDENTIALS } from '../local-aws/clients';
-import { createTableInput } from '../local-aws/deploy';
-import { uniquePrefix } from '../local-aws/namespace';
+import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
 
-const tableName = `${uniquePrefix('contract')}-jobs`;
-const dynamo = new DynamoDBClient({
-  endpoint: inject('dynamodbEndpoint'),
-  region: 'us-east-1',
-  credentials: LOCAL_CREDENTIALS,
-});
+const { dynamo, tableName } = useJobTable('contract');
 
 /** The item's `dueBucket` and `dueAt`, as the supervisor's `DynamoDueIndex` reads them. */
 async function readDue(client: DynamoDBClient, table: string, id: string): Promise<DueAttributes | undefined> {
@@ -40,15 +33,6 @@ const leg: ContractLeg = {
   control: new DynamoJobControl(dynamo, tableName),
   dueOf: (id) => readDue(dynamo, tableName, id),
 };
-
-beforeAll(async () => {
-  await dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
-});
-
-afterAll(async () => {
-  await dynamo.send(new DeleteTableCommand({ TableName: tableName }));
-  dynamo.destroy();
-});
 
 describe('job ports contract: DynamoJobStore and DynamoJobControl on DynamoDB Local', () => {
   jobStoreContract(async () => leg);

@@ -1,6 +1,6 @@
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
@@ -8,20 +8,13 @@ import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
 import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
-import { JOB_TABLE, keys } from '../../shared/core/table';
+import { keys } from '../../shared/core/table';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
-import { createTableInput } from '../local-aws/deploy';
-import { uniquePrefix } from '../local-aws/namespace';
+import { useJobTable } from '../local-aws/job-table';
 import { type LocalSqs, startLocalSqs } from '../local-aws/sqs';
 import { newJob as baseJob } from '../support/fakes';
 
-const prefix = uniquePrefix('control');
-const tableName = `${prefix}-jobs`;
-const dynamo = new DynamoDBClient({
-  endpoint: inject('dynamodbEndpoint'),
-  region: 'us-east-1',
-  credentials: LOCAL_CREDENTIALS,
-});
+const { dynamo, tableName, prefix } = useJobTable('control');
 const store = new DynamoJobStore(dynamo, tableName);
 const index = new DynamoJobIndex(dynamo, tableName);
 const control = new DynamoJobControl(dynamo, tableName);
@@ -46,15 +39,6 @@ async function readPartition(partition: { index: 'byType' | 'byTypeState'; key: 
     below = page.entries.at(-1)?.sortKey;
   }
 }
-
-beforeAll(async () => {
-  await dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
-});
-
-afterAll(async () => {
-  await dynamo.send(new DeleteTableCommand({ TableName: tableName }));
-  dynamo.destroy();
-});
 
 describe('DynamoJobIndex against DynamoDB Local', () => {
   const jobs: Job[] = [];

@@ -1,22 +1,15 @@
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import type { Job } from '../../shared/core/job';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
-import { JOB_TABLE, keys } from '../../shared/core/table';
+import { keys } from '../../shared/core/table';
 import { LeaseLostError } from '../../shared/errors';
-import { LOCAL_CREDENTIALS } from '../local-aws/clients';
-import { createTableInput } from '../local-aws/deploy';
-import { uniquePrefix } from '../local-aws/namespace';
+import { useJobTable } from '../local-aws/job-table';
 import { newJob as baseJob } from '../support/fakes';
 
-const tableName = `${uniquePrefix('store')}-jobs`;
-const dynamo = new DynamoDBClient({
-  endpoint: inject('dynamodbEndpoint'),
-  region: 'us-east-1',
-  credentials: LOCAL_CREDENTIALS,
-});
+const { dynamo, tableName } = useJobTable('store');
 const store = new DynamoJobStore(dynamo, tableName);
 const T0 = Date.parse('2026-06-01T00:00:00Z');
 const LEASE = 10_000;
@@ -38,15 +31,6 @@ async function claimed(job: Job, owner: string, now: number): Promise<Job> {
   if (result.kind !== 'claimed') throw new Error(`expected a claim, got ${result.kind}`);
   return result.job;
 }
-
-beforeAll(async () => {
-  await dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
-});
-
-afterAll(async () => {
-  await dynamo.send(new DeleteTableCommand({ TableName: tableName }));
-  dynamo.destroy();
-});
 
 describe('DynamoJobStore against DynamoDB Local', () => {
   it('creates a job once; a second create returns the stored job from the failed condition', async () => {

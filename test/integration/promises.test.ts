@@ -1,11 +1,4 @@
-/**
- * Regression tests for the holes found in Orrery's core promises (an acknowledged job is never
- * lost, one job never runs twice at once, a stale worker never overwrites a newer attempt, a
- * job's backoff is respected). Each runs the real adapters on DynamoDB Local (and fauxqs where a
- * queue is needed) and failed on the code before its fix.
- */
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ControlService } from '../../shared/api/control-service';
 import { JobsService, payloadHash } from '../../shared/api/jobs-service';
@@ -18,24 +11,16 @@ import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import type { JobQueue, JobStore } from '../../shared/core/ports';
-import { JOB_TABLE } from '../../shared/core/table';
 import { DependencyError, LeaseLostError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
 import { defineJob } from '../../shared/runtime/define-job';
 import { createWorker } from '../../shared/runtime/worker';
 import { processFire } from '../../shared/schedules/fire-processor';
 import type { Schedule } from '../../shared/schedules/model';
-import { LOCAL_CREDENTIALS } from '../local-aws/clients';
-import { createTableInput } from '../local-aws/deploy';
-import { uniquePrefix } from '../local-aws/namespace';
+import { useJobTable } from '../local-aws/job-table';
 import { newJob as baseJob, FakeJobQueue, FakeJobScheduler, sqsEvent, sqsRecord, testConfig } from '../support/fakes';
 
-const tableName = `${uniquePrefix('promises')}-jobs`;
-const dynamo = new DynamoDBClient({
-  endpoint: inject('dynamodbEndpoint'),
-  region: 'us-east-1',
-  credentials: LOCAL_CREDENTIALS,
-});
+const { dynamo, tableName } = useJobTable('promises');
 const store = new DynamoJobStore(dynamo, tableName);
 const control = new DynamoJobControl(dynamo, tableName);
 const schedules = new DynamoScheduleStore(dynamo, tableName);
@@ -60,15 +45,6 @@ async function claimed(job: Pick<Job, 'id' | 'type'>, owner: string, now: number
   if (result.kind !== 'claimed') throw new Error(`expected a claim, got ${result.kind}`);
   return result.job;
 }
-
-beforeAll(async () => {
-  await dynamo.send(new CreateTableCommand(createTableInput(tableName, JOB_TABLE)));
-});
-
-afterAll(async () => {
-  await dynamo.send(new DeleteTableCommand({ TableName: tableName }));
-  dynamo.destroy();
-});
 
 describe('hole 1: an acknowledged job is never deleted', () => {
   it('keeps the job when the first request’s send fails after a replay was acknowledged', async () => {
