@@ -31,7 +31,13 @@ export const DEFAULT_SUPERVISOR_OPTIONS: SupervisorOptions = {
   concurrency: 8,
 };
 
-/** The minute buckets one run reads (their start times), and the checkpoint if every one succeeds. */
+/**
+ * The minute buckets one run reads (their start times), and the checkpoint if every one succeeds.
+ * A run always reads the recent window (the last `safetyWindowMs` up to now); a backlog older
+ * than that (the first run, a long outage, a bucket whose repair keeps failing and holds the
+ * checkpoint) is read from the checkpoint on, `maxMinutesPerRun` minus the window at a time. So
+ * a stuck old minute slows the backlog, never the repair of what is due now.
+ */
 export function bucketsToRead(
   checkpoint: number | undefined,
   now: number,
@@ -41,14 +47,15 @@ export function bucketsToRead(
   const from =
     checkpoint === undefined ? minuteStart(now - options.initialLookbackMs) : Math.min(checkpoint, windowStart);
   const last = minuteStart(now);
-  const minutes: number[] = [];
-  for (let minute = from; minute <= last && minutes.length < options.maxMinutesPerRun; minute += 60_000) {
-    minutes.push(minute);
-  }
-  const lastRead = minutes.at(-1) ?? from;
-  // Read everything up to now: keep the safety window. Capped: continue after the last read minute.
-  const next = lastRead >= last ? windowStart : Math.min(lastRead + 60_000, windowStart);
-  return { minutes, checkpoint: next };
+  const window: number[] = [];
+  for (let minute = windowStart; minute <= last; minute += 60_000) window.push(minute);
+  const backlog: number[] = [];
+  const room = Math.max(1, options.maxMinutesPerRun - window.length);
+  for (let minute = from; minute < windowStart && backlog.length < room; minute += 60_000) backlog.push(minute);
+  const lastBacklog = backlog.at(-1);
+  // All of the backlog read: keep the safety window. Capped: continue after the last minute read.
+  const next = lastBacklog === undefined ? windowStart : Math.min(lastBacklog + 60_000, windowStart);
+  return { minutes: [...backlog, ...window], checkpoint: next };
 }
 
 /** Next check after a re-send: 5 minutes, doubling per repair, at most 6 hours. */

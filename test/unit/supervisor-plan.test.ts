@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketMinute, DUE_GRACE_MS, dueBucket, jobDueAt, jobDueAttributes } from '../../shared/core/due';
+import { bucketMinute, DUE_GRACE_MS, dueBucket, jobDueAt, jobDueAttributes, minuteStart } from '../../shared/core/due';
 import { retryScheduleName } from '../../shared/core/ports';
 import { SHARD_COUNT } from '../../shared/core/table';
 import {
@@ -76,11 +76,30 @@ describe('bucketsToRead', () => {
     expect(iso(next.checkpoint)).toBe('2026-03-01T12:30:00.000Z');
   });
 
-  it('reads at most maxMinutesPerRun buckets and continues where it stopped', () => {
+  it('reads at most maxMinutesPerRun buckets: the recent window, and the backlog from where it stopped', () => {
     const old = Date.parse('2026-02-28T00:00:00Z');
     const capped = bucketsToRead(old, NOW, { ...options, maxMinutesPerRun: 10 });
     expect(capped.minutes).toHaveLength(10);
-    expect(capped.checkpoint).toBe(old + 10 * MIN);
+    // 4 minutes of backlog, then the 6 minutes of the recent window (12:29 to 12:34)
+    expect(capped.minutes.slice(0, 4)).toEqual([old, old + MIN, old + 2 * MIN, old + 3 * MIN]);
+    expect(capped.minutes.slice(4).map((m) => iso(m).slice(11, 16))).toEqual([
+      '12:29',
+      '12:30',
+      '12:31',
+      '12:32',
+      '12:33',
+      '12:34',
+    ]);
+    expect(capped.checkpoint).toBe(old + 4 * MIN);
+  });
+
+  it('keeps reading what is due now while an old minute holds the checkpoint (a repair that keeps failing)', () => {
+    const stuck = Date.parse('2026-02-20T00:00:00Z');
+    for (const now of [NOW, NOW + 3600_000, NOW + 86_400_000]) {
+      const run = bucketsToRead(stuck, now, options);
+      expect(run.minutes).toContain(minuteStart(now));
+      expect(run.minutes[0]).toBe(stuck);
+    }
   });
 
   it('never moves the checkpoint past the safety window', () => {
