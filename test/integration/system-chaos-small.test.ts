@@ -6,16 +6,23 @@
  * delayed and duplicated Scheduler fires, killed workers, duplicate deliveries, skewed clocks).
  * The full run is `npm run test:chaos` (10,000 jobs).
  *
- * The seed is random per run and printed; rerun one with
- * `ORRERY_CHAOS_SEED=<seed> npx vitest run --project integration test/integration/system-chaos-small.test.ts`.
+ * The seed is fixed, so `npm test` plans the same run every time (timing still varies) and every
+ * kind of fault and action is known to occur in it: a random plan of this size can miss one (a
+ * seed that plans no backoff of days), which would fail the coverage checks below by chance.
+ * Explore others with `ORRERY_CHAOS_SEED=<seed>` (or `random`), e.g.
+ * `ORRERY_CHAOS_SEED=random npx vitest run --project integration test/integration/system-chaos-small.test.ts`.
  */
 import { describe, expect, inject, it } from 'vitest';
 import { runSystemChaos } from '../chaos/system-chaos';
 import { INVARIANTS } from '../chaos/system-checks';
 
+/** A seed whose plan exercises every kind of fault and action (checked below). */
+const DEFAULT_SEED = 12345;
+
 describe('system chaos (small)', () => {
   it('keeps every invariant with every kind of fault and action exercised', async () => {
-    const seed = Number(process.env.ORRERY_CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+    const chosen = process.env.ORRERY_CHAOS_SEED ?? String(DEFAULT_SEED);
+    const seed = chosen === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(chosen);
     const report = await runSystemChaos({
       jobs: 250,
       seed,
