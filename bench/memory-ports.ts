@@ -4,7 +4,14 @@
  * what the worker needs to run a job once: not a test double (see test/support/fakes.ts).
  */
 import type { AttemptError, Job, JobMessage } from '../shared/core/job';
-import type { ClaimResult, JobQueue, JobScheduler, JobStore } from '../shared/core/ports';
+import type {
+  ClaimResult,
+  JobQueue,
+  JobScheduler,
+  JobStore,
+  QueueEntry,
+  QueueEntryOutcome,
+} from '../shared/core/ports';
 
 export class MemoryJobStore implements JobStore {
   readonly jobs = new Map<string, Job>();
@@ -66,6 +73,10 @@ export class NullQueue implements JobQueue {
   sent = 0;
   async send(_queueUrl: string, _message: JobMessage): Promise<void> {
     this.sent += 1;
+  }
+  async sendBatch(_queueUrl: string, entries: readonly QueueEntry[]): Promise<QueueEntryOutcome[]> {
+    this.sent += entries.length;
+    return entries.map(() => ({ sent: true }));
   }
   async changeVisibility(): Promise<void> {}
 }

@@ -5,7 +5,7 @@ import { parseOrThrow } from '../core/validation';
 import { OrreryError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { mapWithConcurrency } from './concurrency';
-import type { JobsService } from './jobs-service';
+import type { JobsService, PendingSend } from './jobs-service';
 import type { batchItemResultSchema, batchResponseSchema, errorBodySchema } from './schemas';
 
 /** Enqueues of one batch in flight at once. */
@@ -32,9 +32,13 @@ function summary(job: JobView) {
 
 /**
  * `POST /jobs/batch`: each job is validated, deduplicated and written on its own through
- * {@link JobsService.enqueue}, at most {@link BATCH_CONCURRENCY} at a time, so one bad or
+ * {@link JobsService.write}, at most {@link BATCH_CONCURRENCY} at a time, so one bad or
  * conflicting job never hides which others were accepted. Jobs that share an id run one after
- * the other in batch order (the first creates, the next ones replay or conflict).
+ * the other in batch order (the first creates, the next ones replay or conflict). The SQS
+ * messages of the batch are then sent together ({@link JobsService.sendPending}: ≤ 10 per
+ * SendMessageBatch); a job whose message failed is reported as an error item, as a single
+ * enqueue whose send failed answers 503 (its job stays stored: a replay or the supervisor
+ * dispatches it).
  */
 export class BatchService {
   constructor(private readonly deps: { jobs: JobsService; log: Logger }) {}
@@ -50,19 +54,38 @@ export class BatchService {
       const key = id !== undefined ? `id:${id}` : `#${index}`;
       groups.set(key, [...(groups.get(key) ?? []), index]);
     });
+    const pending: { index: number; send: PendingSend }[] = [];
     await mapWithConcurrency([...groups.values()], BATCH_CONCURRENCY, async (indexes) => {
-      for (const index of indexes) results[index] = await this.one(items[index], index, requestId);
+      for (const index of indexes) {
+        const { result, send } = await this.one(items[index], index, requestId);
+        results[index] = result;
+        if (send) pending.push({ index, send });
+      }
+    });
+    const failures = await this.deps.jobs.sendPending(pending.map((p) => p.send));
+    failures.forEach((error, n) => {
+      const index = (pending[n] as { index: number }).index;
+      // A later item of the same id may have sent the message: an error stays an error for
+      // this item anyway, so that nothing is reported as dispatched that may not be.
+      if (error) results[index] = { index, status: 'error', error: this.itemError(error, index, requestId) };
     });
     return { results };
   }
 
-  private async one(item: unknown, index: number, requestId: string): Promise<ItemResult> {
+  private async one(
+    item: unknown,
+    index: number,
+    requestId: string,
+  ): Promise<{ result: ItemResult; send?: PendingSend }> {
     try {
       const request = parseOrThrow(enqueueRequestSchema, item, { message: 'invalid enqueue request' });
-      const { created, job } = await this.deps.jobs.enqueue(request);
-      return { index, status: created ? 'created' : 'existing', job: summary(job) };
+      const { created, job, send } = await this.deps.jobs.write(request);
+      return {
+        result: { index, status: created ? 'created' : 'existing', job: summary(job) },
+        ...(send ? { send } : {}),
+      };
     } catch (error) {
-      return { index, status: 'error', error: this.itemError(error, index, requestId) };
+      return { result: { index, status: 'error', error: this.itemError(error, index, requestId) } };
     }
   }
 

@@ -31,6 +31,17 @@ export function payloadHash(type: string, payload: unknown): string {
   return createHash('sha256').update(canonicalJson({ type, payload })).digest('hex');
 }
 
+/** An SQS message an enqueue still has to send: see {@link JobsService.write}. */
+export interface PendingSend {
+  queueUrl: string;
+  message: JobMessage;
+  delaySeconds?: number;
+  /** The job was created by this request (a failed send is then reported as "stored, not dispatched"). */
+  created: boolean;
+}
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
 /** How to hand an existing, not yet started job to its queue again. */
 function redispatchOf(job: Job, now: number): Dispatch {
   const runAt = Date.parse(job.runAt);
@@ -57,6 +68,22 @@ export class JobsService {
    * Returns `created: false` with the stored job when the id exists with the same type and payload.
    */
   async enqueue(request: EnqueueRequest): Promise<{ created: boolean; job: JobView }> {
+    const out = await this.write(request);
+    if (out.send) {
+      const { queueUrl, message, delaySeconds } = out.send;
+      await this.deps.queue
+        .send(queueUrl, message, delaySeconds)
+        .catch((error: unknown) => this.throwSendFailure(out.send as PendingSend, error));
+    }
+    return { created: out.created, job: out.job };
+  }
+
+  /**
+   * The enqueue of many jobs: each request is written as {@link enqueue} writes it, but the SQS
+   * messages are not sent: each result carries its {@link PendingSend}, to hand to
+   * {@link sendPending} once the batch's writes are done.
+   */
+  async write(request: EnqueueRequest): Promise<{ created: boolean; job: JobView; send?: PendingSend }> {
     const { config, store, clock } = this.deps;
     const spec = this.specs.get(request.type);
     const route = config.routes[request.type];
@@ -111,33 +138,86 @@ export class JobsService {
       }
       // A replay may follow a lost send: hand a not-yet-started job to its queue again.
       // A duplicate message is harmless; the lease lets only one delivery run.
+      const view = toView(existing);
       if (existing.state === 'queued' || existing.state === 'scheduled') {
-        await this.dispatch(existing, redispatchOf(existing, now), now);
+        const send = await this.dispatch(existing, redispatchOf(existing, now), now, false);
+        return { created: false, job: view, ...(send ? { send } : {}) };
       }
-      return { created: false, job: toView(existing) };
+      return { created: false, job: view };
     }
-    try {
-      await this.dispatch(job, plan.dispatch, now);
-    } catch (error) {
-      // The job stays. A concurrent replay of this request may have found it, dispatched it and
-      // answered 200: deleting it now would lose an acknowledged job. Left undispatched, it is in
-      // the due index, and the supervisor sends it once it is overdue (docs/architecture.md).
-      const message = error instanceof Error ? error.message : String(error);
-      this.deps.log.error('could not dispatch a new job; it stays stored for a replay or the supervisor', {
-        jobId: job.id,
-        errorMessage: message,
-      });
-      throw new DependencyError(
-        `job ${job.id} was stored but could not be handed to its queue (${message}). Send the same request ` +
-          'again (same id) to dispatch it now; otherwise the supervisor dispatches it once it is overdue.',
-        error,
-        { jobId: job.id },
-      );
-    }
-    return { created: true, job: toView(job) };
+    const send = await this.dispatch(job, plan.dispatch, now, true).catch((error: unknown) =>
+      this.throwDispatchFailure(job.id, error),
+    );
+    return { created: true, job: toView(job), ...(send ? { send } : {}) };
   }
 
-  private async dispatch(job: Job, dispatch: Dispatch, now: number): Promise<void> {
+  /**
+   * Sends the messages {@link write} left pending, with as few SendMessageBatch calls as SQS
+   * allows. Returns, in order, undefined for a message sent, or the error to report for its job
+   * (as {@link enqueue} would have thrown it).
+   */
+  async sendPending(sends: readonly PendingSend[]): Promise<(Error | undefined)[]> {
+    const results = new Array<Error | undefined>(sends.length);
+    const byQueue = new Map<string, number[]>();
+    sends.forEach((send, i) => {
+      byQueue.set(send.queueUrl, [...(byQueue.get(send.queueUrl) ?? []), i]);
+    });
+    await Promise.all(
+      [...byQueue].map(async ([queueUrl, indexes]) => {
+        const outcomes = await this.deps.queue
+          .sendBatch(
+            queueUrl,
+            indexes.map((i) => {
+              const send = sends[i] as PendingSend;
+              return { message: send.message, ...(send.delaySeconds ? { delaySeconds: send.delaySeconds } : {}) };
+            }),
+          )
+          .catch((error: unknown) => indexes.map(() => ({ sent: false as const, error: asError(error) })));
+        indexes.forEach((i, n) => {
+          const outcome = outcomes[n];
+          if (outcome?.sent) return;
+          const error = outcome?.error ?? new DependencyError('SQS SendMessageBatch reported nothing for this message');
+          try {
+            this.throwSendFailure(sends[i] as PendingSend, error);
+          } catch (e) {
+            results[i] = asError(e);
+          }
+        });
+      }),
+    );
+    return results;
+  }
+
+  /** A new job's hand-off failed: it stays stored; the caller may replay, or the supervisor sends it. */
+  private throwDispatchFailure(id: string, error: unknown): never {
+    // The job stays. A concurrent replay of this request may have found it, dispatched it and
+    // answered 200: deleting it now would lose an acknowledged job. Left undispatched, it is in
+    // the due index, and the supervisor sends it once it is overdue (docs/architecture.md).
+    const message = error instanceof Error ? error.message : String(error);
+    this.deps.log.error('could not dispatch a new job; it stays stored for a replay or the supervisor', {
+      jobId: id,
+      errorMessage: message,
+    });
+    throw new DependencyError(
+      `job ${id} was stored but could not be handed to its queue (${message}). Send the same request ` +
+        'again (same id) to dispatch it now; otherwise the supervisor dispatches it once it is overdue.',
+      error,
+      { jobId: id },
+    );
+  }
+
+  private throwSendFailure(send: PendingSend, error: unknown): never {
+    if (send.created) this.throwDispatchFailure(send.message.id, error);
+    throw error;
+  }
+
+  /** Hands a job to Scheduler now, or returns the SQS send to make. */
+  private async dispatch(
+    job: Job,
+    dispatch: Dispatch,
+    now: number,
+    created: boolean,
+  ): Promise<PendingSend | undefined> {
     const route = this.deps.config.routes[job.type];
     if (!route) throw new NotFoundError(`job type ${job.type} is not deployed`);
     const message: JobMessage = { v: 1, id: job.id, type: job.type };
@@ -145,18 +225,20 @@ export class JobsService {
     switch (dispatch.kind) {
       case 'now':
       case 'sqs-delay':
-        return this.deps.queue.send(
-          route.queueUrl,
+        return {
+          queueUrl: route.queueUrl,
           message,
-          remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined,
-        );
+          ...(remaining > 0 ? { delaySeconds: Math.min(remaining, SQS_MAX_DELAY_SECONDS) } : {}),
+          created,
+        };
       case 'schedule':
-        return this.deps.scheduler.scheduleJob({
+        await this.deps.scheduler.scheduleJob({
           name: job.id,
           fireAt: dispatch.fireAt,
           queueArn: route.queueArn,
           message,
         });
+        return undefined;
     }
   }
 

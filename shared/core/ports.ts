@@ -73,9 +73,51 @@ export interface JobStore {
   expire?(input: { job: Job; now: number; expiresAt: number }): Promise<boolean>;
 }
 
+/** One message of a {@link JobQueue.sendBatch}. */
+export interface QueueEntry {
+  message: JobMessage;
+  delaySeconds?: number;
+}
+
+/** What became of one entry of a {@link JobQueue.sendBatch}, in the order of the entries. */
+export type QueueEntryOutcome = { sent: true } | { sent: false; error: Error };
+
+/** SendMessageBatch limits: at most 10 entries and 1 MiB of message bodies per call. */
+export const SEND_BATCH_MAX_ENTRIES = 10;
+export const SEND_BATCH_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Splits message bodies, in order, into groups a SendMessageBatch takes: at most
+ * {@link SEND_BATCH_MAX_ENTRIES} entries and {@link SEND_BATCH_MAX_BYTES} bytes each.
+ * Returns the indexes of each group.
+ */
+export function sendBatchGroups(bodies: readonly string[]): number[][] {
+  const groups: number[][] = [];
+  let bytes = Number.POSITIVE_INFINITY;
+  let count = Number.POSITIVE_INFINITY;
+  bodies.forEach((body, i) => {
+    const size = Buffer.byteLength(body, 'utf8');
+    if (count >= SEND_BATCH_MAX_ENTRIES || bytes + size > SEND_BATCH_MAX_BYTES) {
+      groups.push([]);
+      bytes = 0;
+      count = 0;
+    }
+    groups.at(-1)?.push(i);
+    bytes += size;
+    count += 1;
+  });
+  return groups;
+}
+
 /** Sends job messages to a ready queue and adjusts the visibility of received ones. */
 export interface JobQueue {
   send(queueUrl: string, message: JobMessage, delaySeconds?: number): Promise<void>;
+  /**
+   * Sends many messages to one queue in as few calls as SQS allows (SendMessageBatch: groups
+   * from {@link sendBatchGroups}). Never throws for a failed entry: each entry's outcome is
+   * reported, in order, so nothing fails silently.
+   */
+  sendBatch(queueUrl: string, entries: readonly QueueEntry[]): Promise<QueueEntryOutcome[]>;
   changeVisibility(queueUrl: string, receiptHandle: string, seconds: number): Promise<void>;
 }
 

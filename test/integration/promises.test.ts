@@ -65,11 +65,17 @@ describe('hole 1: an acknowledged job is never deleted', () => {
         await aMayFail;
         throw new DependencyError('SQS SendMessage failed after retries');
       },
+      sendBatch: async () => {
+        throw new Error('not used: single enqueues send one message');
+      },
       changeVisibility: async () => {},
     };
     const workingQueue: JobQueue = {
       send: async (_url, message) => {
         sent.push(message.id);
+      },
+      sendBatch: async () => {
+        throw new Error('not used: single enqueues send one message');
       },
       changeVisibility: async () => {},
     };
@@ -94,6 +100,9 @@ describe('hole 1: an acknowledged job is never deleted', () => {
     const failing: JobQueue = {
       send: async () => {
         throw new DependencyError('SQS SendMessage failed after retries');
+      },
+      sendBatch: async () => {
+        throw new Error('not used: single enqueues send one message');
       },
       changeVisibility: async () => {},
     };

@@ -14,7 +14,15 @@ import type { PlatformConfig } from '../../shared/config';
 import { jobDueAttributes } from '../../shared/core/due';
 import type { AttemptError, Job, JobMessage, JobProgress } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
-import type { ClaimResult, JobQueue, JobScheduler, JobStore } from '../../shared/core/ports';
+import {
+  type ClaimResult,
+  type JobQueue,
+  type JobScheduler,
+  type JobStore,
+  type QueueEntry,
+  type QueueEntryOutcome,
+  sendBatchGroups,
+} from '../../shared/core/ports';
 import { earlyByMs, isPastDispatchBy } from '../../shared/core/scheduling';
 import { CLAIMABLE_STATES, type JobState } from '../../shared/core/states';
 import { LeaseLostError } from '../../shared/errors';
@@ -275,17 +283,27 @@ export class FakeJobStore implements JobStore {
   }
 }
 
-/** Records what was sent and every visibility change; `failNext` makes the next call throw. */
+type QueueMethod = 'send' | 'sendBatch' | 'changeVisibility';
+
+/**
+ * Records what was sent and every visibility change; `failNext` makes the next call throw (for
+ * `sendBatch`: makes every entry of the next call fail). `sendBatch` groups entries as the
+ * adapter's SendMessageBatch calls do (`batches`), and `failEntry` fails single entries.
+ */
 export class FakeJobQueue implements JobQueue {
   readonly sent: { queueUrl: string; message: JobMessage; delaySeconds: number | undefined }[] = [];
   readonly visibility: { queueUrl: string; receiptHandle: string; seconds: number }[] = [];
-  private readonly failures: { method: 'send' | 'changeVisibility'; error: unknown }[] = [];
+  /** One row per SendMessageBatch the adapter would make: the job ids of its entries. */
+  readonly batches: { queueUrl: string; ids: string[] }[] = [];
+  /** An error for an entry that must fail, per entry of a `sendBatch`. */
+  failEntry: (message: JobMessage) => Error | undefined = () => undefined;
+  private readonly failures: { method: QueueMethod; error: unknown }[] = [];
 
-  failNext(method: 'send' | 'changeVisibility', error: unknown): void {
+  failNext(method: QueueMethod, error: unknown): void {
     this.failures.push({ method, error });
   }
 
-  private check(method: 'send' | 'changeVisibility'): void {
+  private check(method: QueueMethod): void {
     const i = this.failures.findIndex((f) => f.method === method);
     if (i >= 0) {
       const [failure] = this.failures.splice(i, 1);
@@ -296,6 +314,30 @@ export class FakeJobQueue implements JobQueue {
   async send(queueUrl: string, message: JobMessage, delaySeconds?: number): Promise<void> {
     this.check('send');
     this.sent.push({ queueUrl, message: { ...message }, delaySeconds });
+  }
+
+  async sendBatch(queueUrl: string, entries: readonly QueueEntry[]): Promise<QueueEntryOutcome[]> {
+    let whole: Error | undefined;
+    try {
+      this.check('sendBatch');
+    } catch (error) {
+      whole = error instanceof Error ? error : new Error(String(error));
+    }
+    const outcomes = new Array<QueueEntryOutcome>(entries.length);
+    for (const group of sendBatchGroups(entries.map((e) => JSON.stringify(e.message)))) {
+      this.batches.push({ queueUrl, ids: group.map((i) => entries[i]?.message.id ?? '') });
+      for (const i of group) {
+        const entry = entries[i] as QueueEntry;
+        const error = whole ?? this.failEntry(entry.message);
+        if (error) {
+          outcomes[i] = { sent: false, error };
+          continue;
+        }
+        this.sent.push({ queueUrl, message: { ...entry.message }, delaySeconds: entry.delaySeconds });
+        outcomes[i] = { sent: true };
+      }
+    }
+    return outcomes;
   }
 
   async changeVisibility(queueUrl: string, receiptHandle: string, seconds: number): Promise<void> {

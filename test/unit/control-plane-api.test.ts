@@ -16,7 +16,7 @@ import { ManualClock } from '../../shared/core/clock';
 import type { JobIndex } from '../../shared/core/control-ports';
 import { describeJob } from '../../shared/core/describe';
 import { defineJobType } from '../../shared/core/job-type';
-import { ConfigError, ThrottledError } from '../../shared/errors';
+import { ConfigError, DependencyError, ThrottledError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
 import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
 import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, newJob, testConfig } from '../support/fakes';
@@ -164,6 +164,50 @@ describe('POST /jobs/batch', () => {
     expect(big.status).toBe(413);
     expect(big.body.error.limitBytes).toBe(MAX_BATCH_REQUEST_BYTES);
     expect(big.body.error.message).toMatch(/5242880 bytes.*Function URL/);
+  });
+
+  it('sends the messages of 100 new jobs in 10 SendMessageBatch calls of 10', async () => {
+    const { call, queue, store } = setup();
+    const jobs = Array.from({ length: 100 }, (_, n) => ({ id: `b-${n}`, type: 'echo', payload: { n } }));
+    const body = batchResponseSchema.parse((await call('POST', '/jobs/batch', { jobs })).body);
+    expect(body.results.every((r) => r.status === 'created')).toBe(true);
+    expect(queue.batches.map((b) => b.ids.length)).toEqual(Array(10).fill(10));
+    expect(queue.sent.map((s) => s.message.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    expect(store.calls.filter((c) => c.method === 'create')).toHaveLength(100);
+  });
+
+  it('reports a job whose message SQS refused as an item error; it stays stored and a replay sends it', async () => {
+    const { call, queue, store } = setup();
+    queue.failEntry = (message) => (message.id === 'b-1' ? new DependencyError('SQS refused the entry') : undefined);
+    const jobs = [0, 1, 2].map((n) => ({ id: `b-${n}`, type: 'echo', payload: { n } }));
+    const body = batchResponseSchema.parse((await call('POST', '/jobs/batch', { jobs })).body);
+    expect(body.results.map((r) => (r.status === 'error' ? `error:${r.error.code}` : r.status))).toEqual([
+      'created',
+      'error:dependency_failed',
+      'created',
+    ]);
+    expect(queue.sent.map((s) => s.message.id).sort()).toEqual(['b-0', 'b-2']);
+    expect(store.peek('b-1')?.state).toBe('queued');
+
+    queue.failEntry = () => undefined;
+    const replay = batchResponseSchema.parse((await call('POST', '/jobs/batch', { jobs: [jobs[1]] })).body);
+    expect(replay.results[0]?.status).toBe('existing');
+    expect(queue.sent.map((s) => s.message.id)).toContain('b-1');
+  });
+
+  it('reports every job of a failed SendMessageBatch as an item error, and keeps the delays of the others', async () => {
+    const { call, queue } = setup();
+    queue.failNext('sendBatch', new DependencyError('SQS SendMessageBatch failed'));
+    const jobs = [
+      { id: 'd-0', type: 'echo', payload: {}, delaySeconds: 30 },
+      { id: 'd-1', type: 'mail', payload: { to: 'a@b', secret: 's' } },
+    ];
+    const body = batchResponseSchema.parse((await call('POST', '/jobs/batch', { jobs })).body);
+    // One queue per type: the echo call failed, the mail call went.
+    expect(body.results.map((r) => r.status)).toEqual(['error', 'created']);
+    const again = batchResponseSchema.parse((await call('POST', '/jobs/batch', { jobs: [jobs[0]] })).body);
+    expect(again.results[0]?.status).toBe('existing');
+    expect(queue.sent.find((s) => s.message.id === 'd-0')?.delaySeconds).toBe(30);
   });
 
   it('reports a throttled item as an item error with code throttled', async () => {
