@@ -16,7 +16,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoJobStore, fromItem } from '../../shared/aws/dynamo-job-store';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
@@ -32,6 +32,7 @@ import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { type CallInfo, crashable, DeadZones, FaultInjector, interceptStore } from '../support/faults';
 import { countEnds, type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
+import { messagesIn } from '../support/queues';
 
 export interface ChaosOptions {
   /** Jobs to run. @default 2000 */
@@ -483,27 +484,6 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
     // ---- wait until every job is terminal and every queue is empty --------------------------
     const queueUrls = Object.values(platform.deployment.queues).map((q) => q.url);
     const dlqUrls = Object.values(platform.deployment.queues).map((q) => q.dlqUrl);
-    const messagesIn = async (urls: string[]) => {
-      let total = 0;
-      for (const url of urls) {
-        const out = await inspect.sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: url,
-            AttributeNames: [
-              'ApproximateNumberOfMessages',
-              'ApproximateNumberOfMessagesNotVisible',
-              'ApproximateNumberOfMessagesDelayed',
-            ],
-          }),
-        );
-        const a = out.Attributes ?? {};
-        total +=
-          Number(a.ApproximateNumberOfMessages ?? 0) +
-          Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
-          Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
-      }
-      return total;
-    };
     const scan = async (): Promise<Map<string, Job>> => {
       const out = new Map<string, Job>();
       let startKey: Record<string, unknown> | undefined;
@@ -539,7 +519,7 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
         states[state] = (states[state] ?? 0) + 1;
       }
       const open = jobs.filter((j) => !isTerminal(stored.get(j.id)?.state ?? 'queued')).length;
-      const messages = await messagesIn(queueUrls);
+      const messages = await messagesIn(inspect.sqs, queueUrls);
       const signature = `${JSON.stringify(states)}|${messages}|${tracker.jobs.size}`;
       if (signature !== lastSignature) {
         lastSignature = signature;
@@ -573,7 +553,7 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
     faults.enabled = false;
     await Promise.all(runners.map((r) => r.stop()));
     stored = await scan();
-    const dlqMessages = await messagesIn(dlqUrls);
+    const dlqMessages = await messagesIn(inspect.sqs, dlqUrls);
     const dlqBodies: string[] = [];
     if (dlqMessages > 0) {
       for (const url of dlqUrls) {

@@ -4,8 +4,9 @@
  * have a skewed clock, two supervisors, fault injectors on every SDK client (with latency on
  * the API's), and a Scheduler delivery that drops, delays or duplicates fires.
  */
+
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoJobStore, fromItem } from '../../shared/aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
@@ -25,6 +26,7 @@ import { uniquePrefix } from '../local-aws/namespace';
 import type { Deliver } from '../local-aws/scheduler-standin';
 import { type LocalSupervisor, startLocalSupervisor } from '../local-aws/supervisor-loop';
 import { crashable, type DeadZones, type FaultInjector, type Service } from '../support/faults';
+import { messagesIn } from '../support/queues';
 import { DrivenClock, SkewedClock } from './driven-clock';
 import type { SystemObserver } from './system-observer';
 import { seeded } from './system-plan';
@@ -443,27 +445,7 @@ export async function startWorld(input: {
       return out;
     },
     getSchedule: (name) => scheduleStore.get(name),
-    async messagesIn(urls) {
-      let total = 0;
-      for (const url of urls) {
-        const out = await inspect.sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: url,
-            AttributeNames: [
-              'ApproximateNumberOfMessages',
-              'ApproximateNumberOfMessagesNotVisible',
-              'ApproximateNumberOfMessagesDelayed',
-            ],
-          }),
-        );
-        const a = out.Attributes ?? {};
-        total +=
-          Number(a.ApproximateNumberOfMessages ?? 0) +
-          Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
-          Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
-      }
-      return total;
-    },
+    messagesIn: (urls) => messagesIn(inspect.sqs, urls),
     async sendRaw(queueUrl, body, delaySeconds) {
       await inspect.sqs.send(
         new SendMessageCommand({
