@@ -33,6 +33,7 @@ import { uniquePrefix } from '../local-aws/namespace';
 import { type CallInfo, crashable, DeadZones, FaultInjector, interceptStore } from '../support/faults';
 import { countEnds, type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { messagesIn } from '../support/queues';
+import { seeded } from './seeded';
 
 export interface ChaosOptions {
   /** Jobs to run. @default 2000 */
@@ -137,18 +138,6 @@ export interface ChaosReport {
   durationMs: number;
   /** Human-readable summary. */
   text: string;
-}
-
-/** mulberry32: a small seeded PRNG. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const FINAL_WRITES = new Set(['UpdateItem:succeed', 'UpdateItem:retry', 'UpdateItem:fail']);

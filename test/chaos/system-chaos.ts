@@ -24,10 +24,11 @@ import { isTerminal } from '../../shared/core/states';
 import type { Schedule } from '../../shared/schedules/model';
 import { DeadZones, FaultInjector } from '../support/faults';
 import { ProbeTracker, probeJob } from '../support/probes';
+import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
 import { SystemObserver } from './system-observer';
-import { planSystem, seeded } from './system-plan';
+import { planSystem } from './system-plan';
 import { startWorld, type World } from './system-world';
 
 export interface SystemChaosOptions {

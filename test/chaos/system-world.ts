@@ -28,8 +28,8 @@ import { type LocalSupervisor, startLocalSupervisor } from '../local-aws/supervi
 import { crashable, type DeadZones, type FaultInjector, type Service } from '../support/faults';
 import { messagesIn } from '../support/queues';
 import { DrivenClock, SkewedClock } from './driven-clock';
+import { seeded } from './seeded';
 import type { SystemObserver } from './system-observer';
-import { seeded } from './system-plan';
 
 /** Settings of the world. */
 export interface WorldOptions {
