@@ -1,6 +1,6 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
-import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../core/control';
+import { CANCELLABLE_STATES, pastRetention, RETRYABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
 import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
@@ -38,41 +38,37 @@ export class ControlService {
     this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
   }
 
-  /** The stored job, or 404 (also for a finished job past its retention that TTL has not deleted yet). */
-  private async load(id: string): Promise<Job> {
-    const notFound = () => new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
-    if (!JOB_ID_PATTERN.test(id)) throw notFound();
-    const job = await this.deps.store.get(id);
-    if (!job || (job.expiresAt !== undefined && job.expiresAt * 1000 < this.deps.clock.now())) throw notFound();
-    return job;
+  private notFound(id: string): NotFoundError {
+    return new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
   }
 
   /**
-   * Cancels a job that has not finished. One conditional write on its state; then, for a
-   * scheduled job, its one-time schedule is deleted (a message that still arrives later is
-   * discarded by the worker, which treats a cancelled job as finished). A running attempt's
-   * next fenced write (its heartbeat) fails, which aborts the handler's signal; no retry follows.
+   * Cancels a job that has not finished. One conditional write on its state, with no read
+   * before it; the item as it was comes back with the outcome. Then, for a job that was
+   * scheduled (or retrying through a one-time schedule), the schedule is deleted (a message
+   * that still arrives later is discarded by the worker, which treats a cancelled job as
+   * finished). A running attempt's next fenced write (its heartbeat) fails, which aborts the
+   * handler's signal; no retry follows.
    */
   async cancel(id: string): Promise<JobView> {
-    const job = await this.load(id);
-    if (!CANCELLABLE_STATES.includes(job.state)) throw illegalState(job, 'cancelled', CANCELLABLE_STATES);
+    if (!JOB_ID_PATTERN.test(id)) throw this.notFound(id);
     const now = this.deps.clock.now();
     const expiresAt = Math.floor(now / 1000) + this.deps.config.retentionDays * 86_400;
-    const result = await this.deps.control.cancel({
-      id,
-      type: job.type,
-      from: CANCELLABLE_STATES,
-      now,
-      expiresAt,
-    });
-    if (result.kind === 'missing') throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
+    const result = await this.deps.control.cancel({ id, from: CANCELLABLE_STATES, now, expiresAt });
+    if (result.kind === 'missing') throw this.notFound(id);
+    // A finished job past its retention is gone for callers, even before TTL deletes it.
+    if (result.kind === 'refused' && pastRetention(result.job, now)) throw this.notFound(id);
     if (result.kind === 'refused') throw illegalState(result.job, 'cancelled', CANCELLABLE_STATES);
 
+    const job = result.job;
     const log = this.deps.log.child({ jobId: id, type: job.type });
-    // Best effort: a schedule left behind only sends a message the worker discards.
+    // Best effort: a schedule left behind only sends a message the worker discards. A replay
+    // (the first try applied, its response lost) does not know the state before: it tries both.
+    const previous = result.previous;
     const schedules: string[] = [];
-    if (job.state === 'scheduled') schedules.push(id);
-    if (job.state === 'retrying' && job.attempts > 0) schedules.push(retryScheduleName(id, job.attempts));
+    if (!previous || previous.state === 'scheduled') schedules.push(id);
+    if ((!previous || previous.state === 'retrying') && job.attempts > 0)
+      schedules.push(retryScheduleName(id, job.attempts));
     for (const name of schedules) {
       await this.deps.scheduler.deleteJobSchedule(name).catch((error: unknown) => {
         log.warn('could not delete the schedule of a cancelled job; its message will be discarded', {
@@ -81,50 +77,61 @@ export class ControlService {
         });
       });
     }
-    log.info('job cancelled', { previousState: job.state, ...describeJob(this.specs.get(job.type), job.payload) });
-    return toView(result.job);
+    log.info('job cancelled', {
+      previousState: previous?.state ?? 'unknown (replay)',
+      ...describeJob(this.specs.get(job.type), job.payload),
+    });
+    return toView(job);
   }
 
   /**
-   * Retries a failed, cancelled (or expired) job as a new series of attempts: one conditional
-   * write (state queued, attempts 0, retries + 1, the fencing token kept), then its message is
-   * sent. If the send fails, the write is undone and the error returned, so the caller can retry.
+   * Retries a failed, cancelled (or expired) job of a deployed type as a new series of attempts:
+   * one conditional write with no read before it (state queued, attempts 0, retries + 1, the
+   * fencing token kept), then its message is sent. If the send fails, the write is undone (from
+   * the item as it was, which the write returned) and the error returned, so the caller can retry.
    */
   async retry(id: string): Promise<JobView> {
-    const job = await this.load(id);
-    if (!RETRYABLE_STATES.includes(job.state)) throw illegalState(job, 'retried', RETRYABLE_STATES);
-    const route = this.deps.config.routes[job.type];
-    if (!route) {
+    if (!JOB_ID_PATTERN.test(id)) throw this.notFound(id);
+    const now = this.deps.clock.now();
+    const types = Object.keys(this.deps.config.routes);
+    const result = await this.deps.control.restart({ id, types, from: RETRYABLE_STATES, now });
+    if (result.kind === 'missing') throw this.notFound(id);
+    if (result.kind === 'refused') {
+      const job = result.job;
+      if (pastRetention(job, now)) throw this.notFound(id);
+      if (!RETRYABLE_STATES.includes(job.state)) throw illegalState(job, 'retried', RETRYABLE_STATES);
       throw new ConflictError(`job type "${job.type}" is not deployed; job ${id} cannot run`, 'type_not_deployed', {
         jobId: id,
       });
     }
-    const now = this.deps.clock.now();
-    const result = await this.deps.control.restart({ id, type: job.type, from: RETRYABLE_STATES, now });
-    if (result.kind === 'missing') throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
-    if (result.kind === 'refused') throw illegalState(result.job, 'retried', RETRYABLE_STATES);
-
+    const job = result.job;
+    const route = this.deps.config.routes[job.type];
     const log = this.deps.log.child({ jobId: id, type: job.type });
     const message: JobMessage = { v: 1, id, type: job.type };
     try {
+      if (!route) throw new Error(`job type "${job.type}" has no route`); // the condition checked it
       await this.deps.queue.send(route.queueUrl, message);
     } catch (error) {
-      const undone = await this.deps.control
-        .undoRestart({ previous: job, retries: result.job.retries ?? 1 })
-        .catch(() => undefined);
+      // A replay (the first try applied, its response lost) has no state before to put back:
+      // the retry stands, and the supervisor sends the job once it is overdue.
+      const undone = result.previous
+        ? await this.deps.control
+            .undoRestart({ previous: result.previous, retries: job.retries ?? 1 })
+            .catch(() => undefined)
+        : false;
       log.error('could not send the message of a retried job', { undone: undone ?? 'unknown', ...errorFields(error) });
       // Refused: the restarted job moved on (another message of it was claimed), so the retry
       // took effect and stands; the supervisor re-sends it if it waits. Otherwise the caller
       // learns that nothing changed (undone) or must look (the undo's outcome is unknown).
       if (undone !== false) throw error;
       const current = await this.deps.store.get(id).catch(() => undefined);
-      return toView(current ?? result.job);
+      return toView(current ?? job);
     }
     log.info('job retried', {
-      previousState: job.state,
-      retries: result.job.retries,
+      previousState: result.previous?.state ?? 'unknown (replay)',
+      retries: job.retries,
       ...describeJob(this.specs.get(job.type), job.payload),
     });
-    return toView(result.job);
+    return toView(job);
   }
 }

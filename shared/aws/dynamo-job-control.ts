@@ -4,32 +4,57 @@ import {
   type DynamoDBClient,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { cancelledJob, pastRetention, restartedJob } from '../core/control';
 import type { ControlResult, JobControl } from '../core/control-ports';
 import { jobDueAttributes } from '../core/due';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
 import { keys } from '../core/table';
-import { fromItem } from './dynamo-job-store';
+import { CANCELLED_KEY, fromItem, QUEUED_KEY } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
 const S = (s: string): AttributeValue => ({ S: s });
 const N = (n: number): AttributeValue => ({ N: String(n) });
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** `<path> IN (:<prefix>0, ...)` and its values; IN takes at most 100 values, so longer lists OR several. */
+function valueIn(
+  path: string,
+  prefix: string,
+  list: readonly string[],
+): { expression: string; values: Record<string, AttributeValue> } {
+  if (list.length === 0) throw new Error('valueIn needs at least one value');
+  const values: Record<string, AttributeValue> = {};
+  const groups: string[] = [];
+  for (let start = 0; start < list.length; start += 100) {
+    const names = list.slice(start, start + 100).map((value, i) => {
+      values[`:${prefix}${start + i}`] = S(value);
+      return `:${prefix}${start + i}`;
+    });
+    groups.push(`${path} IN (${names.join(', ')})`);
+  }
+  return { expression: groups.length === 1 ? (groups[0] as string) : `(${groups.join(' OR ')})`, values };
+}
+
 /** `#state IN (:s0, :s1, ...)` and its values. */
 function stateIn(states: readonly JobState[]): { expression: string; values: Record<string, AttributeValue> } {
   if (states.length === 0) throw new Error('stateIn needs at least one state');
-  const values: Record<string, AttributeValue> = {};
-  states.forEach((state, i) => {
-    values[`:s${i}`] = S(state);
-  });
-  return { expression: `#state IN (${Object.keys(values).join(', ')})`, values };
+  return valueIn('#state', 's', states);
 }
+
+/** Not past its retention (a job whose `expiresAt` is before now is gone for callers). */
+const RETAINED = '(attribute_not_exists(expiresAt) OR expiresAt >= :nowSeconds)';
+
+/** What {@link DynamoJobControl.update} found: the result, and whether a refused item predates the stored state keys. */
+type Outcome = { result: ControlResult; legacy: boolean };
 
 /**
  * {@link JobControl} on the DynamoDB job table: every operator write is one conditional
- * `UpdateItem` on the job's current state (and type, which the state index key depends on),
- * returning the new item, or the item as it was when the condition failed.
+ * `UpdateItem` on the job's current state, with no read before it. It returns the item as it
+ * was (`ALL_OLD`, on success and on a failed condition alike), from which the previous state
+ * and the new job follow. The state index key comes from the attributes the create wrote
+ * (`gsi2pkCancelled`, `gsi2pkQueued`), so the type need not be known; an item written before
+ * those attributes existed is refused once, then written with the type its old image names.
  */
 export class DynamoJobControl implements JobControl {
   constructor(
@@ -41,97 +66,150 @@ export class DynamoJobControl implements JobControl {
    * One conditional update. `replay` names what this write leaves behind (its target state and
    * `updatedAt`): when the condition fails because an earlier try of this very write was applied
    * (its response lost, the SDK retried), the item shows exactly that, and the write counts as
-   * applied.
+   * applied. `next` builds the new job from the old one, as the update expression does.
    */
-  private async update(
-    id: string,
-    operation: string,
-    update: string,
-    condition: string,
-    values: Record<string, AttributeValue>,
-    names: Record<string, string> = {},
-    replay?: { state: JobState; updatedAt: string },
-  ): Promise<ControlResult> {
+  private async update(input: {
+    id: string;
+    operation: string;
+    update: string;
+    condition: string;
+    values: Record<string, AttributeValue>;
+    names?: Record<string, string>;
+    replay?: { state: JobState; updatedAt: string };
+    next: (old: Job) => Job;
+    legacyKey?: string;
+  }): Promise<Outcome> {
+    const used = `${input.update} ${input.condition}`;
+    const names = Object.fromEntries(
+      Object.entries({ '#state': 'state', '#type': 'type', ...input.names }).filter(([name]) => used.includes(name)),
+    );
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(id)) },
-          UpdateExpression: update,
-          ConditionExpression: `attribute_exists(pk) AND ${condition}`,
-          ExpressionAttributeNames: { '#state': 'state', '#type': 'type', ...names },
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
+          Key: { pk: S(keys.job(input.id)) },
+          UpdateExpression: input.update,
+          ConditionExpression: `attribute_exists(pk) AND ${input.condition}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: input.values,
+          ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { kind: 'applied', job: fromItem(out.Attributes ?? {}) };
+      const previous = fromItem(out.Attributes ?? {});
+      return { result: { kind: 'applied', job: input.next(previous), previous }, legacy: false };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        if (!error.Item) return { kind: 'missing' };
+        if (!error.Item) return { result: { kind: 'missing' }, legacy: false };
         const job = fromItem(error.Item);
-        const ours = replay !== undefined && job.state === replay.state && job.updatedAt === replay.updatedAt;
-        return { kind: ours ? 'applied' : 'refused', job };
+        const ours =
+          input.replay !== undefined && job.state === input.replay.state && job.updatedAt === input.replay.updatedAt;
+        const legacy = input.legacyKey !== undefined && error.Item[input.legacyKey] === undefined;
+        return { result: { kind: ours ? 'applied' : 'refused', job }, legacy };
       }
-      return translateAwsError(error, `DynamoDB UpdateItem (${operation})`);
+      return translateAwsError(error, `DynamoDB UpdateItem (${input.operation})`);
     }
   }
 
   async cancel(input: {
     id: string;
-    type: string;
+    type?: string;
     from: readonly JobState[];
     now: number;
     expiresAt: number;
   }): Promise<ControlResult> {
     const from = stateIn(input.from);
-    return this.update(
-      input.id,
-      'cancel',
-      'SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk ' +
+    const typed = input.type !== undefined;
+    const { result, legacy } = await this.update({
+      id: input.id,
+      operation: 'cancel',
+      update:
+        `SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = ${typed ? ':gsi2pk' : CANCELLED_KEY} ` +
         // finished: out of the supervisor's due index too. leaseExpiresAt stays: a running attempt
         // may go on until then, and a later retry must not start a second one beside it.
         'REMOVE leaseOwner, dueBucket, dueAt',
-      `#type = :type AND ${from.expression}`,
-      {
+      condition: `${from.expression} AND ${RETAINED} AND ${typed ? '#type = :type' : `attribute_exists(${CANCELLED_KEY})`}`,
+      values: {
         ...from.values,
-        ':type': S(input.type),
         ':to': S('cancelled'),
         ':now': S(iso(input.now)),
         ':ttl': N(input.expiresAt),
-        ':gsi2pk': S(keys.byTypeState(input.type, 'cancelled', input.id)),
+        ':nowSeconds': N(input.now / 1000),
+        ...(input.type !== undefined
+          ? { ':type': S(input.type), ':gsi2pk': S(keys.byTypeState(input.type, 'cancelled', input.id)) }
+          : {}),
       },
-      {},
-      { state: 'cancelled', updatedAt: iso(input.now) },
-    );
+      replay: { state: 'cancelled', updatedAt: iso(input.now) },
+      next: (old) => cancelledJob(old, input),
+      ...(typed ? {} : { legacyKey: CANCELLED_KEY }),
+    });
+    if (
+      legacy &&
+      result.kind === 'refused' &&
+      input.from.includes(result.job.state) &&
+      !pastRetention(result.job, input.now)
+    )
+      return this.cancel({ ...input, type: result.job.type });
+    return result;
   }
 
-  async restart(input: { id: string; type: string; from: readonly JobState[]; now: number }): Promise<ControlResult> {
+  async restart(input: {
+    id: string;
+    type?: string;
+    types?: readonly string[];
+    from: readonly JobState[];
+    now: number;
+  }): Promise<ControlResult> {
     const from = stateIn(input.from);
+    const typed = input.type !== undefined;
+    // No type matches '' (job types are never empty): an empty list refuses every job.
+    const types =
+      input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
     const due = jobDueAttributes({ id: input.id, state: 'queued', runAt: iso(input.now) });
-    return this.update(
-      input.id,
-      'retry',
-      'SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, gsi2pk = :gsi2pk, ' +
+    const { result, legacy } = await this.update({
+      id: input.id,
+      operation: 'retry',
+      update:
+        `SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, gsi2pk = ${typed ? ':gsi2pk' : QUEUED_KEY}, ` +
         'retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt ' +
         // a manual retry runs now: no dispatch deadline any more. leaseExpiresAt stays (see cancel):
         // the claim waits for it to pass.
         'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy',
-      `#type = :type AND ${from.expression}`,
-      {
+      condition: [
+        from.expression,
+        RETAINED,
+        typed ? '#type = :type' : `attribute_exists(${QUEUED_KEY})`,
+        ...(types ? [types.expression] : []),
+      ].join(' AND '),
+      values: {
         ...from.values,
-        ':type': S(input.type),
+        ...(types?.values ?? {}),
         ':to': S('queued'),
         ':zero': N(0),
         ':one': N(1),
         ':now': S(iso(input.now)),
-        ':gsi2pk': S(keys.byTypeState(input.type, 'queued', input.id)),
+        ':nowSeconds': N(input.now / 1000),
         ':dueBucket': S(due.dueBucket ?? ''),
         ':dueAt': N(due.dueAt ?? input.now),
+        ...(input.type !== undefined
+          ? { ':type': S(input.type), ':gsi2pk': S(keys.byTypeState(input.type, 'queued', input.id)) }
+          : {}),
       },
-      { '#result': 'result' },
-      { state: 'queued', updatedAt: iso(input.now) },
-    );
+      names: { '#result': 'result' },
+      replay: { state: 'queued', updatedAt: iso(input.now) },
+      next: (old) => restartedJob(old, input),
+      ...(typed ? {} : { legacyKey: QUEUED_KEY }),
+    });
+    const job = result.kind === 'refused' ? result.job : undefined;
+    if (
+      legacy &&
+      job &&
+      input.from.includes(job.state) &&
+      !pastRetention(job, input.now) &&
+      (input.types === undefined || input.types.includes(job.type))
+    )
+      return this.restart({ ...input, type: job.type });
+    return result;
   }
 
   async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {
@@ -166,13 +244,14 @@ export class DynamoJobControl implements JobControl {
       sets.push(`${name} = :${name}`);
       values[`:${name}`] = value;
     }
-    const result = await this.update(
-      previous.id,
-      'undo retry',
-      `SET ${sets.join(', ')} REMOVE dueBucket, dueAt`,
-      '#type = :type AND #state = :queued AND attempts = :zero AND retries = :retries',
+    const { result } = await this.update({
+      id: previous.id,
+      operation: 'undo retry',
+      update: `SET ${sets.join(', ')} REMOVE dueBucket, dueAt`,
+      condition: '#type = :type AND #state = :queued AND attempts = :zero AND retries = :retries',
       values,
-    );
+      next: (old) => old,
+    });
     return result.kind === 'applied';
   }
 }

@@ -19,6 +19,10 @@ import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
 
+/** Attributes holding a job's `byTypeState` key in state `cancelled` and `queued` (written at create). */
+export const CANCELLED_KEY = 'gsi2pkCancelled';
+export const QUEUED_KEY = 'gsi2pkQueued';
+
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Maps a job to its stored item (payload, result and errors as JSON text). */
@@ -57,6 +61,10 @@ export function toItem(job: Job): Item {
       gsi1sk: keys.created(job.createdAt, job.id),
       gsi2pk: keys.byTypeState(job.type, job.state, job.id),
       gsi2sk: keys.created(job.createdAt, job.id),
+      // The state index keys of the operator writes, so that cancel and retry can set gsi2pk
+      // without knowing the type, hence without reading the job first (dynamo-job-control.ts).
+      [CANCELLED_KEY]: keys.byTypeState(job.type, 'cancelled', job.id),
+      [QUEUED_KEY]: keys.byTypeState(job.type, 'queued', job.id),
     },
     { removeUndefinedValues: true },
   );

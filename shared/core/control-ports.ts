@@ -52,36 +52,52 @@ export interface JobIndex {
   query(query: IndexQuery): Promise<IndexPage>;
 }
 
-/** Outcome of a control write: applied, refused because of the job's state, or no such job. */
-export type ControlResult = { kind: 'applied'; job: Job } | { kind: 'refused'; job: Job } | { kind: 'missing' };
+/**
+ * Outcome of a control write: applied, refused because of the job's state (or type, or its
+ * retention having passed), or no such job. `previous` is the job just before an applied write;
+ * it is absent when the write was found applied already (a replay whose first response was lost).
+ */
+export type ControlResult =
+  | { kind: 'applied'; job: Job; previous?: Job }
+  | { kind: 'refused'; job: Job }
+  | { kind: 'missing' };
 
 /**
- * Operator writes on a job, each one conditional `UpdateItem`. `cancel` and `restart` are
- * idempotent for a replay of the same call (same `now`): a replay refused because the first try
- * was applied (its response lost) reports `applied`.
+ * Operator writes on a job, each one conditional `UpdateItem` with no read before it: the
+ * condition checks the state, the type and the retention (a job whose `expiresAt` is before
+ * `now` is refused, as it is gone for callers), and the item as it was comes back with the
+ * outcome. `cancel` and `restart` are idempotent for a replay of the same call (same `now`): a
+ * replay refused because the first try was applied (its response lost) reports `applied`.
  */
 export interface JobControl {
   /**
-   * State → `cancelled` when the job is of `type` and in one of `from`; sets `finishedAt`,
-   * `expiresAt` and the state index key, and drops the lease owner (the token stays, so a
-   * running attempt's fenced writes fail). `leaseExpiresAt` stays: no later attempt may start
-   * before the cancelled one's lease has run out.
+   * State → `cancelled` when the job is in one of `from` (and of `type`, if given) and not past
+   * its retention; sets `finishedAt`, `expiresAt` and the state index key, and drops the lease
+   * owner (the token stays, so a running attempt's fenced writes fail). `leaseExpiresAt` stays:
+   * no later attempt may start before the cancelled one's lease has run out.
    */
   cancel(input: {
     id: string;
-    type: string;
+    type?: string;
     from: readonly JobState[];
     now: number;
     expiresAt: number;
   }): Promise<ControlResult>;
   /**
-   * Starts a new attempt series when the job is of `type` and in one of `from`: state →
-   * `queued`, `attempts` → 0, `retries` + 1, `runAt` → now; removes `expiresAt`,
-   * `finishedAt`, `startedAt`, result, progress and `dispatchBy`; keeps the error history, the
-   * fencing token (the next claim still increments it) and `leaseExpiresAt` (the claim waits
-   * until a cancelled attempt's lease has run out).
+   * Starts a new attempt series when the job is in one of `from`, of `type` (if given) and of
+   * one of `types` (if given: the deployed types), and not past its retention: state →
+   * `queued`, `attempts` → 0, `retries` + 1, `runAt` → now; removes `expiresAt`, `finishedAt`,
+   * `startedAt`, result, progress and `dispatchBy`; keeps the error history, the fencing token
+   * (the next claim still increments it) and `leaseExpiresAt` (the claim waits until a
+   * cancelled attempt's lease has run out).
    */
-  restart(input: { id: string; type: string; from: readonly JobState[]; now: number }): Promise<ControlResult>;
+  restart(input: {
+    id: string;
+    type?: string;
+    types?: readonly string[];
+    from: readonly JobState[];
+    now: number;
+  }): Promise<ControlResult>;
   /**
    * Undoes a {@link restart} whose message could not be sent: puts back `previous`'s state,
    * times and TTL, only if the job is still the restarted one (queued, no attempt started).

@@ -1,3 +1,4 @@
+import type { Job } from './job';
 import { JOB_STATES, type JobState } from './states';
 
 /**
@@ -13,3 +14,55 @@ export const CANCELLABLE_STATES: readonly JobState[] = ['scheduled', 'queued', '
 export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter((state) =>
   (['failed', 'cancelled', 'expired'] as readonly string[]).includes(state),
 );
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A finished job past its retention: gone for callers (TTL deletes it up to ~48 h later). */
+export function pastRetention(job: Pick<Job, 'expiresAt'>, now: number): boolean {
+  return job.expiresAt !== undefined && job.expiresAt * 1000 < now;
+}
+
+/**
+ * The job a cancel at `now` leaves behind: `cancelled`, finished now, retained until
+ * `expiresAt`, without a lease owner. The token and `leaseExpiresAt` stay: no later attempt
+ * may start while the cancelled one may still run.
+ */
+export function cancelledJob(job: Job, input: { now: number; expiresAt: number }): Job {
+  const next: Job = {
+    ...job,
+    state: 'cancelled',
+    finishedAt: iso(input.now),
+    updatedAt: iso(input.now),
+    expiresAt: input.expiresAt,
+  };
+  delete next.leaseOwner;
+  return next;
+}
+
+/**
+ * The job a restart (operator retry) at `now` leaves behind: `queued` now, `attempts` 0,
+ * `retries` + 1; no TTL, finish, start, lease owner, result, progress or dispatch deadline. The
+ * token, `leaseExpiresAt` (the claim's fence), the errors and the last writer stay.
+ */
+export function restartedJob(job: Job, input: { now: number }): Job {
+  const next: Job = {
+    ...job,
+    state: 'queued',
+    attempts: 0,
+    runAt: iso(input.now),
+    updatedAt: iso(input.now),
+    retries: (job.retries ?? 0) + 1,
+  };
+  for (const field of [
+    'expiresAt',
+    'finishedAt',
+    'startedAt',
+    'leaseOwner',
+    'result',
+    'progress',
+    'dispatchBy',
+  ] as const) {
+    delete next[field];
+  }
+  return next;
+}

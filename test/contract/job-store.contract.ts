@@ -561,8 +561,8 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       now: number,
       from: readonly JobState[] = ['scheduled', 'queued', 'running', 'retrying'],
     ) => ({
+      // no type: the API cancels without reading the job first
       id: j.id,
-      type: j.type,
       from,
       now,
       expiresAt: sec(now) + 3600,
@@ -580,7 +580,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
           updatedAt: iso(T0 + 500),
           expiresAt: sec(T0 + 500) + 3600,
         };
-        expect(result).toEqual({ kind: 'applied', job: asStored(want) });
+        expect(result).toEqual({ kind: 'applied', job: asStored(want), previous: j });
         await expectStored(leg, want, {});
       });
     }
@@ -589,8 +589,9 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const leg = await setup();
       const j = await given(leg);
       const first = await leg.control.cancel(cancelInput(j, T0 + 500));
-      expect(first.kind).toBe('applied');
-      expect(await leg.control.cancel(cancelInput(j, T0 + 500))).toEqual(first);
+      if (first.kind !== 'applied') throw new Error(`expected the cancel to apply, got ${first.kind}`);
+      // the replay does not know the job as it was before the first try
+      expect(await leg.control.cancel(cancelInput(j, T0 + 500))).toEqual({ kind: 'applied', job: first.job });
       expect((await leg.control.cancel(cancelInput(j, T0 + 900))).kind).toBe('refused');
     });
 
@@ -608,7 +609,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       };
       delete want.leaseOwner;
       expect(want.leaseExpiresAt).toBe(T0 + LEASE);
-      expect(result).toEqual({ kind: 'applied', job: asStored(want) });
+      expect(result).toEqual({ kind: 'applied', job: asStored(want), previous: mine });
       await expectStored(leg, want, {});
       await expect(leg.store.heartbeat({ job: mine, now: T0 + 600, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
       await expect(
@@ -632,12 +633,30 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       expect(await snapshot(leg, j.id)).toEqual(after);
       expect(await leg.control.cancel({ ...input, id: `c-${run}-none` })).toEqual({ kind: 'missing' });
     });
+
+    it('with a type, cancels only a job of that type', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const result = await leg.control.cancel({ ...cancelInput(j, T0 + 500), type: 'echo' });
+      expect(result).toMatchObject({ kind: 'applied', job: { state: 'cancelled' }, previous: j });
+    });
+
+    it('refuses a job past its retention (expiresAt before now), unchanged', async () => {
+      const leg = await setup();
+      const j = await given(leg, { expiresAt: sec(T0) });
+      const before = await snapshot(leg, j.id);
+      expect(await leg.control.cancel(cancelInput(j, T0 + 1000))).toEqual({ kind: 'refused', job: j });
+      expect(await snapshot(leg, j.id)).toEqual(before);
+      // up to its expiry it is still there
+      expect((await leg.control.cancel(cancelInput(j, T0))).kind).toBe('applied');
+    });
   });
 
   describe('control.restart', () => {
+    // no type, the deployed types: the API retries without reading the job first
     const restartInput = (j: Job, now: number, from: readonly JobState[] = ['failed', 'cancelled', 'expired']) => ({
       id: j.id,
-      type: j.type,
+      types: ['mail', j.type],
       from,
       now,
     });
@@ -664,8 +683,10 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const leg = await setup();
       const j = await given(leg, { state: 'failed', attempts: 3, leaseToken: 3 });
       const first = await leg.control.restart(restartInput(j, T0 + 500));
-      expect(first).toEqual({ kind: 'applied', job: asStored(restarted(j, T0 + 500)) });
-      expect(await leg.control.restart(restartInput(j, T0 + 500))).toEqual(first);
+      const job = asStored(restarted(j, T0 + 500));
+      expect(first).toEqual({ kind: 'applied', job, previous: j });
+      // the replay does not know the job as it was before the first try
+      expect(await leg.control.restart(restartInput(j, T0 + 500))).toEqual({ kind: 'applied', job });
       expect((await leg.control.restart(restartInput(j, T0 + 900))).kind).toBe('refused');
     });
 
@@ -691,12 +712,12 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const result = await leg.control.restart(restartInput(j, now));
       const want = restarted(j, now);
       expect(want).toMatchObject({ retries: 1, leaseToken: 3, leaseExpiresAt: T0 + LEASE, lastWriter: 'w3' });
-      expect(result).toEqual({ kind: 'applied', job: asStored(want) });
+      expect(result).toEqual({ kind: 'applied', job: asStored(want), previous: j });
       await expectStored(leg, want, jobDueAttributes(want));
       // a second restart of the same series counts one more retry
       const again = await leg.control.restart(restartInput(j, now + 1, ['queued']));
       const twice = restarted(want, now + 1);
-      expect(again).toEqual({ kind: 'applied', job: asStored(twice) });
+      expect(again).toEqual({ kind: 'applied', job: asStored(twice), previous: asStored(want) });
       expect(twice.retries).toBe(2);
     });
 
@@ -708,8 +729,26 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
         kind: 'refused',
         job: j,
       });
+      expect(await leg.control.restart({ ...restartInput(j, T0, ['succeeded']), types: ['sleep'] })).toEqual({
+        kind: 'refused',
+        job: j,
+      });
+      expect(await leg.control.restart({ ...restartInput(j, T0, ['succeeded']), types: [] })).toEqual({
+        kind: 'refused',
+        job: j,
+      });
       await expectStored(leg, j, {});
       expect(await leg.control.restart({ ...restartInput(j, T0), id: `c-${run}-none` })).toEqual({ kind: 'missing' });
+    });
+
+    it('refuses a job past its retention (expiresAt before now), unchanged; with a type, restarts only that type', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'failed', attempts: 1, leaseToken: 1, expiresAt: sec(T0) + 10 });
+      expect(await leg.control.restart(restartInput(j, T0 + 11_000))).toEqual({ kind: 'refused', job: j });
+      await expectStored(leg, j, {});
+      expect((await leg.control.restart({ id: j.id, type: 'sleep', from: ['failed'], now: T0 })).kind).toBe('refused');
+      const result = await leg.control.restart({ id: j.id, type: 'echo', from: ['failed'], now: T0 + 10_000 });
+      expect(result).toEqual({ kind: 'applied', job: asStored(restarted(j, T0 + 10_000)), previous: j });
     });
 
     it('cancel, then restart, of a running job: no new attempt while the cancelled one may run', async () => {
@@ -717,7 +756,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const j = await given(leg);
       const a = await claimed(leg, j, 'a', T0);
       expect(
-        (await leg.control.cancel({ id: j.id, type: 'echo', from: ['running'], now: T0 + 1000, expiresAt: 1 })).kind,
+        (await leg.control.cancel({ id: j.id, from: ['running'], now: T0 + 1000, expiresAt: sec(T0) + 3600 })).kind,
       ).toBe('applied');
       const restart = await leg.control.restart(restartInput(j, T0 + 2000));
       if (restart.kind !== 'applied') throw new Error(`expected the restart to apply, got ${restart.kind}`);

@@ -1,10 +1,10 @@
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
-import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { CANCELLED_KEY, DynamoJobStore, QUEUED_KEY, toItem } from '../../shared/aws/dynamo-job-store';
 import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
 import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
@@ -180,6 +180,40 @@ describe('DynamoJobControl against DynamoDB Local', () => {
     const claim = await store.claim({ id: job.id, type: 'echo', owner: 'w', now: T0 + 20_001, leaseMs: 1000 });
     expect(claim.kind === 'claimed' && claim.job.leaseToken).toBe(4);
     expect(await control.undoRestart({ previous: job, retries: 1 })).toBe(false); // it started: no undo
+  });
+});
+
+describe('DynamoJobControl without the type (no read before the write)', () => {
+  const gsi2pk = async (id: string) =>
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item?.gsi2pk?.S;
+
+  it('moves the state index entry from the keys the create stored', async () => {
+    const job = newJob({ id: 'untyped' });
+    await store.create(job);
+    const cancelled = await control.cancel({ id: job.id, from: CANCELLABLE_STATES, now: T0, expiresAt: 2e9 });
+    expect(cancelled.kind === 'applied' && cancelled.previous?.state).toBe('queued');
+    expect(await gsi2pk(job.id)).toBe(keys.byTypeState('echo', 'cancelled', job.id));
+    const restarted = await control.restart({ id: job.id, types: ['echo'], from: RETRYABLE_STATES, now: T0 + 1 });
+    expect(restarted.kind === 'applied' && restarted.previous?.state).toBe('cancelled');
+    expect(await gsi2pk(job.id)).toBe(keys.byTypeState('echo', 'queued', job.id));
+    expect(await store.get(job.id)).toEqual(restarted.kind === 'applied' ? restarted.job : undefined);
+  });
+
+  it('still cancels and restarts an item written before those keys existed (old image names the type)', async () => {
+    const job = newJob({ id: 'legacy' });
+    const item = toItem(job);
+    delete item[CANCELLED_KEY];
+    delete item[QUEUED_KEY];
+    await dynamo.send(new PutItemCommand({ TableName: tableName, Item: item }));
+    const cancelled = await control.cancel({ id: job.id, from: CANCELLABLE_STATES, now: T0, expiresAt: 2e9 });
+    expect(cancelled).toMatchObject({ kind: 'applied', job: { state: 'cancelled' } });
+    expect(await gsi2pk(job.id)).toBe(keys.byTypeState('echo', 'cancelled', job.id));
+    expect((await control.restart({ id: job.id, types: ['sleep'], from: RETRYABLE_STATES, now: T0 + 1 })).kind).toBe(
+      'refused',
+    );
+    const restarted = await control.restart({ id: job.id, types: ['echo'], from: RETRYABLE_STATES, now: T0 + 1 });
+    expect(restarted).toMatchObject({ kind: 'applied', job: { state: 'queued' }, previous: { state: 'cancelled' } });
+    expect(await gsi2pk(job.id)).toBe(keys.byTypeState('echo', 'queued', job.id));
   });
 });
 

@@ -3,6 +3,8 @@
  * tests. `FakeJobControl` works on a `FakeJobStore`'s jobs with the DynamoDB adapter's
  * conditions; `FakeDeadLetterQueues` keeps queues as arrays of messages.
  */
+
+import { cancelledJob, pastRetention, restartedJob } from '../../shared/core/control';
 import type {
   ControlResult,
   DeadLetter,
@@ -21,37 +23,40 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export class FakeJobControl implements JobControl {
   constructor(private readonly store: FakeJobStore) {}
 
-  /** One conditional update: `change` edits the job and returns its new due attributes. */
+  /**
+   * One conditional update, with the adapter's condition: the job is in one of `from`, of
+   * `type` / one of `types` when given, and not past its retention. `change` edits the job
+   * and returns its new due attributes.
+   */
   private apply(
-    id: string,
-    type: string,
-    from: readonly JobState[],
+    input: { id: string; type?: string; types?: readonly string[]; from: readonly JobState[]; now?: number },
     change: (job: Job) => DueAttributes,
     replay?: { state: JobState; updatedAt: string },
   ): ControlResult {
-    const job = this.store.peek(id);
+    const job = this.store.peek(input.id);
     if (!job) return { kind: 'missing' };
-    if (job.type !== type || !from.includes(job.state)) {
+    const allowed =
+      (input.type === undefined || job.type === input.type) &&
+      (input.types === undefined || input.types.includes(job.type)) &&
+      input.from.includes(job.state) &&
+      (input.now === undefined || !pastRetention(job, input.now));
+    if (!allowed) {
       // The adapter's replay rule: the stored job is exactly what this write left behind.
       const ours = replay !== undefined && job.state === replay.state && job.updatedAt === replay.updatedAt;
       return { kind: ours ? 'applied' : 'refused', job };
     }
-    const due = change(job);
-    this.store.seed(job, due);
-    return { kind: 'applied', job: this.store.peek(id) as Job };
+    const next = this.store.peek(input.id) as Job;
+    const due = change(next);
+    this.store.seed(next, due);
+    return { kind: 'applied', job: this.store.peek(input.id) as Job, previous: job };
   }
 
   /** Keeps the token and `leaseExpiresAt`, so no new attempt starts while the cancelled one may run. */
-  async cancel(input: { id: string; type: string; from: readonly JobState[]; now: number; expiresAt: number }) {
+  async cancel(input: { id: string; type?: string; from: readonly JobState[]; now: number; expiresAt: number }) {
     return this.apply(
-      input.id,
-      input.type,
-      input.from,
+      input,
       (job) => {
-        job.state = 'cancelled';
-        job.finishedAt = iso(input.now);
-        job.updatedAt = iso(input.now);
-        job.expiresAt = input.expiresAt;
+        Object.assign(job, cancelledJob(job, input));
         delete job.leaseOwner;
         return {};
       },
@@ -60,28 +65,19 @@ export class FakeJobControl implements JobControl {
   }
 
   /** Keeps the token and `leaseExpiresAt` (the claim's fence), the errors and the last writer. */
-  async restart(input: { id: string; type: string; from: readonly JobState[]; now: number }) {
+  async restart(input: {
+    id: string;
+    type?: string;
+    types?: readonly string[];
+    from: readonly JobState[];
+    now: number;
+  }) {
     return this.apply(
-      input.id,
-      input.type,
-      input.from,
+      input,
       (job) => {
-        job.state = 'queued';
-        job.attempts = 0;
-        job.runAt = iso(input.now);
-        job.updatedAt = iso(input.now);
-        job.retries = (job.retries ?? 0) + 1;
-        for (const field of [
-          'expiresAt',
-          'finishedAt',
-          'startedAt',
-          'leaseOwner',
-          'result',
-          'progress',
-          'dispatchBy',
-        ] as const) {
-          delete job[field];
-        }
+        const next = restartedJob(job, input);
+        for (const field of Object.keys(job) as (keyof Job)[]) delete job[field];
+        Object.assign(job, next);
         return jobDueAttributes({ id: job.id, state: 'queued', runAt: job.runAt });
       },
       { state: 'queued', updatedAt: iso(input.now) },
@@ -92,7 +88,7 @@ export class FakeJobControl implements JobControl {
   async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {
     const current = this.store.peek(previous.id);
     if (current?.attempts !== 0 || current.retries !== retries) return false;
-    const result = this.apply(previous.id, previous.type, ['queued'], (job) => {
+    const result = this.apply({ id: previous.id, type: previous.type, from: ['queued'] }, (job) => {
       job.state = previous.state;
       job.attempts = previous.attempts;
       job.runAt = previous.runAt;

@@ -16,6 +16,7 @@ import { ManualClock } from '../../shared/core/clock';
 import type { JobIndex } from '../../shared/core/control-ports';
 import { describeJob } from '../../shared/core/describe';
 import { defineJobType } from '../../shared/core/job-type';
+import { retryScheduleName } from '../../shared/core/ports';
 import { ConfigError, DependencyError, ThrottledError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
 import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
@@ -370,6 +371,76 @@ describe('POST /jobs/{id}/cancel and /retry', () => {
     const response = await call('POST', '/jobs/m2/retry');
     expect(response.status).toBe(200);
     expect(jobViewSchema.parse(response.body)).toMatchObject({ state: 'running', attempts: 1, retries: 1 });
+  });
+
+  it('cancels and retries with one conditional write each, and no read of the job', async () => {
+    const { call, store } = setup();
+    store.seed(newJob({ id: 'w', type: 'echo', state: 'queued' }, T0));
+    expect((await call('POST', '/jobs/w/cancel')).status).toBe(200);
+    expect((await call('POST', '/jobs/w/retry')).status).toBe(200);
+    expect(store.calls.filter((c) => c.method === 'get')).toEqual([]);
+  });
+
+  it('answers 404 for a finished job past its retention that TTL has not deleted yet, and changes nothing', async () => {
+    const { call, store, clock, queue } = setup();
+    const gone = newJob({ id: 'old', type: 'echo', state: 'failed', expiresAt: Math.floor(T0 / 1000) + 60 }, T0);
+    store.seed(gone);
+    clock.set(T0 + 61_000);
+    for (const action of ['retry', 'cancel']) {
+      const response = await call('POST', `/jobs/old/${action}`);
+      expect(response.status, action).toBe(404);
+      expect(response.body.error.code).toBe('job_not_found');
+    }
+    expect(store.peek('old')).toMatchObject({ state: 'failed', expiresAt: gone.expiresAt });
+    expect(store.peek('old')?.retries).toBeUndefined();
+    expect(queue.sent).toEqual([]);
+  });
+
+  it('answers 409 type_not_deployed for a retry of a job whose type has no route, and changes nothing', async () => {
+    const { call, store } = setup();
+    const orphan = newJob({ id: 'o', type: 'gone', state: 'failed', expiresAt: 2e9 }, T0);
+    store.seed(orphan);
+    const response = await call('POST', '/jobs/o/retry');
+    expect(response.status).toBe(409);
+    expect(response.body.error).toMatchObject({ code: 'type_not_deployed', jobId: 'o' });
+    expect(store.peek('o')?.state).toBe('failed');
+  });
+
+  it('a replayed cancel (first response lost) answers 200 and deletes whichever schedule the job may have', async () => {
+    const { call, store, scheduler, clock, control } = setup();
+    store.seed(newJob({ id: 'r', type: 'echo', state: 'retrying', attempts: 2, leaseToken: 2 }, T0));
+    await scheduler.scheduleJob({
+      name: retryScheduleName('r', 2),
+      fireAt: T0 + 3600_000,
+      queueArn: 'arn',
+      message: { v: 1, id: 'r', type: 'echo' },
+    });
+    clock.set(T0 + 1000);
+    // The first try is applied but its answer is lost; the SDK's retry finds it applied.
+    const cancel = control.cancel.bind(control);
+    control.cancel = async (input) => {
+      await cancel(input);
+      return cancel(input);
+    };
+    const response = await call('POST', '/jobs/r/cancel');
+    expect(response.status).toBe(200);
+    expect(jobViewSchema.parse(response.body).state).toBe('cancelled');
+    expect(scheduler.schedules.size).toBe(0);
+  });
+
+  it('a replayed retry whose send failed cannot be undone: it stands (the supervisor sends it) and answers 200', async () => {
+    const { call, store, queue, control } = setup();
+    store.seed(newJob({ id: 'x', type: 'echo', state: 'failed', attempts: 3, leaseToken: 3, expiresAt: 2e9 }, T0));
+    queue.failNext('send', new ThrottledError('AWS throttled SQS SendMessage'));
+    const restart = control.restart.bind(control);
+    control.restart = async (input) => {
+      await restart(input);
+      return restart(input);
+    };
+    const response = await call('POST', '/jobs/x/retry');
+    expect(response.status).toBe(200);
+    expect(jobViewSchema.parse(response.body)).toMatchObject({ state: 'queued', retries: 1 });
+    expect(store.due('x')?.dueAt).toBeGreaterThan(T0);
   });
 
   it('logs what describe() says about the payload, never the payload', async () => {
