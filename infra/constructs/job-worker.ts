@@ -11,7 +11,8 @@ import { OrreryFunction } from './orrery-function';
 import type { SchedulerAccess } from './scheduler-access';
 
 /** Item actions a worker needs to claim, heartbeat and finish its jobs. No queries, no deletes. */
-const WORKER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+// BatchGetItem: a job's error items (docs/data-model.md, "Error items")
+const WORKER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 export interface JobWorkerProps {
   /** The job type this worker runs. */

@@ -13,7 +13,13 @@ import { OrreryFunction } from './orrery-function';
 import type { SchedulerAccess } from './scheduler-access';
 
 /** Item actions a supervisor pass needs: read items, create runs and its checkpoint, move due times. */
-const SUPERVISOR_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+// BatchGetItem: a job's error items (docs/data-model.md, "Error items")
+const SUPERVISOR_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+];
 
 /** The due index, the only index the supervisor queries. */
 export const DUE_INDEX_NAME = JOB_TABLE.indexes.find((index) => index.partitionKey === 'dueBucket')?.name ?? 'byDue';

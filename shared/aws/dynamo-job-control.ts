@@ -10,7 +10,7 @@ import { jobDueAttributes } from '../core/due';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
 import { keys } from '../core/table';
-import { CANCELLED_KEY, fromItem, QUEUED_KEY } from './dynamo-job-store';
+import { CANCELLED_KEY, QUEUED_KEY, withHistory } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
 const S = (s: string): AttributeValue => ({ S: s });
@@ -96,12 +96,14 @@ export class DynamoJobControl implements JobControl {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      const previous = fromItem(out.Attributes ?? {});
+      // with its error history (read only for a job that has errors): the answer shows it
+      const previous = await withHistory(this.client, this.tableName, out.Attributes ?? {});
       return { result: { kind: 'applied', job: input.next(previous), previous }, legacy: false };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         if (!error.Item) return { result: { kind: 'missing' }, legacy: false };
-        const job = fromItem(error.Item);
+        // as every job the adapters return: with its error history (read only when it has errors)
+        const job = await withHistory(this.client, this.tableName, error.Item);
         const ours =
           input.replay !== undefined && job.state === input.replay.state && job.updatedAt === input.replay.updatedAt;
         const legacy = input.legacyKey !== undefined && error.Item[input.legacyKey] === undefined;

@@ -1,5 +1,6 @@
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
@@ -8,7 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { jobDueAttributes } from '../core/due';
-import type { AttemptError, Job, JobProgress } from '../core/job';
+import { type AttemptError, ERROR_HISTORY_LIMIT, errorSummary, type Job, type JobProgress } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import type { ClaimResult, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
@@ -47,7 +48,9 @@ export function toItem(job: Job): Item {
       leaseMessage: job.leaseMessage,
       leaseExpiresAt: job.leaseExpiresAt,
       lastWriter: job.lastWriter,
-      errors: job.errors.length > 0 ? JSON.stringify(job.errors) : undefined,
+      // The status item keeps a summary of the last error; every error has an item of its own.
+      lastError: job.errors.length > 0 ? JSON.stringify(errorSummary(job.errors.at(-1) as AttemptError)) : undefined,
+      errorCount: job.errors.length > 0 ? job.errors.length : undefined,
       result: job.result === undefined ? undefined : JSON.stringify(job.result),
       backoff: job.backoff === undefined ? undefined : JSON.stringify(job.backoff),
       progress: job.progress === undefined ? undefined : JSON.stringify(job.progress),
@@ -70,7 +73,27 @@ export function toItem(job: Job): Item {
   );
 }
 
-/** Maps a stored item back to a job. */
+/** Key of a job's `n`-th stored error (1-based, counted over the job's whole life). */
+export function errorKey(id: string, n: number): string {
+  return `${keys.job(id)}#err#${n}`;
+}
+
+/** A job's status item (`job#<id>`), not one of its error items (`job#<id>#err#<n>`). */
+export function isStatusItem(item: Item): boolean {
+  const pk = item.pk?.S ?? '';
+  return pk.startsWith('job#') && !pk.includes('#', 4);
+}
+
+/** The job's stored error count (the number of its last error item), 0 when none. */
+function errorCountOf(item: Item): number {
+  const n = item.errorCount?.N;
+  return n === undefined ? 0 : Number(n);
+}
+
+/**
+ * Maps a stored status item back to a job. Its `errors` are empty unless the item predates
+ * error items (it then holds the history as JSON); {@link DynamoJobStore} reads the error items.
+ */
 export function fromItem(item: Item): Job {
   const raw = unmarshall(item) as Record<string, unknown>;
   const errors = typeof raw.errors === 'string' ? (JSON.parse(raw.errors) as AttemptError[]) : [];
@@ -102,13 +125,53 @@ export function fromItem(item: Item): Job {
   if (typeof raw.dispatchBy === 'string') job.dispatchBy = raw.dispatchBy;
   if (typeof raw.schedule === 'string') job.schedule = raw.schedule;
   if (typeof raw.after === 'string') job.after = raw.after;
-  const last = errors.at(-1);
+  const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);
   if (last) job.lastError = last;
   return job;
 }
 
 const N = (n: number): AttributeValue => ({ N: String(n) });
 const S = (s: string): AttributeValue => ({ S: s });
+
+/**
+ * The job of a status item with its error history: the last {@link ERROR_HISTORY_LIMIT} error
+ * items, read with one strongly consistent BatchGetItem (only for a job that has errors).
+ * `lastError` is the last stored error in full when its item is there, else the status item's
+ * summary (an error item whose write was lost).
+ */
+export async function withHistory(client: DynamoDBClient, tableName: string, item: Item): Promise<Job> {
+  const job = fromItem(item);
+  const count = errorCountOf(item);
+  if (count === 0) return job;
+  const first = Math.max(1, count - ERROR_HISTORY_LIMIT + 1);
+  const wanted = Array.from({ length: count - first + 1 }, (_, i) => first + i);
+  const found = new Map<number, AttemptError>();
+  let pending: Item[] = wanted.map((n) => ({ pk: S(errorKey(job.id, n)) }));
+  try {
+    for (let round = 0; pending.length > 0 && round < 5; round++) {
+      const out = await client.send(
+        new BatchGetItemCommand({
+          RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
+        }),
+      );
+      for (const errorItem of out.Responses?.[tableName] ?? []) {
+        const n = Number(errorItem.n?.N);
+        if (errorItem.error?.S !== undefined) found.set(n, JSON.parse(errorItem.error.S) as AttemptError);
+      }
+      pending = (out.UnprocessedKeys?.[tableName]?.Keys ?? []) as Item[];
+    }
+  } catch (error) {
+    return translateAwsError(error, 'DynamoDB BatchGetItem (error history)');
+  }
+  const stored = wanted.flatMap((n) => {
+    const entry = found.get(n);
+    return entry ? [entry] : [];
+  });
+  job.errors = [...job.errors, ...stored].slice(-ERROR_HISTORY_LIMIT);
+  const last = found.get(count);
+  if (last) job.lastError = last;
+  return job;
+}
 
 /** `:dueBucket` and `:dueAt` for a job moving to `state` with `runAt` (see core/due.ts). */
 function dueValues(id: string, state: 'retrying' | 'queued', runAt: number): Record<string, AttributeValue> {
@@ -133,6 +196,30 @@ export class DynamoJobStore implements JobStore {
     return { pk: S(keys.job(id)) };
   }
 
+  private withHistory(item: Item): Promise<Job> {
+    return withHistory(this.client, this.tableName, item);
+  }
+
+  /**
+   * Writes the `n`-th error of a job as an item of its own (a PutItem after the fenced write
+   * that counted it), retained until `expiresAt`. A replay of that write (`replay`) writes it
+   * only if it is not there yet: the first try's error stands, as the status item's does.
+   */
+  private async putError(id: string, n: number, error: AttemptError, expiresAt: number, replay = false): Promise<void> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { pk: S(errorKey(id, n)), n: N(n), error: S(JSON.stringify(error)), expiresAt: N(expiresAt) },
+          ...(replay ? { ConditionExpression: 'attribute_not_exists(pk)' } : {}),
+        }),
+      );
+    } catch (e) {
+      if (e instanceof ConditionalCheckFailedException) return;
+      translateAwsError(e, 'DynamoDB PutItem (error history)');
+    }
+  }
+
   async create(job: Job): Promise<{ created: true } | { created: false; existing: Job }> {
     try {
       await this.client.send(
@@ -145,10 +232,13 @@ export class DynamoJobStore implements JobStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
+      // A job is created without errors; a history given anyway (a test's seed) gets its items.
+      const ttl = job.expiresAt ?? Math.floor(Date.parse(job.createdAt) / 1000) + 400 * 86_400;
+      for (const [i, entry] of job.errors.entries()) await this.putError(job.id, i + 1, entry, ttl);
       return { created: true };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
-        return { created: false, existing: fromItem(error.Item) };
+        return { created: false, existing: await this.withHistory(error.Item) };
       }
       return translateAwsError(error, 'DynamoDB PutItem (create job)');
     }
@@ -159,7 +249,7 @@ export class DynamoJobStore implements JobStore {
       const out = await this.client.send(
         new GetItemCommand({ TableName: this.tableName, Key: this.key(id), ConsistentRead: true }),
       );
-      return out.Item ? fromItem(out.Item) : undefined;
+      return out.Item ? await this.withHistory(out.Item) : undefined;
     } catch (error) {
       return translateAwsError(error, 'DynamoDB GetItem');
     }
@@ -227,12 +317,13 @@ export class DynamoJobStore implements JobStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      const job = fromItem(out.Attributes ?? {});
-      return { kind: 'claimed', job };
+      return { kind: 'claimed', job: await this.withHistory(out.Attributes ?? {}) };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         if (!error.Item) return { kind: 'missing' };
-        const current = fromItem(error.Item);
+        // Every job the store returns carries its error history (read only when it has errors:
+        // a refused claim of a job that failed before is rare).
+        const current = await this.withHistory(error.Item);
         // Our own claim, applied on an earlier try whose response was lost (the SDK retried
         // it): owners are unique per claim call, so this lease is ours.
         if (current.state === 'running' && current.leaseOwner === owner) return { kind: 'claimed', job: current };
@@ -254,11 +345,11 @@ export class DynamoJobStore implements JobStore {
     update: { set: string; remove?: string },
     values: Record<string, AttributeValue>,
     end?: { state: JobState; writer: string },
-  ): Promise<void> {
+  ): Promise<Item | undefined> {
     const set = end ? `${update.set}, #state = :to, gsi2pk = :gsi2pk, lastWriter = :writer` : update.set;
     const expression = `SET ${set}${update.remove ? ` REMOVE ${update.remove}` : ''}`;
     try {
-      await this.client.send(
+      const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: this.key(job.id),
@@ -280,17 +371,47 @@ export class DynamoJobStore implements JobStore {
                 }
               : {}),
           },
+          // the error count a retry or fail just wrote (it names the error's own item)
+          ...(expression.includes('errorCount') ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
+      return out.Attributes;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         const current = error.Item ? fromItem(error.Item) : undefined;
-        if (end && current && isOwnAppliedEnd(current, job.leaseToken, end)) return;
+        if (end && current && isOwnAppliedEnd(current, job.leaseToken, end)) return error.Item;
         throw new LeaseLostError(job.id, job.leaseToken);
       }
-      translateAwsError(error, `DynamoDB UpdateItem (${operation})`);
+      return translateAwsError(error, `DynamoDB UpdateItem (${operation})`);
     }
+  }
+
+  /**
+   * The update of a retry or fail that records the attempt's error: its summary on the status
+   * item and one more in the count. Nothing when no error is given.
+   */
+  private errorUpdate(errors: readonly AttemptError[]): { set: string; values: Record<string, AttributeValue> } {
+    const last = errors.at(-1);
+    if (!last) return { set: '', values: {} };
+    return {
+      set: ', lastError = :lastError, errorCount = if_not_exists(errorCount, :zero) + :one',
+      values: { ':lastError': S(JSON.stringify(errorSummary(last))), ':zero': N(0), ':one': N(1) },
+    };
+  }
+
+  /** After the fenced write that counted it, the attempt's error as an item of its own. */
+  private async recordError(
+    job: Job,
+    written: Item | undefined,
+    errors: readonly AttemptError[],
+    expiresAt: number,
+  ): Promise<void> {
+    const last = errors.at(-1);
+    const n = written ? errorCountOf(written) : 0;
+    // `written` is the whole item (not just what was updated) when the write was a replay
+    const replay = written?.pk !== undefined;
+    if (last && n > 0) await this.putError(job.id, n, last, expiresAt, replay);
   }
 
   async heartbeat({ job, now, leaseMs }: { job: Job; now: number; leaseMs: number }): Promise<void> {
@@ -331,29 +452,33 @@ export class DynamoJobStore implements JobStore {
     now,
     runAt,
     errors,
+    expiresAt,
     writer,
   }: {
     job: Job;
     now: number;
     runAt: number;
     errors: AttemptError[];
+    expiresAt: number;
     writer: string;
   }): Promise<void> {
-    await this.fenced(
+    const error = this.errorUpdate(errors);
+    const written = await this.fenced(
       job,
       'retry',
       {
-        set: 'runAt = :runAt, updatedAt = :now, errors = :errors, dueBucket = :dueBucket, dueAt = :dueAt',
+        set: `runAt = :runAt, updatedAt = :now, dueBucket = :dueBucket, dueAt = :dueAt${error.set}`,
         remove: 'leaseOwner, leaseExpiresAt',
       },
       {
         ':runAt': S(iso(runAt)),
         ':now': S(iso(now)),
-        ':errors': S(JSON.stringify(errors)),
+        ...error.values,
         ...dueValues(job.id, 'retrying', runAt),
       },
       { state: 'retrying', writer },
     );
+    await this.recordError(job, written, errors, expiresAt);
   }
 
   async fail({
@@ -369,16 +494,18 @@ export class DynamoJobStore implements JobStore {
     expiresAt: number;
     writer: string;
   }): Promise<void> {
-    await this.fenced(
+    const error = this.errorUpdate(errors);
+    const written = await this.fenced(
       job,
       'fail',
       {
-        set: 'finishedAt = :now, updatedAt = :now, errors = :errors, expiresAt = :ttl',
+        set: `finishedAt = :now, updatedAt = :now, expiresAt = :ttl${error.set}`,
         remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt',
       },
-      { ':now': S(iso(now)), ':errors': S(JSON.stringify(errors)), ':ttl': N(expiresAt) },
+      { ':now': S(iso(now)), ':ttl': N(expiresAt), ...error.values },
       { state: 'failed', writer },
     );
+    await this.recordError(job, written, errors, expiresAt);
   }
 
   async expire({ job, now, expiresAt }: { job: Job; now: number; expiresAt: number }): Promise<boolean> {

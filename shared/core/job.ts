@@ -153,6 +153,24 @@ export function describeError(error: unknown, attempt: number, at: number, reaso
   return entry;
 }
 
+/** Longest message in an error summary (the status item's `lastError`). */
+export const ERROR_SUMMARY_MESSAGE_LIMIT = 200;
+
+/**
+ * The short form of an attempt's error kept on the job's status item: no stack, a message of
+ * at most {@link ERROR_SUMMARY_MESSAGE_LIMIT} characters, so that item stays small whatever
+ * the handler threw. The whole entry is stored on its own (see docs/data-model.md).
+ */
+export function errorSummary(error: AttemptError): AttemptError {
+  return {
+    attempt: error.attempt,
+    at: error.at,
+    reason: error.reason,
+    name: error.name,
+    message: truncate(error.message, ERROR_SUMMARY_MESSAGE_LIMIT),
+  };
+}
+
 /** Appends an entry and keeps the newest {@link ERROR_HISTORY_LIMIT}. */
 export function appendError(history: readonly AttemptError[], entry: AttemptError): AttemptError[] {
   return [...history, entry].slice(-ERROR_HISTORY_LIMIT);

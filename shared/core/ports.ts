@@ -61,9 +61,21 @@ export interface JobStore {
    * only if the stored job is in the target state under the same token AND was written by the
    * same `writer` (our own write, retried after its response was lost); otherwise it throws
    * LeaseLostError.
+   *
+   * `retry` and `fail` record the attempt's error, the last entry of `errors` (the entries
+   * before it are the history the store gave with the job): the job's `lastError`, and its
+   * history as `get` and `claim` give it (the last `ERROR_HISTORY_LIMIT`). The stored
+   * error is retained until `expiresAt`. An empty `errors` records none.
    */
   succeed(input: { job: Job; now: number; result: unknown; expiresAt: number; writer: string }): Promise<void>;
-  retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[]; writer: string }): Promise<void>;
+  retry(input: {
+    job: Job;
+    now: number;
+    runAt: number;
+    errors: AttemptError[];
+    expiresAt: number;
+    writer: string;
+  }): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
   fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number; writer: string }): Promise<void>;
   /**

@@ -261,7 +261,12 @@ export function createWorker(
       );
       delay = MAX_VISIBILITY_DELAY_MS;
     }
-    await persist(() => deps.store.retry({ job, now, runAt: now + delay, errors, writer }), log, 'recording the retry');
+    await persist(
+      // the attempt's stored error is kept for the retention after the retry is due
+      () => deps.store.retry({ job, now, runAt: now + delay, errors, expiresAt: expiresAt(now + delay), writer }),
+      log,
+      'recording the retry',
+    );
     log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
     if (viaScheduler && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.

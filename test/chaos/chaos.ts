@@ -18,7 +18,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
-import { DynamoJobStore, fromItem } from '../../shared/aws/dynamo-job-store';
+import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { Job } from '../../shared/core/job';
 import type { JobStore } from '../../shared/core/ports';
@@ -485,6 +485,7 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
           }),
         );
         for (const item of page.Items ?? []) {
+          if (!isStatusItem(item)) continue; // a job's error item
           const job = fromItem(item);
           out.set(job.id, job);
         }

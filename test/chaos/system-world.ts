@@ -8,7 +8,7 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
-import { DynamoJobStore, fromItem } from '../../shared/aws/dynamo-job-store';
+import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
@@ -436,7 +436,7 @@ export async function startWorld(input: {
           }),
         );
         for (const item of page.Items ?? []) {
-          if (!item.pk?.S?.startsWith('job#')) continue;
+          if (!isStatusItem(item)) continue; // not a schedule, nor a job's error item
           const job = fromItem(item);
           out.set(job.id, job);
         }

@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobControl } from '../../shared/core/control-ports';
 import { jobDueAttributes } from '../../shared/core/due';
-import type { AttemptError, Job } from '../../shared/core/job';
+import { type AttemptError, ERROR_HISTORY_LIMIT, type Job } from '../../shared/core/job';
 import { classifyRefusedClaim, MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import type { ClaimResult, JobStore } from '../../shared/core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../../shared/core/scheduling';
@@ -368,7 +368,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const missing = { ...mine, id: `c-${run}-gone` };
       await expect(leg.store.heartbeat({ job: missing, now: T0, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
       await expect(leg.store.progress({ job: missing, progress })).rejects.toThrow(LeaseLostError);
-      await leg.store.retry({ job: mine, now: T0 + 1, runAt: T0 + 5000, errors: [], writer: 'a' });
+      await leg.store.retry({ job: mine, now: T0 + 1, runAt: T0 + 5000, errors: [], expiresAt: 2e9, writer: 'a' });
       const retrying = await snapshot(leg, j.id);
       await expect(leg.store.heartbeat({ job: mine, now: T0, leaseMs: LEASE })).rejects.toThrow(LeaseLostError);
       await expect(leg.store.progress({ job: mine, progress })).rejects.toThrow(LeaseLostError);
@@ -387,7 +387,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
         case 'succeed':
           return leg.store.succeed({ job, now: NOW, result: { ok: 1 }, expiresAt: sec(NOW) + 3600, writer });
         case 'retry':
-          return leg.store.retry({ job, now: NOW, runAt: NOW + 30_000, errors, writer });
+          return leg.store.retry({ job, now: NOW, runAt: NOW + 30_000, errors, expiresAt: sec(NOW) + 3600, writer });
         case 'fail':
           return leg.store.fail({ job, now: NOW, errors, expiresAt: sec(NOW) + 3600, writer });
       }
@@ -515,6 +515,53 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const want = afterClaim(retrying, 'b', now);
       expect(await leg.store.claim(claimOf(j, 'b', now))).toEqual({ kind: 'claimed', job: asStored(want) });
       expect(want).toMatchObject({ attempts: 2, leaseToken: 2, lastWriter: 'a', errors });
+    });
+  });
+
+  describe('error history', () => {
+    it('retry and fail record the last entry of errors on top of the stored history; none when empty', async () => {
+      const leg = await setup();
+      const e1 = attemptError(1, T0, 'first');
+      const j = await given(leg, { state: 'retrying', attempts: 1, leaseToken: 1, errors: [e1] });
+      const second = await claimed(leg, j, 'a', T0);
+      expect(second.errors).toEqual([e1]);
+      const e2 = attemptError(2, T0 + 1, 'second');
+      // the entries before the last are the caller's copy of the history: they do not replace it
+      await leg.store.retry({
+        job: second,
+        now: T0 + 1,
+        runAt: T0 + 1,
+        errors: [attemptError(9, T0, 'other'), e2],
+        expiresAt: sec(T0) + 3600,
+        writer: 'a',
+      });
+      expect((await leg.store.get(j.id))?.errors).toEqual([e1, e2]);
+      expect((await leg.store.get(j.id))?.lastError).toEqual(e2);
+      const third = await claimed(leg, j, 'b', T0 + 2);
+      expect(third.errors).toEqual([e1, e2]);
+      await leg.store.fail({ job: third, now: T0 + 2, errors: [], expiresAt: sec(T0) + 3600, writer: 'b' });
+      expect((await leg.store.get(j.id))?.errors).toEqual([e1, e2]);
+      expect((await leg.store.get(j.id))?.lastError).toEqual(e2);
+    });
+
+    it(`gives the newest ${ERROR_HISTORY_LIMIT} errors, oldest first`, async () => {
+      const leg = await setup();
+      const j = await given(leg, { maxAttempts: ERROR_HISTORY_LIMIT + 3 });
+      const all: AttemptError[] = [];
+      for (let attempt = 1; attempt <= ERROR_HISTORY_LIMIT + 2; attempt++) {
+        const mine = await claimed(leg, j, `w${attempt}`, T0 + attempt);
+        const entry = attemptError(attempt, T0 + attempt, `e${attempt}`);
+        all.push(entry);
+        await leg.store.retry({
+          job: mine,
+          now: T0 + attempt,
+          runAt: T0 + attempt,
+          errors: [...mine.errors, entry],
+          expiresAt: sec(T0) + 3600,
+          writer: `w${attempt}`,
+        });
+      }
+      expect((await leg.store.get(j.id))?.errors).toEqual(all.slice(-ERROR_HISTORY_LIMIT));
     });
   });
 

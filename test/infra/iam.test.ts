@@ -54,6 +54,7 @@ describe('IAM least privilege', () => {
       const actions = allowedActions(statements);
       const dynamo = actions.filter((a) => a.action.startsWith('dynamodb:'));
       expect(dynamo.map((a) => a.action).sort()).toEqual([
+        'dynamodb:BatchGetItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',

@@ -78,11 +78,16 @@ describe('supervisor', () => {
   it('may read and write job items, query only the due index, and neither scan nor delete', () => {
     const dynamo = allowedActions(statements).filter((a) => a.action.startsWith('dynamodb:'));
     const onTable = dynamo.filter((a) => a.resources === arn(tableId)).map((a) => a.action);
-    expect(onTable.sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(onTable.sort()).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]);
     const query = dynamo.filter((a) => a.action === 'dynamodb:Query');
     expect(query).toHaveLength(1);
     expect(query[0]?.resources).toContain(`/index/${DUE_INDEX_NAME}`);
-    expect(dynamo).toHaveLength(4);
+    expect(dynamo).toHaveLength(5);
   });
 
   it('may send to every ready queue and to no DLQ, and only delete schedules of its group', () => {

@@ -1,8 +1,21 @@
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+} from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
-import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
-import type { Job } from '../../shared/core/job';
+import { DynamoJobStore, errorKey, toItem } from '../../shared/aws/dynamo-job-store';
+import {
+  type AttemptError,
+  appendError,
+  ERROR_MESSAGE_LIMIT,
+  ERROR_STACK_LIMIT,
+  errorSummary,
+  type Job,
+} from '../../shared/core/job';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import { keys } from '../../shared/core/table';
 import { LeaseLostError } from '../../shared/errors';
@@ -131,7 +144,7 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     await store.create(job);
     const first = await claimed(job, 'w', T0);
     const errors = [{ attempt: 1, at: new Date(T0).toISOString(), reason: 'error', name: 'Error', message: 'boom' }];
-    await store.retry({ job: first, now: T0 + 1, runAt: T0 + 5000, errors, writer: 'w' });
+    await store.retry({ job: first, now: T0 + 1, runAt: T0 + 5000, errors, expiresAt: 2e9, writer: 'w' });
     const retrying = await store.get(job.id);
     expect(retrying?.state).toBe('retrying');
     expect(retrying?.lastError?.message).toBe('boom');
@@ -158,5 +171,86 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     expect(succeeded.Items?.map((i) => i.id?.S)).toContain(job.id);
     const queued = await query('queued');
     expect(queued.Items?.map((i) => i.id?.S) ?? []).not.toContain(job.id);
+  });
+});
+
+/** DynamoDB's item size: attribute names plus values (strings as UTF-8, numbers ~ digits / 2 + 1). */
+function itemBytes(item: Record<string, AttributeValue>): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) {
+    bytes += Buffer.byteLength(name, 'utf8');
+    if (value.S !== undefined) bytes += Buffer.byteLength(value.S, 'utf8');
+    else if (value.N !== undefined) bytes += Math.ceil(value.N.length / 2) + 1;
+    else bytes += 8;
+  }
+  return bytes;
+}
+
+describe('DynamoJobStore: the error history lives in items of its own', () => {
+  const rawStatus = async (id: string) =>
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
+  const bigError = (attempt: number) => ({
+    attempt,
+    at: new Date(T0 + attempt).toISOString(),
+    reason: 'error',
+    name: 'Error',
+    message: `m${attempt} ${'x'.repeat(ERROR_MESSAGE_LIMIT)}`.slice(0, ERROR_MESSAGE_LIMIT),
+    stack: `Error: m${attempt}\n${'    at frame (file.js:1:1)\n'.repeat(60)}`.slice(0, ERROR_STACK_LIMIT),
+  });
+
+  it('keeps the status item under 1 KB after 5 failed attempts with long messages and stacks; get returns them all', async () => {
+    const job = newJob({ maxAttempts: 6 });
+    await store.create(job);
+    let errors: AttemptError[] = [];
+    let now = T0;
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const mine = await claimed(job, `w${attempt}`, now);
+      expect(mine.errors).toEqual(errors); // the claim gives the history back
+      errors = appendError(mine.errors, bigError(attempt));
+      await store.retry({ job: mine, now, runAt: now, errors, expiresAt: 2e9, writer: `w${attempt}` });
+      expect(itemBytes(await rawStatus(job.id))).toBeLessThan(1024);
+      now += 1;
+    }
+    const last = await claimed(job, 'w6', now);
+    await store.fail({ job: last, now, errors: appendError(last.errors, bigError(6)), expiresAt: 2e9, writer: 'w6' });
+    const status = await rawStatus(job.id);
+    expect(itemBytes(status)).toBeLessThan(1024);
+    expect(status.errors).toBeUndefined();
+    const stored = await store.get(job.id);
+    expect(stored?.errors).toEqual([1, 2, 3, 4, 5, 6].map(bigError));
+    expect(stored?.lastError).toEqual(bigError(6));
+  });
+
+  it('a lost error item loses that entry only: the history skips it and lastError is the summary', async () => {
+    const job = newJob();
+    await store.create(job);
+    const mine = await claimed(job, 'w', T0);
+    await store.fail({ job: mine, now: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w' });
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 1) } } }));
+    const stored = await store.get(job.id);
+    expect(stored?.errors).toEqual([]);
+    expect(stored?.lastError).toEqual(errorSummary(bigError(1)));
+    expect(stored?.lastError?.stack).toBeUndefined();
+  });
+
+  it('a replayed fail (its response lost) writes the error item only if it is missing', async () => {
+    const job = newJob();
+    await store.create(job);
+    const mine = await claimed(job, 'w', T0);
+    await store.fail({ job: mine, now: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w' });
+    await store.fail({ job: mine, now: T0, errors: [bigError(7)], expiresAt: 2e9, writer: 'w' });
+    expect((await store.get(job.id))?.errors).toEqual([bigError(1)]);
+  });
+
+  it('reads the history of an item written before error items existed', async () => {
+    const job = newJob({ state: 'failed', errors: [bigError(1)] });
+    const item = toItem(job);
+    delete item.lastError;
+    delete item.errorCount;
+    item.errors = { S: JSON.stringify(job.errors) };
+    await dynamo.send(new PutItemCommand({ TableName: tableName, Item: item }));
+    const stored = await store.get(job.id);
+    expect(stored?.errors).toEqual([bigError(1)]);
+    expect(stored?.lastError).toEqual(bigError(1));
   });
 });

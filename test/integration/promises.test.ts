@@ -159,7 +159,7 @@ describe('hole 3: a job that is not due yet never starts early', () => {
     await store.create(job);
     const first = await claimed(job, 'w1', T0);
     const runAt = T0 + 2 * 3600_000;
-    await store.retry({ job: first, now: T0 + 10, runAt, errors: [], writer: 'w1' });
+    await store.retry({ job: first, now: T0 + 10, runAt, errors: [], expiresAt: 2e9, writer: 'w1' });
     const result = await store.claim({ id: job.id, type: 'echo', owner: 'w2', now: T0 + 900_000, leaseMs: LEASE });
     expect(result.kind).toBe('early');
     expect(await claimed(job, 'w2', runAt)).toMatchObject({ attempts: 2 });
@@ -176,7 +176,7 @@ describe('hole 3: a job that is not due yet never starts early', () => {
     await store.create(job);
     const first = await claimed(job, 'w1', T0);
     const runAt = T0 + 24 * 3600_000;
-    await store.retry({ job: first, now: T0 + 10, runAt, errors: [], writer: 'w1' });
+    await store.retry({ job: first, now: T0 + 10, runAt, errors: [], expiresAt: 2e9, writer: 'w1' });
     const queue = new FakeJobQueue();
     let ran = 0;
     const def = defineJob(echo, async () => {

@@ -71,7 +71,9 @@ const adapters: Leg = {
     const due: DueAttributes = {};
     if (typeof raw.dueBucket === 'string') due.dueBucket = raw.dueBucket;
     if (typeof raw.dueAt === 'number') due.dueAt = raw.dueAt;
-    return { job: fromItem(out.Item), due };
+    // the status item, with the error history from the job's error items (as get reads it)
+    const job = await adapters.store.get(id);
+    return { job: job ?? fromItem(out.Item), due };
   },
 };
 
@@ -464,6 +466,7 @@ async function runSequence(steps: Step[]): Promise<void> {
           now: clock,
           runAt: clock + step.delayMs,
           errors: appendError(h.job.errors, entry),
+          expiresAt: 2e9,
           writer: writerOf(h, step.foreign, index),
         };
         return {

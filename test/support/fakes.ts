@@ -12,7 +12,7 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PlatformConfig } from '../../shared/config';
 import { jobDueAttributes } from '../../shared/core/due';
-import type { AttemptError, Job, JobMessage, JobProgress } from '../../shared/core/job';
+import { type AttemptError, appendError, type Job, type JobMessage, type JobProgress } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
 import {
   type ClaimResult,
@@ -48,6 +48,16 @@ function read(job: Job): Job {
   const last = copy.errors.at(-1);
   if (last) copy.lastError = last;
   return copy;
+}
+
+/**
+ * The history after a retry or fail that records `errors.at(-1)` (the adapter writes only that
+ * entry, as an item of its own): the stored history plus that entry, the newest
+ * `ERROR_HISTORY_LIMIT` kept.
+ */
+function recorded(history: AttemptError[], errors: readonly AttemptError[]): AttemptError[] {
+  const last = errors.at(-1);
+  return last ? appendError(history, last) : history;
 }
 
 type StoreMethod = 'create' | 'get' | 'claim' | 'heartbeat' | 'progress' | 'succeed' | 'retry' | 'fail' | 'expire';
@@ -220,7 +230,14 @@ export class FakeJobStore implements JobStore {
     );
   }
 
-  async retry(input: { job: Job; now: number; runAt: number; errors: AttemptError[]; writer: string }): Promise<void> {
+  async retry(input: {
+    job: Job;
+    now: number;
+    runAt: number;
+    errors: AttemptError[];
+    expiresAt: number;
+    writer: string;
+  }): Promise<void> {
     this.fenced(
       'retry',
       input.job,
@@ -228,7 +245,7 @@ export class FakeJobStore implements JobStore {
         j.state = 'retrying';
         j.runAt = iso(input.runAt);
         j.updatedAt = iso(input.now);
-        j.errors = input.errors;
+        j.errors = recorded(j.errors, input.errors);
         j.lastWriter = input.writer;
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
@@ -253,7 +270,7 @@ export class FakeJobStore implements JobStore {
         j.state = 'failed';
         j.finishedAt = iso(input.now);
         j.updatedAt = iso(input.now);
-        j.errors = input.errors;
+        j.errors = recorded(j.errors, input.errors);
         j.expiresAt = input.expiresAt;
         j.lastWriter = input.writer;
         delete j.leaseOwner;
