@@ -89,6 +89,12 @@ export const PLANS: PathPlan[] = [
     waitSeconds: 1,
   },
   {
+    id: 'payload-10k',
+    label: 'Immediate job with a 10 KB payload, succeeds',
+    start: (h, i) => enqueue(h, { type: 'echo', payload: { blob: 'x'.repeat(10 * 1024), i } }),
+    waitSeconds: 1,
+  },
+  {
     id: 'sqs-delayed',
     label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 }),

@@ -26,15 +26,45 @@ export const QUEUED_KEY = 'gsi2pkQueued';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Maps a job to its stored item (payload, result and errors as JSON text). */
-export function toItem(job: Job): Item {
+/** Key of the item holding a job's payload when it is too large for the status item. */
+export function payloadKey(id: string, payloadHash: string): string {
+  return `${keys.job(id)}#payload#${payloadHash.slice(0, 8)}`;
+}
+
+/**
+ * DynamoDB's size of an item, as it bills writes: attribute names plus values (strings as
+ * UTF-8, numbers about one byte per two digits plus one).
+ */
+export function itemBytes(item: Item): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) {
+    bytes += Buffer.byteLength(name, 'utf8');
+    if (value.S !== undefined) bytes += Buffer.byteLength(value.S, 'utf8');
+    else if (value.N !== undefined) bytes += Math.ceil(value.N.length / 2) + 1;
+    else bytes += 8;
+  }
+  return bytes;
+}
+
+/**
+ * What the status item gains after its create on the way to success: the lease (owner, message,
+ * expiry, start), the finish, TTL and last writer (about 250 bytes), with some margin. A payload
+ * stays inline only if the item still fits in 1 KB (one write unit) with all of it. A failed
+ * attempt adds its error summary (up to about 330 bytes), which may take a job whose payload
+ * just fits over 1 KB on the failure path only.
+ */
+export const STATUS_ITEM_GROWTH_BYTES = 280;
+
+/** Maps a job to its stored item (payload, result and errors as JSON text); `external`: the payload has its own item. */
+export function toItem(job: Job, external = false): Item {
   return marshall(
     {
       pk: keys.job(job.id),
       id: job.id,
       type: job.type,
       state: job.state,
-      payload: JSON.stringify(job.payload),
+      payload: external ? undefined : JSON.stringify(job.payload),
+      payloadKey: external ? payloadKey(job.id, job.payloadHash) : undefined,
       payloadHash: job.payloadHash,
       attempts: job.attempts,
       maxAttempts: job.maxAttempts,
@@ -78,7 +108,10 @@ export function errorKey(id: string, n: number): string {
   return `${keys.job(id)}#err#${n}`;
 }
 
-/** A job's status item (`job#<id>`), not one of its error items (`job#<id>#err#<n>`). */
+/** How long a payload item outlives its job's `runAt`: a year of horizon plus a year of retries and retention. */
+export const PAYLOAD_RETENTION_DAYS = 2 * 366;
+
+/** A job's status item (`job#<id>`), not one of its error or payload items (`job#<id>#err#<n>`). */
 export function isStatusItem(item: Item): boolean {
   const pk = item.pk?.S ?? '';
   return pk.startsWith('job#') && !pk.includes('#', 4);
@@ -101,7 +134,8 @@ export function fromItem(item: Item): Job {
     id: raw.id as string,
     type: raw.type as string,
     state: raw.state as JobState,
-    payload: JSON.parse(raw.payload as string),
+    // absent when the payload has its own item (`payloadKey`): see withHistory
+    payload: typeof raw.payload === 'string' ? JSON.parse(raw.payload) : undefined,
     payloadHash: raw.payloadHash as string,
     attempts: raw.attempts as number,
     maxAttempts: raw.maxAttempts as number,
@@ -142,11 +176,14 @@ const S = (s: string): AttributeValue => ({ S: s });
 export async function withHistory(client: DynamoDBClient, tableName: string, item: Item): Promise<Job> {
   const job = fromItem(item);
   const count = errorCountOf(item);
-  if (count === 0) return job;
+  const payloadAt = item.payloadKey?.S;
+  if (count === 0 && payloadAt === undefined) return job;
   const first = Math.max(1, count - ERROR_HISTORY_LIMIT + 1);
-  const wanted = Array.from({ length: count - first + 1 }, (_, i) => first + i);
+  const wanted = count === 0 ? [] : Array.from({ length: count - first + 1 }, (_, i) => first + i);
   const found = new Map<number, AttemptError>();
   let pending: Item[] = wanted.map((n) => ({ pk: S(errorKey(job.id, n)) }));
+  // A payload too large for the status item comes in the same BatchGetItem.
+  if (payloadAt !== undefined) pending.push({ pk: S(payloadAt) });
   try {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
       const out = await client.send(
@@ -155,14 +192,21 @@ export async function withHistory(client: DynamoDBClient, tableName: string, ite
         }),
       );
       for (const errorItem of out.Responses?.[tableName] ?? []) {
+        if (errorItem.pk?.S === payloadAt && errorItem.payload?.S !== undefined) {
+          job.payload = JSON.parse(errorItem.payload.S);
+          continue;
+        }
         const n = Number(errorItem.n?.N);
         if (errorItem.error?.S !== undefined) found.set(n, JSON.parse(errorItem.error.S) as AttemptError);
       }
       pending = (out.UnprocessedKeys?.[tableName]?.Keys ?? []) as Item[];
     }
   } catch (error) {
-    return translateAwsError(error, 'DynamoDB BatchGetItem (error history)');
+    return translateAwsError(error, 'DynamoDB BatchGetItem (error history, payload)');
   }
+  // Written before the status item, never deleted before it: a missing one is a broken invariant.
+  if (payloadAt !== undefined && job.payload === undefined)
+    throw new Error(`job ${job.id}: its payload item ${payloadAt} is missing`);
   const stored = wanted.flatMap((n) => {
     const entry = found.get(n);
     return entry ? [entry] : [];
@@ -201,6 +245,28 @@ export class DynamoJobStore implements JobStore {
   }
 
   /**
+   * The payload item: retained {@link PAYLOAD_RETENTION_DAYS} days after the job's `runAt`, past
+   * the longest a job can live (its horizon, retries and retention), as nothing rewrites it.
+   */
+  private async putPayload(job: Job): Promise<void> {
+    const ttl = Math.floor(Date.parse(job.runAt) / 1000) + PAYLOAD_RETENTION_DAYS * 86_400;
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            pk: S(payloadKey(job.id, job.payloadHash)),
+            payload: S(JSON.stringify(job.payload)),
+            expiresAt: N(ttl),
+          },
+        }),
+      );
+    } catch (e) {
+      translateAwsError(e, 'DynamoDB PutItem (payload)');
+    }
+  }
+
+  /**
    * Writes the `n`-th error of a job as an item of its own (a PutItem after the fenced write
    * that counted it), retained until `expiresAt`. A replay of that write (`replay`) writes it
    * only if it is not there yet: the first try's error stands, as the status item's does.
@@ -221,11 +287,20 @@ export class DynamoJobStore implements JobStore {
   }
 
   async create(job: Job): Promise<{ created: true } | { created: false; existing: Job }> {
+    // A payload the status item cannot hold with everything it gains later (1 KB) is written
+    // once, as its own item, before the job: the status item, rewritten at every state change,
+    // never carries it. Its key names the payload's hash, so a replay with another payload
+    // (refused by the create below) never overwrites it.
+    let item = toItem(job);
+    if (itemBytes(item) + STATUS_ITEM_GROWTH_BYTES > 1024) {
+      item = toItem(job, true);
+      await this.putPayload(job);
+    }
     try {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: toItem(job),
+          Item: item,
           // A job past its retention is gone for readers (TTL deletes it up to ~48 h later): its id is free.
           ConditionExpression: 'attribute_not_exists(pk) OR expiresAt < :retainedUntil',
           ExpressionAttributeValues: { ':retainedUntil': N(Date.parse(job.createdAt) / 1000) },

@@ -160,6 +160,18 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       await expectStored(leg, fresh, jobDueAttributes(fresh));
     });
 
+    it('gives a large payload back whole from create (taken id), claim and get', async () => {
+      const leg = await setup();
+      const payload = { blob: 'p'.repeat(10 * 1024), n: 1 };
+      const j = await given(leg, { payload });
+      expect(await leg.store.create(job({ id: j.id, payload }))).toMatchObject({
+        created: false,
+        existing: { payload },
+      });
+      expect((await claimed(leg, j, 'a', T0)).payload).toEqual(payload);
+      expect((await leg.store.get(j.id))?.payload).toEqual(payload);
+    });
+
     it('reads a missing job as undefined', async () => {
       const leg = await setup();
       expect(await leg.store.get(`c-${run}-nothing`)).toBeUndefined();

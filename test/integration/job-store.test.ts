@@ -7,7 +7,14 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
-import { DynamoJobStore, errorKey, toItem } from '../../shared/aws/dynamo-job-store';
+import {
+  DynamoJobStore,
+  errorKey,
+  itemBytes,
+  payloadKey,
+  STATUS_ITEM_GROWTH_BYTES,
+  toItem,
+} from '../../shared/aws/dynamo-job-store';
 import {
   type AttemptError,
   appendError,
@@ -174,18 +181,6 @@ describe('DynamoJobStore against DynamoDB Local', () => {
   });
 });
 
-/** DynamoDB's item size: attribute names plus values (strings as UTF-8, numbers ~ digits / 2 + 1). */
-function itemBytes(item: Record<string, AttributeValue>): number {
-  let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name, 'utf8');
-    if (value.S !== undefined) bytes += Buffer.byteLength(value.S, 'utf8');
-    else if (value.N !== undefined) bytes += Math.ceil(value.N.length / 2) + 1;
-    else bytes += 8;
-  }
-  return bytes;
-}
-
 describe('DynamoJobStore: the error history lives in items of its own', () => {
   const rawStatus = async (id: string) =>
     (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
@@ -252,5 +247,43 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     const stored = await store.get(job.id);
     expect(stored?.errors).toEqual([bigError(1)]);
     expect(stored?.lastError).toEqual(bigError(1));
+  });
+});
+
+describe('DynamoJobStore: a payload too large for the status item has its own item', () => {
+  const rawStatus = async (id: string) =>
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
+
+  it('writes a 10 KB payload once, keeps the status item under 1 KB, and gives the payload back from claim and get', async () => {
+    const payload = { blob: 'p'.repeat(10 * 1024) };
+    const job = newJob({ payload, payloadHash: payloadHash('echo', payload) });
+    expect(await store.create(job)).toEqual({ created: true });
+    const status = await rawStatus(job.id);
+    expect(status.payload).toBeUndefined();
+    expect(status.payloadKey?.S).toBe(payloadKey(job.id, job.payloadHash));
+    expect(itemBytes(status)).toBeLessThan(1024 - STATUS_ITEM_GROWTH_BYTES);
+    const mine = await claimed(job, 'w', T0);
+    expect(mine.payload).toEqual(payload);
+    expect(itemBytes(await rawStatus(job.id))).toBeLessThan(1024);
+    await store.succeed({ job: mine, now: T0 + 1, result: { ok: true }, expiresAt: 2e9, writer: 'w' });
+    expect((await store.get(job.id))?.payload).toEqual(payload);
+  });
+
+  it('a replay with another payload neither replaces the job nor its payload item', async () => {
+    const payload = { blob: 'a'.repeat(4096) };
+    const job = newJob({ payload, payloadHash: payloadHash('echo', payload) });
+    await store.create(job);
+    const other = { blob: 'b'.repeat(4096) };
+    const again = await store.create({ ...job, payload: other, payloadHash: payloadHash('echo', other) });
+    expect(again).toMatchObject({ created: false, existing: { payload, payloadHash: job.payloadHash } });
+    expect((await store.get(job.id))?.payload).toEqual(payload);
+  });
+
+  it('keeps a small payload inline', async () => {
+    const job = newJob();
+    await store.create(job);
+    const status = await rawStatus(job.id);
+    expect(status.payload?.S).toBe(JSON.stringify(job.payload));
+    expect(status.payloadKey).toBeUndefined();
   });
 });
