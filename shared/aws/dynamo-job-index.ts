@@ -1,5 +1,6 @@
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   type DynamoDBClient,
   QueryCommand,
   type QueryCommandOutput,
@@ -7,7 +8,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { IndexEntry, IndexPage, IndexQuery, JobIndex, JobSummary } from '../core/control-ports';
 import type { JobState } from '../core/states';
-import { JOB_TABLE } from '../core/table';
+import { JOB_TABLE, keys } from '../core/table';
 import { DependencyError } from '../errors';
 import { translateAwsError } from './errors';
 
@@ -32,9 +33,17 @@ function toSummary(raw: Record<string, unknown>): JobSummary {
   };
 }
 
+/** The summary attributes an index does not project, read from the table for its entries. */
+function missingSummary(include: readonly string[]): string[] {
+  return ['state', 'runAt', 'attempts', 'finishedAt'].filter((name) => !include.includes(name));
+}
+
 /**
  * {@link JobIndex} on the job table's GSIs (`byType`, `byTypeState`): one `Query` per
- * partition, newest first (`ScanIndexForward: false`), reading only the projected summary.
+ * partition, newest first (`ScanIndexForward: false`). `byTypeState` projects the summary;
+ * `byType` projects only what never changes (so no write after the create touches it), and the
+ * rest of each summary comes from the job items, one eventually consistent BatchGetItem per page
+ * (0.5 read unit per job; an entry whose job is gone is left out).
  *
  * @example
  * const index = new DynamoJobIndex(new DynamoDBClient({}), 'orrery-jobs');
@@ -86,11 +95,14 @@ export class DynamoJobIndex implements JobIndex {
       } catch (error) {
         return translateAwsError(error, 'DynamoDB Query (list jobs)');
       }
+      const raws: Record<string, unknown>[] = [];
       for (const item of out.Items ?? []) {
         const raw = unmarshall(item) as Record<string, unknown>;
-        const sortKey = String(raw[index.sortKey]);
-        if (both && sortKey === below) continue;
-        entries.push({ sortKey, summary: toSummary(raw) });
+        if (both && String(raw[index.sortKey]) === below) continue;
+        raws.push(raw);
+      }
+      for (const raw of await this.complete(raws, missingSummary(index.include))) {
+        entries.push({ sortKey: String(raw[index.sortKey]), summary: toSummary(raw) });
       }
       startKey = out.LastEvaluatedKey;
       more = startKey !== undefined;
@@ -105,5 +117,43 @@ export class DynamoJobIndex implements JobIndex {
       throw new DependencyError(`DynamoDB Query (list jobs) returned ${MAX_EMPTY_PAGES} empty pages in a row`);
     }
     return { entries, more };
+  }
+
+  /** Index entries with the summary attributes their index lacks, from the job items; entries whose job is gone are dropped. */
+  private async complete(raws: Record<string, unknown>[], missing: string[]): Promise<Record<string, unknown>[]> {
+    if (missing.length === 0 || raws.length === 0) return raws;
+    const found = new Map<string, Record<string, unknown>>();
+    const names = Object.fromEntries(['id', ...missing].map((name, i) => [`#a${i}`, name]));
+    let pending: Record<string, AttributeValue>[] = [...new Set(raws.map((raw) => String(raw.id)))].map((id) => ({
+      pk: { S: keys.job(id) },
+    }));
+    try {
+      for (let round = 0; pending.length > 0 && round < 5; round++) {
+        const out = await this.client.send(
+          new BatchGetItemCommand({
+            RequestItems: {
+              [this.tableName]: {
+                Keys: pending,
+                ProjectionExpression: Object.keys(names).join(', '),
+                ExpressionAttributeNames: names,
+              },
+            },
+          }),
+        );
+        for (const item of out.Responses?.[this.tableName] ?? []) {
+          const raw = unmarshall(item) as Record<string, unknown>;
+          found.set(String(raw.id), raw);
+        }
+        pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+        if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
+      }
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB BatchGetItem (list jobs)');
+    }
+    if (pending.length > 0) throw new DependencyError('DynamoDB BatchGetItem (list jobs) left keys unprocessed');
+    return raws.flatMap((raw) => {
+      const item = found.get(String(raw.id));
+      return item ? [{ ...raw, ...item }] : [];
+    });
   }
 }

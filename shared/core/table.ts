@@ -4,8 +4,9 @@
  *
  * Key design (see docs/data-model.md):
  * - `pk` = `job#<id>`: one item per job, spread by id.
- * - GSI `byType`: `gsi1pk` = `<type>#<shard>`, `gsi1sk` = `<createdAt>#<id>`. Written once at
- *   enqueue; lists a type's jobs newest first.
+ * - GSI `byType`: `gsi1pk` = `<type>#<shard>`, `gsi1sk` = `<createdAt>#<id>`, projecting only
+ *   immutable attributes: written once at enqueue, never again; lists a type's jobs newest first
+ *   (the summaries come from the table).
  * - GSI `byTypeState`: `gsi2pk` = `<type>#<state>#<shard>`, `gsi2sk` = `<createdAt>#<id>`.
  *   Rewritten on every state change; lists e.g. the failed jobs of a type.
  * - `<shard>` = FNV-1a(id) mod {@link SHARD_COUNT}: no single key value takes more than
@@ -38,12 +39,18 @@ export interface TableDefinition {
 }
 
 const SUMMARY = ['id', 'type', 'state', 'createdAt', 'runAt', 'attempts', 'finishedAt'];
+/**
+ * What `byType` projects: only attributes a job never changes, so its entry is written once, at
+ * create, and no later write of the job touches the index. Listing by type reads the rest of
+ * the summary from the table (`DynamoJobIndex`: one BatchGetItem per page).
+ */
+export const BY_TYPE_INCLUDE = ['id', 'type', 'createdAt'];
 
 export const JOB_TABLE: TableDefinition = {
   partitionKey: 'pk',
   attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', gsi2sk: 'S', dueBucket: 'S', dueAt: 'N' },
   indexes: [
-    { name: 'byType', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: SUMMARY },
+    { name: 'byType', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: BY_TYPE_INCLUDE },
     { name: 'byTypeState', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: SUMMARY },
     // Sparse: only unfinished jobs and enabled schedules carry dueBucket (see core/due.ts).
     { name: 'byDue', partitionKey: 'dueBucket', sortKey: 'dueAt', include: ['id', 'type', 'state'] },

@@ -1,4 +1,4 @@
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
@@ -96,6 +96,34 @@ describe('DynamoJobIndex against DynamoDB Local', () => {
     const both = await index.query({ partition, limit: 1, below: key(c), atLeast: a.createdAt });
     expect(both.entries.map((e) => e.summary.id)).toEqual([b.id]);
     expect(both.more).toBe(true);
+  });
+
+  it('byType holds only what never changes: listing by type reads the current summary from the job, and skips a job that is gone', async () => {
+    const job = newJob({ id: 'listed-live' });
+    await store.create(job);
+    const claim = await store.claim({ id: job.id, type: 'echo', owner: 'w', now: T0 + 1, leaseMs: 1000 });
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    await store.succeed({ job: claim.job, now: T0 + 2, result: 1, expiresAt: 2e9, writer: 'w' });
+    const partition = { index: 'byType' as const, key: keys.byType('echo', job.id) };
+    const raw = await dynamo.send(
+      new QueryCommand({
+        TableName: tableName,
+        IndexName: 'byType',
+        KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk = :sk',
+        ExpressionAttributeValues: { ':pk': { S: partition.key }, ':sk': { S: keys.created(job.createdAt, job.id) } },
+      }),
+    );
+    expect(Object.keys(raw.Items?.[0] ?? {}).sort()).toEqual(['createdAt', 'gsi1pk', 'gsi1sk', 'id', 'pk', 'type']);
+    const listed = async () =>
+      (await index.query({ partition, limit: 100 })).entries.find((e) => e.summary.id === job.id)?.summary;
+    expect(await listed()).toMatchObject({
+      state: 'succeeded',
+      attempts: 1,
+      finishedAt: new Date(T0 + 2).toISOString(),
+    });
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(job.id) } } }));
+    // gone: not listed, whether its index entry is gone yet or the item lookup leaves it out
+    expect(await listed()).toBeUndefined();
   });
 
   it('reads byTypeState partitions of one state', async () => {
