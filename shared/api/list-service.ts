@@ -8,6 +8,7 @@ import {
   encodeCursor,
   isDone,
   LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
   type ListFilter,
   listSources,
   mergePage,
@@ -20,6 +21,12 @@ import type { listQuerySchema } from './schemas';
 
 /** Partition queries in flight at once for one page (8 per type). */
 export const LIST_QUERY_CONCURRENCY = 16;
+/**
+ * A listing by a state that has no index of its own reads this many entries per shard for each
+ * job it returns (at most {@link LIST_LIMIT_MAX}): such a page may hold fewer than `limit` jobs,
+ * and `nextCursor` goes on from where it stopped.
+ */
+export const FILTERED_READ_FACTOR = 4;
 /** Pages `latest` reads past hidden (expired) entries before giving up. */
 const LATEST_MAX_PAGES = 5;
 
@@ -46,10 +53,16 @@ export class ListService {
     return Object.keys(this.deps.config.routes).sort();
   }
 
-  /** Finished jobs past their retention are gone for callers, as in `GET /jobs/{id}`, even before TTL deletes them. */
-  private visible(now: number): (summary: JobSummary) => boolean {
+  /**
+   * Finished jobs past their retention are gone for callers, as in `GET /jobs/{id}`, even before
+   * TTL deletes them. With a state filter, only jobs in that state as the table has it now (the
+   * `byType` entries of a listing by a non-sparse state, or a lagging `byTypeState` entry).
+   */
+  private visible(now: number, state?: string): (summary: JobSummary) => boolean {
     const retentionMs = this.deps.config.retentionDays * 86_400_000;
-    return (summary) => summary.finishedAt === null || Date.parse(summary.finishedAt) + retentionMs > now;
+    return (summary) =>
+      (state === undefined || summary.state === state) &&
+      (summary.finishedAt === null || Date.parse(summary.finishedAt) + retentionMs > now);
   }
 
   async list(query: z.output<typeof listQuerySchema>): Promise<JobPage> {
@@ -82,14 +95,17 @@ export class ListService {
     const cursor = rawCursor !== undefined ? decodeCursor(rawCursor, filter, sources) : undefined;
     const bounds = sortKeyBounds(filter, cursor);
     const active = sources.filter((source) => !isDone(cursor, source));
+    // A state read from byType keeps only some entries: read more of each shard per page.
+    const filtered = filter.state !== undefined && sources.some((source) => source.partition.index === 'byType');
+    const perShard = filtered ? Math.min(LIST_LIMIT_MAX, limit * FILTERED_READ_FACTOR) : limit;
     const fetched = await mapWithConcurrency(active, LIST_QUERY_CONCURRENCY, async (source) => ({
       source,
-      page: await this.deps.index.query({ partition: source.partition, ...bounds, limit }),
+      page: await this.deps.index.query({ partition: source.partition, ...bounds, limit: perShard }),
     }));
     const { items, next } = mergePage({
       fetched,
       limit,
-      visible: this.visible(this.deps.clock.now()),
+      visible: this.visible(this.deps.clock.now(), filter.state),
       ...(cursor ? { cursor } : {}),
     });
     return { items, nextCursor: next ? encodeCursor(filter, next) : null };

@@ -1,5 +1,6 @@
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
@@ -10,8 +11,9 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { dueBucket } from '../core/due';
 import type { Job } from '../core/job';
+import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys } from '../core/table';
-import type { DueEntry, DueIndex } from '../supervisor/ports';
+import type { CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -19,15 +21,22 @@ type Item = Record<string, AttributeValue>;
 
 /** The sparse due index of `JOB_TABLE`. */
 export const DUE_INDEX = JOB_TABLE.indexes.find((index) => index.partitionKey === 'dueBucket')?.name ?? 'byDue';
-/** Partition key of the supervisor's checkpoint item. */
+/** The `byType` index, which the creation sweep reads by creation minute. */
+const BY_TYPE_INDEX = JOB_TABLE.indexes.find((index) => index.partitionKey === 'gsi1pk')?.name ?? 'byType';
+/** Partition keys of the supervisor's checkpoint items. */
 export const CHECKPOINT_KEY = 'supervisor#checkpoint';
+export const SWEEP_CHECKPOINT_KEY = 'supervisor#sweep';
+
+const checkpointKey = (name: CheckpointName) => (name === 'sweep' ? SWEEP_CHECKPOINT_KEY : CHECKPOINT_KEY);
+const iso = (ms: number) => new Date(ms).toISOString();
 
 const S = (s: string): AttributeValue => ({ S: s });
 const N = (n: number): AttributeValue => ({ N: String(n) });
 
 /**
  * {@link DueIndex} on the job table: queries of the `byDue` GSI (one minute bucket and shard at
- * a time, `dueAt <= upTo`), the checkpoint item, and the conditional moves of `dueAt`.
+ * a time, `dueAt <= upTo`) and of `byType` by creation minute (the creation sweep), the
+ * checkpoint items, and the conditional moves of `dueAt`.
  *
  * @example
  * const index = new DynamoDueIndex(new DynamoDBClient({}), 'orrery-jobs');
@@ -64,10 +73,70 @@ export class DynamoDueIndex implements DueIndex {
     }
   }
 
-  async getCheckpoint(): Promise<number | undefined> {
+  async created(partition: string, fromMs: number, toMs: number): Promise<string[]> {
+    const ids: string[] = [];
+    let start: Item | undefined;
+    try {
+      do {
+        // Sort keys are `<createdAt>#<id>`: BETWEEN takes every job of [from, to) (one created
+        // exactly at `to` sorts above `iso(to)`, so it belongs to the next window).
+        const page = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: BY_TYPE_INDEX,
+            KeyConditionExpression: 'gsi1pk = :p AND gsi1sk BETWEEN :from AND :to',
+            ExpressionAttributeValues: { ':p': S(partition), ':from': S(iso(fromMs)), ':to': S(iso(toMs)) },
+            ProjectionExpression: 'id',
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        );
+        for (const item of page.Items ?? []) if (item.id?.S !== undefined) ids.push(item.id.S);
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return ids;
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB Query (creation sweep)');
+    }
+  }
+
+  async unfinished(ids: readonly string[]): Promise<string[]> {
+    const out: string[] = [];
+    try {
+      for (let i = 0; i < ids.length; i += 100) {
+        let pending: Item[] = ids.slice(i, i + 100).map((id) => ({ pk: S(keys.job(id)) }));
+        for (let round = 0; pending.length > 0; round++) {
+          if (round >= 8) throw new Error('DynamoDB BatchGetItem (creation sweep) left keys unprocessed');
+          const page = await this.client.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [this.tableName]: {
+                  Keys: pending,
+                  // eventually consistent: half a read unit per job
+                  ProjectionExpression: 'id, #state, dueAt',
+                  ExpressionAttributeNames: { '#state': 'state' },
+                },
+              },
+            }),
+          );
+          for (const item of page.Responses?.[this.tableName] ?? []) {
+            const state = item.state?.S;
+            if (state !== undefined && !isTerminal(state as never) && item.dueAt === undefined && item.id?.S)
+              out.push(item.id.S);
+          }
+          pending = (page.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Item[];
+          if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
+        }
+      }
+      return out;
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB BatchGetItem (creation sweep)');
+    }
+  }
+
+  async getCheckpoint(name: CheckpointName = 'due'): Promise<number | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(CHECKPOINT_KEY) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(checkpointKey(name)) }, ConsistentRead: true }),
       );
       const minute = out.Item ? (unmarshall(out.Item) as { minute?: unknown }).minute : undefined;
       return typeof minute === 'number' ? minute : undefined;
@@ -76,12 +145,12 @@ export class DynamoDueIndex implements DueIndex {
     }
   }
 
-  async setCheckpoint(minute: number): Promise<void> {
+  async setCheckpoint(minute: number, name: CheckpointName = 'due'): Promise<void> {
     try {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { pk: S(CHECKPOINT_KEY), minute: N(minute), at: S(new Date(minute).toISOString()) },
+          Item: { pk: S(checkpointKey(name)), minute: N(minute), at: S(iso(minute)) },
         }),
       );
     } catch (error) {
@@ -106,26 +175,23 @@ export class DynamoDueIndex implements DueIndex {
     }
   }
 
-  async moveDue(
-    pk: string,
-    from: number,
-    to: number | undefined,
-    options: { repair?: boolean } = {},
-  ): Promise<boolean> {
-    const values: Record<string, AttributeValue> = { ':seen': N(from) };
-    let update: string;
-    if (to === undefined) {
-      update = 'REMOVE dueBucket, dueAt';
-    } else {
-      const shardKey = pk.startsWith('job#') ? pk.slice('job#'.length) : pk;
-      update = 'SET dueBucket = :bucket, dueAt = :to';
-      values[':bucket'] = S(dueBucket(to, shardKey));
-      values[':to'] = N(to);
-      if (options.repair) {
-        update += ', repairs = if_not_exists(repairs, :zero) + :one';
-        values[':zero'] = N(0);
-        values[':one'] = N(1);
-      }
+  async moveDue(pk: string, from: number | undefined, to: number, options: { repair?: boolean } = {}): Promise<boolean> {
+    const values: Record<string, AttributeValue> = { ':to': N(to) };
+    // A job's entry is in the due index; a schedule's dueAt is read by listing the schedules.
+    let update = 'SET dueAt = :to';
+    if (pk.startsWith('job#')) {
+      update += ', dueBucket = :bucket';
+      values[':bucket'] = S(dueBucket(to, pk.slice('job#'.length)));
+    }
+    if (options.repair) {
+      update += ', repairs = if_not_exists(repairs, :zero) + :one';
+      values[':zero'] = N(0);
+      values[':one'] = N(1);
+    }
+    let condition = 'attribute_exists(pk) AND attribute_not_exists(dueAt)';
+    if (from !== undefined) {
+      condition = 'dueAt = :seen';
+      values[':seen'] = N(from);
     }
     try {
       await this.client.send(
@@ -133,7 +199,7 @@ export class DynamoDueIndex implements DueIndex {
           TableName: this.tableName,
           Key: { pk: S(pk) },
           UpdateExpression: update,
-          ConditionExpression: 'dueAt = :seen',
+          ConditionExpression: condition,
           ExpressionAttributeValues: values,
         }),
       );

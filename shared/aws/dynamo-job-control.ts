@@ -9,8 +9,8 @@ import type { ControlResult, JobControl } from '../core/control-ports';
 import { jobDueAttributes } from '../core/due';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
-import { keys } from '../core/table';
-import { CANCELLED_KEY, QUEUED_KEY, withHistory } from './dynamo-job-store';
+import { isSparseState, keys } from '../core/table';
+import { CANCELLED_KEY, withHistory } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
 const S = (s: string): AttributeValue => ({ S: s });
@@ -52,9 +52,9 @@ type Outcome = { result: ControlResult; legacy: boolean };
  * {@link JobControl} on the DynamoDB job table: every operator write is one conditional
  * `UpdateItem` on the job's current state, with no read before it. It returns the item as it
  * was (`ALL_OLD`, on success and on a failed condition alike), from which the previous state
- * and the new job follow. The state index key comes from the attributes the create wrote
- * (`gsi2pkCancelled`, `gsi2pkQueued`), so the type need not be known; an item written before
- * those attributes existed is refused once, then written with the type its old image names.
+ * and the new job follow. A cancel's state index key comes from the attribute the create wrote
+ * (`gsi2pkCancelled`), so the type need not be known; an item written before that attribute
+ * existed is refused once, then written with the type its old image names.
  */
 export class DynamoJobControl implements JobControl {
   constructor(
@@ -127,9 +127,10 @@ export class DynamoJobControl implements JobControl {
       operation: 'cancel',
       update:
         `SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = ${typed ? ':gsi2pk' : CANCELLED_KEY} ` +
-        // finished: out of the supervisor's due index too. leaseExpiresAt stays: a running attempt
-        // may go on until then, and a later retry must not start a second one beside it.
-        'REMOVE leaseOwner, dueBucket, dueAt',
+        // leaseExpiresAt stays: a running attempt may go on until then, and a later retry must
+        // not start a second one beside it. A due entry stays too (the supervisor finds the job
+        // finished): removing it would cost index writes.
+        'REMOVE leaseOwner',
       condition: `${from.expression} AND ${RETAINED} AND ${typed ? '#type = :type' : `attribute_exists(${CANCELLED_KEY})`}`,
       values: {
         ...from.values,
@@ -163,24 +164,24 @@ export class DynamoJobControl implements JobControl {
     now: number;
   }): Promise<ControlResult> {
     const from = stateIn(input.from);
-    const typed = input.type !== undefined;
     // No type matches '' (job types are never empty): an empty list refuses every job.
     const types =
       input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
+    // The creation sweep has long passed: the supervisor finds the job through its due entry.
     const due = jobDueAttributes({ id: input.id, state: 'queued', runAt: iso(input.now) });
-    const { result, legacy } = await this.update({
+    const { result } = await this.update({
       id: input.id,
       operation: 'retry',
       update:
-        `SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, gsi2pk = ${typed ? ':gsi2pk' : QUEUED_KEY}, ` +
+        'SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, ' +
         'retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt ' +
         // a manual retry runs now: no dispatch deadline any more. leaseExpiresAt stays (see cancel):
-        // the claim waits for it to pass.
-        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy',
+        // the claim waits for it to pass. Queued is not a sparse state: out of byTypeState.
+        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy, gsi2pk',
       condition: [
         from.expression,
         RETAINED,
-        typed ? '#type = :type' : `attribute_exists(${QUEUED_KEY})`,
+        ...(input.type !== undefined ? ['#type = :type'] : []),
         ...(types ? [types.expression] : []),
       ].join(' AND '),
       values: {
@@ -193,24 +194,12 @@ export class DynamoJobControl implements JobControl {
         ':nowSeconds': N(input.now / 1000),
         ':dueBucket': S(due.dueBucket ?? ''),
         ':dueAt': N(due.dueAt ?? input.now),
-        ...(input.type !== undefined
-          ? { ':type': S(input.type), ':gsi2pk': S(keys.byTypeState(input.type, 'queued', input.id)) }
-          : {}),
+        ...(input.type !== undefined ? { ':type': S(input.type) } : {}),
       },
       names: { '#result': 'result' },
       replay: { state: 'queued', updatedAt: iso(input.now) },
       next: (old) => restartedJob(old, input),
-      ...(typed ? {} : { legacyKey: QUEUED_KEY }),
     });
-    const job = result.kind === 'refused' ? result.job : undefined;
-    if (
-      legacy &&
-      job &&
-      input.from.includes(job.state) &&
-      !pastRetention(job, input.now) &&
-      (input.types === undefined || input.types.includes(job.type))
-    )
-      return this.restart({ ...input, type: job.type });
     return result;
   }
 
@@ -224,17 +213,14 @@ export class DynamoJobControl implements JobControl {
       ':attempts': N(previous.attempts),
       ':runAt': S(previous.runAt),
       ':updatedAt': S(previous.updatedAt),
-      ':gsi2pk': S(keys.byTypeState(previous.type, previous.state, previous.id)),
       ':one': N(1),
     };
-    const sets = [
-      '#state = :to',
-      'attempts = :attempts',
-      'runAt = :runAt',
-      'updatedAt = :updatedAt',
-      'gsi2pk = :gsi2pk',
-      'retries = retries - :one',
-    ];
+    const sets = ['#state = :to', 'attempts = :attempts', 'runAt = :runAt', 'updatedAt = :updatedAt', 'retries = retries - :one'];
+    const indexed = isSparseState(previous.state);
+    if (indexed) {
+      sets.push('gsi2pk = :gsi2pk');
+      values[':gsi2pk'] = S(keys.byTypeState(previous.type, previous.state, previous.id));
+    }
     const optional: [string, AttributeValue | undefined][] = [
       ['finishedAt', previous.finishedAt === undefined ? undefined : S(previous.finishedAt)],
       ['startedAt', previous.startedAt === undefined ? undefined : S(previous.startedAt)],
@@ -249,7 +235,8 @@ export class DynamoJobControl implements JobControl {
     const { result } = await this.update({
       id: previous.id,
       operation: 'undo retry',
-      update: `SET ${sets.join(', ')} REMOVE dueBucket, dueAt`,
+      // the due entry the retry wrote stays: the supervisor finds the job finished again
+      update: `SET ${sets.join(', ')}${indexed ? '' : ' REMOVE gsi2pk'}`,
       condition: '#type = :type AND #state = :queued AND attempts = :zero AND retries = :retries',
       values,
       next: (old) => old,

@@ -39,11 +39,11 @@ function missingSummary(include: readonly string[]): string[] {
 }
 
 /**
- * {@link JobIndex} on the job table's GSIs (`byType`, `byTypeState`): one `Query` per
- * partition, newest first (`ScanIndexForward: false`). `byTypeState` projects the summary;
- * `byType` projects only what never changes (so no write after the create touches it), and the
- * rest of each summary comes from the job items, one eventually consistent BatchGetItem per page
- * (0.5 read unit per job; an entry whose job is gone is left out).
+ * {@link JobIndex} on the job table's GSIs (`byType`, the sparse `byTypeState`): one `Query`
+ * per partition, newest first (`ScanIndexForward: false`). Both project only what never changes
+ * (so no write after an entry's creation touches it), and the rest of each summary comes from
+ * the job items, one eventually consistent BatchGetItem per page (0.5 read unit per job; an
+ * entry whose job is gone is left out).
  *
  * @example
  * const index = new DynamoJobIndex(new DynamoDBClient({}), 'orrery-jobs');

@@ -8,21 +8,23 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { jobDueAttributes } from '../core/due';
+import { createDueAttributes } from '../core/due';
 import { type AttemptError, ERROR_HISTORY_LIMIT, errorSummary, type Job, type JobProgress } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import type { ClaimResult, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
-import { keys } from '../core/table';
+import { isSparseState, keys } from '../core/table';
 import { LeaseLostError } from '../errors';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
 
-/** Attributes holding a job's `byTypeState` key in state `cancelled` and `queued` (written at create). */
+/**
+ * The attribute holding a job's `byTypeState` key in state `cancelled`, written at create: a
+ * cancel copies it into `gsi2pk`, so it needs neither the type nor a read.
+ */
 export const CANCELLED_KEY = 'gsi2pkCancelled';
-export const QUEUED_KEY = 'gsi2pkQueued';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -89,15 +91,13 @@ export function toItem(job: Job, external = false): Item {
       dispatchBy: job.dispatchBy,
       schedule: job.schedule,
       after: job.after,
-      ...jobDueAttributes(job),
+      ...createDueAttributes(job),
       gsi1pk: keys.byType(job.type, job.id),
       gsi1sk: keys.created(job.createdAt, job.id),
-      gsi2pk: keys.byTypeState(job.type, job.state, job.id),
-      gsi2sk: keys.created(job.createdAt, job.id),
-      // The state index keys of the operator writes, so that cancel and retry can set gsi2pk
-      // without knowing the type, hence without reading the job first (dynamo-job-control.ts).
+      // sparse: only failed, cancelled and expired jobs are in byTypeState
+      gsi2pk: isSparseState(job.state) ? keys.byTypeState(job.type, job.state, job.id) : undefined,
+      // so that a cancel can set gsi2pk without knowing the type, hence without a read first
       [CANCELLED_KEY]: keys.byTypeState(job.type, 'cancelled', job.id),
-      [QUEUED_KEY]: keys.byTypeState(job.type, 'queued', job.id),
     },
     { removeUndefinedValues: true },
   );
@@ -217,12 +217,6 @@ export async function withHistory(client: DynamoDBClient, tableName: string, ite
   return job;
 }
 
-/** `:dueBucket` and `:dueAt` for a job moving to `state` with `runAt` (see core/due.ts). */
-function dueValues(id: string, state: 'retrying' | 'queued', runAt: number): Record<string, AttributeValue> {
-  const due = jobDueAttributes({ id, state, runAt: iso(runAt) });
-  return { ':dueBucket': S(due.dueBucket ?? ''), ':dueAt': N(due.dueAt ?? runAt) };
-}
-
 /**
  * {@link JobStore} on a DynamoDB table shaped by `JOB_TABLE`. Every state change is one
  * conditional write; writes after a claim are conditioned on the fencing token.
@@ -336,7 +330,6 @@ export class DynamoJobStore implements JobStore {
     owner,
     now,
     leaseMs,
-    attemptTimeoutMs,
     messageId,
   }: {
     id: string;
@@ -347,10 +340,6 @@ export class DynamoJobStore implements JobStore {
     attemptTimeoutMs?: number;
     messageId?: string;
   }): Promise<ClaimResult> {
-    const due = jobDueAttributes(
-      { id, state: 'running', runAt: iso(now), leaseExpiresAt: now + leaseMs },
-      { claimedAt: now, ...(attemptTimeoutMs !== undefined ? { attemptTimeoutMs } : {}) },
-    );
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
@@ -358,8 +347,7 @@ export class DynamoJobStore implements JobStore {
           Key: this.key(id),
           UpdateExpression:
             'SET #state = :running, attempts = attempts + :one, leaseToken = leaseToken + :one, leaseOwner = :owner, ' +
-            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now, gsi2pk = :gsi2pk, ' +
-            'dueBucket = :dueBucket, dueAt = :dueAt',
+            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now',
           ConditionExpression:
             'attribute_exists(pk) AND #type = :type AND attempts < maxAttempts AND (' +
             // a waiting job that is due, with no earlier attempt's lease possibly still held
@@ -382,9 +370,6 @@ export class DynamoJobStore implements JobStore {
             ':exp': N(now + leaseMs),
             ':now': S(iso(now)),
             ':fence': N(now - MAX_CLOCK_SKEW_MS),
-            ':gsi2pk': S(keys.byTypeState(type, 'running', id)),
-            ':dueBucket': S(due.dueBucket ?? ''),
-            ':dueAt': N(due.dueAt ?? now),
             ':earliest': S(iso(now + EARLY_START_TOLERANCE_MS)),
             ':zero': N(0),
           },
@@ -421,7 +406,11 @@ export class DynamoJobStore implements JobStore {
     values: Record<string, AttributeValue>,
     end?: { state: JobState; writer: string },
   ): Promise<Item | undefined> {
-    const set = end ? `${update.set}, #state = :to, gsi2pk = :gsi2pk, lastWriter = :writer` : update.set;
+    // An end in a sparse state (failed) enters the state index; no other end touches an index.
+    const indexed = end !== undefined && isSparseState(end.state);
+    const set = end
+      ? `${update.set}, #state = :to, lastWriter = :writer${indexed ? ', gsi2pk = :gsi2pk' : ''}`
+      : update.set;
     const expression = `SET ${set}${update.remove ? ` REMOVE ${update.remove}` : ''}`;
     try {
       const out = await this.client.send(
@@ -441,8 +430,8 @@ export class DynamoJobStore implements JobStore {
             ...(end
               ? {
                   ':to': S(end.state),
-                  ':gsi2pk': S(keys.byTypeState(job.type, end.state, job.id)),
                   ':writer': S(end.writer),
+                  ...(indexed ? { ':gsi2pk': S(keys.byTypeState(job.type, end.state, job.id)) } : {}),
                 }
               : {}),
           },
@@ -516,7 +505,7 @@ export class DynamoJobStore implements JobStore {
       set += ', #result = :result';
       values[':result'] = S(JSON.stringify(result));
     }
-    await this.fenced(job, 'succeed', { set, remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt' }, values, {
+    await this.fenced(job, 'succeed', { set, remove: 'leaseOwner, leaseExpiresAt' }, values, {
       state: 'succeeded',
       writer,
     });
@@ -542,14 +531,13 @@ export class DynamoJobStore implements JobStore {
       job,
       'retry',
       {
-        set: `runAt = :runAt, updatedAt = :now, dueBucket = :dueBucket, dueAt = :dueAt${error.set}`,
+        set: `runAt = :runAt, updatedAt = :now${error.set}`,
         remove: 'leaseOwner, leaseExpiresAt',
       },
       {
         ':runAt': S(iso(runAt)),
         ':now': S(iso(now)),
         ...error.values,
-        ...dueValues(job.id, 'retrying', runAt),
       },
       { state: 'retrying', writer },
     );
@@ -575,7 +563,7 @@ export class DynamoJobStore implements JobStore {
       'fail',
       {
         set: `finishedAt = :now, updatedAt = :now, expiresAt = :ttl${error.set}`,
-        remove: 'leaseOwner, leaseExpiresAt, dueBucket, dueAt',
+        remove: 'leaseOwner, leaseExpiresAt',
       },
       { ':now': S(iso(now)), ':ttl': N(expiresAt), ...error.values },
       { state: 'failed', writer },
@@ -590,8 +578,7 @@ export class DynamoJobStore implements JobStore {
           TableName: this.tableName,
           Key: this.key(job.id),
           UpdateExpression:
-            'SET #state = :expired, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk ' +
-            'REMOVE dueBucket, dueAt',
+            'SET #state = :expired, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = :gsi2pk',
           ConditionExpression: '#state IN (:scheduled, :queued) AND attempts = :zero AND dispatchBy < :now',
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {

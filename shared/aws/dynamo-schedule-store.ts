@@ -11,10 +11,9 @@ import {
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { DUE_GRACE_MS, dueBucket } from '../core/due';
 import { JOB_TABLE } from '../core/table';
 import { ValidationError } from '../errors';
-import type { OverlapPolicy, Schedule, ScheduleState } from '../schedules/model';
+import { type OverlapPolicy, type Schedule, type ScheduleState, scheduleDueAt } from '../schedules/model';
 import type { SchedulePayload, ScheduleStore } from '../schedules/ports';
 import { translateAwsError } from './errors';
 
@@ -31,17 +30,7 @@ export const scheduleKeys = {
 /** The `byType` index (gsi1): schedules are listed from their own partition of it. */
 const LISTING_INDEX = JOB_TABLE.indexes.find((index) => index.partitionKey === 'gsi1pk')?.name ?? 'byType';
 
-/** When the supervisor should look at an enabled schedule: `dueAt` (see `withDue`), else its next fire plus the grace. */
-export function scheduleDue(schedule: Pick<Schedule, 'name' | 'state' | 'nextFireAt' | 'dueAt'>): {
-  dueBucket?: string;
-  dueAt?: number;
-} {
-  if (schedule.state !== 'enabled' || schedule.nextFireAt === undefined) return {};
-  const dueAt = schedule.dueAt ?? schedule.nextFireAt + DUE_GRACE_MS.fire;
-  return { dueAt, dueBucket: dueBucket(dueAt, scheduleKeys.schedule(schedule.name)) };
-}
-
-/** The schedule item (everything but the payload), with its listing and due index keys. */
+/** The schedule item (everything but the payload), with its listing keys. */
 export function toScheduleItem(schedule: Schedule): Item {
   return marshall(
     {
@@ -50,7 +39,8 @@ export function toScheduleItem(schedule: Schedule): Item {
       kind: 'schedule',
       gsi1pk: scheduleKeys.listing,
       gsi1sk: schedule.name,
-      ...scheduleDue(schedule),
+      // a plain attribute, in no index: the supervisor reads every schedule (scheduleDueAt)
+      dueAt: scheduleDueAt(schedule),
     },
     { removeUndefinedValues: true },
   );

@@ -1,13 +1,20 @@
 /**
- * The due index: when the supervisor should look at an item that is not finished, and the
- * sparse, sharded GSI keys that let it find such items without scanning the table.
+ * When the supervisor should look at a job that is not finished, and the sparse, sharded GSI
+ * keys that let it find such items without scanning the table. See docs/data-model.md,
+ * "Finding lost work".
  *
- * Every job that is not terminal, and every enabled recurring schedule, carries `dueBucket`
- * (`due#<yyyymmddhhmm>#<shard>`, the UTC minute of `dueAt` plus a write shard) and `dueAt`
- * (epoch ms). Terminal jobs carry neither, so the index holds only live work. If an item is
- * still in the same state when its `dueAt` passes, something was lost (a schedule that never
- * fired, a send that never arrived, a worker that died with its message) and the supervisor
- * repairs it. See docs/data-model.md, "The due index".
+ * Two ways lead the supervisor to a job, and neither writes anything on the hot path:
+ * - **the creation sweep**: every job is looked at once, {@link SWEEP_AGE_MS} after its
+ *   creation, through the `byType` entry its create wrote anyway (read by creation minute). Most
+ *   jobs are finished by then, and the look costs half a read unit;
+ * - **the due index**: a job on a rare path carries `dueBucket` (`due#<yyyymmddhhmm>#<shard>`,
+ *   the UTC minute of `dueAt` plus a write shard) and `dueAt` (epoch ms): a far-future job from
+ *   its create, and a job the supervisor found unfinished (a long run, a long backoff, a lost
+ *   message) from then on. A finished job keeps its entry: removing it would cost two index
+ *   writes, and the supervisor reads it once and finds the job finished.
+ * If a job is still in the same state when it is looked at, something was lost (a schedule
+ * that never fired, a send that never arrived, a worker that died with its message) and the
+ * supervisor repairs it.
  */
 import type { Job } from './job';
 import { fnv1a, SHARD_COUNT } from './table';
@@ -23,6 +30,18 @@ export const DUE_GRACE_MS = {
   /** A recurring schedule's fire: Scheduler fires within about a minute. */
   fire: 2 * 60_000,
 } as const;
+
+/**
+ * How long after its creation the creation sweep looks at a job: when an immediate job whose
+ * message was lost becomes overdue ({@link DUE_GRACE_MS}.queued).
+ */
+export const SWEEP_AGE_MS = DUE_GRACE_MS.queued;
+
+/**
+ * A job created due this much later than the sweep looks at it gets its due entry at create
+ * (one index write, instead of two when the sweep moves it later).
+ */
+export const CREATE_DUE_MARGIN_MS = 5 * 60_000;
 
 /** Lambda runs an attempt at most this much longer than the job type's timeout. */
 export const ATTEMPT_MARGIN_MS = 30_000;
@@ -85,4 +104,17 @@ export function jobDueAttributes(
 ): { dueBucket?: string; dueAt?: number } {
   const dueAt = jobDueAt(job, options);
   return dueAt === undefined ? {} : { dueAt, dueBucket: dueBucket(dueAt, job.id) };
+}
+
+/**
+ * The due attributes a job is created with: none when the creation sweep will look at it in
+ * time (an immediate job, a short delay), else its due entry (a far-future job).
+ */
+export function createDueAttributes(
+  job: Pick<Job, 'id' | 'state' | 'runAt' | 'createdAt' | 'leaseExpiresAt'> & { updatedAt?: string },
+): { dueBucket?: string; dueAt?: number } {
+  const dueAt = jobDueAt(job);
+  if (dueAt === undefined) return {};
+  const swept = Date.parse(job.createdAt) + SWEEP_AGE_MS;
+  return dueAt > swept + CREATE_DUE_MARGIN_MS ? { dueAt, dueBucket: dueBucket(dueAt, job.id) } : {};
 }

@@ -4,13 +4,15 @@ import type { IndexEntry, IndexPage, IndexPartition, JobSummary } from './contro
 import { JOB_ID_PATTERN } from './enqueue';
 import { JOB_TYPE_PATTERN } from './job-type';
 import type { JobState } from './states';
-import { keys, SHARD_COUNT } from './table';
+import { isSparseState, keys, SHARD_COUNT } from './table';
 
 /**
  * Listing jobs newest first from the sharded GSIs (pure: no I/O).
  *
- * Every job has exactly one entry in `byType` (and one in `byTypeState`), in one of
- * {@link SHARD_COUNT} partitions per type. Every partition is sorted by the same unique key
+ * Every job has exactly one entry in `byType` (and a failed, cancelled or expired one, one in
+ * the sparse `byTypeState`), in one of {@link SHARD_COUNT} partitions per type. A listing by
+ * another state reads `byType` and keeps the jobs in that state (the state comes from the job
+ * items, which the index reader reads anyway). Every partition is sorted by the same unique key
  * `<createdAt>#<id>`, so a k-way merge of the partitions, newest first, is the list.
  *
  * Pagination is exact: the cursor holds the sort key of the last job returned (the
@@ -51,14 +53,17 @@ export interface CursorState {
   done: Record<string, number>;
 }
 
-/** The partitions to read: every shard of each type, in `byTypeState` when a state is given. */
+/**
+ * The partitions to read: every shard of each type, in `byTypeState` for a sparse state
+ * (failed, cancelled, expired), else in `byType` (filtered by state after the read).
+ */
 export function listSources(filter: ListFilter, deployedTypes: readonly string[]): ListSource[] {
   const types = filter.type !== undefined ? [filter.type] : [...new Set(deployedTypes)].sort();
   const sources: ListSource[] = [];
   for (const type of types) {
     for (let shard = 0; shard < SHARD_COUNT; shard++) {
       const partition: IndexPartition =
-        filter.state !== undefined
+        filter.state !== undefined && isSparseState(filter.state)
           ? { index: 'byTypeState', key: keys.byTypeStateShard(type, filter.state, shard) }
           : { index: 'byType', key: keys.byTypeShard(type, shard) };
       sources.push({ id: `${type}#${shard}`, type, shard, partition });

@@ -2,20 +2,21 @@
  * The job table's shape, defined once. The CDK construct and the local AWS harness
  * both build the table from {@link JOB_TABLE}, so the two can never drift.
  *
- * Key design (see docs/data-model.md):
+ * Key design (see docs/data-model.md): every index projects only attributes that never change
+ * after they are written, so a write that changes a job's state touches no index entry.
  * - `pk` = `job#<id>`: one item per job, spread by id.
- * - GSI `byType`: `gsi1pk` = `<type>#<shard>`, `gsi1sk` = `<createdAt>#<id>`, projecting only
- *   immutable attributes: written once at enqueue, never again; lists a type's jobs newest first
- *   (the summaries come from the table).
- * - GSI `byTypeState`: `gsi2pk` = `<type>#<state>#<shard>`, `gsi2sk` = `<createdAt>#<id>`.
- *   Rewritten on every state change; lists e.g. the failed jobs of a type.
+ * - GSI `byType`: `gsi1pk` = `<type>#<shard>`, `gsi1sk` = `<createdAt>#<id>`. Written once, at
+ *   enqueue; lists a type's jobs newest first, and the supervisor sweeps it by creation minute.
+ * - GSI `byTypeState` (sparse): `gsi2pk` = `<type>#<state>#<shard>`, sort key `gsi1sk`. Only
+ *   jobs in a {@link SPARSE_STATES} state carry `gsi2pk`: it is written by the write that ends a
+ *   job that way (never on the hot path), and lists e.g. the failed jobs of a type.
  * - `<shard>` = FNV-1a(id) mod {@link SHARD_COUNT}: no single key value takes more than
  *   1/SHARD_COUNT of a type's writes, so a busy type does not throttle one partition.
  *   Readers query every shard and merge by `createdAt`.
  * - `expiresAt` (epoch seconds) is the TTL attribute, set when a job finishes.
  * - GSI `byDue` (sparse): `dueBucket` = `due#<yyyymmddhhmm>#<shard>`, `dueAt` (epoch ms). Only
- *   unfinished jobs and enabled recurring schedules carry it; the supervisor queries the minute
- *   buckets from its checkpoint to now to find lost work without scanning (see core/due.ts).
+ *   jobs on a rare path carry it (far-future jobs, and jobs the supervisor found unfinished a
+ *   while after their creation); an entry is never removed, only moved (see core/due.ts).
  */
 
 /** Number of write shards per GSI key. Changing it needs a backfill of the GSI keys. */
@@ -38,22 +39,33 @@ export interface TableDefinition {
   ttlAttribute: string;
 }
 
-const SUMMARY = ['id', 'type', 'state', 'createdAt', 'runAt', 'attempts', 'finishedAt'];
 /**
- * What `byType` projects: only attributes a job never changes, so its entry is written once, at
- * create, and no later write of the job touches the index. Listing by type reads the rest of
- * the summary from the table (`DynamoJobIndex`: one BatchGetItem per page).
+ * What the listing indexes project: only attributes a job never changes, so an entry is written
+ * once and no later write of the job touches it. Listing reads the rest of the summary from the
+ * table (`DynamoJobIndex`: one BatchGetItem per page).
  */
 export const BY_TYPE_INCLUDE = ['id', 'type', 'createdAt'];
 
+/**
+ * States that put a job in the sparse `byTypeState` index. The others are listed from `byType`
+ * with the state read from the job items: indexing them would cost index writes on every job.
+ */
+export const SPARSE_STATES = ['failed', 'cancelled', 'expired'] as const;
+
+/** Whether jobs in `state` carry a `byTypeState` entry. */
+export function isSparseState(state: string): boolean {
+  return (SPARSE_STATES as readonly string[]).includes(state);
+}
+
 export const JOB_TABLE: TableDefinition = {
   partitionKey: 'pk',
-  attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', gsi2sk: 'S', dueBucket: 'S', dueAt: 'N' },
+  attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', dueBucket: 'S', dueAt: 'N' },
   indexes: [
     { name: 'byType', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: BY_TYPE_INCLUDE },
-    { name: 'byTypeState', partitionKey: 'gsi2pk', sortKey: 'gsi2sk', include: SUMMARY },
-    // Sparse: only unfinished jobs and enabled schedules carry dueBucket (see core/due.ts).
-    { name: 'byDue', partitionKey: 'dueBucket', sortKey: 'dueAt', include: ['id', 'type', 'state'] },
+    // Sparse: only jobs in a SPARSE_STATES state carry gsi2pk.
+    { name: 'byTypeState', partitionKey: 'gsi2pk', sortKey: 'gsi1sk', include: BY_TYPE_INCLUDE },
+    // Sparse: only jobs on a rare path carry dueBucket (see core/due.ts).
+    { name: 'byDue', partitionKey: 'dueBucket', sortKey: 'dueAt', include: ['id', 'type'] },
   ],
   ttlAttribute: 'expiresAt',
 };

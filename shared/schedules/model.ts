@@ -325,6 +325,16 @@ export function withDue(schedule: Schedule, now: number): Schedule {
   return next;
 }
 
+/**
+ * When the supervisor should look at a schedule: its `dueAt` (see {@link withDue}), else its next
+ * fire plus Scheduler's grace; undefined for a paused or ended schedule. The supervisor reads
+ * every schedule each pass, so this needs no index (a fire writes no index entry).
+ */
+export function scheduleDueAt(schedule: Pick<Schedule, 'state' | 'nextFireAt' | 'dueAt'>): number | undefined {
+  if (schedule.state !== 'enabled' || schedule.nextFireAt === undefined) return undefined;
+  return schedule.dueAt ?? schedule.nextFireAt + DUE_GRACE_MS.fire;
+}
+
 /** The fields that define a schedule (everything a replay of `POST /schedules` must match). */
 export function definitionOf(schedule: Schedule): string {
   return JSON.stringify([

@@ -2,7 +2,7 @@
  * The supervisor's decisions, as pure functions: which minute buckets of the due index to read,
  * and what to do with each overdue job. `run.ts` does the reading and writing.
  */
-import { DUE_GRACE_MS, minuteStart } from '../core/due';
+import { DUE_GRACE_MS, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
 import { MAX_CATCH_UP_AGE_MS } from '../schedules/planner';
@@ -58,14 +58,43 @@ export function bucketsToRead(
   return { minutes: [...backlog, ...window], checkpoint: next };
 }
 
+/**
+ * How long after a creation minute ends the sweep reads it, beyond {@link SWEEP_AGE_MS}: the
+ * `byType` index lags the table by a fraction of a second, and API hosts' clocks may be a
+ * little ahead.
+ */
+export const SWEEP_LAG_MS = 60_000;
+
+/**
+ * The creation minutes one run sweeps (their start times), and the checkpoint if every one
+ * succeeds. A minute is swept once it ended {@link SWEEP_AGE_MS} + {@link SWEEP_LAG_MS} ago,
+ * so each job is looked at once, about ten minutes after its creation. A backlog (the first
+ * run, an outage, a minute whose sweep keeps failing) is read from the checkpoint on, at most
+ * `maxMinutesPerRun` minutes per run.
+ */
+export function sweepMinutesToRead(
+  checkpoint: number | undefined,
+  now: number,
+  options: Pick<SupervisorOptions, 'initialLookbackMs' | 'maxMinutesPerRun'>,
+): { minutes: number[]; checkpoint: number } {
+  // the first minute that has not ended long enough ago
+  const end = minuteStart(now - SWEEP_AGE_MS - SWEEP_LAG_MS);
+  const from = checkpoint ?? minuteStart(end - options.initialLookbackMs);
+  const minutes: number[] = [];
+  for (let minute = from; minute < end && minutes.length < options.maxMinutesPerRun; minute += 60_000)
+    minutes.push(minute);
+  const last = minutes.at(-1);
+  return { minutes, checkpoint: last === undefined ? from : last + 60_000 };
+}
+
 /** Next check after a re-send: 5 minutes, doubling per repair, at most 6 hours. */
 export function resendBackoffMs(repairs: number): number {
   return Math.min(6 * 3600_000, 5 * 60_000 * 2 ** Math.min(Math.max(repairs, 0), 10));
 }
 
-/** What to do with a job found in the due index. */
+/** What to do with a job found in the due index or by the creation sweep. */
 export type JobRepair =
-  /** Finished: drop its due attributes (a writer did not). */
+  /** Finished: nothing to do (its due entry, if any, stays where it is: the index is never read there again). */
   | { kind: 'clear' }
   /** Not overdue after all (a live lease, a later runAt): look again at `dueAt`. */
   | { kind: 'reschedule'; dueAt: number }

@@ -7,19 +7,33 @@ export interface DueEntry {
   dueAt: number;
 }
 
-/** The due index and the supervisor's bookkeeping (DynamoDB in AWS). */
+/** The supervisor's two read positions: the due index's minute buckets, and the creation sweep's minutes. */
+export type CheckpointName = 'due' | 'sweep';
+
+/** The due index, the creation sweep and the supervisor's bookkeeping (DynamoDB in AWS). */
 export interface DueIndex {
   /** Every entry of one bucket (`due#<minute>#<shard>`) with `dueAt <= upTo`, all pages. */
   query(bucket: string, upTo: number): Promise<DueEntry[]>;
-  /** Start (epoch ms) of the oldest minute bucket the next run must read, if a run saved one. */
-  getCheckpoint(): Promise<number | undefined>;
-  setCheckpoint(minute: number): Promise<void>;
+  /**
+   * Ids of the jobs of one `byType` partition (`<type>#<shard>`) created in
+   * `[fromMs, toMs)`, all pages.
+   */
+  created(partition: string, fromMs: number, toMs: number): Promise<string[]>;
+  /**
+   * Of `ids`, those whose job is not finished and carries no due entry (eventually consistent
+   * reads: a job that just finished may still look unfinished, never the reverse for long).
+   */
+  unfinished(ids: readonly string[]): Promise<string[]>;
+  /** Start (epoch ms) of the oldest minute the next run must read, if a run saved one. */
+  getCheckpoint(name?: CheckpointName): Promise<number | undefined>;
+  setCheckpoint(minute: number, name?: CheckpointName): Promise<void>;
   /** A job with its due attribute and repair count (strongly consistent). */
   loadJob(id: string): Promise<{ job: Job; dueAt?: number; repairs: number } | undefined>;
   /**
-   * Moves the item's `dueAt` from `from` to `to` (removes the due attributes when `to` is
-   * undefined), only if it is still `from`; `repair` also counts a repair on the item. False
-   * when the item changed first (a worker, the API or another supervisor got there).
+   * Moves the item's `dueAt` from `from` (undefined: the item has none yet) to `to`, only if it
+   * is still `from`; `repair` also counts a repair on the item. A job's entry moves in the due
+   * index; a schedule's `dueAt` is a plain attribute. False when the item changed first (a
+   * worker, the API or another supervisor got there).
    */
-  moveDue(pk: string, from: number, to: number | undefined, options?: { repair?: boolean }): Promise<boolean>;
+  moveDue(pk: string, from: number | undefined, to: number, options?: { repair?: boolean }): Promise<boolean>;
 }

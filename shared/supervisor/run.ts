@@ -1,6 +1,7 @@
 /**
- * One pass of the supervisor: reads the due index from its checkpoint to now and repairs what
- * it finds, without scanning the table.
+ * One pass of the supervisor: reads the due index from its checkpoint to now, sweeps the jobs
+ * created about ten minutes ago (`byType`, by creation minute), reads the recurring schedules,
+ * and repairs what it finds, without scanning the table.
  *
  * - A job that should have started (a far-future job whose schedule never fired, a queued job
  *   whose message was lost, a running job whose worker died and whose message is not coming
@@ -8,26 +9,34 @@
  * - A recurring schedule whose fire is overdue (its EventBridge Scheduler schedule was deleted,
  *   disabled behind Orrery's back, or never fires, as on LocalStack) is fired here, slot by slot,
  *   with the same run ids Scheduler's fires would create.
- * - A finished job still in the index (a writer that did not clear it) is cleared.
+ * - A finished job in the due index is left as it is: its entry is in a minute the index is not
+ *   read at again.
  *
- * Every repair first moves the item's `dueAt` with a write conditioned on the value it read, so
+ * Every repair first moves the item's `dueAt` with a write conditioned on the value it read (or
+ * on there being none, for a job the sweep found), so
  * two supervisors (or a supervisor and a worker) never both act on one item, and a repair that
  * fails half-way is retried when the new `dueAt` comes. Sending a job message twice is harmless:
  * the claim lets only one delivery run.
  */
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
-import { bucketMinute, DUE_GRACE_MS, dueBucketOf } from '../core/due';
+import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import { fireMessage } from '../core/fire-message';
 import type { Job, JobMessage } from '../core/job';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
-import { SHARD_COUNT } from '../core/table';
+import { keys, SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
-import { type Schedule, withDue } from '../schedules/model';
+import { type Schedule, scheduleDueAt, withDue } from '../schedules/model';
 import { catchUpSlot } from '../schedules/planner';
 import type { ScheduleStore } from '../schedules/ports';
-import { bucketsToRead, DEFAULT_SUPERVISOR_OPTIONS, planJobRepair, type SupervisorOptions } from './plan';
+import {
+  bucketsToRead,
+  DEFAULT_SUPERVISOR_OPTIONS,
+  planJobRepair,
+  type SupervisorOptions,
+  sweepMinutesToRead,
+} from './plan';
 import type { DueEntry, DueIndex } from './ports';
 
 export interface SupervisorDeps {
@@ -49,6 +58,10 @@ export interface SupervisorReport {
   minutes: number;
   /** Overdue entries found. */
   found: number;
+  /** Creation minutes swept (each in every shard of every type). */
+  swept: number;
+  /** Jobs the sweep found unfinished without a due entry (each then repaired or given one). */
+  sweptUnfinished: number;
   /** Jobs whose message was sent again, by id. */
   resent: string[];
   /** Runs created for schedule fires that Scheduler missed, by id. */
@@ -57,7 +70,7 @@ export interface SupervisorReport {
   skipped: number;
   /** One-time schedules of re-sent jobs that were deleted (they had not fired, and never will where Scheduler does not fire). */
   schedulesDeleted: number;
-  /** Finished items whose due attributes were removed. */
+  /** Finished jobs found in the due index (nothing to do). */
   cleared: number;
   /** Items that were not overdue after all (moved to their real due time). */
   rescheduled: number;
@@ -67,6 +80,8 @@ export interface SupervisorReport {
   failed: number;
   /** Where the next pass starts (epoch ms of a minute). */
   checkpoint: number;
+  /** Where the next pass's creation sweep starts (epoch ms of a minute). */
+  sweepCheckpoint: number;
 }
 
 const JOB_PREFIX = 'job#';
@@ -81,11 +96,14 @@ const SCHEDULE_PREFIX = 'schedule#';
  */
 export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Promise<SupervisorReport> {
   const options: SupervisorOptions = { ...DEFAULT_SUPERVISOR_OPTIONS, ...deps.options };
-  const saved = await deps.index.getCheckpoint();
+  const [saved, savedSweep] = await Promise.all([deps.index.getCheckpoint('due'), deps.index.getCheckpoint('sweep')]);
   const plan = bucketsToRead(saved, now, options);
+  const sweep = sweepMinutesToRead(savedSweep, now, options);
   const report: SupervisorReport = {
     minutes: plan.minutes.length,
     found: 0,
+    swept: sweep.minutes.length,
+    sweptUnfinished: 0,
     resent: [],
     fired: [],
     skipped: 0,
@@ -95,10 +113,12 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     raced: 0,
     failed: 0,
     checkpoint: plan.checkpoint,
+    sweepCheckpoint: sweep.checkpoint,
   };
   let oldestFailure = Number.POSITIVE_INFINITY;
+  let oldestSweepFailure = Number.POSITIVE_INFINITY;
 
-  const entries: { entry: DueEntry; minute: number }[] = [];
+  const entries: { entry: DueEntry; minute: number; swept?: boolean }[] = [];
   for (const minute of plan.minutes) {
     const shards = await Promise.all(
       Array.from({ length: SHARD_COUNT }, (_, shard) =>
@@ -117,19 +137,65 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   }
   report.found = entries.length;
 
-  // Jobs concurrently; fires of one schedule in order (its entry appears once per pass).
+  // The creation sweep: each job once, SWEEP_AGE_MS after its creation minute.
+  const types = Object.keys(deps.config.routes).sort();
+  for (const minute of sweep.minutes) {
+    try {
+      const ids = (
+        await mapLimit(
+          types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => keys.byTypeShard(type, shard))),
+          options.concurrency * 2,
+          (partition) => deps.index.created(partition, minute, minute + 60_000),
+        )
+      ).flat();
+      const unfinished = ids.length > 0 ? await deps.index.unfinished(ids) : [];
+      report.sweptUnfinished += unfinished.length;
+      for (const id of unfinished)
+        entries.push({ entry: { pk: keys.job(id), dueAt: minute + SWEEP_AGE_MS }, minute, swept: true });
+    } catch (error) {
+      deps.log.error('could not sweep a creation minute; the next pass reads it again', {
+        minute: new Date(minute).toISOString(),
+        ...errorFields(error),
+      });
+      oldestSweepFailure = Math.min(oldestSweepFailure, minute);
+    }
+  }
+
+  // Recurring schedules: few, read in full every pass (their dueAt is in no index, so a fire
+  // costs no index write).
+  const scheduleEntries: { entry: DueEntry; minute: number }[] = [];
+  try {
+    let cursor: string | undefined;
+    do {
+      const page = await deps.schedules.list({ limit: 100, ...(cursor !== undefined ? { cursor } : {}) });
+      for (const schedule of page.schedules) {
+        const dueAt = scheduleDueAt(schedule);
+        if (dueAt !== undefined && dueAt <= now)
+          scheduleEntries.push({ entry: { pk: `${SCHEDULE_PREFIX}${schedule.name}`, dueAt }, minute: minuteStart(dueAt) });
+      }
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+  } catch (error) {
+    report.failed += 1;
+    deps.log.error('could not read the schedules; the next pass reads them again', errorFields(error));
+  }
+
+  // Jobs concurrently; fires of one schedule in order (it appears once per pass).
+  const all = [...entries, ...scheduleEntries];
   let next = 0;
   const worker = async () => {
-    while (next < entries.length) {
-      const item = entries[next++];
+    while (next < all.length) {
+      const item = all[next++];
       if (!item) break;
       try {
-        if (item.entry.pk.startsWith(JOB_PREFIX)) await repairJob(deps, item.entry, now, report);
+        if (item.entry.pk.startsWith(JOB_PREFIX))
+          await repairJob(deps, item.entry, now, report, 'swept' in item && item.swept === true);
         else if (item.entry.pk.startsWith(SCHEDULE_PREFIX))
           await catchUpSchedule(deps, options, item.entry, now, report);
       } catch (error) {
         report.failed += 1;
-        oldestFailure = Math.min(oldestFailure, item.minute);
+        if ('swept' in item && item.swept) oldestSweepFailure = Math.min(oldestSweepFailure, item.minute);
+        else if (item.entry.pk.startsWith(JOB_PREFIX)) oldestFailure = Math.min(oldestFailure, item.minute);
         deps.log.error('supervisor repair failed; the next pass tries again', {
           pk: item.entry.pk,
           ...errorFields(error),
@@ -140,16 +206,33 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
 
   report.checkpoint = Math.min(plan.checkpoint, oldestFailure);
-  await deps.index.setCheckpoint(report.checkpoint);
-  if (report.resent.length + report.fired.length + report.cleared + report.failed > 0) {
+  report.sweepCheckpoint = Math.min(sweep.checkpoint, oldestSweepFailure);
+  await Promise.all([
+    deps.index.setCheckpoint(report.checkpoint, 'due'),
+    deps.index.setCheckpoint(report.sweepCheckpoint, 'sweep'),
+  ]);
+  if (report.resent.length + report.fired.length + report.failed > 0) {
     deps.log.info('supervisor pass repaired items', {
       resent: report.resent.length,
       fired: report.fired.length,
-      cleared: report.cleared,
       failed: report.failed,
     });
   }
   return report;
+}
+
+/** `fn` over `items`, at most `limit` at once, results in order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, run));
+  return results;
 }
 
 async function send(deps: SupervisorDeps, message: JobMessage): Promise<void> {
@@ -158,26 +241,36 @@ async function send(deps: SupervisorDeps, message: JobMessage): Promise<void> {
   await deps.queue.send(route.queueUrl, message);
 }
 
-async function repairJob(deps: SupervisorDeps, entry: DueEntry, now: number, report: SupervisorReport): Promise<void> {
+/**
+ * Repairs a job the due index (at `entry.dueAt`) or the creation sweep (`swept`: the job has no
+ * due entry) led to. Every write is conditioned on the due attribute as it was read.
+ */
+async function repairJob(
+  deps: SupervisorDeps,
+  entry: DueEntry,
+  now: number,
+  report: SupervisorReport,
+  swept: boolean,
+): Promise<void> {
   const loaded = await deps.index.loadJob(entry.pk.slice(JOB_PREFIX.length));
-  if (!loaded || loaded.dueAt !== entry.dueAt) {
-    report.raced += 1; // gone, or moved since the index was read
+  const seen = swept ? undefined : entry.dueAt;
+  if (!loaded || loaded.dueAt !== seen) {
+    report.raced += 1; // gone, or given a due entry / moved since it was read
     return;
   }
   const { job } = loaded;
   const repair = planJobRepair(job, loaded.repairs, now);
   switch (repair.kind) {
     case 'clear':
-      if (await deps.index.moveDue(entry.pk, entry.dueAt, undefined)) report.cleared += 1;
-      else report.raced += 1;
+      report.cleared += 1;
       return;
     case 'reschedule':
-      if (await deps.index.moveDue(entry.pk, entry.dueAt, repair.dueAt)) report.rescheduled += 1;
+      if (await deps.index.moveDue(entry.pk, seen, repair.dueAt)) report.rescheduled += 1;
       else report.raced += 1;
       return;
     case 'resend': {
       // Claim the repair first: of several supervisors, only the one that moves dueAt sends.
-      if (!(await deps.index.moveDue(entry.pk, entry.dueAt, repair.dueAt, { repair: true }))) {
+      if (!(await deps.index.moveDue(entry.pk, seen, repair.dueAt, { repair: true }))) {
         report.raced += 1;
         return;
       }
@@ -290,8 +383,7 @@ async function settleScheduleDue(
   report: SupervisorReport,
 ): Promise<void> {
   const target = withDue(schedule, now).dueAt;
-  if (target === entry.dueAt) return;
+  if (target === undefined || target === entry.dueAt) return;
   if (!(await deps.index.moveDue(entry.pk, entry.dueAt, target))) report.raced += 1;
-  else if (target === undefined) report.cleared += 1;
   else report.rescheduled += 1;
 }

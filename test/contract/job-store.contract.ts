@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { JobControl } from '../../shared/core/control-ports';
-import { jobDueAttributes } from '../../shared/core/due';
+import { createDueAttributes, jobDueAttributes } from '../../shared/core/due';
 import { type AttemptError, ERROR_HISTORY_LIMIT, type Job } from '../../shared/core/job';
 import { classifyRefusedClaim, MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import type { ClaimResult, JobStore } from '../../shared/core/ports';
@@ -99,11 +99,9 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
     };
   }
 
-  const runningDue = (j: Job, claimedAt: number, attemptTimeoutMs?: number) =>
-    jobDueAttributes(j, { claimedAt, ...(attemptTimeoutMs !== undefined ? { attemptTimeoutMs } : {}) });
 
   describe('create and get', () => {
-    it('creates a job whose id is free and reads it back as written, with the due attributes of its state', async () => {
+    it('creates a job whose id is free and reads it back as written, with a due entry only when it is far off', async () => {
       const leg = await setup();
       const jobs = [
         job(),
@@ -114,8 +112,11 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       ];
       for (const j of jobs) {
         expect(await leg.store.create(j)).toEqual({ created: true });
-        await expectStored(leg, j, jobDueAttributes(j));
+        await expectStored(leg, j, createDueAttributes(j));
       }
+      // the creation sweep looks at the immediate ones; the far-future one has its entry
+      expect(await leg.dueOf(jobs[0]?.id ?? '')).toEqual({});
+      expect((await leg.dueOf(jobs[1]?.id ?? ''))?.dueAt).toBe(T0 + 3_600_000 + 60_000);
       expect(await leg.dueOf(jobs[4]?.id ?? '')).toEqual({});
     });
 
@@ -157,7 +158,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       });
       const fresh = { ...job({ payload: { fresh: true } }, T0 + 10_001), id: old.id };
       expect(await leg.store.create(fresh)).toEqual({ created: true });
-      await expectStored(leg, fresh, jobDueAttributes(fresh));
+      await expectStored(leg, fresh, createDueAttributes(fresh));
     });
 
     it('gives a large payload back whole from create (taken id), claim and get', async () => {
@@ -180,22 +181,22 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
   });
 
   describe('claim', () => {
-    it('starts an attempt: running, attempts + 1, token + 1, lease, message, due from lease and timeout', async () => {
+    it('starts an attempt: running, attempts + 1, token + 1, lease, message; no due entry written', async () => {
       const leg = await setup();
       const j = await given(leg, { attempts: 1, leaseToken: 4, state: 'retrying', errors: [attemptError(1, T0)] });
       const result = await leg.store.claim(claimOf(j, 'w1', T0, { attemptTimeoutMs: 900_000, messageId: 'm-1' }));
       const want = afterClaim(j, 'w1', T0, 'm-1');
       expect(result).toEqual({ kind: 'claimed', job: asStored(want) });
-      await expectStored(leg, want, runningDue(want, T0, 900_000));
+      await expectStored(leg, want, {});
     });
 
-    it('without a message id records "-", and without a timeout dates the due index from the lease', async () => {
+    it('without a message id records "-"', async () => {
       const leg = await setup();
       const j = await given(leg);
       const result = await leg.store.claim(claimOf(j, 'w1', T0 + 5));
       const want = afterClaim(j, 'w1', T0 + 5);
       expect(result).toEqual({ kind: 'claimed', job: asStored(want) });
-      await expectStored(leg, want, runningDue(want, T0 + 5));
+      await expectStored(leg, want, {});
     });
 
     for (const state of ['scheduled', 'queued', 'retrying'] as const) {
@@ -234,7 +235,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const want = afterClaim(first, 'b', now);
       expect(result).toEqual({ kind: 'claimed', job: asStored(want) });
       expect(want).toMatchObject({ attempts: 2, leaseToken: 2 });
-      await expectStored(leg, want, runningDue(want, now));
+      await expectStored(leg, want, due ?? {});
     });
 
     it('reports the last attempt whose lease expired as exhausted, and leaves it running', async () => {
@@ -252,7 +253,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const result = await leg.store.claim(claimOf(j, 'w', T0));
       expect(result.kind).not.toBe('claimed');
       expect(result).toEqual(classifyRefusedClaim(j, T0, j.type));
-      await expectStored(leg, j, jobDueAttributes(j));
+      await expectStored(leg, j, createDueAttributes(j));
     });
 
     for (const state of TERMINAL_STATES) {
@@ -269,7 +270,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const j = await given(leg);
       expect(await leg.store.claim({ ...claimOf(j, 'w', T0), type: 'sleep' })).toEqual({ kind: 'missing' });
       expect(await leg.store.claim({ ...claimOf(j, 'w', T0), id: `c-${run}-none` })).toEqual({ kind: 'missing' });
-      await expectStored(leg, j, jobDueAttributes(j));
+      await expectStored(leg, j, createDueAttributes(j));
     });
 
     it('refuses a never-started job past its dispatchBy (past-deadline), claims it at the deadline', async () => {
@@ -278,7 +279,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       for (const state of ['queued', 'scheduled'] as const) {
         const late = await given(leg, { state, dispatchBy: iso(deadline) });
         expect(await leg.store.claim(claimOf(late, 'w', deadline + 1))).toEqual({ kind: 'past-deadline', job: late });
-        await expectStored(leg, late, jobDueAttributes(late));
+        await expectStored(leg, late, createDueAttributes(late));
       }
       const onTime = await given(leg, { dispatchBy: iso(deadline) });
       expect((await leg.store.claim(claimOf(onTime, 'w', deadline))).kind).toBe('claimed');
@@ -302,11 +303,11 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       for (const now of [T0, expiry, expiry + SKEW]) {
         expect(await leg.store.claim(claimOf(j, 'w', now))).toEqual({ kind: 'fenced', job: j });
       }
-      await expectStored(leg, j, jobDueAttributes(j));
+      await expectStored(leg, j, createDueAttributes(j));
       const now = expiry + SKEW + 1;
       const want = afterClaim(j, 'w', now);
       expect(await leg.store.claim(claimOf(j, 'w', now))).toEqual({ kind: 'claimed', job: asStored(want) });
-      await expectStored(leg, want, runningDue(want, now));
+      await expectStored(leg, want, createDueAttributes(j));
     });
 
     it('a replayed claim (lost response) counts as claimed for its own owner only', async () => {
@@ -417,8 +418,8 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
             due: {},
           };
         case 'retry': {
-          const job = { ...base, runAt: iso(NOW + 30_000), errors };
-          return { job, due: jobDueAttributes(job) };
+          // a retry writes no due entry (the sweep, or the entry the job has, covers it)
+          return { job: { ...base, runAt: iso(NOW + 30_000), errors }, due: {} };
         }
         case 'fail':
           return { job: { ...base, finishedAt: iso(NOW), expiresAt: sec(NOW) + 3600, errors }, due: {} };
@@ -609,7 +610,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       for (const j of jobs.slice(1)) {
         expect(await leg.store.expire({ job: j, now: deadline + 60_000, expiresAt: 1 })).toBe(false);
       }
-      for (const j of jobs) await expectStored(leg, j, jobDueAttributes(j));
+      for (const j of jobs) await expectStored(leg, j, createDueAttributes(j));
       expect(await leg.store.expire({ job: job({ dispatchBy: iso(T0) }), now: deadline, expiresAt: 1 })).toBe(false);
     });
   });
@@ -831,7 +832,8 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       await expect(leg.store.succeed({ job: a, now, result: 'late', expiresAt: 1, writer: 'a' })).rejects.toThrow(
         LeaseLostError,
       );
-      await expectStored(leg, want, runningDue(want, now));
+      // the restart's due entry stays where it was: the claim writes none
+      await expectStored(leg, want, jobDueAttributes({ ...restart.job, runAt: iso(T0 + 2000) }));
     });
 
     it('a restarted expired job has no dispatchBy any more, so it runs', async () => {
@@ -870,10 +872,13 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
         finishedAt: iso(T0 + 2),
         expiresAt: sec(T0) + 3600,
       };
-      await expectStored(leg, want, {});
+      // the restart's due entry stays (the supervisor finds the job finished when it comes)
+      const due = jobDueAttributes({ ...restart.job, state: 'queued' });
+      expect(due.dueAt).toBe(T0 + 9000 + 10 * 60_000);
+      await expectStored(leg, want, due);
       // a replay finds the job moved on
       expect(await leg.control.undoRestart({ previous, retries: 3 })).toBe(false);
-      await expectStored(leg, want, {});
+      await expectStored(leg, want, due);
     });
 
     it('refuses once an attempt started, with another retries count, another type, or no job', async () => {

@@ -58,7 +58,7 @@ export class FakeJobControl implements JobControl {
       (job) => {
         Object.assign(job, cancelledJob(job, input));
         delete job.leaseOwner;
-        return {};
+        return this.store.due(job.id) ?? {};
       },
       { state: 'cancelled', updatedAt: iso(input.now) },
     );
@@ -97,7 +97,7 @@ export class FakeJobControl implements JobControl {
       for (const field of ['finishedAt', 'startedAt', 'expiresAt', 'dispatchBy'] as const) {
         if (previous[field] !== undefined) Object.assign(job, { [field]: previous[field] });
       }
-      return {};
+      return this.store.due(job.id) ?? {};
     });
     return result.kind === 'applied';
   }

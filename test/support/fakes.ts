@@ -5,13 +5,14 @@
  * (`shared/aws/dynamo-job-store.ts`): a claim is one conditional write, and every write after
  * a claim is fenced by the lease token and the `running` state. Jobs are stored as JSON text
  * and rebuilt on read, as the adapter does, so callers never share objects with the store.
- * Each job also carries the due-index attributes (`dueBucket`, `dueAt`) the adapter writes.
+ * Each job also carries the due-index attributes (`dueBucket`, `dueAt`) the adapter writes: at
+ * create for a far-future job (`createDueAttributes`), at an operator retry, and nothing else.
  * The contract suite (`test/contract/job-store.contract.ts`) runs against this fake and the
  * adapter alike, so the two cannot drift apart.
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PlatformConfig } from '../../shared/config';
-import { jobDueAttributes } from '../../shared/core/due';
+import { createDueAttributes } from '../../shared/core/due';
 import { type AttemptError, appendError, type Job, type JobMessage, type JobProgress } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
 import {
@@ -30,7 +31,7 @@ import type { LogSink } from '../../shared/logger';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The due-index attributes of a stored item (both absent for a finished job). */
+/** The due-index attributes of a stored item (absent unless a rare path wrote them; a finished job keeps them). */
 export interface DueAttributes {
   dueBucket?: string;
   dueAt?: number;
@@ -75,9 +76,9 @@ export class FakeJobStore implements JobStore {
 
   /**
    * Puts a job in the store as is, bypassing every condition (an unconditional put). Its due
-   * attributes are those the adapter's put writes (`jobDueAttributes(job)`) unless given.
+   * attributes are those the adapter's create writes (`createDueAttributes(job)`) unless given.
    */
-  seed(job: Job, due: DueAttributes = jobDueAttributes(job)): void {
+  seed(job: Job, due: DueAttributes = createDueAttributes(job)): void {
     this.items.set(job.id, { job: stored(job), due: stored(due) });
   }
 
@@ -162,13 +163,8 @@ export class FakeJobStore implements JobStore {
       startedAt: iso(now),
       updatedAt: iso(now),
     };
-    this.seed(
-      next,
-      jobDueAttributes(next, {
-        claimedAt: now,
-        ...(input.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: input.attemptTimeoutMs } : {}),
-      }),
-    );
+    // a claim writes no due entry: the creation sweep or an existing entry covers the job
+    this.seed(next, this.items.get(input.id)?.due ?? {});
     return { kind: 'claimed', job: read(next) };
   }
 
@@ -224,7 +220,7 @@ export class FakeJobStore implements JobStore {
         if (input.result !== undefined) j.result = input.result;
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
-        return {};
+        return undefined;
       },
       input.writer,
     );
@@ -249,8 +245,7 @@ export class FakeJobStore implements JobStore {
         j.lastWriter = input.writer;
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
-        // as the adapter computes them: from the new runAt
-        return jobDueAttributes({ id: j.id, state: 'retrying', runAt: j.runAt });
+        return undefined;
       },
       input.writer,
     );
@@ -275,7 +270,7 @@ export class FakeJobStore implements JobStore {
         j.lastWriter = input.writer;
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
-        return {};
+        return undefined;
       },
       input.writer,
     );
@@ -294,7 +289,7 @@ export class FakeJobStore implements JobStore {
         updatedAt: iso(input.now),
         expiresAt: input.expiresAt,
       },
-      {},
+      this.items.get(input.job.id)?.due ?? {},
     );
     return true;
   }

@@ -4,7 +4,7 @@
  * by test/unit/contract-fakes.test.ts), which the DynamoDB adapters pass too.
  */
 import { describe, expect, it } from 'vitest';
-import { jobDueAttributes } from '../../shared/core/due';
+import { createDueAttributes } from '../../shared/core/due';
 import { FakeJobControl } from '../support/control-fakes';
 import { FakeJobStore, newJob } from '../support/fakes';
 
@@ -24,11 +24,12 @@ describe('FakeJobStore test hooks', () => {
     expect(store.due('j')?.dueAt).not.toBe(0);
   });
 
-  it('seeds with the due attributes a put writes, unless given', () => {
+  it('seeds with the due attributes a create writes, unless given', () => {
     const store = new FakeJobStore();
-    const job = newJob({ id: 'j', type: 'echo', state: 'scheduled' }, NOW);
+    const job = newJob({ id: 'j', type: 'echo', state: 'scheduled', runAt: new Date(NOW + 3_600_000).toISOString() }, NOW);
     store.seed(job);
-    expect(store.due('j')).toEqual(jobDueAttributes(job));
+    expect(store.due('j')).toEqual(createDueAttributes(job));
+    expect(store.due('j')?.dueAt).toBe(NOW + 3_600_000 + 60_000);
     store.seed(job, {});
     expect(store.due('j')).toEqual({});
     expect(store.due('other')).toBeUndefined();
