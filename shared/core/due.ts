@@ -32,10 +32,12 @@ export const DUE_GRACE_MS = {
 } as const;
 
 /**
- * How long after its creation the creation sweep looks at a job: when an immediate job whose
- * message was lost becomes overdue ({@link DUE_GRACE_MS}.queued).
+ * How long after the end of a job's creation minute the creation sweep may read it (the sweep
+ * also waits `SWEEP_LAG_MS`, one minute, for the index and API clocks): a job is looked at 9 to
+ * 10 minutes after its creation, by when an immediate job whose message was lost is overdue
+ * ({@link DUE_GRACE_MS}.queued, 10 minutes), as the due index would have found it.
  */
-export const SWEEP_AGE_MS = DUE_GRACE_MS.queued;
+export const SWEEP_AGE_MS = DUE_GRACE_MS.queued - 2 * 60_000;
 
 /**
  * A job created due this much later than the sweep looks at it gets its due entry at create

@@ -160,24 +160,26 @@ describe('DynamoJobStore against DynamoDB Local', () => {
     expect(second.errors).toEqual(errors);
   });
 
-  it('keeps the state index key in step with the state', async () => {
-    const job = newJob();
-    await store.create(job);
-    const mine = await claimed(job, 'w', T0);
-    await store.succeed({ job: mine, now: T0 + 1, result: 1, expiresAt: 5, writer: 'w' });
-    const query = (state: string) =>
+  it('puts only failed, cancelled and expired jobs in the sparse state index, and touches no index after the create', async () => {
+    const query = (state: string, id: string) =>
       dynamo.send(
         new QueryCommand({
           TableName: tableName,
           IndexName: 'byTypeState',
           KeyConditionExpression: 'gsi2pk = :pk',
-          ExpressionAttributeValues: { ':pk': { S: keys.byTypeState('echo', state, job.id) } },
+          ExpressionAttributeValues: { ':pk': { S: keys.byTypeState('echo', state, id) } },
+          ReturnConsumedCapacity: 'TOTAL',
         }),
       );
-    const succeeded = await query('succeeded');
-    expect(succeeded.Items?.map((i) => i.id?.S)).toContain(job.id);
-    const queued = await query('queued');
-    expect(queued.Items?.map((i) => i.id?.S) ?? []).not.toContain(job.id);
+    const ok = newJob();
+    await store.create(ok);
+    await store.succeed({ job: await claimed(ok, 'w', T0), now: T0 + 1, result: 1, expiresAt: 5, writer: 'w' });
+    for (const state of ['queued', 'running', 'succeeded'])
+      expect((await query(state, ok.id)).Items?.map((i) => i.id?.S) ?? []).not.toContain(ok.id);
+    const bad = newJob({ maxAttempts: 1 });
+    await store.create(bad);
+    await store.fail({ job: await claimed(bad, 'w', T0), now: T0 + 1, errors: [], expiresAt: 5, writer: 'w' });
+    expect((await query('failed', bad.id)).Items?.map((i) => i.id?.S)).toContain(bad.id);
   });
 });
 

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { bucketMinute, DUE_GRACE_MS, dueBucket, jobDueAt, jobDueAttributes, minuteStart } from '../../shared/core/due';
+import {
+  bucketMinute,
+  createDueAttributes,
+  DUE_GRACE_MS,
+  dueBucket,
+  jobDueAt,
+  jobDueAttributes,
+  minuteStart,
+  SWEEP_AGE_MS,
+} from '../../shared/core/due';
 import { retryScheduleName } from '../../shared/core/ports';
 import { SHARD_COUNT } from '../../shared/core/table';
 import {
@@ -7,6 +16,8 @@ import {
   DEFAULT_SUPERVISOR_OPTIONS,
   planJobRepair,
   resendBackoffMs,
+  SWEEP_LAG_MS,
+  sweepMinutesToRead,
 } from '../../shared/supervisor/plan';
 import { leftScheduleOf } from '../../shared/supervisor/run';
 import { newJob } from '../support/fakes';
@@ -48,6 +59,61 @@ describe('due index keys', () => {
   it('date a queued job from when it was written if its runAt is long past (schedule catch-up)', () => {
     const job = newJob({ id: 'j', type: 'echo', runAt: iso(NOW - 3600_000), updatedAt: iso(NOW) });
     expect(jobDueAt(job)).toBe(NOW + DUE_GRACE_MS.queued);
+  });
+});
+
+describe('createDueAttributes', () => {
+  const at = (runIn: number, state: 'queued' | 'scheduled' = 'queued') =>
+    newJob({ id: 'j', type: 'echo', state, runAt: iso(NOW + runIn), createdAt: iso(NOW), updatedAt: iso(NOW) });
+
+  it('writes no due entry for a job the creation sweep looks at in time', () => {
+    expect(createDueAttributes(at(0))).toEqual({});
+    expect(createDueAttributes(at(5 * MIN))).toEqual({});
+  });
+
+  it('writes the due entry of a job due well after the sweep (a delay past 5 minutes, a far-future job)', () => {
+    expect(createDueAttributes(at(5 * MIN + 1))).toEqual(jobDueAttributes(at(5 * MIN + 1)));
+    expect(createDueAttributes(at(3600_000, 'scheduled'))).toEqual({
+      dueAt: NOW + 3600_000 + DUE_GRACE_MS.scheduled,
+      dueBucket: dueBucket(NOW + 3600_000 + DUE_GRACE_MS.scheduled, 'j'),
+    });
+  });
+
+  it('writes none for a finished job', () => {
+    expect(createDueAttributes({ ...at(3600_000), state: 'succeeded' })).toEqual({});
+  });
+});
+
+describe('sweepMinutesToRead', () => {
+  const options = DEFAULT_SUPERVISOR_OPTIONS;
+  const end = minuteStart(NOW - SWEEP_AGE_MS - SWEEP_LAG_MS);
+
+  it('sweeps the last hour of ended creation minutes on the first run', () => {
+    const first = sweepMinutesToRead(undefined, NOW, options);
+    expect(first.minutes).toHaveLength(60);
+    expect(first.minutes.at(-1)).toBe(end - MIN);
+    expect(first.checkpoint).toBe(end);
+  });
+
+  it('sweeps each creation minute once: the next run starts where the last one stopped', () => {
+    const first = sweepMinutesToRead(undefined, NOW, options);
+    const next = sweepMinutesToRead(first.checkpoint, NOW + MIN, options);
+    expect(next.minutes).toEqual([end]);
+    expect(sweepMinutesToRead(next.checkpoint, NOW + MIN, options).minutes).toEqual([]);
+  });
+
+  it('reads a minute only once it ended the sweep age plus the lag ago', () => {
+    const minute = minuteStart(NOW);
+    expect(sweepMinutesToRead(minute, minute + MIN + SWEEP_AGE_MS + SWEEP_LAG_MS - 1, options).minutes).toEqual([]);
+    expect(sweepMinutesToRead(minute, minute + MIN + SWEEP_AGE_MS + SWEEP_LAG_MS, options).minutes).toEqual([minute]);
+  });
+
+  it('catches a backlog up at most maxMinutesPerRun minutes per run', () => {
+    const old = end - 1000 * MIN;
+    const capped = sweepMinutesToRead(old, NOW, { ...options, maxMinutesPerRun: 10 });
+    expect(capped.minutes).toHaveLength(10);
+    expect(capped.minutes[0]).toBe(old);
+    expect(capped.checkpoint).toBe(old + 10 * MIN);
   });
 });
 
