@@ -5,6 +5,7 @@
 import type { OverheadResult } from './overhead';
 import type { OperationCount } from './path-analysis';
 import type { PathResult } from './paths';
+import type { MeasuredPeer } from './peers';
 import { ASSUMPTIONS, lambdaInvocationCost, PEERS, PRICES } from './prices';
 
 /** USD per million jobs. */
@@ -37,11 +38,27 @@ export interface PathCost {
   busy: CostBreakdown;
 }
 
-export interface PeerCost {
-  name: string;
+/** USD per million jobs, as a range when the units per job are. */
+export interface Range {
   low: number;
   high: number;
+}
+
+/** One row of the peers table: ours, the floor, the hand-built pipeline (measured) and list-priced peers. */
+export interface PeerCost {
+  id: string;
+  name: string;
+  basis: 'ours' | 'measured' | 'modelled';
+  /** Per job; undefined where the peer has no such meter. */
+  writeUnits?: number;
+  sqsRequests?: { quiet: number; busy: number };
+  lambdaInvocations?: { quiet: number; busy: number };
+  /** The peer's own billed units per job, in words (list-priced peers). */
+  units?: string;
+  quiet: Range;
+  busy: Range;
   note: string;
+  source?: string;
 }
 
 export interface CostModel {
@@ -74,7 +91,15 @@ const latency = (ops: OperationCount[]) =>
 
 const cpuStretch = (memoryMb: number) => ASSUMPTIONS.fullVcpuMemoryMb / memoryMb;
 
-function pathCost(path: PathResult, overhead: OverheadResult): PathCost | undefined {
+/**
+ * `workerCpuUs`: CPU of the worker per job before the stretch to the function's memory; by default
+ * ours, measured with the DynamoDB adapter and the SDK (transport stubbed).
+ */
+function pathCost(
+  path: Pick<PathResult, 'id' | 'label' | 'figures'>,
+  overhead: OverheadResult,
+  workerCpuUs = overhead.worker.runtimeWithSdk.us,
+): PathCost | undefined {
   const f = path.figures;
   if (!f) return undefined;
   const ops = f.operations;
@@ -99,7 +124,7 @@ function pathCost(path: PathResult, overhead: OverheadResult): PathCost | undefi
   const supervisorMs = inv.supervisor > 0 ? latency(byActor('supervisor')) / inv.supervisor : 0;
   const supervisorLambda = inv.supervisor * lambdaInvocationCost(ASSUMPTIONS.workerMemoryMb, supervisorMs);
 
-  const workerCpuMs = (overhead.worker.runtimeWithSdk.us / 1000) * cpuStretch(ASSUMPTIONS.workerMemoryMb);
+  const workerCpuMs = (workerCpuUs / 1000) * cpuStretch(ASSUMPTIONS.workerMemoryMb);
   const waitPerDelivery = deliveries > 0 ? latency(byActor('worker')) / deliveries : 0;
   const workerQuiet = waitPerDelivery + quietFill * (workerCpuMs + ASSUMPTIONS.handlerMs);
   const workerBusy = waitPerDelivery + busyFill * (workerCpuMs + ASSUMPTIONS.handlerMs);
@@ -172,7 +197,98 @@ function floor(overhead: OverheadResult): CostModel['floor'] {
 /** The supervisor runs once a minute (an EventBridge rule). */
 const SUPERVISOR_PASSES_PER_MONTH = (60 * 24 * 365) / 12;
 
-export function costModel(paths: PathResult[], overhead: OverheadResult): CostModel {
+const same = (n: number): Range => ({ low: n, high: n });
+
+/** SQS requests and Lambda invocations per job, and what they and DynamoDB cost, for a measured path. */
+function measuredRow(
+  cost: PathCost,
+  writeUnits: number,
+  row: Pick<PeerCost, 'id' | 'name' | 'basis' | 'note'>,
+): PeerCost {
+  const u = cost.units;
+  const sqs = u.sqsPlatform + u.sqsByScheduler;
+  const lambda = u.lambdaInvocations.api + u.lambdaInvocations.supervisor;
+  return {
+    ...row,
+    writeUnits,
+    sqsRequests: { quiet: round(sqs + u.sqsEsmQuiet, 2), busy: round(sqs + u.sqsEsmBusy, 2) },
+    lambdaInvocations: {
+      quiet: round(lambda + u.lambdaInvocations.workerQuiet, 2),
+      busy: round(lambda + u.lambdaInvocations.workerBusy, 2),
+    },
+    quiet: same(cost.quiet.total),
+    busy: same(cost.busy.total),
+  };
+}
+
+/**
+ * Every peer in one table beside our immediate job: the floor, the hand-built pipeline measured
+ * in this run (priced by the same model as our paths, with its own measured CPU), and the
+ * list-priced peers, each with its handler as one Lambda invocation of the bare handler.
+ */
+function peers(costs: PathCost[], overhead: OverheadResult, measured: MeasuredPeer[]): PeerCost[] {
+  const rows: PeerCost[] = [];
+  const immediate = costs.find((p) => p.id === 'immediate');
+  if (immediate) {
+    rows.push(
+      measuredRow(immediate, immediate.units.dynamoWriteUnits, {
+        id: 'orrery',
+        name: 'Orrery, immediate job (measured)',
+        basis: 'ours',
+        note: 'status API, lease and fencing, retries with error history, listing, scheduling, supervisor repair',
+      }),
+    );
+  }
+  const base = floor(overhead);
+  rows.push({
+    id: 'floor',
+    name: 'Floor: bare SQS → Lambda (modelled)',
+    basis: 'modelled',
+    writeUnits: 0,
+    sqsRequests: { quiet: 3, busy: round(1 + 2 / ASSUMPTIONS.batchFillBusy, 2) },
+    lambdaInvocations: { quiet: 1, busy: round(1 / ASSUMPTIONS.batchFillBusy, 2) },
+    quiet: same(base.quiet.total),
+    busy: same(base.busy.total),
+    note: 'at least once: no idempotency, status, lease or retry policy',
+  });
+  for (const peer of measured) {
+    const cost = pathCost({ id: peer.id, label: peer.name, figures: peer.figures }, overhead, peer.cpuUs);
+    if (!cost) continue;
+    rows.push(
+      measuredRow(cost, peer.figures.writeUnits.total, {
+        id: peer.id,
+        name: peer.name,
+        basis: 'measured',
+        note: `${peer.note}; worker CPU ${peer.cpuUs} µs per job measured here (real HTTP, ours is with the transport stubbed)`,
+      }),
+    );
+  }
+  const handlerCpuMs = (overhead.worker.bare.us / 1000) * cpuStretch(ASSUMPTIONS.workerMemoryMb);
+  for (const peer of PEERS) {
+    const handler =
+      peer.handlerInvocations * lambdaInvocationCost(ASSUMPTIONS.workerMemoryMb, handlerCpuMs + peer.handlerWaitMs);
+    const range = {
+      low: round((peer.pricePerUnit * peer.unitsPerJob[0] + handler) * M),
+      high: round((peer.pricePerUnit * peer.unitsPerJob[1] + handler) * M),
+    };
+    rows.push({
+      id: peer.id,
+      name: `${peer.name} (list price)`,
+      basis: 'modelled',
+      lambdaInvocations: { quiet: peer.handlerInvocations, busy: peer.handlerInvocations },
+      units: peer.units,
+      quiet: range,
+      busy: range,
+      note: `${peer.note}; the handler's Lambda adds ${usdPerMillion(handler)}`,
+      source: `${peer.source} (${peer.date})`,
+    });
+  }
+  return rows;
+}
+
+const usdPerMillion = (perJob: number) => `$${(perJob * M).toFixed(2)}/M`;
+
+export function costModel(paths: PathResult[], overhead: OverheadResult, measured: MeasuredPeer[] = []): CostModel {
   const costs = paths.map((p) => pathCost(p, overhead)).filter((p): p is PathCost => p !== undefined);
   const supervisor = costs.find((p) => p.id === 'supervisor-pass');
   return {
@@ -182,11 +298,6 @@ export function costModel(paths: PathResult[], overhead: OverheadResult): CostMo
       supervisorPerMonth: supervisor ? round((supervisor.quiet.total / M) * SUPERVISOR_PASSES_PER_MONTH) : null,
     },
     floor: floor(overhead),
-    peers: PEERS.map((peer) => ({
-      name: peer.name,
-      low: round(peer.pricePerUnit * peer.unitsPerJob[0] * M),
-      high: round(peer.pricePerUnit * peer.unitsPerJob[1] * M),
-      note: peer.note,
-    })),
+    peers: peers(costs, overhead, measured),
   };
 }

@@ -45,6 +45,10 @@ export interface CallRecord {
   messages?: number;
   /** Batch calls: entries sent. */
   entries?: number;
+  /** DynamoDB single-item calls: the table, and the item's key (UpdateItem, DeleteItem) or the item put (PutItem). */
+  table?: string;
+  key?: Item;
+  item?: Item;
 }
 
 /** Collects calls in the order they were issued. */
@@ -73,7 +77,8 @@ export function asActor<T>(actor: string, fn: () => Promise<T>): Promise<T> {
   return actorStore.run(actor, fn);
 }
 
-const READ_OPS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
+/** DynamoDB operations that read. */
+export const READ_OPS: ReadonlySet<string> = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
 const CAPACITY_OPS = new Set([
   ...READ_OPS,
   'PutItem',
@@ -104,10 +109,11 @@ function toCapacity(operation: string, raw: RawCapacity | RawCapacity[] | undefi
 }
 
 type Value = { S?: string; N?: string; B?: Uint8Array; M?: Item; L?: Value[]; SS?: string[]; NS?: string[] };
-type Item = Record<string, Value>;
+/** A DynamoDB item (or key) in the wire format. */
+export type Item = Record<string, Value>;
 
 /** An item's size as DynamoDB counts it: attribute names plus values (numbers ≈ digits / 2 + 1). */
-function itemBytes(item: Item): number {
+export function itemBytes(item: Item): number {
   const value = (v: Value): number => {
     if (v.S !== undefined) return Buffer.byteLength(v.S);
     if (v.N !== undefined) return Math.ceil(v.N.replace(/[^0-9]/g, '').length / 2) + 1;
@@ -150,6 +156,12 @@ export function instrument<C extends { middlewareStack: unknown }>(
       };
       const entries = args.input.Entries;
       if (Array.isArray(entries)) record.entries = entries.length;
+      if (service === 'dynamodb') {
+        const { TableName, Key, Item: put } = args.input as { TableName?: unknown; Key?: Item; Item?: Item };
+        if (typeof TableName === 'string') record.table = TableName;
+        if (Key && (operation === 'UpdateItem' || operation === 'DeleteItem')) record.key = Key;
+        if (put && operation === 'PutItem') record.item = put;
+      }
       context[RECORD] = record;
       recorder.calls.push(record);
       const input =

@@ -13,6 +13,44 @@ import { defineJob } from '../shared/runtime/define-job';
 export const noopJob = defineJobType({ type: 'noop', payload: z.object({}).strict(), timeoutMs: 10_000 });
 export const noop = defineJob(noopJob, async () => undefined);
 
+/** `sink`: any JSON object, a small result: a payload's bytes are the payload's only (unlike `echo`, whose result repeats it). */
+export const sinkJob = defineJobType({
+  type: 'sink',
+  payload: z.record(z.string(), z.unknown()),
+  timeoutMs: 10_000,
+});
+export const sink = defineJob(sinkJob, async () => ({ ok: true }));
+
+/**
+ * `stacky`: fails its first `failTimes` attempts with an error a deep library call would throw (a
+ * long message and a `stackBytes` stack), then succeeds. Six attempts, retried at once, so a
+ * trace of five failures takes no backoff time.
+ */
+export const stackyJob = defineJobType({
+  type: 'stacky',
+  payload: z.object({ failTimes: z.int().min(0).max(20), stackBytes: z.int().min(0).max(65_536) }).strict(),
+  timeoutMs: 10_000,
+  retry: { maxAttempts: 6, backoff: { kind: 'constant', delayMs: 0 } },
+});
+export const stacky = defineJob(stackyJob, async ({ failTimes, stackBytes }, ctx) => {
+  if (ctx.attempt <= failTimes) throw longStackError(ctx.attempt, stackBytes);
+  return { succeededOnAttempt: ctx.attempt };
+});
+
+function longStackError(attempt: number, stackBytes: number): Error {
+  const error = new Error(
+    `upstream refused the request on attempt ${attempt}: ${'connection reset by peer while reading the response body; '.repeat(8)}`,
+  );
+  const frames: string[] = [];
+  for (let depth = 0, bytes = 0; bytes < stackBytes; depth++) {
+    const frame = `    at Client.request${depth} (/var/task/node_modules/@example/http-client/dist/esm/internal/transport.js:${100 + depth}:${17 + (depth % 40)})`;
+    frames.push(frame);
+    bytes += frame.length + 1;
+  }
+  error.stack = `${error.name}: ${error.message}\n${frames.join('\n')}`;
+  return error;
+}
+
 /** A payload-format-2.0 event, as a Function URL with `AWS_IAM` auth hands it to the API Lambda. */
 export function functionUrlEvent(method: string, path: string, body?: unknown): APIGatewayProxyEventV2 {
   const now = new Date();

@@ -38,7 +38,12 @@ export interface PathPlan {
   discover?: boolean;
   /** Traces to run: one per job unless given. */
   traces?: number;
+  /** Follow the job's status item: its writes' units, and its size read back after each step. */
+  statusItem?: boolean;
 }
+
+/** Jobs in one `POST /jobs:batch` of the batch path. */
+export const BATCH_JOBS = 100;
 
 /** The route (or the whole feature) is not there: report the path as not implemented. */
 export class NotImplemented extends Error {}
@@ -87,12 +92,21 @@ export const PLANS: PathPlan[] = [
     label: 'Immediate job, succeeds',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { hello: 'world', i } }),
     waitSeconds: 1,
+    statusItem: true,
   },
   {
     id: 'payload-10k',
     label: 'Immediate job with a 10 KB payload, succeeds',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { blob: 'x'.repeat(10 * 1024), i } }),
     waitSeconds: 1,
+  },
+  {
+    id: 'payload-10k-once',
+    label: 'Immediate job with a 10 KB payload and a small result (sink), succeeds',
+    start: (h, i) => enqueue(h, { type: 'sink', payload: { blob: 'x'.repeat(10 * 1024), i } }),
+    type: 'sink',
+    waitSeconds: 1,
+    statusItem: true,
   },
   {
     id: 'sqs-delayed',
@@ -116,12 +130,21 @@ export const PLANS: PathPlan[] = [
     start: (h) => enqueue(h, { type: 'flaky', payload: { failTimes: 1 } }),
     type: 'flaky',
     waitSeconds: 3,
+    statusItem: true,
+  },
+  {
+    id: 'retry-5-stacks',
+    label: 'Fails 5 times with 8 KB stacks, succeeds on attempt 6 (stacky, no backoff)',
+    start: (h) => enqueue(h, { type: 'stacky', payload: { failTimes: 5, stackBytes: 8 * 1024 } }),
+    type: 'stacky',
+    waitSeconds: 1,
+    statusItem: true,
   },
   {
     id: 'batch-100',
     label: 'Batch enqueue of 100 (POST /jobs:batch), per job',
     start: async (h, i) => {
-      const jobs = Array.from({ length: 100 }, (_, n) => ({ type: 'echo', payload: { batch: i, n } }));
+      const jobs = Array.from({ length: BATCH_JOBS }, (_, n) => ({ type: 'echo', payload: { batch: i, n } }));
       const { response, ms } = await call(h, 'api', 'POST', '/jobs:batch', { jobs });
       const { results } = responseJson<{ results: { status: string; job?: { id: string } }[] }>(response);
       const ids = results.map((r) => r.job?.id).filter((id): id is string => id !== undefined);

@@ -15,9 +15,11 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
+import { sink, stacky } from './fixtures';
 import type { OffsetClock } from './local';
 import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
 import { NotImplemented, type PathPlan, PLANS } from './path-plans';
+import { combine, type StatusItemFigures, StatusItemProbe } from './status-item';
 
 export interface PathResult {
   id: string;
@@ -25,6 +27,8 @@ export interface PathResult {
   status: 'measured' | 'not implemented yet';
   note?: string;
   figures?: PathFigures;
+  /** The job's status item (paths with `statusItem`). */
+  statusItem?: StatusItemFigures;
 }
 
 export interface Harness {
@@ -82,11 +86,18 @@ const stateOf = (h: Harness, id: string) => asActor('harness', () => h.platform.
  * until every job of the trace is in `until`: a failed attempt comes back after its (real-time)
  * backoff; a delivery the worker hid until `runAt` comes back once the clock got there.
  */
-async function runTrace(h: Harness, plan: PathPlan, i: number): Promise<JobTrace> {
+async function runTrace(
+  h: Harness,
+  plan: PathPlan,
+  i: number,
+): Promise<{ trace: JobTrace; statusItem?: StatusItemFigures | undefined }> {
   const mark = h.recorder.mark();
   const createdMark = h.created.length;
   const started = await plan.start(h, i);
   const api = h.recorder.since(mark).filter((c) => c.actor === 'api');
+  const probe = plan.statusItem ? new StatusItemProbe(h.harness.dynamo) : undefined;
+  const ours = () => h.recorder.since(mark).filter((c) => c.actor === 'api' || c.actor === 'worker');
+  await probe?.probe(ours());
   const pending = new Set(started.ids);
   const until = plan.until ?? 'succeeded';
   const invocations: Invocation[] = [];
@@ -131,6 +142,7 @@ async function runTrace(h: Harness, plan: PathPlan, i: number): Promise<JobTrace
     const invocation: Invocation = { calls: calls.filter((c) => c.actor === 'worker'), records: handles.length, ms };
     if (h.window.current) invocation.handler = h.window.current;
     invocations.push(invocation);
+    await probe?.probe(ours());
     // A job the worker hid until its runAt: let the platform's time get there, and SQS's too.
     const early = await Promise.all([...pending].map((id) => stateOf(h, id)));
     const runAt = Math.max(0, ...early.filter((j) => j?.state === 'scheduled').map((j) => Date.parse(j?.runAt ?? '')));
@@ -144,7 +156,7 @@ async function runTrace(h: Harness, plan: PathPlan, i: number): Promise<JobTrace
     }
   }
   const { jobs, apiInvocations, apiMs, schedulerInvocations } = started;
-  return {
+  const trace: JobTrace = {
     jobs,
     apiInvocations,
     apiMs,
@@ -155,6 +167,7 @@ async function runTrace(h: Harness, plan: PathPlan, i: number): Promise<JobTrace
     supervisor: [],
     supervisorInvocations: 0,
   };
+  return { trace, statusItem: probe?.finish(ours()) };
 }
 
 /** One idle supervisor pass a minute after the previous one (what the EventBridge rule runs every minute). */
@@ -201,7 +214,7 @@ export async function measurePaths(
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-paths'),
-    jobs: [timed(echo as unknown as JobDefinition, window), timed(flaky as unknown as JobDefinition, window)],
+    jobs: [echo, flaky, sink, stacky].map((def) => timed(def as unknown as JobDefinition, window)),
     clients: countedClients(recorder),
     clock,
     runWorkers: false,
@@ -225,8 +238,20 @@ export async function measurePaths(
         await plan.setup?.(h);
         if (warmUp) await runTrace(h, plan, -1); // connections, JIT: timings only, counts are the same
         const traces: JobTrace[] = [];
-        for (let i = 0; i < (plan.traces ?? jobsPerPath); i++) traces.push(await runTrace(h, plan, i));
-        results.push({ id: plan.id, label: plan.label, status: 'measured', figures: analyse(traces) });
+        const statusItems: StatusItemFigures[] = [];
+        for (let i = 0; i < (plan.traces ?? jobsPerPath); i++) {
+          const { trace, statusItem } = await runTrace(h, plan, i);
+          traces.push(trace);
+          if (statusItem) statusItems.push(statusItem);
+        }
+        const statusItem = combine(statusItems);
+        results.push({
+          id: plan.id,
+          label: plan.label,
+          status: 'measured',
+          figures: analyse(traces),
+          ...(statusItem ? { statusItem } : {}),
+        });
       } catch (error) {
         if (!(error instanceof NotImplemented)) throw error;
         results.push({ id: plan.id, label: plan.label, status: 'not implemented yet', note: error.message });

@@ -24,30 +24,86 @@ export const PRICES = {
   httpApiRequest: 1.0 / 1e6,
 } as const;
 
-/** Peers, priced per job (AWS-FACTS.md 2026-11). `unitsPerJob` states how many billed units one job takes. */
-export const PEERS = [
+/** A peer priced from its list price: `unitsPerJob` billed units of its own meter per job (low, high). */
+export interface PeerPrice {
+  id: string;
+  name: string;
+  /** USD per billed unit. */
+  pricePerUnit: number;
+  unit: string;
+  unitsPerJob: readonly [number, number];
+  /** What those units are, for one job that succeeds first time. */
+  units: string;
+  /**
+   * The job's handler, which the peer's own charge leaves out, modelled as this many 512 MB Lambda
+   * invocations of the bare handler (the floor's CPU), each waiting `handlerWaitMs` on the peer.
+   */
+  handlerInvocations: number;
+  handlerWaitMs: number;
+  /** Where the price comes from, and when it was read. */
+  source: string;
+  date: string;
+  note: string;
+}
+
+/** Peers priced from list prices (free tiers ignored, as for ours). */
+export const PEERS: readonly PeerPrice[] = [
   {
-    name: 'Google Cloud Tasks',
-    pricePerUnit: 0.4 / 1e6,
-    unit: 'operation',
+    id: 'lambda-durable',
+    name: 'AWS Lambda durable functions, one-step job',
+    pricePerUnit: 8 / 1e6,
+    unit: 'durable operation',
     unitsPerJob: [2, 2],
-    note: 'CreateTask + 1 push delivery attempt = 2 billable operations at $0.40/M; the handler compute is extra',
+    units:
+      "starting the execution + the step's checkpoint = 2 durable operations (assumed: AWS counts starts, steps, waits and callbacks)",
+    handlerInvocations: 1,
+    handlerWaitMs: 8,
+    source:
+      'AWS Lambda pricing page, durable functions: $8.00 per million durable operations (as transcribed 2026-09-20); AWS-FACTS.md',
+    date: '2026-11',
+    note: "the function runs once (no replay) and waits on one checkpoint (assumed 8 ms, a DynamoDB write's); per-GB charges for checkpoint data written and retained are left out",
   },
   {
+    id: 'step-functions',
+    name: 'Step Functions Standard, one Task state',
+    pricePerUnit: 25 / 1e6,
+    unit: 'state transition',
+    unitsPerJob: [3, 4],
+    units: 'start → Task (Lambda invoke) → Succeed ≈ 3–4 state transitions (assumed)',
+    handlerInvocations: 1,
+    handlerWaitMs: 0,
+    source: 'AWS Step Functions pricing, Standard workflows: $25 per million state transitions; AWS-FACTS.md',
+    date: '2026-11',
+    note: 'the task Lambda is the handler',
+  },
+  {
+    id: 'qstash',
     name: 'Upstash QStash',
     pricePerUnit: 1 / 1e5,
     unit: 'message',
     unitsPerJob: [1, 1],
-    note: '$1 per 100 k messages; the handler compute is extra',
+    units: '1 message (each delivery attempt is billed as one)',
+    handlerInvocations: 1,
+    handlerWaitMs: 0,
+    source: 'upstash.com/pricing/qstash, pay as you go: $1 per 100 k messages; AWS-FACTS.md',
+    date: '2026-11',
+    note: 'pushes to an HTTP endpoint: priced here as a Lambda Function URL',
   },
   {
-    name: 'Step Functions Standard',
-    pricePerUnit: 25 / 1e6,
-    unit: 'state transition',
-    unitsPerJob: [3, 4],
-    note: 'start → Task (Lambda invoke) → Succeed ≈ 3–4 transitions at $25/M; the task Lambda is extra',
+    id: 'cloud-tasks',
+    name: 'Google Cloud Tasks',
+    pricePerUnit: 0.4 / 1e6,
+    unit: 'operation',
+    unitsPerJob: [2, 2],
+    units: 'CreateTask + 1 push delivery attempt = 2 billable operations (≤ 32 KB each)',
+    handlerInvocations: 1,
+    handlerWaitMs: 0,
+    source:
+      'cloud.google.com/tasks/pricing: $0.40 per million billable operations ("an API call or push delivery attempt"); AWS-FACTS.md',
+    date: '2026-11',
+    note: 'pushes to an HTTP endpoint: priced here as a Lambda Function URL',
   },
-] as const;
+];
 
 /**
  * Modelling assumptions. None of these is measured by the bench; they turn measured request

@@ -52,6 +52,16 @@ export function requestsTable(paths: PathResult[]): string {
     ...units((p) => p.figures?.writeUnits.estimated ?? 0),
   ]);
   rows.push(['DynamoDB', 'read units', ...units((p) => p.figures?.readUnits.total ?? 0)]);
+  if (measured.some((p) => p.statusItem)) {
+    rows.push([
+      'DynamoDB',
+      'status item: writes, max table units of one write, largest size read back',
+      ...units((p) => {
+        const s = p.statusItem;
+        return s ? `${s.writes}, ${s.maxTableUnits}, ${s.maxBytes} B` : '–';
+      }),
+    ]);
+  }
   rows.push([
     'Lambda',
     'invocations: API + worker + supervisor',

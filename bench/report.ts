@@ -2,11 +2,12 @@
  * Renders the bench's results as markdown tables (the same tables README.md quotes).
  */
 import type { ColdStartResult } from './cold-start';
-import type { CostBreakdown, CostModel } from './cost-model';
+import type { CostBreakdown, CostModel, Range } from './cost-model';
 import type { Goal } from './goals';
 import { kb, table, usd } from './markdown';
 import type { OverheadResult } from './overhead';
 import type { PathResult } from './paths';
+import type { MeasuredPeer } from './peers';
 import { ASSUMPTIONS, PRICE_SOURCE } from './prices';
 import { requestsTable, roundTripTable } from './report-paths';
 import type { ThroughputRun } from './throughput';
@@ -24,6 +25,8 @@ export interface BenchResults {
   };
   goals: Goal[];
   paths: PathResult[];
+  /** Peers measured in this run (their figures; their costs are in `cost.peers`). */
+  peers: MeasuredPeer[];
   cost: CostModel;
   overhead: OverheadResult;
   coldStart: ColdStartResult;
@@ -33,7 +36,7 @@ export interface BenchResults {
 function goalsTable(goals: Goal[]): string {
   return table(
     ['goal', 'target', 'measured', ''],
-    goals.map((g) => [g.goal, g.target, g.measured, g.met ? 'met' : '**not met**']),
+    goals.map((g) => [g.goal, g.target, g.measured, g.met === null ? 'not measured' : g.met ? 'met' : '**not met**']),
   );
 }
 
@@ -51,10 +54,6 @@ function costTable(cost: CostModel): string {
     usd(cost.floor.quiet.total),
     usd(cost.floor.busy.total),
   ]);
-  for (const peer of cost.peers) {
-    const range = peer.low === peer.high ? usd(peer.low) : `${usd(peer.low)}–${usd(peer.high)}`;
-    rows.push([`${peer.name} (${peer.note})`, '', '', '', '', range, range]);
-  }
   const fixed = cost.fixed.supervisorPerMonth;
   const note =
     fixed === null
@@ -73,6 +72,40 @@ function costTable(cost: CostModel): string {
     ],
     rows,
   )}${note}`;
+}
+
+const range = (r: Range) => (r.low === r.high ? usd(r.low) : `${usd(r.low)}–${usd(r.high)}`);
+
+function peersTable(cost: CostModel): string {
+  const pair = (v: { quiet: number; busy: number } | undefined) =>
+    v === undefined ? '–' : v.quiet === v.busy ? String(v.quiet) : `${v.quiet} / ${v.busy}`;
+  const rows = cost.peers.map((p) => [
+    p.basis === 'ours' ? `**${p.name}**` : p.name,
+    p.writeUnits === undefined ? '–' : String(p.writeUnits),
+    pair(p.sqsRequests),
+    pair(p.lambdaInvocations),
+    p.units ?? '',
+    p.basis === 'ours' ? `**${range(p.quiet)}**` : range(p.quiet),
+    p.basis === 'ours' ? `**${range(p.busy)}**` : range(p.busy),
+    p.note,
+  ]);
+  const sources = cost.peers
+    .filter((p) => p.source)
+    .map((p) => `${p.name}: ${p.source}.`)
+    .join(' ');
+  return `${table(
+    [
+      'per job (USD per million jobs)',
+      'DynamoDB write units',
+      'SQS requests, quiet / busy',
+      'Lambda invocations, quiet / busy',
+      "peer's own billed units",
+      'total, quiet',
+      'total, busy',
+      'note',
+    ],
+    rows,
+  )}\n\nMeasured rows ran in this bench, on the same local AWS with the same counting middleware, and are priced by the same model as our paths. List-priced rows add their handler as one ${ASSUMPTIONS.workerMemoryMb} MB Lambda invocation of the bare handler. Sources: ${sources}`;
 }
 
 function durationNote(cost: CostModel): string {
@@ -174,6 +207,8 @@ export function renderReport(r: BenchResults): string {
     '## Cost per million jobs',
     `${PRICE_SOURCE}. Lambda ${ASSUMPTIONS.apiMemoryMb} MB API / ${ASSUMPTIONS.workerMemoryMb} MB worker; assumed call latencies ${JSON.stringify(ASSUMPTIONS.latencyMs)} ms; Function URL requests are free. ${durationNote(r.cost)}`,
     costTable(r.cost),
+    '## Peers: cost per million jobs',
+    peersTable(r.cost),
     '## Sequential AWS round trips per job',
     roundTripTable(r.paths),
     batchNote(r.paths),

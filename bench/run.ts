@@ -13,12 +13,20 @@ import { checkGoals } from './goals';
 import { startBenchAws } from './local';
 import { measureOverhead } from './overhead';
 import { measurePaths } from './paths';
+import { measurePowertoolsPeer } from './peers';
 import { type BenchResults, renderReport } from './report';
 import { measureThroughput } from './throughput';
 
 const SIZES = {
-  quick: { jobsPerPath: 2, overheadJobs: 300, overheadRounds: 3, coldStartRuns: 5, throughputJobs: 300 },
-  full: { jobsPerPath: 10, overheadJobs: 2000, overheadRounds: 3, coldStartRuns: 15, throughputJobs: 5000 },
+  quick: { jobsPerPath: 2, peerJobs: 100, overheadJobs: 300, overheadRounds: 3, coldStartRuns: 5, throughputJobs: 300 },
+  full: {
+    jobsPerPath: 10,
+    peerJobs: 100,
+    overheadJobs: 2000,
+    overheadRounds: 3,
+    coldStartRuns: 15,
+    throughputJobs: 5000,
+  },
 } as const;
 const CONCURRENCY = [1, 4, 16];
 
@@ -45,10 +53,13 @@ async function main(): Promise<void> {
   step('starting local AWS');
   const bench = await startBenchAws();
   let paths: Awaited<ReturnType<typeof measurePaths>>;
+  let handmade: Awaited<ReturnType<typeof measurePowertoolsPeer>>;
   let throughput: Awaited<ReturnType<typeof measureThroughput>>;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
     paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath, mode === 'full');
+    step(`hand-built peer: SQS → Lambda + Powertools idempotency (${size.peerJobs} jobs)`);
+    handmade = await measurePowertoolsPeer(bench.aws, size.peerJobs);
     step(`throughput (${size.throughputJobs} jobs at ${CONCURRENCY.join(', ')} pollers)`);
     throughput = await measureThroughput(bench.aws, size.throughputJobs, CONCURRENCY, bench.dynamodbPid);
   } finally {
@@ -57,6 +68,7 @@ async function main(): Promise<void> {
   }
 
   const cpu = cpus();
+  const cost = costModel(paths, overhead, [handmade]);
   const results: BenchResults = {
     meta: {
       date: new Date().toISOString(),
@@ -67,9 +79,10 @@ async function main(): Promise<void> {
       seconds: (performance.now() - started) / 1000,
       loadAverage: [loadBefore, loadavg()[0] ?? 0].map((n) => Math.round(n * 100) / 100),
     },
-    goals: checkGoals(paths, overhead, coldStart),
+    goals: checkGoals(paths, overhead, coldStart, cost),
     paths,
-    cost: costModel(paths, overhead),
+    peers: [handmade],
+    cost,
     overhead,
     coldStart,
     throughput,
