@@ -111,3 +111,19 @@ export function queuedJob(id: string, now: number): Job {
     errors: [],
   };
 }
+
+/**
+ * A payload of exactly `bytes` bytes of JSON (10 KB = 10,000 bytes): `{"i":<i>,"blob":"…"}` with
+ * varied text, as a real payload would be (nothing in the platform compresses it).
+ */
+export function payloadOfBytes(bytes: number, i: number): { i: number; blob: string } {
+  const head = JSON.stringify({ i, blob: '' }).length;
+  let blob = '';
+  let seed = 0x9e3779b9 ^ i;
+  const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,-';
+  while (blob.length < bytes - head) {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    blob += alphabet[(seed >>> 16) % alphabet.length];
+  }
+  return { i, blob };
+}

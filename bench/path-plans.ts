@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { JobView } from '../shared/core/job';
 import type { JobState } from '../shared/core/states';
 import { asActor } from './counting-middleware';
-import { functionUrlEvent, responseJson } from './fixtures';
+import { functionUrlEvent, payloadOfBytes, responseJson } from './fixtures';
 import type { Harness } from './paths';
 
 /** What starting a trace did. */
@@ -97,13 +97,13 @@ export const PLANS: PathPlan[] = [
   {
     id: 'payload-10k',
     label: 'Immediate job with a 10 KB payload, succeeds',
-    start: (h, i) => enqueue(h, { type: 'echo', payload: { blob: 'x'.repeat(10 * 1024), i } }),
+    start: (h, i) => enqueue(h, { type: 'echo', payload: payloadOfBytes(10_000, i) }),
     waitSeconds: 1,
   },
   {
     id: 'payload-10k-once',
     label: 'Immediate job with a 10 KB payload and a small result (sink), succeeds',
-    start: (h, i) => enqueue(h, { type: 'sink', payload: { blob: 'x'.repeat(10 * 1024), i } }),
+    start: (h, i) => enqueue(h, { type: 'sink', payload: payloadOfBytes(10_000, i) }),
     type: 'sink',
     waitSeconds: 1,
     statusItem: true,

@@ -236,7 +236,8 @@ export class JobsService {
           name: job.id,
           fireAt: dispatch.fireAt,
           queueArn: route.queueArn,
-          message,
+          // it fires ahead of runAt: the worker hides it until then without a refused claim
+          message: { ...message, notBefore: job.runAt },
         });
         return undefined;
     }

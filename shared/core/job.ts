@@ -183,6 +183,12 @@ export interface JobMessage {
   type: string;
   /** A run that must finish before this job may start (a schedule's `queue-one` policy). */
   after?: string;
+  /**
+   * The job's runAt (ISO 8601), on a message sent ahead of it (a one-time schedule fires about a
+   * minute early): the worker hides such a message until then without a write, instead of a
+   * claim that the job's runAt would refuse (a refused conditional write is billed too).
+   */
+  notBefore?: string;
 }
 
 /** Canonical JSON: object keys sorted, so equal values give equal text. */

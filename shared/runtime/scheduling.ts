@@ -52,6 +52,26 @@ export async function waitUntilDue(input: {
 }
 
 /**
+ * Hides a message that names when its job is due (`notBefore`) until then, without reading or
+ * writing the job: whole seconds rounded down, as for runAt (the claim accepts 1 s early).
+ */
+export async function hideUntil(input: {
+  until: number;
+  now: number;
+  queue: JobQueue;
+  queueUrl: string;
+  record: SQSRecord;
+  log: Logger;
+}): Promise<'retry'> {
+  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.floor((input.until - input.now) / 1000)));
+  await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {
+    input.log.warn('could not delay the early message; it returns after the visibility timeout', errorFields(error));
+  });
+  input.log.info('message arrived ahead of its job; it returns when the job is due', { waitSeconds: seconds });
+  return 'retry';
+}
+
+/**
  * The claim accepts a job up to {@link EARLY_START_TOLERANCE_MS} before its runAt (the message
  * comes back from its last whole-second wait): the attempt waits out that fraction of a second
  * here, so the handler never starts before runAt.

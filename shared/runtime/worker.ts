@@ -11,6 +11,7 @@ import { isFireMessage } from '../core/fire-message';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
 import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
+import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
@@ -19,7 +20,7 @@ import { persist, progressReporter } from './attempt-support';
 import { resolveFire } from './fire';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 import { keepLease } from './lease-keeper';
-import { expireJob, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
+import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
@@ -46,6 +47,7 @@ const messageSchema = z.object({
   id: z.string().min(1),
   type: z.string().min(1),
   after: z.string().min(1).optional(),
+  notBefore: z.iso.datetime().optional(),
 });
 
 /** Why a handler's result cannot be stored, or undefined when it can. */
@@ -270,7 +272,7 @@ export function createWorker(
     log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
     if (viaScheduler && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.
-      const message = { v: 1 as const, id: job.id, type: job.type };
+      const message = { v: 1 as const, id: job.id, type: job.type, notBefore: new Date(now + delay).toISOString() };
       const name = retryScheduleName(job.id, job.attempts);
       try {
         await persist(
@@ -349,6 +351,9 @@ export function createWorker(
     const log = baseLog.child({ jobId: id, messageId: record.messageId });
     try {
       const waitFor = { store: deps.store, queue: deps.queue, queueUrl: route.queueUrl, record, log };
+      const notBefore = message.data.notBefore === undefined ? undefined : Date.parse(message.data.notBefore);
+      if (notBefore !== undefined && notBefore - clock.now() > EARLY_START_TOLERANCE_MS)
+        return await hideUntil({ ...waitFor, until: notBefore, now: clock.now() });
       if (message.data.after && (await mustWaitFor({ after: message.data.after, ...waitFor }))) return 'retry';
       // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease,
       // and the writes that end the attempt are told apart from any other worker's.
