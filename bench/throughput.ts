@@ -170,7 +170,9 @@ async function run(aws: LocalAws, jobs: number, concurrency: number, jvmPid?: nu
             },
           }),
         );
-        verified += (out.Responses?.[platform.config.tableName] ?? []).filter((item) => item.state?.S === 'succeeded').length;
+        verified += (out.Responses?.[platform.config.tableName] ?? []).filter(
+          (item) => item.state?.S === 'succeeded',
+        ).length;
         pending = out.UnprocessedKeys?.[platform.config.tableName]?.Keys ?? [];
       }
     }

@@ -175,7 +175,12 @@ export class DynamoDueIndex implements DueIndex {
     }
   }
 
-  async moveDue(pk: string, from: number | undefined, to: number, options: { repair?: boolean } = {}): Promise<boolean> {
+  async moveDue(
+    pk: string,
+    from: number | undefined,
+    to: number,
+    options: { repair?: boolean } = {},
+  ): Promise<boolean> {
     const values: Record<string, AttributeValue> = { ':to': N(to) };
     // A job's entry is in the due index; a schedule's dueAt is read by listing the schedules.
     let update = 'SET dueAt = :to';

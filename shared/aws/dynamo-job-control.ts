@@ -215,7 +215,13 @@ export class DynamoJobControl implements JobControl {
       ':updatedAt': S(previous.updatedAt),
       ':one': N(1),
     };
-    const sets = ['#state = :to', 'attempts = :attempts', 'runAt = :runAt', 'updatedAt = :updatedAt', 'retries = retries - :one'];
+    const sets = [
+      '#state = :to',
+      'attempts = :attempts',
+      'runAt = :runAt',
+      'updatedAt = :updatedAt',
+      'retries = retries - :one',
+    ];
     const indexed = isSparseState(previous.state);
     if (indexed) {
       sets.push('gsi2pk = :gsi2pk');

@@ -171,7 +171,10 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       for (const schedule of page.schedules) {
         const dueAt = scheduleDueAt(schedule);
         if (dueAt !== undefined && dueAt <= now)
-          scheduleEntries.push({ entry: { pk: `${SCHEDULE_PREFIX}${schedule.name}`, dueAt }, minute: minuteStart(dueAt) });
+          scheduleEntries.push({
+            entry: { pk: `${SCHEDULE_PREFIX}${schedule.name}`, dueAt },
+            minute: minuteStart(dueAt),
+          });
       }
       cursor = page.cursor;
     } while (cursor !== undefined);

@@ -99,7 +99,6 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
     };
   }
 
-
   describe('create and get', () => {
     it('creates a job whose id is free and reads it back as written, with a due entry only when it is far off', async () => {
       const leg = await setup();

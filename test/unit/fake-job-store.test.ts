@@ -26,7 +26,10 @@ describe('FakeJobStore test hooks', () => {
 
   it('seeds with the due attributes a create writes, unless given', () => {
     const store = new FakeJobStore();
-    const job = newJob({ id: 'j', type: 'echo', state: 'scheduled', runAt: new Date(NOW + 3_600_000).toISOString() }, NOW);
+    const job = newJob(
+      { id: 'j', type: 'echo', state: 'scheduled', runAt: new Date(NOW + 3_600_000).toISOString() },
+      NOW,
+    );
     store.seed(job);
     expect(store.due('j')).toEqual(createDueAttributes(job));
     expect(store.due('j')?.dueAt).toBe(NOW + 3_600_000 + 60_000);
