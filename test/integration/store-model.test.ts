@@ -297,8 +297,6 @@ async function runSequence(steps: Step[]): Promise<void> {
   const model = modelLeg();
   const trace: string[] = [];
   const handles: Handle[] = [];
-  /** Lease and timeout of each claim, by `<id>#<token>`, to check a running job's due attributes. */
-  const claims = new Map<string, { leaseMs: number; timeoutMs: number | undefined }>();
   let restartToUndo: { previous: Job; retries: number } | undefined;
   let lastWrite: Op | undefined;
   let clock = T0;
@@ -539,12 +537,6 @@ async function runSequence(steps: Step[]): Promise<void> {
     const value = result.ok as { kind?: string; job?: Job } | null;
     if (op.claim && value?.job && (value.kind === 'claimed' || value.kind === 'exhausted' || value.kind === 'busy')) {
       handles.push({ job: value.job, owner: op.claim.owner });
-      if (value.kind === 'claimed') {
-        claims.set(`${value.job.id}#${value.job.leaseToken}`, {
-          leaseMs: op.claim.leaseMs,
-          timeoutMs: op.claim.timeoutMs,
-        });
-      }
     }
     if (op.kind === 'restart' && value?.kind === 'applied' && value.job && before) {
       restartToUndo = { previous: before, retries: value.job.retries ?? 0 };
