@@ -39,12 +39,6 @@ export const DUE_GRACE_MS = {
  */
 export const SWEEP_AGE_MS = DUE_GRACE_MS.queued - 2 * 60_000;
 
-/**
- * A job created due this much later than the sweep looks at it gets its due entry at create
- * (one index write, instead of two when the sweep moves it later).
- */
-export const CREATE_DUE_MARGIN_MS = 5 * 60_000;
-
 /** Lambda runs an attempt at most this much longer than the job type's timeout. */
 export const ATTEMPT_MARGIN_MS = 30_000;
 
@@ -109,14 +103,13 @@ export function jobDueAttributes(
 }
 
 /**
- * The due attributes a job is created with: none when the creation sweep will look at it in
- * time (an immediate job, a short delay), else its due entry (a far-future job).
+ * The due attributes a job is created with: none when it is due before the creation sweep looks
+ * at it (it has most likely finished by then, and the sweep reads it for half a read unit), else
+ * its due entry (one index write now, rather than two when the sweep would move it in later).
  */
 export function createDueAttributes(
   job: Pick<Job, 'id' | 'state' | 'runAt' | 'createdAt' | 'leaseExpiresAt'> & { updatedAt?: string },
 ): { dueBucket?: string; dueAt?: number } {
-  const dueAt = jobDueAt(job);
-  if (dueAt === undefined) return {};
-  const swept = Date.parse(job.createdAt) + SWEEP_AGE_MS;
-  return dueAt > swept + CREATE_DUE_MARGIN_MS ? { dueAt, dueBucket: dueBucket(dueAt, job.id) } : {};
+  if (Date.parse(job.runAt) <= Date.parse(job.createdAt) + SWEEP_AGE_MS) return {};
+  return jobDueAttributes(job);
 }

@@ -137,27 +137,32 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   }
   report.found = entries.length;
 
-  // The creation sweep: each job once, SWEEP_AGE_MS after its creation minute.
+  // The creation sweep: each job once, SWEEP_AGE_MS after its creation minute. All of this
+  // pass's minutes in one range query per partition (a backlog of hours is a few pages, not a
+  // query per minute); a failure holds the sweep checkpoint at the range's start.
   const types = Object.keys(deps.config.routes).sort();
-  for (const minute of sweep.minutes) {
+  const sweepFrom = sweep.minutes[0];
+  const sweepTo = (sweep.minutes.at(-1) ?? 0) + 60_000;
+  if (sweepFrom !== undefined) {
     try {
       const ids = (
         await mapLimit(
           types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => keys.byTypeShard(type, shard))),
           options.concurrency * 2,
-          (partition) => deps.index.created(partition, minute, minute + 60_000),
+          (partition) => deps.index.created(partition, sweepFrom, sweepTo),
         )
       ).flat();
       const unfinished = ids.length > 0 ? await deps.index.unfinished(ids) : [];
-      report.sweptUnfinished += unfinished.length;
+      report.sweptUnfinished = unfinished.length;
       for (const id of unfinished)
-        entries.push({ entry: { pk: keys.job(id), dueAt: minute + SWEEP_AGE_MS }, minute, swept: true });
+        entries.push({ entry: { pk: keys.job(id), dueAt: sweepFrom + SWEEP_AGE_MS }, minute: sweepFrom, swept: true });
     } catch (error) {
-      deps.log.error('could not sweep a creation minute; the next pass reads it again', {
-        minute: new Date(minute).toISOString(),
+      deps.log.error('could not sweep the jobs created in a window; the next pass reads it again', {
+        from: new Date(sweepFrom).toISOString(),
+        to: new Date(sweepTo).toISOString(),
         ...errorFields(error),
       });
-      oldestSweepFailure = Math.min(oldestSweepFailure, minute);
+      oldestSweepFailure = sweepFrom;
     }
   }
 

@@ -68,11 +68,11 @@ describe('createDueAttributes', () => {
 
   it('writes no due entry for a job the creation sweep looks at in time', () => {
     expect(createDueAttributes(at(0))).toEqual({});
-    expect(createDueAttributes(at(5 * MIN))).toEqual({});
+    expect(createDueAttributes(at(SWEEP_AGE_MS))).toEqual({});
   });
 
-  it('writes the due entry of a job due well after the sweep (a delay past 5 minutes, a far-future job)', () => {
-    expect(createDueAttributes(at(5 * MIN + 1))).toEqual(jobDueAttributes(at(5 * MIN + 1)));
+  it('writes the due entry of a job due after the sweep looks at it (a long delay, a far-future job)', () => {
+    expect(createDueAttributes(at(SWEEP_AGE_MS + 1))).toEqual(jobDueAttributes(at(SWEEP_AGE_MS + 1)));
     expect(createDueAttributes(at(3600_000, 'scheduled'))).toEqual({
       dueAt: NOW + 3600_000 + DUE_GRACE_MS.scheduled,
       dueBucket: dueBucket(NOW + 3600_000 + DUE_GRACE_MS.scheduled, 'j'),
