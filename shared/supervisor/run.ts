@@ -82,6 +82,8 @@ export interface SupervisorReport {
   checkpoint: number;
   /** Where the next pass's creation sweep starts (epoch ms of a minute). */
   sweepCheckpoint: number;
+  /** Wall-clock milliseconds of each phase of the pass (reading the due index, the sweep, the schedules, the repairs). */
+  phaseMs: { due: number; sweep: number; schedules: number; repairs: number };
 }
 
 const JOB_PREFIX = 'job#';
@@ -114,6 +116,13 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     failed: 0,
     checkpoint: plan.checkpoint,
     sweepCheckpoint: sweep.checkpoint,
+    phaseMs: { due: 0, sweep: 0, schedules: 0, repairs: 0 },
+  };
+  let phaseStart = Date.now();
+  const lap = (phase: keyof SupervisorReport['phaseMs']) => {
+    const t = Date.now();
+    report.phaseMs[phase] += t - phaseStart;
+    phaseStart = t;
   };
   let oldestFailure = Number.POSITIVE_INFINITY;
   let oldestSweepFailure = Number.POSITIVE_INFINITY;
@@ -136,6 +145,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     for (const entry of shards.flat()) entries.push({ entry, minute });
   }
   report.found = entries.length;
+  lap('due');
 
   // The creation sweep: each job once, SWEEP_AGE_MS after its creation minute. All of this
   // pass's minutes in one range query per partition (a backlog of hours is a few pages, not a
@@ -166,6 +176,8 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     }
   }
 
+  lap('sweep');
+
   // Recurring schedules: few, read in full every pass (their dueAt is in no index, so a fire
   // costs no index write).
   const scheduleEntries: { entry: DueEntry; minute: number }[] = [];
@@ -188,8 +200,11 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     deps.log.error('could not read the schedules; the next pass reads them again', errorFields(error));
   }
 
-  // Jobs concurrently; fires of one schedule in order (it appears once per pass).
-  const all = [...entries, ...scheduleEntries];
+  lap('schedules');
+
+  // Schedules first (a missed fire is the most time-bound repair), then jobs, concurrently;
+  // fires of one schedule in order (it appears once per pass).
+  const all = [...scheduleEntries, ...entries];
   let next = 0;
   const worker = async () => {
     while (next < all.length) {
@@ -212,6 +227,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
+  lap('repairs');
 
   report.checkpoint = Math.min(plan.checkpoint, oldestFailure);
   report.sweepCheckpoint = Math.min(sweep.checkpoint, oldestSweepFailure);

@@ -78,6 +78,8 @@ export interface SupervisorStats {
   failedItems: number;
   totalMs: number;
   maxMs: number;
+  /** Wall-clock ms summed over passes, per phase of a pass. */
+  phaseMs: Record<string, number>;
 }
 
 /** A running world. */
@@ -304,6 +306,7 @@ export async function startWorld(input: {
     failedItems: 0,
     totalMs: 0,
     maxMs: 0,
+    phaseMs: {},
   };
   /** Real start times of the completed background passes, per supervisor. */
   const completed: number[][] = supervisors.map(() => []);
@@ -317,6 +320,8 @@ export async function startWorld(input: {
       supervisorStats.fired += r.fired.length;
       supervisorStats.skipped += r.skipped;
       supervisorStats.failedItems += r.failed;
+      for (const [phase, ms] of Object.entries(r.phaseMs))
+        supervisorStats.phaseMs[phase] = (supervisorStats.phaseMs[phase] ?? 0) + ms;
       return r;
     } catch {
       supervisorStats.failedPasses += 1;
