@@ -3,7 +3,7 @@
  * can validate payloads at enqueue time with a small bundle. Each handler file under
  * `functions/jobs/` imports its spec from here.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
 
 /** `echo`: any JSON object; the result is the payload. */

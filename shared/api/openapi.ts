@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { enqueueRequestSchema } from '../core/enqueue';
 import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/model';
 import {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Longest a received message can be hidden: SQS allows 12 h of visibility counted from the

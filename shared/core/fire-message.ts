@@ -5,7 +5,7 @@
  * message for a fire Scheduler missed. The worker turns it into a job run whose id is derived
  * from the schedule name and the scheduled time, so every copy of one fire is the same run.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { fnv1a } from './table';
 
 /** Placeholder EventBridge Scheduler replaces with the fire's scheduled time (`2026-01-01T10:00:00Z`). */

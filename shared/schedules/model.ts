@@ -7,7 +7,7 @@
  * `schedule#<name>#payload` (the payload, written only by the API). Its EventBridge Scheduler
  * schedule (see {@link triggerName}) is only the trigger; the item is the source of truth.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_ATTEMPTS_LIMIT } from '../core/backoff';
 import { DUE_GRACE_MS } from '../core/due';
 import { JOB_TYPE_PATTERN } from '../core/job-type';
