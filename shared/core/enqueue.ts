@@ -37,7 +37,7 @@ export const enqueueRequestSchema = z
     runAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     /** Overrides the job type's backoff for this job. */
-    backoff: backoffSchema.optional(),
+    backoff: z.optional(backoffSchema),
     /** Dispatch deadline: a job not started by then ends `expired` without running (see core/scheduling.ts). */
     dispatchBy: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
   })

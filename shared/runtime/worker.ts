@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import * as z from 'zod';
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
@@ -12,6 +11,7 @@ import { type AttemptError, appendError, describeError, type Job } from '../core
 import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../core/lease';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { isTerminal } from '../core/states';
+import * as z from '../core/zod-mini';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
@@ -43,9 +43,9 @@ export interface WorkerDeps {
 
 const messageSchema = z.object({
   v: z.literal(1),
-  id: z.string().min(1),
-  type: z.string().min(1),
-  after: z.string().min(1).optional(),
+  id: z.string().check(z.minLength(1)),
+  type: z.string().check(z.minLength(1)),
+  after: z.optional(z.string().check(z.minLength(1))),
 });
 
 /** Why a handler's result cannot be stored, or undefined when it can. */
