@@ -145,7 +145,8 @@ export function createWorker(
   async function runAttempt(job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
     // The owner we claimed with: unique per claim, so it identifies our writes.
     const writer = job.leaseOwner ?? owner;
-    const parsed = def.spec.payload.safeParse(job.payload);
+    // zod's core parse: the job author's schema may be full zod or zod/mini.
+    const parsed = z.safeParse(def.spec.payload, job.payload);
     if (!parsed.success) {
       const err = new PermanentError(`payload no longer matches the ${def.spec.type} schema: ${parsed.error.message}`);
       await finalFailure(
