@@ -1,6 +1,6 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { enqueueRequestSchema } from '../core/enqueue';
-import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/model';
+import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/request';
 import {
   attemptErrorSchema,
   batchItemResultSchema,

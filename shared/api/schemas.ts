@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JobSummary } from '../core/control-ports';
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../core/enqueue';
 import type { AttemptError, JobProgress, JobView } from '../core/job';

@@ -14,7 +14,7 @@ import type { BackoffInput } from '../core/backoff';
 import type { JobView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobState } from '../core/states';
-import type { scheduleRequestSchema } from '../schedules/model';
+import type { scheduleRequestSchema } from '../schedules/request';
 
 export type { AttemptError, JobProgress, JobView } from '../core/job';
 export type { JobState } from '../core/states';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from './zod-mini';
 
 /**
  * Longest a received message can be hidden: SQS allows 12 h of visibility counted from the
@@ -12,7 +12,7 @@ export const MAX_BACKOFF_MS = 30 * 24 * 3600_000;
 export const MAX_ATTEMPTS_LIMIT = 25;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 
-const delayMs = z.int().min(0).max(MAX_BACKOFF_MS);
+const delayMs = z.int().check(z.minimum(0), z.maximum(MAX_BACKOFF_MS));
 
 /**
  * How long to wait before attempt n+1 after attempt n failed.
@@ -23,28 +23,24 @@ const delayMs = z.int().min(0).max(MAX_BACKOFF_MS);
  * - `constant`: `delayMs` every time.
  */
 export const backoffSchema = z.discriminatedUnion('kind', [
-  z
-    .object({
-      kind: z.literal('exponential'),
-      /** @default 1000 */
-      baseMs: delayMs.default(1000),
-      /** @default 2 */
-      factor: z.number().min(1).max(10).default(2),
-      /** @default 3_600_000 (1 h) */
-      maxMs: delayMs.default(3_600_000),
-      /** @default 'full' */
-      jitter: z.enum(['full', 'none']).default('full'),
-    })
-    .strict(),
-  z
-    .object({
-      kind: z.literal('linear'),
-      stepMs: delayMs,
-      /** @default 3_600_000 (1 h) */
-      maxMs: delayMs.default(3_600_000),
-    })
-    .strict(),
-  z.object({ kind: z.literal('constant'), delayMs }).strict(),
+  z.strictObject({
+    kind: z.literal('exponential'),
+    /** @default 1000 */
+    baseMs: z._default(delayMs, 1000),
+    /** @default 2 */
+    factor: z._default(z.number().check(z.minimum(1), z.maximum(10)), 2),
+    /** @default 3_600_000 (1 h) */
+    maxMs: z._default(delayMs, 3_600_000),
+    /** @default 'full' */
+    jitter: z._default(z.enum(['full', 'none']), 'full'),
+  }),
+  z.strictObject({
+    kind: z.literal('linear'),
+    stepMs: delayMs,
+    /** @default 3_600_000 (1 h) */
+    maxMs: z._default(delayMs, 3_600_000),
+  }),
+  z.strictObject({ kind: z.literal('constant'), delayMs }),
 ]);
 
 export type Backoff = z.output<typeof backoffSchema>;
@@ -58,14 +54,12 @@ export const DEFAULT_BACKOFF: Backoff = {
   jitter: 'full',
 };
 
-export const retryPolicySchema = z
-  .object({
-    /** Attempts in all, the first included. @default 3 */
-    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).default(DEFAULT_MAX_ATTEMPTS),
-    /** @default exponential, base 1 s, factor 2, max 1 h, full jitter */
-    backoff: backoffSchema.default(DEFAULT_BACKOFF),
-  })
-  .strict();
+export const retryPolicySchema = z.strictObject({
+  /** Attempts in all, the first included. @default 3 */
+  maxAttempts: z._default(z.int().check(z.minimum(1), z.maximum(MAX_ATTEMPTS_LIMIT)), DEFAULT_MAX_ATTEMPTS),
+  /** @default exponential, base 1 s, factor 2, max 1 h, full jitter */
+  backoff: z._default(backoffSchema, DEFAULT_BACKOFF),
+});
 
 export type RetryPolicy = z.output<typeof retryPolicySchema>;
 

@@ -1,25 +1,21 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors';
 import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
 import { JOB_TYPE_PATTERN } from './job-type';
+import { SQS_MAX_DELAY_SECONDS } from './limits';
 import { scheduleFireAt } from './scheduling';
+
+export {
+  jsonBytes,
+  MAX_PAYLOAD_BYTES,
+  MAX_REQUEST_BYTES,
+  MAX_RESULT_BYTES,
+  SQS_MAX_DELAY_SECONDS,
+} from './limits';
 
 /** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
-/**
- * Largest payload, as UTF-8 JSON. The payload is stored in the job's DynamoDB item
- * (400 KB item limit) next to a result of up to {@link MAX_RESULT_BYTES} and the error history;
- * SQS messages carry only ids, so the SQS limit (1 MiB) is never the binding one.
- */
-export const MAX_PAYLOAD_BYTES = 256 * 1024;
-/** Largest handler result kept on the job. */
-export const MAX_RESULT_BYTES = 64 * 1024;
-/** Largest request body the API reads: a maximal payload plus room for the other fields. */
-export const MAX_REQUEST_BYTES = MAX_PAYLOAD_BYTES + 4 * 1024;
-
-/** Longest delay SQS can hold a message (`DelaySeconds`). Later jobs go through Scheduler. */
-export const SQS_MAX_DELAY_SECONDS = 900;
 /** How far ahead a job may be scheduled: 366 days. */
 export const MAX_HORIZON_SECONDS = 366 * 24 * 3600;
 /** A `runAt` at most this far in the past is treated as "now" (clock skew between callers). */
@@ -37,7 +33,7 @@ export const enqueueRequestSchema = z
     runAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     /** Overrides the job type's backoff for this job. */
-    backoff: backoffSchema.optional(),
+    backoff: z.optional(backoffSchema),
     /** Dispatch deadline: a job not started by then ends `expired` without running (see core/scheduling.ts). */
     dispatchBy: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
   })
@@ -87,9 +83,4 @@ export function planEnqueue(request: Pick<EnqueueRequest, 'delaySeconds' | 'runA
   }
   // Scheduler fires with about a minute of precision: fire early, the worker waits out the rest.
   return { runAt, state: 'scheduled', dispatch: { kind: 'schedule', fireAt: scheduleFireAt(runAt) } };
-}
-
-/** UTF-8 size of a value's JSON text. */
-export function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
 }

@@ -5,8 +5,8 @@
  * message for a fire Scheduler missed. The worker turns it into a job run whose id is derived
  * from the schedule name and the scheduled time, so every copy of one fire is the same run.
  */
-import { z } from 'zod';
 import { fnv1a } from './table';
+import * as z from './zod-mini';
 
 /** Placeholder EventBridge Scheduler replaces with the fire's scheduled time (`2026-01-01T10:00:00Z`). */
 export const SCHEDULED_TIME_PLACEHOLDER = '<aws.scheduler.scheduled-time>';
@@ -14,8 +14,8 @@ export const SCHEDULED_TIME_PLACEHOLDER = '<aws.scheduler.scheduled-time>';
 export const fireMessageSchema = z.object({
   v: z.literal(1),
   kind: z.literal('fire'),
-  schedule: z.string().min(1).max(64),
-  type: z.string().min(1),
+  schedule: z.string().check(z.minLength(1), z.maxLength(64)),
+  type: z.string().check(z.minLength(1)),
   /** ISO 8601 UTC, whole seconds, as Scheduler fills it in. */
   scheduledTime: z.iso.datetime({ offset: true }),
 });

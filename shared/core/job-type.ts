@@ -9,11 +9,17 @@ export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
 export const MAX_TIMEOUT_MS = 840_000;
 
 /**
+ * A payload schema: any zod 4 schema, built with full `zod` or with `zod/mini` (which shares
+ * zod's core and keeps the worker bundle smaller and faster to load).
+ */
+export type PayloadSchema = z.core.$ZodType;
+
+/**
  * What the enqueue API and the worker both know about a job type: its name, its payload
  * schema, and its run options. Keep it in a module that does not import handler code so the
  * API bundle stays small.
  */
-export interface JobTypeSpec<Schema extends z.ZodType = z.ZodType, Type extends string = string> {
+export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type extends string = string> {
   /** Name used in `POST /jobs` `type`. Lower-case letters, digits and `-`, 1–40 chars. */
   readonly type: Type;
   /** Validates the payload at enqueue time and again before the handler runs. */
@@ -32,7 +38,7 @@ export interface JobTypeSpec<Schema extends z.ZodType = z.ZodType, Type extends 
   describe?(payload: z.output<Schema>): Record<string, unknown>;
 }
 
-export interface JobTypeOptions<Schema extends z.ZodType, Type extends string = string> {
+export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
   type: Type;
   payload: Schema;
   /** @default 30_000 */
@@ -55,7 +61,7 @@ export interface JobTypeOptions<Schema extends z.ZodType, Type extends string = 
  *   retry: { maxAttempts: 5 },
  * });
  */
-export function defineJobType<Schema extends z.ZodType, const Type extends string = string>(
+export function defineJobType<Schema extends PayloadSchema, const Type extends string = string>(
   options: JobTypeOptions<Schema, Type>,
 ): JobTypeSpec<Schema, Type> {
   if (!JOB_TYPE_PATTERN.test(options.type)) {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors';
 import type { IndexEntry, IndexPage, IndexPartition, JobSummary } from './control-ports';
 import { JOB_ID_PATTERN } from './enqueue';

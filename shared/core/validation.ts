@@ -1,8 +1,9 @@
 import type { z } from 'zod';
 import { type FieldIssue, ValidationError } from '../errors';
+import { safeParse } from './zod-mini';
 
 /** Turns zod issues into `{ path, message }` pairs with dotted paths under `prefix`. */
-export function toFieldIssues(error: z.ZodError, prefix?: string): FieldIssue[] {
+export function toFieldIssues(error: z.core.$ZodError, prefix?: string): FieldIssue[] {
   const pathOf = (segments: PropertyKey[]) =>
     [...(prefix ? [prefix] : []), ...segments.map(String)].join('.') || '(root)';
   return error.issues.flatMap((issue) => {
@@ -15,15 +16,15 @@ export function toFieldIssues(error: z.ZodError, prefix?: string): FieldIssue[] 
 }
 
 /**
- * The validation boundary: parses `value` with `schema` or throws a {@link ValidationError}
- * naming every offending field.
+ * The validation boundary: parses `value` with `schema` (full zod or zod/mini) or throws a
+ * {@link ValidationError} naming every offending field.
  */
-export function parseOrThrow<S extends z.ZodType>(
+export function parseOrThrow<S extends z.core.$ZodType>(
   schema: S,
   value: unknown,
   options: { message: string; code?: string; prefix?: string },
 ): z.output<S> {
-  const result = schema.safeParse(value);
+  const result = safeParse(schema, value);
   if (!result.success) {
     throw new ValidationError(options.message, toFieldIssues(result.error, options.prefix), options.code);
   }

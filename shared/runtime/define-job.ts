@@ -6,7 +6,7 @@ import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { platformConfigFromEnv } from '../config';
-import type { JobTypeSpec } from '../core/job-type';
+import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
 import { createWorker } from './worker';
 
@@ -23,7 +23,7 @@ export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQ
  * });
  * export const handler = sendEmail.handler;
  */
-export function defineJob<Schema extends z.ZodType>(
+export function defineJob<Schema extends PayloadSchema>(
   spec: JobTypeSpec<Schema>,
   run: JobHandler<z.output<Schema>>,
   options: JobOptions<z.output<Schema>> = {},

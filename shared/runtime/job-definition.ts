@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AttemptError } from '../core/job';
-import type { JobTypeSpec } from '../core/job-type';
+import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
 import type { Logger } from '../logger';
 
 /** What a handler gets besides its payload. */
@@ -47,7 +47,7 @@ export interface JobOptions<Payload> {
 export const ON_FAILURE_TIMEOUT_MS = 5_000;
 
 /** A job type with its handler: what the worker runs. */
-export interface JobDefinition<Schema extends z.ZodType = z.ZodType> {
+export interface JobDefinition<Schema extends PayloadSchema = PayloadSchema> {
   readonly spec: JobTypeSpec<Schema>;
   // Method syntax: a definition for a specific schema stays assignable to `JobDefinition`
   // (lists of job types of different payloads), while callers still get the precise type.

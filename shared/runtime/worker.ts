@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { z } from 'zod';
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
 import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
-import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/enqueue';
 import { isFireMessage } from '../core/fire-message';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
 import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../core/lease';
+import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
+import * as z from '../core/zod-mini';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
@@ -44,10 +44,10 @@ export interface WorkerDeps {
 
 const messageSchema = z.object({
   v: z.literal(1),
-  id: z.string().min(1),
-  type: z.string().min(1),
-  after: z.string().min(1).optional(),
-  notBefore: z.iso.datetime().optional(),
+  id: z.string().check(z.minLength(1)),
+  type: z.string().check(z.minLength(1)),
+  after: z.optional(z.string().check(z.minLength(1))),
+  notBefore: z.optional(z.iso.datetime()),
 });
 
 /** Why a handler's result cannot be stored, or undefined when it can. */
@@ -147,7 +147,8 @@ export function createWorker(
   async function runAttempt(job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
     // The owner we claimed with: unique per claim, so it identifies our writes.
     const writer = job.leaseOwner ?? owner;
-    const parsed = def.spec.payload.safeParse(job.payload);
+    // zod's core parse: the job author's schema may be full zod or zod/mini.
+    const parsed = z.safeParse(def.spec.payload, job.payload);
     if (!parsed.success) {
       const err = new PermanentError(`payload no longer matches the ${def.spec.type} schema: ${parsed.error.message}`);
       await finalFailure(

@@ -1,16 +1,14 @@
 /**
- * Recurring schedules: the stored definition, the API's request schema and the rules that turn
- * a request into a valid EventBridge Scheduler expression. Pure domain code (no AWS).
+ * Recurring schedules: the stored definition and the rules that turn a request (see ./request.ts)
+ * into a valid EventBridge Scheduler expression. Pure domain code (no AWS, no zod: the worker
+ * and the supervisor load this module, and need none of the API's schemas).
  *
  * A schedule lives in the job table as two items: `schedule#<name>` (small: the definition
  * without the payload, plus its firing state, rewritten at every fire) and
  * `schedule#<name>#payload` (the payload, written only by the API). Its EventBridge Scheduler
  * schedule (see {@link triggerName}) is only the trigger; the item is the source of truth.
  */
-import { z } from 'zod';
-import { MAX_ATTEMPTS_LIMIT } from '../core/backoff';
 import { DUE_GRACE_MS } from '../core/due';
-import { JOB_TYPE_PATTERN } from '../core/job-type';
 import {
   isValidTimeZone,
   nextFireTime,
@@ -21,6 +19,7 @@ import {
 } from '../core/schedule-expression';
 import { fnv1a } from '../core/table';
 import { type FieldIssue, ValidationError } from '../errors';
+import type { ScheduleRequest } from './request';
 
 /** Schedule names: like job ids (1–64 of `A-Za-z0-9_.-`, starting with a letter or digit). */
 export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -30,35 +29,6 @@ export const OVERLAP_POLICIES = ['allow', 'skip', 'queue-one'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
 export type ScheduleState = 'enabled' | 'paused';
-
-const isoDateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
-
-/** Body of `POST /schedules` (and of `PUT /schedules/{name}`, where `name` may be left out). */
-export const scheduleRequestSchema = z
-  .object({
-    name: z
-      .string()
-      .regex(SCHEDULE_NAME_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit'),
-    type: z.string().regex(JOB_TYPE_PATTERN, 'must be a registered job type name'),
-    payload: z.record(z.string(), z.unknown(), 'must be a JSON object'),
-    /** Five-field Unix cron (`30 9 * * 1-5`, `@daily`) or AWS `cron(min hr dom mon dow yr)`. */
-    cron: z.string().min(1).max(256).optional(),
-    /** `5 minutes` or `rate(5 minutes)`. */
-    rate: z.string().min(1).max(64).optional(),
-    /** IANA time zone the cron fields are read in. @default 'UTC' */
-    timezone: z.string().min(1).max(64).optional(),
-    startAt: isoDateTime.optional(),
-    endAt: isoDateTime.optional(),
-    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
-    /** @default 'allow' */
-    overlap: z.enum(OVERLAP_POLICIES).optional(),
-  })
-  .strict();
-
-export type ScheduleRequest = z.output<typeof scheduleRequestSchema>;
-
-/** `PUT /schedules/{name}`: the whole definition again; `name`, if given, must match the path. */
-export const scheduleUpdateSchema = scheduleRequestSchema.extend({ name: scheduleRequestSchema.shape.name.optional() });
 
 /**
  * A schedule as stored (without its payload). `version` grows at every write; every write is

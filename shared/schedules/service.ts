@@ -20,15 +20,13 @@ import {
   resolveTrigger,
   SCHEDULE_NAME_PATTERN,
   type Schedule,
-  type ScheduleRequest,
   type ScheduleView,
-  scheduleRequestSchema,
-  scheduleUpdateSchema,
   type Trigger,
   toScheduleView,
   withDue,
 } from './model';
 import type { RecurringTrigger, SchedulePayload, ScheduleStore, TriggerDefinition } from './ports';
+import { type ScheduleRequest, scheduleRequestSchema, scheduleUpdateSchema } from './request';
 
 export interface SchedulesServiceDeps {
   config: PlatformConfig;

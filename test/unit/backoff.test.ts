@@ -142,6 +142,14 @@ describe('retryPolicySchema', () => {
     expect(retryPolicySchema.safeParse({ backoff }).success).toBe(false);
   });
 
+  it('words its issues as full zod does (it is built with zod/mini, which sets no locale of its own)', () => {
+    const result = retryPolicySchema.safeParse({ maxAttempts: 0, backoff: { kind: 'constant', delayMs: 'soon' } });
+    expect(result.error?.issues.map((i) => i.message)).toEqual([
+      'Too small: expected number to be >=1',
+      'Invalid input: expected number, received string',
+    ]);
+  });
+
   it('rejects unknown top-level fields', () => {
     const result = retryPolicySchema.safeParse({ maxAttempts: 2, retries: 5 });
     expect(result.success).toBe(false);

@@ -7,12 +7,12 @@ import {
   normalizeRate,
   resolveTrigger,
   type Schedule,
-  scheduleRequestSchema,
   type Trigger,
   toScheduleView,
   triggerName,
   withDue,
 } from '../../shared/schedules/model';
+import { scheduleRequestSchema } from '../../shared/schedules/request';
 
 const NOW = Date.parse('2026-03-01T12:00:20.000Z');
 const base = { type: 'echo', payload: { a: 1 } };

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import * as zm from 'zod/mini';
 import { MAX_RESULT_BYTES } from '../../shared/core/enqueue';
+import { defineJobType } from '../../shared/core/job-type';
 import { DependencyError, JobTimeoutError, LeaseLostError, PermanentError } from '../../shared/errors';
 import type { FailureInfo } from '../../shared/runtime/job-definition';
 import { sqsEvent } from '../support/fakes';
@@ -166,6 +168,21 @@ describe('worker: payloads, results and the store', () => {
     ]);
     expect(job?.errors[0]?.message).toMatch(/^payload no longer matches the echo schema: /);
     expect(onFailure).toHaveBeenCalledTimes(1);
+  });
+
+  it('validates a payload schema built with zod/mini as one built with full zod', async () => {
+    const spec = defineJobType({ type: 'echo', payload: zm.strictObject({ n: zm.number() }), timeoutMs: 1000 });
+    const run = vi.fn(async (payload: unknown) => payload);
+    const h = harness({ run, spec });
+    h.store.seed(echoJob('job-1'));
+    h.store.seed(echoJob('job-2', { payload: { n: 'two' } }));
+
+    await h.worker(sqsEvent(messageFor('job-1'), messageFor('job-2')));
+    expect(run).toHaveBeenCalledTimes(1);
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', result: { n: 1 } });
+    expect(h.store.peek('job-2')?.state).toBe('failed');
+    expect(h.store.peek('job-2')?.errors[0]).toMatchObject({ reason: 'invalid_payload' });
+    expect(h.store.peek('job-2')?.errors[0]?.message).toContain('Invalid input: expected number, received string');
   });
 
   it('keeps a result of exactly 64 KiB of JSON', async () => {
