@@ -21,8 +21,10 @@ const SUPERVISOR_TABLE_ACTIONS = [
   'dynamodb:UpdateItem',
 ];
 
-/** The due index, the only index the supervisor queries. */
+/** The due index, which the supervisor queries by minute bucket. */
 export const DUE_INDEX_NAME = JOB_TABLE.indexes.find((index) => index.partitionKey === 'dueBucket')?.name ?? 'byDue';
+/** `byType`, which the supervisor queries by creation time (the creation sweep) and for the schedules' listing. */
+export const SWEEP_INDEX_NAME = JOB_TABLE.indexes.find((index) => index.partitionKey === 'gsi1pk')?.name ?? 'byType';
 
 export interface SupervisorProps {
   readonly jobTable: JobTable;
@@ -50,13 +52,14 @@ export interface SupervisorProps {
 
 /**
  * The supervisor: a Lambda that an EventBridge rule invokes every minute. Each invocation reads
- * the sparse `byDue` index from its checkpoint to now and repairs lost work (schedules that never
- * fired, sends that never arrived, dead workers' jobs) by sending job messages again, and fires
- * recurring schedules whose EventBridge Scheduler trigger did not.
+ * the sparse `byDue` index from its checkpoint to now, sweeps the jobs created 9–10 minutes ago
+ * (`byType`), and repairs lost work (schedules that never fired, sends that never arrived, dead
+ * workers' jobs) by sending job messages again, and fires recurring schedules whose EventBridge
+ * Scheduler trigger did not.
  *
  * It runs on an EventBridge rule, not on EventBridge Scheduler, so it keeps running when the
  * thing it backs up fails (and on LocalStack, whose Scheduler never fires). Its role may read and
- * write items, query the due index only, send to the ready queues added with {@link addRoute},
+ * write items, query the due index and `byType` only, send to the ready queues added with {@link addRoute},
  * and delete schedules of the job schedule group (those that never fired).
  *
  * @example
@@ -85,7 +88,10 @@ export class Supervisor extends Construct {
       new PolicyStatement({ actions: SUPERVISOR_TABLE_ACTIONS, resources: [table.tableArn] }),
     );
     this.handler.addToRolePolicy(
-      new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/${DUE_INDEX_NAME}`] }),
+      new PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: [`${table.tableArn}/index/${DUE_INDEX_NAME}`, `${table.tableArn}/index/${SWEEP_INDEX_NAME}`],
+      }),
     );
 
     props.scheduler?.grantSchedules(this.handler.executionRole, 'delete');

@@ -128,22 +128,26 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   let oldestSweepFailure = Number.POSITIVE_INFINITY;
 
   const entries: { entry: DueEntry; minute: number; swept?: boolean }[] = [];
-  for (const minute of plan.minutes) {
-    const shards = await Promise.all(
-      Array.from({ length: SHARD_COUNT }, (_, shard) =>
-        deps.index.query(dueBucketOf(bucketMinute(minute), shard), now).catch((error: unknown) => {
-          deps.log.error('could not read a due bucket; the next pass reads it again', {
-            minute: new Date(minute).toISOString(),
-            shard,
-            ...errorFields(error),
-          });
-          oldestFailure = Math.min(oldestFailure, minute);
-          return [] as DueEntry[];
-        }),
-      ),
-    );
-    for (const entry of shards.flat()) entries.push({ entry, minute });
-  }
+  // Every (minute, shard) bucket of the plan, several at once: a backlog of hours is thousands
+  // of small queries.
+  const buckets = plan.minutes.flatMap((minute) =>
+    Array.from({ length: SHARD_COUNT }, (_, shard) => ({ minute, shard })),
+  );
+  const read = await mapLimit(buckets, options.concurrency * 4, ({ minute, shard }) =>
+    deps.index.query(dueBucketOf(bucketMinute(minute), shard), now).catch((error: unknown) => {
+      deps.log.error('could not read a due bucket; the next pass reads it again', {
+        minute: new Date(minute).toISOString(),
+        shard,
+        ...errorFields(error),
+      });
+      oldestFailure = Math.min(oldestFailure, minute);
+      return [] as DueEntry[];
+    }),
+  );
+  read.forEach((found, i) => {
+    const minute = buckets[i]?.minute ?? 0;
+    for (const entry of found) entries.push({ entry, minute });
+  });
   report.found = entries.length;
   lap('due');
 

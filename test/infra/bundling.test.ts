@@ -52,7 +52,9 @@ describe('bundling with local esbuild', () => {
       const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
       expect(code.startsWith("import { createRequire as __orreryCreateRequire } from 'node:module';"), id).toBe(true);
       // Nothing is left for the runtime to resolve except Node built-ins.
-      const bareImports = [...code.matchAll(/\bfrom\s*["']([^"']+)["']/g)].map((m) => m[1]);
+      // (a module specifier: no spaces, parentheses or commas, which minified code next to a
+      // `from` property can produce)
+      const bareImports = [...code.matchAll(/\bfrom\s*["']([@\w./-][^"'\s(),]*)["']/g)].map((m) => m[1]);
       expect(
         bareImports.filter((name) => !name?.startsWith('node:') && !/^[a-z_]+$/.test(name ?? '')),
         id,

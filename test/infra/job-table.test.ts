@@ -52,6 +52,22 @@ describe('job table', () => {
     expect(table?.Properties?.GlobalSecondaryIndexes).toEqual(expected);
   });
 
+  it('projects into its indexes only attributes that never change, so a state change writes no index entry', () => {
+    const table = Object.values(resources(template, 'AWS::DynamoDB::Table'))[0];
+    const indexes = table?.Properties?.GlobalSecondaryIndexes as {
+      IndexName: string;
+      KeySchema: { AttributeName: string }[];
+      Projection: { NonKeyAttributes: string[] };
+    }[];
+    expect(indexes.map((i) => i.IndexName)).toEqual(['byType', 'byTypeState', 'byDue']);
+    for (const index of indexes) {
+      for (const mutable of ['state', 'runAt', 'attempts', 'finishedAt', 'updatedAt', 'leaseExpiresAt'])
+        expect(index.Projection.NonKeyAttributes).not.toContain(mutable);
+    }
+    // the sparse state index sorts on the byType sort key the create writes (no copy of it)
+    expect(indexes[1]?.KeySchema.map((k) => k.AttributeName)).toEqual(['gsi2pk', 'gsi1sk']);
+  });
+
   it('can be destroyed with the stack, which turns deletion protection off by default', () => {
     const stack = new Stack(testApp(), 'T');
     new JobTable(stack, 'Jobs', { removalPolicy: RemovalPolicy.DESTROY });

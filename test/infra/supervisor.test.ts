@@ -3,7 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Schedule } from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
 import { JobTable } from '../../infra/constructs/job-table';
-import { DUE_INDEX_NAME, Supervisor } from '../../infra/constructs/supervisor';
+import { DUE_INDEX_NAME, Supervisor, SWEEP_INDEX_NAME } from '../../infra/constructs/supervisor';
 import { ENV, platformConfigFromEnv } from '../../shared/config';
 import {
   allowedActions,
@@ -65,7 +65,8 @@ describe('supervisor', () => {
         { AttributeName: 'dueBucket', KeyType: 'HASH' },
         { AttributeName: 'dueAt', KeyType: 'RANGE' },
       ],
-      Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['id', 'type', 'state'] },
+      // only what never changes: no write of a job but a due move touches its entry
+      Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['id', 'type'] },
     });
     expect(table.Properties?.AttributeDefinitions).toEqual(
       expect.arrayContaining([
@@ -86,7 +87,10 @@ describe('supervisor', () => {
     ]);
     const query = dynamo.filter((a) => a.action === 'dynamodb:Query');
     expect(query).toHaveLength(1);
+    // the due index, and byType: the creation sweep and the schedules' listing partition
     expect(query[0]?.resources).toContain(`/index/${DUE_INDEX_NAME}`);
+    expect(query[0]?.resources).toContain(`/index/${SWEEP_INDEX_NAME}"`);
+    expect(query[0]?.resources).not.toContain('/index/byTypeState');
     expect(dynamo).toHaveLength(5);
   });
 
