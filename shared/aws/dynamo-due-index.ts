@@ -73,8 +73,8 @@ export class DynamoDueIndex implements DueIndex {
     }
   }
 
-  async created(partition: string, fromMs: number, toMs: number): Promise<string[]> {
-    const ids: string[] = [];
+  async created(partition: string, fromMs: number, toMs: number): Promise<{ id: string; createdAt: number }[]> {
+    const jobs: { id: string; createdAt: number }[] = [];
     let start: Item | undefined;
     try {
       do {
@@ -86,46 +86,62 @@ export class DynamoDueIndex implements DueIndex {
             IndexName: BY_TYPE_INDEX,
             KeyConditionExpression: 'gsi1pk = :p AND gsi1sk BETWEEN :from AND :to',
             ExpressionAttributeValues: { ':p': S(partition), ':from': S(iso(fromMs)), ':to': S(iso(toMs)) },
-            ProjectionExpression: 'id',
+            ProjectionExpression: 'id, gsi1sk',
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         );
-        for (const item of page.Items ?? []) if (item.id?.S !== undefined) ids.push(item.id.S);
+        for (const item of page.Items ?? []) {
+          const id = item.id?.S;
+          const createdAt = Date.parse((item.gsi1sk?.S ?? '').slice(0, 24));
+          if (id !== undefined) jobs.push({ id, createdAt: Number.isNaN(createdAt) ? fromMs : createdAt });
+        }
         start = page.LastEvaluatedKey;
       } while (start);
-      return ids;
+      return jobs;
     } catch (error) {
       return translateAwsError(error, 'DynamoDB Query (creation sweep)');
     }
   }
 
   async unfinished(ids: readonly string[]): Promise<string[]> {
+    const batches: string[][] = [];
+    for (let i = 0; i < ids.length; i += 100) batches.push(ids.slice(i, i + 100));
     const out: string[] = [];
+    // a few batches at once: a backlog sweep reads thousands of jobs
+    let next = 0;
+    const run = async () => {
+      while (next < batches.length) out.push(...(await this.unfinishedOf(batches[next++] ?? [])));
+    };
+    await Promise.all(Array.from({ length: Math.min(8, batches.length) }, run));
+    return out;
+  }
+
+  /** {@link unfinished} for at most 100 ids (one BatchGetItem, and its unprocessed keys). */
+  private async unfinishedOf(ids: readonly string[]): Promise<string[]> {
+    const out: string[] = [];
+    let pending: Item[] = ids.map((id) => ({ pk: S(keys.job(id)) }));
     try {
-      for (let i = 0; i < ids.length; i += 100) {
-        let pending: Item[] = ids.slice(i, i + 100).map((id) => ({ pk: S(keys.job(id)) }));
-        for (let round = 0; pending.length > 0; round++) {
-          if (round >= 8) throw new Error('DynamoDB BatchGetItem (creation sweep) left keys unprocessed');
-          const page = await this.client.send(
-            new BatchGetItemCommand({
-              RequestItems: {
-                [this.tableName]: {
-                  Keys: pending,
-                  // eventually consistent: half a read unit per job
-                  ProjectionExpression: 'id, #state, dueAt',
-                  ExpressionAttributeNames: { '#state': 'state' },
-                },
+      for (let round = 0; pending.length > 0; round++) {
+        if (round >= 8) throw new Error('DynamoDB BatchGetItem (creation sweep) left keys unprocessed');
+        const page = await this.client.send(
+          new BatchGetItemCommand({
+            RequestItems: {
+              [this.tableName]: {
+                Keys: pending,
+                // eventually consistent: half a read unit per job
+                ProjectionExpression: 'id, #state, dueAt',
+                ExpressionAttributeNames: { '#state': 'state' },
               },
-            }),
-          );
-          for (const item of page.Responses?.[this.tableName] ?? []) {
-            const state = item.state?.S;
-            if (state !== undefined && !isTerminal(state as never) && item.dueAt === undefined && item.id?.S)
-              out.push(item.id.S);
-          }
-          pending = (page.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Item[];
-          if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
+            },
+          }),
+        );
+        for (const item of page.Responses?.[this.tableName] ?? []) {
+          const state = item.state?.S;
+          if (state !== undefined && !isTerminal(state as never) && item.dueAt === undefined && item.id?.S)
+            out.push(item.id.S);
         }
+        pending = (page.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Item[];
+        if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
       }
       return out;
     } catch (error) {

@@ -124,33 +124,37 @@ export class DynamoJobIndex implements JobIndex {
     if (missing.length === 0 || raws.length === 0) return raws;
     const found = new Map<string, Record<string, unknown>>();
     const names = Object.fromEntries(['id', ...missing].map((name, i) => [`#a${i}`, name]));
-    let pending: Record<string, AttributeValue>[] = [...new Set(raws.map((raw) => String(raw.id)))].map((id) => ({
+    const all: Record<string, AttributeValue>[] = [...new Set(raws.map((raw) => String(raw.id)))].map((id) => ({
       pk: { S: keys.job(id) },
     }));
-    try {
-      for (let round = 0; pending.length > 0 && round < 5; round++) {
-        const out = await this.client.send(
-          new BatchGetItemCommand({
-            RequestItems: {
-              [this.tableName]: {
-                Keys: pending,
-                ProjectionExpression: Object.keys(names).join(', '),
-                ExpressionAttributeNames: names,
+    // BatchGetItem takes at most 100 keys: a page between two bounds asks for limit + 1 entries.
+    for (let start = 0; start < all.length; start += 100) {
+      let pending = all.slice(start, start + 100);
+      try {
+        for (let round = 0; pending.length > 0 && round < 5; round++) {
+          const out = await this.client.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [this.tableName]: {
+                  Keys: pending,
+                  ProjectionExpression: Object.keys(names).join(', '),
+                  ExpressionAttributeNames: names,
+                },
               },
-            },
-          }),
-        );
-        for (const item of out.Responses?.[this.tableName] ?? []) {
-          const raw = unmarshall(item) as Record<string, unknown>;
-          found.set(String(raw.id), raw);
+            }),
+          );
+          for (const item of out.Responses?.[this.tableName] ?? []) {
+            const raw = unmarshall(item) as Record<string, unknown>;
+            found.set(String(raw.id), raw);
+          }
+          pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+          if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
         }
-        pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-        if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
+      } catch (error) {
+        return translateAwsError(error, 'DynamoDB BatchGetItem (list jobs)');
       }
-    } catch (error) {
-      return translateAwsError(error, 'DynamoDB BatchGetItem (list jobs)');
+      if (pending.length > 0) throw new DependencyError('DynamoDB BatchGetItem (list jobs) left keys unprocessed');
     }
-    if (pending.length > 0) throw new DependencyError('DynamoDB BatchGetItem (list jobs) left keys unprocessed');
     return raws.flatMap((raw) => {
       const item = found.get(String(raw.id));
       return item ? [{ ...raw, ...item }] : [];

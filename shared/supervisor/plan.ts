@@ -20,6 +20,13 @@ export interface SupervisorOptions {
   maxCatchUpAgeMs: number;
   /** Items repaired at once. @default 8 */
   concurrency: number;
+  /** Creation minutes the sweep reads and repairs as one chunk. @default 10 */
+  sweepChunkMinutes: number;
+  /**
+   * No sweep chunk starts this long after the pass started (the Lambda's timeout is 60 s): a
+   * backlog goes on at the next pass, from the last chunk done. @default 30 seconds
+   */
+  sweepBudgetMs: number;
 }
 
 export const DEFAULT_SUPERVISOR_OPTIONS: SupervisorOptions = {
@@ -29,6 +36,8 @@ export const DEFAULT_SUPERVISOR_OPTIONS: SupervisorOptions = {
   maxFiresPerSchedule: 60,
   maxCatchUpAgeMs: MAX_CATCH_UP_AGE_MS,
   concurrency: 8,
+  sweepChunkMinutes: 10,
+  sweepBudgetMs: 30_000,
 };
 
 /**
@@ -87,6 +96,9 @@ export function sweepMinutesToRead(
   return { minutes, checkpoint: last === undefined ? from : last + 60_000 };
 }
 
+/** The longest a live running attempt waits for the supervisor's next look (Lambda runs ≤ 15 min). */
+export const MAX_RUNNING_LOOK_MS = 15 * 60_000;
+
 /** Next check after a re-send: 5 minutes, doubling per repair, at most 6 hours. */
 export function resendBackoffMs(repairs: number): number {
   return Math.min(6 * 3600_000, 5 * 60_000 * 2 ** Math.min(Math.max(repairs, 0), 10));
@@ -124,7 +136,13 @@ export function planJobRepair(job: Job, repairs: number, now: number): JobRepair
     }
     case 'running': {
       const due = (job.leaseExpiresAt ?? 0) + DUE_GRACE_MS.running;
-      return due > now ? { kind: 'reschedule', dueAt: due } : resend('running job whose lease expired');
+      if (due <= now) return resend('running job whose lease expired');
+      // A live lease is renewed every few seconds: rather than look again a minute after it (a
+      // due move, three write units, every minute of a long run), look again after as long as
+      // the attempt has run so far (at most 15 minutes, Lambda's longest run): a few looks per
+      // attempt, and a dead worker is found within about the time the attempt had run.
+      const runningFor = now - Date.parse(job.startedAt ?? job.updatedAt);
+      return { kind: 'reschedule', dueAt: Math.max(due, now + Math.min(MAX_RUNNING_LOOK_MS, Math.max(0, runningFor))) };
     }
     default:
       return { kind: 'clear' };

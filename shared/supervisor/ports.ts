@@ -15,10 +15,10 @@ export interface DueIndex {
   /** Every entry of one bucket (`due#<minute>#<shard>`) with `dueAt <= upTo`, all pages. */
   query(bucket: string, upTo: number): Promise<DueEntry[]>;
   /**
-   * Ids of the jobs of one `byType` partition (`<type>#<shard>`) created in
-   * `[fromMs, toMs)`, all pages.
+   * The jobs of one `byType` partition (`<type>#<shard>`) created in `[fromMs, toMs)` (id and
+   * creation time, epoch ms), all pages.
    */
-  created(partition: string, fromMs: number, toMs: number): Promise<string[]>;
+  created(partition: string, fromMs: number, toMs: number): Promise<{ id: string; createdAt: number }[]>;
   /**
    * Of `ids`, those whose job is not finished and carries no due entry (eventually consistent
    * reads: a job that just finished may still look unfinished, never the reverse for long).

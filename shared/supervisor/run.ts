@@ -97,6 +97,7 @@ const SCHEDULE_PREFIX = 'schedule#';
  * log.info('supervisor pass', { resent: report.resent.length, fired: report.fired.length });
  */
 export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Promise<SupervisorReport> {
+  const started = Date.now();
   const options: SupervisorOptions = { ...DEFAULT_SUPERVISOR_OPTIONS, ...deps.options };
   const [saved, savedSweep] = await Promise.all([deps.index.getCheckpoint('due'), deps.index.getCheckpoint('sweep')]);
   const plan = bucketsToRead(saved, now, options);
@@ -125,9 +126,8 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     phaseStart = t;
   };
   let oldestFailure = Number.POSITIVE_INFINITY;
-  let oldestSweepFailure = Number.POSITIVE_INFINITY;
 
-  const entries: { entry: DueEntry; minute: number; swept?: boolean }[] = [];
+  const entries: { entry: DueEntry; minute: number }[] = [];
   // Every (minute, shard) bucket of the plan, several at once: a backlog of hours is thousands
   // of small queries.
   const buckets = plan.minutes.flatMap((minute) =>
@@ -150,37 +150,6 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   });
   report.found = entries.length;
   lap('due');
-
-  // The creation sweep: each job once, SWEEP_AGE_MS after its creation minute. All of this
-  // pass's minutes in one range query per partition (a backlog of hours is a few pages, not a
-  // query per minute); a failure holds the sweep checkpoint at the range's start.
-  const types = Object.keys(deps.config.routes).sort();
-  const sweepFrom = sweep.minutes[0];
-  const sweepTo = (sweep.minutes.at(-1) ?? 0) + 60_000;
-  if (sweepFrom !== undefined) {
-    try {
-      const ids = (
-        await mapLimit(
-          types.flatMap((type) => Array.from({ length: SHARD_COUNT }, (_, shard) => keys.byTypeShard(type, shard))),
-          options.concurrency * 2,
-          (partition) => deps.index.created(partition, sweepFrom, sweepTo),
-        )
-      ).flat();
-      const unfinished = ids.length > 0 ? await deps.index.unfinished(ids) : [];
-      report.sweptUnfinished = unfinished.length;
-      for (const id of unfinished)
-        entries.push({ entry: { pk: keys.job(id), dueAt: sweepFrom + SWEEP_AGE_MS }, minute: sweepFrom, swept: true });
-    } catch (error) {
-      deps.log.error('could not sweep the jobs created in a window; the next pass reads it again', {
-        from: new Date(sweepFrom).toISOString(),
-        to: new Date(sweepTo).toISOString(),
-        ...errorFields(error),
-      });
-      oldestSweepFailure = sweepFrom;
-    }
-  }
-
-  lap('sweep');
 
   // Recurring schedules: few, read in full every pass (their dueAt is in no index, so a fire
   // costs no index write).
@@ -215,14 +184,12 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       const item = all[next++];
       if (!item) break;
       try {
-        if (item.entry.pk.startsWith(JOB_PREFIX))
-          await repairJob(deps, item.entry, now, report, 'swept' in item && item.swept === true);
+        if (item.entry.pk.startsWith(JOB_PREFIX)) await repairJob(deps, item.entry, now, report, false);
         else if (item.entry.pk.startsWith(SCHEDULE_PREFIX))
           await catchUpSchedule(deps, options, item.entry, now, report);
       } catch (error) {
         report.failed += 1;
-        if ('swept' in item && item.swept) oldestSweepFailure = Math.min(oldestSweepFailure, item.minute);
-        else if (item.entry.pk.startsWith(JOB_PREFIX)) oldestFailure = Math.min(oldestFailure, item.minute);
+        if (item.entry.pk.startsWith(JOB_PREFIX)) oldestFailure = Math.min(oldestFailure, item.minute);
         deps.log.error('supervisor repair failed; the next pass tries again', {
           pk: item.entry.pk,
           ...errorFields(error),
@@ -233,8 +200,57 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
   lap('repairs');
 
+  // The creation sweep, last and within a time budget: each job once, SWEEP_AGE_MS after its
+  // creation minute. A chunk of minutes at a time, in one range query per partition (a backlog
+  // of hours is a few pages, not a query per minute); the checkpoint advances past each chunk
+  // whose jobs were all looked at, and a failure holds it at the failed job's creation minute.
+  const types = Object.keys(deps.config.routes).sort();
+  const partitions = types.flatMap((type) =>
+    Array.from({ length: SHARD_COUNT }, (_, shard) => keys.byTypeShard(type, shard)),
+  );
+  report.sweepCheckpoint = savedSweep ?? sweep.minutes[0] ?? sweep.checkpoint;
+  for (let i = 0; i < sweep.minutes.length; i += options.sweepChunkMinutes) {
+    if (Date.now() - started > options.sweepBudgetMs) break; // the next pass goes on from here
+    const from = sweep.minutes[i] as number;
+    const chunkEnd =
+      (sweep.minutes[Math.min(i + options.sweepChunkMinutes, sweep.minutes.length) - 1] as number) + 60_000;
+    let held = Number.POSITIVE_INFINITY;
+    try {
+      const found = (
+        await mapLimit(partitions, options.concurrency * 2, (partition) =>
+          deps.index.created(partition, from, chunkEnd),
+        )
+      ).flat();
+      const createdAt = new Map(found.map((job) => [job.id, job.createdAt]));
+      const unfinished = found.length > 0 ? await deps.index.unfinished(found.map((job) => job.id)) : [];
+      report.sweptUnfinished += unfinished.length;
+      await mapLimit(unfinished, options.concurrency, async (id) => {
+        const minute = minuteStart(createdAt.get(id) ?? from);
+        try {
+          await repairJob(deps, { pk: keys.job(id), dueAt: minute + SWEEP_AGE_MS }, now, report, true);
+        } catch (error) {
+          report.failed += 1;
+          held = Math.min(held, minute);
+          deps.log.error('supervisor repair failed; the next pass tries again', {
+            pk: keys.job(id),
+            ...errorFields(error),
+          });
+        }
+      });
+    } catch (error) {
+      deps.log.error('could not sweep the jobs created in a window; the next pass reads it again', {
+        from: new Date(from).toISOString(),
+        to: new Date(chunkEnd).toISOString(),
+        ...errorFields(error),
+      });
+      held = from;
+    }
+    report.sweepCheckpoint = Math.min(chunkEnd, held);
+    if (held !== Number.POSITIVE_INFINITY) break;
+  }
+  lap('sweep');
+
   report.checkpoint = Math.min(plan.checkpoint, oldestFailure);
-  report.sweepCheckpoint = Math.min(sweep.checkpoint, oldestSweepFailure);
   await Promise.all([
     deps.index.setCheckpoint(report.checkpoint, 'due'),
     deps.index.setCheckpoint(report.sweepCheckpoint, 'sweep'),
@@ -308,7 +324,17 @@ async function repairJob(
         type: job.type,
         ...(job.after !== undefined ? { after: job.after } : {}),
       };
-      await send(deps, message);
+      try {
+        await send(deps, message);
+      } catch (error) {
+        // The moved due entry owns the next try: nothing for the checkpoint to hold.
+        report.failed += 1;
+        deps.log.error('could not re-send a lost job; the supervisor tries again at its next due time', {
+          jobId: job.id,
+          ...errorFields(error),
+        });
+        return;
+      }
       report.resent.push(job.id);
       deps.log.warn('re-sent the message of a lost job', { jobId: job.id, state: job.state, reason: repair.reason });
       await deleteLeftSchedule(deps, job, report);

@@ -138,6 +138,30 @@ describe('DynamoJobIndex against DynamoDB Local', () => {
   });
 });
 
+describe('DynamoJobIndex: full pages with both bounds', () => {
+  it('reads 100 entries between two bounds (it asks DynamoDB for 101) and completes them in batches of at most 100', async () => {
+    // 102 jobs of one type in one shard: a page of 100 between two bounds fetches 101 entries
+    const wanted = keys.byType('wide', 'w-0');
+    const ids: string[] = [];
+    for (let n = 0; ids.length < 102; n++) if (keys.byType('wide', `w-${n}`) === wanted) ids.push(`w-${n}`);
+    for (const [i, id] of ids.entries()) {
+      const at = new Date(T0 + i * 1000).toISOString();
+      await store.create({ ...baseJob({ id, type: 'wide' }), createdAt: at, updatedAt: at, runAt: at });
+    }
+    const created = (i: number) => `${new Date(T0 + i * 1000).toISOString()}#${ids[i]}`;
+    // a boundary key from another shard's job: nothing of this partition is dropped for it
+    const page = await index.query({
+      partition: { index: 'byType', key: wanted },
+      below: `${new Date(T0 + 101_000).toISOString()}#zzz`,
+      atLeast: created(0),
+      limit: 100,
+    });
+    expect(page.entries.map((e) => e.summary.id)).toEqual(ids.slice(2, 102).reverse());
+    expect(page.more).toBe(true);
+    expect(page.entries.every((e) => e.summary.state === 'queued')).toBe(true);
+  });
+});
+
 describe('DynamoJobControl against DynamoDB Local', () => {
   it('cancels a job in an allowed state, moving its state index entry, and keeps the fencing token', async () => {
     const job = newJob({ id: 'to-cancel', leaseToken: 4 });

@@ -199,10 +199,31 @@ describe('planJobRepair', () => {
   });
 
   it('re-sends a running job a minute after its lease expired, and reschedules a live one', () => {
-    const live = newJob({ id: 'j', type: 'echo', state: 'running', attempts: 1, leaseExpiresAt: NOW + 10_000 });
+    const live = newJob({
+      id: 'j',
+      type: 'echo',
+      state: 'running',
+      attempts: 1,
+      leaseExpiresAt: NOW + 10_000,
+      startedAt: iso(NOW - 5_000),
+    });
     expect(planJobRepair(live, 0, NOW)).toEqual({ kind: 'reschedule', dueAt: NOW + 10_000 + MIN });
     const dead = { ...live, leaseExpiresAt: NOW - MIN - 1 };
     expect(planJobRepair(dead, 0, NOW)).toMatchObject({ kind: 'resend', reason: 'running job whose lease expired' });
+  });
+
+  it('looks at a long-running live attempt again after as long as it has run, at most 15 minutes', () => {
+    const live = (ranMs: number) =>
+      newJob({
+        id: 'j',
+        type: 'echo',
+        state: 'running',
+        attempts: 1,
+        leaseExpiresAt: NOW + 10_000,
+        startedAt: iso(NOW - ranMs),
+      });
+    expect(planJobRepair(live(8 * MIN), 0, NOW)).toEqual({ kind: 'reschedule', dueAt: NOW + 8 * MIN });
+    expect(planJobRepair(live(60 * MIN), 0, NOW)).toEqual({ kind: 'reschedule', dueAt: NOW + 15 * MIN });
   });
 
   it('backs off repeated re-sends: 5 min doubling, at most 6 h', () => {

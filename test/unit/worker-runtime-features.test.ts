@@ -4,7 +4,7 @@ import { defineJobType } from '../../shared/core/job-type';
 import { retryScheduleName } from '../../shared/core/ports';
 import { DependencyError, ThrottledError } from '../../shared/errors';
 import { PROGRESS_MIN_INTERVAL_MS } from '../../shared/runtime/attempt-support';
-import { sqsEvent } from '../support/fakes';
+import { sqsEvent, sqsRecord } from '../support/fakes';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
 afterEach(() => {
@@ -62,6 +62,24 @@ describe('worker: progress', () => {
   });
 });
 
+describe('worker: a message sent ahead of its job', () => {
+  it('is hidden until its notBefore without a claim (no write), then claimed when it returns', async () => {
+    const h = harness({ run: async () => 'ok' });
+    const runAt = T0 + 61_500;
+    h.store.seed({ ...echoJob('ahead'), state: 'scheduled', runAt: new Date(runAt).toISOString() });
+    const record = sqsRecord(
+      { v: 1, id: 'ahead', type: 'echo', notBefore: new Date(runAt).toISOString() },
+      { messageId: 'm-ahead', receiveCount: 1 },
+    );
+    expect(await h.worker(sqsEvent(record))).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-ahead' }] });
+    expect(h.store.calls.filter((c) => c.method === 'claim')).toEqual([]);
+    expect(h.queue.visibility.map((v) => v.seconds)).toEqual([61]); // rounded down: the claim takes 1 s early
+    h.clock.advance(61_000);
+    await h.worker(sqsEvent(record));
+    expect(h.store.peek('ahead')?.state).toBe('succeeded');
+  });
+});
+
 describe('worker: retry delays', () => {
   const longBackoff = defineJobType({
     type: 'echo',
@@ -78,7 +96,13 @@ describe('worker: retry delays', () => {
     expect(h.queue.visibility).toEqual([]);
     const schedule = h.scheduler.schedules.get(retryScheduleName('long', 1));
     expect(schedule?.fireAt).toBe(T0 + 24 * 3600_000);
-    expect(schedule?.message).toEqual({ v: 1, id: 'long', type: 'echo' });
+    // it names the retry's runAt: the worker hides it without a claim if it arrives early
+    expect(schedule?.message).toEqual({
+      v: 1,
+      id: 'long',
+      type: 'echo',
+      notBefore: new Date(T0 + 24 * 3600_000).toISOString(),
+    });
     expect(h.store.peek('long')?.state).toBe('retrying');
     expect(h.store.peek('long')?.runAt).toBe(new Date(T0 + 24 * 3600_000).toISOString());
   });
