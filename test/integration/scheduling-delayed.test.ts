@@ -256,4 +256,48 @@ describe('the supervisor re-drives lost work', () => {
     await f.waitFor(id, ['succeeded']);
     expect(f.executions.map((e) => e.id)).toEqual([id]);
   });
+
+  it('a re-send that fails after the due entry was written holds no sweep: the due entry brings the job back', async () => {
+    f = await startSchedulingFixture({ label: 'sendfail' });
+    const now = f.clock.now();
+    const id = `sendfail-${now}`;
+    await f.platform.store.create({
+      id,
+      type: 'echo',
+      state: 'queued',
+      payload: {},
+      payloadHash: payloadHash('echo', {}),
+      attempts: 0,
+      maxAttempts: 3,
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      runAt: iso(now),
+      leaseToken: 0,
+      errors: [],
+    });
+    f.clock.advance(11 * 60_000);
+    // A supervisor whose send to the type's queue fails (a queue that does not exist).
+    const route = f.platform.config.routes.echo;
+    if (!route) throw new Error('no echo route');
+    const broken = startLocalSupervisor({
+      config: { ...f.platform.config, routes: { echo: { ...route, queueUrl: `${route.queueUrl}-gone` } } },
+      clients: f.platform.clients,
+      jobs: f.platform.store,
+      schedules: f.platform.schedules,
+      clock: f.clock,
+      logger: createLogger({ level: 'silent' }),
+    });
+    const failed = await broken.supervise();
+    await broken.stop();
+    expect(failed.resent).toEqual([]);
+    expect(failed.failed).toBeGreaterThanOrEqual(1);
+    // the sweep moved past the job's creation minute: its due entry owns the next try
+    expect(failed.sweepCheckpoint).toBeGreaterThan(now);
+    const dueAt = Number((await f.items()).find((i) => i.id === id)?.dueAt);
+    expect(dueAt).toBeGreaterThan(now + 15 * 60_000); // the re-send's back-off: 5 minutes on
+    expect(dueAt).toBeLessThanOrEqual(f.clock.now() + 5 * 60_000);
+    f.clock.advance(6 * 60_000);
+    expect((await f.platform.supervise()).resent).toEqual([id]);
+    await f.waitFor(id, ['succeeded']);
+  });
 });
