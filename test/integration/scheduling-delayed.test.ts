@@ -180,6 +180,24 @@ describe('bad times on POST /jobs', () => {
   });
 });
 
+/** What the API writes for an immediate job, without its message (lost, or taken by a worker that died). */
+async function createQueued(id: string, now: number, payload: Record<string, unknown> = {}): Promise<void> {
+  await f.platform.store.create({
+    id,
+    type: 'echo',
+    state: 'queued',
+    payload,
+    payloadHash: payloadHash('echo', payload),
+    attempts: 0,
+    maxAttempts: 3,
+    createdAt: iso(now),
+    updatedAt: iso(now),
+    runAt: iso(now),
+    leaseToken: 0,
+    errors: [],
+  });
+}
+
 describe('the supervisor re-drives lost work', () => {
   it('re-sends a running job whose worker died (lease expired, message gone), and it runs again', async () => {
     f = await startSchedulingFixture({ label: 'deadworker' });
@@ -187,20 +205,7 @@ describe('the supervisor re-drives lost work', () => {
     const id = `dead-${now}`;
     const payload = { n: 5 };
     // What the API writes for an immediate job; its message was taken by a worker that then died.
-    await f.platform.store.create({
-      id,
-      type: 'echo',
-      state: 'queued',
-      payload,
-      payloadHash: payloadHash('echo', payload),
-      attempts: 0,
-      maxAttempts: 3,
-      createdAt: iso(now),
-      updatedAt: iso(now),
-      runAt: iso(now),
-      leaseToken: 0,
-      errors: [],
-    });
+    await createQueued(id, now, payload);
     const claim = await f.platform.store.claim({
       id,
       type: 'echo',
@@ -226,20 +231,7 @@ describe('the supervisor re-drives lost work', () => {
     f = await startSchedulingFixture({ label: 'lostsend' });
     const now = f.clock.now();
     const id = `lost-${now}`;
-    await f.platform.store.create({
-      id,
-      type: 'echo',
-      state: 'queued',
-      payload: {},
-      payloadHash: payloadHash('echo', {}),
-      attempts: 0,
-      maxAttempts: 3,
-      createdAt: iso(now),
-      updatedAt: iso(now),
-      runAt: iso(now),
-      leaseToken: 0,
-      errors: [],
-    });
+    await createQueued(id, now);
     f.clock.advance(11 * 60_000);
     // A second supervisor with its own clients, racing the platform's.
     const other = startLocalSupervisor({
@@ -261,20 +253,7 @@ describe('the supervisor re-drives lost work', () => {
     f = await startSchedulingFixture({ label: 'sendfail' });
     const now = f.clock.now();
     const id = `sendfail-${now}`;
-    await f.platform.store.create({
-      id,
-      type: 'echo',
-      state: 'queued',
-      payload: {},
-      payloadHash: payloadHash('echo', {}),
-      attempts: 0,
-      maxAttempts: 3,
-      createdAt: iso(now),
-      updatedAt: iso(now),
-      runAt: iso(now),
-      leaseToken: 0,
-      errors: [],
-    });
+    await createQueued(id, now);
     f.clock.advance(11 * 60_000);
     // A supervisor whose send to the type's queue fails (a queue that does not exist).
     const route = f.platform.config.routes.echo;
