@@ -216,7 +216,6 @@ export async function measureWriteLatency(endpoint: string, region: string, samp
             gsi1pk: { S: 'probe#0' },
             gsi1sk: { S: new Date().toISOString() },
             gsi2pk: { S: 'probe#running#0' },
-            gsi2sk: { S: new Date().toISOString() },
             payload: { S: 'x'.repeat(512) },
           },
           ConditionExpression: 'attribute_not_exists(pk)',
