@@ -58,7 +58,7 @@ export interface SupervisorReport {
   minutes: number;
   /** Overdue entries found. */
   found: number;
-  /** Creation minutes swept (each in every shard of every type). */
+  /** Creation minutes swept in full (each in every shard of every type). */
   swept: number;
   /** Jobs the sweep found unfinished without a due entry (each then repaired or given one). */
   sweptUnfinished: number;
@@ -105,7 +105,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   const report: SupervisorReport = {
     minutes: plan.minutes.length,
     found: 0,
-    swept: sweep.minutes.length,
+    swept: 0,
     sweptUnfinished: 0,
     resent: [],
     fired: [],
@@ -246,6 +246,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       held = from;
     }
     report.sweepCheckpoint = Math.min(chunkEnd, held);
+    if (held === Number.POSITIVE_INFINITY) report.swept += (chunkEnd - from) / 60_000;
     if (held !== Number.POSITIVE_INFINITY) break;
   }
   lap('sweep');

@@ -272,6 +272,7 @@ describe('the supervisor re-drives lost work', () => {
     expect(failed.failed).toBeGreaterThanOrEqual(1);
     // the sweep moved past the job's creation minute: its due entry owns the next try
     expect(failed.sweepCheckpoint).toBeGreaterThan(now);
+    expect(failed.swept).toBeGreaterThanOrEqual(1); // the job's minute, swept in full
     const dueAt = Number((await f.items()).find((i) => i.id === id)?.dueAt);
     expect(dueAt).toBeGreaterThan(now + 15 * 60_000); // the re-send's back-off: 5 minutes on
     expect(dueAt).toBeLessThanOrEqual(f.clock.now() + 5 * 60_000);
