@@ -6,6 +6,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  type QueryCommandInput,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -47,60 +48,59 @@ export class DynamoDueIndex implements DueIndex {
     private readonly tableName: string,
   ) {}
 
-  async query(bucket: string, upTo: number): Promise<DueEntry[]> {
-    const entries: DueEntry[] = [];
+  /** Every item of a query, all pages. */
+  private async queryAll(
+    input: Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>,
+    operation: string,
+  ): Promise<Item[]> {
+    const items: Item[] = [];
     let start: Item | undefined;
     try {
       do {
         const page = await this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: DUE_INDEX,
-            KeyConditionExpression: 'dueBucket = :b AND dueAt <= :upTo',
-            ExpressionAttributeValues: { ':b': S(bucket), ':upTo': N(upTo) },
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
+          new QueryCommand({ ...input, TableName: this.tableName, ...(start ? { ExclusiveStartKey: start } : {}) }),
         );
-        for (const item of page.Items ?? []) {
-          const raw = unmarshall(item) as { pk: string; dueAt: number };
-          entries.push({ pk: raw.pk, dueAt: raw.dueAt });
-        }
+        items.push(...(page.Items ?? []));
         start = page.LastEvaluatedKey;
       } while (start);
-      return entries;
+      return items;
     } catch (error) {
-      return translateAwsError(error, 'DynamoDB Query (due index)');
+      return translateAwsError(error, `DynamoDB Query (${operation})`);
     }
   }
 
+  async query(bucket: string, upTo: number): Promise<DueEntry[]> {
+    const items = await this.queryAll(
+      {
+        IndexName: DUE_INDEX,
+        KeyConditionExpression: 'dueBucket = :b AND dueAt <= :upTo',
+        ExpressionAttributeValues: { ':b': S(bucket), ':upTo': N(upTo) },
+      },
+      'due index',
+    );
+    return items.map((item) => {
+      const raw = unmarshall(item) as { pk: string; dueAt: number };
+      return { pk: raw.pk, dueAt: raw.dueAt };
+    });
+  }
+
   async created(partition: string, fromMs: number, toMs: number): Promise<{ id: string; createdAt: number }[]> {
-    const jobs: { id: string; createdAt: number }[] = [];
-    let start: Item | undefined;
-    try {
-      do {
-        // Sort keys are `<createdAt>#<id>`: BETWEEN takes every job of [from, to) (one created
-        // exactly at `to` sorts above `iso(to)`, so it belongs to the next window).
-        const page = await this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: BY_TYPE_INDEX,
-            KeyConditionExpression: 'gsi1pk = :p AND gsi1sk BETWEEN :from AND :to',
-            ExpressionAttributeValues: { ':p': S(partition), ':from': S(iso(fromMs)), ':to': S(iso(toMs)) },
-            ProjectionExpression: 'id, gsi1sk',
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        );
-        for (const item of page.Items ?? []) {
-          const id = item.id?.S;
-          const createdAt = Date.parse((item.gsi1sk?.S ?? '').slice(0, 24));
-          if (id !== undefined) jobs.push({ id, createdAt: Number.isNaN(createdAt) ? fromMs : createdAt });
-        }
-        start = page.LastEvaluatedKey;
-      } while (start);
-      return jobs;
-    } catch (error) {
-      return translateAwsError(error, 'DynamoDB Query (creation sweep)');
-    }
+    // Sort keys are `<createdAt>#<id>`: BETWEEN takes every job of [from, to) (one created
+    // exactly at `to` sorts above `iso(to)`, so it belongs to the next window).
+    const items = await this.queryAll(
+      {
+        IndexName: BY_TYPE_INDEX,
+        KeyConditionExpression: 'gsi1pk = :p AND gsi1sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':p': S(partition), ':from': S(iso(fromMs)), ':to': S(iso(toMs)) },
+        ProjectionExpression: 'id, gsi1sk',
+      },
+      'creation sweep',
+    );
+    return items.flatMap((item) => {
+      const id = item.id?.S;
+      const createdAt = Date.parse((item.gsi1sk?.S ?? '').slice(0, 24));
+      return id === undefined ? [] : [{ id, createdAt: Number.isNaN(createdAt) ? fromMs : createdAt }];
+    });
   }
 
   async unfinished(ids: readonly string[]): Promise<string[]> {
