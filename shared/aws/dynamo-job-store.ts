@@ -9,7 +9,14 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { createDueAttributes } from '../core/due';
-import { type AttemptError, ERROR_HISTORY_LIMIT, errorSummary, type Job, type JobProgress } from '../core/job';
+import {
+  type AttemptError,
+  ERROR_HISTORY_LIMIT,
+  ERROR_SUMMARY_MESSAGE_LIMIT,
+  errorSummary,
+  type Job,
+  type JobProgress,
+} from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import type { ClaimResult, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
@@ -56,6 +63,44 @@ export function itemBytes(item: Item): number {
  * just fits over 1 KB on the failure path only.
  */
 export const STATUS_ITEM_GROWTH_BYTES = 280;
+
+/** What a status item may weigh to be written for one write unit. */
+export const ONE_WRITE_UNIT_BYTES = 1024;
+
+/**
+ * Bytes the status item may carry beside what {@link toItem} writes: a due entry and repair
+ * count the supervisor may have added (`dueBucket`, `dueAt`, `repairs`), the error count, and
+ * rounding in {@link itemBytes}.
+ */
+const UNSEEN_ATTRIBUTE_BYTES = 80;
+
+/**
+ * How many characters of `error`'s message the status item's `lastError` summary can hold while
+ * the item, as the write leaves it (`after`), stays within one write unit (at most
+ * ERROR_SUMMARY_MESSAGE_LIMIT; 0 when there is no room). The whole error is in its own item; the
+ * summary only stands in when that item was lost. The payload is counted inline unless it is too
+ * large to have been (an over-estimate only shortens the summary).
+ */
+export function summaryMessageRoom(after: Job, error: AttemptError): number {
+  const { payload, ...rest } = after;
+  const payloadJson = JSON.stringify(payload ?? null);
+  const payloadPart =
+    Buffer.byteLength(payloadJson, 'utf8') <= ONE_WRITE_UNIT_BYTES
+      ? 'payload'.length + Buffer.byteLength(payloadJson, 'utf8')
+      : 'payloadKey'.length + payloadKey(after.id, after.payloadHash).length;
+  const without = itemBytes(toItem({ ...rest, payload: null, errors: [] }, true)) + payloadPart;
+  const room = ONE_WRITE_UNIT_BYTES - UNSEEN_ATTRIBUTE_BYTES - without;
+  const bytes = (limit: number) =>
+    'lastError'.length + Buffer.byteLength(JSON.stringify(errorSummary(error, limit)), 'utf8');
+  // characters, not bytes: shrink by what a try is over (multi-byte characters, JSON escapes)
+  let limit = Math.min(ERROR_SUMMARY_MESSAGE_LIMIT, room - bytes(0));
+  for (let i = 0; i < 8 && limit > 0; i++) {
+    const over = bytes(limit) - room;
+    if (over <= 0) break;
+    limit -= over;
+  }
+  return Math.max(0, limit);
+}
 
 /** Maps a job to its stored item (payload, result and errors as JSON text); `external`: the payload has its own item. */
 export function toItem(job: Job, external = false): Item {
@@ -455,12 +500,16 @@ export class DynamoJobStore implements JobStore {
    * The update of a retry or fail that records the attempt's error: its summary on the status
    * item and one more in the count. Nothing when no error is given.
    */
-  private errorUpdate(errors: readonly AttemptError[]): { set: string; values: Record<string, AttributeValue> } {
+  private errorUpdate(
+    errors: readonly AttemptError[],
+    after: Job,
+  ): { set: string; values: Record<string, AttributeValue> } {
     const last = errors.at(-1);
     if (!last) return { set: '', values: {} };
+    const summary = errorSummary(last, summaryMessageRoom(after, last));
     return {
       set: ', lastError = :lastError, errorCount = if_not_exists(errorCount, :zero) + :one',
-      values: { ':lastError': S(JSON.stringify(errorSummary(last))), ':zero': N(0), ':one': N(1) },
+      values: { ':lastError': S(JSON.stringify(summary)), ':zero': N(0), ':one': N(1) },
     };
   }
 
@@ -526,7 +575,13 @@ export class DynamoJobStore implements JobStore {
     expiresAt: number;
     writer: string;
   }): Promise<void> {
-    const error = this.errorUpdate(errors);
+    const error = this.errorUpdate(errors, {
+      ...job,
+      state: 'retrying',
+      runAt: iso(runAt),
+      updatedAt: iso(now),
+      lastWriter: writer,
+    });
     const written = await this.fenced(
       job,
       'retry',
@@ -557,7 +612,14 @@ export class DynamoJobStore implements JobStore {
     expiresAt: number;
     writer: string;
   }): Promise<void> {
-    const error = this.errorUpdate(errors);
+    const error = this.errorUpdate(errors, {
+      ...job,
+      state: 'failed',
+      updatedAt: iso(now),
+      finishedAt: iso(now),
+      expiresAt,
+      lastWriter: writer,
+    });
     const written = await this.fenced(
       job,
       'fail',

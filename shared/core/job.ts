@@ -127,7 +127,8 @@ export const ERROR_MESSAGE_LIMIT = 500;
 export const ERROR_STACK_LIMIT = 1000;
 
 function truncate(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+  if (text.length <= limit) return text;
+  return limit <= 0 ? '' : `${text.slice(0, limit - 1)}…`;
 }
 
 /** Text for a thrown non-Error value; never throws (circular objects, BigInt, undefined). */
@@ -161,13 +162,13 @@ export const ERROR_SUMMARY_MESSAGE_LIMIT = 200;
  * at most {@link ERROR_SUMMARY_MESSAGE_LIMIT} characters, so that item stays small whatever
  * the handler threw. The whole entry is stored on its own (see docs/data-model.md).
  */
-export function errorSummary(error: AttemptError): AttemptError {
+export function errorSummary(error: AttemptError, messageLimit = ERROR_SUMMARY_MESSAGE_LIMIT): AttemptError {
   return {
     attempt: error.attempt,
     at: error.at,
     reason: error.reason,
     name: error.name,
-    message: truncate(error.message, ERROR_SUMMARY_MESSAGE_LIMIT),
+    message: truncate(error.message, Math.max(0, Math.min(messageLimit, ERROR_SUMMARY_MESSAGE_LIMIT))),
   };
 }
 

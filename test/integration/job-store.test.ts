@@ -212,6 +212,27 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     expect(stored?.lastError).toEqual(bigError(6));
   });
 
+  it('keeps every write of the status item to one unit with the longest type and id allowed: the summary takes the room left', async () => {
+    const type = 't'.repeat(40); // JOB_TYPE_PATTERN's longest
+    const id = 'i'.repeat(64); // JOB_ID_PATTERN's longest
+    const payload = { n: 1 };
+    const job = newJob({ id, type, payload, payloadHash: payloadHash(type, payload), maxAttempts: 7 });
+    await store.create(job);
+    let errors: AttemptError[] = [];
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      const now = T0 + attempt * 100_000;
+      const writer = `worker-${'w'.repeat(36)}:${attempt}`;
+      const out = await store.claim({ id, type, owner: writer, now, leaseMs: LEASE, messageId: 'm'.repeat(36) });
+      if (out.kind !== 'claimed') throw new Error(`expected a claim, got ${out.kind}`);
+      errors = appendError(out.job.errors, bigError(attempt));
+      if (attempt < 6) await store.retry({ job: out.job, now, runAt: now + 1, errors, expiresAt: 2e9, writer });
+      else await store.fail({ job: out.job, now, errors, expiresAt: 2e9, writer });
+      expect(itemBytes(await rawStatus(id))).toBeLessThanOrEqual(1024);
+    }
+    // the whole errors are in their own items
+    expect((await store.get(id))?.errors).toEqual([1, 2, 3, 4, 5, 6].map(bigError));
+  });
+
   it('a lost error item loses that entry only: the history skips it and lastError is the summary', async () => {
     const job = newJob();
     await store.create(job);

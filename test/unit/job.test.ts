@@ -7,6 +7,8 @@ import {
   ERROR_HISTORY_LIMIT,
   ERROR_MESSAGE_LIMIT,
   ERROR_STACK_LIMIT,
+  ERROR_SUMMARY_MESSAGE_LIMIT,
+  errorSummary,
   type Job,
   toView,
 } from '../../shared/core/job';
@@ -242,5 +244,34 @@ describe('toView', () => {
     expect(view.result).toEqual({ ok: true });
     expect(view.lastError).toEqual(lastError);
     expect(view.finishedAt).toBe('2026-03-01T12:00:01.000Z');
+  });
+});
+
+describe('errorSummary', () => {
+  const error: AttemptError = {
+    attempt: 2,
+    at: new Date(AT).toISOString(),
+    reason: 'error',
+    name: 'TypeError',
+    message: 'x'.repeat(ERROR_MESSAGE_LIMIT),
+    stack: 'stack',
+  };
+
+  it('drops the stack and cuts the message to the summary limit, or to a smaller room', () => {
+    expect(errorSummary(error)).toEqual({
+      attempt: 2,
+      at: error.at,
+      reason: 'error',
+      name: 'TypeError',
+      message: `${'x'.repeat(ERROR_SUMMARY_MESSAGE_LIMIT - 1)}…`,
+    });
+    expect(errorSummary(error, 10).message).toBe(`${'x'.repeat(9)}…`);
+    expect(errorSummary(error, 1000).message).toHaveLength(ERROR_SUMMARY_MESSAGE_LIMIT);
+  });
+
+  it('keeps no message at all when there is no room', () => {
+    expect(errorSummary(error, 0).message).toBe('');
+    expect(errorSummary(error, -5).message).toBe('');
+    expect(errorSummary({ ...error, message: '' }, 0).message).toBe('');
   });
 });
