@@ -76,10 +76,18 @@ export async function hideUntil(input: {
  * comes back from its last whole-second wait): the attempt waits out that fraction of a second
  * here, so the handler never starts before runAt.
  */
-export async function holdUntilRunAt(job: Job, now: number): Promise<void> {
-  const wait = Date.parse(job.runAt) - now;
-  if (wait > 0 && wait <= EARLY_START_TOLERANCE_MS) await sleep(wait);
+export async function holdUntilRunAt(job: Job, now: () => number): Promise<void> {
+  const runAt = Date.parse(job.runAt);
+  const wait = runAt - now();
+  if (wait <= 0 || wait > EARLY_START_TOLERANCE_MS) return;
+  await sleep(wait);
+  // A timer may fire a millisecond or two before the clock says it is due: wait out the rest.
+  const rest = runAt - now();
+  if (rest > 0 && rest <= TIMER_SLACK_MS) await sleep(rest + 1);
 }
+
+/** How early a timer may fire by the clock (timers and the clock round differently). */
+const TIMER_SLACK_MS = 2;
 
 /** Records `expired` for a job that was not started by its `dispatchBy`; it never runs. */
 export async function expireJob(input: {

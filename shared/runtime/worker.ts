@@ -188,7 +188,7 @@ export function createWorker(
       error: new LeaseLostError(job.id, job.leaseToken),
     };
     try {
-      await holdUntilRunAt(job, clock.now()); // claimed up to 1 s before its runAt
+      await holdUntilRunAt(job, () => clock.now()); // claimed up to 1 s before its runAt
       if (keeper.check()) {
         timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
         const aborted = new Promise<never>((_, reject) => {
