@@ -160,10 +160,11 @@ export class SchedulesService {
     try {
       await this.deps.trigger.put(triggerDefinition(schedule, queueArn, now));
     } catch (error) {
-      const removed = await this.deps.schedules.delete(schedule.name).catch(() => false);
-      this.deps.log.error('could not create the trigger of a new schedule', {
+      // The schedule stays: a concurrent replay may already have answered for it, and removing it
+      // would lose an acknowledged schedule. A replay puts the trigger again; until then the
+      // supervisor fires its overdue slots.
+      this.deps.log.error('could not create the trigger of a new schedule; a replay creates it', {
         schedule: schedule.name,
-        removed,
         errorMessage: error instanceof Error ? error.message : String(error),
       });
       throw error;

@@ -79,6 +79,8 @@ export class FakeScheduleStore implements ScheduleStore {
 /** Keeps the latest definition of each trigger; `failNext` makes the next call throw. */
 export class FakeRecurringTrigger implements RecurringTrigger {
   readonly triggers = new Map<string, TriggerDefinition>();
+  /** When set, `put` awaits it first (a slow or failing write that a test settles). */
+  putHook: (() => Promise<void>) | undefined;
   private failure: unknown;
 
   failNext(error: unknown): void {
@@ -95,6 +97,7 @@ export class FakeRecurringTrigger implements RecurringTrigger {
 
   async put(definition: TriggerDefinition): Promise<void> {
     this.check();
+    if (this.putHook) await this.putHook();
     this.triggers.set(definition.name, { ...definition });
   }
 

@@ -89,12 +89,31 @@ describe('SchedulesService.create', () => {
     expect(h.trigger.triggers.size).toBe(0);
   });
 
-  it('removes the schedule again when its trigger cannot be created', async () => {
+  it('keeps the schedule when its trigger cannot be created (503): a replay puts the trigger, the supervisor fires meanwhile', async () => {
     const h = setup();
     h.trigger.failNext(new DependencyError('Scheduler is down'));
     const error = await rejection(h.service.create(nightly));
     expect(error.status).toBe(503);
-    expect(h.schedules.schedules.size).toBe(0);
+    expect(h.schedules.schedules.size).toBe(1);
+    expect(h.trigger.triggers.size).toBe(0);
+    const replay = await h.service.create(nightly);
+    expect(replay.created).toBe(false);
+    expect(h.trigger.triggers.has('nightly')).toBe(true);
+  });
+
+  it('a create whose trigger write fails never removes a schedule a concurrent replay already answered for', async () => {
+    const h = setup();
+    // The first try's trigger write hangs, then fails; a replay meanwhile finds the schedule and
+    // answers 200. Removing the schedule on the first try's failure would lose an acknowledged one.
+    let fail: (error: Error) => void = () => {};
+    h.trigger.putHook = () => new Promise<void>((_, reject) => (fail = reject));
+    const first = rejection(h.service.create(nightly));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    h.trigger.putHook = undefined;
+    expect((await h.service.create(nightly)).created).toBe(false);
+    fail(new DependencyError('Scheduler timed out'));
+    expect((await first).status).toBe(503);
+    expect(await h.schedules.get('nightly')).toBeDefined();
   });
 });
 
