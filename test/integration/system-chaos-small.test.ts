@@ -43,10 +43,12 @@ describe('system chaos (small)', () => {
       apiLatencyRate: 0.12,
       clientRetries: 2,
       dynamodbEndpoint: inject('dynamodbEndpoint'),
-      deadlineMs: 170_000,
+      deadlineMs: 200_000,
     });
     console.log(report.text);
     expect(report.timedOut, `seed ${seed}`).toBe(false);
+    // The work due late in the run (backoffs beyond 12 h) came due within it.
+    expect(report.drivenSpanMs, `seed ${seed}: driven time covered`).toBeGreaterThanOrEqual(report.horizonMs);
     for (const name of INVARIANTS) {
       expect(report.invariants[name].checked, `seed ${seed}: ${name} checked`).toBeGreaterThan(0);
     }
@@ -58,5 +60,5 @@ describe('system chaos (small)', () => {
     expect(violated, `seed ${seed}: invariants violated (stories printed above)`).toEqual(
       Object.fromEntries(INVARIANTS.map((name) => [name, 0])),
     );
-  }, 240_000);
+  }, 270_000);
 });
