@@ -407,8 +407,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       const nextDue = Math.min(...open.map((j) => Date.parse(j.runAt)).filter((t) => t > now), horizonEnd);
       const step = last
         ? horizonEnd - now + 60_000
-        : Math.min(options.jumpMaxMs, Math.max(options.jumpMinMs, nextDue - now + 2 * 60_000)) *
-          (0.8 + random() * 0.4);
+        : Math.min(options.jumpMaxMs, Math.max(options.jumpMinMs, nextDue - now + 2 * 60_000)) * (0.8 + random() * 0.4);
       await cycle(Math.round(Math.min(step, horizonEnd - now + 60_000)));
       cycles += 1;
       progress(
