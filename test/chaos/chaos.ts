@@ -106,7 +106,7 @@ export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'stallMs'> = {
 
 type Behaviour = 'succeed' | 'sleep' | 'long' | 'flaky' | 'always-fail';
 
-interface PlannedJob {
+export interface PlannedJob {
   id: string;
   type: string;
   behaviour: Behaviour;
@@ -143,7 +143,11 @@ export interface ChaosReport {
 const FINAL_WRITES = new Set(['UpdateItem:succeed', 'UpdateItem:retry', 'UpdateItem:fail']);
 const NON_IDEMPOTENT_AFTER = new Set(['UpdateItem:claim', 'UpdateItem:retry', 'UpdateItem:fail']);
 
-function plan(options: ChaosOptions, random: () => number, types: string[]): PlannedJob[] {
+/** Planned kills a run with a kill rate always has, so a small run never goes without (its check counts them). */
+export const MIN_PLANNED_KILLS = 3;
+
+/** The jobs of a run, from its seeded randomness. */
+export function planChaosJobs(options: ChaosOptions, random: () => number, types: string[]): PlannedJob[] {
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const jobs: PlannedJob[] = [];
   for (let i = 0; i < options.jobs; i++) {
@@ -195,6 +199,18 @@ function plan(options: ChaosOptions, random: () => number, types: string[]): Pla
     if (random() < options.duplicateRate) job.duplicate = { afterMs: int(0, 4000), delaySeconds: int(0, 2) };
     jobs.push(job);
   }
+  // A small run can draw fewer kills than its coverage check needs: kill more on a first attempt.
+  if (options.killRate > 0) {
+    let planned = jobs.filter((j) => j.payload.killOnAttempts).length;
+    for (const job of jobs) {
+      if (planned >= MIN_PLANNED_KILLS) break;
+      if (job.payload.killOnAttempts || job.behaviour === 'always-fail') continue;
+      job.payload.killOnAttempts = [1];
+      job.payload.killAfterMs = int(0, Math.round(options.leaseMs * 0.75));
+      job.maxAttempts += 1;
+      planned += 1;
+    }
+  }
   return jobs;
 }
 
@@ -221,7 +237,7 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
   const random = seeded(seed);
   const started = Date.now();
   const types = Array.from({ length: options.types }, (_, i) => `chaos-${String.fromCharCode(97 + i)}`);
-  const jobs = plan(options, random, types);
+  const jobs = planChaosJobs(options, random, types);
   const byId = new Map(jobs.map((j) => [j.id, j]));
 
   // ---- observation ------------------------------------------------------------------------

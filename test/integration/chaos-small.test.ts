@@ -31,8 +31,9 @@ function expectHeld({ report, seed }: { report: ChaosReport; seed: number }): vo
     `seed ${seed}: guarantees broken (the full report is printed above)`,
   ).toEqual([]);
   // The run did inject what it claims to.
-  expect(report.counts.faultsInjected).toBeGreaterThan(0);
-  expect(report.counts.killedAttempts).toBeGreaterThan(0);
+  expect(report.counts.faultsInjected, `seed ${seed}: faults injected`).toBeGreaterThan(0);
+  // at least MIN_PLANNED_KILLS are planned; a fault can make a job skip its planned attempt
+  expect(report.counts.killedAttempts, `seed ${seed}: killed attempts`).toBeGreaterThan(0);
 }
 
 describe('chaos (small)', () => {
