@@ -58,6 +58,14 @@ export const jobViewSchema = z
     retries: z.int().min(0).meta({ description: 'Manual retries (`POST /jobs/{id}/retry`) so far' }),
     dispatchBy: isoTime.optional().meta({ description: 'Only when set: the dispatch deadline' }),
     schedule: z.string().optional().meta({ description: 'Only for schedule runs: the schedule that created the run' }),
+    concurrencyKeys: z
+      .array(z.string())
+      .optional()
+      .meta({ description: "Only for job types with concurrency limits: the job's key value for each limit" }),
+    waitingFor: z
+      .object({ kind: z.literal('concurrency'), key: z.string(), since: isoTime })
+      .optional()
+      .meta({ description: 'Only while a due job waits for a concurrency slot: the key it waits on, and since when' }),
   })
   .strict();
 

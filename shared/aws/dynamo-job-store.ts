@@ -16,6 +16,7 @@ import {
   errorSummary,
   type Job,
   type JobProgress,
+  type WaitingFor,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import type { ClaimResult, JobStore } from '../core/ports';
@@ -136,6 +137,8 @@ export function toItem(job: Job, external = false): Item {
       dispatchBy: job.dispatchBy,
       schedule: job.schedule,
       after: job.after,
+      flowKeys: job.flowKeys,
+      waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
       ...createDueAttributes(job),
       gsi1pk: keys.byType(job.type, job.id),
       gsi1sk: keys.created(job.createdAt, job.id),
@@ -204,6 +207,8 @@ export function fromItem(item: Item): Job {
   if (typeof raw.dispatchBy === 'string') job.dispatchBy = raw.dispatchBy;
   if (typeof raw.schedule === 'string') job.schedule = raw.schedule;
   if (typeof raw.after === 'string') job.after = raw.after;
+  if (Array.isArray(raw.flowKeys)) job.flowKeys = raw.flowKeys as string[];
+  if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
   const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);
   if (last) job.lastError = last;
   return job;
@@ -392,7 +397,7 @@ export class DynamoJobStore implements JobStore {
           Key: this.key(id),
           UpdateExpression:
             'SET #state = :running, attempts = attempts + :one, leaseToken = leaseToken + :one, leaseOwner = :owner, ' +
-            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now',
+            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now REMOVE waitingFor',
           ConditionExpression:
             'attribute_exists(pk) AND #type = :type AND attempts < maxAttempts AND (' +
             // a waiting job that is due, with no earlier attempt's lease possibly still held
@@ -631,6 +636,30 @@ export class DynamoJobStore implements JobStore {
       { state: 'failed', writer },
     );
     await this.recordError(job, written, errors, expiresAt);
+  }
+
+  async markWaiting({ job, waitingFor }: { job: Job; waitingFor: WaitingFor }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: this.key(job.id),
+          UpdateExpression: 'SET waitingFor = :w',
+          ConditionExpression: '#state IN (:scheduled, :queued, :retrying)',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':w': S(JSON.stringify(waitingFor)),
+            ':scheduled': S('scheduled'),
+            ':queued': S('queued'),
+            ':retrying': S('retrying'),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      return translateAwsError(error, 'DynamoDB UpdateItem (mark waiting)');
+    }
   }
 
   async expire({ job, now, expiresAt }: { job: Job; now: number; expiresAt: number }): Promise<boolean> {

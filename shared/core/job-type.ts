@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
+import { type ConcurrencyLimit, concurrencyProblem } from './flow';
 
 /** Pattern for job type names: they appear in keys, queue names and URLs. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
@@ -36,6 +37,8 @@ export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type 
    * them, under `details`, to their lines about the job. Keep it small and free of secrets.
    */
   describe?(payload: z.output<Schema>): Record<string, unknown>;
+  /** Concurrency limits (see {@link JobTypeOptions.concurrency}); absent: none, and no cost. */
+  readonly concurrency?: readonly ConcurrencyLimit<z.output<Schema>>[];
 }
 
 export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
@@ -47,6 +50,16 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
   retry?: z.input<typeof retryPolicySchema>;
   /** Log-safe fields of a payload, e.g. `(p) => ({ to: p.to.replace(/.*@/, '…@') })`. @default none */
   describe?: (payload: z.output<Schema>) => Record<string, unknown>;
+  /**
+   * Up to two concurrency limits: at no moment do more than `limit` jobs of one key value run,
+   * across all workers. Jobs over the limit wait without polling and start in the order they
+   * came, per key, as slots free. Each limit costs a job 2 write units (take and give back its
+   * slot); a job that has to wait costs 4 more. See docs/flow-control.md.
+   * @default none
+   * @example
+   * concurrency: [{ limit: 2, key: (p) => p.tenantId }, { limit: 20 }]
+   */
+  concurrency?: readonly ConcurrencyLimit<z.output<Schema>>[];
 }
 
 /**
@@ -81,5 +94,18 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     throw new ConfigError(`job type "${options.type}": describe must be a function`);
   }
   const describe = options.describe ? { describe: options.describe } : {};
-  return Object.freeze({ type: options.type, payload: options.payload, timeoutMs, retry: parsed.data, ...describe });
+  let concurrency = {};
+  if (options.concurrency !== undefined) {
+    const problem = concurrencyProblem(options.concurrency);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    concurrency = { concurrency: Object.freeze(options.concurrency.map((l) => Object.freeze({ ...l }))) };
+  }
+  return Object.freeze({
+    type: options.type,
+    payload: options.payload,
+    timeoutMs,
+    retry: parsed.data,
+    ...describe,
+    ...concurrency,
+  });
 }

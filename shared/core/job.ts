@@ -1,5 +1,5 @@
 import type { Backoff } from './backoff';
-import type { JobState } from './states';
+import { isTerminal, type JobState } from './states';
 
 /** Last progress a running handler reported. */
 export interface JobProgress {
@@ -71,6 +71,22 @@ export interface Job {
   schedule?: string;
   /** Id of the run this one waits for (a schedule's `queue-one` overlap policy). */
   after?: string;
+  /** Concurrency key values, one per limit of the job type (resolved at enqueue). */
+  flowKeys?: string[];
+  /** Why a due job has not started: it waits for a concurrency slot (cleared when it starts). */
+  waitingFor?: WaitingFor;
+}
+
+/** What a due job waits for before it can start. */
+export interface WaitingFor {
+  kind: 'concurrency';
+  /** Index of the job type's limit, and the key value it waits on. */
+  limit: number;
+  key: string;
+  /** Its place in that key's line. */
+  ticket: number;
+  /** ISO 8601 time it began to wait. */
+  since: string;
 }
 
 /** The job as the API returns it: no lease internals. */
@@ -96,6 +112,10 @@ export interface JobView {
   dispatchBy?: string;
   /** Only for schedule runs: the schedule that created the run. */
   schedule?: string;
+  /** Only for job types with concurrency limits: the job's key value for each limit. */
+  concurrencyKeys?: string[];
+  /** Only while a due job waits for a concurrency slot: which key it waits on, since when. */
+  waitingFor?: { kind: 'concurrency'; key: string; since: string };
 }
 
 export function toView(job: Job): JobView {
@@ -118,6 +138,10 @@ export function toView(job: Job): JobView {
     retries: job.retries ?? 0,
     ...(job.dispatchBy !== undefined ? { dispatchBy: job.dispatchBy } : {}),
     ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
+    ...(job.flowKeys !== undefined ? { concurrencyKeys: job.flowKeys } : {}),
+    ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
+      ? { waitingFor: { kind: job.waitingFor.kind, key: job.waitingFor.key, since: job.waitingFor.since } }
+      : {}),
   };
 }
 

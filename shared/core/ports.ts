@@ -1,4 +1,4 @@
-import type { AttemptError, Job, JobMessage, JobProgress } from './job';
+import type { AttemptError, Job, JobMessage, JobProgress, WaitingFor } from './job';
 import { fnv1a } from './table';
 
 /** Outcome of trying to start an attempt. */
@@ -83,6 +83,12 @@ export interface JobStore {
    * Returns false when the job changed first (started, cancelled, expired already).
    */
   expire?(input: { job: Job; now: number; expiresAt: number }): Promise<boolean>;
+  /**
+   * Records why a due job has not started (it waits for a concurrency slot); the claim that
+   * starts it clears it. Changes nothing else (not `updatedAt`). Returns false when the job is
+   * not waiting to start (running, finished, missing).
+   */
+  markWaiting?(input: { job: Job; waitingFor: WaitingFor }): Promise<boolean>;
 }
 
 /** One message of a {@link JobQueue.sendBatch}. */

@@ -6,10 +6,11 @@ import { type Clock, systemClock } from '../core/clock';
 import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
+import type { FlowSlots, Slot } from '../core/flow';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
 import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
-import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
+import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import * as z from '../core/zod-mini';
@@ -18,6 +19,7 @@ import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
 import { persist, progressReporter } from './attempt-support';
 import { resolveFire } from './fire';
+import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 import { keepLease } from './lease-keeper';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
@@ -40,6 +42,8 @@ export interface WorkerDeps {
   logger?: Logger;
   /** Recurring schedules, for fire messages (see ./fire.ts). Without it a fire returns to the queue. */
   schedules?: ScheduleStore;
+  /** Concurrency slots; required when the job type has `concurrency` limits. */
+  flow?: FlowSlots;
 }
 
 const messageSchema = z.object({
@@ -112,6 +116,20 @@ export function createWorker(
   if (!configured) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
   const route = configured;
   const expiresAt = (now: number) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400;
+  const limited = (def.spec.concurrency?.length ?? 0) > 0;
+  if (limited && !deps.flow) {
+    throw new ConfigError(`job type "${def.spec.type}" has concurrency limits: the worker needs its flow slots`);
+  }
+  const gate =
+    limited && deps.flow
+      ? createFlowGate({
+          slots: deps.flow,
+          store: deps.store,
+          queue: deps.queue,
+          queueUrlOf: (type) => deps.config.routes[type]?.queueUrl,
+          clock,
+        })
+      : undefined;
 
   /** Records `failed` as `writer` (the owner this delivery claimed with, or tried to); then runs onFailure. */
   async function finalFailure(job: Job, errors: AttemptError[], writer: string, log: Logger): Promise<void> {
@@ -356,6 +374,34 @@ export function createWorker(
       if (notBefore !== undefined && notBefore - clock.now() > EARLY_START_TOLERANCE_MS)
         return await hideUntil({ ...waitFor, until: notBefore, now: clock.now() });
       if (message.data.after && (await mustWaitFor({ after: message.data.after, ...waitFor }))) return 'retry';
+      // Concurrency limits: take the job's slots before its claim (a job that has to wait is not
+      // claimed, so it spends no attempt); see ./flow-gate.ts.
+      let slots: Slot[] = [];
+      let freshSlots = false;
+      if (gate) {
+        const current = await deps.store.get(id);
+        if (current) slots = jobSlots(def.spec, current);
+        if (current && isTerminal(current.state)) {
+          // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished job
+          await gate.leaveIfHeld(current, slots, log);
+        } else if (
+          current &&
+          current.state !== 'running' &&
+          Date.parse(current.runAt) - clock.now() <= EARLY_START_TOLERANCE_MS
+        ) {
+          const entry = await gate.enter(current, slots, log);
+          if (entry.kind === 'waiting') {
+            log.info('waiting for a concurrency slot', {
+              scope: entry.slot.scope,
+              key: entry.slot.key,
+              ticket: entry.ticket,
+            });
+            return 'done';
+          }
+          freshSlots = entry.fresh;
+        }
+        // running: its slots are held already (a takeover or a duplicate); not due: the claim says so
+      }
       // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease,
       // and the writes that end the attempt are told apart from any other worker's.
       const claimOwner = `${owner}:${randomUUID().slice(0, 8)}`;
@@ -368,59 +414,23 @@ export function createWorker(
         attemptTimeoutMs: def.spec.timeoutMs,
         messageId: record.messageId,
       });
-      switch (claim.kind) {
-        case 'missing':
-          log.warn('no job for this message (expired or never written); discarding it');
-          return 'done';
-        case 'finished':
-          log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
-          return 'done';
-        case 'busy':
-          // The attempt's own message, back while its lease may be held (its worker died, or
-          // gave up its lease): keep it, hidden until the lease may be taken over. Any other copy
-          // is deleted, not bounced: a long job's duplicates would otherwise walk into the DLQ.
-          if (claim.job.leaseMessage === record.messageId) {
-            // Until the lease may be taken over (a dead worker's job resumes then); after a few
-            // such returns, until the attempt must have ended (its Lambda timed out): a live
-            // attempt keeps renewing its lease, and each return counts toward maxReceiveCount.
-            const claimedAt = Date.parse(claim.job.startedAt ?? claim.job.updatedAt);
-            const deadline = claimedAt + def.spec.timeoutMs + ATTEMPT_MARGIN_MS;
-            const notBefore = receiveCount > OWN_MESSAGE_FENCE_RETURNS ? deadline : undefined;
-            return await waitUntilDue({
-              ...waitFor,
-              job: claim.job,
-              now: clock.now(),
-              ...(notBefore ? { notBefore } : {}),
-            });
+      if (gate && slots.length > 0) {
+        const kind = claim.kind;
+        if (kind === 'claimed') {
+          // Once the attempt is over, unless another delivery took the job over: its slots go on.
+          try {
+            return await handleClaim(claim, record, log, claimOwner, receiveCount);
+          } finally {
+            const after = await deps.store.get(id).catch(() => undefined);
+            if (after && after.state !== 'running') await gate.leave(after, slots, log);
           }
-          log.info('duplicate delivery of a job running under a live lease; discarding it');
-          return 'done';
-        case 'early':
-        case 'fenced':
-          // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.
-          return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
-        case 'past-deadline':
-          return await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
-        case 'exhausted': {
-          const job = claim.job;
-          const err = new Error('the last attempt stopped without recording a result (lease expired)');
-          await finalFailure(
-            job,
-            appendError(job.errors, describeError(err, job.attempts, clock.now(), 'lease_expired')),
-            claimOwner,
-            log,
-          );
-          return 'done';
         }
-        case 'claimed': {
-          const attemptLog = log.child({ attempt: claim.job.attempts });
-          attemptLog.info('attempt started', {
-            token: claim.job.leaseToken,
-            ...describeJob(def.spec, claim.job.payload),
-          });
-          return await runAttempt(claim.job, record, attemptLog);
-        }
+        const outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);
+        // Not started: its slots go on (a fresh one only, for a duplicate of a running job).
+        if (kind !== 'busy' || freshSlots) await gate.leave({ id }, slots, log);
+        return outcome;
       }
+      return await handleClaim(claim, record, log, claimOwner, receiveCount);
     } catch (error) {
       if (error instanceof LeaseLostError) {
         log.warn('late write rejected: the lease was taken over or the job changed', errorFields(error));
@@ -428,6 +438,69 @@ export function createWorker(
       }
       log.error('could not process message; it will be delivered again', errorFields(error));
       return 'retry';
+    }
+  }
+
+  async function handleClaim(
+    claim: ClaimResult,
+    record: SQSRecord,
+    log: Logger,
+    claimOwner: string,
+    receiveCount: number,
+  ): Promise<Outcome> {
+    const waitFor = { store: deps.store, queue: deps.queue, queueUrl: route.queueUrl, record, log };
+    switch (claim.kind) {
+      case 'missing':
+        log.warn('no job for this message (expired or never written); discarding it');
+        return 'done';
+      case 'finished':
+        log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
+        return 'done';
+      case 'busy':
+        // The attempt's own message, back while its lease may be held (its worker died, or
+        // gave up its lease): keep it, hidden until the lease may be taken over. Any other copy
+        // is deleted, not bounced: a long job's duplicates would otherwise walk into the DLQ.
+        if (claim.job.leaseMessage === record.messageId) {
+          // Until the lease may be taken over (a dead worker's job resumes then); after a few
+          // such returns, until the attempt must have ended (its Lambda timed out): a live
+          // attempt keeps renewing its lease, and each return counts toward maxReceiveCount.
+          const claimedAt = Date.parse(claim.job.startedAt ?? claim.job.updatedAt);
+          const deadline = claimedAt + def.spec.timeoutMs + ATTEMPT_MARGIN_MS;
+          const notBefore = receiveCount > OWN_MESSAGE_FENCE_RETURNS ? deadline : undefined;
+          return await waitUntilDue({
+            ...waitFor,
+            job: claim.job,
+            now: clock.now(),
+            ...(notBefore ? { notBefore } : {}),
+          });
+        }
+        log.info('duplicate delivery of a job running under a live lease; discarding it');
+        return 'done';
+      case 'early':
+      case 'fenced':
+        // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.
+        return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
+      case 'past-deadline':
+        return await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
+      case 'exhausted': {
+        const job = claim.job;
+        const err = new Error('the last attempt stopped without recording a result (lease expired)');
+        await finalFailure(
+          job,
+          appendError(job.errors, describeError(err, job.attempts, clock.now(), 'lease_expired')),
+          claimOwner,
+          log,
+        );
+        return 'done';
+      }
+      case 'claimed': {
+        const attemptLog = log.child({ attempt: claim.job.attempts });
+        attemptLog.info('attempt started', {
+          token: claim.job.leaseToken,
+          ...describeJob(def.spec, claim.job.payload),
+        });
+        return await runAttempt(claim.job, record, attemptLog);
+      }
     }
   }
 

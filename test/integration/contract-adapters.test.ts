@@ -3,12 +3,14 @@
  * (DynamoJobStore, DynamoJobControl) on DynamoDB Local: the same cases the fakes pass in
  * test/unit/contract-fakes.test.ts.
  */
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe } from 'vitest';
+import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { keys } from '../../shared/core/table';
+import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
 import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
@@ -36,4 +38,20 @@ const leg: ContractLeg = {
 
 describe('job ports contract: DynamoJobStore and DynamoJobControl on DynamoDB Local', () => {
   jobStoreContract(async () => leg);
+});
+
+describe('flow slots contract: DynamoFlowSlots on DynamoDB Local', () => {
+  flowSlotsContract(async () => ({
+    slots: new DynamoFlowSlots(dynamo, tableName),
+    orphanTicket: async (slot) => {
+      await dynamo.send(
+        new UpdateItemCommand({
+          TableName: tableName,
+          Key: { pk: { S: flowKeys.slot(slot.scope, slot.key) } },
+          UpdateExpression: 'ADD iss :one',
+          ExpressionAttributeValues: { ':one': { N: '1' } },
+        }),
+      );
+    },
+  }));
 });

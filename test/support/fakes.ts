@@ -13,7 +13,14 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PlatformConfig } from '../../shared/config';
 import { createDueAttributes } from '../../shared/core/due';
-import { type AttemptError, appendError, type Job, type JobMessage, type JobProgress } from '../../shared/core/job';
+import {
+  type AttemptError,
+  appendError,
+  type Job,
+  type JobMessage,
+  type JobProgress,
+  type WaitingFor,
+} from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
 import {
   type ClaimResult,
@@ -61,7 +68,17 @@ function recorded(history: AttemptError[], errors: readonly AttemptError[]): Att
   return last ? appendError(history, last) : history;
 }
 
-type StoreMethod = 'create' | 'get' | 'claim' | 'heartbeat' | 'progress' | 'succeed' | 'retry' | 'fail' | 'expire';
+type StoreMethod =
+  | 'create'
+  | 'get'
+  | 'claim'
+  | 'heartbeat'
+  | 'progress'
+  | 'succeed'
+  | 'retry'
+  | 'fail'
+  | 'expire'
+  | 'markWaiting';
 
 /** The writes that end an attempt, with the state each moves the job to. */
 const ENDS = { succeed: 'succeeded', retry: 'retrying', fail: 'failed' } as const satisfies Partial<
@@ -163,6 +180,7 @@ export class FakeJobStore implements JobStore {
       startedAt: iso(now),
       updatedAt: iso(now),
     };
+    delete next.waitingFor;
     // a claim writes no due entry: the creation sweep or an existing entry covers the job
     this.seed(next, this.items.get(input.id)?.due ?? {});
     return { kind: 'claimed', job: read(next) };
@@ -277,6 +295,14 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
+  async markWaiting(input: { job: Job; waitingFor: WaitingFor }): Promise<boolean> {
+    this.enter('markWaiting', input.job.id);
+    const current = this.items.get(input.job.id)?.job;
+    if (!current || !['scheduled', 'queued', 'retrying'].includes(current.state)) return false;
+    this.seed({ ...current, waitingFor: { ...input.waitingFor } }, this.items.get(input.job.id)?.due ?? {});
+    return true;
+  }
+
   async expire(input: { job: Job; now: number; expiresAt: number }): Promise<boolean> {
     this.enter('expire', input.job.id);
     const current = this.items.get(input.job.id)?.job;

@@ -4,13 +4,22 @@
  * test/integration/contract-adapters.test.ts.
  */
 import { describe } from 'vitest';
+import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { FakeJobControl } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
+import { FakeFlowSlots } from '../support/flow-fakes';
 
 describe('job ports contract: FakeJobStore and FakeJobControl', () => {
   jobStoreContract(async () => {
     const store = new FakeJobStore();
     return { store, control: new FakeJobControl(store), dueOf: async (id) => store.due(id) };
+  });
+});
+
+describe('flow slots contract: FakeFlowSlots', () => {
+  flowSlotsContract(async () => {
+    const slots = new FakeFlowSlots();
+    return { slots, orphanTicket: async (slot) => slots.orphanTicket(slot) };
   });
 });

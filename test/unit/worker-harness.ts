@@ -15,6 +15,7 @@ import {
   sqsRecord,
   testConfig,
 } from '../support/fakes';
+import { FakeFlowSlots } from '../support/flow-fakes';
 
 export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 export const ISO0 = '2026-03-01T12:00:00.000Z';
@@ -46,6 +47,7 @@ export function harness(options: HarnessOptions = {}) {
   const scheduler = new FakeJobScheduler();
   const clock = new ManualClock(T0);
   const logs = captureLogs();
+  const flow = new FakeFlowSlots();
   const def: JobDefinition = {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
@@ -56,13 +58,14 @@ export function harness(options: HarnessOptions = {}) {
     store,
     queue,
     ...(options.withScheduler ? { scheduler } : {}),
+    ...((options.spec ?? echoSpec).concurrency ? { flow } : {}),
     clock,
     owner: 'worker-test',
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
-  return { store, queue, scheduler, clock, logs: logs.lines, worker };
+  return { store, queue, scheduler, flow, clock, logs: logs.lines, worker };
 }
 
 /** A queued echo job with no attempt yet. */

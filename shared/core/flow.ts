@@ -1,0 +1,199 @@
+/**
+ * Flow control, domain side: per-key concurrency limits of a job type, how their keys are found,
+ * and the port that keeps their slots. No AWS here: the DynamoDB adapter is
+ * `shared/aws/dynamo-flow-slots.ts`, the worker's use of it `shared/runtime/flow-gate.ts`, and
+ * docs/flow-control.md explains the design and what each path costs.
+ *
+ * A limit's slots are a semaphore per key value with a FIFO of waiting jobs:
+ * - a job takes a slot before its attempt starts and gives it back when the attempt ends (a
+ *   retry waits for its backoff without one);
+ * - a job that finds no free slot takes a ticket and leaves: it does not poll. The job that gives
+ *   a slot back hands it to the oldest ticket and sends that job a message;
+ * - a slot belongs to the job, not to a worker: a worker that dies leaves the slot to the job's
+ *   next delivery (after its lease expires), so it is never held by nobody for long.
+ */
+import { ValidationError } from '../errors';
+
+/** Most limits one job type may have (e.g. one per tenant plus one in total). */
+export const MAX_CONCURRENCY_LIMITS = 2;
+/** Largest `limit`: the slot item lists its holders, so it grows with the limit (see docs). */
+export const MAX_CONCURRENCY_LIMIT = 1000;
+/** Longest key value, in characters. */
+export const MAX_FLOW_KEY_LENGTH = 256;
+/**
+ * How long a waiting job's message stays away before it looks again, in case the message that
+ * should have woken it was lost (SQS's longest delay). A wake normally comes long before.
+ */
+export const WAIT_RECHECK_SECONDS = 900;
+
+/**
+ * One concurrency limit of a job type.
+ *
+ * @example
+ * // at most 2 running per tenant, and 10 in total
+ * concurrency: [{ limit: 2, key: (p) => p.tenantId }, { limit: 10 }]
+ */
+export interface ConcurrencyLimit<Payload = never> {
+  /** Most jobs of one key value that run at once, across all workers. 1 to {@link MAX_CONCURRENCY_LIMIT}. */
+  readonly limit: number;
+  /**
+   * The key value of a job, from its payload: jobs of different values do not count against
+   * each other. A job enqueued with `concurrencyKey` uses that instead (first keyed limit only).
+   * @default one key for the whole job type
+   */
+  key?(payload: Payload): string;
+}
+
+/** Checks a type's concurrency limits when it is declared. Returns the message of the first problem, if any. */
+export function concurrencyProblem(limits: unknown): string | undefined {
+  if (!Array.isArray(limits)) return 'concurrency must be an array of { limit, key? }';
+  if (limits.length === 0 || limits.length > MAX_CONCURRENCY_LIMITS) {
+    return `concurrency takes 1 to ${MAX_CONCURRENCY_LIMITS} limits (got ${limits.length})`;
+  }
+  for (const [i, raw] of limits.entries()) {
+    const entry = raw as { limit?: unknown; key?: unknown } | null;
+    if (typeof entry !== 'object' || entry === null) return `concurrency[${i}] must be an object`;
+    const { limit, key } = entry;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT) {
+      return `concurrency[${i}].limit must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`;
+    }
+    if (key !== undefined && typeof key !== 'function')
+      return `concurrency[${i}].key must be a function of the payload`;
+  }
+  if (limits.filter((l: { key?: unknown }) => l.key === undefined).length > 1) {
+    return 'concurrency has two limits without a key: they would count the same jobs';
+  }
+  return undefined;
+}
+
+/** Why a key value cannot be used, or undefined when it can. */
+export function flowKeyProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return `must be a string (got ${value === null ? 'null' : typeof value})`;
+  if (value.length === 0 || value.length > MAX_FLOW_KEY_LENGTH) {
+    return `must be 1 to ${MAX_FLOW_KEY_LENGTH} characters (got ${value.length})`;
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
+  return undefined;
+}
+
+/** The key a limit without a `key` function uses: one for the whole job type. */
+export const WHOLE_TYPE_KEY = '*';
+
+/**
+ * The key values of a job, one per limit, in the limits' order. `override` (the enqueue
+ * request's `concurrencyKey`) replaces the first keyed limit's value. Throws ValidationError
+ * (field `payload`, or `concurrencyKey`) when a key function throws or gives a bad value.
+ */
+export function resolveFlowKeys(
+  limits: readonly ConcurrencyLimit<unknown>[],
+  payload: unknown,
+  override?: string,
+): string[] {
+  let overridden = false;
+  return limits.map((limit, i) => {
+    if (!limit.key) return WHOLE_TYPE_KEY;
+    if (override !== undefined && !overridden) {
+      overridden = true;
+      const problem = flowKeyProblem(override);
+      if (problem) {
+        throw new ValidationError(
+          'concurrencyKey is not a usable key',
+          [{ path: 'concurrencyKey', message: problem }],
+          'invalid_concurrency_key',
+        );
+      }
+      return override;
+    }
+    let value: unknown;
+    try {
+      value = limit.key(payload);
+    } catch (error) {
+      throw new ValidationError(
+        'the job type could not compute a concurrency key from this payload',
+        [
+          {
+            path: 'payload',
+            message: `concurrency[${i}].key threw: ${error instanceof Error ? error.message : String(error)}`,
+          },
+        ],
+        'invalid_concurrency_key',
+      );
+    }
+    const problem = flowKeyProblem(value);
+    if (problem) {
+      throw new ValidationError(
+        'the job type computed an unusable concurrency key from this payload',
+        [{ path: 'payload', message: `concurrency[${i}].key ${problem}` }],
+        'invalid_concurrency_key',
+      );
+    }
+    return value as string;
+  });
+}
+
+/** One key value of one limit: the unit slots are counted in. */
+export interface Slot {
+  /** `<type>#<limit index>`; named scopes will use their name. */
+  scope: string;
+  key: string;
+  limit: number;
+}
+
+/** The slots a job of `type` needs, in the order they are taken (the limits' order, so no two jobs wait on each other in a cycle). */
+export function slotsOf(type: string, limits: readonly { limit: number }[], keys: readonly string[]): Slot[] {
+  return limits.map((l, i) => ({ scope: `${type}#${i}`, key: keys[i] ?? WHOLE_TYPE_KEY, limit: l.limit }));
+}
+
+/** A job that was handed a slot while it waited: it is sent a message so it starts. */
+export interface Admitted {
+  jobId: string;
+  type: string;
+  ticket: number;
+}
+
+/** A job holding a slot, and since when (epoch ms: taken, or handed to it while it waited). */
+export interface Holder {
+  jobId: string;
+  since: number;
+}
+
+export type AcquireResult =
+  /** The job holds a slot; `fresh` when this call took it (it did not hold one before). */
+  | { kind: 'held'; fresh: boolean }
+  /**
+   * No slot: the job waits with `ticket` (a new one, or the one it gave). `holders` are the jobs
+   * that held the slots when it looked; `first` when no ticket is ahead of it.
+   */
+  | { kind: 'waiting'; ticket: number; first: boolean; holders: Holder[] };
+
+/** What a slot's item says now. */
+export interface SlotState {
+  /** Jobs holding a slot (running, or handed a slot and about to start), by job id. */
+  holders: Holder[];
+  /** Tickets taken and not yet handed a slot. */
+  waiting: number;
+  /** Tickets handed out so far, and handed a slot so far: the next ticket is `issued`, the next to get a slot `admitted`. */
+  issued: number;
+  admitted: number;
+}
+
+/**
+ * Keeps the slots of concurrency limits. Every method is safe to call again after a lost
+ * response: taking a slot the job holds, giving back one it does not hold, and admitting into a
+ * full slot change nothing.
+ */
+export interface FlowSlots {
+  /**
+   * Takes a slot for `jobId` when one is free and no ticket waits; otherwise the job waits with
+   * a ticket. A job that gives its `ticket` keeps its place; a ticket already passed (skipped
+   * because its job was slow to write it) gets a new one.
+   */
+  acquire(input: { slot: Slot; jobId: string; type: string; now: number; ticket?: number }): Promise<AcquireResult>;
+  /** Gives back `jobId`'s slot. Returns false when it held none. */
+  release(input: { slot: Slot; jobId: string }): Promise<boolean>;
+  /** Hands free slots to the oldest tickets, in order; returns the jobs admitted. */
+  admit(input: { slot: Slot; now: number }): Promise<Admitted[]>;
+  /** Reads the slot's state (strongly consistent). */
+  state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState>;
+}

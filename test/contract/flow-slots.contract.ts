@@ -1,0 +1,176 @@
+/**
+ * The contract of {@link FlowSlots}, run against the in-memory fake
+ * (test/unit/contract-fakes.test.ts) and the DynamoDB adapter on DynamoDB Local
+ * (test/integration/contract-adapters.test.ts). Every case checks the slot's whole state after
+ * the calls, not only what the calls returned.
+ */
+import { describe, expect, it } from 'vitest';
+import type { FlowSlots, Slot, SlotState } from '../../shared/core/flow';
+
+export interface FlowSlotsLeg {
+  slots: FlowSlots;
+  /** Takes a ticket the way a job does and stops before writing its ticket item (the job died). */
+  orphanTicket(slot: Slot): Promise<void>;
+}
+
+const NOW = Date.parse('2026-06-01T00:00:00.000Z');
+
+/** The state with holders as their ids. */
+async function stateOf(slots: FlowSlots, slot: Slot): Promise<Omit<SlotState, 'holders'> & { holders: string[] }> {
+  const state = await slots.state(slot);
+  return { ...state, holders: state.holders.map((h) => h.jobId) };
+}
+
+export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
+  const run = Math.random().toString(36).slice(2, 8);
+  let seq = 0;
+  const slotOf = (limit: number, key = 'k'): Slot => {
+    seq += 1;
+    return { scope: `t-${run}-${seq}#0`, key, limit };
+  };
+  const take = (slots: FlowSlots, slot: Slot, jobId: string, ticket?: number) =>
+    slots.acquire({ slot, jobId, type: 'echo', now: NOW, ...(ticket === undefined ? {} : { ticket }) });
+
+  describe('flow slots', () => {
+    it('gives free slots up to the limit, then tickets in order, naming the holders', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(2);
+      expect(await take(slots, slot, 'a')).toEqual({ kind: 'held', fresh: true });
+      expect(await take(slots, slot, 'b')).toEqual({ kind: 'held', fresh: true });
+      const c = await take(slots, slot, 'c');
+      expect(c).toEqual({ kind: 'waiting', ticket: 0, first: true, holders: expect.any(Array) });
+      expect(c.kind === 'waiting' && c.holders).toEqual([
+        { jobId: 'a', since: NOW },
+        { jobId: 'b', since: NOW },
+      ]);
+      expect(await take(slots, slot, 'd')).toMatchObject({ kind: 'waiting', ticket: 1, first: false });
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 2, issued: 2, admitted: 0 });
+    });
+
+    it('is idempotent: a holder taking again keeps its one slot, a waiter giving its ticket keeps its place', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      await take(slots, slot, 'a');
+      expect(await slots.acquire({ slot, jobId: 'a', type: 'echo', now: NOW + 9 })).toEqual({
+        kind: 'held',
+        fresh: false,
+      });
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'a', since: NOW }]);
+      expect(await take(slots, slot, 'b')).toMatchObject({ kind: 'waiting', ticket: 0 });
+      expect(await take(slots, slot, 'b', 0)).toMatchObject({ kind: 'waiting', ticket: 0, first: true });
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 1, issued: 1, admitted: 0 });
+    });
+
+    it('releases only a slot the job holds', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(2);
+      await take(slots, slot, 'a');
+      expect(await slots.release({ slot, jobId: 'a' })).toBe(true);
+      expect(await slots.release({ slot, jobId: 'a' })).toBe(false);
+      expect(await slots.release({ slot, jobId: 'never' })).toBe(false);
+      expect(await stateOf(slots, slot)).toEqual({ holders: [], waiting: 0, issued: 0, admitted: 0 });
+    });
+
+    it('lets no newcomer pass a waiting ticket: a freed slot goes to the oldest ticket', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b'); // ticket 0
+      await slots.release({ slot, jobId: 'a' });
+      // the slot is free, but b waits: c queues behind it
+      expect(await take(slots, slot, 'c')).toMatchObject({ kind: 'waiting', ticket: 1, first: false });
+      expect(await slots.admit({ slot, now: NOW + 5 })).toEqual([{ jobId: 'b', type: 'echo', ticket: 0 }]);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['b'], waiting: 1, issued: 2, admitted: 1 });
+      // handed its slot at the admit's time
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 5 }]);
+      // full again: nothing more to admit
+      expect(await slots.admit({ slot, now: NOW })).toEqual([]);
+      // b, handed its slot, holds it when its message comes
+      expect(await take(slots, slot, 'b', 0)).toEqual({ kind: 'held', fresh: false });
+      await slots.release({ slot, jobId: 'b' });
+      expect(await slots.admit({ slot, now: NOW })).toEqual([{ jobId: 'c', type: 'echo', ticket: 1 }]);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['c'], waiting: 0, issued: 2, admitted: 2 });
+      // no ticket waits any more: a newcomer waits only for the slot
+      expect(await take(slots, slot, 'd')).toMatchObject({ kind: 'waiting', ticket: 2, first: true });
+    });
+
+    it('admits as many tickets as there are free slots, in ticket order', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(3);
+      for (const id of ['a', 'b', 'c', 'w0', 'w1', 'w2', 'w3']) await take(slots, slot, id);
+      await slots.release({ slot, jobId: 'a' });
+      await slots.release({ slot, jobId: 'c' });
+      expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['w0', 'w1']);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['b', 'w0', 'w1'], waiting: 2, issued: 4, admitted: 2 });
+    });
+
+    it('gives a job whose ticket was passed a new one at the back', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b'); // ticket 0
+      await take(slots, slot, 'c'); // ticket 1
+      await slots.release({ slot, jobId: 'a' });
+      await slots.admit({ slot, now: NOW }); // b
+      // c comes with a ticket that is not its own to keep any more (e.g. a stale message)
+      expect(await take(slots, slot, 'c', 0)).toMatchObject({ kind: 'waiting', ticket: 2 });
+      expect(await stateOf(slots, slot)).toMatchObject({ holders: ['b'], issued: 3, admitted: 1 });
+    });
+
+    it('moves past a ticket whose job died before writing it, and admits the next', async () => {
+      const leg = await setup();
+      const slot = slotOf(1);
+      await take(leg.slots, slot, 'a');
+      await leg.orphanTicket(slot); // ticket 0, no job behind it
+      await take(leg.slots, slot, 'b'); // ticket 1
+      await leg.slots.release({ slot, jobId: 'a' });
+      expect(await leg.slots.admit({ slot, now: NOW })).toEqual([{ jobId: 'b', type: 'echo', ticket: 1 }]);
+      expect(await stateOf(leg.slots, slot)).toEqual({ holders: ['b'], waiting: 0, issued: 2, admitted: 2 });
+    });
+
+    it('hands a slot to each ticket once, even two tickets of one job (a duplicate delivery)', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(2);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b');
+      await take(slots, slot, 'c'); // ticket 0
+      await take(slots, slot, 'c'); // a duplicate delivery of c: ticket 1
+      await slots.release({ slot, jobId: 'a' });
+      expect(await slots.admit({ slot, now: NOW })).toEqual([{ jobId: 'c', type: 'echo', ticket: 0 }]);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['b', 'c'], waiting: 1, issued: 2, admitted: 1 });
+      // c's second ticket passes once a slot is free; c already holds one, so it takes no other
+      await slots.release({ slot, jobId: 'b' });
+      expect(await slots.admit({ slot, now: NOW })).toEqual([{ jobId: 'c', type: 'echo', ticket: 1 }]);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['c'], waiting: 0, issued: 2, admitted: 2 });
+    });
+
+    it('counts each key of a limit on its own', async () => {
+      const { slots } = await setup();
+      const one = slotOf(1, 'tenant-1');
+      const two = { ...one, key: 'tenant-2' };
+      expect(await take(slots, one, 'a')).toMatchObject({ kind: 'held' });
+      expect(await take(slots, two, 'b')).toMatchObject({ kind: 'held' });
+      expect(await take(slots, one, 'c')).toMatchObject({ kind: 'waiting' });
+      expect(await stateOf(slots, two)).toEqual({ holders: ['b'], waiting: 0, issued: 0, admitted: 0 });
+    });
+
+    it('never gives more slots than the limit to jobs asking at once', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(3);
+      const ids = Array.from({ length: 16 }, (_, i) => `j${i}`);
+      const results = await Promise.all(ids.map((id) => take(slots, slot, id)));
+      const held = results.filter((r) => r.kind === 'held').length;
+      const tickets = results.flatMap((r) => (r.kind === 'waiting' ? [r.ticket] : [])).sort((a, b) => a - b);
+      expect(held).toBe(3);
+      expect(tickets).toEqual(Array.from({ length: 13 }, (_, i) => i));
+      const state = await stateOf(slots, slot);
+      expect(state).toMatchObject({ waiting: 13, issued: 13, admitted: 0 });
+      expect(state.holders).toHaveLength(3);
+      // and releasing and admitting at once never over-fills it
+      await Promise.all(state.holders.map((jobId) => slots.release({ slot, jobId })));
+      const admitted = (await Promise.all([1, 2, 3].map(() => slots.admit({ slot, now: NOW })))).flat();
+      expect(admitted.map((a) => a.ticket).sort((a, b) => a - b)).toEqual([0, 1, 2]);
+      expect((await stateOf(slots, slot)).holders).toHaveLength(3);
+    });
+  });
+}

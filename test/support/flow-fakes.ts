@@ -1,0 +1,108 @@
+/**
+ * In-memory {@link FlowSlots} for unit tests. It passes the same contract suite as
+ * `DynamoFlowSlots` (test/contract/flow-slots.contract.ts), and keeps the same counters, so a
+ * unit test sees what the adapter would do.
+ */
+import type { AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
+
+interface FakeSlot {
+  /** Job id → since. */
+  holders: Map<string, number>;
+  issued: number;
+  admitted: number;
+  /** Ticket → its job, or 'skipped'. */
+  tickets: Map<number, { jobId: string; type: string } | 'skipped'>;
+}
+
+function holdersOf(s: FakeSlot): Holder[] {
+  return [...s.holders.entries()]
+    .map(([jobId, since]) => ({ jobId, since }))
+    .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
+}
+
+export class FakeFlowSlots implements FlowSlots {
+  private readonly slots = new Map<string, FakeSlot>();
+  /** Writes per operation, as the adapter would make them (for cost assertions). */
+  readonly writes: Record<string, number> = {};
+  /** Called before each operation: tests throw from it to inject faults. */
+  hook?: (operation: 'acquire' | 'release' | 'admit') => void;
+
+  private slotOf(slot: Pick<Slot, 'scope' | 'key'>): FakeSlot {
+    const id = `${slot.scope}#${slot.key}`;
+    let s = this.slots.get(id);
+    if (!s) {
+      s = { holders: new Map(), issued: 0, admitted: 0, tickets: new Map() };
+      this.slots.set(id, s);
+    }
+    return s;
+  }
+
+  private write(what: string): void {
+    this.writes[what] = (this.writes[what] ?? 0) + 1;
+  }
+
+  async acquire(input: {
+    slot: Slot;
+    jobId: string;
+    type: string;
+    now: number;
+    ticket?: number;
+  }): Promise<AcquireResult> {
+    this.hook?.('acquire');
+    const s = this.slotOf(input.slot);
+    this.write('acquire');
+    if (s.holders.has(input.jobId)) return { kind: 'held', fresh: false };
+    if (s.holders.size < input.slot.limit && s.issued === s.admitted) {
+      s.holders.set(input.jobId, input.now);
+      return { kind: 'held', fresh: true };
+    }
+    const holders = holdersOf(s);
+    if (input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
+      return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders };
+    }
+    const ticket = s.issued;
+    s.issued += 1;
+    s.tickets.set(ticket, { jobId: input.jobId, type: input.type });
+    this.write('ticket');
+    this.write('ticket-item');
+    return { kind: 'waiting', ticket, first: ticket === s.admitted, holders };
+  }
+
+  async release(input: { slot: Slot; jobId: string }): Promise<boolean> {
+    this.hook?.('release');
+    const s = this.slotOf(input.slot);
+    this.write('release');
+    return s.holders.delete(input.jobId);
+  }
+
+  async admit(input: { slot: Slot; now: number }): Promise<Admitted[]> {
+    this.hook?.('admit');
+    const s = this.slotOf(input.slot);
+    const admitted: Admitted[] = [];
+    while (s.admitted < s.issued && s.holders.size < input.slot.limit) {
+      const n = s.admitted;
+      const holder = s.tickets.get(n) ?? 'skipped';
+      s.admitted += 1;
+      this.write('admit');
+      if (holder === 'skipped') continue;
+      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, input.now);
+      admitted.push({ ...holder, ticket: n });
+    }
+    return admitted;
+  }
+
+  /** A ticket taken by a job that died before writing its ticket item. */
+  orphanTicket(slot: Pick<Slot, 'scope' | 'key'>): void {
+    this.slotOf(slot).issued += 1;
+  }
+
+  async state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState> {
+    const s = this.slotOf(slot);
+    return {
+      holders: holdersOf(s),
+      waiting: s.issued - s.admitted,
+      issued: s.issued,
+      admitted: s.admitted,
+    };
+  }
+}
