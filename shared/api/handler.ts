@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
+import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
@@ -9,6 +10,7 @@ import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, t
 import { JobsService } from './jobs-service';
 import { batchRoutes } from './routes/batch';
 import { dlqRoutes } from './routes/dlq';
+import { flowRoutes } from './routes/flow';
 import { jobControlRoutes } from './routes/job-control';
 import { jobRoutes } from './routes/jobs';
 import { listRoutes } from './routes/list';
@@ -27,6 +29,8 @@ export interface ApiDeps {
   logger?: Logger;
   /** Recurring schedules' store and trigger. @default built from the environment on first use */
   schedules?: ScheduleRouteDeps['schedules'];
+  /** Concurrency slots, for `GET /types/{type}/keys/{key}`. Without it that route answers 404. */
+  flow?: FlowSlots;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }
@@ -51,6 +55,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   routes.push(...listRoutes(plane));
   routes.push(...jobControlRoutes(plane));
   routes.push(...dlqRoutes(plane));
+  routes.push(...flowRoutes(deps));
   routes.push(...openApiRoutes());
 
   return async (event) => {

@@ -9,6 +9,7 @@ import {
   planEnqueue,
   SQS_MAX_DELAY_SECONDS,
 } from '../core/enqueue';
+import { resolveFlowKeys } from '../core/flow';
 import { canonicalJson, type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
@@ -106,6 +107,14 @@ export class JobsService {
       code: 'invalid_payload',
       prefix: 'payload',
     });
+    if (request.concurrencyKey !== undefined && !spec.concurrency?.some((l) => l.key)) {
+      throw new ValidationError(
+        `job type "${spec.type}" has no keyed concurrency limit`,
+        [{ path: 'concurrencyKey', message: 'only for a job type with a concurrency limit that has a key' }],
+        'invalid_concurrency_key',
+      );
+    }
+    const flowKeys = spec.concurrency ? resolveFlowKeys(spec.concurrency, payload, request.concurrencyKey) : undefined;
     const now = clock.now();
     const plan = planEnqueue(request, now);
     const dispatchBy =
@@ -126,6 +135,7 @@ export class JobsService {
       errors: [],
       ...(request.backoff ? { backoff: request.backoff } : {}),
       ...(dispatchBy !== undefined ? { dispatchBy } : {}),
+      ...(flowKeys ? { flowKeys } : {}),
     };
 
     const written = await store.create(job);

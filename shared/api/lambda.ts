@@ -1,4 +1,5 @@
 import { createAwsClients } from '../aws/clients';
+import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
@@ -27,6 +28,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): ApiHand
         store: new DynamoJobStore(clients.dynamo, config.tableName),
         queue: new SqsJobQueue(clients.sqs),
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+        flow: new DynamoFlowSlots(clients.dynamo, config.tableName),
         controlPlane: {
           index: new DynamoJobIndex(clients.dynamo, config.tableName),
           control: new DynamoJobControl(clients.dynamo, config.tableName),

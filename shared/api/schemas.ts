@@ -256,6 +256,25 @@ export const scheduleListQuerySchema = z
   })
   .strict();
 
+// ---------------------------------------------------------------- concurrency keys
+
+/** `GET /types/{type}/keys/{key}`: one key value of a type's concurrency limits. */
+export const keyStateSchema = z.object({
+  type: z.string(),
+  key: z.string(),
+  limits: z.array(
+    z.object({
+      index: z.int().min(0).meta({ description: "The limit's place in the type's `concurrency`" }),
+      limit: z.int().min(1),
+      key: z.string().meta({ description: 'The key value counted (`*`: the limit has one key for the whole type)' }),
+      running: z
+        .array(z.object({ jobId: z.string(), since: isoTime }))
+        .meta({ description: 'Jobs holding a slot: running, or handed one and about to start' }),
+      waiting: z.int().min(0).meta({ description: 'Jobs waiting for a slot of this key' }),
+    }),
+  ),
+});
+
 // ---------------------------------------------------------------- the schemas match the code's types
 
 type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

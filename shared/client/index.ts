@@ -180,13 +180,15 @@ function newId(): string {
 }
 
 function enqueueBody(type: string, payload: unknown, options: EnqueueOptions = {}) {
-  const { runAt, ...rest } = options;
+  const { runAt, dispatchBy, ...rest } = options;
+  const iso = (t: Date | string) => (t instanceof Date ? t.toISOString() : t);
   return {
     type,
     payload,
     ...rest,
     id: options.id ?? newId(),
-    ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }),
+    ...(runAt === undefined ? {} : { runAt: iso(runAt) }),
+    ...(dispatchBy === undefined ? {} : { dispatchBy: iso(dispatchBy) }),
   };
 }
 

@@ -76,6 +76,14 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Backoff between attempts for this job. @default the job type's */
   backoff?: BackoffInput;
+  /** Dispatch deadline: a job not started by then ends `expired` without running. @default none */
+  dispatchBy?: Date | string;
+  /**
+   * Key of the job type's first keyed concurrency limit, instead of the one its `key` function
+   * computes from the payload (e.g. a tenant id the payload does not carry). 1–256 characters.
+   * @default the key from the payload
+   */
+  concurrencyKey?: string;
 }
 
 export interface EnqueueResult<J = JobView> {

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors';
 import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
+import { MAX_FLOW_KEY_LENGTH } from './flow';
 import { JOB_TYPE_PATTERN } from './job-type';
 import { SQS_MAX_DELAY_SECONDS } from './limits';
 import { scheduleFireAt } from './scheduling';
@@ -36,6 +37,8 @@ export const enqueueRequestSchema = z
     backoff: z.optional(backoffSchema),
     /** Dispatch deadline: a job not started by then ends `expired` without running (see core/scheduling.ts). */
     dispatchBy: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
+    /** The key of the job type's first keyed concurrency limit, instead of the one from the payload. */
+    concurrencyKey: z.string().min(1).max(MAX_FLOW_KEY_LENGTH).optional(),
   })
   .strict();
 

@@ -1,6 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { createAwsClients } from '../aws/clients';
+import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
@@ -44,6 +45,7 @@ export function defineJob<Schema extends PayloadSchema>(
         queue: new SqsJobQueue(clients.sqs),
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
         schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
+        ...(spec.concurrency ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
       });
     }
     return worker(event, context);

@@ -62,6 +62,7 @@ describe('GET /openapi.json document', () => {
         'post /jobs/{id}/cancel',
         'post /jobs/{id}/retry',
         'get /types/{type}/latest',
+        'get /types/{type}/keys/{key}',
         'get /dlq',
         'post /dlq/redrive',
         'get /openapi.json',
