@@ -21,6 +21,15 @@ export const sinkJob = defineJobType({
 });
 export const sink = defineJob(sinkJob, async () => ({ ok: true }));
 
+/** `limited`: like `sink`, with at most 2 running per `tenant` (a concurrency limit). */
+export const limitedJob = defineJobType({
+  type: 'limited',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  concurrency: [{ limit: 2, key: (p) => p.tenant }],
+});
+export const limited = defineJob(limitedJob, async () => ({ ok: true }));
+
 /**
  * `stacky`: fails its first `failTimes` attempts with an error a deep library call would throw (a
  * long message and a `stackBytes` stack), then succeeds. Six attempts, retried at once, so a

@@ -49,6 +49,11 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     goal: 'DynamoDB write units, immediate job with a 10 KB payload (payload bytes written once)',
     max: 14,
   },
+  {
+    id: 'concurrency-free',
+    goal: 'DynamoDB write units, immediate job of a type with a concurrency limit, slot free (immediate + 2)',
+    max: 6,
+  },
 ];
 
 const notMeasured = (goal: string, target: string, path: PathResult | undefined): Goal => ({

@@ -109,6 +109,14 @@ export const PLANS: PathPlan[] = [
     statusItem: true,
   },
   {
+    id: 'concurrency-free',
+    label: 'Immediate job with a concurrency limit (2 per tenant), slot free, succeeds',
+    // one key for every trace: its slot item exists after the uncounted warm-up, as it does in use
+    start: (h, i) => enqueue(h, { type: 'limited', payload: { tenant: 'bench-tenant', i } }),
+    type: 'limited',
+    waitSeconds: 1,
+  },
+  {
     id: 'sqs-delayed',
     label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 }),

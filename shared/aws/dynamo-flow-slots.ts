@@ -160,6 +160,14 @@ export class DynamoFlowSlots implements FlowSlots {
     ticket?: number;
   }): Promise<AcquireResult> {
     const { slot, jobId } = input;
+    if (input.ticket !== undefined) {
+      // A job that waited: a read tells whether it was handed its slot, or still waits, with no write.
+      const now = slotItem(await this.read(flowKeys.slot(slot.scope, slot.key)));
+      if (now.holders.some((h) => h.jobId === jobId)) return { kind: 'held', fresh: false };
+      if (input.ticket >= now.admitted && input.ticket < now.issued) {
+        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === now.admitted, holders: now.holders };
+      }
+    }
     for (let i = 0; i < ACQUIRE_TRIES; i++) {
       const taken = await this.take(slot, jobId, input.now);
       if (taken.taken) return { kind: 'held', fresh: taken.fresh };
@@ -167,10 +175,6 @@ export class DynamoFlowSlots implements FlowSlots {
       if (!old) {
         await this.create(slot); // the key's first job
         continue;
-      }
-      // Still in line with the ticket it has: no new ticket, nothing written.
-      if (input.ticket !== undefined && input.ticket >= old.admitted && input.ticket < old.issued) {
-        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === old.admitted, holders: old.holders };
       }
       const next = await this.nextTicket(slot, jobId);
       if (!next) continue; // a slot came free, or the job was handed one: take it

@@ -104,7 +104,8 @@ export function createFlowGate(deps: FlowGateDeps) {
         await wake(job.id, job.type, log);
       }
     }
-    if (freed > 0) await admit(slot, log);
+    // A free place with a line means a hand-on was lost (its job died after giving the slot back): do it now.
+    if (freed > 0 || holders.length < slot.limit) await admit(slot, log);
   }
 
   return {

@@ -20,7 +20,7 @@ import { type DueAttributes, newJob } from '../support/fakes';
 
 /** One implementation of the ports under test, on a store that outlives one case. */
 export interface ContractLeg {
-  store: JobStore & Required<Pick<JobStore, 'expire'>>;
+  store: JobStore & Required<Pick<JobStore, 'expire' | 'markWaiting'>>;
   control: JobControl;
   /** The item's due attributes (`{}` when it has none), or undefined when there is no item. */
   dueOf(id: string): Promise<DueAttributes | undefined>;
@@ -611,6 +611,41 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       }
       for (const j of jobs) await expectStored(leg, j, createDueAttributes(j));
       expect(await leg.store.expire({ job: job({ dispatchBy: iso(T0) }), now: deadline, expiresAt: 1 })).toBe(false);
+    });
+  });
+
+  describe('markWaiting', () => {
+    const waiting = (ticket: number) => ({
+      kind: 'concurrency' as const,
+      limit: 0,
+      key: 'tenant-1',
+      ticket,
+      since: iso(T0),
+    });
+
+    it('records why a due job waits, changing nothing else, and the claim that starts it clears it', async () => {
+      const leg = await setup();
+      const j = await given(leg, { flowKeys: ['tenant-1'] });
+      expect(await leg.store.markWaiting({ job: j, waitingFor: waiting(3) })).toBe(true);
+      await expectStored(leg, { ...j, waitingFor: waiting(3) }, createDueAttributes(j));
+      // a later ticket replaces it
+      expect(await leg.store.markWaiting({ job: j, waitingFor: waiting(7) })).toBe(true);
+      await expectStored(leg, { ...j, waitingFor: waiting(7) }, createDueAttributes(j));
+      const claim = await leg.store.claim({ id: j.id, type: j.type, owner: 'w', now: T0, leaseMs: LEASE });
+      expect(claim.kind).toBe('claimed');
+      expect((await leg.store.get(j.id))?.waitingFor).toBeUndefined();
+      expect((await leg.store.get(j.id))?.flowKeys).toEqual(['tenant-1']);
+    });
+
+    it('refuses a running, a finished and a missing job', async () => {
+      const leg = await setup();
+      const running = await given(leg, { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + LEASE });
+      const done = await given(leg, { state: 'succeeded', attempts: 1, leaseToken: 1, finishedAt: iso(T0) });
+      for (const j of [running, done]) {
+        expect(await leg.store.markWaiting({ job: j, waitingFor: waiting(1) })).toBe(false);
+        expect((await leg.store.get(j.id))?.waitingFor).toBeUndefined();
+      }
+      expect(await leg.store.markWaiting({ job: job(), waitingFor: waiting(1) })).toBe(false);
     });
   });
 

@@ -1,6 +1,7 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type ApiHandler, createApiHandler } from '../../shared/api/handler';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
+import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
@@ -121,6 +122,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const queue = new SqsJobQueue(clients.sqs);
   const scheduler = new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
   const schedules = new DynamoScheduleStore(clients.dynamo, config.tableName);
+  const flow = new DynamoFlowSlots(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
   const controlPlane = {
@@ -137,6 +139,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     clock,
     logger,
     controlPlane,
+    flow,
     schedules: { store: schedules, trigger },
   });
   const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
@@ -152,6 +155,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       clock,
       logger,
       schedules,
+      ...(job.spec.concurrency ? { flow } : {}),
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...options.worker,
     });

@@ -50,15 +50,19 @@ export class FakeFlowSlots implements FlowSlots {
   }): Promise<AcquireResult> {
     this.hook?.('acquire');
     const s = this.slotOf(input.slot);
+    const holders = holdersOf(s);
+    if (input.ticket !== undefined) {
+      // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
+      if (s.holders.has(input.jobId)) return { kind: 'held', fresh: false };
+      if (input.ticket >= s.admitted && input.ticket < s.issued) {
+        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders };
+      }
+    }
     this.write('acquire');
     if (s.holders.has(input.jobId)) return { kind: 'held', fresh: false };
     if (s.holders.size < input.slot.limit && s.issued === s.admitted) {
       s.holders.set(input.jobId, input.now);
       return { kind: 'held', fresh: true };
-    }
-    const holders = holdersOf(s);
-    if (input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
-      return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders };
     }
     const ticket = s.issued;
     s.issued += 1;

@@ -10,6 +10,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { BackoffInput } from '../../shared/core/backoff';
+import type { ConcurrencyLimit } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
 import { defineJob } from '../../shared/runtime/define-job';
 import type { FailureInfo, JobContext, JobDefinition } from '../../shared/runtime/job-definition';
@@ -191,6 +192,8 @@ export interface ProbeJobOptions {
   deadZones?: DeadZones;
   /** Record `onFailure` calls in the tracker. @default true */
   onFailure?: boolean;
+  /** Concurrency limits of the probe type (keys usually from `tag`). @default none */
+  concurrency?: ConcurrencyLimit<ProbePayload>[];
 }
 
 /** Waits `ms`, or until `signal` fires (then throws its reason), unless `ignoreSignal`. */
@@ -228,6 +231,7 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
       maxAttempts: options.maxAttempts ?? 3,
       backoff: options.backoff ?? { kind: 'constant', delayMs: 100 },
     },
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
   });
   const run = async (payload: ProbePayload, ctx: JobContext) => {
     const execution = tracker.start(ctx.jobId, ctx.attempt);
