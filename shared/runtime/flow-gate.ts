@@ -137,6 +137,9 @@ export function createFlowGate(deps: FlowGateDeps) {
           });
         }
         if (got.first) await reclaim(slot, got.holders, job.id, log);
+        // Any job in line that sees a free place hands it on: the head of the line may never come
+        // back (cancelled, expired, or its ticket orphaned) after a hand-on was lost.
+        else if (got.holders.length < slot.limit) await admit(slot, log);
         return { kind: 'waiting', slot, ticket: got.ticket };
       }
       return { kind: 'entered', fresh };

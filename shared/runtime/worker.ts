@@ -377,7 +377,6 @@ export function createWorker(
       // Concurrency limits: take the job's slots before its claim (a job that has to wait is not
       // claimed, so it spends no attempt); see ./flow-gate.ts.
       let slots: Slot[] = [];
-      let freshSlots = false;
       if (gate) {
         const current = await deps.store.get(id);
         if (current) slots = jobSlots(def.spec, current);
@@ -398,7 +397,6 @@ export function createWorker(
             });
             return 'done';
           }
-          freshSlots = entry.fresh;
         }
         // running: its slots are held already (a takeover or a duplicate); not due: the claim says so
       }
@@ -426,8 +424,9 @@ export function createWorker(
           }
         }
         const outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);
-        // Not started: its slots go on (a fresh one only, for a duplicate of a running job).
-        if (kind !== 'busy' || freshSlots) await gate.leave({ id }, slots, log);
+        // Not started: its slots go on. Not for a duplicate of a running job: the entry it found or
+        // made is the running attempt's, which gives it back when it ends.
+        if (kind !== 'busy') await gate.leave({ id }, slots, log);
         return outcome;
       }
       return await handleClaim(claim, record, log, claimOwner, receiveCount);

@@ -51,7 +51,7 @@ function tracked(failFirstOf?: string) {
 }
 
 describe('flow review: limit 1 exceeded', () => {
-  it.fails('a duplicate delivery that took the fresh slot, then lost the claim (busy), frees the slot its running twin relies on', async () => {
+  it('a duplicate delivery that took the fresh slot, then lost the claim (busy), frees the slot its running twin relies on', async () => {
     const g = tracked();
     const h = harness({ spec: spec(2000), run: g.run as never });
     h.store.seed(job('a'));
@@ -123,7 +123,7 @@ describe('flow review: limit 1 exceeded', () => {
 });
 
 describe('flow review: a free slot nobody hands on', () => {
-  it.fails('the head ticket belongs to a job cancelled while it waited, and the hand-on was lost: the line stalls for good', async () => {
+  it('the head ticket belongs to a job cancelled while it waited, and the hand-on was lost: the line stalls for good', async () => {
     const h = harness({ spec: spec(2000) });
     const slot: Slot = { scope: 'echo#0', key: 't1', limit: 1 };
     h.store.seed(echoJob('holder', { payload: { n: 1, tenant: 't1' }, flowKeys: ['t1'], state: 'running' }));
