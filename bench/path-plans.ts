@@ -118,7 +118,7 @@ export const PLANS: PathPlan[] = [
       const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
       const slot = { scope: 'limited#0', key: 'bench-tenant', limit: 2 };
       await asActor('setup', async () => {
-        await slots.acquire({ slot, jobId: 'bench-setup', type: 'limited', now: Date.now() });
+        await slots.acquire({ slot, jobId: 'bench-setup', type: 'limited', now: Date.now(), token: 1 });
         await slots.release({ slot, jobId: 'bench-setup' });
       });
     },

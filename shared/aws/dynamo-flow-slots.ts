@@ -4,8 +4,8 @@
  * can never both take the last slot.
  *
  * Slot item `flow#<scope>#<key>`:
- * - `hs`: map of the jobs holding a slot to when they got it (setting or removing one entry is
- *   idempotent, so a retried write changes nothing);
+ * - `hs`: map of the jobs holding a slot to `{ s: since, t: attempt token }` (setting or removing
+ *   one entry is idempotent, so a retried write changes nothing);
  * - `iss`: tickets issued; `adm`: tickets admitted. Tickets `adm … iss-1` wait, in order.
  *
  * Ticket item `flowt#<scope>#<n>#<key>`: the waiting job (`jobId`, `type`), or `skipped` when
@@ -37,6 +37,7 @@ const MISSING_TICKET_WAITS_MS = [20, 100, 400];
 
 const S = (s: string): AttributeValue => ({ S: s });
 const N = (n: number): AttributeValue => ({ N: String(n) });
+const entry = (since: number, token: number): AttributeValue => ({ M: { s: N(since), t: N(token) } });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const flowKeys = {
@@ -51,7 +52,11 @@ interface SlotItem {
 }
 
 function slotItem(item: Record<string, AttributeValue> | undefined): SlotItem {
-  const holders = Object.entries(item?.hs?.M ?? {}).map(([jobId, since]) => ({ jobId, since: Number(since.N ?? '0') }));
+  const holders = Object.entries(item?.hs?.M ?? {}).map(([jobId, entry]) => ({
+    jobId,
+    since: Number(entry.M?.s?.N ?? '0'),
+    token: Number(entry.M?.t?.N ?? '0'),
+  }));
   holders.sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   return { holders, issued: Number(item?.iss?.N ?? '0'), admitted: Number(item?.adm?.N ?? '0') };
 }
@@ -84,21 +89,26 @@ export class DynamoFlowSlots implements FlowSlots {
     );
   }
 
-  /** Takes a free slot when no ticket waits; the old item (undefined: no item yet) when refused. */
+  /**
+   * Takes a free slot when no ticket waits, or moves the job's entry to attempt `token`; the old
+   * item (undefined: no item yet) when refused.
+   */
   private async take(
     slot: Slot,
     jobId: string,
     now: number,
+    token: number,
   ): Promise<{ taken: true; fresh: boolean } | { taken: false; old: SlotItem | undefined }> {
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: S(flowKeys.slot(slot.scope, slot.key)) },
-          UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :now)',
-          ConditionExpression: 'attribute_exists(hs.#id) OR (size(hs) < :limit AND iss = adm)',
+          UpdateExpression: 'SET hs.#id = :entry',
+          ConditionExpression:
+            '(attribute_exists(hs.#id) AND hs.#id.t <= :t) OR (attribute_not_exists(hs.#id) AND size(hs) < :limit AND iss = adm)',
           ExpressionAttributeNames: { '#id': jobId },
-          ExpressionAttributeValues: { ':now': N(now), ':limit': N(slot.limit) },
+          ExpressionAttributeValues: { ':entry': entry(now, token), ':t': N(token), ':limit': N(slot.limit) },
           ReturnValues: 'UPDATED_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -157,25 +167,29 @@ export class DynamoFlowSlots implements FlowSlots {
     jobId: string;
     type: string;
     now: number;
+    token: number;
     ticket?: number;
   }): Promise<AcquireResult> {
-    const { slot, jobId } = input;
+    const { slot, jobId, token } = input;
     if (input.ticket !== undefined) {
-      // A job that waited: a read tells whether it was handed its slot, or still waits, with no write.
+      // A job that waited: a read tells whether it still waits, with no write.
       const now = slotItem(await this.read(flowKeys.slot(slot.scope, slot.key)));
-      if (now.holders.some((h) => h.jobId === jobId)) return { kind: 'held', fresh: false };
-      if (input.ticket >= now.admitted && input.ticket < now.issued) {
+      const mine = now.holders.find((h) => h.jobId === jobId);
+      if (mine && mine.token >= token) return { kind: 'held', fresh: false };
+      if (!mine && input.ticket >= now.admitted && input.ticket < now.issued) {
         return { kind: 'waiting', ticket: input.ticket, first: input.ticket === now.admitted, holders: now.holders };
       }
     }
     for (let i = 0; i < ACQUIRE_TRIES; i++) {
-      const taken = await this.take(slot, jobId, input.now);
+      const taken = await this.take(slot, jobId, input.now, token);
       if (taken.taken) return { kind: 'held', fresh: taken.fresh };
       const { old } = taken;
       if (!old) {
         await this.create(slot); // the key's first job
         continue;
       }
+      // held for a newer attempt: this one will not start (its claim is refused)
+      if (old.holders.some((h) => h.jobId === jobId)) return { kind: 'held', fresh: false };
       const next = await this.nextTicket(slot, jobId);
       if (!next) continue; // a slot came free, or the job was handed one: take it
       if (!(await this.writeTicket(slot, next.ticket, jobId, input.type, input.now))) continue;
@@ -189,15 +203,16 @@ export class DynamoFlowSlots implements FlowSlots {
     throw new ThrottledError(`the slot ${slot.scope}/${slot.key} changed on every try; try again shortly`);
   }
 
-  async release(input: { slot: Slot; jobId: string }): Promise<boolean> {
+  async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
     const out = await this.send('UpdateItem (flow release)', () =>
       this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: S(flowKeys.slot(input.slot.scope, input.slot.key)) },
           UpdateExpression: 'REMOVE hs.#id',
-          ConditionExpression: 'attribute_exists(hs.#id)',
+          ConditionExpression: input.token === undefined ? 'attribute_exists(hs.#id)' : 'hs.#id.t = :t',
           ExpressionAttributeNames: { '#id': input.jobId },
+          ...(input.token === undefined ? {} : { ExpressionAttributeValues: { ':t': N(input.token) } }),
         }),
       ),
     );
@@ -254,13 +269,14 @@ export class DynamoFlowSlots implements FlowSlots {
                   ExpressionAttributeValues: { ':one': N(1), ':n': N(n) },
                 }
               : {
-                  UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :now), adm = adm + :one',
+                  // handed the slot with token 0: its attempt takes it over when its message comes
+                  UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry), adm = adm + :one',
                   ConditionExpression: 'adm = :n AND (size(hs) < :limit OR attribute_exists(hs.#id))',
                   ExpressionAttributeNames: { '#id': holder.jobId },
                   ExpressionAttributeValues: {
                     ':one': N(1),
                     ':n': N(n),
-                    ':now': N(input.now),
+                    ':entry': entry(input.now, 0),
                     ':limit': N(slot.limit),
                   },
                 }),

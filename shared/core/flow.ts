@@ -152,10 +152,16 @@ export interface Admitted {
   ticket: number;
 }
 
-/** A job holding a slot, and since when (epoch ms: taken, or handed to it while it waited). */
+/**
+ * A job holding a slot, since when (epoch ms: taken, or handed to it while it waited), and for
+ * which attempt: the lease token its claim gives (0 while it was handed the slot and has not
+ * taken it yet). Only that attempt gives the slot back, so an older attempt of the same job that
+ * ends late cannot free the slot a newer one runs on.
+ */
 export interface Holder {
   jobId: string;
   since: number;
+  token: number;
 }
 
 export type AcquireResult =
@@ -185,13 +191,25 @@ export interface SlotState {
  */
 export interface FlowSlots {
   /**
-   * Takes a slot for `jobId` when one is free and no ticket waits; otherwise the job waits with
-   * a ticket. A job that gives its `ticket` keeps its place; a ticket already passed (skipped
-   * because its job was slow to write it) gets a new one.
+   * Takes a slot for `jobId`'s attempt `token` when one is free and no ticket waits; otherwise
+   * the job waits with a ticket. A job that holds a slot for an older attempt (or was handed one)
+   * keeps it, now for `token`; one held for a newer attempt is left alone (`held`, not fresh: the
+   * claim will refuse this one). A job that gives its `ticket` keeps its place; a ticket already
+   * passed (skipped because its job was slow to write it) gets a new one.
    */
-  acquire(input: { slot: Slot; jobId: string; type: string; now: number; ticket?: number }): Promise<AcquireResult>;
-  /** Gives back `jobId`'s slot. Returns false when it held none. */
-  release(input: { slot: Slot; jobId: string }): Promise<boolean>;
+  acquire(input: {
+    slot: Slot;
+    jobId: string;
+    type: string;
+    now: number;
+    token: number;
+    ticket?: number;
+  }): Promise<AcquireResult>;
+  /**
+   * Gives back `jobId`'s slot: only when it is held for attempt `token`, when given (any attempt
+   * otherwise: a finished or gone job's). Returns false when it held none.
+   */
+  release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean>;
   /** Hands free slots to the oldest tickets, in order; returns the jobs admitted. */
   admit(input: { slot: Slot; now: number }): Promise<Admitted[]>;
   /** Reads the slot's state (strongly consistent). */

@@ -98,8 +98,9 @@ export function createFlowGate(deps: FlowGateDeps) {
           state: job?.state ?? 'missing',
         });
       } else if (job.state === 'retrying' && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
-        // a retry waits for its backoff without a slot: this one was left behind
-        if (await slots.release({ slot, jobId: holder.jobId })) freed += 1;
+        // a retry waits for its backoff without a slot: this one was left behind (unless its
+        // next attempt took it meanwhile: the token says whose it is)
+        if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
       } else if (job.state !== 'running' && holder.since < now - WAKE_GRACE_MS) {
         await wake(job.id, job.type, log);
       }
@@ -113,7 +114,7 @@ export function createFlowGate(deps: FlowGateDeps) {
      * Takes the job's slots in order. A job that must wait records why (once per ticket) and
      * keeps the slots before the full one: jobs take slots in one order, so none wait in a cycle.
      */
-    async enter(job: Job, jobSlotList: readonly Slot[], log: Logger): Promise<Entry> {
+    async enter(job: Job, jobSlotList: readonly Slot[], token: number, log: Logger): Promise<Entry> {
       let fresh = false;
       for (const [i, slot] of jobSlotList.entries()) {
         const mine = job.waitingFor;
@@ -123,6 +124,7 @@ export function createFlowGate(deps: FlowGateDeps) {
           jobId: job.id,
           type: job.type,
           now: clock.now(),
+          token,
           ...(ticket === undefined ? {} : { ticket }),
         });
         if (got.kind === 'held') {
@@ -154,11 +156,18 @@ export function createFlowGate(deps: FlowGateDeps) {
       if (held.length > 0) await this.leave(job, held, log);
     },
 
-    /** Gives back the job's slots (last first) and hands them on. Safe when it holds none. */
-    async leave(job: Pick<Job, 'id'>, jobSlotList: readonly Slot[], log: Logger): Promise<void> {
+    /**
+     * Gives back the job's slots (last first) and hands them on. Safe when it holds none. With
+     * `token`, only slots held for that attempt: a newer attempt of the job keeps its own.
+     */
+    async leave(job: Pick<Job, 'id'>, jobSlotList: readonly Slot[], log: Logger, token?: number): Promise<void> {
       for (const slot of [...jobSlotList].reverse()) {
         try {
-          await persist(() => slots.release({ slot, jobId: job.id }), log, 'giving back a concurrency slot');
+          await persist(
+            () => slots.release({ slot, jobId: job.id, ...(token === undefined ? {} : { token }) }),
+            log,
+            'giving back a concurrency slot',
+          );
           // Even when it held none (a try whose answer was lost freed it): admitting reads first, and writes only to hand a place on.
           await admit(slot, log);
         } catch (error) {

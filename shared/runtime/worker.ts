@@ -8,7 +8,7 @@ import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
 import type { FlowSlots, Slot } from '../core/flow';
 import { type AttemptError, appendError, describeError, type Job } from '../core/job';
-import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../core/lease';
+import { DEFAULT_LEASE_MS, MAX_CLOCK_SKEW_MS, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
@@ -377,18 +377,25 @@ export function createWorker(
       // Concurrency limits: take the job's slots before its claim (a job that has to wait is not
       // claimed, so it spends no attempt); see ./flow-gate.ts.
       let slots: Slot[] = [];
+      // The attempt token the slots were taken for (the one the claim should give), if taken.
+      let entered: number | undefined;
+      // One time for the gate's "is it due" and the claim's, so the two cannot disagree.
+      const now = clock.now();
       if (gate) {
         const current = await deps.store.get(id);
         if (current) slots = jobSlots(def.spec, current);
+        const takeover =
+          current?.state === 'running' &&
+          current.leaseExpiresAt !== undefined &&
+          current.leaseExpiresAt < now - MAX_CLOCK_SKEW_MS;
         if (current && isTerminal(current.state)) {
           // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished job
           await gate.leaveIfHeld(current, slots, log);
         } else if (
           current &&
-          current.state !== 'running' &&
-          Date.parse(current.runAt) - clock.now() <= EARLY_START_TOLERANCE_MS
+          (takeover || (current.state !== 'running' && Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS))
         ) {
-          const entry = await gate.enter(current, slots, log);
+          const entry = await gate.enter(current, slots, current.leaseToken + 1, log);
           if (entry.kind === 'waiting') {
             log.info('waiting for a concurrency slot', {
               scope: entry.slot.scope,
@@ -397,8 +404,9 @@ export function createWorker(
             });
             return 'done';
           }
+          entered = current.leaseToken + 1;
         }
-        // running: its slots are held already (a takeover or a duplicate); not due: the claim says so
+        // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
       }
       // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease,
       // and the writes that end the attempt are told apart from any other worker's.
@@ -407,26 +415,49 @@ export function createWorker(
         id,
         type: def.spec.type,
         owner: claimOwner,
-        now: clock.now(),
+        now,
         leaseMs,
         attemptTimeoutMs: def.spec.timeoutMs,
         messageId: record.messageId,
       });
       if (gate && slots.length > 0) {
-        const kind = claim.kind;
-        if (kind === 'claimed') {
+        if (claim.kind === 'claimed') {
+          const token = claim.job.leaseToken;
+          if (entered !== token) {
+            // Claimed without its slots taken for this attempt (the job changed between the read
+            // and the claim): take them now, or give the attempt back before it runs.
+            const entry = await gate.enter(claim.job, slots, token, log);
+            if (entry.kind === 'waiting') {
+              log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
+              const at = clock.now();
+              await persist(
+                () =>
+                  deps.store.retry({
+                    job: claim.job,
+                    now: at,
+                    runAt: at,
+                    errors: [], // no error of its own: it never ran
+                    expiresAt: expiresAt(at),
+                    writer: claimOwner,
+                  }),
+                log,
+                'giving back an attempt that has no slot',
+              );
+              return 'done';
+            }
+          }
           // Once the attempt is over, unless another delivery took the job over: its slots go on.
           try {
             return await handleClaim(claim, record, log, claimOwner, receiveCount);
           } finally {
             const after = await deps.store.get(id).catch(() => undefined);
-            if (after && after.state !== 'running') await gate.leave(after, slots, log);
+            if (after && after.state !== 'running') await gate.leave(after, slots, log, token);
           }
         }
         const outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);
-        // Not started: its slots go on. Not for a duplicate of a running job: the entry it found or
-        // made is the running attempt's, which gives it back when it ends.
-        if (kind !== 'busy') await gate.leave({ id }, slots, log);
+        // Not started: the slots taken for it go on. None for a duplicate of a running job: the
+        // entry it found is the running attempt's, which gives it back when it ends.
+        if (claim.kind !== 'busy' && entered !== undefined) await gate.leave({ id }, slots, log, entered);
         return outcome;
       }
       return await handleClaim(claim, record, log, claimOwner, receiveCount);

@@ -28,8 +28,8 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
     seq += 1;
     return { scope: `t-${run}-${seq}#0`, key, limit };
   };
-  const take = (slots: FlowSlots, slot: Slot, jobId: string, ticket?: number) =>
-    slots.acquire({ slot, jobId, type: 'echo', now: NOW, ...(ticket === undefined ? {} : { ticket }) });
+  const take = (slots: FlowSlots, slot: Slot, jobId: string, ticket?: number, token = 1) =>
+    slots.acquire({ slot, jobId, type: 'echo', now: NOW, token, ...(ticket === undefined ? {} : { ticket }) });
 
   describe('flow slots', () => {
     it('gives free slots up to the limit, then tickets in order, naming the holders', async () => {
@@ -40,8 +40,8 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       const c = await take(slots, slot, 'c');
       expect(c).toEqual({ kind: 'waiting', ticket: 0, first: true, holders: expect.any(Array) });
       expect(c.kind === 'waiting' && c.holders).toEqual([
-        { jobId: 'a', since: NOW },
-        { jobId: 'b', since: NOW },
+        { jobId: 'a', since: NOW, token: 1 },
+        { jobId: 'b', since: NOW, token: 1 },
       ]);
       expect(await take(slots, slot, 'd')).toMatchObject({ kind: 'waiting', ticket: 1, first: false });
       expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 2, issued: 2, admitted: 0 });
@@ -51,14 +51,43 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       const { slots } = await setup();
       const slot = slotOf(1);
       await take(slots, slot, 'a');
-      expect(await slots.acquire({ slot, jobId: 'a', type: 'echo', now: NOW + 9 })).toEqual({
+      expect(await slots.acquire({ slot, jobId: 'a', type: 'echo', now: NOW + 9, token: 1 })).toEqual({
         kind: 'held',
         fresh: false,
       });
-      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'a', since: NOW }]);
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'a', since: NOW + 9, token: 1 }]);
       expect(await take(slots, slot, 'b')).toMatchObject({ kind: 'waiting', ticket: 0 });
       expect(await take(slots, slot, 'b', 0)).toMatchObject({ kind: 'waiting', ticket: 0, first: true });
       expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 1, issued: 1, admitted: 0 });
+    });
+
+    it("moves a holder's entry to a newer attempt, and lets only that attempt give it back", async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      await take(slots, slot, 'a', undefined, 1);
+      // the retry's attempt 2 takes the slot over from attempt 1, without a second place
+      expect(await take(slots, slot, 'a', undefined, 2)).toEqual({ kind: 'held', fresh: false });
+      // attempt 1, ending late, cannot free it; nor can a stale delivery for attempt 1 take it back
+      expect(await slots.release({ slot, jobId: 'a', token: 1 })).toBe(false);
+      expect(await take(slots, slot, 'a', undefined, 1)).toEqual({ kind: 'held', fresh: false });
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'a', since: NOW, token: 2 }]);
+      expect(await slots.release({ slot, jobId: 'a', token: 2 })).toBe(true);
+      // without a token (a finished job's slot), any attempt's entry goes
+      await take(slots, slot, 'b', undefined, 7);
+      expect(await slots.release({ slot, jobId: 'b' })).toBe(true);
+      expect(await stateOf(slots, slot)).toEqual({ holders: [], waiting: 0, issued: 0, admitted: 0 });
+    });
+
+    it('lets a job handed a slot take it for its attempt with its ticket', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b'); // ticket 0
+      await slots.release({ slot, jobId: 'a', token: 1 });
+      await slots.admit({ slot, now: NOW + 1 });
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 1, token: 0 }]);
+      expect(await take(slots, slot, 'b', 0, 1)).toEqual({ kind: 'held', fresh: false });
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW, token: 1 }]);
     });
 
     it('releases only a slot the job holds', async () => {
@@ -82,7 +111,7 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       expect(await slots.admit({ slot, now: NOW + 5 })).toEqual([{ jobId: 'b', type: 'echo', ticket: 0 }]);
       expect(await stateOf(slots, slot)).toEqual({ holders: ['b'], waiting: 1, issued: 2, admitted: 1 });
       // handed its slot at the admit's time
-      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 5 }]);
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 5, token: 0 }]);
       // full again: nothing more to admit
       expect(await slots.admit({ slot, now: NOW })).toEqual([]);
       // b, handed its slot, holds it when its message comes

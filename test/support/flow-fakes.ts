@@ -6,8 +6,8 @@
 import type { AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
 
 interface FakeSlot {
-  /** Job id → since. */
-  holders: Map<string, number>;
+  /** Job id → since and attempt token. */
+  holders: Map<string, { since: number; token: number }>;
   issued: number;
   admitted: number;
   /** Ticket → its job, or 'skipped'. */
@@ -16,7 +16,7 @@ interface FakeSlot {
 
 function holdersOf(s: FakeSlot): Holder[] {
   return [...s.holders.entries()]
-    .map(([jobId, since]) => ({ jobId, since }))
+    .map(([jobId, h]) => ({ jobId, since: h.since, token: h.token }))
     .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
 }
 
@@ -46,22 +46,27 @@ export class FakeFlowSlots implements FlowSlots {
     jobId: string;
     type: string;
     now: number;
+    token: number;
     ticket?: number;
   }): Promise<AcquireResult> {
     this.hook?.('acquire');
     const s = this.slotOf(input.slot);
-    const holders = holdersOf(s);
+    const mine = s.holders.get(input.jobId);
     if (input.ticket !== undefined) {
       // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
-      if (s.holders.has(input.jobId)) return { kind: 'held', fresh: false };
-      if (input.ticket >= s.admitted && input.ticket < s.issued) {
-        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders };
+      if (mine && mine.token >= input.token) return { kind: 'held', fresh: false };
+      if (!mine && input.ticket >= s.admitted && input.ticket < s.issued) {
+        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders: holdersOf(s) };
       }
     }
     this.write('acquire');
-    if (s.holders.has(input.jobId)) return { kind: 'held', fresh: false };
+    if (mine) {
+      // moved to this attempt, unless a newer one holds it
+      if (mine.token <= input.token) s.holders.set(input.jobId, { since: input.now, token: input.token });
+      return { kind: 'held', fresh: false };
+    }
     if (s.holders.size < input.slot.limit && s.issued === s.admitted) {
-      s.holders.set(input.jobId, input.now);
+      s.holders.set(input.jobId, { since: input.now, token: input.token });
       return { kind: 'held', fresh: true };
     }
     const ticket = s.issued;
@@ -69,13 +74,16 @@ export class FakeFlowSlots implements FlowSlots {
     s.tickets.set(ticket, { jobId: input.jobId, type: input.type });
     this.write('ticket');
     this.write('ticket-item');
-    return { kind: 'waiting', ticket, first: ticket === s.admitted, holders };
+    // as the adapter's ticket write returns them: after the ticket was taken
+    return { kind: 'waiting', ticket, first: ticket === s.admitted, holders: holdersOf(s) };
   }
 
-  async release(input: { slot: Slot; jobId: string }): Promise<boolean> {
+  async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
     this.hook?.('release');
     const s = this.slotOf(input.slot);
     this.write('release');
+    const mine = s.holders.get(input.jobId);
+    if (!mine || (input.token !== undefined && mine.token !== input.token)) return false;
     return s.holders.delete(input.jobId);
   }
 
@@ -89,7 +97,7 @@ export class FakeFlowSlots implements FlowSlots {
       s.admitted += 1;
       this.write('admit');
       if (holder === 'skipped') continue;
-      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, input.now);
+      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
       admitted.push({ ...holder, ticket: n });
     }
     return admitted;
@@ -104,7 +112,7 @@ export class FakeFlowSlots implements FlowSlots {
     const s = this.slotOf(slot);
     return {
       holders: holdersOf(s),
-      waiting: s.issued - s.admitted,
+      waiting: Math.max(0, s.issued - s.admitted),
       issued: s.issued,
       admitted: s.admitted,
     };

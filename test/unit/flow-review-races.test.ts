@@ -1,7 +1,7 @@
 /**
  * Review of flow control: interleavings in which more than `limit` jobs of one key run at once.
- * Each test asserts the invariant and is marked `it.fails` while the bug stands: it flips (and
- * must lose `.fails`) once the worker is fixed.
+ * Each test failed on the code before its fix (1: a busy duplicate released; 2: a slot entry had
+ * no attempt token; 3: only the head of the line handed a free place on) and asserts the invariant.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -90,7 +90,7 @@ describe('flow review: limit 1 exceeded', () => {
     expect(peak).toBe(1);
   });
 
-  it.fails('a retry due at once is claimed by its next delivery before its previous attempt has given the slot back', async () => {
+  it('a retry due at once is claimed by its next delivery before its previous attempt has given the slot back', async () => {
     const g = tracked('a');
     const h = harness({ spec: spec(0), run: g.run as never });
     h.store.seed(job('a'));
@@ -109,8 +109,8 @@ describe('flow review: limit 1 exceeded', () => {
     };
     await h.worker(sqsEvent(messageFor('a')));
     expect(h.store.peek('a')?.state).toBe('running');
-    // the old attempt removed a's entry: the slot looks free while a runs
-    expect((await h.flow.state(slot)).holders).toEqual([]);
+    // the old attempt's late release left the entry alone: it is the running attempt's (token 2)
+    expect((await h.flow.state(slot)).holders).toMatchObject([{ jobId: 'a', token: 2 }]);
     const db = h.worker(sqsEvent(messageFor('b')));
     for (let i = 0; i < 50; i++) await tick();
     const peak = g.peak;
@@ -128,7 +128,7 @@ describe('flow review: a free slot nobody hands on', () => {
     const slot: Slot = { scope: 'echo#0', key: 't1', limit: 1 };
     h.store.seed(echoJob('holder', { payload: { n: 1, tenant: 't1' }, flowKeys: ['t1'], state: 'running' }));
     for (const id of ['w0', 'w1', 'n']) h.store.seed(job(id));
-    await h.flow.acquire({ slot, jobId: 'holder', type: 'echo', now: Date.now() });
+    await h.flow.acquire({ slot, jobId: 'holder', type: 'echo', now: Date.now(), token: 1 });
     await h.worker(sqsEvent(messageFor('w0'))); // ticket 0 (first in line: reclaims, finds the holder running)
     await h.worker(sqsEvent(messageFor('w1'))); // ticket 1
     // w0 is cancelled while it waits (its ticket stays in line)

@@ -130,8 +130,8 @@ describe('worker: concurrency limits', () => {
     h.store.seed(job('b', 't1', { state: 'cancelled' }));
     h.store.seed(job('c', 't1'));
     // b was handed the slot (it had waited), and c waits behind it
-    await h.flow.acquire({ slot: slot('t1'), jobId: 'b', type: 'echo', now: T0 });
-    await h.flow.acquire({ slot: slot('t1'), jobId: 'c', type: 'echo', now: T0 });
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'b', type: 'echo', now: T0, token: 1 });
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'c', type: 'echo', now: T0, token: 1 });
 
     await h.worker(sqsEvent(messageFor('b')));
     expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [{ jobId: 'c' }], waiting: 0 });
@@ -142,7 +142,7 @@ describe('worker: concurrency limits', () => {
     const h = harness({ spec: perTenant });
     h.store.seed(job('gone', 't1', { state: 'succeeded' }));
     h.store.seed(job('b', 't1'));
-    await h.flow.acquire({ slot: slot('t1'), jobId: 'gone', type: 'echo', now: T0 });
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'gone', type: 'echo', now: T0, token: 1 });
 
     await h.worker(sqsEvent(messageFor('b')));
     // b waited, found the holder finished, freed its slot and was handed it
@@ -157,7 +157,7 @@ describe('worker: concurrency limits', () => {
     const h = harness({ spec: perTenant });
     h.store.seed(job('admitted', 't1'));
     h.store.seed(job('b', 't1'));
-    await h.flow.acquire({ slot: slot('t1'), jobId: 'admitted', type: 'echo', now: T0 });
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'admitted', type: 'echo', now: T0, token: 1 });
     h.clock.advance(5 * 60_000);
     await h.worker(sqsEvent(messageFor('b')));
     expect(h.queue.sent.map((s) => s.message.id)).toEqual(['admitted']);
