@@ -164,6 +164,32 @@ describe('worker: concurrency limits', () => {
     expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [{ jobId: 'admitted' }], waiting: 1 });
   });
 
+  it('gives the attempt back, unrun, when the job changed between its read and its claim and no slot is free', async () => {
+    const ran: string[] = [];
+    const h = harness({ spec: perTenant, run: async (_p, ctx) => ran.push(ctx.jobId) });
+    // a runs (attempt 1, live lease); 'other' holds the key's only slot
+    h.store.seed(job('a', 't1', { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + 30_000 }));
+    h.store.seed(job('other', 't1', { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + 30_000 }));
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'other', type: 'echo', now: T0, token: 1 });
+    // the read sees a running (a duplicate: no slot taken); by the claim its attempt has ended in a
+    // retry that is due at once, so the claim succeeds
+    const get = h.store.get.bind(h.store);
+    let changed = false;
+    h.store.get = async (id: string) => {
+      const seen = await get(id);
+      if (id === 'a' && !changed) {
+        changed = true;
+        h.store.seed(job('a', 't1', { state: 'retrying', attempts: 1, leaseToken: 1 }));
+      }
+      return seen;
+    };
+    await h.worker(sqsEvent(messageFor('a')));
+    expect(ran).toEqual([]);
+    expect(h.store.peek('a')).toMatchObject({ state: 'retrying', attempts: 2 });
+    expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [{ jobId: 'other' }], waiting: 1 });
+    expect(logged(h.logs, 'claimed without a free concurrency slot; waiting for one')).toHaveLength(1);
+  });
+
   it('takes no slot for a job that is not due yet', async () => {
     const h = harness({ spec: perTenant });
     h.store.seed(job('later', 't1', { runAt: new Date(T0 + 60_000).toISOString() }));
