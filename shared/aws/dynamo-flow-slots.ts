@@ -24,7 +24,7 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../core/flow';
+import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../core/flow';
 import { ThrottledError } from '../errors';
 import { translateAwsError } from './errors';
 
@@ -162,14 +162,7 @@ export class DynamoFlowSlots implements FlowSlots {
     return out !== 'refused';
   }
 
-  async acquire(input: {
-    slot: Slot;
-    jobId: string;
-    type: string;
-    now: number;
-    token: number;
-    ticket?: number;
-  }): Promise<AcquireResult> {
+  async acquire(input: AcquireInput): Promise<AcquireResult> {
     const { slot, jobId, token } = input;
     if (input.ticket !== undefined) {
       // A job that waited: a read tells whether it still waits, with no write.

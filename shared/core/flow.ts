@@ -184,6 +184,18 @@ export interface SlotState {
   admitted: number;
 }
 
+/** What {@link FlowSlots.acquire} is given. */
+export interface AcquireInput {
+  slot: Slot;
+  jobId: string;
+  type: string;
+  now: number;
+  /** The lease token the attempt's claim gives (the job's `leaseToken` + 1 before it). */
+  token: number;
+  /** The job's place in line, when it already waits. */
+  ticket?: number;
+}
+
 /**
  * Keeps the slots of concurrency limits. Every method is safe to call again after a lost
  * response: taking a slot the job holds, giving back one it does not hold, and admitting into a
@@ -197,14 +209,7 @@ export interface FlowSlots {
    * claim will refuse this one). A job that gives its `ticket` keeps its place; a ticket already
    * passed (skipped because its job was slow to write it) gets a new one.
    */
-  acquire(input: {
-    slot: Slot;
-    jobId: string;
-    type: string;
-    now: number;
-    token: number;
-    ticket?: number;
-  }): Promise<AcquireResult>;
+  acquire(input: AcquireInput): Promise<AcquireResult>;
   /**
    * Gives back `jobId`'s slot: only when it is held for attempt `token`, when given (any attempt
    * otherwise: a finished or gone job's). Returns false when it held none.

@@ -3,7 +3,7 @@
  * `DynamoFlowSlots` (test/contract/flow-slots.contract.ts), and keeps the same counters, so a
  * unit test sees what the adapter would do.
  */
-import type { AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
+import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
 
 interface FakeSlot {
   /** Job id → since and attempt token. */
@@ -41,14 +41,7 @@ export class FakeFlowSlots implements FlowSlots {
     this.writes[what] = (this.writes[what] ?? 0) + 1;
   }
 
-  async acquire(input: {
-    slot: Slot;
-    jobId: string;
-    type: string;
-    now: number;
-    token: number;
-    ticket?: number;
-  }): Promise<AcquireResult> {
+  async acquire(input: AcquireInput): Promise<AcquireResult> {
     this.hook?.('acquire');
     const s = this.slotOf(input.slot);
     const mine = s.holders.get(input.jobId);
