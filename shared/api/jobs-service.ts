@@ -9,7 +9,7 @@ import {
   planEnqueue,
   SQS_MAX_DELAY_SECONDS,
 } from '../core/enqueue';
-import { resolveFlowKeys } from '../core/flow';
+import { resolveFlowKeys, resolveSingletonKey } from '../core/flow';
 import { canonicalJson, type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
@@ -115,6 +115,16 @@ export class JobsService {
       );
     }
     const flowKeys = spec.concurrency ? resolveFlowKeys(spec.concurrency, payload, request.concurrencyKey) : undefined;
+    if (request.singletonKey !== undefined && !spec.singleton) {
+      throw new ValidationError(
+        `job type "${spec.type}" has no singleton`,
+        [{ path: 'singletonKey', message: 'only for a job type with a singleton' }],
+        'invalid_singleton_key',
+      );
+    }
+    const singletonKey = spec.singleton
+      ? resolveSingletonKey(spec.singleton, payload, request.singletonKey)
+      : undefined;
     const now = clock.now();
     const plan = planEnqueue(request, now);
     const dispatchBy =
@@ -136,6 +146,7 @@ export class JobsService {
       ...(request.backoff ? { backoff: request.backoff } : {}),
       ...(dispatchBy !== undefined ? { dispatchBy } : {}),
       ...(flowKeys ? { flowKeys } : {}),
+      ...(singletonKey !== undefined ? { singletonKey } : {}),
     };
 
     const written = await store.create(job);

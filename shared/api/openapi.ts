@@ -81,7 +81,7 @@ const errors = (...statuses: string[]) =>
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400':
     'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_key`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
-  '404': 'Not found (`job_not_found`, `type_not_found`, `no_concurrency_limits`, `dlq_not_found`, `route_not_found`)',
+  '404': 'Not found (`job_not_found`, `type_not_found`, `no_flow_control`, `dlq_not_found`, `route_not_found`)',
   '409': 'Conflict (`id_conflict`, `illegal_state` with the current `state`)',
   '413': 'Body too large (`payload_too_large`, with `limitBytes`)',
   '415': 'Content-Type is not JSON (`unsupported_media_type`)',
@@ -209,7 +209,7 @@ export const OPERATIONS: ApiOperation[] = [
     summary: "The state of a key of a job type's concurrency limits",
     description:
       'For each limit: the jobs holding a slot of this key value (running, or handed a slot and about to start) and ' +
-      'how many wait. 404 `no_concurrency_limits` for a type without limits; 400 `invalid_key` for an unusable key.',
+      'how many wait. 404 `no_flow_control` for a type without limits or singleton; 400 `invalid_key` for an unusable key.',
     pathParams: { type: 'The job type', key: 'The key value (URL-encoded)' },
     responses: { '200': { description: 'The key', schema: keyStateSchema }, ...errors('400', '404', '429', '503') },
   },

@@ -62,10 +62,31 @@ export const jobViewSchema = z
       .array(z.string())
       .optional()
       .meta({ description: "Only for job types with concurrency limits: the job's key value for each limit" }),
-    waitingFor: z
-      .object({ kind: z.literal('concurrency'), key: z.string(), since: isoTime })
+    singletonKey: z
+      .string()
       .optional()
-      .meta({ description: 'Only while a due job waits for a concurrency slot: the key it waits on, and since when' }),
+      .meta({ description: "Only for job types with a singleton: the job's key value" }),
+    waitingFor: z
+      .object({
+        kind: z.enum(['concurrency', 'singleton', 'throttle']),
+        key: z.string(),
+        since: isoTime,
+        until: isoTime.optional().meta({ description: 'throttle: when its turn comes' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'Only while a due job waits: for a concurrency or singleton slot, or its throttle turn; the key, and since when',
+      }),
+    skipReason: z
+      .object({
+        kind: z.enum(['singleton', 'rate-limit']),
+        key: z.string(),
+        by: z.string().optional().meta({ description: 'singleton: the job that held the key' }),
+        at: isoTime,
+      })
+      .optional()
+      .meta({ description: 'Only for a skipped job: why flow control turned it away' }),
   })
   .strict();
 
@@ -273,6 +294,18 @@ export const keyStateSchema = z.object({
       waiting: z.int().min(0).meta({ description: 'Jobs waiting for a slot of this key' }),
     }),
   ),
+  singleton: z
+    .object({
+      scope: z.string().meta({ description: "The singleton's scope (shared by every type that names it)" }),
+      mode: z.enum(['skip', 'queue', 'cancel-running']),
+      key: z.string().meta({ description: 'The key value (`*`: the singleton has one key for its whole scope)' }),
+      running: z
+        .array(z.object({ jobId: z.string(), since: isoTime }))
+        .meta({ description: 'The job holding the key (of any type in the scope), if any' }),
+      waiting: z.int().min(0).meta({ description: 'Jobs waiting for the key (mode `queue` or `cancel-running`)' }),
+    })
+    .optional()
+    .meta({ description: 'Only for a job type with a singleton' }),
 });
 
 // ---------------------------------------------------------------- the schemas match the code's types

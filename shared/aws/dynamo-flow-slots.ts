@@ -183,6 +183,7 @@ export class DynamoFlowSlots implements FlowSlots {
       }
       // held for a newer attempt: this one will not start (its claim is refused)
       if (old.holders.some((h) => h.jobId === jobId)) return { kind: 'held', fresh: false };
+      if (input.wait === false) return { kind: 'busy', holders: old.holders };
       const next = await this.nextTicket(slot, jobId);
       if (!next) continue; // a slot came free, or the job was handed one: take it
       if (!(await this.writeTicket(slot, next.ticket, jobId, input.type, input.now))) continue;

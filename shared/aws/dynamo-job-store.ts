@@ -16,6 +16,7 @@ import {
   errorSummary,
   type Job,
   type JobProgress,
+  type SkipReason,
   type WaitingFor,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
@@ -138,7 +139,9 @@ export function toItem(job: Job, external = false): Item {
       schedule: job.schedule,
       after: job.after,
       flowKeys: job.flowKeys,
+      singletonKey: job.singletonKey,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
+      skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       ...createDueAttributes(job),
       gsi1pk: keys.byType(job.type, job.id),
       gsi1sk: keys.created(job.createdAt, job.id),
@@ -208,7 +211,9 @@ export function fromItem(item: Item): Job {
   if (typeof raw.schedule === 'string') job.schedule = raw.schedule;
   if (typeof raw.after === 'string') job.after = raw.after;
   if (Array.isArray(raw.flowKeys)) job.flowKeys = raw.flowKeys as string[];
+  if (typeof raw.singletonKey === 'string') job.singletonKey = raw.singletonKey;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
+  if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);
   if (last) job.lastError = last;
   return job;
@@ -687,6 +692,45 @@ export class DynamoJobStore implements JobStore {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
       return translateAwsError(error, 'DynamoDB UpdateItem (expire)');
+    }
+  }
+
+  async skip({
+    job,
+    now,
+    expiresAt,
+    reason,
+  }: {
+    job: Job;
+    now: number;
+    expiresAt: number;
+    reason: SkipReason;
+  }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: this.key(job.id),
+          UpdateExpression:
+            'SET #state = :skipped, skipReason = :why, finishedAt = :now, updatedAt = :now, expiresAt = :ttl REMOVE waitingFor',
+          ConditionExpression: '#state IN (:scheduled, :queued) AND attempts = :zero AND leaseToken = :token',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':skipped': S('skipped'),
+            ':why': S(JSON.stringify(reason)),
+            ':scheduled': S('scheduled'),
+            ':queued': S('queued'),
+            ':zero': N(0),
+            ':token': N(job.leaseToken),
+            ':now': S(iso(now)),
+            ':ttl': N(expiresAt),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      return translateAwsError(error, 'DynamoDB UpdateItem (skip)');
     }
   }
 }

@@ -84,6 +84,12 @@ export interface EnqueueOptions {
    * @default the key from the payload
    */
   concurrencyKey?: string;
+  /**
+   * Key of the job type's singleton, instead of the one its `key` function computes from the
+   * payload. 1–256 characters.
+   * @default the key from the payload
+   */
+  singletonKey?: string;
 }
 
 export interface EnqueueResult<J = JobView> {

@@ -39,6 +39,8 @@ export const enqueueRequestSchema = z
     dispatchBy: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }).optional(),
     /** The key of the job type's first keyed concurrency limit, instead of the one from the payload. */
     concurrencyKey: z.string().min(1).max(MAX_FLOW_KEY_LENGTH).optional(),
+    /** The key of the job type's singleton, instead of the one from the payload. */
+    singletonKey: z.string().min(1).max(MAX_FLOW_KEY_LENGTH).optional(),
   })
   .strict();
 

@@ -81,6 +81,44 @@ export function flowKeyProblem(value: unknown): string | undefined {
 export const WHOLE_TYPE_KEY = '*';
 
 /**
+ * Computes a key value from a payload with a job type's key function. Throws ValidationError
+ * (field `payload`, code `code`) when the function throws or gives an unusable value.
+ */
+export function computeFlowKey(
+  key: (payload: unknown) => string,
+  payload: unknown,
+  label: string,
+  code: string,
+): string {
+  let value: unknown;
+  try {
+    value = key(payload);
+  } catch (error) {
+    throw new ValidationError(
+      `the job type could not compute its ${label} from this payload`,
+      [{ path: 'payload', message: `${label} threw: ${error instanceof Error ? error.message : String(error)}` }],
+      code,
+    );
+  }
+  const problem = flowKeyProblem(value);
+  if (problem) {
+    throw new ValidationError(
+      `the job type computed an unusable ${label} from this payload`,
+      [{ path: 'payload', message: `${label} ${problem}` }],
+      code,
+    );
+  }
+  return value as string;
+}
+
+/** Checks a key value given at enqueue (`field`); throws ValidationError with `code` when unusable. */
+export function checkGivenKey(value: string, field: string, code: string): string {
+  const problem = flowKeyProblem(value);
+  if (problem) throw new ValidationError(`${field} is not a usable key`, [{ path: field, message: problem }], code);
+  return value;
+}
+
+/**
  * The key values of a job, one per limit, in the limits' order. `override` (the enqueue
  * request's `concurrencyKey`) replaces the first keyed limit's value. Throws ValidationError
  * (field `payload`, or `concurrencyKey`) when a key function throws or gives a bad value.
@@ -95,49 +133,85 @@ export function resolveFlowKeys(
     if (!limit.key) return WHOLE_TYPE_KEY;
     if (override !== undefined && !overridden) {
       overridden = true;
-      const problem = flowKeyProblem(override);
-      if (problem) {
-        throw new ValidationError(
-          'concurrencyKey is not a usable key',
-          [{ path: 'concurrencyKey', message: problem }],
-          'invalid_concurrency_key',
-        );
-      }
-      return override;
+      return checkGivenKey(override, 'concurrencyKey', 'invalid_concurrency_key');
     }
-    let value: unknown;
-    try {
-      value = limit.key(payload);
-    } catch (error) {
-      throw new ValidationError(
-        'the job type could not compute a concurrency key from this payload',
-        [
-          {
-            path: 'payload',
-            message: `concurrency[${i}].key threw: ${error instanceof Error ? error.message : String(error)}`,
-          },
-        ],
-        'invalid_concurrency_key',
-      );
-    }
-    const problem = flowKeyProblem(value);
-    if (problem) {
-      throw new ValidationError(
-        'the job type computed an unusable concurrency key from this payload',
-        [{ path: 'payload', message: `concurrency[${i}].key ${problem}` }],
-        'invalid_concurrency_key',
-      );
-    }
-    return value as string;
+    return computeFlowKey(limit.key, payload, `concurrency[${i}].key`, 'invalid_concurrency_key');
   });
+}
+
+/** What a singleton does with a job whose key already has a job running (or in line). */
+export const SINGLETON_MODES = ['skip', 'queue', 'cancel-running'] as const;
+export type SingletonMode = (typeof SINGLETON_MODES)[number];
+
+/** Names of scopes shared by job types: like a job type's name. */
+export const SCOPE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
+
+/**
+ * A singleton: at most one job of a key value runs at once in its scope, across every job type
+ * that names the scope.
+ *
+ * @example
+ * // one sync per account at a time; a newer one replaces a running one
+ * singleton: { key: (p) => p.accountId, mode: 'cancel-running' }
+ * // `report` and `export` never run at once for one account
+ * singleton: { key: (p) => p.accountId, mode: 'queue', scope: 'account-io' }
+ */
+export interface SingletonOptions<Payload = never> {
+  /**
+   * - `queue`: the new job waits its turn (in order, without polling);
+   * - `skip`: the new job ends `skipped` (with the running job's id) without running;
+   * - `cancel-running`: the running job is cancelled (its handler's `ctx.signal` aborts), and
+   *   the new job starts once it has stopped.
+   */
+  readonly mode: SingletonMode;
+  /** The key value of a job, from its payload. @default one key for the whole scope */
+  key?(payload: Payload): string;
+  /**
+   * The scope's name. Job types that give the same scope share its keys: two such jobs of one
+   * key value never run at once, whatever their types.
+   * @default the job type's name
+   */
+  readonly scope?: string;
+}
+
+/** Checks a type's singleton when it is declared. Returns the message of the first problem, if any. */
+export function singletonProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return 'singleton must be an object { mode, key?, scope? }';
+  const { mode, key, scope } = value as { mode?: unknown; key?: unknown; scope?: unknown };
+  if (!(SINGLETON_MODES as readonly unknown[]).includes(mode)) {
+    return `singleton.mode must be one of ${SINGLETON_MODES.join(', ')}`;
+  }
+  if (key !== undefined && typeof key !== 'function') return 'singleton.key must be a function of the payload';
+  if (scope !== undefined && (typeof scope !== 'string' || !SCOPE_NAME_PATTERN.test(scope))) {
+    return `singleton.scope must match ${SCOPE_NAME_PATTERN}`;
+  }
+  return undefined;
+}
+
+/** A job's singleton key value: `override` (the enqueue request's `singletonKey`), or from its payload. */
+export function resolveSingletonKey(
+  singleton: Pick<SingletonOptions<unknown>, 'key'>,
+  payload: unknown,
+  override?: string,
+): string {
+  if (override !== undefined) return checkGivenKey(override, 'singletonKey', 'invalid_singleton_key');
+  if (!singleton.key) return WHOLE_TYPE_KEY;
+  return computeFlowKey(singleton.key, payload, 'singleton.key', 'invalid_singleton_key');
+}
+
+/** The slot scope of a singleton: `@<scope name>`, apart from every type's limits (`<type>#<i>`). */
+export function singletonScope(type: string, singleton: Pick<SingletonOptions, 'scope'>): string {
+  return `@${singleton.scope ?? type}`;
 }
 
 /** One key value of one limit: the unit slots are counted in. */
 export interface Slot {
-  /** `<type>#<limit index>`; named scopes will use their name. */
+  /** `<type>#<limit index>` for a concurrency limit, `@<scope name>` for a singleton. */
   scope: string;
   key: string;
   limit: number;
+  /** Only for a singleton's slot (limit 1): its mode. */
+  singleton?: SingletonMode;
 }
 
 /** The slots a job of `type` needs, in the order they are taken (the limits' order, so no two jobs wait on each other in a cycle). */
@@ -171,7 +245,9 @@ export type AcquireResult =
    * No slot: the job waits with `ticket` (a new one, or the one it gave). `holders` are the jobs
    * that held the slots when it looked; `first` when no ticket is ahead of it.
    */
-  | { kind: 'waiting'; ticket: number; first: boolean; holders: Holder[] };
+  | { kind: 'waiting'; ticket: number; first: boolean; holders: Holder[] }
+  /** No free slot, and the call asked not to wait (`wait: false`): no ticket was taken. */
+  | { kind: 'busy'; holders: Holder[] };
 
 /** What a slot's item says now. */
 export interface SlotState {
@@ -194,6 +270,8 @@ export interface AcquireInput {
   token: number;
   /** The job's place in line, when it already waits. */
   ticket?: number;
+  /** false: when no slot is free, take no ticket and answer `busy` (a `skip` singleton). @default true */
+  wait?: boolean;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
-import { type ConcurrencyLimit, concurrencyProblem } from './flow';
+import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 
 /** Pattern for job type names: they appear in keys, queue names and URLs. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
@@ -39,6 +39,8 @@ export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type 
   describe?(payload: z.output<Schema>): Record<string, unknown>;
   /** Concurrency limits (see {@link JobTypeOptions.concurrency}); absent: none, and no cost. */
   readonly concurrency?: readonly ConcurrencyLimit<z.output<Schema>>[];
+  /** Singleton (see {@link JobTypeOptions.singleton}); absent: none, and no cost. */
+  readonly singleton?: SingletonOptions<z.output<Schema>>;
 }
 
 export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
@@ -60,6 +62,16 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
    * concurrency: [{ limit: 2, key: (p) => p.tenantId }, { limit: 20 }]
    */
   concurrency?: readonly ConcurrencyLimit<z.output<Schema>>[];
+  /**
+   * At most one job of a key value runs at once, in the type's scope or a named one shared with
+   * other types. `mode` says what a job does when its key is taken: `queue` (wait its turn),
+   * `skip` (end `skipped`), or `cancel-running` (cancel the running one, then start). Costs a
+   * job 2 write units, like a concurrency limit of 1. See docs/flow-control.md.
+   * @default none
+   * @example
+   * singleton: { key: (p) => p.accountId, mode: 'skip' }
+   */
+  singleton?: SingletonOptions<z.output<Schema>>;
 }
 
 /**
@@ -100,6 +112,12 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     concurrency = { concurrency: Object.freeze(options.concurrency.map((l) => Object.freeze({ ...l }))) };
   }
+  let singleton = {};
+  if (options.singleton !== undefined) {
+    const problem = singletonProblem(options.singleton);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    singleton = { singleton: Object.freeze({ ...options.singleton }) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -107,5 +125,6 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     retry: parsed.data,
     ...describe,
     ...concurrency,
+    ...singleton,
   });
 }

@@ -73,20 +73,52 @@ export interface Job {
   after?: string;
   /** Concurrency key values, one per limit of the job type (resolved at enqueue). */
   flowKeys?: string[];
-  /** Why a due job has not started: it waits for a concurrency slot (cleared when it starts). */
+  /** Singleton key value (resolved at enqueue), for job types with a `singleton`. */
+  singletonKey?: string;
+  /** Why a due job has not started: it waits for a slot or a throttle's turn (cleared when it starts). */
   waitingFor?: WaitingFor;
+  /** Why flow control turned the job away (state `skipped`). */
+  skipReason?: SkipReason;
 }
 
-/** What a due job waits for before it can start. */
-export interface WaitingFor {
-  kind: 'concurrency';
-  /** Index of the job type's limit, and the key value it waits on. */
+/** A due job waiting in a slot's line: a concurrency limit's, or its singleton's. */
+export interface SlotWait {
+  kind: 'concurrency' | 'singleton';
+  /** Index of the slot in the job's slots (its singleton first, then its limits), and the key value it waits on. */
   limit: number;
   key: string;
   /** Its place in that key's line. */
   ticket: number;
   /** ISO 8601 time it began to wait. */
   since: string;
+}
+
+/** A due job waiting for its throttle's turn: it starts at `until`. */
+export interface ThrottleWait {
+  kind: 'throttle';
+  key: string;
+  /** ISO 8601 time of its turn. */
+  until: string;
+  /** The attempt (lease token its claim gives) the turn was taken for. */
+  token: number;
+  since: string;
+}
+
+/** What a due job waits for before it can start. */
+export type WaitingFor = SlotWait | ThrottleWait;
+
+/** Why flow control turned a job away before it ever ran. */
+export interface SkipReason {
+  /**
+   * `singleton`: its singleton (mode `skip`) found a job of its key running or waiting;
+   * `rate-limit`: its key's rate limit was spent.
+   */
+  kind: 'singleton' | 'rate-limit';
+  key: string;
+  /** `singleton`: the job that held the key. */
+  by?: string;
+  /** ISO 8601 time it was skipped. */
+  at: string;
 }
 
 /** The job as the API returns it: no lease internals. */
@@ -114,8 +146,12 @@ export interface JobView {
   schedule?: string;
   /** Only for job types with concurrency limits: the job's key value for each limit. */
   concurrencyKeys?: string[];
-  /** Only while a due job waits for a concurrency slot: which key it waits on, since when. */
-  waitingFor?: { kind: 'concurrency'; key: string; since: string };
+  /** Only for job types with a singleton: the job's singleton key value. */
+  singletonKey?: string;
+  /** Only while a due job waits: for what (a slot, or a throttle's turn, `until` when), on which key, since when. */
+  waitingFor?: { kind: WaitingFor['kind']; key: string; since: string; until?: string };
+  /** Only for a `skipped` job: why flow control turned it away. */
+  skipReason?: SkipReason;
 }
 
 export function toView(job: Job): JobView {
@@ -139,10 +175,16 @@ export function toView(job: Job): JobView {
     ...(job.dispatchBy !== undefined ? { dispatchBy: job.dispatchBy } : {}),
     ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
     ...(job.flowKeys !== undefined ? { concurrencyKeys: job.flowKeys } : {}),
+    ...(job.singletonKey !== undefined ? { singletonKey: job.singletonKey } : {}),
     ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
-      ? { waitingFor: { kind: job.waitingFor.kind, key: job.waitingFor.key, since: job.waitingFor.since } }
+      ? { waitingFor: waitingView(job.waitingFor) }
       : {}),
+    ...(job.skipReason !== undefined ? { skipReason: job.skipReason } : {}),
   };
+}
+
+function waitingView(w: WaitingFor): NonNullable<JobView['waitingFor']> {
+  return { kind: w.kind, key: w.key, since: w.since, ...(w.kind === 'throttle' ? { until: w.until } : {}) };
 }
 
 /** Entries kept in a job's error history; older ones are dropped first. */

@@ -1,4 +1,4 @@
-import type { AttemptError, Job, JobMessage, JobProgress, WaitingFor } from './job';
+import type { AttemptError, Job, JobMessage, JobProgress, SkipReason, WaitingFor } from './job';
 import { fnv1a } from './table';
 
 /** Outcome of trying to start an attempt. */
@@ -89,6 +89,13 @@ export interface JobStore {
    * not waiting to start (running, finished, missing).
    */
   markWaiting?(input: { job: Job; waitingFor: WaitingFor }): Promise<boolean>;
+  /**
+   * Ends a job that never started, because flow control turned it away: state → `skipped` with
+   * `reason`, no attempt. Only from `scheduled`/`queued`, with no attempt in its series, under
+   * `job.leaseToken`. Returns false when the job changed first (started, cancelled, finished).
+   * One write; a skipped job is listed from `byType` (no sparse index entry: skips may be common).
+   */
+  skip?(input: { job: Job; now: number; expiresAt: number; reason: SkipReason }): Promise<boolean>;
 }
 
 /** One message of a {@link JobQueue.sendBatch}. */

@@ -13,11 +13,16 @@ export const JOB_STATES = [
   'cancelled',
   /** Not started before its `dispatchBy` deadline; never ran. */
   'expired',
+  /**
+   * Never ran, on purpose: flow control turned it away (a `skip` singleton found its key running,
+   * or a rate limit was spent). `skipReason` on the job says which.
+   */
+  'skipped',
 ] as const;
 
 export type JobState = (typeof JOB_STATES)[number];
 
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'expired'];
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'expired', 'skipped'];
 
 /** States from which a worker may claim the job (start an attempt). */
 export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'retrying'];
@@ -26,17 +31,19 @@ export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 're
  * Every allowed transition. `running → running` is a takeover of an expired lease.
  * A `scheduled` job goes through `queued` when its schedule hands it to SQS; a worker that
  * receives it first claims it directly (the two steps in one conditional write).
- * A job that was never started moves to `expired` when a worker finds its `dispatchBy` passed.
+ * A job that was never started moves to `expired` when a worker finds its `dispatchBy` passed,
+ * and to `skipped` when flow control turns it away before its first attempt.
  */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  scheduled: ['queued', 'running', 'cancelled', 'expired'],
-  queued: ['running', 'cancelled', 'expired'],
+  scheduled: ['queued', 'running', 'cancelled', 'expired', 'skipped'],
+  queued: ['running', 'cancelled', 'expired', 'skipped'],
   running: ['succeeded', 'retrying', 'failed', 'cancelled', 'running'],
   retrying: ['running', 'failed', 'cancelled'],
   succeeded: [],
   failed: [],
   cancelled: [],
   expired: [],
+  skipped: [],
 };
 
 export function isTerminal(state: JobState): boolean {

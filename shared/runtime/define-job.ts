@@ -2,6 +2,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { createAwsClients } from '../aws/clients';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
+import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
@@ -45,7 +46,10 @@ export function defineJob<Schema extends PayloadSchema>(
         queue: new SqsJobQueue(clients.sqs),
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
         schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
-        ...(spec.concurrency ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
+        ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
+        ...(spec.singleton?.mode === 'cancel-running'
+          ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
+          : {}),
       });
     }
     return worker(event, context);

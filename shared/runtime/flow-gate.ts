@@ -5,9 +5,20 @@
  * message. Nothing here polls.
  */
 import type { Clock } from '../core/clock';
-import { type FlowSlots, type Holder, resolveFlowKeys, type Slot, slotsOf, WHOLE_TYPE_KEY } from '../core/flow';
+import { ATTEMPT_MARGIN_MS } from '../core/due';
+import {
+  type FlowSlots,
+  type Holder,
+  resolveFlowKeys,
+  resolveSingletonKey,
+  type Slot,
+  singletonScope,
+  slotsOf,
+  WHOLE_TYPE_KEY,
+} from '../core/flow';
 import type { Job } from '../core/job';
-import type { JobTypeSpec } from '../core/job-type';
+import { type JobTypeSpec, MAX_TIMEOUT_MS } from '../core/job-type';
+import { leaseHeld } from '../core/lease';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';
@@ -19,6 +30,8 @@ import { persist } from './attempt-support';
  * should have started it may be lost.
  */
 export const WAKE_GRACE_MS = 2 * 60_000;
+/** Longer than any attempt holds a slot: the longest timeout, its margin, and the heartbeat's stop. */
+const LONGEST_HOLD_MS = MAX_TIMEOUT_MS + ATTEMPT_MARGIN_MS + 60_000;
 
 export interface FlowGateDeps {
   slots: FlowSlots;
@@ -27,31 +40,52 @@ export interface FlowGateDeps {
   /** The ready queue of a job type, for the message that starts a job handed a slot. */
   queueUrlOf(type: string): string | undefined;
   clock: Clock;
+  /** Cancels a job (an operator's cancel): for a `cancel-running` singleton. */
+  cancel?(jobId: string): Promise<void>;
 }
 
 export type Entry =
   /** Every slot is held: start the attempt. `fresh`: slots this entry took (give them back if it does not start). */
   | { kind: 'entered'; fresh: boolean }
   /** A slot is full: the job waits on it (holding the slots before it). */
-  | { kind: 'waiting'; slot: Slot; ticket: number };
+  | { kind: 'waiting'; slot: Slot; ticket: number }
+  /** Its `skip` singleton's key is taken (by `by`, when a job holds it): the job must not run. */
+  | { kind: 'skipped'; slot: Slot; by?: string };
 
-/** The slots a job of `spec` takes, in order; none for a type without limits. */
+/**
+ * The slots a job of `spec` takes, in order: its singleton's first (the only slots types share),
+ * then its concurrency limits'. So every job takes slots in one global order, and no two jobs
+ * wait on each other in a cycle. None for a type without flow control.
+ */
 export function jobSlots(
-  spec: Pick<JobTypeSpec, 'type' | 'concurrency'>,
-  job: Pick<Job, 'flowKeys' | 'payload'>,
+  spec: Pick<JobTypeSpec, 'type' | 'concurrency' | 'singleton'>,
+  job: Pick<Job, 'flowKeys' | 'payload' | 'singletonKey'>,
 ): Slot[] {
+  const out: Slot[] = [];
+  const singleton = spec.singleton;
+  if (singleton) {
+    let key = job.singletonKey;
+    if (key === undefined) {
+      // A job written before its type had a singleton: its key from its payload, as at enqueue.
+      try {
+        key = resolveSingletonKey(singleton, job.payload);
+      } catch {
+        key = WHOLE_TYPE_KEY;
+      }
+    }
+    out.push({ scope: singletonScope(spec.type, singleton), key, limit: 1, singleton: singleton.mode });
+  }
   const limits = spec.concurrency;
-  if (!limits || limits.length === 0) return [];
+  if (!limits || limits.length === 0) return out;
   let keys = job.flowKeys;
   if (!keys || keys.length !== limits.length) {
-    // A job written before its type had these limits: its keys from its payload, as at enqueue.
     try {
       keys = resolveFlowKeys(limits, job.payload);
     } catch {
       keys = limits.map(() => WHOLE_TYPE_KEY);
     }
   }
-  return slotsOf(spec.type, limits, keys);
+  return [...out, ...slotsOf(spec.type, limits, keys)];
 }
 
 export function createFlowGate(deps: FlowGateDeps) {
@@ -83,16 +117,21 @@ export function createFlowGate(deps: FlowGateDeps) {
   /**
    * Frees the places of holders that will never give them back (finished, or gone), and sends
    * again the message of a holder handed its place a while ago that has not started. Run by the
-   * first job in line when it has to wait: costs a read per holder, writes only what it frees.
+   * first job in line when it has to wait, and by any job in line that sees a suspect holder (see
+   * {@link suspect}): costs a read per holder it looks at, writes only what it frees. A place is
+   * freed only under the token read with it, so an attempt that took it over since keeps it.
    */
-  async function reclaim(slot: Slot, holders: readonly Holder[], self: string, log: Logger): Promise<void> {
+  async function reclaim(slot: Slot, holders: readonly Holder[], look: readonly Holder[], self: string, log: Logger) {
     const now = clock.now();
     let freed = 0;
-    for (const holder of holders) {
+    for (const holder of look) {
       if (holder.jobId === self) continue;
       const job = await store.get(holder.jobId);
+      // A job cancelled while it ran may still be stopping: its place stays its own until its lease
+      // may no longer be held (its worker gives it back as soon as the handler has stopped).
+      if (job?.state === 'cancelled' && leaseHeld(job, now)) continue;
       if (!job || isTerminal(job.state)) {
-        if (await slots.release({ slot, jobId: holder.jobId })) freed += 1;
+        if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
         log.warn('freed a concurrency slot its job never gave back', {
           holder: holder.jobId,
           state: job?.state ?? 'missing',
@@ -109,6 +148,38 @@ export function createFlowGate(deps: FlowGateDeps) {
     if (freed > 0 || holders.length < slot.limit) await admit(slot, log);
   }
 
+  /**
+   * A holder that may never give its place back: handed it over {@link WAKE_GRACE_MS} ago and not
+   * started, or holding it for longer than any attempt runs (it may be waiting on a later slot,
+   * which a read tells). Any job in line that sees one looks, so a line whose head never comes
+   * back (cancelled while it waited, or an orphaned ticket) still moves.
+   */
+  function suspect(holder: Holder, now: number): boolean {
+    return holder.token === 0 ? holder.since < now - WAKE_GRACE_MS : holder.since < now - LONGEST_HOLD_MS;
+  }
+
+  /** A `cancel-running` singleton: cancels the jobs holding the key; each gives its place back once it has stopped. */
+  async function cancelHolders(holders: readonly Holder[], self: string, log: Logger): Promise<void> {
+    for (const holder of holders) {
+      if (holder.jobId === self) continue;
+      if (!deps.cancel) {
+        log.error('a cancel-running singleton has no way to cancel here; it waits its turn instead', {
+          holder: holder.jobId,
+        });
+        return;
+      }
+      try {
+        await deps.cancel(holder.jobId);
+        log.info('cancelled the job running with this singleton key', { holder: holder.jobId });
+      } catch (error) {
+        log.warn('could not cancel the job holding this singleton key; waiting for it', {
+          holder: holder.jobId,
+          ...errorFields(error),
+        });
+      }
+    }
+  }
+
   return {
     /**
      * Takes the job's slots in order. A job that must wait records why (once per ticket) and
@@ -118,7 +189,10 @@ export function createFlowGate(deps: FlowGateDeps) {
       let fresh = false;
       for (const [i, slot] of jobSlotList.entries()) {
         const mine = job.waitingFor;
-        const ticket = mine && mine.limit === i && mine.key === slot.key ? mine.ticket : undefined;
+        const ticket =
+          mine && mine.kind !== 'throttle' && mine.limit === i && mine.key === slot.key ? mine.ticket : undefined;
+        // A `skip` singleton turns away a new run, not a retry of one that ran (nor one in line).
+        const skip = slot.singleton === 'skip' && job.attempts === 0 && ticket === undefined;
         const got = await slots.acquire({
           slot,
           jobId: job.id,
@@ -126,34 +200,52 @@ export function createFlowGate(deps: FlowGateDeps) {
           now: clock.now(),
           token,
           ...(ticket === undefined ? {} : { ticket }),
+          ...(skip ? { wait: false } : {}),
         });
         if (got.kind === 'held') {
           fresh ||= got.fresh;
           continue;
         }
+        if (got.kind === 'busy') {
+          const by = got.holders.find((h) => h.jobId !== job.id)?.jobId;
+          return { kind: 'skipped', slot, ...(by === undefined ? {} : { by }) };
+        }
         if (got.ticket !== ticket) {
           const since = new Date(clock.now()).toISOString();
+          const kind = slot.singleton ? 'singleton' : 'concurrency';
           await store.markWaiting?.({
             job,
-            waitingFor: { kind: 'concurrency', limit: i, key: slot.key, ticket: got.ticket, since },
+            waitingFor: { kind, limit: i, key: slot.key, ticket: got.ticket, since },
           });
         }
-        if (got.first) await reclaim(slot, got.holders, job.id, log);
-        // Any job in line that sees a free place hands it on: the head of the line may never come
-        // back (cancelled, expired, or its ticket orphaned) after a hand-on was lost.
-        else if (got.holders.length < slot.limit) await admit(slot, log);
+        if (slot.singleton === 'cancel-running') await cancelHolders(got.holders, job.id, log);
+        if (got.first) await reclaim(slot, got.holders, got.holders, job.id, log);
+        else {
+          // Any job in line that sees a free place hands it on, and any that sees a suspect holder
+          // looks at it: the head of the line may never come back (cancelled, expired, or its
+          // ticket orphaned) after a hand-on was lost.
+          const now = clock.now();
+          const suspects = got.holders.filter((h) => suspect(h, now));
+          if (suspects.length > 0) await reclaim(slot, got.holders, suspects, job.id, log);
+          else if (got.holders.length < slot.limit) await admit(slot, log);
+        }
         return { kind: 'waiting', slot, ticket: got.ticket };
       }
       return { kind: 'entered', fresh };
     },
 
-    /** Gives back the slots a finished job still holds (it was handed one after it ended): reads, and writes only what it holds. */
-    async leaveIfHeld(job: Pick<Job, 'id'>, jobSlotList: readonly Slot[], log: Logger): Promise<void> {
-      const held: Slot[] = [];
-      for (const slot of jobSlotList) {
-        if ((await slots.state(slot)).holders.some((h) => h.jobId === job.id)) held.push(slot);
+    /**
+     * Gives back the slots a finished job still holds (it was handed one after it ended, or it
+     * died between its last write and giving them back): reads, and writes only what it holds,
+     * under the token it read. Not while a cancelled attempt may still run: its worker gives
+     * them back once its handler has stopped (or, if it died, a job in line once its lease ran out).
+     */
+    async leaveIfHeld(job: Pick<Job, 'id' | 'state' | 'leaseExpiresAt'>, jobSlotList: readonly Slot[], log: Logger) {
+      if (job.state === 'cancelled' && leaseHeld(job, clock.now())) return;
+      for (const slot of [...jobSlotList].reverse()) {
+        const mine = (await slots.state(slot)).holders.find((h) => h.jobId === job.id);
+        if (mine) await this.leave(job, [slot], log, mine.token);
       }
-      if (held.length > 0) await this.leave(job, held, log);
     },
 
     /**

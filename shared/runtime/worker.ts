@@ -3,12 +3,14 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
+import { CANCELLABLE_STATES } from '../core/control';
+import type { JobControl } from '../core/control-ports';
 import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
 import type { FlowSlots, Slot } from '../core/flow';
-import { type AttemptError, appendError, describeError, type Job } from '../core/job';
-import { DEFAULT_LEASE_MS, MAX_CLOCK_SKEW_MS, MIN_LEASE_MS } from '../core/lease';
+import { type AttemptError, appendError, describeError, type Job, type SkipReason } from '../core/job';
+import { DEFAULT_LEASE_MS, leaseHeld, MAX_CLOCK_SKEW_MS, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
@@ -42,8 +44,10 @@ export interface WorkerDeps {
   logger?: Logger;
   /** Recurring schedules, for fire messages (see ./fire.ts). Without it a fire returns to the queue. */
   schedules?: ScheduleStore;
-  /** Concurrency slots; required when the job type has `concurrency` limits. */
+  /** Concurrency slots; required when the job type has `concurrency` limits or a `singleton`. */
   flow?: FlowSlots;
+  /** Cancels jobs; required for a `cancel-running` singleton (it cancels the job it replaces). */
+  control?: Pick<JobControl, 'cancel'>;
 }
 
 const messageSchema = z.object({
@@ -116,9 +120,13 @@ export function createWorker(
   if (!configured) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
   const route = configured;
   const expiresAt = (now: number) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400;
-  const limited = (def.spec.concurrency?.length ?? 0) > 0;
+  const limited = (def.spec.concurrency?.length ?? 0) > 0 || def.spec.singleton !== undefined;
   if (limited && !deps.flow) {
-    throw new ConfigError(`job type "${def.spec.type}" has concurrency limits: the worker needs its flow slots`);
+    throw new ConfigError(`job type "${def.spec.type}" has flow control: the worker needs its flow slots`);
+  }
+  const control = deps.control;
+  if (def.spec.singleton?.mode === 'cancel-running' && !control) {
+    throw new ConfigError(`job type "${def.spec.type}" has a cancel-running singleton: the worker needs job control`);
   }
   const gate =
     limited && deps.flow
@@ -128,6 +136,14 @@ export function createWorker(
           queue: deps.queue,
           queueUrlOf: (type) => deps.config.routes[type]?.queueUrl,
           clock,
+          ...(control
+            ? {
+                cancel: async (jobId: string) => {
+                  const now = clock.now();
+                  await control.cancel({ id: jobId, from: CANCELLABLE_STATES, now, expiresAt: expiresAt(now) });
+                },
+              }
+            : {}),
         })
       : undefined;
 
@@ -393,9 +409,14 @@ export function createWorker(
           await gate.leaveIfHeld(current, slots, log);
         } else if (
           current &&
-          (takeover || (current.state !== 'running' && Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS))
+          (takeover ||
+            (current.state !== 'running' &&
+              Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS &&
+              // an earlier attempt (cancelled, then retried) may still run on the slots: the claim is fenced
+              !leaseHeld(current, now)))
         ) {
           const entry = await gate.enter(current, slots, current.leaseToken + 1, log);
+          if (entry.kind === 'skipped') return await skipJob(current, entry, log);
           if (entry.kind === 'waiting') {
             log.info('waiting for a concurrency slot', {
               scope: entry.slot.scope,
@@ -427,7 +448,8 @@ export function createWorker(
             // Claimed without its slots taken for this attempt (the job changed between the read
             // and the claim): take them now, or give the attempt back before it runs.
             const entry = await gate.enter(claim.job, slots, token, log);
-            if (entry.kind === 'waiting') {
+            // (a claimed job has an attempt, so its singleton waits rather than skips)
+            if (entry.kind !== 'entered') {
               log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
               const at = clock.now();
               await persist(
@@ -469,6 +491,25 @@ export function createWorker(
       log.error('could not process message; it will be delivered again', errorFields(error));
       return 'retry';
     }
+  }
+
+  /** Ends a job its `skip` singleton turned away: it never runs. */
+  async function skipJob(job: Job, entry: { slot: Slot; by?: string }, log: Logger): Promise<Outcome> {
+    const now = clock.now();
+    const reason: SkipReason = {
+      kind: 'singleton',
+      key: entry.slot.key,
+      ...(entry.by === undefined ? {} : { by: entry.by }),
+      at: new Date(now).toISOString(),
+    };
+    const skipped = await persist(
+      () => deps.store.skip?.({ job, now, expiresAt: expiresAt(now), reason }) ?? Promise.resolve(false),
+      log,
+      'recording the skip',
+    );
+    if (skipped) log.info('skipped: a job of its singleton key runs', { key: entry.slot.key, by: entry.by });
+    else log.info('job changed before it could be skipped; nothing to do');
+    return 'done';
   }
 
   async function handleClaim(

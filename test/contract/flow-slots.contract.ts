@@ -90,6 +90,21 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW, token: 1 }]);
     });
 
+    it('with wait: false, takes a free slot, or answers busy with the holders and takes no ticket', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      const noWait = (jobId: string) => slots.acquire({ slot, jobId, type: 'echo', now: NOW, token: 1, wait: false });
+      expect(await noWait('a')).toEqual({ kind: 'held', fresh: true });
+      expect(await noWait('a')).toEqual({ kind: 'held', fresh: false });
+      expect(await noWait('b')).toEqual({ kind: 'busy', holders: [{ jobId: 'a', since: NOW, token: 1 }] });
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 0, issued: 0, admitted: 0 });
+      // a line also turns it away, even with a free place: it may not pass a waiting ticket
+      expect(await take(slots, slot, 'c')).toMatchObject({ kind: 'waiting', ticket: 0 });
+      await slots.release({ slot, jobId: 'a' });
+      expect(await noWait('d')).toMatchObject({ kind: 'busy' });
+      expect(await stateOf(slots, slot)).toEqual({ holders: [], waiting: 1, issued: 1, admitted: 0 });
+    });
+
     it('releases only a slot the job holds', async () => {
       const { slots } = await setup();
       const slot = slotOf(2);

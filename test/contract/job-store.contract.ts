@@ -20,7 +20,7 @@ import { type DueAttributes, newJob } from '../support/fakes';
 
 /** One implementation of the ports under test, on a store that outlives one case. */
 export interface ContractLeg {
-  store: JobStore & Required<Pick<JobStore, 'expire' | 'markWaiting'>>;
+  store: JobStore & Required<Pick<JobStore, 'expire' | 'markWaiting' | 'skip'>>;
   control: JobControl;
   /** The item's due attributes (`{}` when it has none), or undefined when there is no item. */
   dueOf(id: string): Promise<DueAttributes | undefined>;
@@ -646,6 +646,55 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
         expect((await leg.store.get(j.id))?.waitingFor).toBeUndefined();
       }
       expect(await leg.store.markWaiting({ job: job(), waitingFor: waiting(1) })).toBe(false);
+    });
+  });
+
+  describe('skip', () => {
+    const reason = { kind: 'singleton' as const, key: 'acct-1', by: 'other-job', at: iso(T0) };
+
+    it('ends a job that never started as skipped, with its reason and retention, and no waitingFor', async () => {
+      const leg = await setup();
+      for (const state of ['queued', 'scheduled'] as const) {
+        const j = await given(leg, { state, singletonKey: 'acct-1' });
+        await leg.store.markWaiting({
+          job: j,
+          waitingFor: { kind: 'singleton', limit: 0, key: 'acct-1', ticket: 0, since: iso(T0) },
+        });
+        expect(await leg.store.skip({ job: j, now: T0 + 5, expiresAt: sec(T0) + 60, reason })).toBe(true);
+        await expectStored(
+          leg,
+          {
+            ...j,
+            state: 'skipped',
+            skipReason: reason,
+            finishedAt: iso(T0 + 5),
+            updatedAt: iso(T0 + 5),
+            expiresAt: sec(T0) + 60,
+          },
+          createDueAttributes(j),
+        );
+        // again: it changed (it is skipped already)
+        expect(await leg.store.skip({ job: j, now: T0 + 6, expiresAt: sec(T0) + 61, reason })).toBe(false);
+        // a claim finds it finished
+        const claim = await leg.store.claim({ id: j.id, type: j.type, owner: 'w', now: T0 + 7, leaseMs: LEASE });
+        expect(claim.kind).toBe('finished');
+      }
+    });
+
+    it('refuses a job that ran in its series, a running or finished one, one under another token, and a missing one', async () => {
+      const leg = await setup();
+      const retrying = await given(leg, { state: 'retrying', attempts: 1, leaseToken: 1 });
+      const running = await given(leg, { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + LEASE });
+      const done = await given(leg, { state: 'succeeded', attempts: 1, leaseToken: 1, finishedAt: iso(T0) });
+      // an operator's retry: queued again, attempts 0, but the token moved on since this copy
+      const moved = await given(leg, { state: 'queued', attempts: 0, leaseToken: 2, retries: 1 });
+      for (const j of [retrying, running, done]) {
+        expect(await leg.store.skip({ job: j, now: T0, expiresAt: sec(T0) + 60, reason })).toBe(false);
+        expect((await leg.store.get(j.id))?.state).toBe(j.state);
+      }
+      expect(await leg.store.skip({ job: { ...moved, leaseToken: 1 }, now: T0, expiresAt: 1, reason })).toBe(false);
+      expect((await leg.store.get(moved.id))?.state).toBe('queued');
+      expect(await leg.store.skip({ job: job(), now: T0, expiresAt: sec(T0) + 60, reason })).toBe(false);
     });
   });
 

@@ -155,7 +155,8 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       clock,
       logger,
       schedules,
-      ...(job.spec.concurrency ? { flow } : {}),
+      ...(job.spec.concurrency || job.spec.singleton ? { flow } : {}),
+      ...(job.spec.singleton?.mode === 'cancel-running' ? { control: controlPlane.control } : {}),
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...options.worker,
     });

@@ -19,6 +19,7 @@ import {
   type Job,
   type JobMessage,
   type JobProgress,
+  type SkipReason,
   type WaitingFor,
 } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
@@ -78,7 +79,8 @@ type StoreMethod =
   | 'retry'
   | 'fail'
   | 'expire'
-  | 'markWaiting';
+  | 'markWaiting'
+  | 'skip';
 
 /** The writes that end an attempt, with the state each moves the job to. */
 const ENDS = { succeed: 'succeeded', retry: 'retrying', fail: 'failed' } as const satisfies Partial<
@@ -317,6 +319,31 @@ export class FakeJobStore implements JobStore {
       },
       this.items.get(input.job.id)?.due ?? {},
     );
+    return true;
+  }
+
+  /** The adapter's condition: `scheduled`/`queued`, no attempt in the series, the same token. */
+  async skip(input: { job: Job; now: number; expiresAt: number; reason: SkipReason }): Promise<boolean> {
+    this.enter('skip', input.job.id);
+    const current = this.items.get(input.job.id)?.job;
+    if (
+      !current ||
+      !['scheduled', 'queued'].includes(current.state) ||
+      current.attempts !== 0 ||
+      current.leaseToken !== input.job.leaseToken
+    ) {
+      return false;
+    }
+    const next: Job = {
+      ...current,
+      state: 'skipped',
+      skipReason: { ...input.reason },
+      finishedAt: iso(input.now),
+      updatedAt: iso(input.now),
+      expiresAt: input.expiresAt,
+    };
+    delete next.waitingFor;
+    this.seed(next, this.items.get(input.job.id)?.due ?? {});
     return true;
   }
 }

@@ -62,6 +62,7 @@ export class FakeFlowSlots implements FlowSlots {
       s.holders.set(input.jobId, { since: input.now, token: input.token });
       return { kind: 'held', fresh: true };
     }
+    if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
     const ticket = s.issued;
     s.issued += 1;
     s.tickets.set(ticket, { jobId: input.jobId, type: input.type });

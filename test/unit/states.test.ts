@@ -13,33 +13,44 @@ import {
  * The expected transition matrix, written out by hand: rows are `from`, columns are `to`, in
  * the order of COLUMNS. A change to TRANSITIONS must be mirrored here on purpose.
  */
-const COLUMNS = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
+const COLUMNS = [
+  'scheduled',
+  'queued',
+  'running',
+  'retrying',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+  'skipped',
+] as const;
 const X = true;
 const _ = false;
 // biome-ignore format: the matrix reads better aligned
 const EXPECTED: Record<JobState, readonly boolean[]> = {
-  //          sched  queued running retry  succ   failed cancel expired
-  scheduled: [_,     X,     X,      _,     _,     _,     X,     X],
-  queued:    [_,     _,     X,      _,     _,     _,     X,     X],
-  running:   [_,     _,     X,      X,     X,     X,     X,     _],
-  retrying:  [_,     _,     X,      _,     _,     X,     X,     _],
-  succeeded: [_,     _,     _,      _,     _,     _,     _,     _],
-  failed:    [_,     _,     _,      _,     _,     _,     _,     _],
-  cancelled: [_,     _,     _,      _,     _,     _,     _,     _],
-  expired:   [_,     _,     _,      _,     _,     _,     _,     _],
+  //          sched  queued running retry  succ   failed cancel expired skipped
+  scheduled: [_,     X,     X,      _,     _,     _,     X,     X,      X],
+  queued:    [_,     _,     X,      _,     _,     _,     X,     X,      X],
+  running:   [_,     _,     X,      X,     X,     X,     X,     _,      _],
+  retrying:  [_,     _,     X,      _,     _,     X,     X,     _,      _],
+  succeeded: [_,     _,     _,      _,     _,     _,     _,     _,      _],
+  failed:    [_,     _,     _,      _,     _,     _,     _,     _,      _],
+  cancelled: [_,     _,     _,      _,     _,     _,     _,     _,      _],
+  expired:   [_,     _,     _,      _,     _,     _,     _,     _,      _],
+  skipped:   [_,     _,     _,      _,     _,     _,     _,     _,      _],
 };
 
 const pairs = COLUMNS.flatMap((from) => COLUMNS.map((to, j) => ({ from, to, allowed: EXPECTED[from][j] as boolean })));
 
 describe('job states', () => {
-  it('has exactly the eight states, in order', () => {
+  it('has exactly the nine states, in order', () => {
     expect(JOB_STATES).toEqual(COLUMNS);
     expect(Object.keys(TRANSITIONS).sort()).toEqual([...COLUMNS].sort());
   });
 
-  it('covers all 64 pairs in the expected matrix', () => {
-    expect(pairs).toHaveLength(64);
-    expect(pairs.filter((p) => p.allowed)).toHaveLength(15);
+  it('covers all 81 pairs in the expected matrix', () => {
+    expect(pairs).toHaveLength(81);
+    expect(pairs.filter((p) => p.allowed)).toHaveLength(17);
   });
 
   it.each(pairs.filter((p) => p.allowed))('allows $from → $to', ({ from, to }) => {
@@ -58,9 +69,9 @@ describe('job states', () => {
     }
   });
 
-  it('marks succeeded, failed, cancelled and expired as terminal, and only those', () => {
-    expect([...TERMINAL_STATES].sort()).toEqual(['cancelled', 'expired', 'failed', 'succeeded']);
-    expect(JOB_STATES.filter(isTerminal)).toEqual(['succeeded', 'failed', 'cancelled', 'expired']);
+  it('marks succeeded, failed, cancelled, expired and skipped as terminal, and only those', () => {
+    expect([...TERMINAL_STATES].sort()).toEqual(['cancelled', 'expired', 'failed', 'skipped', 'succeeded']);
+    expect(JOB_STATES.filter(isTerminal)).toEqual(['succeeded', 'failed', 'cancelled', 'expired', 'skipped']);
   });
 
   it('has no way out of a terminal state, and a way out of every other state', () => {
@@ -85,5 +96,9 @@ describe('job states', () => {
 
   it('lets only a job that never started expire (dispatchBy passed)', () => {
     expect(JOB_STATES.filter((s) => canTransition(s, 'expired'))).toEqual(['scheduled', 'queued']);
+  });
+
+  it('lets only a job that never started be skipped (flow control turned it away)', () => {
+    expect(JOB_STATES.filter((s) => canTransition(s, 'skipped'))).toEqual(['scheduled', 'queued']);
   });
 });

@@ -106,7 +106,7 @@ describe('worker: concurrency limits', () => {
     await h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-again' })));
     expect(h.flow.writes.ticket).toBe(1);
     expect(h.store.calls.filter((c) => c.method === 'markWaiting').length).toBe(marked);
-    expect(h.store.peek('b')?.waitingFor?.ticket).toBe(0);
+    expect(h.store.peek('b')?.waitingFor).toMatchObject({ kind: 'concurrency', ticket: 0 });
     g.release('a');
     await running;
   });

@@ -6,6 +6,7 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import type { FailureInfo, JobDefinition, JobHandler } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
+import { FakeJobControl } from '../support/control-fakes';
 import {
   captureLogs,
   FakeJobQueue,
@@ -48,6 +49,7 @@ export function harness(options: HarnessOptions = {}) {
   const clock = new ManualClock(T0);
   const logs = captureLogs();
   const flow = new FakeFlowSlots();
+  const control = new FakeJobControl(store);
   const def: JobDefinition = {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
@@ -58,14 +60,15 @@ export function harness(options: HarnessOptions = {}) {
     store,
     queue,
     ...(options.withScheduler ? { scheduler } : {}),
-    ...((options.spec ?? echoSpec).concurrency ? { flow } : {}),
+    ...((options.spec ?? echoSpec).concurrency || (options.spec ?? echoSpec).singleton ? { flow } : {}),
+    ...((options.spec ?? echoSpec).singleton?.mode === 'cancel-running' ? { control } : {}),
     clock,
     owner: 'worker-test',
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
-  return { store, queue, scheduler, flow, clock, logs: logs.lines, worker };
+  return { store, queue, scheduler, flow, control, clock, logs: logs.lines, worker };
 }
 
 /** A queued echo job with no attempt yet. */
