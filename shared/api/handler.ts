@@ -3,6 +3,7 @@ import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
+import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
 import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
@@ -31,6 +32,8 @@ export interface ApiDeps {
   schedules?: ScheduleRouteDeps['schedules'];
   /** Concurrency slots, for `GET /types/{type}/keys/{key}`. Without it that route answers 404. */
   flow?: FlowSlots;
+  /** Throttle and rate-limit state: required when a job type has a `rateLimit` (counted at enqueue). */
+  pacer?: Pacer;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }

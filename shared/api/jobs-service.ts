@@ -10,12 +10,20 @@ import {
   SQS_MAX_DELAY_SECONDS,
 } from '../core/enqueue';
 import { resolveFlowKeys, resolveSingletonKey } from '../core/flow';
-import { canonicalJson, type Job, type JobMessage, type JobView, toView } from '../core/job';
+import { canonicalJson, type Job, type JobMessage, type JobView, type SkipReason, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
+import { type Pacer, paceScope, rateLimitPace, resolvePaceKey } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
 import { parseOrThrow } from '../core/validation';
-import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import {
+  ConfigError,
+  ConflictError,
+  DependencyError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ValidationError,
+} from '../errors';
 import type { Logger } from '../logger';
 
 export interface JobsServiceDeps {
@@ -26,6 +34,8 @@ export interface JobsServiceDeps {
   scheduler: JobScheduler;
   clock: Clock;
   log: Logger;
+  /** Rate-limit state; required when a job type has a `rateLimit`. */
+  pacer?: Pacer;
 }
 
 export function payloadHash(type: string, payload: unknown): string {
@@ -57,6 +67,30 @@ export class JobsService {
 
   constructor(private readonly deps: JobsServiceDeps) {
     this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
+    const limited = deps.catalog.find((spec) => spec.rateLimit);
+    if (limited && !deps.pacer) {
+      throw new ConfigError(`job type "${limited.type}" has a rate limit: the API needs its pacer`);
+    }
+  }
+
+  /**
+   * A rate-limited type's verdict on a new job: undefined when it is accepted (one start counted),
+   * or why it is skipped. A replay of a job id that exists already counts nothing (a read first,
+   * only when the caller names the id).
+   */
+  private async rateLimited(spec: JobTypeSpec, request: EnqueueRequest, payload: unknown, now: number) {
+    const { rateLimit } = spec;
+    const pacer = this.deps.pacer;
+    if (!rateLimit || !pacer) return undefined;
+    const key = resolvePaceKey(rateLimit, payload, 'rateLimit');
+    if (request.id !== undefined && (await this.deps.store.get(request.id))) return undefined;
+    const ok = await pacer.tryStart({
+      scope: paceScope(spec.type, 'rateLimit'),
+      key,
+      now,
+      pace: rateLimitPace(rateLimit),
+    });
+    return ok ? undefined : ({ kind: 'rate-limit', key, at: new Date(now).toISOString() } satisfies SkipReason);
   }
 
   /** Types that are both in the catalog and deployed (have a route). */
@@ -125,6 +159,7 @@ export class JobsService {
     const singletonKey = spec.singleton
       ? resolveSingletonKey(spec.singleton, payload, request.singletonKey)
       : undefined;
+    const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
     const now = clock.now();
     const plan = planEnqueue(request, now);
     const dispatchBy =
@@ -147,7 +182,18 @@ export class JobsService {
       ...(dispatchBy !== undefined ? { dispatchBy } : {}),
       ...(flowKeys ? { flowKeys } : {}),
       ...(singletonKey !== undefined ? { singletonKey } : {}),
+      ...(throttleKey !== undefined ? { throttleKey } : {}),
     };
+    const skipReason = await this.rateLimited(spec, request, payload, now);
+    if (skipReason) {
+      // Over its rate: written as skipped (so the caller and the listing see why), never sent.
+      Object.assign(job, {
+        state: 'skipped',
+        skipReason,
+        finishedAt: nowIso,
+        expiresAt: Math.floor(now / 1000) + config.retentionDays * 86_400,
+      } satisfies Partial<Job>);
+    }
 
     const written = await store.create(job);
     if (!written.created) {
@@ -165,6 +211,14 @@ export class JobsService {
         return { created: false, job: view, ...(send ? { send } : {}) };
       }
       return { created: false, job: view };
+    }
+    if (skipReason) {
+      this.deps.log.info('job skipped: its rate limit is spent', {
+        jobId: job.id,
+        type: job.type,
+        key: skipReason.key,
+      });
+      return { created: true, job: toView(job) };
     }
     const send = await this.dispatch(job, plan.dispatch, now, true).catch((error: unknown) =>
       this.throwDispatchFailure(job.id, error),

@@ -3,6 +3,7 @@ import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger';
@@ -29,6 +30,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): ApiHand
         queue: new SqsJobQueue(clients.sqs),
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
         flow: new DynamoFlowSlots(clients.dynamo, config.tableName),
+        pacer: new DynamoPacer(clients.dynamo, config.tableName),
         controlPlane: {
           index: new DynamoJobIndex(clients.dynamo, config.tableName),
           control: new DynamoJobControl(clients.dynamo, config.tableName),

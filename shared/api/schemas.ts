@@ -66,6 +66,7 @@ export const jobViewSchema = z
       .string()
       .optional()
       .meta({ description: "Only for job types with a singleton: the job's key value" }),
+    throttleKey: z.string().optional().meta({ description: "Only for job types with a throttle: the job's key value" }),
     waitingFor: z
       .object({
         kind: z.enum(['concurrency', 'singleton', 'throttle']),

@@ -140,6 +140,7 @@ export function toItem(job: Job, external = false): Item {
       after: job.after,
       flowKeys: job.flowKeys,
       singletonKey: job.singletonKey,
+      throttleKey: job.throttleKey,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       ...createDueAttributes(job),
@@ -212,6 +213,7 @@ export function fromItem(item: Item): Job {
   if (typeof raw.after === 'string') job.after = raw.after;
   if (Array.isArray(raw.flowKeys)) job.flowKeys = raw.flowKeys as string[];
   if (typeof raw.singletonKey === 'string') job.singletonKey = raw.singletonKey;
+  if (typeof raw.throttleKey === 'string') job.throttleKey = raw.throttleKey;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);

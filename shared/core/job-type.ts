@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
+import { paceProblem, type RateLimitOptions, type ThrottleOptions } from './pace';
 
 /** Pattern for job type names: they appear in keys, queue names and URLs. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
@@ -41,6 +42,10 @@ export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type 
   readonly concurrency?: readonly ConcurrencyLimit<z.output<Schema>>[];
   /** Singleton (see {@link JobTypeOptions.singleton}); absent: none, and no cost. */
   readonly singleton?: SingletonOptions<z.output<Schema>>;
+  /** Throttle (see {@link JobTypeOptions.throttle}); absent: none, and no cost. */
+  readonly throttle?: ThrottleOptions<z.output<Schema>>;
+  /** Rate limit (see {@link JobTypeOptions.rateLimit}); absent: none, and no cost. */
+  readonly rateLimit?: RateLimitOptions<z.output<Schema>>;
 }
 
 export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
@@ -72,6 +77,23 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
    * singleton: { key: (p) => p.accountId, mode: 'skip' }
    */
   singleton?: SingletonOptions<z.output<Schema>>;
+  /**
+   * At most `limit` starts per `periodSeconds` per key, with bursts of up to `burst` (GCRA). The
+   * excess waits its turn (in order, without polling); nothing is lost. Each attempt takes a
+   * turn. Costs a job 1 write unit; one that has to wait, 1 more. See docs/flow-control.md.
+   * @default none
+   * @example
+   * throttle: { limit: 5, periodSeconds: 1, burst: 5, key: (p) => p.apiKey }
+   */
+  throttle?: ThrottleOptions<z.output<Schema>>;
+  /**
+   * At most `limit` jobs per `periodSeconds` per key are accepted, counted at enqueue; the excess
+   * is written as `skipped` (reason `rate-limit`) and never runs. Costs 1 write unit per enqueue.
+   * @default none
+   * @example
+   * rateLimit: { limit: 1, periodSeconds: 3600, key: (p) => p.userId }
+   */
+  rateLimit?: RateLimitOptions<z.output<Schema>>;
 }
 
 /**
@@ -118,6 +140,14 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     singleton = { singleton: Object.freeze({ ...options.singleton }) };
   }
+  const paced: { throttle?: ThrottleOptions<z.output<Schema>>; rateLimit?: RateLimitOptions<z.output<Schema>> } = {};
+  for (const what of ['throttle', 'rateLimit'] as const) {
+    const value = options[what];
+    if (value === undefined) continue;
+    const problem = paceProblem(value, what);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    paced[what] = Object.freeze({ ...value });
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -126,5 +156,6 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     ...describe,
     ...concurrency,
     ...singleton,
+    ...paced,
   });
 }

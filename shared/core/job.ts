@@ -75,6 +75,8 @@ export interface Job {
   flowKeys?: string[];
   /** Singleton key value (resolved at enqueue), for job types with a `singleton`. */
   singletonKey?: string;
+  /** Throttle key value (resolved at enqueue), for job types with a `throttle`. */
+  throttleKey?: string;
   /** Why a due job has not started: it waits for a slot or a throttle's turn (cleared when it starts). */
   waitingFor?: WaitingFor;
   /** Why flow control turned the job away (state `skipped`). */
@@ -148,6 +150,8 @@ export interface JobView {
   concurrencyKeys?: string[];
   /** Only for job types with a singleton: the job's singleton key value. */
   singletonKey?: string;
+  /** Only for job types with a throttle: the job's throttle key value. */
+  throttleKey?: string;
   /** Only while a due job waits: for what (a slot, or a throttle's turn, `until` when), on which key, since when. */
   waitingFor?: { kind: WaitingFor['kind']; key: string; since: string; until?: string };
   /** Only for a `skipped` job: why flow control turned it away. */
@@ -176,6 +180,7 @@ export function toView(job: Job): JobView {
     ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
     ...(job.flowKeys !== undefined ? { concurrencyKeys: job.flowKeys } : {}),
     ...(job.singletonKey !== undefined ? { singletonKey: job.singletonKey } : {}),
+    ...(job.throttleKey !== undefined ? { throttleKey: job.throttleKey } : {}),
     ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
       : {}),

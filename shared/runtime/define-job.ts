@@ -4,6 +4,7 @@ import { createAwsClients } from '../aws/clients';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
@@ -47,6 +48,7 @@ export function defineJob<Schema extends PayloadSchema>(
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
         schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
         ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
+        ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
         ...(spec.singleton?.mode === 'cancel-running'
           ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
           : {}),

@@ -12,6 +12,7 @@ import type { FlowSlots, Slot } from '../core/flow';
 import { type AttemptError, appendError, describeError, type Job, type SkipReason } from '../core/job';
 import { DEFAULT_LEASE_MS, leaseHeld, MAX_CLOCK_SKEW_MS, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
+import type { Pacer } from '../core/pace';
 import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
@@ -24,6 +25,7 @@ import { resolveFire } from './fire';
 import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 import { keepLease } from './lease-keeper';
+import { createPaceGate } from './pace-gate';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
@@ -48,6 +50,8 @@ export interface WorkerDeps {
   flow?: FlowSlots;
   /** Cancels jobs; required for a `cancel-running` singleton (it cancels the job it replaces). */
   control?: Pick<JobControl, 'cancel'>;
+  /** Throttle state; required when the job type has a `throttle`. */
+  pacer?: Pacer;
 }
 
 const messageSchema = z.object({
@@ -124,6 +128,10 @@ export function createWorker(
   if (limited && !deps.flow) {
     throw new ConfigError(`job type "${def.spec.type}" has flow control: the worker needs its flow slots`);
   }
+  if (def.spec.throttle && !deps.pacer) {
+    throw new ConfigError(`job type "${def.spec.type}" has a throttle: the worker needs its pacer`);
+  }
+  const pace = deps.pacer ? createPaceGate({ spec: def.spec, pacer: deps.pacer, store: deps.store, clock }) : undefined;
   const control = deps.control;
   if (def.spec.singleton?.mode === 'cancel-running' && !control) {
     throw new ConfigError(`job type "${def.spec.type}" has a cancel-running singleton: the worker needs job control`);
@@ -390,31 +398,38 @@ export function createWorker(
       if (notBefore !== undefined && notBefore - clock.now() > EARLY_START_TOLERANCE_MS)
         return await hideUntil({ ...waitFor, until: notBefore, now: clock.now() });
       if (message.data.after && (await mustWaitFor({ after: message.data.after, ...waitFor }))) return 'retry';
-      // Concurrency limits: take the job's slots before its claim (a job that has to wait is not
-      // claimed, so it spends no attempt); see ./flow-gate.ts.
+      // Flow control: a throttle's turn, then concurrency and singleton slots, before the claim (a
+      // job that has to wait is not claimed, so it spends no attempt); see ./pace-gate.ts, ./flow-gate.ts.
       let slots: Slot[] = [];
       // The attempt token the slots were taken for (the one the claim should give), if taken.
       let entered: number | undefined;
-      // One time for the gate's "is it due" and the claim's, so the two cannot disagree.
+      // The attempt token a throttle turn was taken for, if one was.
+      let paced: number | undefined;
+      // One time for the gates' "is it due" and the claim's, so the two cannot disagree.
       const now = clock.now();
-      if (gate) {
+      if (gate || pace) {
         const current = await deps.store.get(id);
-        if (current) slots = jobSlots(def.spec, current);
+        if (current && gate) slots = jobSlots(def.spec, current);
         const takeover =
           current?.state === 'running' &&
           current.leaseExpiresAt !== undefined &&
           current.leaseExpiresAt < now - MAX_CLOCK_SKEW_MS;
-        if (current && isTerminal(current.state)) {
+        // due to start, and no earlier attempt (cancelled, then retried) may still run: else the claim is fenced
+        const due =
+          current !== undefined &&
+          current.state !== 'running' &&
+          !isTerminal(current.state) &&
+          Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS &&
+          !leaseHeld(current, now);
+        if (current && due && pace) {
+          const turn = await pace.turn(current, current.leaseToken + 1, log);
+          if (turn.kind === 'later') return await hideUntil({ ...waitFor, until: turn.until, now: clock.now() });
+          paced = current.leaseToken + 1;
+        }
+        if (current && gate && isTerminal(current.state)) {
           // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished job
           await gate.leaveIfHeld(current, slots, log);
-        } else if (
-          current &&
-          (takeover ||
-            (current.state !== 'running' &&
-              Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS &&
-              // an earlier attempt (cancelled, then retried) may still run on the slots: the claim is fenced
-              !leaseHeld(current, now)))
-        ) {
+        } else if (current && gate && (takeover || due)) {
           const entry = await gate.enter(current, slots, current.leaseToken + 1, log);
           if (entry.kind === 'skipped') return await skipJob(current, entry, log);
           if (entry.kind === 'waiting') {
@@ -441,6 +456,28 @@ export function createWorker(
         attemptTimeoutMs: def.spec.timeoutMs,
         messageId: record.messageId,
       });
+      if (pace && claim.kind === 'claimed' && paced !== claim.job.leaseToken) {
+        // Claimed without a turn taken for this attempt (the job changed between the read and
+        // the claim): take one now, or give the attempt back before it runs, due at its turn.
+        const turn = await pace.turn(claim.job, claim.job.leaseToken, log);
+        if (turn.kind === 'later') {
+          const at = clock.now();
+          await persist(
+            () =>
+              deps.store.retry({
+                job: claim.job,
+                now: at,
+                runAt: turn.until,
+                errors: [],
+                expiresAt: expiresAt(turn.until),
+                writer: claimOwner,
+              }),
+            log,
+            'giving back an attempt that must wait for its throttle turn',
+          );
+          return await hideUntil({ ...waitFor, until: turn.until, now: at });
+        }
+      }
       if (gate && slots.length > 0) {
         if (claim.kind === 'claimed') {
           const token = claim.job.leaseToken;

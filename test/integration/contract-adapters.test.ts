@@ -9,9 +9,11 @@ import { describe } from 'vitest';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
+import { pacerContract } from '../contract/pacer.contract';
 import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
 
@@ -54,4 +56,8 @@ describe('flow slots contract: DynamoFlowSlots on DynamoDB Local', () => {
       );
     },
   }));
+});
+
+describe('pacer contract: DynamoPacer on DynamoDB Local', () => {
+  pacerContract(async () => new DynamoPacer(dynamo, tableName));
 });

@@ -5,6 +5,7 @@ import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../../shared/aws/scheduler-recurring-trigger';
@@ -123,6 +124,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const scheduler = new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
   const schedules = new DynamoScheduleStore(clients.dynamo, config.tableName);
   const flow = new DynamoFlowSlots(clients.dynamo, config.tableName);
+  const pacer = new DynamoPacer(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
   const controlPlane = {
@@ -140,6 +142,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     logger,
     controlPlane,
     flow,
+    pacer,
     schedules: { store: schedules, trigger },
   });
   const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
@@ -157,6 +160,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       schedules,
       ...(job.spec.concurrency || job.spec.singleton ? { flow } : {}),
       ...(job.spec.singleton?.mode === 'cancel-running' ? { control: controlPlane.control } : {}),
+      ...(job.spec.throttle ? { pacer } : {}),
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...options.worker,
     });

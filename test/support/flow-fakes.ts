@@ -4,6 +4,7 @@
  * unit test sees what the adapter would do.
  */
 import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
+import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
 
 interface FakeSlot {
   /** Job id → since and attempt token. */
@@ -110,5 +111,35 @@ export class FakeFlowSlots implements FlowSlots {
       issued: s.issued,
       admitted: s.admitted,
     };
+  }
+}
+
+/**
+ * In-memory {@link Pacer}: the GCRA reference (`nextTurn`, `conforms`) on a map. It passes the
+ * same contract suite as `DynamoPacer` (test/contract/pacer.contract.ts).
+ */
+export class FakePacer implements Pacer {
+  private readonly tats = new Map<string, number>();
+  /** Writes, as the adapter makes them in the usual case (one per call). */
+  writes = 0;
+
+  async takeTurn(input: { scope: string; key: string; now: number; pace: Pace }): Promise<number> {
+    const id = `${input.scope}#${input.key}`;
+    const turn = nextTurn(this.tats.get(id), input.now, input.pace);
+    this.tats.set(id, turn.tat);
+    this.writes += 1;
+    return turn.at;
+  }
+
+  async tryStart(input: { scope: string; key: string; now: number; pace: Pace }): Promise<boolean> {
+    const id = `${input.scope}#${input.key}`;
+    const result = conforms(this.tats.get(id), input.now, input.pace);
+    if (result.tat !== undefined) this.tats.set(id, result.tat);
+    this.writes += 1;
+    return result.ok;
+  }
+
+  async state(input: { scope: string; key: string }): Promise<number | undefined> {
+    return this.tats.get(`${input.scope}#${input.key}`);
   }
 }

@@ -6,9 +6,10 @@
 import { describe } from 'vitest';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
+import { pacerContract } from '../contract/pacer.contract';
 import { FakeJobControl } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
-import { FakeFlowSlots } from '../support/flow-fakes';
+import { FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 
 describe('job ports contract: FakeJobStore and FakeJobControl', () => {
   jobStoreContract(async () => {
@@ -22,4 +23,10 @@ describe('flow slots contract: FakeFlowSlots', () => {
     const slots = new FakeFlowSlots();
     return { slots, orphanTicket: async (slot) => slots.orphanTicket(slot) };
   });
+});
+
+describe('pacer contract: FakePacer', () => {
+  // one store behind every "instance", as the table is
+  const shared = new FakePacer();
+  pacerContract(async () => shared);
 });
