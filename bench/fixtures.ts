@@ -30,6 +30,33 @@ export const limitedJob = defineJobType({
 });
 export const limited = defineJob(limitedJob, async () => ({ ok: true }));
 
+/** `single`: like `sink`, one at a time per `tenant` (a singleton, mode queue). */
+export const singleJob = defineJobType({
+  type: 'single',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  singleton: { key: (p) => p.tenant, mode: 'queue' },
+});
+export const single = defineJob(singleJob, async () => ({ ok: true }));
+
+/** `paced`: like `sink`, throttled per `tenant` at a rate the bench never reaches (its turn is always now). */
+export const pacedJob = defineJobType({
+  type: 'paced',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  throttle: { limit: 1000, periodSeconds: 1, burst: 100, key: (p) => p.tenant },
+});
+export const paced = defineJob(pacedJob, async () => ({ ok: true }));
+
+/** `rated`: like `sink`, rate-limited per `tenant` at a rate the bench never reaches (always accepted). */
+export const ratedJob = defineJobType({
+  type: 'rated',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  rateLimit: { limit: 1000, periodSeconds: 1, key: (p) => p.tenant },
+});
+export const rated = defineJob(ratedJob, async () => ({ ok: true }));
+
 /**
  * `stacky`: fails its first `failTimes` attempts with an error a deep library call would throw (a
  * long message and a `stackBytes` stack), then succeeds. Six attempts, retried at once, so a

@@ -54,6 +54,21 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     goal: 'DynamoDB write units, immediate job of a type with a concurrency limit, slot free (immediate + 2)',
     max: 6,
   },
+  {
+    id: 'singleton-free',
+    goal: 'DynamoDB write units, immediate job of a type with a singleton, key free (immediate + 2)',
+    max: 6,
+  },
+  {
+    id: 'throttle-free',
+    goal: 'DynamoDB write units, immediate job of a throttled type, turn now (immediate + 2)',
+    max: 6,
+  },
+  {
+    id: 'rate-limit-accepted',
+    goal: 'DynamoDB write units, immediate job of a rate-limited type, accepted (immediate + 2)',
+    max: 6,
+  },
 ];
 
 const notMeasured = (goal: string, target: string, path: PathResult | undefined): Goal => ({

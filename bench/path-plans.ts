@@ -127,6 +127,35 @@ export const PLANS: PathPlan[] = [
     waitSeconds: 1,
   },
   {
+    id: 'singleton-free',
+    label: 'Immediate job with a singleton (queue, per tenant), key free, succeeds',
+    setup: async (h) => {
+      const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
+      const slot = { scope: '@single', key: 'bench-tenant', limit: 1 };
+      await asActor('setup', async () => {
+        await slots.acquire({ slot, jobId: 'bench-setup', type: 'single', now: Date.now(), token: 1 });
+        await slots.release({ slot, jobId: 'bench-setup' });
+      });
+    },
+    start: (h, i) => enqueue(h, { type: 'single', payload: { tenant: 'bench-tenant', i } }),
+    type: 'single',
+    waitSeconds: 1,
+  },
+  {
+    id: 'throttle-free',
+    label: 'Immediate job with a throttle (per tenant), its turn now, succeeds',
+    start: (h, i) => enqueue(h, { type: 'paced', payload: { tenant: 'bench-tenant', i } }),
+    type: 'paced',
+    waitSeconds: 1,
+  },
+  {
+    id: 'rate-limit-accepted',
+    label: 'Immediate job with a rate limit (per tenant), accepted, succeeds',
+    start: (h, i) => enqueue(h, { type: 'rated', payload: { tenant: 'bench-tenant', i } }),
+    type: 'rated',
+    waitSeconds: 1,
+  },
+  {
     id: 'sqs-delayed',
     label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 }),

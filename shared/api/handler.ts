@@ -58,7 +58,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   routes.push(...listRoutes(plane));
   routes.push(...jobControlRoutes(plane));
   routes.push(...dlqRoutes(plane));
-  routes.push(...flowRoutes(deps));
+  routes.push(...flowRoutes({ ...deps, clock: deps.clock ?? systemClock }));
   routes.push(...openApiRoutes());
 
   return async (event) => {

@@ -206,10 +206,11 @@ export const OPERATIONS: ApiOperation[] = [
     method: 'get',
     path: '/types/{type}/keys/{key}',
     operationId: 'getKeyState',
-    summary: "The state of a key of a job type's concurrency limits",
+    summary: "The state of a key of a job type's flow control",
     description:
-      'For each limit: the jobs holding a slot of this key value (running, or handed a slot and about to start) and ' +
-      'how many wait. 404 `no_flow_control` for a type without limits or singleton; 400 `invalid_key` for an unusable key.',
+      'For each concurrency limit and the singleton: the jobs holding a slot of this key value (running, or handed a ' +
+      'slot and about to start) and how many wait; for a throttle or rate limit, the next start it allows. ' +
+      '404 `no_flow_control` for a type without flow control; 400 `invalid_key` for an unusable key.',
     pathParams: { type: 'The job type', key: 'The key value (URL-encoded)' },
     responses: { '200': { description: 'The key', schema: keyStateSchema }, ...errors('400', '404', '429', '503') },
   },

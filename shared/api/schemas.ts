@@ -281,6 +281,16 @@ export const scheduleListQuerySchema = z
 // ---------------------------------------------------------------- concurrency keys
 
 /** `GET /types/{type}/keys/{key}`: one key value of a type's concurrency limits. */
+const paceStateSchema = z.object({
+  key: z.string().meta({ description: 'The key value counted (`*`: one key for the whole type)' }),
+  limit: z.int().min(1),
+  periodSeconds: z.int().min(1),
+  burst: z.int().min(1).optional().meta({ description: 'throttle only' }),
+  nextStartAt: isoTime.meta({
+    description: "The next start the key allows: a throttle's next turn, or when a rate limit accepts again",
+  }),
+});
+
 export const keyStateSchema = z.object({
   type: z.string(),
   key: z.string(),
@@ -307,6 +317,8 @@ export const keyStateSchema = z.object({
     })
     .optional()
     .meta({ description: 'Only for a job type with a singleton' }),
+  throttle: paceStateSchema.optional().meta({ description: 'Only for a throttled job type' }),
+  rateLimit: paceStateSchema.optional().meta({ description: 'Only for a rate-limited job type' }),
 });
 
 // ---------------------------------------------------------------- the schemas match the code's types

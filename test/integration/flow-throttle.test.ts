@@ -157,6 +157,12 @@ describe('throttle and rate limit on local AWS', () => {
       expect(other.json.state).toBe('queued');
       const skipped = await fetch(`${platform.url}/jobs/wl-4`).then((r) => r.json());
       expect(skipped).toMatchObject({ state: 'skipped', skipReason: { kind: 'rate-limit', key: 'u1' } });
+      // the key's state: spent until its rate allows again (2 per hour: the 3rd in 30 minutes)
+      const key = (await fetch(`${platform.url}/types/welcome-email/keys/u1`).then((r) => r.json())) as {
+        rateLimit: { nextStartAt: string; limit: number };
+      };
+      expect(key.rateLimit.limit).toBe(2);
+      expect(Date.parse(key.rateLimit.nextStartAt) - Date.now()).toBeGreaterThan(25 * 60_000);
       const deadline = Date.now() + 30_000;
       while (Date.now() < deadline && ran.length < 3) await new Promise((r) => setTimeout(r, 200));
       expect(ran.sort()).toEqual(['u1', 'u1', 'u2']);

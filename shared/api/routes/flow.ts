@@ -1,5 +1,7 @@
+import type { Clock } from '../../core/clock';
 import { type FlowSlots, flowKeyProblem, type Holder, singletonScope, slotsOf, WHOLE_TYPE_KEY } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
+import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../../core/pace';
 import { NotFoundError, ValidationError } from '../../errors';
 import { json, type Route } from '../http';
 
@@ -12,7 +14,12 @@ const running = (holders: readonly Holder[]) =>
  * many wait. A limit without a key function has one key for the whole type, shown whatever `key`
  * is asked for; so has a singleton without one.
  */
-export function flowRoutes(deps: { catalog: readonly JobTypeSpec[]; flow?: FlowSlots }): Route[] {
+export function flowRoutes(deps: {
+  catalog: readonly JobTypeSpec[];
+  flow?: FlowSlots;
+  pacer?: Pacer;
+  clock: Clock;
+}): Route[] {
   const specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
   return [
     {
@@ -25,20 +32,28 @@ export function flowRoutes(deps: { catalog: readonly JobTypeSpec[]; flow?: FlowS
           if (!spec) throw new NotFoundError(`job type ${JSON.stringify(type)} not found`, 'type_not_found');
           const limits = spec.concurrency ?? [];
           const singleton = spec.singleton;
-          if ((limits.length === 0 && !singleton) || !deps.flow) {
+          const paced = [
+            ...(spec.throttle ? [['throttle', spec.throttle] as const] : []),
+            ...(spec.rateLimit ? [['rateLimit', spec.rateLimit] as const] : []),
+          ];
+          if (limits.length === 0 && !singleton && paced.length === 0) {
             throw new NotFoundError(
-              `job type ${type} has no flow control (concurrency or singleton)`,
+              `job type ${type} has no flow control (concurrency, singleton, throttle or rate limit)`,
               'no_flow_control',
             );
           }
+          if (((limits.length > 0 || singleton) && !deps.flow) || (paced.length > 0 && !deps.pacer)) {
+            throw new NotFoundError('flow control state is not configured here', 'not_configured');
+          }
+          const now = deps.clock.now();
           const problem = flowKeyProblem(key);
           if (problem)
             throw new ValidationError('not a usable key', [{ path: 'key', message: problem }], 'invalid_key');
           const keys = limits.map((l) => (l.key ? key : WHOLE_TYPE_KEY));
           const flow = deps.flow;
-          const states = await Promise.all(slotsOf(type, limits, keys).map((slot) => flow.state(slot)));
+          const states = flow ? await Promise.all(slotsOf(type, limits, keys).map((slot) => flow.state(slot))) : [];
           let single = {};
-          if (singleton) {
+          if (singleton && flow) {
             const scope = singletonScope(type, singleton);
             const singleKey = singleton.key ? key : WHOLE_TYPE_KEY;
             const state = await flow.state({ scope, key: singleKey });
@@ -63,6 +78,27 @@ export function flowRoutes(deps: { catalog: readonly JobTypeSpec[]; flow?: FlowS
               waiting: state.waiting,
             })),
             ...single,
+            ...Object.fromEntries(
+              await Promise.all(
+                paced.map(async ([what, options]) => {
+                  const paceKey = options.key ? key : WHOLE_TYPE_KEY;
+                  const tat = await deps.pacer?.state({ scope: paceScope(type, what), key: paceKey });
+                  const pace = what === 'throttle' ? throttlePace(options) : rateLimitPace(options);
+                  // the next start the key allows: a throttle's next turn, a rate limit's next accepted job
+                  const next = tat === undefined ? now : Math.max(now, tat - pace.toleranceMs);
+                  return [
+                    what,
+                    {
+                      key: paceKey,
+                      limit: options.limit,
+                      periodSeconds: options.periodSeconds,
+                      ...(what === 'throttle' ? { burst: (options as { burst?: number }).burst ?? 1 } : {}),
+                      nextStartAt: new Date(next).toISOString(),
+                    },
+                  ];
+                }),
+              ),
+            ),
           });
         },
       },
