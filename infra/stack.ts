@@ -1,6 +1,14 @@
 import { Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { echoJob, flakyJob, sleepJob } from '../functions/jobs/catalog';
+import {
+  accountSyncJob,
+  apiCallJob,
+  echoJob,
+  flakyJob,
+  sleepJob,
+  tenantSyncJob,
+  welcomeEmailJob,
+} from '../functions/jobs/catalog';
 import { JobPlatform, type JobPlatformProps } from './constructs/job-platform';
 
 export interface OrreryStackProps extends StackProps {
@@ -21,5 +29,10 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: echoJob, entry: 'functions/jobs/echo.ts' });
     this.platform.addJobType({ spec: flakyJob, entry: 'functions/jobs/flaky.ts', concurrency: 2 });
     this.platform.addJobType({ spec: sleepJob, entry: 'functions/jobs/sleep.ts', batchSize: 5 });
+    // flow control: a per-tenant concurrency limit, a throttle, a cancel-running singleton, a rate limit
+    this.platform.addJobType({ spec: tenantSyncJob, entry: 'functions/jobs/tenant-sync.ts' });
+    this.platform.addJobType({ spec: apiCallJob, entry: 'functions/jobs/api-call.ts' });
+    this.platform.addJobType({ spec: accountSyncJob, entry: 'functions/jobs/account-sync.ts' });
+    this.platform.addJobType({ spec: welcomeEmailJob, entry: 'functions/jobs/welcome-email.ts' });
   }
 }

@@ -3,9 +3,13 @@
  * 127.0.0.1, deploys the example job types into it, serves the API and runs the workers, and
  * prints every job state change as it happens. Ctrl-C stops everything.
  */
+import { accountSync } from '../functions/jobs/account-sync';
+import { apiCall } from '../functions/jobs/api-call';
 import { echo } from '../functions/jobs/echo';
 import { flaky } from '../functions/jobs/flaky';
 import { sleep } from '../functions/jobs/sleep';
+import { tenantSync } from '../functions/jobs/tenant-sync';
+import { welcomeEmail } from '../functions/jobs/welcome-email';
 import type { Job } from '../shared/core/job';
 import type { JobStore } from '../shared/core/ports';
 import { startLocalAws } from '../test/local-aws/index';
@@ -14,7 +18,14 @@ import { startLocalPlatform } from '../test/local-aws/local-platform';
 const port = Number(process.env.ORRERY_PORT ?? 4600);
 const color = process.stdout.isTTY;
 const paint = (code: number, text: string) => (color ? `\u001b[${code}m${text}\u001b[0m` : text);
-const STATE_COLORS: Record<string, number> = { succeeded: 32, failed: 31, retrying: 33, running: 36, cancelled: 90 };
+const STATE_COLORS: Record<string, number> = {
+  succeeded: 32,
+  failed: 31,
+  retrying: 33,
+  running: 36,
+  cancelled: 90,
+  skipped: 90,
+};
 
 function show(job: Pick<Job, 'id' | 'type' | 'attempts'>, state: string, detail = ''): void {
   const time = new Date().toISOString().slice(11, 23);
@@ -62,7 +73,7 @@ async function main(): Promise<void> {
   const platform = await startLocalPlatform({
     aws,
     prefix: 'orrery-dev',
-    jobs: [echo, flaky, sleep],
+    jobs: [echo, flaky, sleep, tenantSync, apiCall, accountSync, welcomeEmail],
     port,
     wrapStore: observe,
     supervisor: { intervalMs: 5_000 },
@@ -85,6 +96,14 @@ Try it:
 
   curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"flaky","payload":{"failTimes":2}}'
   curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"sleep","payload":{"ms":3000},"delaySeconds":5}'
+
+Flow control (docs/flow-control.md):
+
+  tenant-sync    at most 2 at once per tenant      curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"tenant-sync","payload":{"tenantId":"t1","ms":3000}}'
+  api-call       5 a second per API key (burst 5)  curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"api-call","payload":{"apiKey":"k1","path":"/v1/items"}}'
+  account-sync   newest cancels the running one    curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"account-sync","payload":{"accountId":"a1"}}'
+  welcome-email  1 per user per hour, rest skipped curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"welcome-email","payload":{"userId":"u1","to":"u1@example.com"}}'
+  key state      curl -s ${url}/types/tenant-sync/keys/t1
 
 Point other tools at it with:  export ORRERY_URL=${url}
 Or the CLI (another terminal):  export ORRERY_URL=${url}; npx orrery watch "$(npx orrery enqueue flaky --payload '{"failTimes":2}' -q)"

@@ -29,4 +29,51 @@ export const sleepJob = defineJobType({
   timeoutMs: 60_000,
 });
 
-export const catalog = [echoJob, flakyJob, sleepJob] as const;
+/**
+ * `tenant-sync`: syncs one tenant's data (here: waits `ms`). At most 2 run at once per tenant, so
+ * one tenant's backlog cannot take every worker; the rest wait their turn without polling.
+ */
+export const tenantSyncJob = defineJobType({
+  type: 'tenant-sync',
+  payload: z.strictObject({ tenantId: z.string(), ms: z.optional(z.int().check(z.minimum(0), z.maximum(50_000))) }),
+  timeoutMs: 60_000,
+  concurrency: [{ limit: 2, key: (p) => p.tenantId }],
+});
+
+/** `api-call`: calls a downstream API at most 5 times a second per API key (bursts of 5); the excess waits. */
+export const apiCallJob = defineJobType({
+  type: 'api-call',
+  payload: z.strictObject({ apiKey: z.string(), path: z.string() }),
+  timeoutMs: 10_000,
+  throttle: { limit: 5, periodSeconds: 1, burst: 5, key: (p) => p.apiKey },
+});
+
+/**
+ * `account-sync`: one sync per account at a time; a newer request cancels the running one (its
+ * handler's signal aborts) and starts once it has stopped.
+ */
+export const accountSyncJob = defineJobType({
+  type: 'account-sync',
+  payload: z.strictObject({ accountId: z.string(), ms: z.optional(z.int().check(z.minimum(0), z.maximum(50_000))) }),
+  timeoutMs: 60_000,
+  retry: { maxAttempts: 1 },
+  singleton: { key: (p) => p.accountId, mode: 'cancel-running' },
+});
+
+/** `welcome-email`: at most one per user per hour; repeats are written as `skipped` and never sent. */
+export const welcomeEmailJob = defineJobType({
+  type: 'welcome-email',
+  payload: z.strictObject({ userId: z.string(), to: z.string() }),
+  timeoutMs: 10_000,
+  rateLimit: { limit: 1, periodSeconds: 3600, key: (p) => p.userId },
+});
+
+export const catalog = [
+  echoJob,
+  flakyJob,
+  sleepJob,
+  tenantSyncJob,
+  apiCallJob,
+  accountSyncJob,
+  welcomeEmailJob,
+] as const;

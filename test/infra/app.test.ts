@@ -2,6 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { catalog } from '../../functions/jobs/catalog';
 import { REPO_ROOT } from '../../infra/paths';
 import { tempOutdir } from './support';
 
@@ -34,8 +35,8 @@ describe('infra/app.ts', () => {
       Resources: Record<string, { Type: string }>;
     };
     const types = Object.values(template.Resources).map((r) => r.Type);
-    // The API, the supervisor and one worker for each of the three example types.
-    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(5);
+    // The API, the supervisor and one worker for each of the seven example types.
+    expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(2 + catalog.length);
     const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
       pluginReports: unknown[];
     };

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalog } from '../../functions/jobs/catalog';
 import { OrreryStack } from '../../infra/stack';
 import { resources } from './support';
 
@@ -40,7 +41,7 @@ describe('bundling with local esbuild', () => {
   });
 
   it('produces one ESM bundle with a source map per function', () => {
-    expect(bundles).toHaveLength(5); // the API, the supervisor and three workers
+    expect(bundles).toHaveLength(2 + catalog.length); // the API, the supervisor and a worker per example type
     for (const { id, dir } of bundles) {
       expect(existsSync(join(dir, 'index.mjs')), id).toBe(true);
       expect(existsSync(join(dir, 'index.mjs.map')), id).toBe(true);

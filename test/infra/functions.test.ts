@@ -1,13 +1,13 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
+import { catalog } from '../../functions/jobs/catalog';
 import { ENV, platformConfigFromEnv, platformConfigToEnv } from '../../shared/config';
 import { functionEnv, logicalId, prop, render, resource, resources, synthOrrery } from './support';
 
 const { stack, template } = synthOrrery();
 const platform = stack.platform;
 const apiId = logicalId(platform.api.handler);
-const workers = [echoJob, flakyJob, sleepJob].map((spec) => {
+const workers = [...catalog].map((spec) => {
   const group = platform.jobTypes.get(spec.type);
   if (!group) throw new Error(`no job type ${spec.type}`);
   return {
@@ -102,6 +102,10 @@ describe('Lambda functions', () => {
       echo: { BatchSize: 10, MaximumConcurrency: 5 },
       flaky: { BatchSize: 10, MaximumConcurrency: 2 },
       sleep: { BatchSize: 5, MaximumConcurrency: 5 },
+      'tenant-sync': { BatchSize: 10, MaximumConcurrency: 5 },
+      'api-call': { BatchSize: 10, MaximumConcurrency: 5 },
+      'account-sync': { BatchSize: 10, MaximumConcurrency: 5 },
+      'welcome-email': { BatchSize: 10, MaximumConcurrency: 5 },
     };
     for (const worker of workers) {
       const want = expected[worker.spec.type];

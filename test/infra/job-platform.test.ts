@@ -1,8 +1,9 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
+import { catalog, echoJob } from '../../functions/jobs/catalog';
 import { JobPlatform, type JobTypeInfo, type JobTypeOptions } from '../../infra/constructs/job-platform';
+import { pascalCase } from '../../infra/constructs/job-type-options';
 import { logicalId, synthOrrery, testApp } from './support';
 
 const entry = 'functions/jobs/echo.ts';
@@ -89,8 +90,8 @@ describe('JobPlatform outputs', () => {
         'ApiUrl',
         'TableName',
         'ScheduleGroupName',
-        ...[echoJob, flakyJob, sleepJob].flatMap((s) => {
-          const name = s.type.charAt(0).toUpperCase() + s.type.slice(1);
+        ...[...catalog].flatMap((s) => {
+          const name = pascalCase(s.type);
           return [`Queue${name}Url`, `Dlq${name}Url`];
         }),
       ].sort(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
+import { catalog } from '../../functions/jobs/catalog';
 import {
   lambdaTimeoutSeconds,
   MAX_RECEIVE_COUNT,
@@ -9,7 +9,7 @@ import {
 import { logicalId, prop, resource, resources, synthOrrery } from './support';
 
 const { stack, template } = synthOrrery();
-const specs = [echoJob, flakyJob, sleepJob];
+const specs = [...catalog];
 
 function queuesOf(type: string) {
   const group = stack.platform.jobTypes.get(type);
