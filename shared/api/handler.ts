@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
+import type { Debouncer } from '../core/debounce';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
 import type { Pacer } from '../core/pace';
@@ -34,6 +35,8 @@ export interface ApiDeps {
   flow?: FlowSlots;
   /** Throttle and rate-limit state: required when a job type has a `rateLimit` (counted at enqueue). */
   pacer?: Pacer;
+  /** Debounce windows: required when a job type has a `debounce`. */
+  debouncer?: Debouncer;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }

@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
+import { pastRetention } from '../core/control';
+import { type Debouncer, debounceRunAt, debounceScope, resolveDebounceKey } from '../core/debounce';
 import {
   type Dispatch,
   type EnqueueRequest,
@@ -24,7 +26,7 @@ import {
   PayloadTooLargeError,
   ValidationError,
 } from '../errors';
-import type { Logger } from '../logger';
+import { errorFields, type Logger } from '../logger';
 
 export interface JobsServiceDeps {
   config: PlatformConfig;
@@ -36,6 +38,8 @@ export interface JobsServiceDeps {
   log: Logger;
   /** Rate-limit state; required when a job type has a `rateLimit`. */
   pacer?: Pacer;
+  /** Debounce windows; required when a job type has a `debounce`. */
+  debouncer?: Debouncer;
 }
 
 export function payloadHash(type: string, payload: unknown): string {
@@ -71,6 +75,10 @@ export class JobsService {
     if (limited && !deps.pacer) {
       throw new ConfigError(`job type "${limited.type}" has a rate limit: the API needs its pacer`);
     }
+    const debounced = deps.catalog.find((spec) => spec.debounce);
+    if (debounced && !deps.debouncer) {
+      throw new ConfigError(`job type "${debounced.type}" has a debounce: the API needs its debouncer`);
+    }
   }
 
   /**
@@ -83,7 +91,7 @@ export class JobsService {
     const pacer = this.deps.pacer;
     if (!rateLimit || !pacer) return undefined;
     const key = resolvePaceKey(rateLimit, payload, 'rateLimit');
-    if (request.id !== undefined && (await this.deps.store.get(request.id))) return undefined;
+    if (request.id !== undefined && (await this.exists(request.id, now))) return undefined;
     const ok = await pacer.tryStart({
       scope: paceScope(spec.type, 'rateLimit'),
       key,
@@ -161,12 +169,14 @@ export class JobsService {
       : undefined;
     const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
     const now = clock.now();
-    const plan = planEnqueue(request, now);
+    const id = request.id ?? randomUUID();
+    const debounced = spec.debounce ? await this.debounce(spec, request, id, payload, now) : undefined;
+    const plan = planEnqueue(debounced ? { runAt: new Date(debounced.runAt).toISOString() } : request, now);
     const dispatchBy =
       request.dispatchBy === undefined ? undefined : checkDispatchBy(request.dispatchBy, plan.runAt, now);
     const nowIso = new Date(now).toISOString();
     const job: Job = {
-      id: request.id ?? randomUUID(),
+      id,
       type: spec.type,
       state: plan.state,
       payload,
@@ -183,6 +193,7 @@ export class JobsService {
       ...(flowKeys ? { flowKeys } : {}),
       ...(singletonKey !== undefined ? { singletonKey } : {}),
       ...(throttleKey !== undefined ? { throttleKey } : {}),
+      ...(debounced ? { debounceKey: debounced.key } : {}),
     };
     const skipReason = await this.rateLimited(spec, request, payload, now);
     if (skipReason) {
@@ -212,6 +223,7 @@ export class JobsService {
       }
       return { created: false, job: view };
     }
+    if (debounced?.previous !== undefined) await this.replace(debounced.previous, job, debounced.key, now);
     if (skipReason) {
       this.deps.log.info('job skipped: its rate limit is spent', {
         jobId: job.id,
@@ -325,6 +337,83 @@ export class JobsService {
     if (!job || (job.expiresAt !== undefined && job.expiresAt * 1000 < now)) {
       throw new NotFoundError(`job ${id} not found`, 'job_not_found');
     }
-    return toView(job);
+    const view = toView(job);
+    if (job.skipReason?.kind === 'debounce' && job.skipReason.by !== undefined) {
+      view.debouncedInto = await this.debounceRun(job.skipReason.by);
+    }
+    return view;
+  }
+
+  /**
+   * A debounced type's new job: makes it its key's pending run, and says when it starts (the end
+   * of the quiet period, or the window's longest wait) and which run it replaces. Refuses a delay
+   * (the debounce sets the start). A replay of an id that exists already changes nothing.
+   */
+  private async debounce(
+    spec: JobTypeSpec,
+    request: EnqueueRequest,
+    id: string,
+    payload: unknown,
+    now: number,
+  ): Promise<{ key: string; runAt: number; previous?: string } | undefined> {
+    const options = spec.debounce;
+    const debouncer = this.deps.debouncer;
+    if (!options || !debouncer) return undefined;
+    for (const field of ['delaySeconds', 'runAt'] as const) {
+      if (request[field] !== undefined) {
+        throw new ValidationError(
+          `job type "${spec.type}" is debounced: its jobs start when their key has been quiet`,
+          [{ path: field, message: 'not allowed for a debounced job type' }],
+          'debounced_type',
+        );
+      }
+    }
+    const key = resolveDebounceKey(options, payload);
+    // A replay must not take the run back from a newer job (and so replace it).
+    if (request.id !== undefined && (await this.exists(request.id, now))) return undefined;
+    const opened = await debouncer.open({ scope: debounceScope(spec.type), key, jobId: id, now });
+    return {
+      key,
+      runAt: debounceRunAt(now, opened.first, options),
+      ...(opened.previous === undefined ? {} : { previous: opened.previous }),
+    };
+  }
+
+  /**
+   * Ends the pending run a newer job of its debounce key replaced (`skipped`, pointing to it).
+   * A run that started meanwhile runs: then both run, never neither.
+   */
+  private async replace(previousId: string, job: Job, key: string, now: number): Promise<void> {
+    const { store, log, config } = this.deps;
+    try {
+      const previous = await store.get(previousId);
+      if (!previous || !['queued', 'scheduled'].includes(previous.state) || previous.attempts !== 0) return;
+      const skipped = await store.skip?.({
+        job: previous,
+        now,
+        expiresAt: Math.floor(now / 1000) + config.retentionDays * 86_400,
+        reason: { kind: 'debounce', key, by: job.id, at: new Date(now).toISOString() },
+      });
+      if (skipped) log.info('debounced: a newer job replaced the pending run', { jobId: previousId, by: job.id });
+    } catch (error) {
+      log.warn('could not end the run a debounce replaced; both run', { jobId: previousId, ...errorFields(error) });
+    }
+  }
+
+  /** Whether a job `id` exists and is retained: an enqueue with that id is then a replay (`create` reuses one past its retention). */
+  private async exists(id: string, now: number): Promise<boolean> {
+    const job = await this.deps.store.get(id);
+    return job !== undefined && !pastRetention(job, now);
+  }
+
+  /** The run a chain of debounce replacements ends at (at most 20 hops; each a read). */
+  private async debounceRun(by: string): Promise<string> {
+    let current = by;
+    for (let hop = 0; hop < 20; hop++) {
+      const next = await this.deps.store.get(current);
+      if (next?.skipReason?.kind !== 'debounce' || next.skipReason.by === undefined) return current;
+      current = next.skipReason.by;
+    }
+    return current;
   }
 }

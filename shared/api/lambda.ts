@@ -1,4 +1,5 @@
 import { createAwsClients } from '../aws/clients';
+import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobIndex } from '../aws/dynamo-job-index';
@@ -31,6 +32,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): ApiHand
         scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
         flow: new DynamoFlowSlots(clients.dynamo, config.tableName),
         pacer: new DynamoPacer(clients.dynamo, config.tableName),
+        debouncer: new DynamoDebouncer(clients.dynamo, config.tableName),
         controlPlane: {
           index: new DynamoJobIndex(clients.dynamo, config.tableName),
           control: new DynamoJobControl(clients.dynamo, config.tableName),

@@ -67,6 +67,11 @@ export const jobViewSchema = z
       .optional()
       .meta({ description: "Only for job types with a singleton: the job's key value" }),
     throttleKey: z.string().optional().meta({ description: "Only for job types with a throttle: the job's key value" }),
+    debounceKey: z.string().optional().meta({ description: "Only for job types with a debounce: the job's key value" }),
+    debouncedInto: z
+      .string()
+      .optional()
+      .meta({ description: 'Only for a job a debounce replaced: the run that took its place' }),
     waitingFor: z
       .object({
         kind: z.enum(['concurrency', 'singleton', 'throttle']),
@@ -81,9 +86,12 @@ export const jobViewSchema = z
       }),
     skipReason: z
       .object({
-        kind: z.enum(['singleton', 'rate-limit']),
+        kind: z.enum(['singleton', 'rate-limit', 'debounce']),
         key: z.string(),
-        by: z.string().optional().meta({ description: 'singleton: the job that held the key' }),
+        by: z
+          .string()
+          .optional()
+          .meta({ description: 'singleton: the job that held the key; debounce: the job that replaced it' }),
         at: isoTime,
       })
       .optional()

@@ -141,6 +141,7 @@ export function toItem(job: Job, external = false): Item {
       flowKeys: job.flowKeys,
       singletonKey: job.singletonKey,
       throttleKey: job.throttleKey,
+      debounceKey: job.debounceKey,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       ...createDueAttributes(job),
@@ -214,6 +215,7 @@ export function fromItem(item: Item): Job {
   if (Array.isArray(raw.flowKeys)) job.flowKeys = raw.flowKeys as string[];
   if (typeof raw.singletonKey === 'string') job.singletonKey = raw.singletonKey;
   if (typeof raw.throttleKey === 'string') job.throttleKey = raw.throttleKey;
+  if (typeof raw.debounceKey === 'string') job.debounceKey = raw.debounceKey;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);
@@ -579,6 +581,7 @@ export class DynamoJobStore implements JobStore {
     errors,
     expiresAt,
     writer,
+    refund,
   }: {
     job: Job;
     now: number;
@@ -586,9 +589,12 @@ export class DynamoJobStore implements JobStore {
     errors: AttemptError[];
     expiresAt: number;
     writer: string;
+    refund?: boolean;
   }): Promise<void> {
+    const attempts = refund ? Math.max(0, job.attempts - 1) : job.attempts;
     const error = this.errorUpdate(errors, {
       ...job,
+      attempts,
       state: 'retrying',
       runAt: iso(runAt),
       updatedAt: iso(now),
@@ -598,12 +604,13 @@ export class DynamoJobStore implements JobStore {
       job,
       'retry',
       {
-        set: `runAt = :runAt, updatedAt = :now${error.set}`,
+        set: `runAt = :runAt, updatedAt = :now${refund ? ', attempts = :attempts' : ''}${error.set}`,
         remove: 'leaseOwner, leaseExpiresAt',
       },
       {
         ':runAt': S(iso(runAt)),
         ':now': S(iso(now)),
+        ...(refund ? { ':attempts': N(attempts) } : {}),
         ...error.values,
       },
       { state: 'retrying', writer },

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
+import { type DebounceOptions, debounceProblem } from './debounce';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { paceProblem, type RateLimitOptions, type ThrottleOptions } from './pace';
 
@@ -46,6 +47,8 @@ export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type 
   readonly throttle?: ThrottleOptions<z.output<Schema>>;
   /** Rate limit (see {@link JobTypeOptions.rateLimit}); absent: none, and no cost. */
   readonly rateLimit?: RateLimitOptions<z.output<Schema>>;
+  /** Debounce (see {@link JobTypeOptions.debounce}); absent: none, and no cost. */
+  readonly debounce?: DebounceOptions<z.output<Schema>>;
 }
 
 export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
@@ -94,6 +97,16 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
    * rateLimit: { limit: 1, periodSeconds: 3600, key: (p) => p.userId }
    */
   rateLimit?: RateLimitOptions<z.output<Schema>>;
+  /**
+   * Jobs of one key enqueued close together make one run, with the last payload, once the key has
+   * been quiet for `periodSeconds` (or `maxWaitSeconds` after the first). The jobs it replaced end
+   * `skipped`, pointing to the run. Costs 2 write units per run (open and close the window) and 1
+   * per replaced job. `delaySeconds` and `runAt` are refused for such a type.
+   * @default none
+   * @example
+   * debounce: { key: (p) => p.catalogId, periodSeconds: 30, maxWaitSeconds: 300 }
+   */
+  debounce?: DebounceOptions<z.output<Schema>>;
 }
 
 /**
@@ -148,6 +161,12 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     paced[what] = Object.freeze({ ...value });
   }
+  let debounce = {};
+  if (options.debounce !== undefined) {
+    const problem = debounceProblem(options.debounce);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    debounce = { debounce: Object.freeze({ ...options.debounce }) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -157,5 +176,6 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     ...concurrency,
     ...singleton,
     ...paced,
+    ...debounce,
   });
 }

@@ -77,6 +77,8 @@ export interface Job {
   singletonKey?: string;
   /** Throttle key value (resolved at enqueue), for job types with a `throttle`. */
   throttleKey?: string;
+  /** Debounce key value (resolved at enqueue), for job types with a `debounce`. */
+  debounceKey?: string;
   /** Why a due job has not started: it waits for a slot or a throttle's turn (cleared when it starts). */
   waitingFor?: WaitingFor;
   /** Why flow control turned the job away (state `skipped`). */
@@ -113,11 +115,11 @@ export type WaitingFor = SlotWait | ThrottleWait;
 export interface SkipReason {
   /**
    * `singleton`: its singleton (mode `skip`) found a job of its key running or waiting;
-   * `rate-limit`: its key's rate limit was spent.
+   * `rate-limit`: its key's rate limit was spent; `debounce`: a newer job of its key replaced it.
    */
-  kind: 'singleton' | 'rate-limit';
+  kind: 'singleton' | 'rate-limit' | 'debounce';
   key: string;
-  /** `singleton`: the job that held the key. */
+  /** `singleton`: the job that held the key; `debounce`: the job that replaced it. */
   by?: string;
   /** ISO 8601 time it was skipped. */
   at: string;
@@ -152,6 +154,10 @@ export interface JobView {
   singletonKey?: string;
   /** Only for job types with a throttle: the job's throttle key value. */
   throttleKey?: string;
+  /** Only for job types with a debounce: the job's debounce key value. */
+  debounceKey?: string;
+  /** Only for a job a debounce replaced: the run that took its place (the newest, following every replacement). */
+  debouncedInto?: string;
   /** Only while a due job waits: for what (a slot, or a throttle's turn, `until` when), on which key, since when. */
   waitingFor?: { kind: WaitingFor['kind']; key: string; since: string; until?: string };
   /** Only for a `skipped` job: why flow control turned it away. */
@@ -181,6 +187,7 @@ export function toView(job: Job): JobView {
     ...(job.flowKeys !== undefined ? { concurrencyKeys: job.flowKeys } : {}),
     ...(job.singletonKey !== undefined ? { singletonKey: job.singletonKey } : {}),
     ...(job.throttleKey !== undefined ? { throttleKey: job.throttleKey } : {}),
+    ...(job.debounceKey !== undefined ? { debounceKey: job.debounceKey } : {}),
     ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
       : {}),

@@ -75,6 +75,12 @@ export interface JobStore {
     errors: AttemptError[];
     expiresAt: number;
     writer: string;
+    /**
+     * The attempt never ran (given back before its handler, for lack of a slot or a throttle
+     * turn): `attempts` goes back by one, so giving back cannot spend the job's last attempt.
+     * @default false
+     */
+    refund?: boolean;
   }): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
   fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number; writer: string }): Promise<void>;

@@ -1,6 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { createAwsClients } from '../aws/clients';
+import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
@@ -49,6 +50,7 @@ export function defineJob<Schema extends PayloadSchema>(
         schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
         ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
         ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
+        ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
         ...(spec.singleton?.mode === 'cancel-running'
           ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
           : {}),

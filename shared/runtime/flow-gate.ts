@@ -148,6 +148,25 @@ export function createFlowGate(deps: FlowGateDeps) {
     if (freed > 0 || holders.length < slot.limit) await admit(slot, log);
   }
 
+  /** Frees the places of holders that are finished or gone (not a cancelled one that may still run); true when one was freed. */
+  async function freeGone(slot: Slot, holders: readonly Holder[], self: string, log: Logger): Promise<boolean> {
+    let freed = false;
+    const now = clock.now();
+    for (const holder of holders) {
+      if (holder.jobId === self) continue;
+      const job = await store.get(holder.jobId);
+      if (job && (!isTerminal(job.state) || (job.state === 'cancelled' && leaseHeld(job, now)))) continue;
+      if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) {
+        freed = true;
+        log.warn('freed a singleton key its job never gave back', {
+          holder: holder.jobId,
+          state: job?.state ?? 'missing',
+        });
+      }
+    }
+    return freed;
+  }
+
   /**
    * A holder that may never give its place back: handed it over {@link WAKE_GRACE_MS} ago and not
    * started, or holding it for longer than any attempt runs (it may be waiting on a later slot,
@@ -192,16 +211,22 @@ export function createFlowGate(deps: FlowGateDeps) {
         const ticket =
           mine && mine.kind !== 'throttle' && mine.limit === i && mine.key === slot.key ? mine.ticket : undefined;
         // A `skip` singleton turns away a new run, not a retry of one that ran (nor one in line).
-        const skip = slot.singleton === 'skip' && job.attempts === 0 && ticket === undefined;
-        const got = await slots.acquire({
-          slot,
-          jobId: job.id,
-          type: job.type,
-          now: clock.now(),
-          token,
-          ...(ticket === undefined ? {} : { ticket }),
-          ...(skip ? { wait: false } : {}),
-        });
+        const skip =
+          slot.singleton === 'skip' && job.attempts === 0 && job.state !== 'retrying' && ticket === undefined;
+        const take = () =>
+          slots.acquire({
+            slot,
+            jobId: job.id,
+            type: job.type,
+            now: clock.now(),
+            token,
+            ...(ticket === undefined ? {} : { ticket }),
+            ...(skip ? { wait: false } : {}),
+          });
+        let got = await take();
+        // A skip takes no ticket, so no job in line ever looks at the holder: look now (one read,
+        // the limit is 1), and free a holder that will never give the key back.
+        if (got.kind === 'busy' && (await freeGone(slot, got.holders, job.id, log))) got = await take();
         if (got.kind === 'held') {
           fresh ||= got.fresh;
           continue;

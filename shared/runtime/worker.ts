@@ -5,10 +5,11 @@ import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
 import { CANCELLABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
+import { type Debouncer, debounceScope } from '../core/debounce';
 import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
-import type { FlowSlots, Slot } from '../core/flow';
+import { type FlowSlots, type Slot, WHOLE_TYPE_KEY } from '../core/flow';
 import { type AttemptError, appendError, describeError, type Job, type SkipReason } from '../core/job';
 import { DEFAULT_LEASE_MS, leaseHeld, MAX_CLOCK_SKEW_MS, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
@@ -52,6 +53,8 @@ export interface WorkerDeps {
   control?: Pick<JobControl, 'cancel'>;
   /** Throttle state; required when the job type has a `throttle`. */
   pacer?: Pacer;
+  /** Debounce windows; required when the job type has a `debounce` (a started run closes its window). */
+  debouncer?: Debouncer;
 }
 
 const messageSchema = z.object({
@@ -132,6 +135,9 @@ export function createWorker(
     throw new ConfigError(`job type "${def.spec.type}" has a throttle: the worker needs its pacer`);
   }
   const pace = deps.pacer ? createPaceGate({ spec: def.spec, pacer: deps.pacer, store: deps.store, clock }) : undefined;
+  if (def.spec.debounce && !deps.debouncer) {
+    throw new ConfigError(`job type "${def.spec.type}" has a debounce: the worker needs its debouncer`);
+  }
   const control = deps.control;
   if (def.spec.singleton?.mode === 'cancel-running' && !control) {
     throw new ConfigError(`job type "${def.spec.type}" has a cancel-running singleton: the worker needs job control`);
@@ -421,7 +427,7 @@ export function createWorker(
           !isTerminal(current.state) &&
           Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS &&
           !leaseHeld(current, now);
-        if (current && due && pace) {
+        if (current && (due || takeover) && pace) {
           const turn = await pace.turn(current, current.leaseToken + 1, log);
           if (turn.kind === 'later') return await hideUntil({ ...waitFor, until: turn.until, now: clock.now() });
           paced = current.leaseToken + 1;
@@ -456,6 +462,14 @@ export function createWorker(
         attemptTimeoutMs: def.spec.timeoutMs,
         messageId: record.messageId,
       });
+      if (def.spec.debounce && deps.debouncer && claim.kind === 'claimed') {
+        // The run started: later jobs of its key open a new window (a failed close leaves this one
+        // open, and the next job replaces nothing that is still waiting: it is its own run).
+        const key = claim.job.debounceKey ?? WHOLE_TYPE_KEY;
+        await deps.debouncer
+          .close({ scope: debounceScope(def.spec.type), key, jobId: id })
+          .catch((error: unknown) => log.warn('could not close the debounce window', errorFields(error)));
+      }
       if (pace && claim.kind === 'claimed' && paced !== claim.job.leaseToken) {
         // Claimed without a turn taken for this attempt (the job changed between the read and
         // the claim): take one now, or give the attempt back before it runs, due at its turn.
@@ -471,10 +485,13 @@ export function createWorker(
                 errors: [],
                 expiresAt: expiresAt(turn.until),
                 writer: claimOwner,
+                refund: true,
               }),
             log,
             'giving back an attempt that must wait for its throttle turn',
           );
+          // the slots taken for it go on meanwhile
+          if (gate && entered !== undefined) await gate.leave({ id }, slots, log, entered);
           return await hideUntil({ ...waitFor, until: turn.until, now: at });
         }
       }
@@ -498,6 +515,7 @@ export function createWorker(
                     errors: [], // no error of its own: it never ran
                     expiresAt: expiresAt(at),
                     writer: claimOwner,
+                    refund: true,
                   }),
                 log,
                 'giving back an attempt that has no slot',
@@ -509,8 +527,12 @@ export function createWorker(
           try {
             return await handleClaim(claim, record, log, claimOwner, receiveCount);
           } finally {
-            const after = await deps.store.get(id).catch(() => undefined);
-            if (after && after.state !== 'running') await gate.leave(after, slots, log, token);
+            // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
+            // takeover) safe, and a slot left behind would be held until a job in line looks.
+            const after = await persist(() => deps.store.get(id), log, 'reading the job after its attempt').catch(
+              () => undefined,
+            );
+            if (after?.state !== 'running') await gate.leave({ id }, slots, log, token);
           }
         }
         const outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);

@@ -649,6 +649,37 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
     });
   });
 
+  describe('retry with refund', () => {
+    it('gives back an attempt that never ran: attempts goes back by one, and a replay changes nothing more', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'queued', maxAttempts: 1 });
+      const claim = await leg.store.claim({ id: j.id, type: j.type, owner: 'w', now: T0, leaseMs: LEASE });
+      if (claim.kind !== 'claimed') throw new Error(claim.kind);
+      expect(claim.job.attempts).toBe(1);
+      const input = {
+        job: claim.job,
+        now: T0 + 1,
+        runAt: T0 + 5000,
+        errors: [],
+        expiresAt: sec(T0) + 60,
+        writer: 'w',
+        refund: true,
+      };
+      await leg.store.retry(input);
+      expect(await leg.store.get(j.id)).toMatchObject({
+        state: 'retrying',
+        attempts: 0,
+        leaseToken: 1,
+        runAt: iso(T0 + 5000),
+      });
+      await leg.store.retry(input); // a replay after a lost response: already applied
+      expect((await leg.store.get(j.id))?.attempts).toBe(0);
+      // its last (only) attempt is still there to run
+      const again = await leg.store.claim({ id: j.id, type: j.type, owner: 'w2', now: T0 + 5000, leaseMs: LEASE });
+      expect(again).toMatchObject({ kind: 'claimed', job: { attempts: 1, leaseToken: 2 } });
+    });
+  });
+
   describe('skip', () => {
     const reason = { kind: 'singleton' as const, key: 'acct-1', by: 'other-job', at: iso(T0) };
 

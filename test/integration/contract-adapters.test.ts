@@ -6,11 +6,13 @@
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe } from 'vitest';
+import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
+import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
 import { pacerContract } from '../contract/pacer.contract';
@@ -60,4 +62,8 @@ describe('flow slots contract: DynamoFlowSlots on DynamoDB Local', () => {
 
 describe('pacer contract: DynamoPacer on DynamoDB Local', () => {
   pacerContract(async () => new DynamoPacer(dynamo, tableName));
+});
+
+describe('debouncer contract: DynamoDebouncer on DynamoDB Local', () => {
+  debouncerContract(async () => new DynamoDebouncer(dynamo, tableName));
 });

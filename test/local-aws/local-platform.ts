@@ -1,6 +1,7 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type ApiHandler, createApiHandler } from '../../shared/api/handler';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
+import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
@@ -125,6 +126,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const schedules = new DynamoScheduleStore(clients.dynamo, config.tableName);
   const flow = new DynamoFlowSlots(clients.dynamo, config.tableName);
   const pacer = new DynamoPacer(clients.dynamo, config.tableName);
+  const debouncer = new DynamoDebouncer(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
   const controlPlane = {
@@ -143,6 +145,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     controlPlane,
     flow,
     pacer,
+    debouncer,
     schedules: { store: schedules, trigger },
   });
   const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
@@ -161,6 +164,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       ...(job.spec.concurrency || job.spec.singleton ? { flow } : {}),
       ...(job.spec.singleton?.mode === 'cancel-running' ? { control: controlPlane.control } : {}),
       ...(job.spec.throttle ? { pacer } : {}),
+      ...(job.spec.debounce ? { debouncer } : {}),
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...options.worker,
     });

@@ -253,11 +253,13 @@ export class FakeJobStore implements JobStore {
     errors: AttemptError[];
     expiresAt: number;
     writer: string;
+    refund?: boolean;
   }): Promise<void> {
     this.fenced(
       'retry',
       input.job,
       (j) => {
+        if (input.refund) j.attempts = Math.max(0, input.job.attempts - 1);
         j.state = 'retrying';
         j.runAt = iso(input.runAt);
         j.updatedAt = iso(input.now);

@@ -3,6 +3,8 @@
  * `DynamoFlowSlots` (test/contract/flow-slots.contract.ts), and keeps the same counters, so a
  * unit test sees what the adapter would do.
  */
+
+import type { Debouncer } from '../../shared/core/debounce';
 import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
 import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
 
@@ -141,5 +143,30 @@ export class FakePacer implements Pacer {
 
   async state(input: { scope: string; key: string }): Promise<number | undefined> {
     return this.tats.get(`${input.scope}#${input.key}`);
+  }
+}
+
+/** In-memory {@link Debouncer}; passes the same contract as `DynamoDebouncer` (test/contract/debouncer.contract.ts). */
+export class FakeDebouncer implements Debouncer {
+  private readonly windows = new Map<string, { run: string; first: number }>();
+  writes = 0;
+
+  async open(input: { scope: string; key: string; jobId: string; now: number }) {
+    const id = `${input.scope}#${input.key}`;
+    const old = this.windows.get(id);
+    this.windows.set(id, { run: input.jobId, first: old?.first ?? input.now });
+    this.writes += 1;
+    return { ...(old && old.run !== input.jobId ? { previous: old.run } : {}), first: old?.first ?? input.now };
+  }
+
+  async close(input: { scope: string; key: string; jobId: string }): Promise<void> {
+    const id = `${input.scope}#${input.key}`;
+    this.writes += 1;
+    if (this.windows.get(id)?.run === input.jobId) this.windows.delete(id);
+  }
+
+  async state(input: { scope: string; key: string }) {
+    const w = this.windows.get(`${input.scope}#${input.key}`);
+    return w ? { ...w } : undefined;
   }
 }

@@ -4,12 +4,13 @@
  * test/integration/contract-adapters.test.ts.
  */
 import { describe } from 'vitest';
+import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { FakeJobControl } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
-import { FakeFlowSlots, FakePacer } from '../support/flow-fakes';
+import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 
 describe('job ports contract: FakeJobStore and FakeJobControl', () => {
   jobStoreContract(async () => {
@@ -29,4 +30,8 @@ describe('pacer contract: FakePacer', () => {
   // one store behind every "instance", as the table is
   const shared = new FakePacer();
   pacerContract(async () => shared);
+});
+
+describe('debouncer contract: FakeDebouncer', () => {
+  debouncerContract(async () => new FakeDebouncer());
 });

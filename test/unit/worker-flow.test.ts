@@ -185,7 +185,8 @@ describe('worker: concurrency limits', () => {
     };
     await h.worker(sqsEvent(messageFor('a')));
     expect(ran).toEqual([]);
-    expect(h.store.peek('a')).toMatchObject({ state: 'retrying', attempts: 2 });
+    // the attempt it never ran is given back: attempts stays at 1, leaseToken moved on
+    expect(h.store.peek('a')).toMatchObject({ state: 'retrying', attempts: 1, leaseToken: 2 });
     expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [{ jobId: 'other' }], waiting: 1 });
     expect(logged(h.logs, 'claimed without a free concurrency slot; waiting for one')).toHaveLength(1);
   });

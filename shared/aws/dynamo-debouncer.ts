@@ -1,0 +1,88 @@
+/**
+ * {@link Debouncer} on the job table: one item per debounce key, `deb#<scope>#<key>`, holding the
+ * window's pending run (`run`) and when it began (`first`, epoch ms). Opening is one UpdateItem
+ * that returns the old values (no read first); closing is one UpdateItem conditioned on the run.
+ * Items expire through the table's TTL a year after their last write (a window is never longer).
+ */
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { Debouncer } from '../core/debounce';
+import { MAX_HORIZON_SECONDS } from '../core/enqueue';
+import { translateAwsError } from './errors';
+
+const S = (s: string): AttributeValue => ({ S: s });
+const N = (n: number): AttributeValue => ({ N: String(n) });
+
+export const debounceKey = (scope: string, key: string) => `deb#${scope}#${key}`;
+
+export class DynamoDebouncer implements Debouncer {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  async open({ scope, key, jobId, now }: { scope: string; key: string; jobId: string; now: number }) {
+    try {
+      const out = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(debounceKey(scope, key)) },
+          UpdateExpression: 'SET run = :id, #first = if_not_exists(#first, :now), expiresAt = :exp',
+          ExpressionAttributeNames: { '#first': 'first' },
+          ExpressionAttributeValues: {
+            ':id': S(jobId),
+            ':now': N(now),
+            ':exp': N(Math.floor(now / 1000) + MAX_HORIZON_SECONDS),
+          },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      const old = out.Attributes;
+      const previous = old?.run?.S;
+      const first = old?.first?.N === undefined ? now : Number(old.first.N);
+      return { ...(previous !== undefined && previous !== jobId ? { previous } : {}), first };
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB UpdateItem (debounce open)');
+    }
+  }
+
+  async close({ scope, key, jobId }: { scope: string; key: string; jobId: string }): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(debounceKey(scope, key)) },
+          UpdateExpression: 'REMOVE run, #first',
+          ConditionExpression: 'run = :id',
+          ExpressionAttributeNames: { '#first': 'first' },
+          ExpressionAttributeValues: { ':id': S(jobId) },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return; // another job is the run now
+      translateAwsError(error, 'DynamoDB UpdateItem (debounce close)');
+    }
+  }
+
+  async state({ scope, key }: { scope: string; key: string }) {
+    try {
+      const out = await this.client.send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(debounceKey(scope, key)) },
+          ConsistentRead: true,
+        }),
+      );
+      const run = out.Item?.run?.S;
+      const first = out.Item?.first?.N;
+      return run === undefined || first === undefined ? undefined : { run, first: Number(first) };
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB GetItem (debounce)');
+    }
+  }
+}
