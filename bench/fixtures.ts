@@ -163,3 +163,12 @@ export function payloadOfBytes(bytes: number, i: number): { i: number; blob: str
   }
   return { i, blob };
 }
+
+/** `debounced`: like `sink`, debounced per `key` (1 s quiet): a job alone in its key's window is one run. */
+export const debouncedJob = defineJobType({
+  type: 'debounced',
+  payload: z.object({ key: z.string() }),
+  timeoutMs: 10_000,
+  debounce: { key: (p) => p.key, periodSeconds: 1 },
+});
+export const debounced = defineJob(debouncedJob, async () => ({ ok: true }));

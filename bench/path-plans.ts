@@ -156,6 +156,14 @@ export const PLANS: PathPlan[] = [
     waitSeconds: 1,
   },
   {
+    id: 'debounce-run',
+    label: 'Debounced job alone in its window (1 s quiet), runs',
+    // a key per trace: each job is its own run (one that replaces another costs its skip, 1 more)
+    start: (h, i) => enqueue(h, { type: 'debounced', payload: { key: `bench-${i}-${Date.now()}` } }),
+    type: 'debounced',
+    waitSeconds: 3,
+  },
+  {
     id: 'sqs-delayed',
     label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 }),

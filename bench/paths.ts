@@ -15,7 +15,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
-import { limited, paced, rated, single, sink, stacky } from './fixtures';
+import { debounced, limited, paced, rated, single, sink, stacky } from './fixtures';
 import type { OffsetClock } from './local';
 import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
 import { NotImplemented, type PathPlan, PLANS } from './path-plans';
@@ -214,7 +214,7 @@ export async function measurePaths(
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-paths'),
-    jobs: [echo, flaky, sink, stacky, limited, single, paced, rated].map((def) =>
+    jobs: [echo, flaky, sink, stacky, limited, single, paced, rated, debounced].map((def) =>
       timed(def as unknown as JobDefinition, window),
     ),
     clients: countedClients(recorder),

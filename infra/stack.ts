@@ -5,6 +5,7 @@ import {
   apiCallJob,
   echoJob,
   flakyJob,
+  reindexJob,
   sleepJob,
   tenantSyncJob,
   welcomeEmailJob,
@@ -29,10 +30,12 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: echoJob, entry: 'functions/jobs/echo.ts' });
     this.platform.addJobType({ spec: flakyJob, entry: 'functions/jobs/flaky.ts', concurrency: 2 });
     this.platform.addJobType({ spec: sleepJob, entry: 'functions/jobs/sleep.ts', batchSize: 5 });
-    // flow control: a per-tenant concurrency limit, a throttle, a cancel-running singleton, a rate limit
+    // flow control: a per-tenant concurrency limit, a throttle, a cancel-running singleton, a rate
+    // limit, a debounce
     this.platform.addJobType({ spec: tenantSyncJob, entry: 'functions/jobs/tenant-sync.ts' });
     this.platform.addJobType({ spec: apiCallJob, entry: 'functions/jobs/api-call.ts' });
     this.platform.addJobType({ spec: accountSyncJob, entry: 'functions/jobs/account-sync.ts' });
     this.platform.addJobType({ spec: welcomeEmailJob, entry: 'functions/jobs/welcome-email.ts' });
+    this.platform.addJobType({ spec: reindexJob, entry: 'functions/jobs/reindex.ts' });
   }
 }

@@ -7,6 +7,7 @@ import { accountSync } from '../functions/jobs/account-sync';
 import { apiCall } from '../functions/jobs/api-call';
 import { echo } from '../functions/jobs/echo';
 import { flaky } from '../functions/jobs/flaky';
+import { reindex } from '../functions/jobs/reindex';
 import { sleep } from '../functions/jobs/sleep';
 import { tenantSync } from '../functions/jobs/tenant-sync';
 import { welcomeEmail } from '../functions/jobs/welcome-email';
@@ -73,7 +74,7 @@ async function main(): Promise<void> {
   const platform = await startLocalPlatform({
     aws,
     prefix: 'orrery-dev',
-    jobs: [echo, flaky, sleep, tenantSync, apiCall, accountSync, welcomeEmail],
+    jobs: [echo, flaky, sleep, tenantSync, apiCall, accountSync, welcomeEmail, reindex],
     port,
     wrapStore: observe,
     supervisor: { intervalMs: 5_000 },
@@ -103,6 +104,7 @@ Flow control (docs/flow-control.md):
   api-call       5 a second per API key (burst 5)  curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"api-call","payload":{"apiKey":"k1","path":"/v1/items"}}'
   account-sync   newest cancels the running one    curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"account-sync","payload":{"accountId":"a1"}}'
   welcome-email  1 per user per hour, rest skipped curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"welcome-email","payload":{"userId":"u1","to":"u1@example.com"}}'
+  reindex        one run per burst, 5 s quiet      curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"reindex","payload":{"catalogId":"c1","change":"price"}}'
   key state      curl -s ${url}/types/tenant-sync/keys/t1
 
 Point other tools at it with:  export ORRERY_URL=${url}

@@ -68,6 +68,14 @@ export const welcomeEmailJob = defineJobType({
   rateLimit: { limit: 1, periodSeconds: 3600, key: (p) => p.userId },
 });
 
+/** `reindex`: rebuilds a catalog's search index once its changes have stopped for 5 s (at least every minute). */
+export const reindexJob = defineJobType({
+  type: 'reindex',
+  payload: z.strictObject({ catalogId: z.string(), change: z.optional(z.string()) }),
+  timeoutMs: 30_000,
+  debounce: { key: (p) => p.catalogId, periodSeconds: 5, maxWaitSeconds: 60 },
+});
+
 export const catalog = [
   echoJob,
   flakyJob,
@@ -76,4 +84,5 @@ export const catalog = [
   apiCallJob,
   accountSyncJob,
   welcomeEmailJob,
+  reindexJob,
 ] as const;

@@ -327,6 +327,16 @@ export const keyStateSchema = z.object({
     .meta({ description: 'Only for a job type with a singleton' }),
   throttle: paceStateSchema.optional().meta({ description: 'Only for a throttled job type' }),
   rateLimit: paceStateSchema.optional().meta({ description: 'Only for a rate-limited job type' }),
+  debounce: z
+    .object({
+      key: z.string(),
+      periodSeconds: z.int().min(1),
+      maxWaitSeconds: z.int().min(1).optional(),
+      run: z.string().optional().meta({ description: "The open window's pending run (absent: no window open)" }),
+      since: isoTime.optional().meta({ description: 'When the open window began' }),
+    })
+    .optional()
+    .meta({ description: 'Only for a debounced job type' }),
 });
 
 // ---------------------------------------------------------------- the schemas match the code's types

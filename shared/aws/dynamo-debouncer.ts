@@ -11,8 +11,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { Debouncer } from '../core/debounce';
-import { MAX_HORIZON_SECONDS } from '../core/enqueue';
+import { type Debouncer, MAX_DEBOUNCE_WAIT_SECONDS } from '../core/debounce';
 import { translateAwsError } from './errors';
 
 const S = (s: string): AttributeValue => ({ S: s });
@@ -37,7 +36,7 @@ export class DynamoDebouncer implements Debouncer {
           ExpressionAttributeValues: {
             ':id': S(jobId),
             ':now': N(now),
-            ':exp': N(Math.floor(now / 1000) + MAX_HORIZON_SECONDS),
+            ':exp': N(Math.floor(now / 1000) + MAX_DEBOUNCE_WAIT_SECONDS),
           },
           ReturnValues: 'ALL_OLD',
         }),

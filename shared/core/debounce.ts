@@ -9,11 +9,15 @@
  * first job until its run starts; the next job after that opens a new one.
  */
 
-import { MAX_HORIZON_SECONDS } from './enqueue';
 import { computeFlowKey, WHOLE_TYPE_KEY } from './flow';
 
 /** Longest quiet period: a week. */
 export const MAX_DEBOUNCE_PERIOD_SECONDS = 7 * 86_400;
+/**
+ * Longest `maxWaitSeconds`: a year, the horizon of any delay (`MAX_HORIZON_SECONDS` in
+ * enqueue.ts, which is not imported here: that module's imports lead back to this one).
+ */
+export const MAX_DEBOUNCE_WAIT_SECONDS = 366 * 86_400;
 
 /**
  * A debounce.
@@ -43,8 +47,8 @@ export function debounceProblem(value: unknown): string | undefined {
   if (!int(periodSeconds, 1, MAX_DEBOUNCE_PERIOD_SECONDS)) {
     return `debounce.periodSeconds must be an integer from 1 to ${MAX_DEBOUNCE_PERIOD_SECONDS}`;
   }
-  if (maxWaitSeconds !== undefined && !int(maxWaitSeconds, periodSeconds as number, MAX_HORIZON_SECONDS)) {
-    return `debounce.maxWaitSeconds must be an integer from periodSeconds to ${MAX_HORIZON_SECONDS}`;
+  if (maxWaitSeconds !== undefined && !int(maxWaitSeconds, periodSeconds as number, MAX_DEBOUNCE_WAIT_SECONDS)) {
+    return `debounce.maxWaitSeconds must be an integer from periodSeconds to ${MAX_DEBOUNCE_WAIT_SECONDS}`;
   }
   if (key !== undefined && typeof key !== 'function') return 'debounce.key must be a function of the payload';
   return undefined;

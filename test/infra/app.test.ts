@@ -35,7 +35,7 @@ describe('infra/app.ts', () => {
       Resources: Record<string, { Type: string }>;
     };
     const types = Object.values(template.Resources).map((r) => r.Type);
-    // The API, the supervisor and one worker for each of the seven example types.
+    // The API, the supervisor and one worker for each example type.
     expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(2 + catalog.length);
     const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
       pluginReports: unknown[];

@@ -106,6 +106,7 @@ describe('Lambda functions', () => {
       'api-call': { BatchSize: 10, MaximumConcurrency: 5 },
       'account-sync': { BatchSize: 10, MaximumConcurrency: 5 },
       'welcome-email': { BatchSize: 10, MaximumConcurrency: 5 },
+      reindex: { BatchSize: 10, MaximumConcurrency: 5 },
     };
     for (const worker of workers) {
       const want = expected[worker.spec.type];

@@ -16,7 +16,7 @@ import {
   sqsRecord,
   testConfig,
 } from '../support/fakes';
-import { FakeFlowSlots, FakePacer } from '../support/flow-fakes';
+import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 
 export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 export const ISO0 = '2026-03-01T12:00:00.000Z';
@@ -51,6 +51,7 @@ export function harness(options: HarnessOptions = {}) {
   const flow = new FakeFlowSlots();
   const control = new FakeJobControl(store);
   const pacer = new FakePacer();
+  const debouncer = new FakeDebouncer();
   const def: JobDefinition = {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
@@ -64,13 +65,14 @@ export function harness(options: HarnessOptions = {}) {
     ...((options.spec ?? echoSpec).concurrency || (options.spec ?? echoSpec).singleton ? { flow } : {}),
     ...((options.spec ?? echoSpec).singleton?.mode === 'cancel-running' ? { control } : {}),
     ...((options.spec ?? echoSpec).throttle ? { pacer } : {}),
+    ...((options.spec ?? echoSpec).debounce ? { debouncer } : {}),
     clock,
     owner: 'worker-test',
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
-  return { store, queue, scheduler, flow, control, pacer, clock, logs: logs.lines, worker };
+  return { store, queue, scheduler, flow, control, pacer, debouncer, clock, logs: logs.lines, worker };
 }
 
 /** A queued echo job with no attempt yet. */

@@ -1,4 +1,5 @@
 import type { Clock } from '../../core/clock';
+import { type Debouncer, debounceScope } from '../../core/debounce';
 import { type FlowSlots, flowKeyProblem, type Holder, singletonScope, slotsOf, WHOLE_TYPE_KEY } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
 import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../../core/pace';
@@ -18,6 +19,7 @@ export function flowRoutes(deps: {
   catalog: readonly JobTypeSpec[];
   flow?: FlowSlots;
   pacer?: Pacer;
+  debouncer?: Debouncer;
   clock: Clock;
 }): Route[] {
   const specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
@@ -36,13 +38,17 @@ export function flowRoutes(deps: {
             ...(spec.throttle ? [['throttle', spec.throttle] as const] : []),
             ...(spec.rateLimit ? [['rateLimit', spec.rateLimit] as const] : []),
           ];
-          if (limits.length === 0 && !singleton && paced.length === 0) {
+          if (limits.length === 0 && !singleton && paced.length === 0 && !spec.debounce) {
             throw new NotFoundError(
-              `job type ${type} has no flow control (concurrency, singleton, throttle or rate limit)`,
+              `job type ${type} has no flow control (concurrency, singleton, throttle, rate limit or debounce)`,
               'no_flow_control',
             );
           }
-          if (((limits.length > 0 || singleton) && !deps.flow) || (paced.length > 0 && !deps.pacer)) {
+          if (
+            ((limits.length > 0 || singleton) && !deps.flow) ||
+            (paced.length > 0 && !deps.pacer) ||
+            (spec.debounce && !deps.debouncer)
+          ) {
             throw new NotFoundError('flow control state is not configured here', 'not_configured');
           }
           const now = deps.clock.now();
@@ -78,6 +84,22 @@ export function flowRoutes(deps: {
               waiting: state.waiting,
             })),
             ...single,
+            ...(spec.debounce && deps.debouncer
+              ? await (async () => {
+                  const debounceKey = spec.debounce?.key ? key : WHOLE_TYPE_KEY;
+                  const window = await deps.debouncer?.state({ scope: debounceScope(type), key: debounceKey });
+                  return {
+                    debounce: {
+                      key: debounceKey,
+                      periodSeconds: spec.debounce?.periodSeconds,
+                      ...(spec.debounce?.maxWaitSeconds === undefined
+                        ? {}
+                        : { maxWaitSeconds: spec.debounce.maxWaitSeconds }),
+                      ...(window ? { run: window.run, since: new Date(window.first).toISOString() } : {}),
+                    },
+                  };
+                })()
+              : {}),
             ...Object.fromEntries(
               await Promise.all(
                 paced.map(async ([what, options]) => {

@@ -1,0 +1,133 @@
+/**
+ * Debounce at enqueue (the API's JobsService) and in the worker, on in-memory ports (FakeDebouncer
+ * passes the same contract as DynamoDebouncer). On local AWS: test/integration/flow-debounce.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { JobsService } from '../../shared/api/jobs-service';
+import { debounceProblem, debounceRunAt, MAX_DEBOUNCE_WAIT_SECONDS } from '../../shared/core/debounce';
+import { MAX_HORIZON_SECONDS } from '../../shared/core/enqueue';
+import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { createLogger } from '../../shared/logger';
+import { FakeJobScheduler, sqsEvent, testConfig } from '../support/fakes';
+import { harness, messageFor, T0 } from './worker-harness';
+
+const payload = z.object({ catalog: z.string(), rev: z.number() });
+const specOf = (maxWaitSeconds?: number) =>
+  defineJobType({
+    type: 'echo',
+    payload,
+    debounce: { key: (p) => p.catalog, periodSeconds: 5, ...(maxWaitSeconds ? { maxWaitSeconds } : {}) },
+  }) as JobTypeSpec;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function setup(spec: JobTypeSpec) {
+  const ran: unknown[] = [];
+  const h = harness({
+    spec,
+    run: async (p) => {
+      ran.push(p);
+      return 'ok';
+    },
+  });
+  const jobs = new JobsService({
+    config: testConfig(['echo']),
+    catalog: [spec],
+    store: h.store,
+    queue: h.queue,
+    scheduler: new FakeJobScheduler(),
+    clock: h.clock,
+    log: createLogger({ level: 'silent' }),
+    debouncer: h.debouncer,
+  });
+  const enqueue = (id: string, rev: number, catalog = 'c1') =>
+    jobs.enqueue({ type: 'echo', id, payload: { catalog, rev } });
+  return { h, jobs, enqueue, ran };
+}
+
+describe('debounce', () => {
+  it('makes the newest job of a key the run, due when the key has been quiet; the jobs it replaced are skipped and point to it', async () => {
+    const { h, jobs, enqueue, ran } = setup(specOf());
+    expect((await enqueue('j1', 1)).job).toMatchObject({ state: 'queued', runAt: iso(T0 + 5000), debounceKey: 'c1' });
+    h.clock.set(T0 + 1000);
+    await enqueue('j2', 2);
+    h.clock.set(T0 + 2000);
+    await enqueue('j3', 3);
+    await enqueue('other', 9, 'c2'); // another key: its own window
+    expect(h.store.peek('j1')).toMatchObject({
+      state: 'skipped',
+      skipReason: { kind: 'debounce', key: 'c1', by: 'j2' },
+    });
+    expect(h.store.peek('j2')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'j3' } });
+    expect(h.store.peek('j3')).toMatchObject({ state: 'queued', runAt: iso(T0 + 7000) });
+    // each points to the run, following the chain
+    expect((await jobs.get('j1')).debouncedInto).toBe('j3');
+    expect((await jobs.get('j2')).debouncedInto).toBe('j3');
+    expect((await jobs.get('j3')).debouncedInto).toBeUndefined();
+    // the replaced jobs' messages find them finished; the run starts when due, with the last payload
+    for (const id of ['j1', 'j2']) await h.worker(sqsEvent(messageFor(id)));
+    h.clock.set(T0 + 7000);
+    await h.worker(sqsEvent(messageFor('j3')));
+    await h.worker(sqsEvent(messageFor('other')));
+    expect(ran).toEqual([
+      { catalog: 'c1', rev: 3 },
+      { catalog: 'c2', rev: 9 },
+    ]);
+    // the run closed its window: the next job opens a new one, and replaces nothing
+    expect(await h.debouncer.state({ scope: 'echo~d', key: 'c1' })).toBeUndefined();
+    h.clock.set(T0 + 8000);
+    expect((await enqueue('j4', 4)).job).toMatchObject({ state: 'queued', runAt: iso(T0 + 13_000) });
+    expect(h.store.peek('j3')?.state).toBe('succeeded');
+  });
+
+  it('starts the run no later than maxWaitSeconds after the window began, however busy the key', async () => {
+    const { h, enqueue } = setup(specOf(6));
+    await enqueue('j1', 1);
+    h.clock.set(T0 + 4000);
+    expect((await enqueue('j2', 2)).job.runAt).toBe(iso(T0 + 6000)); // not T0 + 9 s
+    h.clock.set(T0 + 7000);
+    expect((await enqueue('j3', 3)).job.runAt).toBe(iso(T0 + 7000)); // overdue: at once
+    expect(debounceRunAt(T0, T0, { periodSeconds: 5, maxWaitSeconds: 6 })).toBe(T0 + 5000);
+  });
+
+  it('does not let a replay of a replaced job take the run back, and refuses a delay', async () => {
+    const { h, enqueue, jobs } = setup(specOf());
+    await enqueue('j1', 1);
+    await enqueue('j2', 2);
+    expect(await enqueue('j1', 1)).toMatchObject({ created: false, job: { state: 'skipped' } });
+    expect(await h.debouncer.state({ scope: 'echo~d', key: 'c1' })).toMatchObject({ run: 'j2' });
+    expect(h.store.peek('j2')?.state).toBe('queued');
+    await expect(
+      jobs.enqueue({ type: 'echo', id: 'j9', payload: { catalog: 'c1', rev: 9 }, delaySeconds: 10 }),
+    ).rejects.toMatchObject({ code: 'debounced_type', issues: [{ path: 'delaySeconds' }] });
+    expect(h.store.peek('j9')).toBeUndefined();
+  });
+
+  it('runs both when the replaced run started first (never neither)', async () => {
+    const { h, enqueue, ran } = setup(specOf());
+    await enqueue('j1', 1);
+    h.clock.set(T0 + 5000);
+    // j1 is claimed, and j2 is enqueued before j1's window is closed: the worker's close fails
+    h.debouncer.close = async () => {};
+    await h.worker(sqsEvent(messageFor('j1')));
+    await enqueue('j2', 2);
+    expect(h.store.peek('j1')?.state).toBe('succeeded');
+    expect(h.store.peek('j2')?.state).toBe('queued');
+    h.clock.set(T0 + 10_000);
+    await h.worker(sqsEvent(messageFor('j2')));
+    expect(ran).toEqual([
+      { catalog: 'c1', rev: 1 },
+      { catalog: 'c1', rev: 2 },
+    ]);
+  });
+
+  it('refuses a bad declaration, and allows waits up to the delay horizon', () => {
+    expect(MAX_DEBOUNCE_WAIT_SECONDS).toBe(MAX_HORIZON_SECONDS);
+    expect(debounceProblem({ periodSeconds: 0 })).toMatch(/periodSeconds must be an integer/);
+    expect(debounceProblem({ periodSeconds: 10, maxWaitSeconds: 5 })).toMatch(
+      /maxWaitSeconds must be an integer from periodSeconds/,
+    );
+    expect(debounceProblem({ periodSeconds: 10, key: 'c' })).toMatch(/key must be a function/);
+    expect(debounceProblem({ periodSeconds: 10, maxWaitSeconds: MAX_HORIZON_SECONDS })).toBeUndefined();
+  });
+});
