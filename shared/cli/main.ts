@@ -12,6 +12,7 @@ import { createClient, JobWaitError, OrreryApiError, type OrreryClient, OrreryNe
 import { type CommandDef, commandHelp, overviewHelp, parseCommandLine, UsageError } from './args';
 import { dlqCommands } from './commands/dlq';
 import { jobCommands } from './commands/jobs';
+import { keyCommands } from './commands/keys';
 import { scheduleCommands } from './commands/schedules';
 import { watch } from './commands/watch';
 import { CliConfigError, resolveApiUrl } from './config';
@@ -25,6 +26,7 @@ export const COMMANDS: readonly CommandDef<CommandContext>[] = [
   watch,
   ...dlqCommands,
   ...scheduleCommands,
+  ...keyCommands,
 ];
 
 /** The process around the CLI; tests pass their own. */

@@ -29,6 +29,7 @@ import type {
   JobTypeMap,
   JobTypesOf,
   JobView,
+  KeyState,
   ListFilter,
   Listing,
   Page,
@@ -151,6 +152,15 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   list(filter?: ListFilter<TypeName<T>>): Listing<JobSummary>;
   /** `GET /types/{type}/latest`: the type's most recent job. */
   latest(type: TypeName<T>): Promise<JobView>;
+  /**
+   * `GET /types/{type}/keys/{key}`: the flow-control state of one key value of a type: who holds
+   * its concurrency and singleton slots and how many wait, a throttle's or rate limit's next
+   * start, a debounce's open window.
+   * @example
+   * const state = await client.keyState('tenant-sync', 'tenant-42');
+   * console.log(state.limits[0]?.running.length, state.limits[0]?.waiting);
+   */
+  keyState(type: TypeName<T>, key: string): Promise<KeyState>;
   /** `POST /jobs/{id}/cancel`. */
   cancel(id: string): Promise<JobView>;
   /** `POST /jobs/{id}/retry`: runs a failed or cancelled job again. */
@@ -322,6 +332,8 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     },
 
     latest: (type) => send({ method: 'GET', path: `/types/${segment(type)}/latest`, idempotent: true }),
+    keyState: (type, key) =>
+      send({ method: 'GET', path: `/types/${segment(type)}/keys/${segment(key)}`, idempotent: true }),
     cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
     retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
 

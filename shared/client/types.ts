@@ -8,6 +8,7 @@ import type {
   deadLetterSchema,
   dlqPeekSchema,
   jobSummarySchema,
+  keyStateSchema,
   redriveResultSchema,
 } from '../api/schemas';
 import type { BackoffInput } from '../core/backoff';
@@ -139,6 +140,9 @@ export interface Listing<Item> extends AsyncIterable<Item> {
   /** Collects items across pages, stopping after `max`. */
   toArray(options?: { max?: number }): Promise<Item[]>;
 }
+
+/** `GET /types/{type}/keys/{key}`: the flow-control state of one key value of a job type. */
+export type KeyState = z.output<typeof keyStateSchema>;
 
 // ---------------------------------------------------------------------------------------------
 // Dead-letter queues

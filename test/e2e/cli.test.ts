@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { sleep } from '../../functions/jobs/sleep';
+import { tenantSync } from '../../functions/jobs/tenant-sync';
 import { buildCli } from '../../shared/cli/build';
 import { apiUrlFromOutputs } from '../../shared/cli/config';
 import { createLogger } from '../../shared/logger';
@@ -35,7 +36,7 @@ beforeAll(async () => {
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('cli'),
-    jobs: [echo, flaky, sleep],
+    jobs: [echo, flaky, sleep, tenantSync],
     logger: createLogger({ level: 'silent' }),
   });
   url = platform.url;
@@ -233,5 +234,38 @@ describe('orrery CLI (built)', () => {
     const gone = await orrery(['schedules', 'get', name]);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('schedule_not_found');
+  });
+
+  it('key shows a flow-controlled key: who holds its slots and how many wait', async () => {
+    const tenant = uid('tenant');
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const out = await orrery([
+        'enqueue',
+        'tenant-sync',
+        '--payload',
+        JSON.stringify({ tenantId: tenant, ms: 3000 }),
+        '-q',
+      ]);
+      expect(out.code, out.stderr).toBe(0);
+      ids.push(out.stdout.trim());
+    }
+    // two run (the limit), one waits: poll until the workers have picked them up
+    let state: { limits: { limit: number; running: { jobId: string }[]; waiting: number }[] } | undefined;
+    for (let i = 0; i < 40; i++) {
+      const out = await orrery(['key', 'tenant-sync', tenant, '--json']);
+      expect(out.code, out.stderr).toBe(0);
+      state = JSON.parse(out.stdout);
+      if (state?.limits[0]?.running.length === 2 && state.limits[0].waiting === 1) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(state?.limits[0]).toMatchObject({ limit: 2, waiting: 1 });
+    expect(state?.limits[0]?.running.map((r) => r.jobId).every((id) => ids.includes(id))).toBe(true);
+    const text = await orrery(['key', 'tenant-sync', tenant]);
+    expect(text.stdout).toContain(`tenant-sync / ${tenant}`);
+    expect(text.stdout).toMatch(/concurrency\[0\]\s+\S+\s+2\s/);
+    const none = await orrery(['key', 'echo', 'x']);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('no_flow_control');
   });
 });
