@@ -19,11 +19,12 @@
  * supervisor. See system-checks.ts for the seven invariants.
  */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import type { Job } from '../../shared/core/job';
 import { isTerminal } from '../../shared/core/states';
 import type { Schedule } from '../../shared/schedules/model';
 import { DeadZones, FaultInjector } from '../support/faults';
-import { ProbeTracker, probeJob } from '../support/probes';
+import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
@@ -90,6 +91,11 @@ export interface SystemChaosOptions {
   supervisorEscapeRate: number;
   /** @default 14 min */
   deadlineMs: number;
+  /**
+   * The last plain type gets a concurrency limit of `limit` per key, over `keys` keys (0: no limit),
+   * checked by invariant 8. @default { limit: 2, keys: 8 }
+   */
+  flow: { limit: number; keys: number };
   dynamodbEndpoint?: string;
   progress?: (line: string) => void;
 }
@@ -135,6 +141,7 @@ export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   supervisorMaxMinutes: 240,
   supervisorEscapeRate: 0.002,
   deadlineMs: 14 * 60_000,
+  flow: { limit: 2, keys: 8 },
 };
 
 export interface SystemChaosReport {
@@ -154,6 +161,14 @@ export interface SystemChaosReport {
   text: string;
 }
 
+/** What the concurrency-limited type exercised: tickets taken (jobs that had to wait), per its slot items. */
+async function flowExercised(w: World, type: string, keys: number): Promise<Record<string, number>> {
+  const slots = new DynamoFlowSlots(w.inspect.dynamo, w.platform.config.tableName);
+  let tickets = 0;
+  for (let k = 0; k < keys; k++) tickets += (await slots.state({ scope: `${type}#0`, key: `key-${k}` })).issued;
+  return { concurrencyWaits: tickets };
+}
+
 const FINAL_WRITES = new Set(['UpdateItem:succeed', 'UpdateItem:retry', 'UpdateItem:fail']);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -169,6 +184,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
   const random = seeded(seed);
   const types = Array.from({ length: options.types }, (_, i) => `sys-${String.fromCharCode(97 + i)}`);
   const scheduleType = 'sys-rec';
+  const limitedType = options.flow.keys > 0 && types.length > 1 ? types.at(-1) : undefined;
   const plan = planSystem(
     {
       jobs: options.jobs,
@@ -183,6 +199,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       duplicateRate: options.duplicateRate,
       controlRate: options.controlRate,
       dlqCopyRate: options.dlqCopyRate,
+      ...(limitedType ? { limited: { type: limitedType, keys: options.flow.keys } } : {}),
     },
     random,
   );
@@ -238,6 +255,9 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         timeoutMs: options.timeoutMs,
         maxAttempts: 3,
         backoff: { kind: 'constant', delayMs: 300 },
+        ...(type === limitedType
+          ? { concurrency: [{ limit: options.flow.limit, key: (p: ProbePayload) => p.tag ?? 'none' }] }
+          : {}),
       }),
     );
     world = await startWorld({
@@ -456,6 +476,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       slotsHandledBy,
       maxSkewMs: options.maxSkewMs,
       fireFates: w.fireStats.fates,
+      ...(limitedType ? { limited: { type: limitedType, limit: options.flow.limit } } : {}),
     });
 
     // ---- what was exercised -----------------------------------------------------------------
@@ -518,6 +539,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       supervisorFires: w.supervisorStats.fired,
       supervisorEscapingFaults: supervisorFaults.events.filter((e) => e.escaping && e.attempt === 1).length,
       workerSkewSpreadMs: Math.max(...w.skews.workers) - Math.min(...w.skews.workers),
+      ...(limitedType ? await flowExercised(w, limitedType, options.flow.keys) : {}),
     };
     const finalStates: Record<string, number> = {};
     for (const id of observer.acks.keys()) {

@@ -22,6 +22,7 @@ export const INVARIANTS = [
   '5 onFailure at most once per series',
   '6 every recurring slot yields one run or one recorded skip',
   '7 nothing acknowledged in the DLQ',
+  '8 no more jobs of one concurrency key run at once than its limit',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -52,6 +53,28 @@ export interface CheckInput {
   maxSkewMs: number;
   /** What became of each recurring fire the Scheduler stand-in sent, by Scheduler schedule name (`_s.<name>`). */
   fireFates?: Map<string, string[]>;
+  /** The concurrency-limited type: its jobs' key is `payload.tag`. */
+  limited?: { type: string; limit: number };
+}
+
+/** Most executions running at once (an end and a start at the same millisecond do not overlap); an open one runs to the end. */
+export function maxOverlap(intervals: readonly { start: number; end: number }[]): { max: number; at: number } {
+  const events = intervals.flatMap((i) => [
+    { at: i.start, d: 1 },
+    { at: i.end, d: -1 },
+  ]);
+  events.sort((a, b) => a.at - b.at || a.d - b.d);
+  let now = 0;
+  let max = 0;
+  let at = 0;
+  for (const e of events) {
+    now += e.d;
+    if (now > max) {
+      max = now;
+      at = e.at;
+    }
+  }
+  return { max, at };
 }
 
 export interface CheckResult {
@@ -207,6 +230,36 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const n = inDlq.get(id);
     if (n) violate(INVARIANTS[6], id, `${n} message(s) of this acknowledged job in the DLQ`);
   }
+  // 8. per concurrency key, in real time: executions of the limited type, killed ones ending when
+  // their worker died, open ones running to the end.
+  if (input.limited) {
+    const { type, limit } = input.limited;
+    const byKey = new Map<string, { start: number; end: number; id: string }[]>();
+    for (const [id, trace] of input.tracker.jobs) {
+      const job = planned.get(id);
+      if (job?.type !== type) continue;
+      const key = job.payload.tag ?? '*';
+      for (const e of trace.executions) {
+        byKey.set(key, [
+          ...(byKey.get(key) ?? []),
+          { start: e.startedAt, end: e.endedAt ?? Number.POSITIVE_INFINITY, id },
+        ]);
+      }
+    }
+    for (const [key, list] of byKey) {
+      counts[INVARIANTS[7]].checked += list.length;
+      const { max, at } = maxOverlap(list);
+      if (max > limit) {
+        const running = list.filter((e) => e.start <= at && e.end > at).map((e) => e.id);
+        violate(
+          INVARIANTS[7],
+          running[0] ?? key,
+          `${max} jobs of key ${key} ran at once (limit ${limit}): ${running.join(', ')}`,
+        );
+      }
+    }
+  }
+
   return { counts, violations, pendingAtEnd };
 }
 

@@ -69,6 +69,8 @@ export interface PlanOptions {
   duplicateRate: number;
   controlRate: number;
   dlqCopyRate: number;
+  /** A type whose jobs carry a concurrency key (`payload.tag`, one of `keys`), for its limit. */
+  limited?: { type: string; keys: number };
 }
 
 const HOUR = 3600_000;
@@ -135,6 +137,9 @@ export function planSystem(
       maxAttempts: behaviour === 'always-fail' ? int(2, 3) : attemptsNeeded + kills + 2,
       duplicates: random() < options.duplicateRate ? [int(0, 4000), ...(random() < 0.3 ? [int(4000, 9000)] : [])] : [],
     };
+    // from the job's index, not a draw: the plan of a seed stays the same with or without a limit
+    if (options.limited && job.type === options.limited.type)
+      payload.tag = `key-${Math.floor(i / options.types.length) % options.limited.keys}`;
     if (timing === 'sqs-short') job.delaySeconds = int(1, 20);
     if (timing === 'sqs-long') job.delaySeconds = int(300, 900);
     if (timing === 'scheduler') job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));

@@ -8,6 +8,7 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
+import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
@@ -266,6 +267,7 @@ export async function startWorld(input: {
           clock,
           logger,
           leaseMs: options.leaseMs,
+          ...(def.spec.concurrency ? { flow: new DynamoFlowSlots(c.dynamo, config.tableName) } : {}),
           owner: `${def.spec.type}-r${i}-c${n}(${skew >= 0 ? '+' : ''}${skew}ms)`,
         });
         free.push(crashable(worker, deadZones, () => (killed += 1)));
