@@ -476,17 +476,10 @@ export function createWorker(
         const turn = await pace.turn(claim.job, claim.job.leaseToken, log);
         if (turn.kind === 'later') {
           const at = clock.now();
-          await persist(
-            () =>
-              deps.store.retry({
-                job: claim.job,
-                now: at,
-                runAt: turn.until,
-                errors: [],
-                expiresAt: expiresAt(turn.until),
-                writer: claimOwner,
-                refund: true,
-              }),
+          await giveBack(
+            claim.job,
+            turn.until,
+            claimOwner,
             log,
             'giving back an attempt that must wait for its throttle turn',
           );
@@ -505,21 +498,7 @@ export function createWorker(
             // (a claimed job has an attempt, so its singleton waits rather than skips)
             if (entry.kind !== 'entered') {
               log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
-              const at = clock.now();
-              await persist(
-                () =>
-                  deps.store.retry({
-                    job: claim.job,
-                    now: at,
-                    runAt: at,
-                    errors: [], // no error of its own: it never ran
-                    expiresAt: expiresAt(at),
-                    writer: claimOwner,
-                    refund: true,
-                  }),
-                log,
-                'giving back an attempt that has no slot',
-              );
+              await giveBack(claim.job, clock.now(), claimOwner, log, 'giving back an attempt that has no slot');
               return 'done';
             }
           }
@@ -550,6 +529,19 @@ export function createWorker(
       log.error('could not process message; it will be delivered again', errorFields(error));
       return 'retry';
     }
+  }
+
+  /**
+   * Gives a claimed attempt back before its handler ran (no slot, or a throttle turn later): the
+   * job is due again at `runAt`, with no error of its own and the attempt refunded.
+   */
+  async function giveBack(job: Job, runAt: number, writer: string, log: Logger, what: string): Promise<void> {
+    const now = clock.now();
+    await persist(
+      () => deps.store.retry({ job, now, runAt, errors: [], expiresAt: expiresAt(runAt), writer, refund: true }),
+      log,
+      what,
+    );
   }
 
   /** Ends a job its `skip` singleton turned away: it never runs. */

@@ -9,6 +9,7 @@ import type { Job } from '../../shared/core/job';
 import { isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
+import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
@@ -55,26 +56,6 @@ export interface CheckInput {
   fireFates?: Map<string, string[]>;
   /** The concurrency-limited type: its jobs' key is `payload.tag`. */
   limited?: { type: string; limit: number };
-}
-
-/** Most executions running at once (an end and a start at the same millisecond do not overlap); an open one runs to the end. */
-export function maxOverlap(intervals: readonly { start: number; end: number }[]): { max: number; at: number } {
-  const events = intervals.flatMap((i) => [
-    { at: i.start, d: 1 },
-    { at: i.end, d: -1 },
-  ]);
-  events.sort((a, b) => a.at - b.at || a.d - b.d);
-  let now = 0;
-  let max = 0;
-  let at = 0;
-  for (const e of events) {
-    now += e.d;
-    if (now > max) {
-      max = now;
-      at = e.at;
-    }
-  }
-  return { max, at };
 }
 
 export interface CheckResult {
@@ -248,9 +229,12 @@ export function checkInvariants(input: CheckInput): CheckResult {
     }
     for (const [key, list] of byKey) {
       counts[INVARIANTS[7]].checked += list.length;
-      const { max, at } = maxOverlap(list);
+      const max = maxOverlap(list);
       if (max > limit) {
-        const running = list.filter((e) => e.start <= at && e.end > at).map((e) => e.id);
+        // the jobs running at the first start that found more than the limit running
+        const at = (e: { start: number }) => list.filter((o) => o.start <= e.start && o.end > e.start);
+        const over = list.find((e) => at(e).length > limit);
+        const running = over ? at(over).map((o) => o.id) : [];
         violate(
           INVARIANTS[7],
           running[0] ?? key,

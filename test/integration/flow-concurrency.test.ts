@@ -21,6 +21,7 @@ import { type QueueRunner, type SqsLambdaHandler, startQueueRunner } from '../lo
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { crashable, DeadZones, FaultInjector } from '../support/faults';
+import { maxOverlap } from '../support/held-handlers';
 import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 
 const JOBS = 1000;
@@ -34,22 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await aws?.stop();
 });
-
-/** Most executions of one key running at once (an end and a start at the same millisecond do not overlap). */
-function maxOverlap(intervals: { start: number; end: number }[]): number {
-  const events = intervals.flatMap((i) => [
-    { at: i.start, d: 1 },
-    { at: i.end, d: -1 },
-  ]);
-  events.sort((a, b) => a.at - b.at || a.d - b.d);
-  let now = 0;
-  let max = 0;
-  for (const e of events) {
-    now += e.d;
-    max = Math.max(max, now);
-  }
-  return max;
-}
 
 describe('concurrency limits on local AWS', () => {
   it(`never runs more than ${LIMIT} jobs of a key, finishes all ${JOBS} with killed workers, and leaks no slot`, async () => {

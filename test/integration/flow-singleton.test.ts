@@ -12,6 +12,7 @@ import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { maxOverlap } from '../support/held-handlers';
 
 let aws: LocalAws;
 beforeAll(async () => {
@@ -46,21 +47,6 @@ function recorder(runs: Run[]) {
     if (run.aborted) throw ctx.signal.reason;
     return { ok: true };
   };
-}
-
-function maxOverlap(runs: readonly Run[]): number {
-  const events = runs.flatMap((r) => [
-    { at: r.start, d: 1 },
-    { at: r.end, d: -1 },
-  ]);
-  events.sort((a, b) => a.at - b.at || a.d - b.d);
-  let now = 0;
-  let max = 0;
-  for (const e of events) {
-    now += e.d;
-    max = Math.max(max, now);
-  }
-  return max;
 }
 
 async function enqueue(platform: LocalPlatform, body: unknown): Promise<JobView> {

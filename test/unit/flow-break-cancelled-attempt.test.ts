@@ -12,6 +12,7 @@ import { cancelledJob, restartedJob } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
+import { heldHandlers } from '../support/held-handlers';
 import { echoJob, harness, messageFor } from './worker-harness';
 
 const spec = defineJobType({
@@ -24,29 +25,7 @@ const spec = defineJobType({
 const job = (id: string) => echoJob(id, { payload: { n: 1, tenant: 't1' }, flowKeys: ['t1'] });
 const slot = { scope: 'echo#0', key: 't1' };
 const tick = () => new Promise((r) => setTimeout(r, 1));
-
-/** Handlers that block until opened, counting how many run at once (physically, whatever the job's state). */
-function tracked() {
-  const open = new Map<string, () => void>();
-  const running = new Set<string>();
-  let peak = 0;
-  return {
-    get peak() {
-      return peak;
-    },
-    run: async (_p: unknown, ctx: { jobId: string; signal: AbortSignal }) => {
-      running.add(ctx.jobId);
-      peak = Math.max(peak, running.size);
-      await new Promise<void>((resolve) => open.set(ctx.jobId, resolve));
-      running.delete(ctx.jobId);
-      return 'ok';
-    },
-    release: (id: string) => open.get(id)?.(),
-    async until(id: string) {
-      for (let i = 0; i < 500 && !running.has(id); i++) await tick();
-    },
-  };
-}
+const tracked = () => heldHandlers();
 
 describe('flow: a cancelled attempt that still runs keeps its slot', () => {
   it('the first job in line does not free the slot of a job cancelled mid-attempt while its handler runs', async () => {

@@ -11,6 +11,7 @@ import { restartedJob } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
+import { heldHandlers } from '../support/held-handlers';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
 const spec = defineJobType({
@@ -23,28 +24,7 @@ const spec = defineJobType({
 const slot = { scope: 'echo#0', key: 't1', limit: 1 };
 const job = (id: string, o = {}) => echoJob(id, { payload: { n: 1, tenant: 't1' }, flowKeys: ['t1'], ...o });
 const tick = () => new Promise((r) => setTimeout(r, 1));
-
-function tracked() {
-  const open = new Map<string, () => void>();
-  const running = new Set<string>();
-  let peak = 0;
-  return {
-    get peak() {
-      return peak;
-    },
-    run: async (_p: unknown, ctx: { jobId: string }) => {
-      running.add(ctx.jobId);
-      peak = Math.max(peak, running.size);
-      await new Promise<void>((resolve) => open.set(ctx.jobId, resolve));
-      running.delete(ctx.jobId);
-      return 'ok';
-    },
-    release: (id: string) => open.get(id)?.(),
-    async until(id: string) {
-      for (let i = 0; i < 500 && !running.has(id); i++) await tick();
-    },
-  };
-}
+const tracked = () => heldHandlers();
 
 describe('flow: reclaim releases under the token it read', () => {
   it('does not free the slot of a job restarted (and running again) between reclaim’s read and its release', async () => {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Slot } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
+import { heldHandlers } from '../support/held-handlers';
 import { echoJob, harness, messageFor } from './worker-harness';
 
 const spec = (delayMs: number) =>
@@ -20,35 +21,7 @@ const spec = (delayMs: number) =>
   });
 const job = (id: string) => echoJob(id, { payload: { n: 1, tenant: 't1' }, flowKeys: ['t1'] });
 const tick = () => new Promise((r) => setTimeout(r, 1));
-
-/** Handlers that block until opened, counting how many run at once. */
-function tracked(failFirstOf?: string) {
-  const open = new Map<string, () => void>();
-  const running = new Set<string>();
-  let peak = 0;
-  let failed = false;
-  return {
-    get peak() {
-      return peak;
-    },
-    running,
-    run: async (_p: unknown, ctx: { jobId: string }) => {
-      if (ctx.jobId === failFirstOf && !failed) {
-        failed = true;
-        throw new Error('boom');
-      }
-      running.add(ctx.jobId);
-      peak = Math.max(peak, running.size);
-      await new Promise<void>((resolve) => open.set(ctx.jobId, resolve));
-      running.delete(ctx.jobId);
-      return 'ok';
-    },
-    release: (id: string) => open.get(id)?.(),
-    async until(id: string) {
-      for (let i = 0; i < 500 && !running.has(id); i++) await tick();
-    },
-  };
-}
+const tracked = (failFirstOf?: string) => heldHandlers(failFirstOf ? { failFirstOf } : {});
 
 describe('flow review: limit 1 exceeded', () => {
   it('a duplicate delivery that took the fresh slot, then lost the claim (busy), frees the slot its running twin relies on', async () => {

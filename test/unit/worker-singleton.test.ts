@@ -11,9 +11,10 @@ import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobControl } from '../support/control-fakes';
 import { FakeJobQueue, FakeJobStore, newJob, sqsEvent, testConfig } from '../support/fakes';
 import { FakeFlowSlots } from '../support/flow-fakes';
+import { heldHandlers } from '../support/held-handlers';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
-const tick = () => new Promise((r) => setTimeout(r, 1));
+const tracked = () => heldHandlers({ honourAbort: true });
 
 const payload = z.object({ n: z.number(), acct: z.string() });
 const specOf = (mode: 'skip' | 'queue' | 'cancel-running', type = 'echo', scope?: string) =>
@@ -26,38 +27,6 @@ const specOf = (mode: 'skip' | 'queue' | 'cancel-running', type = 'echo', scope?
   });
 const job = (id: string, acct = 'a1', type = 'echo') =>
   newJob({ id, type, payload: { n: 1, acct }, singletonKey: acct }, T0);
-
-/** Handlers that block until opened (or aborted), counting how many run at once. */
-function tracked() {
-  const open = new Map<string, () => void>();
-  const running = new Set<string>();
-  const started: string[] = [];
-  let peak = 0;
-  return {
-    started,
-    get peak() {
-      return peak;
-    },
-    run: async (_p: unknown, ctx: { jobId: string; signal: AbortSignal }) => {
-      running.add(ctx.jobId);
-      started.push(ctx.jobId);
-      peak = Math.max(peak, running.size);
-      try {
-        await new Promise<void>((resolve, reject) => {
-          open.set(ctx.jobId, resolve);
-          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
-        });
-      } finally {
-        running.delete(ctx.jobId);
-      }
-      return 'ok';
-    },
-    release: (id: string) => open.get(id)?.(),
-    async until(id: string) {
-      for (let i = 0; i < 1000 && !running.has(id); i++) await tick();
-    },
-  };
-}
 
 describe('singleton, mode queue', () => {
   it('runs one job of a key at a time; the next waits without polling, says why, and starts when the key frees', async () => {
