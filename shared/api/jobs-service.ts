@@ -193,7 +193,7 @@ export class JobsService {
       ...(flowKeys ? { flowKeys } : {}),
       ...(singletonKey !== undefined ? { singletonKey } : {}),
       ...(throttleKey !== undefined ? { throttleKey } : {}),
-      ...(debounced ? { debounceKey: debounced.key } : {}),
+      ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first } : {}),
     };
     const skipReason = await this.rateLimited(spec, request, payload, now);
     if (skipReason) {
@@ -223,7 +223,19 @@ export class JobsService {
       }
       return { created: false, job: view };
     }
-    if (debounced?.previous !== undefined) await this.replace(debounced.previous, job, debounced.key, now);
+    if (debounced) {
+      const debounceScopeOf = debounceScope(spec.type);
+      if (debounced.previous !== undefined) await this.replace(debounced.previous, job.id, debounced.key, now);
+      // A newer job may have opened the window while this one was being written, and not found it
+      // to replace: then this one steps aside for it (one of the two always sees the other).
+      const window = (await this.deps.debouncer?.state({ scope: debounceScopeOf, key: debounced.key })) ?? {};
+      if (window.run !== undefined && window.run !== job.id && (await this.deps.store.get(window.run))) {
+        if (await this.replace(job.id, window.run, debounced.key, now)) {
+          const skipped = await store.get(job.id);
+          if (skipped) return { created: true, job: toView(skipped) };
+        }
+      }
+    }
     if (skipReason) {
       this.deps.log.info('job skipped: its rate limit is spent', {
         jobId: job.id,
@@ -339,7 +351,7 @@ export class JobsService {
     }
     const view = toView(job);
     if (job.skipReason?.kind === 'debounce' && job.skipReason.by !== undefined) {
-      view.debouncedInto = await this.debounceRun(job.skipReason.by);
+      view.debouncedInto = await this.debounceRun(job, job.skipReason.by);
     }
     return view;
   }
@@ -355,7 +367,7 @@ export class JobsService {
     id: string,
     payload: unknown,
     now: number,
-  ): Promise<{ key: string; runAt: number; previous?: string } | undefined> {
+  ): Promise<{ key: string; runAt: number; first: number; previous?: string } | undefined> {
     const options = spec.debounce;
     const debouncer = this.deps.debouncer;
     if (!options || !debouncer) return undefined;
@@ -374,29 +386,33 @@ export class JobsService {
     const opened = await debouncer.open({ scope: debounceScope(spec.type), key, jobId: id, now });
     return {
       key,
+      first: opened.first,
       runAt: debounceRunAt(now, opened.first, options),
       ...(opened.previous === undefined ? {} : { previous: opened.previous }),
     };
   }
 
   /**
-   * Ends the pending run a newer job of its debounce key replaced (`skipped`, pointing to it).
-   * A run that started meanwhile runs: then both run, never neither.
+   * Ends the pending run a newer job (`by`) of its debounce key replaced: `skipped`, pointing to
+   * it. A run that started meanwhile runs: then both run, never neither. True when it ended it.
    */
-  private async replace(previousId: string, job: Job, key: string, now: number): Promise<void> {
+  private async replace(previousId: string, by: string, key: string, now: number): Promise<boolean> {
     const { store, log, config } = this.deps;
     try {
       const previous = await store.get(previousId);
-      if (!previous || !['queued', 'scheduled'].includes(previous.state) || previous.attempts !== 0) return;
-      const skipped = await store.skip?.({
-        job: previous,
-        now,
-        expiresAt: Math.floor(now / 1000) + config.retentionDays * 86_400,
-        reason: { kind: 'debounce', key, by: job.id, at: new Date(now).toISOString() },
-      });
-      if (skipped) log.info('debounced: a newer job replaced the pending run', { jobId: previousId, by: job.id });
+      if (!previous || !['queued', 'scheduled'].includes(previous.state) || previous.attempts !== 0) return false;
+      const skipped =
+        (await store.skip?.({
+          job: previous,
+          now,
+          expiresAt: Math.floor(now / 1000) + config.retentionDays * 86_400,
+          reason: { kind: 'debounce', key, by, at: new Date(now).toISOString() },
+        })) ?? false;
+      if (skipped) log.info('debounced: a newer job replaced the pending run', { jobId: previousId, by });
+      return skipped;
     } catch (error) {
       log.warn('could not end the run a debounce replaced; both run', { jobId: previousId, ...errorFields(error) });
+      return false;
     }
   }
 
@@ -406,8 +422,18 @@ export class JobsService {
     return job !== undefined && !pastRetention(job, now);
   }
 
-  /** The run a chain of debounce replacements ends at (at most 20 hops; each a read). */
-  private async debounceRun(by: string): Promise<string> {
+  /**
+   * The run a replaced job's window ended in: read from the key's window item when the window is
+   * the open one or the last one closed (one read), else by following the chain of replacements
+   * (a read per hop, at most 20).
+   */
+  private async debounceRun(job: Job, by: string): Promise<string> {
+    const spec = this.specs.get(job.type);
+    if (spec?.debounce && this.deps.debouncer && job.debounceKey !== undefined && job.debounceWindow !== undefined) {
+      const window = await this.deps.debouncer.state({ scope: debounceScope(job.type), key: job.debounceKey });
+      if (window.run !== undefined && window.first === job.debounceWindow) return window.run;
+      if (window.lastRun !== undefined && window.lastFirst === job.debounceWindow) return window.lastRun;
+    }
     let current = by;
     for (let hop = 0; hop < 20; hop++) {
       const next = await this.deps.store.get(current);

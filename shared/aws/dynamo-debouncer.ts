@@ -11,7 +11,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type Debouncer, MAX_DEBOUNCE_WAIT_SECONDS } from '../core/debounce';
+import { type Debouncer, type DebounceWindow, MAX_DEBOUNCE_WAIT_SECONDS } from '../core/debounce';
 import { translateAwsError } from './errors';
 
 const S = (s: string): AttributeValue => ({ S: s });
@@ -56,7 +56,7 @@ export class DynamoDebouncer implements Debouncer {
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: S(debounceKey(scope, key)) },
-          UpdateExpression: 'REMOVE run, #first',
+          UpdateExpression: 'SET lastRun = run, lastFirst = #first REMOVE run, #first',
           ConditionExpression: 'run = :id',
           ExpressionAttributeNames: { '#first': 'first' },
           ExpressionAttributeValues: { ':id': S(jobId) },
@@ -68,7 +68,7 @@ export class DynamoDebouncer implements Debouncer {
     }
   }
 
-  async state({ scope, key }: { scope: string; key: string }) {
+  async state({ scope, key }: { scope: string; key: string }): Promise<DebounceWindow> {
     try {
       const out = await this.client.send(
         new GetItemCommand({
@@ -77,9 +77,16 @@ export class DynamoDebouncer implements Debouncer {
           ConsistentRead: true,
         }),
       );
-      const run = out.Item?.run?.S;
-      const first = out.Item?.first?.N;
-      return run === undefined || first === undefined ? undefined : { run, first: Number(first) };
+      const item = out.Item ?? {};
+      const num = (v: AttributeValue | undefined) => (v?.N === undefined ? {} : { value: Number(v.N) });
+      const first = num(item.first);
+      const lastFirst = num(item.lastFirst);
+      return {
+        ...(item.run?.S !== undefined ? { run: item.run.S } : {}),
+        ...('value' in first ? { first: first.value } : {}),
+        ...(item.lastRun?.S !== undefined ? { lastRun: item.lastRun.S } : {}),
+        ...('value' in lastFirst ? { lastFirst: lastFirst.value } : {}),
+      };
     } catch (error) {
       return translateAwsError(error, 'DynamoDB GetItem (debounce)');
     }

@@ -277,8 +277,19 @@ export class DynamoFlowSlots implements FlowSlots {
           }),
         ),
       );
-      // refused: another admitter moved first, or the slot filled: look again
-      if (out !== 'refused' && holder !== 'skipped') admitted.push({ ...holder, ticket: n });
+      if (holder === 'skipped') continue;
+      if (out !== 'refused') {
+        admitted.push({ ...holder, ticket: n });
+        continue;
+      }
+      // Refused: another admitter moved first, the slot filled, or our own write was applied and
+      // its answer lost (the SDK's retry is refused). If the ticket's job now holds a slot it has
+      // not taken yet, it is sent its message (a second one is harmless): a lost wake would leave
+      // the slot held by a job that never starts. Then look again.
+      const after = slotItem(await this.read(slotKey.pk.S as string));
+      if (after.admitted > n && after.holders.some((h) => h.jobId === holder.jobId && h.token === 0)) {
+        admitted.push({ ...holder, ticket: n });
+      }
     }
     return admitted;
   }

@@ -142,6 +142,7 @@ export function toItem(job: Job, external = false): Item {
       singletonKey: job.singletonKey,
       throttleKey: job.throttleKey,
       debounceKey: job.debounceKey,
+      debounceWindow: job.debounceWindow,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       ...createDueAttributes(job),
@@ -216,6 +217,7 @@ export function fromItem(item: Item): Job {
   if (typeof raw.singletonKey === 'string') job.singletonKey = raw.singletonKey;
   if (typeof raw.throttleKey === 'string') job.throttleKey = raw.throttleKey;
   if (typeof raw.debounceKey === 'string') job.debounceKey = raw.debounceKey;
+  if (typeof raw.debounceWindow === 'number') job.debounceWindow = raw.debounceWindow;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);

@@ -71,6 +71,16 @@ export function debounceScope(type: string): string {
   return `${type}~d`;
 }
 
+/** What a key's window item says: the open window (its run and start), and the last window that closed. */
+export interface DebounceWindow {
+  /** The open window's pending run, and when it began; absent when none is open. */
+  run?: string;
+  first?: number;
+  /** The run that closed the last window (it started), and when that window began. */
+  lastRun?: string;
+  lastFirst?: number;
+}
+
 /** Keeps each debounce key's open window: its pending run and when it began. */
 export interface Debouncer {
   /**
@@ -83,8 +93,11 @@ export interface Debouncer {
     jobId: string;
     now: number;
   }): Promise<{ previous?: string; first: number }>;
-  /** Closes the window whose run is `jobId` (it started); does nothing when another job is the run now. */
+  /**
+   * Closes the window whose run is `jobId` (it started), remembering it as the last window's run;
+   * does nothing when another job is the run now.
+   */
   close(input: { scope: string; key: string; jobId: string }): Promise<void>;
-  /** The key's open window, if any. */
-  state(input: { scope: string; key: string }): Promise<{ run: string; first: number } | undefined>;
+  /** The key's window item (`{}` when there is none). */
+  state(input: { scope: string; key: string }): Promise<DebounceWindow>;
 }

@@ -79,6 +79,8 @@ export interface Job {
   throttleKey?: string;
   /** Debounce key value (resolved at enqueue), for job types with a `debounce`. */
   debounceKey?: string;
+  /** When the debounce window the job joined began (epoch ms): names the window, to find its run. */
+  debounceWindow?: number;
   /** Why a due job has not started: it waits for a slot or a throttle's turn (cleared when it starts). */
   waitingFor?: WaitingFor;
   /** Why flow control turned the job away (state `skipped`). */

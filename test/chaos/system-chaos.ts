@@ -93,9 +93,10 @@ export interface SystemChaosOptions {
   deadlineMs: number;
   /**
    * The last plain type gets a concurrency limit of `limit` per key, over `keys` keys (0: no limit),
-   * checked by invariant 8. @default { limit: 2, keys: 8 }
+   * checked by invariant 8. `keys` by default: one per 100 jobs, at least 8 (so lines form in a
+   * small run, and a large one still drains within its deadline). @default { limit: 2 }
    */
-  flow: { limit: number; keys: number };
+  flow: { limit: number; keys?: number };
   dynamodbEndpoint?: string;
   progress?: (line: string) => void;
 }
@@ -141,7 +142,7 @@ export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   supervisorMaxMinutes: 240,
   supervisorEscapeRate: 0.002,
   deadlineMs: 14 * 60_000,
-  flow: { limit: 2, keys: 8 },
+  flow: { limit: 2 },
 };
 
 export interface SystemChaosReport {
@@ -184,7 +185,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
   const random = seeded(seed);
   const types = Array.from({ length: options.types }, (_, i) => `sys-${String.fromCharCode(97 + i)}`);
   const scheduleType = 'sys-rec';
-  const limitedType = options.flow.keys > 0 && types.length > 1 ? types.at(-1) : undefined;
+  const flowKeys = options.flow.keys ?? Math.max(8, Math.ceil(options.jobs / 100));
+  const limitedType = flowKeys > 0 && types.length > 1 ? types.at(-1) : undefined;
   const plan = planSystem(
     {
       jobs: options.jobs,
@@ -199,7 +201,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       duplicateRate: options.duplicateRate,
       controlRate: options.controlRate,
       dlqCopyRate: options.dlqCopyRate,
-      ...(limitedType ? { limited: { type: limitedType, keys: options.flow.keys } } : {}),
+      ...(limitedType ? { limited: { type: limitedType, keys: flowKeys } } : {}),
     },
     random,
   );
@@ -286,7 +288,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const w = world;
     const t0Driven = w.driven.now();
     progress(
-      `system chaos: seed ${seed}, ${plan.jobs.length} jobs, ${plan.schedules.length} schedules; ${defs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
+      `system chaos: seed ${seed}, ${plan.jobs.length} jobs, ${plan.schedules.length} schedules${limitedType ? `; ${limitedType} limited to ${options.flow.limit} per key over ${flowKeys} keys` : ''}; ${defs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
     );
     apiFaults.enabled = true;
     workerFaults.enabled = true;
@@ -539,7 +541,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       supervisorFires: w.supervisorStats.fired,
       supervisorEscapingFaults: supervisorFaults.events.filter((e) => e.escaping && e.attempt === 1).length,
       workerSkewSpreadMs: Math.max(...w.skews.workers) - Math.min(...w.skews.workers),
-      ...(limitedType ? await flowExercised(w, limitedType, options.flow.keys) : {}),
+      ...(limitedType ? await flowExercised(w, limitedType, flowKeys) : {}),
     };
     const finalStates: Record<string, number> = {};
     for (const id of observer.acks.keys()) {

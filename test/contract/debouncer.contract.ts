@@ -26,6 +26,7 @@ export function debouncerContract(setup: () => Promise<Debouncer>): void {
       expect(await d.open({ scope: s, key: 'k', jobId: 'b', now: NOW + 6 })).toEqual({ first: NOW });
       expect(await d.open({ scope: s, key: 'other', jobId: 'x', now: NOW + 7 })).toEqual({ first: NOW + 7 });
       expect(await d.state({ scope: s, key: 'k' })).toEqual({ run: 'b', first: NOW });
+      expect(await d.state({ scope: s, key: 'never' })).toEqual({});
     });
 
     it('closes a window only for its current run; the next job then opens a new one', async () => {
@@ -36,8 +37,15 @@ export function debouncerContract(setup: () => Promise<Debouncer>): void {
       await d.close({ scope: s, key: 'k', jobId: 'a' }); // replaced: not the run
       expect(await d.state({ scope: s, key: 'k' })).toEqual({ run: 'b', first: NOW });
       await d.close({ scope: s, key: 'k', jobId: 'b' });
-      expect(await d.state({ scope: s, key: 'k' })).toBeUndefined();
+      // no window open; the one that closed is remembered with its run
+      expect(await d.state({ scope: s, key: 'k' })).toEqual({ lastRun: 'b', lastFirst: NOW });
       expect(await d.open({ scope: s, key: 'k', jobId: 'c', now: NOW + 50 })).toEqual({ first: NOW + 50 });
+      expect(await d.state({ scope: s, key: 'k' })).toEqual({
+        run: 'c',
+        first: NOW + 50,
+        lastRun: 'b',
+        lastFirst: NOW,
+      });
     });
   });
 }

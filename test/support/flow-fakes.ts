@@ -4,7 +4,7 @@
  * unit test sees what the adapter would do.
  */
 
-import type { Debouncer } from '../../shared/core/debounce';
+import type { Debouncer, DebounceWindow } from '../../shared/core/debounce';
 import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
 import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
 
@@ -148,25 +148,28 @@ export class FakePacer implements Pacer {
 
 /** In-memory {@link Debouncer}; passes the same contract as `DynamoDebouncer` (test/contract/debouncer.contract.ts). */
 export class FakeDebouncer implements Debouncer {
-  private readonly windows = new Map<string, { run: string; first: number }>();
+  private readonly windows = new Map<string, DebounceWindow>();
   writes = 0;
 
   async open(input: { scope: string; key: string; jobId: string; now: number }) {
     const id = `${input.scope}#${input.key}`;
-    const old = this.windows.get(id);
-    this.windows.set(id, { run: input.jobId, first: old?.first ?? input.now });
+    const old = this.windows.get(id) ?? {};
+    const first = old.first ?? input.now;
+    this.windows.set(id, { ...old, run: input.jobId, first });
     this.writes += 1;
-    return { ...(old && old.run !== input.jobId ? { previous: old.run } : {}), first: old?.first ?? input.now };
+    return { ...(old.run !== undefined && old.run !== input.jobId ? { previous: old.run } : {}), first };
   }
 
   async close(input: { scope: string; key: string; jobId: string }): Promise<void> {
     const id = `${input.scope}#${input.key}`;
     this.writes += 1;
-    if (this.windows.get(id)?.run === input.jobId) this.windows.delete(id);
+    const w = this.windows.get(id);
+    if (w?.run !== input.jobId) return;
+    const { run, first, ...rest } = w;
+    this.windows.set(id, { ...rest, lastRun: run, ...(first === undefined ? {} : { lastFirst: first }) });
   }
 
-  async state(input: { scope: string; key: string }) {
-    const w = this.windows.get(`${input.scope}#${input.key}`);
-    return w ? { ...w } : undefined;
+  async state(input: { scope: string; key: string }): Promise<DebounceWindow> {
+    return { ...(this.windows.get(`${input.scope}#${input.key}`) ?? {}) };
   }
 }

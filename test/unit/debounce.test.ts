@@ -74,7 +74,9 @@ describe('debounce', () => {
       { catalog: 'c2', rev: 9 },
     ]);
     // the run closed its window: the next job opens a new one, and replaces nothing
-    expect(await h.debouncer.state({ scope: 'echo~d', key: 'c1' })).toBeUndefined();
+    expect(await h.debouncer.state({ scope: 'echo~d', key: 'c1' })).toEqual({ lastRun: 'j3', lastFirst: T0 });
+    // the replaced jobs still point to the run, now from the closed window
+    expect((await jobs.get('j1')).debouncedInto).toBe('j3');
     h.clock.set(T0 + 8000);
     expect((await enqueue('j4', 4)).job).toMatchObject({ state: 'queued', runAt: iso(T0 + 13_000) });
     expect(h.store.peek('j3')?.state).toBe('succeeded');
@@ -101,6 +103,28 @@ describe('debounce', () => {
       jobs.enqueue({ type: 'echo', id: 'j9', payload: { catalog: 'c1', rev: 9 }, delaySeconds: 10 }),
     ).rejects.toMatchObject({ code: 'debounced_type', issues: [{ path: 'delaySeconds' }] });
     expect(h.store.peek('j9')).toBeUndefined();
+  });
+
+  it('keeps one run when a newer job opened the window while the older one was still being written', async () => {
+    const { h, enqueue } = setup(specOf());
+    const create = h.store.create.bind(h.store);
+    let release = () => {};
+    const written = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    h.store.create = async (job) => {
+      if (job.id === 'j1') await written;
+      return create(job);
+    };
+    const first = enqueue('j1', 1); // opens the window, then stalls before its write
+    while ((await h.debouncer.state({ scope: 'echo~d', key: 'c1' }))?.run !== 'j1')
+      await new Promise((r) => setTimeout(r, 1));
+    await enqueue('j2', 2); // replaces j1, which it cannot find yet
+    expect(h.store.peek('j1')).toBeUndefined();
+    release();
+    expect((await first).job).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'j2' } });
+    expect(h.store.peek('j1')?.state).toBe('skipped');
+    expect(h.store.peek('j2')?.state).toBe('queued');
   });
 
   it('runs both when the replaced run started first (never neither)', async () => {

@@ -95,7 +95,9 @@ export function flowRoutes(deps: {
                       ...(spec.debounce?.maxWaitSeconds === undefined
                         ? {}
                         : { maxWaitSeconds: spec.debounce.maxWaitSeconds }),
-                      ...(window ? { run: window.run, since: new Date(window.first).toISOString() } : {}),
+                      ...(window?.run !== undefined && window.first !== undefined
+                        ? { run: window.run, since: new Date(window.first).toISOString() }
+                        : {}),
                     },
                   };
                 })()
