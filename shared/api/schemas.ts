@@ -74,15 +74,17 @@ export const jobViewSchema = z
       .meta({ description: 'Only for a job a debounce replaced: the run that took its place' }),
     waitingFor: z
       .object({
-        kind: z.enum(['concurrency', 'singleton', 'throttle']),
+        kind: z.enum(['concurrency', 'singleton', 'throttle', 'debounce']),
         key: z.string(),
         since: isoTime,
-        until: isoTime.optional().meta({ description: 'throttle: when its turn comes' }),
+        until: isoTime
+          .optional()
+          .meta({ description: 'throttle: when its turn comes; debounce: when it runs unless replaced' }),
       })
       .optional()
       .meta({
         description:
-          'Only while a due job waits: for a concurrency or singleton slot, or its throttle turn; the key, and since when',
+          'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, or its debounce quiet period; the key, and since when',
       }),
     skipReason: z
       .object({

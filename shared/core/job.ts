@@ -161,7 +161,7 @@ export interface JobView {
   /** Only for a job a debounce replaced: the run that took its place (the newest, following every replacement). */
   debouncedInto?: string;
   /** Only while a due job waits: for what (a slot, or a throttle's turn, `until` when), on which key, since when. */
-  waitingFor?: { kind: WaitingFor['kind']; key: string; since: string; until?: string };
+  waitingFor?: { kind: WaitingFor['kind'] | 'debounce'; key: string; since: string; until?: string };
   /** Only for a `skipped` job: why flow control turned it away. */
   skipReason?: SkipReason;
 }
@@ -192,9 +192,24 @@ export function toView(job: Job): JobView {
     ...(job.debounceKey !== undefined ? { debounceKey: job.debounceKey } : {}),
     ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
-      : {}),
+      : debouncing(job)
+        ? {
+            // a debounced run waits for its key's quiet period (or maxWait): until its runAt
+            waitingFor: {
+              kind: 'debounce' as const,
+              key: job.debounceKey ?? '',
+              since: job.createdAt,
+              until: job.runAt,
+            },
+          }
+        : {}),
     ...(job.skipReason !== undefined ? { skipReason: job.skipReason } : {}),
   };
+}
+
+/** A debounced run not started yet, in its first attempt. */
+function debouncing(job: Job): boolean {
+  return job.debounceKey !== undefined && (job.state === 'queued' || job.state === 'scheduled') && job.attempts === 0;
 }
 
 function waitingView(w: WaitingFor): NonNullable<JobView['waitingFor']> {

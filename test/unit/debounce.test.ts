@@ -60,6 +60,12 @@ describe('debounce', () => {
     });
     expect(h.store.peek('j2')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'j3' } });
     expect(h.store.peek('j3')).toMatchObject({ state: 'queued', runAt: iso(T0 + 7000) });
+    expect((await jobs.get('j3')).waitingFor).toEqual({
+      kind: 'debounce',
+      key: 'c1',
+      since: iso(T0 + 2000),
+      until: iso(T0 + 7000),
+    });
     // each points to the run, following the chain
     expect((await jobs.get('j1')).debouncedInto).toBe('j3');
     expect((await jobs.get('j2')).debouncedInto).toBe('j3');
