@@ -275,9 +275,12 @@ export function createFlowGate(deps: FlowGateDeps) {
 
     /**
      * Gives back the job's slots (last first) and hands them on. Safe when it holds none. With
-     * `token`, only slots held for that attempt: a newer attempt of the job keeps its own.
+     * `token`, only slots held for that attempt: a newer attempt of the job keeps its own. False
+     * when one could not be given back (the caller should keep the job's message, so that its
+     * next delivery tries again).
      */
-    async leave(job: Pick<Job, 'id'>, jobSlotList: readonly Slot[], log: Logger, token?: number): Promise<void> {
+    async leave(job: Pick<Job, 'id'>, jobSlotList: readonly Slot[], log: Logger, token?: number): Promise<boolean> {
+      let all = true;
       for (const slot of [...jobSlotList].reverse()) {
         try {
           await persist(
@@ -288,7 +291,9 @@ export function createFlowGate(deps: FlowGateDeps) {
           // Even when it held none (a try whose answer was lost freed it): admitting reads first, and writes only to hand a place on.
           await admit(slot, log);
         } catch (error) {
-          // Freed later by the first job in line (reclaim).
+          // The caller keeps the job's message, whose next delivery gives it back (leaveIfHeld);
+          // else a job in line frees it (reclaim).
+          all = false;
           log.error('could not give back a concurrency slot', {
             scope: slot.scope,
             key: slot.key,
@@ -296,6 +301,7 @@ export function createFlowGate(deps: FlowGateDeps) {
           });
         }
       }
+      return all;
     },
   };
 }

@@ -503,16 +503,19 @@ export function createWorker(
             }
           }
           // Once the attempt is over, unless another delivery took the job over: its slots go on.
+          let outcome: Outcome = 'retry';
           try {
-            return await handleClaim(claim, record, log, claimOwner, receiveCount);
+            outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);
           } finally {
             // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
             // takeover) safe, and a slot left behind would be held until a job in line looks.
             const after = await persist(() => deps.store.get(id), log, 'reading the job after its attempt').catch(
               () => undefined,
             );
-            if (after?.state !== 'running') await gate.leave({ id }, slots, log, token);
+            // Not given back: keep the message; its next delivery finds the job ended and gives them back.
+            if (after?.state !== 'running' && !(await gate.leave({ id }, slots, log, token))) outcome = 'retry';
           }
+          return outcome;
         }
         const outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);
         // Not started: the slots taken for it go on. None for a duplicate of a running job: the

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
-import { ConfigError } from '../../shared/errors';
+import { ConfigError, DependencyError } from '../../shared/errors';
 import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobQueue, FakeJobStore, sqsEvent, testConfig } from '../support/fakes';
 import { echoJob, harness, logged, messageFor, QUEUE_URL, T0 } from './worker-harness';
@@ -207,4 +207,21 @@ describe('worker: concurrency limits', () => {
       ),
     ).toThrow(ConfigError);
   });
+
+  it('keeps the message of a job whose slot could not be given back, and its next delivery gives it back', async () => {
+    const h = harness({ spec: perTenant });
+    h.store.seed(job('a', 't1'));
+    let failing = true;
+    h.flow.hook = (operation) => {
+      if (failing && operation === 'release')
+        throw new DependencyError('DynamoDB UpdateItem (flow release): throttled');
+    };
+    const out = await h.worker(sqsEvent(messageFor('a')));
+    expect(h.store.peek('a')?.state).toBe('succeeded');
+    expect(out.batchItemFailures).toEqual([{ itemIdentifier: 'm-a' }]); // kept, not deleted
+    expect((await h.flow.state(slot('t1'))).holders.map((x) => x.jobId)).toEqual(['a']);
+    failing = false;
+    expect(await h.worker(sqsEvent(messageFor('a', { receiveCount: 2 })))).toEqual({ batchItemFailures: [] });
+    expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [], waiting: 0 });
+  }, 20_000);
 });
