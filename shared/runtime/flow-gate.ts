@@ -264,13 +264,20 @@ export function createFlowGate(deps: FlowGateDeps) {
      * died between its last write and giving them back): reads, and writes only what it holds,
      * under the token it read. Not while a cancelled attempt may still run: its worker gives
      * them back once its handler has stopped (or, if it died, a job in line once its lease ran out).
+     * False when one could not be given back (keep the message: its next delivery tries again).
      */
-    async leaveIfHeld(job: Pick<Job, 'id' | 'state' | 'leaseExpiresAt'>, jobSlotList: readonly Slot[], log: Logger) {
-      if (job.state === 'cancelled' && leaseHeld(job, clock.now())) return;
+    async leaveIfHeld(
+      job: Pick<Job, 'id' | 'state' | 'leaseExpiresAt'>,
+      jobSlotList: readonly Slot[],
+      log: Logger,
+    ): Promise<boolean> {
+      if (job.state === 'cancelled' && leaseHeld(job, clock.now())) return true;
+      let all = true;
       for (const slot of [...jobSlotList].reverse()) {
         const mine = (await slots.state(slot)).holders.find((h) => h.jobId === job.id);
-        if (mine) await this.leave(job, [slot], log, mine.token);
+        if (mine && !(await this.leave(job, [slot], log, mine.token))) all = false;
       }
+      return all;
     },
 
     /**

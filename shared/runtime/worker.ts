@@ -433,8 +433,9 @@ export function createWorker(
           paced = current.leaseToken + 1;
         }
         if (current && gate && isTerminal(current.state)) {
-          // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished job
-          await gate.leaveIfHeld(current, slots, log);
+          // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished
+          // job; kept when a slot could not be given back, so that the next delivery tries again
+          if (!(await gate.leaveIfHeld(current, slots, log))) return 'retry';
         } else if (current && gate && (takeover || due)) {
           const entry = await gate.enter(current, slots, current.leaseToken + 1, log);
           if (entry.kind === 'skipped') return await skipJob(current, entry, log);

@@ -162,6 +162,17 @@ export interface SystemChaosReport {
   text: string;
 }
 
+/** Who holds each key's slots of the limited type at the end. */
+async function slotHoldersOf(w: World, type: string, keys: number): Promise<{ key: string; jobId: string }[]> {
+  const slots = new DynamoFlowSlots(w.inspect.dynamo, w.platform.config.tableName);
+  const out: { key: string; jobId: string }[] = [];
+  for (let k = 0; k < keys; k++) {
+    const key = `key-${k}`;
+    for (const h of (await slots.state({ scope: `${type}#0`, key })).holders) out.push({ key, jobId: h.jobId });
+  }
+  return out;
+}
+
 /** What the concurrency-limited type exercised: tickets taken (jobs that had to wait), per its slot items. */
 async function flowExercised(w: World, type: string, keys: number): Promise<Record<string, number>> {
   const slots = new DynamoFlowSlots(w.inspect.dynamo, w.platform.config.tableName);
@@ -478,7 +489,13 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       slotsHandledBy,
       maxSkewMs: options.maxSkewMs,
       fireFates: w.fireStats.fates,
-      ...(limitedType ? { limited: { type: limitedType, limit: options.flow.limit } } : {}),
+      ...(limitedType
+        ? {
+            limited: { type: limitedType, limit: options.flow.limit },
+            slotKeys: flowKeys,
+            slotHolders: await slotHoldersOf(w, limitedType, flowKeys),
+          }
+        : {}),
     });
 
     // ---- what was exercised -----------------------------------------------------------------

@@ -24,6 +24,7 @@ export const INVARIANTS = [
   '6 every recurring slot yields one run or one recorded skip',
   '7 nothing acknowledged in the DLQ',
   '8 no more jobs of one concurrency key run at once than its limit',
+  '9 no concurrency slot held by a finished job at the end',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -56,6 +57,10 @@ export interface CheckInput {
   fireFates?: Map<string, string[]>;
   /** The concurrency-limited type: its jobs' key is `payload.tag`. */
   limited?: { type: string; limit: number };
+  /** Every slot holder of the limited type's keys at the end, read from the slot items. */
+  slotHolders?: { key: string; jobId: string }[];
+  /** Keys of the limited type read at the end. */
+  slotKeys?: number;
 }
 
 export interface CheckResult {
@@ -240,6 +245,18 @@ export function checkInvariants(input: CheckInput): CheckResult {
           running[0] ?? key,
           `${max} jobs of key ${key} ran at once (limit ${limit}): ${running.join(', ')}`,
         );
+      }
+    }
+  }
+
+  // 9. at the end, every slot is held by an unfinished job (one that runs, or was handed it and
+  // is on its way): a finished holder is a slot nobody gives back.
+  if (input.slotKeys !== undefined) {
+    counts[INVARIANTS[8]].checked += input.slotKeys;
+    for (const { key, jobId } of input.slotHolders ?? []) {
+      const job = stored.get(jobId);
+      if (!job || isTerminal(job.state)) {
+        violate(INVARIANTS[8], jobId, `holds a slot of key ${key} at the end, ${job ? job.state : 'missing'}`);
       }
     }
   }
