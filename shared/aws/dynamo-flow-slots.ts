@@ -16,6 +16,7 @@
  * slot costs 1 (acquire) + 1 (release); a wait costs 2 more (ticket number, ticket item) and 1
  * for the admit that hands it the slot. The first job of a key value also creates its item (1).
  */
+import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -246,6 +247,8 @@ export class DynamoFlowSlots implements FlowSlots {
     const { slot } = input;
     const admitted: Admitted[] = [];
     const slotKey = { pk: S(flowKeys.slot(slot.scope, slot.key)) };
+    // Marks the entries this call writes, to tell its own write (applied, answer lost) from another admitter's.
+    const me = randomUUID();
     for (let guard = 0; guard < slot.limit + 64; guard++) {
       const item = slotItem(await this.read(slotKey.pk.S as string));
       if (item.admitted >= item.issued || item.holders.length >= slot.limit) break;
@@ -270,7 +273,7 @@ export class DynamoFlowSlots implements FlowSlots {
                   ExpressionAttributeValues: {
                     ':one': N(1),
                     ':n': N(n),
-                    ':entry': entry(input.now, 0),
+                    ':entry': { M: { s: N(input.now), t: N(0), a: S(me) } },
                     ':limit': N(slot.limit),
                   },
                 }),
@@ -283,13 +286,11 @@ export class DynamoFlowSlots implements FlowSlots {
         continue;
       }
       // Refused: another admitter moved first, the slot filled, or our own write was applied and
-      // its answer lost (the SDK's retry is refused). If the ticket's job now holds a slot it has
-      // not taken yet, it is sent its message (a second one is harmless): a lost wake would leave
-      // the slot held by a job that never starts. Then look again.
-      const after = slotItem(await this.read(slotKey.pk.S as string));
-      if (after.admitted > n && after.holders.some((h) => h.jobId === holder.jobId && h.token === 0)) {
-        admitted.push({ ...holder, ticket: n });
-      }
+      // its answer lost (the SDK's retry is refused). Ours when the entry carries our mark: then
+      // the job is named, so it is sent its message (a lost wake would leave the slot held by a job
+      // that never starts). Then look again.
+      const after = await this.read(slotKey.pk.S as string);
+      if (after?.hs?.M?.[holder.jobId]?.M?.a?.S === me) admitted.push({ ...holder, ticket: n });
     }
     return admitted;
   }
