@@ -130,6 +130,18 @@ export const NEEDS_SCHEDULER_STANDIN =
   "drives the Scheduler stand-in's clock and firing; moto's Scheduler never fires (supervisor-only runs: test/moto/)";
 
 /**
+ * Why a flow-control test is skipped on moto: concurrency slots rely on DynamoDB serialising
+ * conditional writes to one item, which moto does not (README, "moto target").
+ */
+export const NEEDS_SERIALISED_WRITES =
+  'flow control needs conditional writes to one item serialised; moto does not serialise them';
+
+/** A flow-control test's title: on moto it carries the reason it is skipped. */
+export function flowTest(title: string): string {
+  return onMoto ? `${title} [skipped on moto: ${NEEDS_SERIALISED_WRITES}]` : title;
+}
+
+/**
  * The title of a test that needs the Scheduler stand-in: on moto it carries the reason it is
  * skipped, so the report says why. Use with `it.skipIf(onMoto)(standInTest('...'), ...)`.
  */
