@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 /** The largest excess over the GCRA bound among all windows of sorted start times (≤ 0 when it holds). */
-export function gcraExcess(starts: readonly number[], intervalMs: number, burst: number, toleranceMs: number): number {
+function gcraExcess(starts: readonly number[], intervalMs: number, burst: number, toleranceMs: number): number {
   const sorted = [...starts].sort((a, b) => a - b);
   let worst = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < sorted.length; i++) {
