@@ -12,10 +12,8 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type Debouncer, type DebounceWindow, MAX_DEBOUNCE_WAIT_SECONDS } from '../core/debounce';
+import { N, S } from './attributes';
 import { translateAwsError } from './errors';
-
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 
 export const debounceKey = (scope: string, key: string) => `deb#${scope}#${key}`;
 

@@ -15,6 +15,7 @@ import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys } from '../core/table';
 import type { CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
+import { N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -30,9 +31,6 @@ export const SWEEP_CHECKPOINT_KEY = 'supervisor#sweep';
 
 const checkpointKey = (name: CheckpointName) => (name === 'sweep' ? SWEEP_CHECKPOINT_KEY : CHECKPOINT_KEY);
 const iso = (ms: number) => new Date(ms).toISOString();
-
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 
 /**
  * {@link DueIndex} on the job table: queries of the `byDue` GSI (one minute bucket and shard at

@@ -27,6 +27,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../core/flow';
 import { ThrottledError } from '../errors';
+import { N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
@@ -36,8 +37,6 @@ export const TICKET_RETENTION_SECONDS = 30 * 86_400;
 /** Pauses before an admitter skips a ticket whose item is not written yet (its job may be writing it). */
 const MISSING_TICKET_WAITS_MS = [20, 100, 400];
 
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 const entry = (since: number, token: number): AttributeValue => ({ M: { s: N(since), t: N(token) } });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -10,11 +10,10 @@ import { jobDueAttributes } from '../core/due';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
+import { N, S } from './attributes';
 import { CANCELLED_KEY, withHistory } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `<path> IN (:<prefix>0, ...)` and its values; IN takes at most 100 values, so longer lists OR several. */

@@ -25,6 +25,7 @@ import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
 import { LeaseLostError } from '../errors';
+import { N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
@@ -224,9 +225,6 @@ export function fromItem(item: Item): Job {
   if (last) job.lastError = last;
   return job;
 }
-
-const N = (n: number): AttributeValue => ({ N: String(n) });
-const S = (s: string): AttributeValue => ({ S: s });
 
 /**
  * The job of a status item with its error history: the last {@link ERROR_HISTORY_LIMIT} error

@@ -21,10 +21,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { Pace, Pacer } from '../core/pace';
 import { ThrottledError } from '../errors';
+import { N, S } from './attributes';
 import { translateAwsError } from './errors';
 
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 /** How long an idle key's item is kept. */
 const PACE_RETENTION_SECONDS = 30 * 86_400;
 /** Keys whose last `tat` is remembered (oldest forgotten first). */

@@ -15,6 +15,7 @@ import { JOB_TABLE } from '../core/table';
 import { ValidationError } from '../errors';
 import { type OverlapPolicy, type Schedule, type ScheduleState, scheduleDueAt } from '../schedules/model';
 import type { SchedulePayload, ScheduleStore } from '../schedules/ports';
+import { N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
@@ -98,9 +99,6 @@ function payloadItem(name: string, payload: SchedulePayload): Item {
     payloadHash: payload.payloadHash,
   });
 }
-
-const S = (s: string): AttributeValue => ({ S: s });
-const N = (n: number): AttributeValue => ({ N: String(n) });
 
 function conditionFailed(error: unknown): boolean {
   if (error instanceof ConditionalCheckFailedException) return true;

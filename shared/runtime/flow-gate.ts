@@ -33,6 +33,19 @@ export const WAKE_GRACE_MS = 2 * 60_000;
 /** Longer than any attempt holds a slot: the longest timeout, its margin, and the heartbeat's stop. */
 const LONGEST_HOLD_MS = MAX_TIMEOUT_MS + ATTEMPT_MARGIN_MS + 60_000;
 
+/**
+ * A job cancelled while it ran may still be stopping (its handler goes on until its worker's next
+ * heartbeat): its places stay its own until its lease may no longer be held.
+ */
+function mayStillRun(job: Pick<Job, 'state' | 'leaseExpiresAt'>, now: number): boolean {
+  return job.state === 'cancelled' && leaseHeld(job, now);
+}
+
+/** A holder that will never give its place back: finished (and not still stopping), or gone. */
+function gone(job: Job | undefined, now: number): boolean {
+  return !job || (isTerminal(job.state) && !mayStillRun(job, now));
+}
+
 export interface FlowGateDeps {
   slots: FlowSlots;
   store: JobStore;
@@ -127,15 +140,10 @@ export function createFlowGate(deps: FlowGateDeps) {
     for (const holder of look) {
       if (holder.jobId === self) continue;
       const job = await store.get(holder.jobId);
-      // A job cancelled while it ran may still be stopping: its place stays its own until its lease
-      // may no longer be held (its worker gives it back as soon as the handler has stopped).
-      if (job?.state === 'cancelled' && leaseHeld(job, now)) continue;
-      if (!job || isTerminal(job.state)) {
-        if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
-        log.warn('freed a concurrency slot its job never gave back', {
-          holder: holder.jobId,
-          state: job?.state ?? 'missing',
-        });
+      if (gone(job, now)) {
+        if (await freeGone(slot, holder, job, log)) freed += 1;
+      } else if (!job || isTerminal(job.state)) {
+        // cancelled while it ran, and may still be stopping: its worker gives the place back
       } else if (job.state === 'retrying' && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
         // a retry waits for its backoff without a slot: this one was left behind (unless its
         // next attempt took it meanwhile: the token says whose it is)
@@ -148,22 +156,13 @@ export function createFlowGate(deps: FlowGateDeps) {
     if (freed > 0 || holders.length < slot.limit) await admit(slot, log);
   }
 
-  /** Frees the places of holders that are finished or gone (not a cancelled one that may still run); true when one was freed. */
-  async function freeGone(slot: Slot, holders: readonly Holder[], self: string, log: Logger): Promise<boolean> {
-    let freed = false;
-    const now = clock.now();
-    for (const holder of holders) {
-      if (holder.jobId === self) continue;
-      const job = await store.get(holder.jobId);
-      if (job && (!isTerminal(job.state) || (job.state === 'cancelled' && leaseHeld(job, now)))) continue;
-      if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) {
-        freed = true;
-        log.warn('freed a singleton key its job never gave back', {
-          holder: holder.jobId,
-          state: job?.state ?? 'missing',
-        });
-      }
-    }
+  /** Frees the place of a holder that is finished or gone, under the token read with it; true when freed. */
+  async function freeGone(slot: Slot, holder: Holder, job: Job | undefined, log: Logger): Promise<boolean> {
+    const freed = await slots.release({ slot, jobId: holder.jobId, token: holder.token });
+    log.warn('freed a concurrency slot its job never gave back', {
+      holder: holder.jobId,
+      state: job?.state ?? 'missing',
+    });
     return freed;
   }
 
@@ -226,7 +225,14 @@ export function createFlowGate(deps: FlowGateDeps) {
         let got = await take();
         // A skip takes no ticket, so no job in line ever looks at the holder: look now (one read,
         // the limit is 1), and free a holder that will never give the key back.
-        if (got.kind === 'busy' && (await freeGone(slot, got.holders, job.id, log))) got = await take();
+        if (got.kind === 'busy') {
+          let freed = false;
+          for (const holder of got.holders.filter((h) => h.jobId !== job.id)) {
+            const held = await store.get(holder.jobId);
+            if (gone(held, clock.now()) && (await freeGone(slot, holder, held, log))) freed = true;
+          }
+          if (freed) got = await take();
+        }
         if (got.kind === 'held') {
           fresh ||= got.fresh;
           continue;
@@ -271,7 +277,7 @@ export function createFlowGate(deps: FlowGateDeps) {
       jobSlotList: readonly Slot[],
       log: Logger,
     ): Promise<boolean> {
-      if (job.state === 'cancelled' && leaseHeld(job, clock.now())) return true;
+      if (mayStillRun(job, clock.now())) return true;
       let all = true;
       for (const slot of [...jobSlotList].reverse()) {
         const mine = (await slots.state(slot)).holders.find((h) => h.jobId === job.id);

@@ -11,7 +11,7 @@ import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
 import { type FlowSlots, type Slot, WHOLE_TYPE_KEY } from '../core/flow';
 import { type AttemptError, appendError, describeError, type Job, type SkipReason } from '../core/job';
-import { DEFAULT_LEASE_MS, leaseHeld, MAX_CLOCK_SKEW_MS, MIN_LEASE_MS } from '../core/lease';
+import { DEFAULT_LEASE_MS, leaseHeld, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import type { Pacer } from '../core/pace';
 import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
@@ -417,9 +417,7 @@ export function createWorker(
         const current = await deps.store.get(id);
         if (current && gate) slots = jobSlots(def.spec, current);
         const takeover =
-          current?.state === 'running' &&
-          current.leaseExpiresAt !== undefined &&
-          current.leaseExpiresAt < now - MAX_CLOCK_SKEW_MS;
+          current?.state === 'running' && current.leaseExpiresAt !== undefined && !leaseHeld(current, now);
         // due to start, and no earlier attempt (cancelled, then retried) may still run: else the claim is fenced
         const due =
           current !== undefined &&

@@ -22,6 +22,7 @@ import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { crashable, DeadZones, FaultInjector } from '../support/faults';
 import { maxOverlap } from '../support/held-handlers';
+import { untilSucceeded } from '../support/local-api';
 import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 
 const JOBS = 1000;
@@ -144,14 +145,7 @@ describe('concurrency limits on local AWS', () => {
       }
 
       // Wait until every job has finished.
-      const deadline = Date.now() + 150_000;
-      let open = ids.length;
-      while (Date.now() < deadline) {
-        const states = await Promise.all(ids.map((id) => platform.store.get(id)));
-        open = states.filter((j) => j?.state !== 'succeeded').length;
-        if (open === 0) break;
-        await new Promise((r) => setTimeout(r, 1000));
-      }
+      const open = await untilSucceeded(platform.store, ids, 150_000);
       expect(open, 'jobs not succeeded').toBe(0);
 
       // At no moment more than LIMIT handlers of one key.

@@ -13,6 +13,7 @@ import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { enqueueNew } from '../support/local-api';
 
 let aws: LocalAws;
 beforeAll(async () => {
@@ -21,17 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await aws?.stop();
 });
-
-async function enqueue(platform: LocalPlatform, body: unknown): Promise<JobView> {
-  const response = await fetch(`${platform.url}/jobs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = (await response.json()) as JobView;
-  expect(response.status, JSON.stringify(json)).toBe(201);
-  return json;
-}
 
 const view = (platform: LocalPlatform, id: string) =>
   fetch(`${platform.url}/jobs/${id}`).then((r) => r.json()) as Promise<JobView>;
@@ -71,7 +61,7 @@ describe('debounce on local AWS', () => {
         await Promise.all(
           Array.from({ length: 5 }, (_, j) => {
             const rev = wave * 5 + j + 1;
-            return enqueue(platform, { id: `c1-${rev}`, type: 'reindex', payload: { catalog: 'c1', rev } });
+            return enqueueNew(platform.url, { id: `c1-${rev}`, type: 'reindex', payload: { catalog: 'c1', rev } });
           }),
         );
         const due = started + (wave + 1) * 100;
@@ -83,7 +73,7 @@ describe('debounce on local AWS', () => {
       for (let i = 0; i < 40; i += 10) {
         await Promise.all(
           Array.from({ length: 10 }, (_, j) =>
-            enqueue(platform, { id: `c3-${i + j}`, type: 'reindex', payload: { catalog: 'c3', rev: i + j } }),
+            enqueueNew(platform.url, { id: `c3-${i + j}`, type: 'reindex', payload: { catalog: 'c3', rev: i + j } }),
           ),
         );
       }
@@ -91,7 +81,7 @@ describe('debounce on local AWS', () => {
       // c2 changes every 500 ms for 6 s: never quiet for 2 s, so maxWait (5 s) makes it run
       const c2 = (async () => {
         for (let rev = 1; rev <= 12; rev++) {
-          await enqueue(platform, { id: `c2-${rev}`, type: 'digest', payload: { catalog: 'c2', rev } });
+          await enqueueNew(platform.url, { id: `c2-${rev}`, type: 'digest', payload: { catalog: 'c2', rev } });
           await new Promise((r) => setTimeout(r, 500));
         }
       })();

@@ -13,6 +13,7 @@ import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { maxOverlap } from '../support/held-handlers';
+import { enqueueNew } from '../support/local-api';
 
 let aws: LocalAws;
 beforeAll(async () => {
@@ -49,17 +50,6 @@ function recorder(runs: Run[]) {
   };
 }
 
-async function enqueue(platform: LocalPlatform, body: unknown): Promise<JobView> {
-  const response = await fetch(`${platform.url}/jobs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = (await response.json()) as JobView;
-  expect(response.status, JSON.stringify(json)).toBe(201);
-  return json;
-}
-
 async function until(what: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
@@ -90,7 +80,7 @@ describe('singletons on local AWS', () => {
         Array.from({ length: 24 }, async (_, i) => {
           const id = `sc-${i}`;
           ids.push(id);
-          await enqueue(platform, {
+          await enqueueNew(platform.url, {
             id,
             type: i % 2 === 0 ? 'report' : 'export',
             payload: { acct: `acct-${i % 3}`, ms: 80 + ((i * 37) % 120) },
@@ -140,10 +130,10 @@ describe('singletons on local AWS', () => {
     });
     try {
       // skip
-      await enqueue(platform, { id: 'sk-a', type: 'sync-skip', payload: { acct: 'a1', ms: 3000 } });
+      await enqueueNew(platform.url, { id: 'sk-a', type: 'sync-skip', payload: { acct: 'a1', ms: 3000 } });
       await until(() => runs.some((r) => r.id === 'sk-a'));
-      await enqueue(platform, { id: 'sk-b', type: 'sync-skip', payload: { acct: 'a1', ms: 10 } });
-      await enqueue(platform, { id: 'sk-c', type: 'sync-skip', payload: { acct: 'a2', ms: 10 } });
+      await enqueueNew(platform.url, { id: 'sk-b', type: 'sync-skip', payload: { acct: 'a1', ms: 10 } });
+      await enqueueNew(platform.url, { id: 'sk-c', type: 'sync-skip', payload: { acct: 'a2', ms: 10 } });
       await until(async () => (await platform.store.get('sk-b'))?.state === 'skipped');
       expect(await platform.store.get('sk-b')).toMatchObject({
         attempts: 0,
@@ -154,9 +144,9 @@ describe('singletons on local AWS', () => {
       expect(runs.some((r) => r.id === 'sk-b')).toBe(false);
 
       // cancel-running
-      await enqueue(platform, { id: 'cr-a', type: 'sync-latest', payload: { acct: 'a1', ms: 30_000 } });
+      await enqueueNew(platform.url, { id: 'cr-a', type: 'sync-latest', payload: { acct: 'a1', ms: 30_000 } });
       await until(() => runs.some((r) => r.id === 'cr-a'));
-      await enqueue(platform, { id: 'cr-b', type: 'sync-latest', payload: { acct: 'a1', ms: 50 } });
+      await enqueueNew(platform.url, { id: 'cr-b', type: 'sync-latest', payload: { acct: 'a1', ms: 50 } });
       await until(async () => (await platform.store.get('cr-b'))?.state === 'succeeded', 30_000);
       expect((await platform.store.get('cr-a'))?.state).toBe('cancelled');
       const a = runs.find((r) => r.id === 'cr-a');

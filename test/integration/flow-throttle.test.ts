@@ -20,6 +20,7 @@ import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { postJob, untilSucceeded } from '../support/local-api';
 
 const PER_KEY = 100;
 const KEYS = 2;
@@ -49,15 +50,6 @@ function gcraExcess(starts: readonly number[], intervalMs: number, burst: number
     }
   }
   return worst;
-}
-
-async function post(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${url}/jobs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
 describe('throttle and rate limit on local AWS', () => {
@@ -92,17 +84,10 @@ describe('throttle and rate limit on local AWS', () => {
         return { id, type: 'api-call', payload: { api: `key-${i % KEYS}`, n: i } };
       });
       for (let i = 0; i < requests.length; i += 25) {
-        const out = await Promise.all(requests.slice(i, i + 25).map((r) => post(platform.url, r)));
+        const out = await Promise.all(requests.slice(i, i + 25).map((r) => postJob(platform.url, r)));
         for (const o of out) expect(o.status, JSON.stringify(o.json)).toBe(201);
       }
-      const deadline = Date.now() + 120_000;
-      let open = ids.length;
-      while (Date.now() < deadline) {
-        const states = await Promise.all(ids.map((id) => platform.store.get(id)));
-        open = states.filter((j) => j?.state !== 'succeeded').length;
-        if (open === 0) break;
-        await new Promise((r) => setTimeout(r, 1000));
-      }
+      const open = await untilSucceeded(platform.store, ids, 120_000);
       expect(open, 'jobs not succeeded').toBe(0);
 
       expect([...starts.keys()].sort()).toEqual(['key-0', 'key-1']);
@@ -148,12 +133,12 @@ describe('throttle and rate limit on local AWS', () => {
     try {
       const states: string[] = [];
       for (let i = 0; i < 5; i++) {
-        const out = await post(platform.url, { id: `wl-${i}`, type: 'welcome-email', payload: { user: 'u1' } });
+        const out = await postJob(platform.url, { id: `wl-${i}`, type: 'welcome-email', payload: { user: 'u1' } });
         expect(out.status).toBe(201);
         states.push(out.json.state as string);
       }
       expect(states).toEqual(['queued', 'queued', 'skipped', 'skipped', 'skipped']);
-      const other = await post(platform.url, { id: 'wl-other', type: 'welcome-email', payload: { user: 'u2' } });
+      const other = await postJob(platform.url, { id: 'wl-other', type: 'welcome-email', payload: { user: 'u2' } });
       expect(other.json.state).toBe('queued');
       const skipped = await fetch(`${platform.url}/jobs/wl-4`).then((r) => r.json());
       expect(skipped).toMatchObject({ state: 'skipped', skipReason: { kind: 'rate-limit', key: 'u1' } });
