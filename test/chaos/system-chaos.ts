@@ -16,20 +16,25 @@
  * in cycles, it stops the runners and supervisors, waits until no lease is held, jumps the
  * clock forward, lets the Scheduler stand-in fire and the supervisors repair, and resumes.
  * SQS delays and visibility stay real time: messages hidden for hours must be recovered by the
- * supervisor. See system-checks.ts for the seven invariants.
+ * supervisor. Beside the plain job types run flow-controlled ones (system-flow.ts): a concurrency
+ * limit, singletons of every mode sharing one scope, a throttle, a rate limit and a debounce.
+ * See system-checks.ts for the invariants.
  */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import type { Job } from '../../shared/core/job';
+import { LATE_TURN_MS } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
 import type { Schedule } from '../../shared/schedules/model';
 import { DeadZones, FaultInjector } from '../support/faults';
+import { gcraExcess } from '../support/gcra';
 import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
+import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE } from './system-flow';
 import { SystemObserver } from './system-observer';
-import { planSystem } from './system-plan';
+import { type PlannedJob, planSystem } from './system-plan';
 import { startWorld, type World } from './system-world';
 
 export interface SystemChaosOptions {
@@ -97,6 +102,12 @@ export interface SystemChaosOptions {
    * small run, and a large one still drains within its deadline). @default { limit: 2 }
    */
   flow: { limit: number; keys?: number };
+  /**
+   * Flow-controlled jobs, as a share of `jobs` (planned beside them, with draws of their own):
+   * singletons of every mode sharing a scope, a throttle, a rate limit and a debounce (see
+   * system-flow.ts), checked by invariants 8 to 11. @default 0.2
+   */
+  flowShare: number;
   dynamodbEndpoint?: string;
   progress?: (line: string) => void;
 }
@@ -143,6 +154,7 @@ export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   supervisorEscapeRate: 0.002,
   deadlineMs: 14 * 60_000,
   flow: { limit: 2 },
+  flowShare: 0.2,
 };
 
 export interface SystemChaosReport {
@@ -162,23 +174,72 @@ export interface SystemChaosReport {
   text: string;
 }
 
-/** Who holds each key's slots of the limited type at the end. */
-async function slotHoldersOf(w: World, type: string, keys: number): Promise<{ key: string; jobId: string }[]> {
+/** The slot items of `scopes` at the end: who holds each key, and how many tickets each key issued (jobs that waited in line). */
+async function slotsAtEnd(w: World, scopes: { scope: string; keys: number }[]) {
   const slots = new DynamoFlowSlots(w.inspect.dynamo, w.platform.config.tableName);
-  const out: { key: string; jobId: string }[] = [];
-  for (let k = 0; k < keys; k++) {
-    const key = `key-${k}`;
-    for (const h of (await slots.state({ scope: `${type}#0`, key })).holders) out.push({ key, jobId: h.jobId });
+  const holders: { scope: string; key: string; jobId: string }[] = [];
+  const tickets: Record<string, number> = {};
+  for (const { scope, keys } of scopes) {
+    tickets[scope] = 0;
+    for (let k = 0; k < keys; k++) {
+      const key = `key-${k}`;
+      const state = await slots.state({ scope, key });
+      for (const h of state.holders) holders.push({ scope, key, jobId: h.jobId });
+      tickets[scope] += state.issued;
+    }
   }
+  return { holders, tickets, keys: scopes.reduce((n, s) => n + s.keys, 0) };
+}
+
+/** Plain and flow-controlled jobs, interleaved evenly (so both kinds are enqueued throughout). */
+function interleave<T>(plain: T[], flow: T[]): T[] {
+  const at = (i: number, n: number) => (i + 0.5) / n;
+  const out: T[] = [];
+  let f = 0;
+  plain.forEach((job, i) => {
+    while (f < flow.length && at(f, flow.length) <= at(i, plain.length)) out.push(flow[f++] as T);
+    out.push(job);
+  });
+  while (f < flow.length) out.push(flow[f++] as T);
   return out;
 }
 
-/** What the concurrency-limited type exercised: tickets taken (jobs that had to wait), per its slot items. */
-async function flowExercised(w: World, type: string, keys: number): Promise<Record<string, number>> {
-  const slots = new DynamoFlowSlots(w.inspect.dynamo, w.platform.config.tableName);
-  let tickets = 0;
-  for (let k = 0; k < keys; k++) tickets += (await slots.state({ scope: `${type}#0`, key: `key-${k}` })).issued;
-  return { concurrencyWaits: tickets };
+/**
+ * Slack of the throttle bound for the time from a job's turn to its handler's start: its claim
+ * (with SDK retries under faults) and a busy event loop. The bound's other slack: the skew of the
+ * starting worker's clock, and a turn come to up to LATE_TURN_MS late.
+ */
+const THROTTLE_START_SLACK_MS = 2000;
+
+/** What the flow-controlled types exercised, from the stored jobs and the logs. */
+function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singletonTickets: number) {
+  const skipped = (kind: string) =>
+    [...stored.values()].filter((j) => j.state === 'skipped' && j.skipReason?.kind === kind).length;
+  return {
+    singletonWaits: singletonTickets,
+    singletonSkips: skipped('singleton'),
+    singletonCancels: observer.logged('cancelled the job running with this singleton key'),
+    throttleWaits: observer.logged('waiting for its throttle turn'),
+    rateLimitSkips: skipped('rate-limit'),
+    debounceAbsorbed: skipped('debounce'),
+  };
+}
+
+/** How far the throttled starts went over the exact GCRA bound (no slack), at worst over the keys. */
+function throttleOverExact(paced: PacedType[], jobs: PlannedJob[], observer: SystemObserver): number {
+  const planned = new Map(jobs.map((j) => [j.id, j]));
+  let worst = 0;
+  for (const p of paced.filter((x) => x.kind === 'throttle')) {
+    const byKey = new Map<string, number[]>();
+    for (const [id, starts] of observer.starts) {
+      const job = planned.get(id);
+      if (job?.type !== p.type) continue;
+      const key = job.payload.tag ?? '*';
+      byKey.set(key, [...(byKey.get(key) ?? []), ...starts.map((s) => s.drivenAt)]);
+    }
+    for (const times of byKey.values()) worst = Math.max(worst, gcraExcess(times, p.intervalMs, p.burst, 0));
+  }
+  return Number(worst.toFixed(2));
 }
 
 const FINAL_WRITES = new Set(['UpdateItem:succeed', 'UpdateItem:retry', 'UpdateItem:fail']);
@@ -198,7 +259,12 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
   const scheduleType = 'sys-rec';
   const flowKeys = options.flow.keys ?? Math.max(8, Math.ceil(options.jobs / 100));
   const limitedType = flowKeys > 0 && types.length > 1 ? types.at(-1) : undefined;
-  const plan = planSystem(
+  const flowJobs = Math.round(options.jobs * options.flowShare);
+  const flowed = flowJobs > 0 ? flowTypes(flowJobs) : [];
+  const paced = pacedTypes(flowed);
+  const singletonTypes = flowed.filter((f) => f.flow.singleton).map((f) => f.type);
+  const debouncedTypes = flowed.filter((f) => f.flow.debounce).map((f) => f.type);
+  const plain = planSystem(
     {
       jobs: options.jobs,
       types,
@@ -212,10 +278,36 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       duplicateRate: options.duplicateRate,
       controlRate: options.controlRate,
       dlqCopyRate: options.dlqCopyRate,
-      ...(limitedType ? { limited: { type: limitedType, keys: flowKeys } } : {}),
+      ...(limitedType ? { tagged: { [limitedType]: flowKeys } } : {}),
     },
     random,
   );
+  const flowPlan = planSystem(
+    {
+      jobs: flowJobs,
+      types: flowed.map((f) => f.type),
+      scheduleType,
+      schedules: 0,
+      horizonMs: options.horizonMs,
+      leaseMs: options.leaseMs,
+      timeoutMs: options.timeoutMs,
+      batchShare: options.batchShare,
+      killRate: options.killRate,
+      duplicateRate: options.duplicateRate,
+      controlRate: options.controlRate,
+      dlqCopyRate: options.dlqCopyRate,
+      tagged: Object.fromEntries(flowed.map((f) => [f.type, f.keys])),
+      undelayed: debouncedTypes,
+      idPrefix: 'flo',
+    },
+    seeded(seed ^ 0xf10),
+  );
+  const plan = { jobs: interleave(plain.jobs, flowPlan.jobs), schedules: plain.schedules };
+  const singletonKeys = flowed.find((f) => f.flow.singleton)?.keys ?? 0;
+  const slotScopes = [
+    ...(limitedType ? [{ scope: `${limitedType}#0`, keys: flowKeys }] : []),
+    ...(singletonTypes.length > 0 ? [{ scope: `@${SINGLETON_SCOPE}`, keys: singletonKeys }] : []),
+  ];
   const tracker = new ProbeTracker();
   const observer = new SystemObserver(started);
   const apiFaults = new FaultInjector({
@@ -260,7 +352,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
   const deadline = started + options.deadlineMs;
   try {
     const deadZones = new DeadZones();
-    const defs = [...types, scheduleType].map((type) =>
+    const flowOf = new Map(flowed.map((f) => [f.type, f.flow]));
+    const defs = [...types, ...flowed.map((f) => f.type), scheduleType].map((type) =>
       probeJob({
         type,
         tracker,
@@ -271,6 +364,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         ...(type === limitedType
           ? { concurrency: [{ limit: options.flow.limit, key: (p: ProbePayload) => p.tag ?? 'none' }] }
           : {}),
+        ...(flowOf.has(type) ? { flow: flowOf.get(type) } : {}),
       }),
     );
     world = await startWorld({
@@ -299,7 +393,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const w = world;
     const t0Driven = w.driven.now();
     progress(
-      `system chaos: seed ${seed}, ${plan.jobs.length} jobs, ${plan.schedules.length} schedules${limitedType ? `; ${limitedType} limited to ${options.flow.limit} per key over ${flowKeys} keys` : ''}; ${defs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
+      `system chaos: seed ${seed}, ${plan.jobs.length} jobs (${flowJobs} flow-controlled), ${plan.schedules.length} schedules${limitedType ? `; ${limitedType} limited to ${options.flow.limit} per key over ${flowKeys} keys` : ''}; ${defs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
     );
     apiFaults.enabled = true;
     workerFaults.enabled = true;
@@ -476,6 +570,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     }
     const scheduleItems = new Map<string, Schedule | undefined>();
     for (const s of actors.schedules) scheduleItems.set(s.name, await w.getSchedule(s.name));
+    const slots = await slotsAtEnd(w, slotScopes);
     const result = checkInvariants({
       jobs: plan.jobs,
       schedules: actors.schedules,
@@ -489,13 +584,18 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       slotsHandledBy,
       maxSkewMs: options.maxSkewMs,
       fireFates: w.fireStats.fates,
-      ...(limitedType
-        ? {
-            limited: { type: limitedType, limit: options.flow.limit },
-            slotKeys: flowKeys,
-            slotHolders: await slotHoldersOf(w, limitedType, flowKeys),
-          }
-        : {}),
+      limits: [
+        ...(limitedType
+          ? [{ label: `${limitedType} concurrency`, types: [limitedType], limit: options.flow.limit }]
+          : []),
+        ...(singletonTypes.length > 0
+          ? [{ label: `singleton scope ${SINGLETON_SCOPE}`, types: singletonTypes, limit: 1 }]
+          : []),
+      ],
+      ...(slotScopes.length > 0 ? { slotKeys: slots.keys, slotHolders: slots.holders } : {}),
+      paced,
+      throttleToleranceMs: options.maxSkewMs + LATE_TURN_MS + THROTTLE_START_SLACK_MS,
+      debounced: debouncedTypes,
     });
 
     // ---- what was exercised -----------------------------------------------------------------
@@ -558,7 +658,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       supervisorFires: w.supervisorStats.fired,
       supervisorEscapingFaults: supervisorFaults.events.filter((e) => e.escaping && e.attempt === 1).length,
       workerSkewSpreadMs: Math.max(...w.skews.workers) - Math.min(...w.skews.workers),
-      ...(limitedType ? await flowExercised(w, limitedType, flowKeys) : {}),
+      ...(limitedType ? { concurrencyWaits: slots.tickets[`${limitedType}#0`] ?? 0 } : {}),
+      ...(flowJobs > 0 ? flowExercised(stored, observer, slots.tickets[`@${SINGLETON_SCOPE}`] ?? 0) : {}),
     };
     const finalStates: Record<string, number> = {};
     for (const id of observer.acks.keys()) {
@@ -588,6 +689,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       cycles,
       drivenSpanHours: Number(((finalNow - t0Driven) / 3600_000).toFixed(2)),
       dlqMessagesLeft: dlqBodies.length,
+      throttleStartsOverExactBound: throttleOverExact(paced, plan.jobs, observer),
       produceMs,
       logged: {
         leaseLost: observer.logged('lease lost; aborting handler'),

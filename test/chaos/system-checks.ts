@@ -1,5 +1,5 @@
 /**
- * The seven invariants of the system chaos run, each counted as checked and violated, with
+ * The invariants of the system chaos run, each counted as checked and violated, with
  * the story of every violating job or schedule.
  */
 
@@ -9,8 +9,10 @@ import type { Job } from '../../shared/core/job';
 import { isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
+import { gcraExcess } from '../support/gcra';
 import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
+import type { PacedType } from './system-flow';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
 
@@ -23,8 +25,10 @@ export const INVARIANTS = [
   '5 onFailure at most once per series',
   '6 every recurring slot yields one run or one recorded skip',
   '7 nothing acknowledged in the DLQ',
-  '8 no more jobs of one concurrency key run at once than its limit',
-  '9 no concurrency slot held by a finished job at the end',
+  '8 no more jobs of one flow key run at once than its limit',
+  '9 no concurrency or singleton slot held by a finished job at the end',
+  '10 throttled starts and rate-limited acceptances within the GCRA bound',
+  '11 no job skipped by flow control ran; every debounced job leads to its run',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -55,12 +59,21 @@ export interface CheckInput {
   maxSkewMs: number;
   /** What became of each recurring fire the Scheduler stand-in sent, by Scheduler schedule name (`_s.<name>`). */
   fireFates?: Map<string, string[]>;
-  /** The concurrency-limited type: its jobs' key is `payload.tag`. */
-  limited?: { type: string; limit: number };
-  /** Every slot holder of the limited type's keys at the end, read from the slot items. */
-  slotHolders?: { key: string; jobId: string }[];
-  /** Keys of the limited type read at the end. */
+  /**
+   * Limits on jobs running at once: per key (`payload.tag`), at most `limit` jobs of `types`
+   * together (a concurrency limit, or a singleton scope shared by types).
+   */
+  limits?: { label: string; types: readonly string[]; limit: number }[];
+  /** Every slot holder of the limited keys at the end, read from the slot items. */
+  slotHolders?: { scope: string; key: string; jobId: string }[];
+  /** Keys of slot items read at the end. */
   slotKeys?: number;
+  /** Throttled and rate-limited types (key `payload.tag`). */
+  paced?: readonly PacedType[];
+  /** Slack of the throttle bound (ms): clock skew, a late turn, the claim between turn and start. */
+  throttleToleranceMs?: number;
+  /** Debounced types (key `payload.tag`). */
+  debounced?: readonly string[];
 }
 
 export interface CheckResult {
@@ -216,14 +229,13 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const n = inDlq.get(id);
     if (n) violate(INVARIANTS[6], id, `${n} message(s) of this acknowledged job in the DLQ`);
   }
-  // 8. per concurrency key, in real time: executions of the limited type, killed ones ending when
+  // 8. per limit and key, in real time: executions of the limited types, killed ones ending when
   // their worker died, open ones running to the end.
-  if (input.limited) {
-    const { type, limit } = input.limited;
+  for (const { label, types, limit } of input.limits ?? []) {
     const byKey = new Map<string, { start: number; end: number; id: string }[]>();
     for (const [id, trace] of input.tracker.jobs) {
       const job = planned.get(id);
-      if (job?.type !== type) continue;
+      if (!job || !types.includes(job.type)) continue;
       const key = job.payload.tag ?? '*';
       for (const e of trace.executions) {
         byKey.set(key, [
@@ -243,7 +255,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
         violate(
           INVARIANTS[7],
           running[0] ?? key,
-          `${max} jobs of key ${key} ran at once (limit ${limit}): ${running.join(', ')}`,
+          `${max} jobs of key ${key} ran at once (${label}, limit ${limit}): ${running.join(', ')}`,
         );
       }
     }
@@ -253,15 +265,102 @@ export function checkInvariants(input: CheckInput): CheckResult {
   // is on its way): a finished holder is a slot nobody gives back.
   if (input.slotKeys !== undefined) {
     counts[INVARIANTS[8]].checked += input.slotKeys;
-    for (const { key, jobId } of input.slotHolders ?? []) {
+    for (const { scope, key, jobId } of input.slotHolders ?? []) {
       const job = stored.get(jobId);
       if (!job || isTerminal(job.state)) {
-        violate(INVARIANTS[8], jobId, `holds a slot of key ${key} at the end, ${job ? job.state : 'missing'}`);
+        violate(INVARIANTS[8], jobId, `holds a slot of ${scope} key ${key} at the end, ${job ? job.state : 'missing'}`);
+      }
+    }
+  }
+
+  // 10. per paced type and key: a throttle's starts (every attempt, on the driven clock), a rate
+  // limit's accepted jobs (their creation, on the API's clock, which counted them).
+  for (const p of input.paced ?? []) {
+    const byKey = new Map<string, number[]>();
+    const add = (key: string, t: number) => byKey.set(key, [...(byKey.get(key) ?? []), t]);
+    if (p.kind === 'throttle') {
+      for (const [id, starts] of observer.starts) {
+        const job = planned.get(id);
+        if (job?.type !== p.type) continue;
+        for (const s of starts) add(job.payload.tag ?? '*', s.drivenAt);
+      }
+    } else {
+      for (const job of stored.values()) {
+        if (job.type !== p.type || job.skipReason?.kind === 'rate-limit') continue;
+        add((job.payload as { tag?: string }).tag ?? '*', Date.parse(job.createdAt));
+      }
+    }
+    const tolerance = p.kind === 'throttle' ? (input.throttleToleranceMs ?? 0) : RATE_LIMIT_TOLERANCE_MS;
+    for (const [key, times] of byKey) {
+      counts[INVARIANTS[9]].checked += times.length;
+      const excess = gcraExcess(times, p.intervalMs, p.burst, tolerance);
+      if (excess > 0) {
+        const what = p.kind === 'throttle' ? 'starts' : 'accepted jobs';
+        violate(
+          INVARIANTS[9],
+          `${p.type}:${key}`,
+          `${p.kind} of ${p.type} key ${key}: ${what} exceed the GCRA bound (interval ${p.intervalMs} ms, burst ${p.burst}, slack ${tolerance} ms) by ${excess.toFixed(2)}`,
+        );
+      }
+    }
+  }
+
+  // 11. A skipped job never started in its last series (skipped is final, and flow control skips
+  // only before an attempt). A job a debounce absorbed points, through its replacements, to a
+  // job of its type and key that is not absorbed, and that ended or is not due yet.
+  for (const job of stored.values()) {
+    if (job.state !== 'skipped') continue;
+    counts[INVARIANTS[10]].checked += 1;
+    const series = job.retries ?? 0;
+    const ran = (observer.starts.get(job.id) ?? []).filter((s) => s.series === series);
+    if (ran.length > 0) {
+      violate(
+        INVARIANTS[10],
+        job.id,
+        `skipped (${job.skipReason?.kind ?? 'no reason'}) but started ${ran.length} time(s) in its last series`,
+      );
+      continue;
+    }
+    if (job.skipReason?.kind !== 'debounce') continue;
+    const problem = debounceProblem(job, stored, input.finalNow);
+    if (problem) violate(INVARIANTS[10], job.id, problem);
+  }
+  for (const type of input.debounced ?? []) {
+    for (const job of stored.values()) {
+      if (job.type === type && job.debounceKey === undefined) {
+        counts[INVARIANTS[10]].checked += 1;
+        violate(INVARIANTS[10], job.id, 'a job of a debounced type without its debounce key');
       }
     }
   }
 
   return { counts, violations, pendingAtEnd };
+}
+
+/** Slack of the rate-limit bound: a job's creation time is the very time its acceptance was counted at. */
+const RATE_LIMIT_TOLERANCE_MS = 1;
+
+/** Why an absorbed job's chain of replacements does not end in a run of its key, if it does not. */
+function debounceProblem(job: Job, stored: Map<string, Job>, finalNow: number): string | undefined {
+  const seen = new Set<string>([job.id]);
+  let current = job;
+  while (current.state === 'skipped' && current.skipReason?.kind === 'debounce') {
+    const by = current.skipReason.by;
+    if (by === undefined) return `absorbed by debounce, but ${current.id} names no run`;
+    if (seen.has(by)) return `its chain of replacements loops at ${by}`;
+    seen.add(by);
+    const next = stored.get(by);
+    if (!next) return `absorbed into ${by}, which does not exist`;
+    current = next;
+  }
+  if (current.type !== job.type || current.debounceKey !== job.debounceKey) {
+    return `absorbed into ${current.id}, of type ${current.type} key ${current.debounceKey ?? '-'}, not ${job.type} key ${job.debounceKey ?? '-'}`;
+  }
+  if (current.state === 'skipped') return `absorbed into ${current.id}, skipped itself (${current.skipReason?.kind})`;
+  if (isTerminal(current.state)) return undefined;
+  const dueAt = jobDueAt(current);
+  if (dueAt !== undefined && dueAt > finalNow) return undefined;
+  return `absorbed into ${current.id}, ${current.state} at the end (runAt ${current.runAt})`;
 }
 
 /** A schedule's story: its item, its runs, the handled slots without a run, every fire's fate, and its log lines. */

@@ -69,8 +69,12 @@ export interface PlanOptions {
   duplicateRate: number;
   controlRate: number;
   dlqCopyRate: number;
-  /** A type whose jobs carry a concurrency key (`payload.tag`, one of `keys`), for its limit. */
-  limited?: { type: string; keys: number };
+  /** Types whose jobs carry a flow-control key (`payload.tag`, one of that many keys). */
+  tagged?: Readonly<Record<string, number>>;
+  /** Types whose jobs are all due now (a debounced type refuses a delay). */
+  undelayed?: readonly string[];
+  /** Prefix of the job ids. @default 'sys' */
+  idPrefix?: string;
 }
 
 const HOUR = 3600_000;
@@ -114,8 +118,17 @@ export function planSystem(
       payload.killOnAttempts = [behaviour === 'always-fail' ? 1 : int(1, attemptsNeeded)];
       payload.killAfterMs = int(0, Math.round(options.leaseMs * 0.75));
     }
+    const type = options.types[i % options.types.length] ?? 'sys-a';
     const t = random();
-    const timing: Timing = t < 0.6 ? 'now' : t < 0.75 ? 'sqs-short' : t < 0.83 ? 'sqs-long' : 'scheduler';
+    const timing: Timing = options.undelayed?.includes(type)
+      ? 'now'
+      : t < 0.6
+        ? 'now'
+        : t < 0.75
+          ? 'sqs-short'
+          : t < 0.83
+            ? 'sqs-long'
+            : 'scheduler';
     const b = random();
     const retries = behaviour === 'flaky' || behaviour === 'always-fail';
     const backoffKind: BackoffKind = !retries || b < 0.7 ? 'short' : b < 0.85 ? 'hours' : 'days';
@@ -126,8 +139,8 @@ export function planSystem(
           ? int(1 * HOUR, 6 * HOUR)
           : int(12 * HOUR + 60_000, Math.max(12 * HOUR + 120_000, Math.round(options.horizonMs * 0.8)));
     const job: PlannedJob = {
-      id: `sys-${i.toString().padStart(5, '0')}-${Math.floor(random() * 1e9).toString(36)}`,
-      type: options.types[i % options.types.length] ?? 'sys-a',
+      id: `${options.idPrefix ?? 'sys'}-${i.toString().padStart(5, '0')}-${Math.floor(random() * 1e9).toString(36)}`,
+      type,
       via: random() < options.batchShare ? 'batch' : 'single',
       timing,
       behaviour,
@@ -138,8 +151,8 @@ export function planSystem(
       duplicates: random() < options.duplicateRate ? [int(0, 4000), ...(random() < 0.3 ? [int(4000, 9000)] : [])] : [],
     };
     // from the job's index, not a draw: the plan of a seed stays the same with or without a limit
-    if (options.limited && job.type === options.limited.type)
-      payload.tag = `key-${Math.floor(i / options.types.length) % options.limited.keys}`;
+    const keys = options.tagged?.[type];
+    if (keys !== undefined) payload.tag = `key-${Math.floor(i / options.types.length) % keys}`;
     if (timing === 'sqs-short') job.delaySeconds = int(1, 20);
     if (timing === 'sqs-long') job.delaySeconds = int(300, 900);
     if (timing === 'scheduler') job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));

@@ -8,8 +8,11 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
+import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
+import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
+import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
@@ -267,7 +270,14 @@ export async function startWorld(input: {
           clock,
           logger,
           leaseMs: options.leaseMs,
-          ...(def.spec.concurrency ? { flow: new DynamoFlowSlots(c.dynamo, config.tableName) } : {}),
+          ...(def.spec.concurrency || def.spec.singleton
+            ? { flow: new DynamoFlowSlots(c.dynamo, config.tableName) }
+            : {}),
+          ...(def.spec.throttle ? { pacer: new DynamoPacer(c.dynamo, config.tableName) } : {}),
+          ...(def.spec.debounce ? { debouncer: new DynamoDebouncer(c.dynamo, config.tableName) } : {}),
+          ...(def.spec.singleton?.mode === 'cancel-running'
+            ? { control: new DynamoJobControl(c.dynamo, config.tableName) }
+            : {}),
           owner: `${def.spec.type}-r${i}-c${n}(${skew >= 0 ? '+' : ''}${skew}ms)`,
         });
         free.push(crashable(worker, deadZones, () => (killed += 1)));

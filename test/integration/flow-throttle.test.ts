@@ -20,6 +20,7 @@ import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { gcraExcess } from '../support/gcra';
 import { postJob, untilSucceeded } from '../support/local-api';
 
 const PER_KEY = 100;
@@ -37,20 +38,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await aws?.stop();
 });
-
-/** The largest excess over the GCRA bound among all windows of sorted start times (≤ 0 when it holds). */
-function gcraExcess(starts: readonly number[], intervalMs: number, burst: number, toleranceMs: number): number {
-  const sorted = [...starts].sort((a, b) => a - b);
-  let worst = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < sorted.length; i++) {
-    for (let j = i; j < sorted.length; j++) {
-      const count = j - i + 1;
-      const allowed = burst + ((sorted[j] as number) - (sorted[i] as number) + toleranceMs) / intervalMs;
-      worst = Math.max(worst, count - allowed);
-    }
-  }
-  return worst;
-}
 
 describe('throttle and rate limit on local AWS', () => {
   it(`starts ${PER_KEY * KEYS} throttled jobs within the GCRA bound (${LIMIT}/s, burst ${BURST}) and runs them all`, async () => {

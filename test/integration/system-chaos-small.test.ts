@@ -3,7 +3,9 @@
  * hundred jobs through the typed client, with every feature on (API latency and faults,
  * cancel/retry, batch, DLQ redrive, SQS and Scheduler delays, backoffs beyond 12 h on the
  * driven clock, recurring schedules under every overlap policy, two supervisors, dropped,
- * delayed and duplicated Scheduler fires, killed workers, duplicate deliveries, skewed clocks).
+ * delayed and duplicated Scheduler fires, killed workers, duplicate deliveries, skewed clocks),
+ * beside flow-controlled types (a concurrency limit, singletons of every mode sharing a scope, a
+ * throttle, a rate limit, a debounce).
  * The full run is `npm run test:chaos` (10,000 jobs).
  *
  * The seed is fixed, so `npm test` plans the same run every time (timing still varies) and every
@@ -42,6 +44,8 @@ describe('system chaos (small)', () => {
       // Often slow enough that the client gives up and the producer retries with the same id.
       apiLatencyRate: 0.12,
       clientRetries: 2,
+      // Enough flow-controlled jobs (about 12 of each type) that lines, turns and skips form.
+      flowShare: 0.3,
       dynamodbEndpoint: inject('dynamodbEndpoint'),
       deadlineMs: 200_000,
     });

@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { BackoffInput } from '../../shared/core/backoff';
 import type { ConcurrencyLimit } from '../../shared/core/flow';
-import { defineJobType } from '../../shared/core/job-type';
+import { defineJobType, type JobTypeOptions } from '../../shared/core/job-type';
 import { defineJob } from '../../shared/runtime/define-job';
 import type { FailureInfo, JobContext, JobDefinition } from '../../shared/runtime/job-definition';
 import type { DeadZones } from './faults';
@@ -194,6 +194,8 @@ export interface ProbeJobOptions {
   onFailure?: boolean;
   /** Concurrency limits of the probe type (keys usually from `tag`). @default none */
   concurrency?: ConcurrencyLimit<ProbePayload>[];
+  /** Other flow control of the probe type (keys usually from `tag`). @default none */
+  flow?: Pick<JobTypeOptions<typeof probePayload>, 'singleton' | 'throttle' | 'rateLimit' | 'debounce'>;
 }
 
 /** Waits `ms`, or until `signal` fires (then throws its reason), unless `ignoreSignal`. */
@@ -232,6 +234,7 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
       backoff: options.backoff ?? { kind: 'constant', delayMs: 100 },
     },
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...options.flow,
   });
   const run = async (payload: ProbePayload, ctx: JobContext) => {
     const execution = tracker.start(ctx.jobId, ctx.attempt);

@@ -1,0 +1,95 @@
+/**
+ * The flow-controlled job types of a system chaos run, beside its plain ones: three singleton
+ * types that share one scope (one per mode), a throttled type, a rate-limited type and a
+ * debounced type. Each job's key is its `payload.tag`. Their jobs are planned apart from the
+ * plain ones (their own draws), so a seed's plan of plain jobs is the same with or without them.
+ */
+import { paceScope, rateLimitPace, throttlePace } from '../../shared/core/pace';
+import type { ProbeJobOptions, ProbePayload } from '../support/probes';
+
+/** The singleton scope the three singleton types share. */
+export const SINGLETON_SCOPE = 'sys-one';
+
+const tag = (p: ProbePayload) => p.tag ?? 'none';
+
+/**
+ * The throttle: a start every 2 s per key, bursts of 2. Slow, so that the bound's slack (skew,
+ * late turns, claims under faults: about 4 s) is two starts, and a broken throttle shows even
+ * among the few jobs of a small run.
+ */
+export const CHAOS_THROTTLE = { limit: 1, periodSeconds: 2, burst: 2 } as const;
+/** The rate limit: 2 accepted per minute per key (the excess ends skipped). */
+export const CHAOS_RATE_LIMIT = { limit: 2, periodSeconds: 60 } as const;
+/** The debounce: one run per key after 3 s of quiet, or 10 s after the window opened. */
+export const CHAOS_DEBOUNCE = { periodSeconds: 3, maxWaitSeconds: 10 } as const;
+
+/** One flow-controlled type of the run. */
+export interface FlowType {
+  type: string;
+  /** Keys its jobs spread over. */
+  keys: number;
+  flow: NonNullable<ProbeJobOptions['flow']>;
+}
+
+/** A GCRA-paced type: its starts (throttle) or its accepted jobs (rate limit) obey the bound. */
+export interface PacedType {
+  type: string;
+  kind: 'throttle' | 'rateLimit';
+  intervalMs: number;
+  burst: number;
+  /** Pace item scope, for what was exercised. */
+  scope: string;
+}
+
+/**
+ * The flow types for `jobs` flow-controlled jobs (spread evenly over the types): keys few enough
+ * that lines form, waits and skips happen in a small run, and a large run still drains.
+ */
+export function flowTypes(jobs: number): FlowType[] {
+  const perType = Math.max(1, Math.ceil(jobs / 6));
+  const singletonKeys = Math.max(3, Math.ceil((perType * 3) / 40));
+  return [
+    { type: 'flo-q', keys: singletonKeys, flow: { singleton: { mode: 'queue', scope: SINGLETON_SCOPE, key: tag } } },
+    { type: 'flo-k', keys: singletonKeys, flow: { singleton: { mode: 'skip', scope: SINGLETON_SCOPE, key: tag } } },
+    {
+      type: 'flo-x',
+      keys: singletonKeys,
+      flow: { singleton: { mode: 'cancel-running', scope: SINGLETON_SCOPE, key: tag } },
+    },
+    { type: 'flo-t', keys: Math.ceil(perType / 20), flow: { throttle: { ...CHAOS_THROTTLE, key: tag } } },
+    {
+      type: 'flo-r',
+      keys: Math.max(2, Math.ceil(perType / 30)),
+      flow: { rateLimit: { ...CHAOS_RATE_LIMIT, key: tag } },
+    },
+    { type: 'flo-d', keys: Math.ceil(perType / 40), flow: { debounce: { ...CHAOS_DEBOUNCE, key: tag } } },
+  ];
+}
+
+/** The paced types among `types`, with their GCRA parameters. */
+export function pacedTypes(types: readonly FlowType[]): PacedType[] {
+  const out: PacedType[] = [];
+  for (const { type, flow } of types) {
+    if (flow.throttle) {
+      const pace = throttlePace(flow.throttle);
+      out.push({
+        type,
+        kind: 'throttle',
+        intervalMs: pace.intervalMs,
+        burst: flow.throttle.burst ?? 1,
+        scope: paceScope(type, 'throttle'),
+      });
+    }
+    if (flow.rateLimit) {
+      const pace = rateLimitPace(flow.rateLimit);
+      out.push({
+        type,
+        kind: 'rateLimit',
+        intervalMs: pace.intervalMs,
+        burst: flow.rateLimit.limit,
+        scope: paceScope(type, 'rateLimit'),
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,190 @@
+/**
+ * The system chaos run's flow-control invariants (8 to 11 in test/chaos/system-checks.ts) on
+ * made-up records: each holds on a record that keeps its promise and is violated by one that
+ * breaks it, so the chaos run's checks can fail.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Job } from '../../shared/core/job';
+import { type CheckInput, checkInvariants, INVARIANTS } from '../chaos/system-checks';
+import { CHAOS_RATE_LIMIT, CHAOS_THROTTLE, flowTypes, pacedTypes } from '../chaos/system-flow';
+import { SystemObserver } from '../chaos/system-observer';
+import type { PlannedJob } from '../chaos/system-plan';
+import { ProbeTracker } from '../support/probes';
+
+const T0 = Date.parse('2026-11-23T12:00:00.000Z');
+
+function planned(id: string, type: string, tag: string): PlannedJob {
+  return {
+    id,
+    type,
+    via: 'single',
+    timing: 'now',
+    behaviour: 'succeed',
+    backoffKind: 'short',
+    backoff: { kind: 'constant', delayMs: 100 },
+    payload: { tag },
+    maxAttempts: 3,
+    duplicates: [],
+  };
+}
+
+function stored(id: string, type: string, tag: string, over: Partial<Job> = {}): Job {
+  const at = new Date(T0).toISOString();
+  return {
+    id,
+    type,
+    state: 'succeeded',
+    payload: { tag },
+    payloadHash: 'h',
+    attempts: 1,
+    maxAttempts: 3,
+    createdAt: at,
+    updatedAt: at,
+    runAt: at,
+    leaseToken: 1,
+    errors: [],
+    ...over,
+  };
+}
+
+/** A world of records: jobs planned and stored, executions (real ms) and starts (driven ms). */
+class Records {
+  readonly jobs: PlannedJob[] = [];
+  readonly stored = new Map<string, Job>();
+  readonly tracker = new ProbeTracker();
+  readonly observer = new SystemObserver(T0);
+
+  job(id: string, type: string, tag: string, over: Partial<Job> = {}): this {
+    this.jobs.push(planned(id, type, tag));
+    this.stored.set(id, stored(id, type, tag, over));
+    return this;
+  }
+
+  ran(id: string, start: number, end: number, series = 0): this {
+    const e = this.tracker.start(id, 1);
+    this.tracker.end(e, 'completed');
+    e.startedAt = T0 + start;
+    e.endedAt = T0 + end;
+    const s = { attempt: 1, series, runAt: T0, drivenAt: T0 + start, realAt: T0 + start, skewMs: 0 };
+    this.observer.starts.set(id, [...(this.observer.starts.get(id) ?? []), s]);
+    return this;
+  }
+
+  check(extra: Partial<CheckInput> = {}) {
+    return checkInvariants({
+      jobs: this.jobs,
+      schedules: [],
+      stored: this.stored,
+      scheduleItems: new Map(),
+      dlqBodies: [],
+      observer: this.observer,
+      tracker: this.tracker,
+      faults: [],
+      finalNow: T0 + 3600_000,
+      slotsHandledBy: T0,
+      maxSkewMs: 0,
+      ...extra,
+    }).counts;
+  }
+}
+
+const [eight, nine, ten, eleven] = [INVARIANTS[7], INVARIANTS[8], INVARIANTS[9], INVARIANTS[10]];
+const scope = { label: 'singleton scope', types: ['flo-q', 'flo-x'], limit: 1 };
+const paced = pacedTypes(flowTypes(60));
+const throttleInterval = (CHAOS_THROTTLE.periodSeconds * 1000) / CHAOS_THROTTLE.limit;
+
+describe('chaos invariant 8: a limit over types sharing a scope', () => {
+  it('holds when two types of one key take turns, and is violated when they overlap', () => {
+    const turns = new Records().job('a', 'flo-q', 'k').job('b', 'flo-x', 'k').ran('a', 0, 100).ran('b', 100, 200);
+    expect(turns.check({ limits: [scope] })[eight]).toEqual({ checked: 2, violated: 0 });
+    const overlap = new Records().job('a', 'flo-q', 'k').job('b', 'flo-x', 'k').ran('a', 0, 100).ran('b', 50, 200);
+    expect(overlap.check({ limits: [scope] })[eight].violated).toBe(1);
+    const otherKeys = new Records().job('a', 'flo-q', 'k').job('b', 'flo-x', 'j').ran('a', 0, 100).ran('b', 50, 200);
+    expect(otherKeys.check({ limits: [scope] })[eight].violated).toBe(0);
+  });
+});
+
+describe('chaos invariant 9: no slot held by a finished job', () => {
+  it('is violated by a finished holder, not by a running one', () => {
+    const r = new Records().job('done', 'flo-q', 'k').job('busy', 'flo-q', 'j', { state: 'running' });
+    const counts = r.check({
+      slotKeys: 2,
+      slotHolders: [
+        { scope: '@sys-one', key: 'k', jobId: 'done' },
+        { scope: '@sys-one', key: 'j', jobId: 'busy' },
+      ],
+    });
+    expect(counts[nine]).toEqual({ checked: 2, violated: 1 });
+  });
+});
+
+describe('chaos invariant 10: the GCRA bound', () => {
+  it('holds for throttled starts a turn apart, and is violated by a burst beyond the slack', () => {
+    const spaced = new Records();
+    for (let i = 0; i < 8; i++)
+      spaced.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * throttleInterval, i * throttleInterval + 10);
+    expect(spaced.check({ paced, throttleToleranceMs: 4000 })[ten]).toEqual({ checked: 8, violated: 0 });
+    const burst = new Records();
+    for (let i = 0; i < 8; i++) burst.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * 100, i * 100 + 10);
+    expect(burst.check({ paced, throttleToleranceMs: 4000 })[ten].violated).toBe(1);
+  });
+
+  it('counts the rate limit on accepted jobs only', () => {
+    const at = (ms: number) => new Date(T0 + ms).toISOString();
+    const r = new Records();
+    for (let i = 0; i < 6; i++) {
+      const skipped = i >= CHAOS_RATE_LIMIT.limit;
+      r.job(`r${i}`, 'flo-r', 'k', {
+        createdAt: at(i),
+        ...(skipped ? { state: 'skipped', skipReason: { kind: 'rate-limit', key: 'k', at: at(i) } } : {}),
+      });
+    }
+    expect(r.check({ paced })[ten]).toEqual({ checked: CHAOS_RATE_LIMIT.limit, violated: 0 });
+    const over = new Records();
+    for (let i = 0; i <= CHAOS_RATE_LIMIT.limit; i++) over.job(`r${i}`, 'flo-r', 'k', { createdAt: at(i) });
+    expect(over.check({ paced })[ten].violated).toBe(1);
+  });
+});
+
+describe('chaos invariant 11: skipped jobs never ran; debounced jobs lead to their run', () => {
+  const absorbed = (by: string, key = 'k'): Partial<Job> => ({
+    state: 'skipped',
+    attempts: 0,
+    debounceKey: key,
+    skipReason: { kind: 'debounce', key, by, at: new Date(T0).toISOString() },
+  });
+
+  it('holds for a chain that ends in a run of its key', () => {
+    const r = new Records()
+      .job('d1', 'flo-d', 'k', absorbed('d2'))
+      .job('d2', 'flo-d', 'k', absorbed('d3'))
+      .job('d3', 'flo-d', 'k', { debounceKey: 'k' });
+    expect(r.check({ debounced: ['flo-d'] })[eleven]).toEqual({ checked: 2, violated: 0 });
+  });
+
+  it('is violated by a skipped job that ran, a chain to nowhere, to another key, or a loop', () => {
+    const ranAnyway = new Records()
+      .job('s', 'flo-k', 'k', { state: 'skipped', skipReason: { kind: 'singleton', key: 'k', at: '' } })
+      .ran('s', 0, 10);
+    expect(ranAnyway.check()[eleven].violated).toBe(1);
+    const nowhere = new Records().job('d1', 'flo-d', 'k', absorbed('gone'));
+    expect(nowhere.check()[eleven].violated).toBe(1);
+    const otherKey = new Records()
+      .job('d1', 'flo-d', 'k', absorbed('d2'))
+      .job('d2', 'flo-d', 'j', { debounceKey: 'j' });
+    expect(otherKey.check()[eleven].violated).toBe(1);
+    const loop = new Records().job('d1', 'flo-d', 'k', absorbed('d2')).job('d2', 'flo-d', 'k', absorbed('d1'));
+    expect(loop.check()[eleven].violated).toBe(2);
+    const stuck = new Records()
+      .job('d1', 'flo-d', 'k', absorbed('d2'))
+      .job('d2', 'flo-d', 'k', { debounceKey: 'k', state: 'queued', attempts: 0 });
+    expect(stuck.check()[eleven].violated).toBe(1);
+  });
+
+  it('a skipped job that ran in an earlier series (before an operator retry) is not a violation', () => {
+    const r = new Records()
+      .job('s', 'flo-k', 'k', { state: 'skipped', retries: 1, skipReason: { kind: 'singleton', key: 'k', at: '' } })
+      .ran('s', 0, 10, 0);
+    expect(r.check()[eleven]).toEqual({ checked: 1, violated: 0 });
+  });
+});
