@@ -47,7 +47,7 @@ describe('system chaos (small)', () => {
       // Enough flow-controlled jobs (about 12 of each type) that lines, turns and skips form.
       flowShare: 0.3,
       dynamodbEndpoint: inject('dynamodbEndpoint'),
-      deadlineMs: 200_000,
+      deadlineMs: 240_000,
     });
     console.log(report.text);
     expect(report.timedOut, `seed ${seed}`).toBe(false);
@@ -64,5 +64,5 @@ describe('system chaos (small)', () => {
     expect(violated, `seed ${seed}: invariants violated (stories printed above)`).toEqual(
       Object.fromEntries(INVARIANTS.map((name) => [name, 0])),
     );
-  }, 270_000);
+  }, 330_000);
 });
