@@ -1,5 +1,5 @@
 /**
- * Renders the bench's results as markdown tables (the same tables README.md quotes).
+ * Renders the bench's results as markdown tables (the same tables docs/cost.md quotes).
  */
 import type { ColdStartResult } from './cold-start';
 import type { CostBreakdown, CostModel, Range } from './cost-model';

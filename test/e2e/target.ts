@@ -131,7 +131,7 @@ export const NEEDS_SCHEDULER_STANDIN =
 
 /**
  * Why a flow-control test is skipped on moto: concurrency slots rely on DynamoDB serialising
- * conditional writes to one item, which moto does not (README, "moto target").
+ * conditional writes to one item, which moto does not (docs/local-development.md, "The moto target").
  */
 export const NEEDS_SERIALISED_WRITES =
   'flow control needs conditional writes to one item serialised; moto does not serialise them';

@@ -2,7 +2,7 @@
  * Supervisor-only scheduling on moto server, where EventBridge Scheduler stores schedules but
  * never fires them (as on LocalStack): a far-future job, a retry delayed beyond SQS's 12 h and
  * recurring schedules under each overlap policy run because the supervisor brings them in, and
- * within the bounds the README states ("LocalStack and a real account"). No schedule is left
+ * within the bounds docs/local-development.md states ("LocalStack and a real account"). No schedule is left
  * behind.
  *
  * Cadence: the deployed one, the EventBridge rule's "every minute", on the platform clock. A
@@ -35,10 +35,10 @@ const RULE_INTERVAL_MS = 60_000;
 const RULE_PHASE_MS = 59_000;
 /**
  * Room for what real time adds after the tick: the pass itself, SQS delivery and the worker's
- * claim on moto (measured 1–3 s; moto's writes are slow). Not part of the README's bound.
+ * claim on moto (measured 1–3 s; moto's writes are slow). Not part of the documented bound.
  */
 const PICKUP_ALLOWANCE_MS = 20_000;
-/** The README's supervisor-only bounds: each grace plus one rule interval. */
+/** The documented supervisor-only bounds (docs/local-development.md): each grace plus one rule interval. */
 const BOUND_MS = {
   /** A far-future job: starts at most 2 min after its runAt. */
   scheduled: DUE_GRACE_MS.scheduled + RULE_INTERVAL_MS,
