@@ -264,38 +264,33 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
   const paced = pacedTypes(flowed);
   const singletonTypes = flowed.filter((f) => f.flow.singleton).map((f) => f.type);
   const debouncedTypes = flowed.filter((f) => f.flow.debounce).map((f) => f.type);
+  const rates = {
+    scheduleType,
+    horizonMs: options.horizonMs,
+    leaseMs: options.leaseMs,
+    timeoutMs: options.timeoutMs,
+    batchShare: options.batchShare,
+    killRate: options.killRate,
+    duplicateRate: options.duplicateRate,
+    controlRate: options.controlRate,
+    dlqCopyRate: options.dlqCopyRate,
+  };
   const plain = planSystem(
     {
+      ...rates,
       jobs: options.jobs,
       types,
-      scheduleType,
       schedules: options.schedules,
-      horizonMs: options.horizonMs,
-      leaseMs: options.leaseMs,
-      timeoutMs: options.timeoutMs,
-      batchShare: options.batchShare,
-      killRate: options.killRate,
-      duplicateRate: options.duplicateRate,
-      controlRate: options.controlRate,
-      dlqCopyRate: options.dlqCopyRate,
       ...(limitedType ? { tagged: { [limitedType]: flowKeys } } : {}),
     },
     random,
   );
   const flowPlan = planSystem(
     {
+      ...rates,
       jobs: flowJobs,
       types: flowed.map((f) => f.type),
-      scheduleType,
       schedules: 0,
-      horizonMs: options.horizonMs,
-      leaseMs: options.leaseMs,
-      timeoutMs: options.timeoutMs,
-      batchShare: options.batchShare,
-      killRate: options.killRate,
-      duplicateRate: options.duplicateRate,
-      controlRate: options.controlRate,
-      dlqCopyRate: options.dlqCopyRate,
       tagged: Object.fromEntries(flowed.map((f) => [f.type, f.keys])),
       undelayed: debouncedTypes,
       idPrefix: 'flo',

@@ -4,7 +4,7 @@
  * debounced type. Each job's key is its `payload.tag`. Their jobs are planned apart from the
  * plain ones (their own draws), so a seed's plan of plain jobs is the same with or without them.
  */
-import { paceScope, rateLimitPace, throttlePace } from '../../shared/core/pace';
+import { rateLimitPace, throttlePace } from '../../shared/core/pace';
 import type { ProbeJobOptions, ProbePayload } from '../support/probes';
 
 /** The singleton scope the three singleton types share. */
@@ -37,8 +37,6 @@ export interface PacedType {
   kind: 'throttle' | 'rateLimit';
   intervalMs: number;
   burst: number;
-  /** Pace item scope, for what was exercised. */
-  scope: string;
 }
 
 /**
@@ -69,27 +67,11 @@ export function flowTypes(jobs: number): FlowType[] {
 /** The paced types among `types`, with their GCRA parameters. */
 export function pacedTypes(types: readonly FlowType[]): PacedType[] {
   const out: PacedType[] = [];
+  const add = (type: string, kind: PacedType['kind'], pace: { intervalMs: number }, burst: number) =>
+    out.push({ type, kind, intervalMs: pace.intervalMs, burst });
   for (const { type, flow } of types) {
-    if (flow.throttle) {
-      const pace = throttlePace(flow.throttle);
-      out.push({
-        type,
-        kind: 'throttle',
-        intervalMs: pace.intervalMs,
-        burst: flow.throttle.burst ?? 1,
-        scope: paceScope(type, 'throttle'),
-      });
-    }
-    if (flow.rateLimit) {
-      const pace = rateLimitPace(flow.rateLimit);
-      out.push({
-        type,
-        kind: 'rateLimit',
-        intervalMs: pace.intervalMs,
-        burst: flow.rateLimit.limit,
-        scope: paceScope(type, 'rateLimit'),
-      });
-    }
+    if (flow.throttle) add(type, 'throttle', throttlePace(flow.throttle), flow.throttle.burst ?? 1);
+    if (flow.rateLimit) add(type, 'rateLimit', rateLimitPace(flow.rateLimit), flow.rateLimit.limit);
   }
   return out;
 }
