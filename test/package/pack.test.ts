@@ -268,6 +268,17 @@ describe('a clean consumer', () => {
     run(process.execPath, [join(consumer, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: consumer });
   });
 
+  it('asks for the API entry, which the package cannot know (it holds no job types)', () => {
+    const script = [
+      "import { App, Stack } from 'aws-cdk-lib';",
+      "import { JobPlatform } from 'orrery-jobs/cdk';",
+      "try { new JobPlatform(new Stack(new App(), 'S'), 'Jobs'); console.log('created'); }",
+      'catch (error) { console.log(error.message); }',
+    ].join('\n');
+    const out = run(process.execPath, ['--input-type=module', '-e', script], { cwd: consumer });
+    expect(out).toContain('apiEntry is required');
+  });
+
   it('runs the orrery bin', () => {
     const bin = join(consumer, 'node_modules', '.bin', 'orrery');
     expect(existsSync(bin)).toBe(true);
