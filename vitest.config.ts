@@ -7,7 +7,8 @@ import { defineConfig } from 'vitest/config';
  * - integration: real AWS SDK against local AWS (DynamoDB Local, fauxqs, Scheduler stand-in);
  * - e2e: the HTTP API and workers end to end, against local AWS or a deployed stack;
  * - moto (`npm run test:moto`): the e2e suite and the supervisor-only scenarios (test/moto) on
- *   moto server, a second AWS implementation whose Scheduler never fires (each file starts its own).
+ *   moto server, a second AWS implementation whose Scheduler never fires (each file starts its own);
+ * - package (`npm run test:package`): the packed `orrery-jobs` tarball, installed into a clean consumer.
  */
 export default defineConfig({
   test: {
@@ -39,6 +40,14 @@ export default defineConfig({
           pool: 'forks',
           testTimeout: 120_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'package',
+          include: ['test/package/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
         },
       },
       {

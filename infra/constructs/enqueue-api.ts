@@ -5,6 +5,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV, type Route } from '../../shared/config';
+import { FROM_SOURCES, platformEntry } from '../paths';
 import { acknowledge } from './acknowledge';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
@@ -40,8 +41,10 @@ export interface EnqueueApiProps {
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
   /**
-   * Handler file, absolute or relative to the repository root.
-   * @default 'functions/api.ts'
+   * Handler file, absolute or relative to the repository root (from the installed package: to
+   * the working directory). It exports `handler = createLambdaApiHandler(catalog)`, the API
+   * built with the specs of the job types it accepts.
+   * @default 'functions/api.ts' (the example catalog) in this repository; required from the package
    */
   readonly entry?: string;
   /** @default 512 */
@@ -79,7 +82,7 @@ export class EnqueueApi extends Construct {
     super(scope, id);
     const routes = Lazy.string({ produce: () => Stack.of(this).toJsonString(this.routeConfig()) });
     this.handler = new OrreryFunction(this, 'Handler', {
-      entry: props.entry ?? 'functions/api.ts',
+      entry: props.entry ?? defaultApiEntry(),
       description: 'Orrery enqueue API (Function URL, AWS_IAM auth)',
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
@@ -138,4 +141,13 @@ export class EnqueueApi extends Construct {
     }
     return config;
   }
+}
+
+/** The repository's API entry (the example job types); the package ships none, so the app names its own. */
+function defaultApiEntry(): string {
+  if (FROM_SOURCES) return platformEntry('api');
+  throw new Error(
+    'JobPlatform: apiEntry is required: a file of your app that exports ' +
+      "`handler = createLambdaApiHandler(catalog)` (from 'orrery-jobs/runtime') with the specs of your job types",
+  );
 }

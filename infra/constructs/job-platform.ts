@@ -42,8 +42,10 @@ export interface JobPlatformProps {
    */
   readonly apiTimeout?: Duration;
   /**
-   * Handler file of the enqueue API, absolute or relative to the repository root.
-   * @default 'functions/api.ts'
+   * Handler file of the enqueue API, absolute or relative to the repository root (from the
+   * installed package: to the working directory). It exports
+   * `handler = createLambdaApiHandler(catalog)` with the specs of the job types the API accepts.
+   * @default 'functions/api.ts' (the example catalog) in this repository; required from the package
    */
   readonly apiEntry?: string;
   /**
@@ -82,8 +84,8 @@ export interface JobTypeResources {
  * queue, dead-letter queue and worker Lambda.
  *
  * @example
- * const platform = new JobPlatform(this, 'Orrery', { retentionDays: 14 });
- * platform.addJobType({ spec: sendEmailJob, entry: 'functions/jobs/send-email.ts', concurrency: 20 });
+ * const platform = new JobPlatform(this, 'Orrery', { apiEntry: 'jobs/api.ts', retentionDays: 14 });
+ * platform.addJobType({ spec: sendEmailJob, entry: 'jobs/send-email.ts', concurrency: 20 });
  * platform.grantEnqueue(backendRole);
  */
 export class JobPlatform extends Construct {

@@ -11,7 +11,10 @@ export type JobTypeInfo = Pick<JobTypeSpec, 'type' | 'timeoutMs'> & {
 export interface JobTypeOptions {
   /** The job type's spec, e.g. from `functions/jobs/catalog.ts`. */
   readonly spec: JobTypeInfo;
-  /** Handler file (absolute, or relative to the repository root) exporting `handler`. */
+  /**
+   * Handler file exporting `handler`: absolute, or relative to the repository root (from the
+   * installed package: to the working directory). It is bundled from the app's own project.
+   */
   readonly entry: string;
   /**
    * Most concurrent worker invocations for this type (event source mapping

@@ -4,7 +4,7 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel, NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { type ILogGroup, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { fromRepoRoot, LOCK_FILE, REPO_ROOT } from '../paths';
+import { bundlingProject, fromRepoRoot } from '../paths';
 import { acknowledge, XRAY_WILDCARD_REASON } from './acknowledge';
 
 /**
@@ -17,7 +17,10 @@ const ESM_REQUIRE_BANNER =
   'const require = __orreryCreateRequire(import.meta.url);';
 
 export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 'logRetention' | 'logGroup'> {
-  /** Handler file: absolute, or relative to the repository root. Must export `handler`. */
+  /**
+   * Handler file: absolute, or relative to the repository root (from the installed package: to
+   * the working directory). Must export `handler`.
+   */
   readonly entry: string;
   /**
    * Log group to write to; the execution role gets write access to it.
@@ -66,8 +69,7 @@ export class OrreryFunction extends NodejsFunction {
       tracing: Tracing.ACTIVE,
       ...functionProps,
       entry: fromRepoRoot(props.entry),
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: LOCK_FILE,
+      ...bundlingProject(),
       role,
       logGroup,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },

@@ -7,6 +7,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV } from '../../shared/config';
 import { JOB_TABLE } from '../../shared/core/table';
+import { platformEntry } from '../paths';
 import { acknowledge } from './acknowledge';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
@@ -43,7 +44,7 @@ export interface SupervisorProps {
   readonly schedule?: Schedule;
   /**
    * Handler file, absolute or relative to the repository root.
-   * @default 'functions/supervisor.ts'
+   * @default Orrery's own (`functions/supervisor.ts`; in the package, `dist/functions/supervisor.js`)
    */
   readonly entry?: string;
   /** @default RetentionDays.ONE_MONTH */
@@ -76,7 +77,7 @@ export class Supervisor extends Construct {
     super(scope, id);
     const routes = Lazy.string({ produce: () => Stack.of(this).toJsonString(this.routeConfig()) });
     this.handler = new OrreryFunction(this, 'Handler', {
-      entry: props.entry ?? 'functions/supervisor.ts',
+      entry: props.entry ?? platformEntry('supervisor'),
       description: 'Orrery supervisor: repairs lost jobs and fires missed schedule fires (every minute)',
       memorySize: 512,
       timeout: Duration.seconds(60),

