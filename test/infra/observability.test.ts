@@ -1,4 +1,4 @@
-import { App, Duration, type PolicyViolation, Validations } from 'aws-cdk-lib';
+import { App, Duration, type PolicyViolation } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
