@@ -89,6 +89,20 @@ describe('Lambda runtime', () => {
     expect(untraced.clients.dynamo.middlewareStack.identify().join()).not.toMatch(/XRaySDKInstrumentation/);
   });
 
+  it('with tracing on in a bundle built without the Tracer, fails with a ConfigError that says so', async () => {
+    vi.doMock('@aws-lambda-powertools/tracer', () => {
+      throw new Error("Cannot find package '@aws-lambda-powertools/tracer'");
+    });
+    try {
+      for (const [name, value] of Object.entries({ ...ENV, ORRERY_TRACING: 'true' })) vi.stubEnv(name, value);
+      await expect(startLambdaRuntime()).rejects.toThrow(
+        /^ORRERY_TRACING is true, but this function was bundled without the Powertools Tracer \(JobPlatform bundles it only with `tracing: true`\)/,
+      );
+    } finally {
+      vi.doUnmock('@aws-lambda-powertools/tracer');
+    }
+  });
+
   it('fails the build with a ConfigError naming a missing variable', async () => {
     for (const [name, value] of Object.entries({ ...ENV, ORRERY_TABLE: '' })) vi.stubEnv(name, value);
     await expect(startLambdaRuntime()).rejects.toThrow('environment variable ORRERY_TABLE is not set');
