@@ -46,17 +46,21 @@ export function payloadKey(id: string, payloadHash: string): string {
 
 /**
  * DynamoDB's size of an item, as it bills writes: attribute names plus values (strings as
- * UTF-8, numbers about one byte per two digits plus one).
+ * UTF-8, numbers about one byte per two digits plus one, a map or list 3 bytes plus its
+ * elements, a list element 1 byte more).
  */
 export function itemBytes(item: Item): number {
   let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name, 'utf8');
-    if (value.S !== undefined) bytes += Buffer.byteLength(value.S, 'utf8');
-    else if (value.N !== undefined) bytes += Math.ceil(value.N.length / 2) + 1;
-    else bytes += 8;
-  }
+  for (const [name, value] of Object.entries(item)) bytes += Buffer.byteLength(name, 'utf8') + valueBytes(value);
   return bytes;
+}
+
+function valueBytes(value: AttributeValue): number {
+  if (value.S !== undefined) return Buffer.byteLength(value.S, 'utf8');
+  if (value.N !== undefined) return Math.ceil(value.N.length / 2) + 1;
+  if (value.M !== undefined) return 3 + itemBytes(value.M);
+  if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueBytes(element), 0);
+  return 8;
 }
 
 /**
