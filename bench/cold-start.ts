@@ -19,6 +19,9 @@ const ESM_REQUIRE_BANNER =
   "import { createRequire as __orreryCreateRequire } from 'node:module'; " +
   'const require = __orreryCreateRequire(import.meta.url);';
 
+/** As infra/constructs/orrery-function.ts: the Tracer is bundled only into a function that traces. */
+const TRACER_MODULE = '@aws-lambda-powertools/tracer';
+
 const COMMON: BuildOptions = {
   bundle: true,
   platform: 'node',
@@ -110,15 +113,18 @@ export async function measureColdStart(runs: number): Promise<ColdStartResult> {
     const entries = [
       { name: 'api', entry: 'functions/api.ts' },
       { name: 'worker (echo)', entry: 'functions/jobs/echo.ts' },
+      // JobPlatform `tracing: true`: the Powertools Tracer and the X-Ray SDK in the bundle (loaded only then)
+      { name: 'worker (echo), tracing on', entry: 'functions/jobs/echo.ts', traced: true },
       { name: 'supervisor', entry: 'functions/supervisor.ts' },
     ];
     const bundles: (BundleFigure & { built?: Built })[] = [];
-    for (const [i, { name, entry }] of entries.entries()) {
+    for (const [i, { name, entry, traced }] of entries.entries()) {
       if (!existsSync(join(ROOT, entry))) {
         bundles.push({ name, entry, status: 'not implemented yet' });
         continue;
       }
-      const built = await bundle({ entryPoints: [join(ROOT, entry)] }, join(dir, `fn-${i}.mjs`));
+      const external = traced ? [] : [TRACER_MODULE];
+      const built = await bundle({ entryPoints: [join(ROOT, entry)], external }, join(dir, `fn-${i}.mjs`));
       bundles.push({ name, entry, status: 'measured', built });
     }
     const sets = new Map<string, string[]>();

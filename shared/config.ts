@@ -1,3 +1,4 @@
+import { isMetricsNamespace, METRICS_NAMESPACE } from './core/metrics';
 import { ConfigError } from './errors';
 import type { LogLevel } from './logger';
 
@@ -19,6 +20,10 @@ export const ENV = {
   retentionDays: 'ORRERY_RETENTION_DAYS',
   /** `debug`, `info` (default), `warn`, `error` or `silent`. */
   logLevel: 'ORRERY_LOG_LEVEL',
+  /** `true`: the Powertools Tracer captures the AWS SDK clients (X-Ray subsegments). Default off. */
+  tracing: 'ORRERY_TRACING',
+  /** CloudWatch namespace of the platform's metrics. @default 'Orrery' */
+  metricsNamespace: 'ORRERY_METRICS_NAMESPACE',
 } as const;
 
 /** Where one job type's messages go. */
@@ -28,6 +33,8 @@ export interface Route {
   /** The type's dead-letter queue, which the API peeks and redrives (set for the API). */
   dlqUrl?: string;
   dlqArn?: string;
+  /** Receives after which SQS moves a message to the DLQ (set for the worker: it counts what it dead-letters). */
+  maxReceiveCount?: number;
 }
 
 /** What the enqueue API needs to know about its deployment. */
@@ -40,6 +47,10 @@ export interface PlatformConfig {
   retentionDays: number;
   /** @default 'info' */
   logLevel: LogLevel;
+  /** Capture the AWS SDK clients with the Powertools Tracer. @default false */
+  tracing?: boolean;
+  /** CloudWatch namespace of the metrics. @default METRICS_NAMESPACE ('Orrery') */
+  metricsNamespace?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -82,6 +93,12 @@ function parseRoutes(raw: string): Record<string, Route> {
     if (typeof route.dlqUrl === 'string' && typeof route.dlqArn === 'string') {
       Object.assign(routes[type], { dlqUrl: route.dlqUrl, dlqArn: route.dlqArn });
     }
+    if (route.maxReceiveCount !== undefined) {
+      if (!Number.isInteger(route.maxReceiveCount) || route.maxReceiveCount < 1) {
+        throw new ConfigError(`${ENV.routes}.${type}.maxReceiveCount must be a positive integer`);
+      }
+      Object.assign(routes[type], { maxReceiveCount: route.maxReceiveCount });
+    }
   }
   return routes;
 }
@@ -97,6 +114,22 @@ function logLevel(env: Env): LogLevel {
   return raw as LogLevel;
 }
 
+function tracing(env: Env): boolean {
+  const raw = env[ENV.tracing];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new ConfigError(`${ENV.tracing} must be true or false (got ${raw})`);
+}
+
+function metricsNamespace(env: Env): string {
+  const raw = env[ENV.metricsNamespace];
+  if (raw === undefined || raw === '') return METRICS_NAMESPACE;
+  if (!isMetricsNamespace(raw)) {
+    throw new ConfigError(`${ENV.metricsNamespace} is not a CloudWatch namespace of our own (got ${raw})`);
+  }
+  return raw;
+}
+
 /**
  * Reads the configuration shared by the enqueue API and the workers (a worker's routes hold
  * its own type); throws {@link ConfigError} naming a missing or malformed variable.
@@ -109,6 +142,8 @@ export function platformConfigFromEnv(env: Env = process.env): PlatformConfig {
     schedulerRoleArn: requireEnv(env, ENV.schedulerRoleArn),
     retentionDays: retentionDays(env),
     logLevel: logLevel(env),
+    tracing: tracing(env),
+    metricsNamespace: metricsNamespace(env),
   };
 }
 
@@ -121,5 +156,7 @@ export function platformConfigToEnv(config: PlatformConfig): Record<string, stri
     [ENV.schedulerRoleArn]: config.schedulerRoleArn,
     [ENV.retentionDays]: String(config.retentionDays),
     [ENV.logLevel]: config.logLevel,
+    ...(config.tracing ? { [ENV.tracing]: 'true' } : {}),
+    ...(config.metricsNamespace !== undefined ? { [ENV.metricsNamespace]: config.metricsNamespace } : {}),
   };
 }

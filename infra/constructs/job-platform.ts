@@ -1,8 +1,10 @@
 import { CfnOutput, type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { Grant, IGrantable } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { ENV } from '../../shared/config';
+import { isMetricsNamespace, METRICS_NAMESPACE } from '../../shared/core/metrics';
 import { lambdaTimeoutSeconds } from '../../shared/core/queue-settings';
 import type { LogLevel } from '../../shared/logger';
 import { EnqueueApi } from './enqueue-api';
@@ -10,6 +12,8 @@ import { JobQueue } from './job-queue';
 import { JobTable } from './job-table';
 import { type JobTypeOptions, pascalCase, resolveJobTypeOptions } from './job-type-options';
 import { JobWorker } from './job-worker';
+import { PlatformAlarms } from './platform-alarms';
+import { PlatformDashboard } from './platform-dashboard';
 import { SchedulerAccess } from './scheduler-access';
 import { Supervisor } from './supervisor';
 
@@ -69,6 +73,42 @@ export interface JobPlatformProps {
    * @default true
    */
   readonly outputs?: boolean;
+  /**
+   * Trace the AWS requests of every function: the Powertools Tracer captures the SDK clients, so
+   * each request is an X-Ray subsegment of the invocation's trace (`ORRERY_TRACING`). The
+   * functions' Lambda active tracing is on either way (the invocation's own segment); this adds
+   * the Tracer's cold-start cost (it is loaded only when on) and larger traces.
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
+   * CloudWatch namespace of the job metrics (`ORRERY_METRICS_NAMESPACE`): give each platform in
+   * an account and Region its own, or their metrics and alarms mix.
+   * @default 'Orrery'
+   */
+  readonly metricsNamespace?: string;
+  /**
+   * Where the platform's alarms send their ALARM and OK notifications (see {@link PlatformAlarms}).
+   * A topic encrypted with a customer managed KMS key must let CloudWatch use the key.
+   * @default no notification: the alarms only change state
+   */
+  readonly alarmTopic?: ITopic;
+  /**
+   * A job type's failure rate (`failed / (succeeded + failed)` over 5 minutes, 0–1) above which its alarm fires.
+   * @default 0.1
+   */
+  readonly failureRateThreshold?: number;
+  /**
+   * Age of a ready queue's oldest message above which its alarm fires. Keep it above the
+   * backoff of your jobs' first retries (a message waiting for one counts).
+   * @default Duration.hours(1)
+   */
+  readonly oldestMessageAgeThreshold?: Duration;
+  /**
+   * Name of the CloudWatch dashboard.
+   * @default a name CloudFormation generates
+   */
+  readonly dashboardName?: string;
 }
 
 /** What {@link JobPlatform.addJobType} created for one job type. */
@@ -94,6 +134,10 @@ export class JobPlatform extends Construct {
   readonly api: EnqueueApi;
   /** Repairs lost work and fires missed schedule fires, every minute. */
   readonly supervisor: Supervisor;
+  /** The CloudWatch alarms; each job type adds its own. */
+  readonly alarms: PlatformAlarms;
+  /** The CloudWatch dashboard; each job type adds its rows. */
+  readonly dashboard: PlatformDashboard;
   private readonly types = new Map<string, JobTypeResources>();
   private readonly environment: Record<string, string>;
   private readonly logRetention: RetentionDays;
@@ -109,6 +153,10 @@ export class JobPlatform extends Construct {
     if (!Number.isInteger(apiMemoryMb) || apiMemoryMb < 128 || apiMemoryMb > 10_240) {
       throw new Error(`JobPlatform: apiMemoryMb must be an integer from 128 to 10240 (got ${apiMemoryMb})`);
     }
+    const namespace = props.metricsNamespace ?? METRICS_NAMESPACE;
+    if (!isMetricsNamespace(namespace)) {
+      throw new Error(`JobPlatform: metricsNamespace must be a CloudWatch namespace of our own (got ${namespace})`);
+    }
     this.logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     this.outputs = props.outputs ?? true;
 
@@ -123,6 +171,8 @@ export class JobPlatform extends Construct {
       [ENV.schedulerRoleArn]: this.scheduler.role.roleArn,
       [ENV.retentionDays]: String(retentionDays),
       [ENV.logLevel]: props.logLevel ?? 'info',
+      [ENV.metricsNamespace]: namespace,
+      ...(props.tracing ? { [ENV.tracing]: 'true' } : {}),
     };
     this.api = new EnqueueApi(this, 'Api', {
       jobTable: this.jobTable,
@@ -138,6 +188,23 @@ export class JobPlatform extends Construct {
       scheduler: this.scheduler,
       environment: this.environment,
       logGroupRetention: this.logRetention,
+    });
+    const watched = {
+      table: this.jobTable.table,
+      api: this.api.handler,
+      supervisor: this.supervisor.handler,
+      namespace,
+    };
+    this.alarms = new PlatformAlarms(this, 'Alarms', {
+      ...watched,
+      alarmTopic: props.alarmTopic,
+      failureRateThreshold: props.failureRateThreshold,
+      oldestMessageAgeThreshold: props.oldestMessageAgeThreshold,
+    });
+    this.dashboard = new PlatformDashboard(this, 'Dashboard', {
+      ...watched,
+      dashboardName: props.dashboardName,
+      alarms: [...this.alarms.alarms.values()],
     });
     this.node.addValidation({
       validate: () => (this.types.size === 0 ? ['JobPlatform has no job types: call addJobType() at least once'] : []),
@@ -195,6 +262,8 @@ export class JobPlatform extends Construct {
       logGroupRetention: this.logRetention,
     });
     this.api.addRoute(type, queues.queue, queues.deadLetterQueue);
+    const watched = { type, queue: queues.queue, deadLetterQueue: queues.deadLetterQueue, worker: worker.handler };
+    this.dashboard.addJobType({ ...watched, alarms: this.alarms.addJobType(watched) });
     this.supervisor.addRoute(type, queues.queue);
     this.scheduler.allowSendTo(queues.queue);
 

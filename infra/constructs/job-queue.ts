@@ -29,10 +29,13 @@ export class JobQueue extends Construct {
   readonly queue: Queue;
   /** Where messages land after `maxReceiveCount` receives. */
   readonly deadLetterQueue: Queue;
+  /** Receives before SQS moves a message to the DLQ. */
+  readonly maxReceiveCount: number;
 
   constructor(scope: Construct, id: string, props: JobQueueProps) {
     super(scope, id);
     const maxReceiveCount = props.maxReceiveCount ?? MAX_RECEIVE_COUNT;
+    this.maxReceiveCount = maxReceiveCount;
     const retentionPeriod = Duration.seconds(RETENTION_SECONDS);
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
       encryption: QueueEncryption.SQS_MANAGED,

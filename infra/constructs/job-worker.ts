@@ -3,7 +3,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { ENV } from '../../shared/config';
+import { ENV, type Route } from '../../shared/config';
 import { acknowledge } from './acknowledge';
 import type { JobQueue } from './job-queue';
 import type { JobTable } from './job-table';
@@ -55,8 +55,13 @@ export class JobWorker extends Construct {
   constructor(scope: Construct, id: string, props: JobWorkerProps) {
     super(scope, id);
     const { queue } = props.queues;
+    // with the DLQ's receive count, so that the worker counts the messages it dead-letters
     const ownRoute = Stack.of(this).toJsonString({
-      [props.type]: { queueUrl: queue.queueUrl, queueArn: queue.queueArn },
+      [props.type]: {
+        queueUrl: queue.queueUrl,
+        queueArn: queue.queueArn,
+        maxReceiveCount: props.queues.maxReceiveCount,
+      } satisfies Route,
     });
     this.handler = new OrreryFunction(this, 'Handler', {
       entry: props.entry,

@@ -4,6 +4,7 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel, NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { type ILogGroup, LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { ENV } from '../../shared/config';
 import { bundlingProject, fromRepoRoot } from '../paths';
 import { acknowledge, XRAY_WILDCARD_REASON } from './acknowledge';
 
@@ -15,6 +16,13 @@ import { acknowledge, XRAY_WILDCARD_REASON } from './acknowledge';
 const ESM_REQUIRE_BANNER =
   "import { createRequire as __orreryCreateRequire } from 'node:module'; " +
   'const require = __orreryCreateRequire(import.meta.url);';
+
+/**
+ * The Powertools Tracer, with the X-Ray SDK it loads (about 120 KB minified), is left out of the
+ * bundle of a function whose environment does not turn tracing on (`ORRERY_TRACING`): it is only
+ * imported when tracing is on, and parsing it would slow every cold start (see docs/observability.md).
+ */
+export const TRACER_MODULE = '@aws-lambda-powertools/tracer';
 
 export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 'logRetention' | 'logGroup'> {
   /**
@@ -37,7 +45,8 @@ export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 
 /**
  * A NodejsFunction with Orrery's house defaults: Node.js 24 on arm64, an ESM bundle built by
  * the local esbuild (Docker is never used) with our pinned AWS SDK inside, minified with source
- * maps, active X-Ray tracing, and its own log group with a one-month retention. The execution
+ * maps, active X-Ray tracing (the Powertools Tracer bundled only when `ORRERY_TRACING` is on), and
+ * its own log group with a one-month retention. The execution
  * role is created here with an inline policy (logs to its own group only) instead of the
  * `AWSLambdaBasicExecutionRole` managed policy, which would allow writing to any log group.
  *
@@ -82,6 +91,7 @@ export class OrreryFunction extends NodejsFunction {
         sourcesContent: false,
         bundleAwsSDK: true,
         forceDockerBundling: false,
+        externalModules: environment?.[ENV.tracing] === 'true' ? [] : [TRACER_MODULE],
         logLevel: LogLevel.WARNING,
         ...bundling,
       },

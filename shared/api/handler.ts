@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../core/clock';
 import type { Debouncer } from '../core/debounce';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
+import type { Metrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
@@ -29,6 +30,8 @@ export interface ApiDeps {
   /** @default systemClock */
   clock?: Clock;
   logger?: Logger;
+  /** Where `JobsEnqueued` goes. @default noMetrics */
+  metrics?: Metrics;
   /** Recurring schedules' store and trigger. @default built from the environment on first use */
   schedules?: ScheduleRouteDeps['schedules'];
   /** Concurrency slots, for `GET /types/{type}/keys/{key}`. Without it that route answers 404. */

@@ -14,6 +14,7 @@ import {
 import { resolveFlowKeys, resolveSingletonKey } from '../core/flow';
 import { canonicalJson, type Job, type JobMessage, type JobView, type SkipReason, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
+import { METRIC, type Metrics } from '../core/metrics';
 import { type Pacer, paceScope, rateLimitPace, resolvePaceKey } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
@@ -40,6 +41,8 @@ export interface JobsServiceDeps {
   pacer?: Pacer;
   /** Debounce windows; required when a job type has a `debounce`. */
   debouncer?: Debouncer;
+  /** Counts the jobs created (`JobsEnqueued`). @default nothing is counted */
+  metrics?: Metrics;
 }
 
 export function payloadHash(type: string, payload: unknown): string {
@@ -223,6 +226,8 @@ export class JobsService {
       }
       return { created: false, job: view };
     }
+    // created, and not turned away by its rate limit
+    if (!skipReason) this.deps.metrics?.add(METRIC.enqueued, job.type);
     if (debounced) {
       const debounceScopeOf = debounceScope(spec.type);
       if (debounced.previous !== undefined) await this.replace(debounced.previous, job.id, debounced.key, now);

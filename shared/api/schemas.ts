@@ -98,6 +98,17 @@ export const jobViewSchema = z
       })
       .optional()
       .meta({ description: 'Only for a skipped job: why flow control turned it away' }),
+    cost: z
+      .object({
+        requests: z.int().min(0).meta({ description: 'AWS requests (HTTP requests, SDK retries included)' }),
+        writeUnits: z.number().min(0).meta({ description: 'DynamoDB write units consumed' }),
+      })
+      .strict()
+      .optional()
+      .meta({
+        description:
+          "Only once an attempt ended: what the platform's own AWS requests for the job cost, over the deliveries that ran an attempt (the handler's own calls are not in it)",
+      }),
   })
   .strict();
 

@@ -1,6 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { CostRecorder } from '../core/metrics';
+import { meterCost } from './cost-middleware';
 
 /** The AWS SDK clients Orrery uses. Pass your own (e.g. with extra middleware) or let one be built. */
 export interface AwsClients {
@@ -9,11 +11,31 @@ export interface AwsClients {
   scheduler: SchedulerClient;
 }
 
+export interface AwsClientOptions {
+  /**
+   * Counts each request and DynamoDB write unit of these clients for the job being handled
+   * (see shared/aws/cost-middleware.ts).
+   * @default no metering
+   */
+  cost?: CostRecorder;
+}
+
 /**
  * Builds clients from the default configuration chain: region, credentials and endpoints come
  * from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SQS`,
  * `AWS_ENDPOINT_URL_SCHEDULER`, ...), which is how local AWS and LocalStack are reached.
+ *
+ * @example
+ * const meter = new CostMeter();
+ * const clients = createAwsClients({ cost: meter });
  */
-export function createAwsClients(): AwsClients {
-  return { dynamo: new DynamoDBClient({}), sqs: new SQSClient({}), scheduler: new SchedulerClient({}) };
+export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
+  const clients = { dynamo: new DynamoDBClient({}), sqs: new SQSClient({}), scheduler: new SchedulerClient({}) };
+  const { cost } = options;
+  if (cost) {
+    meterCost(clients.dynamo, cost);
+    meterCost(clients.sqs, cost);
+    meterCost(clients.scheduler, cost);
+  }
+  return clients;
 }

@@ -20,6 +20,7 @@ import {
   type WaitingFor,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
+import { addCost, type JobCost, NO_COST } from '../core/metrics';
 import type { ClaimResult, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
@@ -45,27 +46,31 @@ export function payloadKey(id: string, payloadHash: string): string {
 
 /**
  * DynamoDB's size of an item, as it bills writes: attribute names plus values (strings as
- * UTF-8, numbers about one byte per two digits plus one).
+ * UTF-8, numbers about one byte per two digits plus one, a map or list 3 bytes plus its
+ * elements, a list element 1 byte more).
  */
 export function itemBytes(item: Item): number {
   let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name, 'utf8');
-    if (value.S !== undefined) bytes += Buffer.byteLength(value.S, 'utf8');
-    else if (value.N !== undefined) bytes += Math.ceil(value.N.length / 2) + 1;
-    else bytes += 8;
-  }
+  for (const [name, value] of Object.entries(item)) bytes += Buffer.byteLength(name, 'utf8') + valueBytes(value);
   return bytes;
+}
+
+function valueBytes(value: AttributeValue): number {
+  if (value.S !== undefined) return Buffer.byteLength(value.S, 'utf8');
+  if (value.N !== undefined) return Math.ceil(value.N.length / 2) + 1;
+  if (value.M !== undefined) return 3 + itemBytes(value.M);
+  if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueBytes(element), 0);
+  return 8;
 }
 
 /**
  * What the status item gains after its create on the way to success: the lease (owner, message,
- * expiry, start), the finish, TTL and last writer (about 250 bytes), with some margin. A payload
+ * expiry, start), the finish, TTL, last writer and cost (about 280 bytes), with some margin. A payload
  * stays inline only if the item still fits in 1 KB (one write unit) with all of it. A failed
  * attempt adds its error summary (up to about 330 bytes), which may take a job whose payload
  * just fits over 1 KB on the failure path only.
  */
-export const STATUS_ITEM_GROWTH_BYTES = 280;
+export const STATUS_ITEM_GROWTH_BYTES = 312;
 
 /** What a status item may weigh to be written for one write unit. */
 export const ONE_WRITE_UNIT_BYTES = 1024;
@@ -146,6 +151,7 @@ export function toItem(job: Job, external = false): Item {
       debounceWindow: job.debounceWindow,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
+      cost: job.cost === undefined ? undefined : { requests: job.cost.requests, writeUnits: job.cost.writeUnits },
       ...createDueAttributes(job),
       gsi1pk: keys.byType(job.type, job.id),
       gsi1sk: keys.created(job.createdAt, job.id),
@@ -163,8 +169,50 @@ export function errorKey(id: string, n: number): string {
   return `${keys.job(id)}#err#${n}`;
 }
 
+/** The write units of a write of `bytes`: 1 per KB started, at least 1. */
+function writeUnits(bytes: number): number {
+  return Math.max(1, Math.ceil(bytes / ONE_WRITE_UNIT_BYTES));
+}
+
+/**
+ * Whether the job's payload has an item of its own: the test {@link DynamoJobStore.create} made,
+ * repeated on the job as it was created (what it gained since taken away).
+ */
+function payloadIsExternal(job: Job): boolean {
+  const {
+    leaseOwner: _owner,
+    leaseMessage: _message,
+    leaseExpiresAt: _expires,
+    startedAt: _started,
+    finishedAt: _finished,
+    lastWriter: _writer,
+    lastError: _lastError,
+    result: _result,
+    progress: _progress,
+    waitingFor: _waiting,
+    cost: _cost,
+    ...created
+  } = job;
+  return itemBytes(toItem({ ...created, errors: [] })) + STATUS_ITEM_GROWTH_BYTES > ONE_WRITE_UNIT_BYTES;
+}
+
+/**
+ * The write units of an `UpdateItem` of the status item from `before` to `after`, as DynamoDB
+ * bills it: the larger of the two items' sizes, in KB started. An estimate (it cannot see the
+ * attributes other writers added); what DynamoDB reported shows in the `WriteUnits` metric.
+ */
+export function statusWriteUnits(before: Job, after: Job): number {
+  const external = payloadIsExternal(before);
+  return writeUnits(Math.max(itemBytes(toItem(before, external)), itemBytes(toItem(after, external))));
+}
+
 /** How long a payload item outlives its job's `runAt`: a year of horizon plus a year of retries and retention. */
 export const PAYLOAD_RETENTION_DAYS = 2 * 366;
+
+/** The item of a job's `n`-th error. */
+function errorItemOf(id: string, n: number, error: AttemptError, expiresAt: number): Item {
+  return { pk: S(errorKey(id, n)), n: N(n), error: S(JSON.stringify(error)), expiresAt: N(expiresAt) };
+}
 
 /** A job's status item (`job#<id>`), not one of its error or payload items (`job#<id>#err#<n>`). */
 export function isStatusItem(item: Item): boolean {
@@ -221,6 +269,10 @@ export function fromItem(item: Item): Job {
   if (typeof raw.debounceWindow === 'number') job.debounceWindow = raw.debounceWindow;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
+  const cost = raw.cost as Partial<JobCost> | undefined;
+  if (typeof cost?.requests === 'number' && typeof cost.writeUnits === 'number') {
+    job.cost = { requests: cost.requests, writeUnits: cost.writeUnits };
+  }
   const last = typeof raw.lastError === 'string' ? (JSON.parse(raw.lastError) as AttemptError) : errors.at(-1);
   if (last) job.lastError = last;
   return job;
@@ -276,6 +328,22 @@ export async function withHistory(client: DynamoDBClient, tableName: string, ite
   return job;
 }
 
+/** The job as an attempt-ending write leaves it: `changes` applied, the lease owner and expiry removed. */
+function ended(job: Job, changes: Partial<Job>): Job {
+  const { leaseOwner: _owner, leaseExpiresAt: _expires, ...rest } = job;
+  return { ...rest, ...changes };
+}
+
+/**
+ * `after` with the error summary the write stores for `errors`' last entry, to size the item: its
+ * message takes the room {@link summaryMessageRoom} gives, measured with the lease on (`leased`).
+ */
+function withSummary(after: Job, leased: Job, errors: readonly AttemptError[]): Job {
+  const last = errors.at(-1);
+  if (!last) return after;
+  return { ...after, errors: [...after.errors, errorSummary(last, summaryMessageRoom(leased, last))] };
+}
+
 /**
  * {@link JobStore} on a DynamoDB table shaped by `JOB_TABLE`. Every state change is one
  * conditional write; writes after a claim are conditioned on the fencing token.
@@ -329,7 +397,7 @@ export class DynamoJobStore implements JobStore {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { pk: S(errorKey(id, n)), n: N(n), error: S(JSON.stringify(error)), expiresAt: N(expiresAt) },
+          Item: errorItemOf(id, n, error, expiresAt),
           ...(replay ? { ConditionExpression: 'attribute_not_exists(pk)' } : {}),
         }),
       );
@@ -463,12 +531,13 @@ export class DynamoJobStore implements JobStore {
     operation: string,
     update: { set: string; remove?: string },
     values: Record<string, AttributeValue>,
-    end?: { state: JobState; writer: string },
+    end?: { state: JobState; writer: string; cost?: JobCost },
   ): Promise<Item | undefined> {
     // An end in a sparse state (failed) enters the state index; no other end touches an index.
     const indexed = end !== undefined && isSparseState(end.state);
+    const cost = end?.cost;
     const set = end
-      ? `${update.set}, #state = :to, lastWriter = :writer${indexed ? ', gsi2pk = :gsi2pk' : ''}`
+      ? `${update.set}, #state = :to, lastWriter = :writer${indexed ? ', gsi2pk = :gsi2pk' : ''}${cost ? ', cost = :cost' : ''}`
       : update.set;
     const expression = `SET ${set}${update.remove ? ` REMOVE ${update.remove}` : ''}`;
     try {
@@ -491,6 +560,7 @@ export class DynamoJobStore implements JobStore {
                   ':to': S(end.state),
                   ':writer': S(end.writer),
                   ...(indexed ? { ':gsi2pk': S(keys.byTypeState(job.type, end.state, job.id)) } : {}),
+                  ...(cost ? { ':cost': { M: { requests: N(cost.requests), writeUnits: N(cost.writeUnits) } } } : {}),
                 }
               : {}),
           },
@@ -527,6 +597,28 @@ export class DynamoJobStore implements JobStore {
     };
   }
 
+  /**
+   * The job's cost after an attempt-ending write from `job` to `after`: the cost stored so far,
+   * what the delivery spent before the write (`delivery`), and the write itself, plus the error
+   * item a retry or fail writes after it (one request each, write units estimated from sizes).
+   */
+  private costAfter(
+    job: Job,
+    after: Job,
+    delivery: JobCost,
+    errors: readonly AttemptError[],
+    expiresAt: number,
+  ): JobCost {
+    const before = addCost(job.cost ?? NO_COST, delivery);
+    const last = errors.at(-1);
+    let own: JobCost = { requests: 1, writeUnits: statusWriteUnits(job, { ...after, cost: before }) };
+    if (last) {
+      const item = errorItemOf(job.id, job.errors.length + 1, last, expiresAt);
+      own = addCost(own, { requests: 1, writeUnits: writeUnits(itemBytes(item)) });
+    }
+    return addCost(before, own);
+  }
+
   /** After the fenced write that counted it, the attempt's error as an item of its own. */
   private async recordError(
     job: Job,
@@ -555,12 +647,14 @@ export class DynamoJobStore implements JobStore {
     result,
     expiresAt,
     writer,
+    cost,
   }: {
     job: Job;
     now: number;
     result: unknown;
     expiresAt: number;
     writer: string;
+    cost?: JobCost;
   }): Promise<void> {
     const values: Record<string, AttributeValue> = { ':now': S(iso(now)), ':ttl': N(expiresAt) };
     let set = 'finishedAt = :now, updatedAt = :now, expiresAt = :ttl';
@@ -568,9 +662,18 @@ export class DynamoJobStore implements JobStore {
       set += ', #result = :result';
       values[':result'] = S(JSON.stringify(result));
     }
+    const after = ended(job, {
+      state: 'succeeded',
+      finishedAt: iso(now),
+      updatedAt: iso(now),
+      expiresAt,
+      lastWriter: writer,
+      ...(result !== undefined ? { result } : {}),
+    });
     await this.fenced(job, 'succeed', { set, remove: 'leaseOwner, leaseExpiresAt' }, values, {
       state: 'succeeded',
       writer,
+      ...(cost ? { cost: this.costAfter(job, after, cost, [], expiresAt) } : {}),
     });
   }
 
@@ -582,6 +685,7 @@ export class DynamoJobStore implements JobStore {
     expiresAt,
     writer,
     refund,
+    cost,
   }: {
     job: Job;
     now: number;
@@ -590,16 +694,19 @@ export class DynamoJobStore implements JobStore {
     expiresAt: number;
     writer: string;
     refund?: boolean;
+    cost?: JobCost;
   }): Promise<void> {
     const attempts = refund ? Math.max(0, job.attempts - 1) : job.attempts;
-    const error = this.errorUpdate(errors, {
-      ...job,
+    const changes: Partial<Job> = {
       attempts,
       state: 'retrying',
       runAt: iso(runAt),
       updatedAt: iso(now),
       lastWriter: writer,
-    });
+    };
+    // the summary's room is measured with the lease still on the item, as the next claim puts it back
+    const error = this.errorUpdate(errors, { ...job, ...changes });
+    const after = ended(job, changes);
     const written = await this.fenced(
       job,
       'retry',
@@ -613,7 +720,13 @@ export class DynamoJobStore implements JobStore {
         ...(refund ? { ':attempts': N(attempts) } : {}),
         ...error.values,
       },
-      { state: 'retrying', writer },
+      {
+        state: 'retrying',
+        writer,
+        ...(cost
+          ? { cost: this.costAfter(job, withSummary(after, { ...job, ...changes }, errors), cost, errors, expiresAt) }
+          : {}),
+      },
     );
     await this.recordError(job, written, errors, expiresAt);
   }
@@ -624,21 +737,24 @@ export class DynamoJobStore implements JobStore {
     errors,
     expiresAt,
     writer,
+    cost,
   }: {
     job: Job;
     now: number;
     errors: AttemptError[];
     expiresAt: number;
     writer: string;
+    cost?: JobCost;
   }): Promise<void> {
-    const error = this.errorUpdate(errors, {
-      ...job,
+    const changes: Partial<Job> = {
       state: 'failed',
       updatedAt: iso(now),
       finishedAt: iso(now),
       expiresAt,
       lastWriter: writer,
-    });
+    };
+    const error = this.errorUpdate(errors, { ...job, ...changes });
+    const after = ended(job, changes);
     const written = await this.fenced(
       job,
       'fail',
@@ -647,7 +763,13 @@ export class DynamoJobStore implements JobStore {
         remove: 'leaseOwner, leaseExpiresAt',
       },
       { ':now': S(iso(now)), ':ttl': N(expiresAt), ...error.values },
-      { state: 'failed', writer },
+      {
+        state: 'failed',
+        writer,
+        ...(cost
+          ? { cost: this.costAfter(job, withSummary(after, { ...job, ...changes }, errors), cost, errors, expiresAt) }
+          : {}),
+      },
     );
     await this.recordError(job, written, errors, expiresAt);
   }

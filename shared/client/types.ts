@@ -18,6 +18,7 @@ import type { JobState } from '../core/states';
 import type { scheduleRequestSchema } from '../schedules/request';
 
 export type { AttemptError, JobProgress, JobView } from '../core/job';
+export type { JobCost } from '../core/metrics';
 export type { JobState } from '../core/states';
 
 // ---------------------------------------------------------------------------------------------

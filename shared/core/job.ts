@@ -1,4 +1,5 @@
 import type { Backoff } from './backoff';
+import type { JobCost } from './metrics';
 import { isTerminal, type JobState } from './states';
 
 /** Last progress a running handler reported. */
@@ -85,6 +86,11 @@ export interface Job {
   waitingFor?: WaitingFor;
   /** Why flow control turned the job away (state `skipped`). */
   skipReason?: SkipReason;
+  /**
+   * What the platform's own AWS requests for the job cost, summed over the deliveries that ended
+   * an attempt (each recorded by the write that ended it). See {@link JobCost}.
+   */
+  cost?: JobCost;
 }
 
 /** A due job waiting in a slot's line: a concurrency limit's, or its singleton's. */
@@ -164,6 +170,8 @@ export interface JobView {
   waitingFor?: { kind: WaitingFor['kind'] | 'debounce'; key: string; since: string; until?: string };
   /** Only for a `skipped` job: why flow control turned it away. */
   skipReason?: SkipReason;
+  /** Only once an attempt ended: the AWS requests and DynamoDB write units the platform spent on the job. */
+  cost?: JobCost;
 }
 
 export function toView(job: Job): JobView {
@@ -204,6 +212,7 @@ export function toView(job: Job): JobView {
           }
         : {}),
     ...(job.skipReason !== undefined ? { skipReason: job.skipReason } : {}),
+    ...(job.cost !== undefined ? { cost: job.cost } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { AttemptError, Job, JobMessage, JobProgress, SkipReason, WaitingFor } from './job';
+import type { JobCost } from './metrics';
 import { fnv1a } from './table';
 
 /** Outcome of trying to start an attempt. */
@@ -66,8 +67,20 @@ export interface JobStore {
    * before it are the history the store gave with the job): the job's `lastError`, and its
    * history as `get` and `claim` give it (the last `ERROR_HISTORY_LIMIT`). The stored
    * error is retained until `expiresAt`. An empty `errors` records none.
+   *
+   * With `cost` (what this delivery spent on the job before the write), the write sets the job's
+   * `cost` to the claimed job's plus `cost` plus the store's own requests and write units for this
+   * call (the write, and the error item a retry or fail writes after it), estimated from the
+   * items' sizes as DynamoDB bills them. Without it, the job's cost is left as it is.
    */
-  succeed(input: { job: Job; now: number; result: unknown; expiresAt: number; writer: string }): Promise<void>;
+  succeed(input: {
+    job: Job;
+    now: number;
+    result: unknown;
+    expiresAt: number;
+    writer: string;
+    cost?: JobCost;
+  }): Promise<void>;
   retry(input: {
     job: Job;
     now: number;
@@ -81,9 +94,17 @@ export interface JobStore {
      * @default false
      */
     refund?: boolean;
+    cost?: JobCost;
   }): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
-  fail(input: { job: Job; now: number; errors: AttemptError[]; expiresAt: number; writer: string }): Promise<void>;
+  fail(input: {
+    job: Job;
+    now: number;
+    errors: AttemptError[];
+    expiresAt: number;
+    writer: string;
+    cost?: JobCost;
+  }): Promise<void>;
   /**
    * Ends a job that never started and whose `dispatchBy` passed: state → `expired`, no attempt.
    * Returns false when the job changed first (started, cancelled, expired already).

@@ -1,6 +1,5 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
-import { createAwsClients } from '../aws/clients';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
@@ -9,16 +8,17 @@ import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
-import { platformConfigFromEnv } from '../config';
 import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
+import { invocation, once, startLambdaRuntime } from './lambda-runtime';
 import { createWorker } from './worker';
 
 export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
 /**
  * Binds a handler to a job type. The result's `handler` is the Lambda entry point: it reads
- * its configuration from the environment on first use and builds its AWS clients once.
+ * its configuration from the environment on first use and builds its AWS clients, logger and
+ * metrics once (see ./lambda-runtime.ts); each invocation flushes its metrics.
  *
  * @example
  * export const sendEmail = defineJob(sendEmailJob, async ({ to }, ctx) => {
@@ -37,26 +37,30 @@ export function defineJob<Schema extends PayloadSchema>(
     run,
     ...(options.onFailure ? { onFailure: options.onFailure } : {}),
   };
-  let worker: ReturnType<typeof createWorker> | undefined;
-  const handler: LambdaSqsHandler = (event, context) => {
-    if (!worker) {
-      const config = platformConfigFromEnv();
-      const clients = createAwsClients();
-      worker = createWorker(definition, {
-        config,
-        store: new DynamoJobStore(clients.dynamo, config.tableName),
-        queue: new SqsJobQueue(clients.sqs),
-        scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
-        schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
-        ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
-        ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
-        ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
-        ...(spec.singleton?.mode === 'cancel-running'
-          ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
-          : {}),
-      });
-    }
-    return worker(event, context);
+  const start = once(async () => {
+    const runtime = await startLambdaRuntime({ meterCost: true });
+    const { config, clients } = runtime;
+    const worker = createWorker(definition, {
+      config,
+      store: new DynamoJobStore(clients.dynamo, config.tableName),
+      queue: new SqsJobQueue(clients.sqs),
+      scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+      schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
+      ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
+      ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
+      ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
+      ...(spec.singleton?.mode === 'cancel-running'
+        ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
+        : {}),
+      logger: runtime.logger,
+      metrics: runtime.metrics,
+      ...(runtime.meter ? { meter: runtime.meter } : {}),
+    });
+    return { runtime, worker };
+  });
+  const handler: LambdaSqsHandler = async (event, context) => {
+    const { runtime, worker } = await start();
+    return invocation(runtime, context, () => worker(event, context));
   };
   return { ...definition, handler };
 }

@@ -13,6 +13,7 @@ import { type FlowSlots, type Slot, WHOLE_TYPE_KEY } from '../core/flow';
 import { type AttemptError, appendError, describeError, type Job, type SkipReason } from '../core/job';
 import { DEFAULT_LEASE_MS, leaseHeld, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
+import { METRIC, type Metrics, noMetrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
 import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
@@ -22,6 +23,7 @@ import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '..
 import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
 import { persist, progressReporter } from './attempt-support';
+import type { CostMeter } from './cost-meter';
 import { resolveFire } from './fire';
 import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
@@ -55,6 +57,14 @@ export interface WorkerDeps {
   pacer?: Pacer;
   /** Debounce windows; required when the job type has a `debounce` (a started run closes its window). */
   debouncer?: Debouncer;
+  /** Where the job metrics go (started, succeeded, ..., queue delay, run duration, cost). @default noMetrics */
+  metrics?: Metrics;
+  /**
+   * Attributes the AWS requests of the clients behind the ports to each record (the clients must
+   * report to it: `createAwsClients({ cost: meter })`). With it, the writes that end an attempt
+   * record the job's cost, and each delivery's cost is a metric. @default no cost is recorded
+   */
+  meter?: CostMeter;
 }
 
 const messageSchema = z.object({
@@ -99,6 +109,16 @@ async function handlerStopped(running: Promise<unknown>, withinMs: number, log: 
   }
 }
 
+/** `{ jobId }` of a job message, for a log line about the message; empty when the body names none. */
+function jobIdOf(record: SQSRecord): { jobId?: string } {
+  try {
+    const id = (JSON.parse(record.body) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? { jobId: id } : {};
+  } catch {
+    return {};
+  }
+}
+
 /** Receives of an attempt's own message hidden only until its lease fence; later ones wait for the attempt's deadline. */
 const OWN_MESSAGE_FENCE_RETURNS = 3;
 
@@ -123,6 +143,11 @@ export function createWorker(
     );
   }
   const baseLog = (deps.logger ?? createLogger({ level: deps.config.logLevel })).child({ type: def.spec.type });
+  const metrics = deps.metrics ?? noMetrics;
+  const type = def.spec.type;
+  const meter = deps.meter;
+  /** What the current delivery spent so far, for the write that ends its attempt (nothing without a meter). */
+  const spent = () => (meter ? { cost: meter.current() } : {});
   const configured = deps.config.routes[def.spec.type];
   if (!configured) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
   const route = configured;
@@ -165,10 +190,11 @@ export function createWorker(
   async function finalFailure(job: Job, errors: AttemptError[], writer: string, log: Logger): Promise<void> {
     const now = clock.now();
     await persist(
-      () => deps.store.fail({ job, now, errors, expiresAt: expiresAt(now), writer }),
+      () => deps.store.fail({ job, now, errors, expiresAt: expiresAt(now), writer, ...spent() }),
       log,
       'recording the failure',
     );
+    metrics.add(METRIC.failed, type);
     log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
     const onFailure = def.onFailure;
     if (!onFailure) return;
@@ -254,12 +280,14 @@ export function createWorker(
           progress: progress.report,
         };
         // Through a promise, so a handler that throws synchronously is caught like one that rejects.
+        const runStart = clock.now();
         const running = Promise.resolve().then(() => def.run(parsed.data, ctx));
         try {
           outcome = { ok: true, result: await Promise.race([running, aborted]) };
         } catch (error) {
           outcome = { ok: false, error };
         }
+        metrics.add(METRIC.runDuration, type, clock.now() - runStart);
         // Aborted (timeout, lost lease): give the handler its heartbeat interval to stop, while
         // the lease is still kept, before anything is recorded or the message comes back, so the
         // next attempt never starts beside it (nor a frozen Lambda resumes it later).
@@ -290,10 +318,11 @@ export function createWorker(
     if (outcome.ok) {
       const result = outcome.result;
       await persist(
-        () => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now), writer }),
+        () => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now), writer, ...spent() }),
         log,
         'recording success',
       );
+      metrics.add(METRIC.succeeded, type);
       log.info('job succeeded', { durationMs: now - Date.parse(job.startedAt ?? job.updatedAt) });
       return 'done';
     }
@@ -314,10 +343,20 @@ export function createWorker(
     }
     await persist(
       // the attempt's stored error is kept for the retention after the retry is due
-      () => deps.store.retry({ job, now, runAt: now + delay, errors, expiresAt: expiresAt(now + delay), writer }),
+      () =>
+        deps.store.retry({
+          job,
+          now,
+          runAt: now + delay,
+          errors,
+          expiresAt: expiresAt(now + delay),
+          writer,
+          ...spent(),
+        }),
       log,
       'recording the retry',
     );
+    metrics.add(METRIC.retried, type);
     log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
     if (viaScheduler && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.
@@ -540,7 +579,17 @@ export function createWorker(
   async function giveBack(job: Job, runAt: number, writer: string, log: Logger, what: string): Promise<void> {
     const now = clock.now();
     await persist(
-      () => deps.store.retry({ job, now, runAt, errors: [], expiresAt: expiresAt(runAt), writer, refund: true }),
+      () =>
+        deps.store.retry({
+          job,
+          now,
+          runAt,
+          errors: [],
+          expiresAt: expiresAt(runAt),
+          writer,
+          refund: true,
+          ...spent(),
+        }),
       log,
       what,
     );
@@ -618,6 +667,10 @@ export function createWorker(
         return 'done';
       }
       case 'claimed': {
+        const started = Date.parse(claim.job.startedAt ?? claim.job.updatedAt);
+        metrics.add(METRIC.started, type);
+        // from due (enqueued, or its delay or backoff over) to start; a claim may come up to 1 s early
+        metrics.add(METRIC.queueDelay, type, Math.max(0, started - Date.parse(claim.job.runAt)));
         const attemptLog = log.child({ attempt: claim.job.attempts });
         attemptLog.info('attempt started', {
           token: claim.job.leaseToken,
@@ -628,8 +681,33 @@ export function createWorker(
     }
   }
 
+  /** One record, with what it cost (as a metric) and whether its message now goes to the DLQ. */
+  async function deliver(record: SQSRecord): Promise<Outcome> {
+    let outcome: Outcome;
+    if (meter) {
+      const measured = await meter.measure(() => handleRecord(record));
+      metrics.add(METRIC.requests, type, measured.cost.requests);
+      metrics.add(METRIC.writeUnits, type, measured.cost.writeUnits);
+      outcome = measured.value;
+    } else {
+      outcome = await handleRecord(record);
+    }
+    const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1');
+    const maxReceiveCount = route.maxReceiveCount;
+    if (outcome === 'retry' && maxReceiveCount !== undefined && receiveCount >= maxReceiveCount) {
+      metrics.add(METRIC.deadLettered, type);
+      baseLog.error('the message had its last receive: SQS moves it to the dead-letter queue', {
+        ...jobIdOf(record),
+        messageId: record.messageId,
+        receiveCount,
+        maxReceiveCount,
+      });
+    }
+    return outcome;
+  }
+
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const outcomes = await Promise.all(event.Records.map((record) => handleRecord(record)));
+    const outcomes = await Promise.all(event.Records.map((record) => deliver(record)));
     return {
       batchItemFailures: event.Records.flatMap((record, i) =>
         outcomes[i] === 'retry' ? [{ itemIdentifier: record.messageId }] : [],

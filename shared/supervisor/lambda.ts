@@ -1,36 +1,38 @@
-import { createAwsClients } from '../aws/clients';
+import type { Context } from 'aws-lambda';
 import { DynamoDueIndex } from '../aws/dynamo-due-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
-import { platformConfigFromEnv } from '../config';
 import { type Clock, systemClock } from '../core/clock';
-import { createLogger } from '../logger';
+import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../runtime/lambda-runtime';
 import { runSupervisorOnce, type SupervisorDeps, type SupervisorReport } from './run';
 
 /**
  * The supervisor's Lambda entry point (an EventBridge rule invokes it every minute):
- * configuration from the environment, SDK clients from the default chain, both built once per
- * container on first use. Each invocation is one pass; a pass that throws is retried by the
+ * configuration from the environment, SDK clients from the default chain, logger and metrics,
+ * built once per container on first use. Each invocation is one pass; a pass that throws is retried by the
  * next minute's invocation (the checkpoint only moves forward on success).
  */
-export function createSupervisorHandler(clock: Clock = systemClock): () => Promise<SupervisorReport> {
-  let deps: SupervisorDeps | undefined;
-  return async () => {
-    if (!deps) {
-      const config = platformConfigFromEnv();
-      const clients = createAwsClients();
-      deps = {
-        config,
-        index: new DynamoDueIndex(clients.dynamo, config.tableName),
-        jobs: new DynamoJobStore(clients.dynamo, config.tableName),
-        schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
-        queue: new SqsJobQueue(clients.sqs),
-        scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
-        log: createLogger({ level: config.logLevel }).child({ component: 'supervisor' }),
-      };
-    }
-    return runSupervisorOnce(deps, clock.now());
+export function createSupervisorHandler(
+  clock: Clock = systemClock,
+): (event?: unknown, context?: Context) => Promise<SupervisorReport> {
+  const start = once(async (): Promise<{ runtime: LambdaRuntime; deps: SupervisorDeps }> => {
+    const runtime = await startLambdaRuntime();
+    const { config, clients } = runtime;
+    const deps: SupervisorDeps = {
+      config,
+      index: new DynamoDueIndex(clients.dynamo, config.tableName),
+      jobs: new DynamoJobStore(clients.dynamo, config.tableName),
+      schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
+      queue: new SqsJobQueue(clients.sqs),
+      scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+      log: runtime.logger.child({ component: 'supervisor' }),
+    };
+    return { runtime, deps };
+  });
+  return async (_event, context) => {
+    const { runtime, deps } = await start();
+    return invocation(runtime, context, () => runSupervisorOnce(deps, clock.now()));
   };
 }

@@ -30,6 +30,7 @@ export const T0 = Date.parse('2026-06-01T00:00:00.000Z');
 const LEASE = 10_000;
 const SKEW = MAX_CLOCK_SKEW_MS;
 const iso = (ms: number) => new Date(ms).toISOString();
+const NO_COST_INPUT = { requests: 0, writeUnits: 0 };
 const sec = (ms: number) => Math.floor(ms / 1000);
 
 /** A job as the store gives it back: JSON-shaped, `lastError` derived from the history. */
@@ -527,6 +528,50 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const want = afterClaim(retrying, 'b', now);
       expect(await leg.store.claim(claimOf(j, 'b', now))).toEqual({ kind: 'claimed', job: asStored(want) });
       expect(want).toMatchObject({ attempts: 2, leaseToken: 2, lastWriter: 'a', errors });
+    });
+  });
+
+  describe('cost', () => {
+    const NOW = T0 + 2000;
+    const ttl = sec(NOW) + 3600;
+
+    it("an ending with a cost records the job's: the delivery's, plus the write (and a retry's error item)", async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const first = await claimed(leg, j, 'a', T0);
+      const errors = [attemptError(1, NOW)];
+      await leg.store.retry({
+        job: first,
+        now: NOW,
+        runAt: NOW,
+        errors,
+        expiresAt: ttl,
+        writer: 'a',
+        cost: { requests: 4, writeUnits: 2 },
+      });
+      // a small job: its status write and its error item are 1 write unit each
+      expect((await leg.store.get(j.id))?.cost).toEqual({ requests: 6, writeUnits: 4 });
+      const second = await claimed(leg, j, 'b', NOW);
+      expect(second.cost).toEqual({ requests: 6, writeUnits: 4 });
+      const end = { job: second, now: NOW, result: { ok: 1 }, expiresAt: ttl, writer: 'b' };
+      await leg.store.succeed({ ...end, cost: { requests: 2, writeUnits: 1 } });
+      const done = await leg.store.get(j.id);
+      expect(done?.cost).toEqual({ requests: 9, writeUnits: 6 });
+      // a replay of the applied write (its response lost) changes nothing
+      await leg.store.succeed({ ...end, cost: { requests: 3, writeUnits: 1 } });
+      expect(await leg.store.get(j.id)).toEqual(done);
+    });
+
+    it('a fail with a cost counts its error item; an ending without a cost leaves the cost as it is', async () => {
+      const leg = await setup();
+      const j = await given(leg, { maxAttempts: 2 });
+      const first = await claimed(leg, j, 'a', T0);
+      await leg.store.retry({ job: first, now: NOW, runAt: NOW, errors: [], expiresAt: ttl, writer: 'a' });
+      expect((await leg.store.get(j.id))?.cost).toBeUndefined();
+      const second = await claimed(leg, j, 'b', NOW);
+      const errors = [attemptError(2, NOW)];
+      await leg.store.fail({ job: second, now: NOW, errors, expiresAt: ttl, writer: 'b', cost: NO_COST_INPUT });
+      expect((await leg.store.get(j.id))?.cost).toEqual({ requests: 2, writeUnits: 2 });
     });
   });
 

@@ -2,10 +2,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalog } from '../../functions/jobs/catalog';
+import { catalog, echoJob } from '../../functions/jobs/catalog';
+import { JobPlatform } from '../../infra/constructs/job-platform';
 import { OrreryStack } from '../../infra/stack';
 import { resources } from './support';
 
@@ -63,6 +64,29 @@ describe('bundling with local esbuild', () => {
       // Minified: long lines (only template literals and legal comments keep their newlines).
       expect(code.length / code.split('\n').length, `${id} chars per line`).toBeGreaterThan(2000);
       expect(statSync(join(dir, 'index.mjs')).size, `${id} bytes`).toBeLessThan(5 * 1024 * 1024);
+    }
+  });
+
+  it('leaves the Powertools Tracer and the X-Ray SDK out unless tracing is on: only its dynamic import remains', () => {
+    for (const { id, dir } of bundles) {
+      const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
+      expect(code, id).toContain('import("@aws-lambda-powertools/tracer")');
+      expect(code, id).not.toContain('XRaySDKInstrumentation');
+    }
+    const app = new App({ outdir: join(outdir, 'traced'), context: { 'aws:cdk:enable-asset-metadata': true } });
+    const traced = new Stack(app, 'Traced');
+    new JobPlatform(traced, 'Platform', { tracing: true, outputs: false }).addJobType({
+      spec: echoJob,
+      entry: 'functions/jobs/echo.ts',
+    });
+    app.synth();
+    const functions = resources(Template.fromStack(traced), 'AWS::Lambda::Function');
+    expect(Object.keys(functions)).toHaveLength(3);
+    for (const [id, fn] of Object.entries(functions)) {
+      const assetPath = (fn as { Metadata?: Record<string, string> }).Metadata?.['aws:asset:path'] ?? '';
+      const code = readFileSync(join(outdir, 'traced', assetPath, 'index.mjs'), 'utf8');
+      expect(code, id).toContain('XRaySDKInstrumentation');
+      expect(code, id).not.toContain('import("@aws-lambda-powertools/tracer")');
     }
   });
 

@@ -442,6 +442,10 @@ describe('messages that must not run', () => {
       expect(lines.map((l) => l.receiveCount)).toEqual([1, 2, 3]);
       expect(lines[0]).toMatchObject({ level: 'error', reason: 'not a job message' });
     }
+    // each counted as dead-lettered once: when it was given back on its last (3rd) receive
+    const deadLettered = f.logs.find('the message had its last receive: SQS moves it to the dead-letter queue');
+    expect(deadLettered.map((l) => l.messageId).sort()).toEqual([...sent].sort());
+    expect(deadLettered.map((l) => l.receiveCount)).toEqual([3, 3, 3]);
     expect(f.tracker.jobs.size).toBe(0);
   });
 

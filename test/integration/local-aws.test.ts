@@ -149,6 +149,7 @@ describe('deployLocal', () => {
       queueArn: q?.arn,
       dlqUrl: q?.dlqUrl,
       dlqArn: q?.dlqArn,
+      maxReceiveCount: MAX_RECEIVE_COUNT,
     });
     expect(deployment.env.ORRERY_TABLE).toBe(deployment.config.tableName);
   });

@@ -152,7 +152,17 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
     const config: PlatformConfig = {
       tableName,
       routes: Object.fromEntries(
-        queueList.map(([type, q]) => [type, { queueUrl: q.url, queueArn: q.arn, dlqUrl: q.dlqUrl, dlqArn: q.dlqArn }]),
+        queueList.map(([type, q]) => [
+          type,
+          {
+            queueUrl: q.url,
+            queueArn: q.arn,
+            dlqUrl: q.dlqUrl,
+            dlqArn: q.dlqArn,
+            // as JobWorker gives it: the worker counts the messages it dead-letters
+            maxReceiveCount: options.maxReceiveCount ?? MAX_RECEIVE_COUNT,
+          },
+        ]),
       ),
       scheduleGroup,
       schedulerRoleArn: `arn:aws:iam::${LOCAL_ACCOUNT_ID}:role/${options.prefix}-scheduler`,

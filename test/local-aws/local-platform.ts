@@ -15,8 +15,10 @@ import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { PlatformConfig } from '../../shared/config';
 import { type Clock, systemClock } from '../../shared/core/clock';
 import type { JobTypeSpec } from '../../shared/core/job-type';
+import type { Metrics } from '../../shared/core/metrics';
 import type { JobStore } from '../../shared/core/ports';
 import { createLogger, type Logger } from '../../shared/logger';
+import type { CostMeter } from '../../shared/runtime/cost-meter';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker, type WorkerDeps } from '../../shared/runtime/worker';
 import type { ScheduleStore } from '../../shared/schedules/ports';
@@ -60,6 +62,13 @@ export interface LocalPlatformOptions {
   /** Extra options passed to every worker. */
   worker?: Partial<Pick<WorkerDeps, 'random' | 'owner' | 'clock'>>;
   logger?: Logger;
+  /** Where the API and the workers record their metrics. @default none */
+  metrics?: Metrics;
+  /**
+   * Meters the platform's clients and the workers' deliveries (job cost), as the Lambda entry
+   * points do. Not applied to `clients` given by the caller. @default no metering
+   */
+  meter?: CostMeter;
   /**
    * The supervisor (`runSupervisorOnce`, on the platform clock): `{ intervalMs: 5000 }` runs a
    * pass every 5 s; `{}` only on `supervise()`. @default `{}` (no background passes)
@@ -118,7 +127,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     ...(options.maxReceiveCount ? { maxReceiveCount: options.maxReceiveCount } : {}),
   });
   const config = deployment.config;
-  const clients = options.clients ?? createAwsClients();
+  const clients = options.clients ?? createAwsClients(options.meter ? { cost: options.meter } : {});
   const baseStore = new DynamoJobStore(clients.dynamo, config.tableName);
   const store = options.wrapStore ? options.wrapStore(baseStore) : baseStore;
   const queue = new SqsJobQueue(clients.sqs);
@@ -147,6 +156,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     pacer,
     debouncer,
     schedules: { store: schedules, trigger },
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
 
@@ -166,6 +176,8 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       ...(job.spec.throttle ? { pacer } : {}),
       ...(job.spec.debounce ? { debouncer } : {}),
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.meter ? { meter: options.meter } : {}),
       ...options.worker,
     });
     workers[job.spec.type] = worker;

@@ -23,6 +23,7 @@ import {
   type WaitingFor,
 } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
+import { addCost, type JobCost, type MetricName, type Metrics, NO_COST } from '../../shared/core/metrics';
 import {
   type ClaimResult,
   type JobQueue,
@@ -67,6 +68,16 @@ function read(job: Job): Job {
 function recorded(history: AttemptError[], errors: readonly AttemptError[]): AttemptError[] {
   const last = errors.at(-1);
   return last ? appendError(history, last) : history;
+}
+
+/**
+ * The cost an attempt-ending write records, as the adapter's contract has it: the claimed job's,
+ * plus the delivery's, plus one request for the write and one for an error item; here every
+ * write is one write unit (the adapter estimates them from item sizes).
+ */
+function costAfter(job: Job, delivery: JobCost, errors: readonly AttemptError[]): JobCost {
+  const own = errors.length > 0 ? { requests: 2, writeUnits: 2 } : { requests: 1, writeUnits: 1 };
+  return addCost(addCost(job.cost ?? NO_COST, delivery), own);
 }
 
 type StoreMethod =
@@ -227,7 +238,14 @@ export class FakeJobStore implements JobStore {
     });
   }
 
-  async succeed(input: { job: Job; now: number; result: unknown; expiresAt: number; writer: string }): Promise<void> {
+  async succeed(input: {
+    job: Job;
+    now: number;
+    result: unknown;
+    expiresAt: number;
+    writer: string;
+    cost?: JobCost;
+  }): Promise<void> {
     this.fenced(
       'succeed',
       input.job,
@@ -238,6 +256,7 @@ export class FakeJobStore implements JobStore {
         j.expiresAt = input.expiresAt;
         j.lastWriter = input.writer;
         if (input.result !== undefined) j.result = input.result;
+        if (input.cost) j.cost = costAfter(input.job, input.cost, []);
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
         return undefined;
@@ -254,6 +273,7 @@ export class FakeJobStore implements JobStore {
     expiresAt: number;
     writer: string;
     refund?: boolean;
+    cost?: JobCost;
   }): Promise<void> {
     this.fenced(
       'retry',
@@ -265,6 +285,7 @@ export class FakeJobStore implements JobStore {
         j.updatedAt = iso(input.now);
         j.errors = recorded(j.errors, input.errors);
         j.lastWriter = input.writer;
+        if (input.cost) j.cost = costAfter(input.job, input.cost, input.errors);
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
         return undefined;
@@ -279,6 +300,7 @@ export class FakeJobStore implements JobStore {
     errors: AttemptError[];
     expiresAt: number;
     writer: string;
+    cost?: JobCost;
   }): Promise<void> {
     this.fenced(
       'fail',
@@ -290,6 +312,7 @@ export class FakeJobStore implements JobStore {
         j.errors = recorded(j.errors, input.errors);
         j.expiresAt = input.expiresAt;
         j.lastWriter = input.writer;
+        if (input.cost) j.cost = costAfter(input.job, input.cost, input.errors);
         delete j.leaseOwner;
         delete j.leaseExpiresAt;
         return undefined;
@@ -506,4 +529,23 @@ export function sqsRecord(
 
 export function sqsEvent(...records: SQSRecord[]): SQSEvent {
   return { Records: records };
+}
+
+/** {@link Metrics} kept in memory, in the order recorded. */
+export class MemoryMetrics implements Metrics {
+  readonly recorded: { name: MetricName; type: string; value: number }[] = [];
+
+  add(name: MetricName, type: string, value = 1): void {
+    this.recorded.push({ name, type, value });
+  }
+
+  /** The values recorded for `name` (of `type`, when given). */
+  values(name: MetricName, type?: string): number[] {
+    return this.recorded.filter((m) => m.name === name && (type === undefined || m.type === type)).map((m) => m.value);
+  }
+
+  /** The sum of {@link values}. */
+  sum(name: MetricName, type?: string): number {
+    return this.values(name, type).reduce((a, b) => a + b, 0);
+  }
 }

@@ -36,6 +36,8 @@ describe('platformConfigFromEnv', () => {
       schedulerRoleArn: 'arn:aws:iam::123456789012:role/orrery-scheduler',
       retentionDays: 30,
       logLevel: 'info',
+      tracing: false,
+      metricsNamespace: 'Orrery',
     });
   });
 
@@ -47,6 +49,8 @@ describe('platformConfigFromEnv', () => {
       schedulerRoleArn: 'ORRERY_SCHEDULER_ROLE_ARN',
       retentionDays: 'ORRERY_RETENTION_DAYS',
       logLevel: 'ORRERY_LOG_LEVEL',
+      tracing: 'ORRERY_TRACING',
+      metricsNamespace: 'ORRERY_METRICS_NAMESPACE',
     });
   });
 
@@ -119,6 +123,40 @@ describe('platformConfigFromEnv', () => {
     );
   });
 
+  it.each([
+    ['true', true],
+    ['false', false],
+    ['', false],
+  ])('reads ORRERY_TRACING=%j', (raw, on) => {
+    expect(platformConfigFromEnv(env({ ORRERY_TRACING: raw })).tracing).toBe(on);
+  });
+
+  it('rejects an ORRERY_TRACING that is not true or false', () => {
+    expect(configError(() => platformConfigFromEnv(env({ ORRERY_TRACING: '1' }))).message).toBe(
+      'ORRERY_TRACING must be true or false (got 1)',
+    );
+  });
+
+  it('reads ORRERY_METRICS_NAMESPACE, and rejects one CloudWatch would refuse or keeps for AWS', () => {
+    expect(platformConfigFromEnv(env({ ORRERY_METRICS_NAMESPACE: 'Orrery/prod' })).metricsNamespace).toBe(
+      'Orrery/prod',
+    );
+    for (const raw of ['AWS/Lambda', 'a'.repeat(256), 'jobs!']) {
+      expect(configError(() => platformConfigFromEnv(env({ ORRERY_METRICS_NAMESPACE: raw }))).message).toMatch(
+        /^ORRERY_METRICS_NAMESPACE is not a CloudWatch namespace of our own/,
+      );
+    }
+  });
+
+  it("reads a route's maxReceiveCount, and rejects one that is not a positive integer", () => {
+    const withCount = { echo: { ...routes.echo, maxReceiveCount: 30 } };
+    expect(platformConfigFromEnv(env({ ORRERY_ROUTES: JSON.stringify(withCount) })).routes).toEqual(withCount);
+    const bad = { echo: { ...routes.echo, maxReceiveCount: 0 } };
+    expect(configError(() => platformConfigFromEnv(env({ ORRERY_ROUTES: JSON.stringify(bad) }))).message).toBe(
+      'ORRERY_ROUTES.echo.maxReceiveCount must be a positive integer',
+    );
+  });
+
   it('reports the first missing variable before malformed optional ones', () => {
     const error = configError(() => platformConfigFromEnv({ ORRERY_RETENTION_DAYS: 'x' }));
     expect(error.message).toBe('environment variable ORRERY_TABLE is not set');
@@ -133,6 +171,8 @@ describe('platformConfigToEnv', () => {
     schedulerRoleArn: 'arn:aws:iam::1:role/r',
     retentionDays: 14,
     logLevel: 'debug',
+    tracing: true,
+    metricsNamespace: 'Orrery/test',
   };
 
   it('writes every variable as a string', () => {
@@ -143,6 +183,8 @@ describe('platformConfigToEnv', () => {
       ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::1:role/r',
       ORRERY_RETENTION_DAYS: '14',
       ORRERY_LOG_LEVEL: 'debug',
+      ORRERY_TRACING: 'true',
+      ORRERY_METRICS_NAMESPACE: 'Orrery/test',
     });
   });
 

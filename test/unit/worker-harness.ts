@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { ManualClock } from '../../shared/core/clock';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import type { JobStore } from '../../shared/core/ports';
 import { createLogger } from '../../shared/logger';
+import type { CostMeter } from '../../shared/runtime/cost-meter';
 import type { FailureInfo, JobDefinition, JobHandler } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobControl } from '../support/control-fakes';
@@ -12,6 +14,7 @@ import {
   FakeJobQueue,
   FakeJobScheduler,
   FakeJobStore,
+  MemoryMetrics,
   newJob,
   sqsRecord,
   testConfig,
@@ -40,6 +43,10 @@ export interface HarnessOptions {
   random?: () => number;
   /** Give the worker a scheduler for retry delays over 12 h. @default false */
   withScheduler?: boolean;
+  /** Attributes the ports' requests to records (a store that reports to it, e.g. {@link meteredStore}). */
+  meter?: CostMeter;
+  /** The echo route's maxReceiveCount (the worker counts what it dead-letters). @default none */
+  maxReceiveCount?: number;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -52,14 +59,18 @@ export function harness(options: HarnessOptions = {}) {
   const control = new FakeJobControl(store);
   const pacer = new FakePacer();
   const debouncer = new FakeDebouncer();
+  const metrics = new MemoryMetrics();
+  const config = testConfig(['echo']);
+  if (options.maxReceiveCount !== undefined && config.routes.echo)
+    config.routes.echo.maxReceiveCount = options.maxReceiveCount;
   const def: JobDefinition = {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
     onFailure: options.onFailure,
   };
   const worker = createWorker(def, {
-    config: testConfig(['echo']),
-    store,
+    config,
+    store: options.meter ? meteredStore(store, options.meter) : store,
     queue,
     ...(options.withScheduler ? { scheduler } : {}),
     ...((options.spec ?? echoSpec).concurrency || (options.spec ?? echoSpec).singleton ? { flow } : {}),
@@ -71,8 +82,10 @@ export function harness(options: HarnessOptions = {}) {
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     logger: createLogger({ level: 'debug', sink: logs.sink }),
+    metrics,
+    ...(options.meter ? { meter: options.meter } : {}),
   });
-  return { store, queue, scheduler, flow, control, pacer, debouncer, clock, logs: logs.lines, worker };
+  return { store, queue, scheduler, flow, control, pacer, debouncer, clock, logs: logs.lines, metrics, worker };
 }
 
 /** A queued echo job with no attempt yet. */
@@ -91,4 +104,22 @@ export function messageFor(id: string, options: { messageId?: string; type?: str
 /** Log lines whose message is `message`. */
 export function logged(lines: Record<string, unknown>[], message: string): Record<string, unknown>[] {
   return lines.filter((line) => line.message === message);
+}
+
+/**
+ * `store`, each of whose calls reports one request and one write unit (a write) to `meter`, as
+ * the metered SDK clients do for the DynamoDB adapter.
+ */
+export function meteredStore(store: JobStore, meter: CostMeter): JobStore {
+  const reads = new Set<string | symbol>(['get']);
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        meter.record({ requests: 1, writeUnits: reads.has(name) ? 0 : 1 });
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
