@@ -12,7 +12,15 @@ import {
   SQS_MAX_DELAY_SECONDS,
 } from '../core/enqueue';
 import { resolveFlowKeys, resolveSingletonKey } from '../core/flow';
-import { canonicalJson, type Job, type JobMessage, type JobView, type SkipReason, toView } from '../core/job';
+import {
+  canonicalJson,
+  isPendingDebounceRun,
+  type Job,
+  type JobMessage,
+  type JobView,
+  type SkipReason,
+  toView,
+} from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { METRIC, type Metrics } from '../core/metrics';
 import { type Pacer, paceScope, rateLimitPace, resolvePaceKey } from '../core/pace';
@@ -232,10 +240,14 @@ export class JobsService {
       const debounceScopeOf = debounceScope(spec.type);
       if (debounced.previous !== undefined) await this.replace(debounced.previous, job.id, debounced.key, now);
       // A newer job may have opened the window while this one was being written, and not found it
-      // to replace: then this one steps aside for it (one of the two always sees the other).
+      // to replace: then this one steps aside for it (one of the two always sees the other). Only
+      // for a run still pending: the window may name a job this one has just replaced (a client's
+      // retry of a job not yet written opens the window again), and stepping aside for it would
+      // leave the key with no run.
       const window = (await this.deps.debouncer?.state({ scope: debounceScopeOf, key: debounced.key })) ?? {};
-      if (window.run !== undefined && window.run !== job.id && (await this.deps.store.get(window.run))) {
-        if (await this.replace(job.id, window.run, debounced.key, now)) {
+      const other = window.run !== undefined && window.run !== job.id ? await store.get(window.run) : undefined;
+      if (other && isPendingDebounceRun(other)) {
+        if (await this.replace(job.id, other.id, debounced.key, now)) {
           const skipped = await store.get(job.id);
           if (skipped) return { created: true, job: toView(skipped) };
         }

@@ -200,7 +200,7 @@ export function toView(job: Job): JobView {
     ...(job.debounceKey !== undefined ? { debounceKey: job.debounceKey } : {}),
     ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
-      : debouncing(job)
+      : isPendingDebounceRun(job)
         ? {
             // a debounced run waits for its key's quiet period (or maxWait): until its runAt
             waitingFor: {
@@ -216,8 +216,8 @@ export function toView(job: Job): JobView {
   };
 }
 
-/** A debounced run not started yet, in its first attempt. */
-function debouncing(job: Job): boolean {
+/** A debounced run not started yet, in its first attempt: the run of its key's open window, or one a newer job may still replace. */
+export function isPendingDebounceRun(job: Job): boolean {
   return job.debounceKey !== undefined && (job.state === 'queued' || job.state === 'scheduled') && job.attempts === 0;
 }
 

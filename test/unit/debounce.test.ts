@@ -133,6 +133,46 @@ describe('debounce', () => {
     expect(h.store.peek('j2')?.state).toBe('queued');
   });
 
+  it('never leaves a key without a run when a replay of a job still being written reopens its window', async () => {
+    const { h, enqueue } = setup(specOf());
+    const create = h.store.create.bind(h.store);
+    const stalls = new Map<string, { gate: Promise<void>; release: () => void; calls: number }>();
+    for (const id of ['j', 'k']) {
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      stalls.set(id, { gate, release, calls: 0 });
+    }
+    h.store.create = async (job) => {
+      const stall = stalls.get(job.id);
+      if (stall && stall.calls++ === 0) await stall.gate; // each one's first write stalls
+      return create(job);
+    };
+    const run = async () => (await h.debouncer.state({ scope: 'echo~d', key: 'c1' }))?.run;
+    const until = async (id: string) => {
+      while ((await run()) !== id) await new Promise((r) => setTimeout(r, 1));
+    };
+    const first = enqueue('j', 1); // opens the window, then its write stalls
+    await until('j');
+    const newer = enqueue('k', 2); // opens the window after j, then its write stalls
+    await until('k');
+    // the client timed out on j and sends it again: j is not written yet, so this is no replay
+    // to the API; it opens the window again and writes j
+    await enqueue('j', 1);
+    stalls.get('j')?.release();
+    await first;
+    stalls.get('k')?.release(); // k is written, replaces j, and must not step aside for it
+    await newer;
+    const states = ['j', 'k'].map((id) => h.store.peek(id)?.state);
+    expect(
+      states.filter((state) => state === 'queued'),
+      `states ${states.join(', ')}`,
+    ).toHaveLength(1);
+    expect(h.store.peek('k')?.state).toBe('queued');
+    expect(h.store.peek('j')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'k' } });
+  });
+
   it('runs both when the replaced run started first (never neither)', async () => {
     const { h, enqueue, ran } = setup(specOf());
     await enqueue('j1', 1);
