@@ -205,9 +205,9 @@ function interleave<T>(plain: T[], flow: T[]): T[] {
 }
 
 /**
- * Slack of the throttle bound for the time from a job's turn to its handler's start: its claim
- * (with SDK retries under faults) and a busy event loop. The bound's other slack: the skew of the
- * starting worker's clock, and a turn come to up to LATE_TURN_MS late.
+ * How long after its turn a throttled job's handler may start, beyond a turn come to up to
+ * LATE_TURN_MS late and the starting worker's skew: the claim (with SDK retries under faults)
+ * and a busy event loop.
  */
 const THROTTLE_START_SLACK_MS = 2000;
 
@@ -292,6 +292,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       types: flowed.map((f) => f.type),
       schedules: 0,
       tagged: Object.fromEntries(flowed.map((f) => [f.type, f.keys])),
+      tagRuns: Object.fromEntries(flowed.map((f) => [f.type, f.run ?? 1])),
       undelayed: debouncedTypes,
       idPrefix: 'flo',
     },
@@ -587,9 +588,13 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
           ? [{ label: `singleton scope ${SINGLETON_SCOPE}`, types: singletonTypes, limit: 1 }]
           : []),
       ],
+      killedHoldMs: Math.floor(options.leaseMs / 3),
       ...(slotScopes.length > 0 ? { slotKeys: slots.keys, slotHolders: slots.holders } : {}),
       paced,
-      throttleToleranceMs: options.maxSkewMs + LATE_TURN_MS + THROTTLE_START_SLACK_MS,
+      throttleWindow: {
+        earlyMs: options.maxSkewMs + 50,
+        lateMs: LATE_TURN_MS + options.maxSkewMs + THROTTLE_START_SLACK_MS,
+      },
       debounced: debouncedTypes,
     });
 

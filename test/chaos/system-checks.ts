@@ -6,6 +6,7 @@
 import { jobDueAt } from '../../shared/core/due';
 import { runId } from '../../shared/core/fire-message';
 import type { Job } from '../../shared/core/job';
+import { paceScope } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
@@ -64,14 +65,25 @@ export interface CheckInput {
    * together (a concurrency limit, or a singleton scope shared by types).
    */
   limits?: { label: string; types: readonly string[]; limit: number }[];
+  /**
+   * How long a killed worker's lease is surely still held after its death (ms): its slots may not
+   * pass to another job before. A worker stops its handler a heartbeat interval (a third of the
+   * lease) before its lease runs out unless renewed, so a handler running at its death leaves at
+   * least that much lease.
+   */
+  killedHoldMs?: number;
   /** Every slot holder of the limited keys at the end, read from the slot items. */
   slotHolders?: { scope: string; key: string; jobId: string }[];
   /** Keys of slot items read at the end. */
   slotKeys?: number;
   /** Throttled and rate-limited types (key `payload.tag`). */
   paced?: readonly PacedType[];
-  /** Slack of the throttle bound (ms): clock skew, a late turn, the claim between turn and start. */
-  throttleToleranceMs?: number;
+  /**
+   * How far a throttled start may be from the turn it was given (ms): `earlyMs` before it (the
+   * starting worker's clock runs ahead by up to its skew), `lateMs` after it (a turn come to late,
+   * the starter's skew, its claim under faults).
+   */
+  throttleWindow?: { earlyMs: number; lateMs: number };
   /** Debounced types (key `payload.tag`). */
   debounced?: readonly string[];
 }
@@ -229,8 +241,8 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const n = inDlq.get(id);
     if (n) violate(INVARIANTS[6], id, `${n} message(s) of this acknowledged job in the DLQ`);
   }
-  // 8. per limit and key, in real time: executions of the limited types, killed ones ending when
-  // their worker died, open ones running to the end.
+  // 8. per limit and key, in real time: executions of the limited types, killed ones holding on
+  // for `killedHoldMs` after their worker died, open ones running to the end.
   for (const { label, types, limit } of input.limits ?? []) {
     const byKey = new Map<string, { start: number; end: number; id: string }[]>();
     for (const [id, trace] of input.tracker.jobs) {
@@ -240,7 +252,14 @@ export function checkInvariants(input: CheckInput): CheckResult {
       for (const e of trace.executions) {
         byKey.set(key, [
           ...(byKey.get(key) ?? []),
-          { start: e.startedAt, end: e.endedAt ?? Number.POSITIVE_INFINITY, id },
+          {
+            start: e.startedAt,
+            end:
+              e.endedAt === undefined
+                ? Number.POSITIVE_INFINITY
+                : e.endedAt + (e.end === 'killed' ? (input.killedHoldMs ?? 0) : 0),
+            id,
+          },
         ]);
       }
     }
@@ -273,8 +292,10 @@ export function checkInvariants(input: CheckInput): CheckResult {
     }
   }
 
-  // 10. per paced type and key: a throttle's starts (every attempt, on the driven clock), a rate
-  // limit's accepted jobs (their creation, on the API's clock, which counted them).
+  // 10. A rate limit's accepted jobs (their creation, on the API's clock, which counted them)
+  // obey the GCRA bound exactly. A throttle's turns, as the workers were given them, obey it
+  // exactly; and every throttled start (every attempt, on the driven clock) had a turn of its own
+  // within the throttle window of it.
   for (const p of input.paced ?? []) {
     const byKey = new Map<string, number[]>();
     const add = (key: string, t: number) => byKey.set(key, [...(byKey.get(key) ?? []), t]);
@@ -284,22 +305,46 @@ export function checkInvariants(input: CheckInput): CheckResult {
         if (job?.type !== p.type) continue;
         for (const s of starts) add(job.payload.tag ?? '*', s.drivenAt);
       }
-    } else {
-      for (const job of stored.values()) {
-        if (job.type !== p.type || job.skipReason?.kind === 'rate-limit') continue;
-        add((job.payload as { tag?: string }).tag ?? '*', Date.parse(job.createdAt));
+      const scope = paceScope(p.type, 'throttle');
+      for (const turnKey of observer.turns.keys()) {
+        const [s, key] = turnKey.split('|');
+        if (s === scope && key !== undefined && !byKey.has(key)) byKey.set(key, []);
       }
+      for (const [key, starts] of byKey) {
+        const turns = observer.turns.get(`${scope}|${key}`) ?? [];
+        counts[INVARIANTS[9]].checked += turns.length + starts.length;
+        const excess = gcraExcess(turns, p.intervalMs, p.burst, GCRA_ROUNDING_MS);
+        if (excess > 0) {
+          violate(
+            INVARIANTS[9],
+            `${p.type}:${key}`,
+            `throttle of ${p.type} key ${key}: its turns exceed the GCRA bound (interval ${p.intervalMs} ms, burst ${p.burst}) by ${excess.toFixed(2)}`,
+          );
+        }
+        const window = input.throttleWindow ?? { earlyMs: 0, lateMs: 0 };
+        const unmatched = startsWithoutTurn(starts, turns, window);
+        if (unmatched.length > 0) {
+          violate(
+            INVARIANTS[9],
+            `${p.type}:${key}`,
+            `throttle of ${p.type} key ${key}: ${unmatched.length} start(s) without a turn of their own from ${window.earlyMs} ms after to ${window.lateMs} ms before them (first at ${new Date(unmatched[0] ?? 0).toISOString()})`,
+          );
+        }
+      }
+      continue;
     }
-    const tolerance = p.kind === 'throttle' ? (input.throttleToleranceMs ?? 0) : RATE_LIMIT_TOLERANCE_MS;
+    for (const job of stored.values()) {
+      if (job.type !== p.type || job.skipReason?.kind === 'rate-limit') continue;
+      add((job.payload as { tag?: string }).tag ?? '*', Date.parse(job.createdAt));
+    }
     for (const [key, times] of byKey) {
       counts[INVARIANTS[9]].checked += times.length;
-      const excess = gcraExcess(times, p.intervalMs, p.burst, tolerance);
+      const excess = gcraExcess(times, p.intervalMs, p.burst, GCRA_ROUNDING_MS);
       if (excess > 0) {
-        const what = p.kind === 'throttle' ? 'starts' : 'accepted jobs';
         violate(
           INVARIANTS[9],
           `${p.type}:${key}`,
-          `${p.kind} of ${p.type} key ${key}: ${what} exceed the GCRA bound (interval ${p.intervalMs} ms, burst ${p.burst}, slack ${tolerance} ms) by ${excess.toFixed(2)}`,
+          `rate limit of ${p.type} key ${key}: accepted jobs exceed the GCRA bound (interval ${p.intervalMs} ms, burst ${p.burst}) by ${excess.toFixed(2)}`,
         );
       }
     }
@@ -337,8 +382,32 @@ export function checkInvariants(input: CheckInput): CheckResult {
   return { counts, violations, pendingAtEnd };
 }
 
-/** Slack of the rate-limit bound: a job's creation time is the very time its acceptance was counted at. */
-const RATE_LIMIT_TOLERANCE_MS = 1;
+/**
+ * Slack of the exact GCRA checks, for rounding only: a rate-limited job's creation time is the
+ * very time its acceptance was counted at, and a throttle's turns are the pacer's own values.
+ */
+const GCRA_ROUNDING_MS = 1;
+
+/**
+ * The starts (sorted or not) that cannot each be given a turn of their own in
+ * `[start − lateMs, start + earlyMs]`. Every window has the same width, so taking, start by start
+ * in time order, the earliest turn still free in its window matches as many as can be matched.
+ */
+export function startsWithoutTurn(
+  starts: readonly number[],
+  turns: readonly number[],
+  window: { earlyMs: number; lateMs: number },
+): number[] {
+  const free = [...turns].sort((a, b) => a - b);
+  const unmatched: number[] = [];
+  let next = 0;
+  for (const start of [...starts].sort((a, b) => a - b)) {
+    while (next < free.length && (free[next] as number) < start - window.lateMs) next += 1;
+    if (next < free.length && (free[next] as number) <= start + window.earlyMs) next += 1;
+    else unmatched.push(start);
+  }
+  return unmatched;
+}
 
 /** Why an absorbed job's chain of replacements does not end in a run of its key, if it does not. */
 function debounceProblem(job: Job, stored: Map<string, Job>, finalNow: number): string | undefined {

@@ -28,6 +28,8 @@ export interface FlowType {
   type: string;
   /** Keys its jobs spread over. */
   keys: number;
+  /** Its jobs take their keys in runs of this many, so that each key gets bursts. @default 1 */
+  run?: number;
   flow: NonNullable<ProbeJobOptions['flow']>;
 }
 
@@ -54,13 +56,15 @@ export function flowTypes(jobs: number): FlowType[] {
       keys: singletonKeys,
       flow: { singleton: { mode: 'cancel-running', scope: SINGLETON_SCOPE, key: tag } },
     },
-    { type: 'flo-t', keys: Math.ceil(perType / 20), flow: { throttle: { ...CHAOS_THROTTLE, key: tag } } },
+    // in runs of 10: a key's jobs come in bursts that fill its throttle
+    { type: 'flo-t', keys: Math.ceil(perType / 20), run: 10, flow: { throttle: { ...CHAOS_THROTTLE, key: tag } } },
     {
       type: 'flo-r',
       keys: Math.max(2, Math.ceil(perType / 30)),
       flow: { rateLimit: { ...CHAOS_RATE_LIMIT, key: tag } },
     },
-    { type: 'flo-d', keys: Math.ceil(perType / 40), flow: { debounce: { ...CHAOS_DEBOUNCE, key: tag } } },
+    // in runs of 8: a key's jobs come in bursts for its debounce to absorb
+    { type: 'flo-d', keys: Math.ceil(perType / 40), run: 8, flow: { debounce: { ...CHAOS_DEBOUNCE, key: tag } } },
   ];
 }
 

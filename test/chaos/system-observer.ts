@@ -5,6 +5,7 @@
  * runtime's log lines per job (for violation stories).
  */
 import type { Clock } from '../../shared/core/clock';
+import type { Pacer } from '../../shared/core/pace';
 import type { JobStore } from '../../shared/core/ports';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { interceptStore } from '../support/faults';
@@ -58,6 +59,8 @@ export class SystemObserver {
   readonly logs = new Map<string, LogLine[]>();
   readonly logCounts = new Map<string, number>();
   readonly events = new Map<string, string[]>();
+  /** Every throttle turn a worker was given, by pace scope and key (`<scope>|<key>`): its time (driven ms). */
+  readonly turns = new Map<string, number[]>();
 
   private push<T>(map: Map<string, T[]>, key: string, value: T): void {
     let list = map.get(key);
@@ -104,6 +107,19 @@ export class SystemObserver {
         return result;
       },
     });
+  }
+
+  /** Wraps a pacer so that every throttle turn it gives is recorded. */
+  observePacer(pacer: Pacer): Pacer {
+    return {
+      takeTurn: async (input) => {
+        const at = await pacer.takeTurn(input);
+        this.push(this.turns, `${input.scope}|${input.key}`, at);
+        return at;
+      },
+      tryStart: (input) => pacer.tryStart(input),
+      state: (input) => pacer.state(input),
+    };
   }
 
   /**

@@ -71,6 +71,8 @@ export interface PlanOptions {
   dlqCopyRate: number;
   /** Types whose jobs carry a flow-control key (`payload.tag`, one of that many keys). */
   tagged?: Readonly<Record<string, number>>;
+  /** Tagged types whose jobs take their keys in runs of this many (so that each key gets bursts). @default 1 */
+  tagRuns?: Readonly<Record<string, number>>;
   /** Types whose jobs are all due now (a debounced type refuses a delay). */
   undelayed?: readonly string[];
   /** Prefix of the job ids. @default 'sys' */
@@ -152,7 +154,8 @@ export function planSystem(
     };
     // from the job's index, not a draw: the plan of a seed stays the same with or without a limit
     const keys = options.tagged?.[type];
-    if (keys !== undefined) payload.tag = `key-${Math.floor(i / options.types.length) % keys}`;
+    const run = options.tagRuns?.[type] ?? 1;
+    if (keys !== undefined) payload.tag = `key-${Math.floor(Math.floor(i / options.types.length) / run) % keys}`;
     if (timing === 'sqs-short') job.delaySeconds = int(1, 20);
     if (timing === 'sqs-long') job.delaySeconds = int(300, 900);
     if (timing === 'scheduler') job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));

@@ -273,7 +273,7 @@ export async function startWorld(input: {
           ...(def.spec.concurrency || def.spec.singleton
             ? { flow: new DynamoFlowSlots(c.dynamo, config.tableName) }
             : {}),
-          ...(def.spec.throttle ? { pacer: new DynamoPacer(c.dynamo, config.tableName) } : {}),
+          ...(def.spec.throttle ? { pacer: observer.observePacer(new DynamoPacer(c.dynamo, config.tableName)) } : {}),
           ...(def.spec.debounce ? { debouncer: new DynamoDebouncer(c.dynamo, config.tableName) } : {}),
           ...(def.spec.singleton?.mode === 'cancel-running'
             ? { control: new DynamoJobControl(c.dynamo, config.tableName) }

@@ -104,6 +104,16 @@ describe('chaos invariant 8: a limit over types sharing a scope', () => {
   });
 });
 
+describe('chaos invariant 8: a killed holder', () => {
+  it('keeps its slot for killedHoldMs after its death', () => {
+    const r = new Records().job('a', 'flo-q', 'k').job('b', 'flo-x', 'k').ran('a', 0, 100).ran('b', 600, 700);
+    const killed = r.tracker.jobs.get('a')?.executions[0];
+    if (killed) killed.end = 'killed';
+    expect(r.check({ limits: [scope] })[eight].violated).toBe(0);
+    expect(r.check({ limits: [scope], killedHoldMs: 1000 })[eight].violated).toBe(1);
+  });
+});
+
 describe('chaos invariant 9: no slot held by a finished job', () => {
   it('is violated by a finished holder, not by a running one', () => {
     const r = new Records().job('done', 'flo-q', 'k').job('busy', 'flo-q', 'j', { state: 'running' });
@@ -119,14 +129,37 @@ describe('chaos invariant 9: no slot held by a finished job', () => {
 });
 
 describe('chaos invariant 10: the GCRA bound', () => {
-  it('holds for throttled starts a turn apart, and is violated by a burst beyond the slack', () => {
-    const spaced = new Records();
-    for (let i = 0; i < 8; i++)
-      spaced.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * throttleInterval, i * throttleInterval + 10);
-    expect(spaced.check({ paced, throttleToleranceMs: 4000 })[ten]).toEqual({ checked: 8, violated: 0 });
-    const burst = new Records();
-    for (let i = 0; i < 8; i++) burst.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * 100, i * 100 + 10);
-    expect(burst.check({ paced, throttleToleranceMs: 4000 })[ten].violated).toBe(1);
+  const window = { earlyMs: 1050, lateMs: 4000 };
+  const turnsOf = (r: Records, times: number[]) =>
+    r.observer.turns.set(
+      'flo-t~t|k',
+      times.map((t) => T0 + t),
+    );
+
+  it('holds for throttled starts at their turns, and for turns that keep to the bound', () => {
+    const r = new Records();
+    for (let i = 0; i < 8; i++) r.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * throttleInterval + 300, 0);
+    turnsOf(
+      r,
+      Array.from({ length: 8 }, (_, i) => i * throttleInterval),
+    );
+    expect(r.check({ paced, throttleWindow: window })[ten]).toEqual({ checked: 16, violated: 0 });
+  });
+
+  it('is violated by turns over the bound, and by starts without a turn of their own', () => {
+    const dense = new Records().job('t0', 'flo-t', 'k');
+    turnsOf(dense, [0, 0, 0, 10]); // burst 2: the third turn at once is one too many
+    expect(dense.check({ paced, throttleWindow: window })[ten].violated).toBe(1);
+    const unthrottled = new Records();
+    for (let i = 0; i < 4; i++) unthrottled.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * 100, 0);
+    turnsOf(unthrottled, [0, throttleInterval]); // two turns, four starts
+    expect(unthrottled.check({ paced, throttleWindow: window })[ten].violated).toBe(1);
+    const late = new Records().job('t0', 'flo-t', 'k').ran('t0', 5000, 0);
+    turnsOf(late, [0]); // started 5 s after its turn
+    expect(late.check({ paced, throttleWindow: window })[ten].violated).toBe(1);
+    const early = new Records().job('t0', 'flo-t', 'k').ran('t0', 0, 0);
+    turnsOf(early, [2000]); // started 2 s before its turn
+    expect(early.check({ paced, throttleWindow: window })[ten].violated).toBe(1);
   });
 
   it('counts the rate limit on accepted jobs only', () => {
