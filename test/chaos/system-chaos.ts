@@ -588,7 +588,6 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
           ? [{ label: `singleton scope ${SINGLETON_SCOPE}`, types: singletonTypes, limit: 1 }]
           : []),
       ],
-      killedHoldMs: Math.floor(options.leaseMs / 3),
       ...(slotScopes.length > 0 ? { slotKeys: slots.keys, slotHolders: slots.holders } : {}),
       paced,
       throttleWindow: {

@@ -65,13 +65,6 @@ export interface CheckInput {
    * together (a concurrency limit, or a singleton scope shared by types).
    */
   limits?: { label: string; types: readonly string[]; limit: number }[];
-  /**
-   * How long a killed worker's lease is surely still held after its death (ms): its slots may not
-   * pass to another job before. A worker stops its handler a heartbeat interval (a third of the
-   * lease) before its lease runs out unless renewed, so a handler running at its death leaves at
-   * least that much lease.
-   */
-  killedHoldMs?: number;
   /** Every slot holder of the limited keys at the end, read from the slot items. */
   slotHolders?: { scope: string; key: string; jobId: string }[];
   /** Keys of slot items read at the end. */
@@ -241,8 +234,8 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const n = inDlq.get(id);
     if (n) violate(INVARIANTS[6], id, `${n} message(s) of this acknowledged job in the DLQ`);
   }
-  // 8. per limit and key, in real time: executions of the limited types, killed ones holding on
-  // for `killedHoldMs` after their worker died, open ones running to the end.
+  // 8. per limit and key, in real time: executions of the limited types, killed ones ending when
+  // their worker died, open ones running to the end.
   for (const { label, types, limit } of input.limits ?? []) {
     const byKey = new Map<string, { start: number; end: number; id: string }[]>();
     for (const [id, trace] of input.tracker.jobs) {
@@ -252,14 +245,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
       for (const e of trace.executions) {
         byKey.set(key, [
           ...(byKey.get(key) ?? []),
-          {
-            start: e.startedAt,
-            end:
-              e.endedAt === undefined
-                ? Number.POSITIVE_INFINITY
-                : e.endedAt + (e.end === 'killed' ? (input.killedHoldMs ?? 0) : 0),
-            id,
-          },
+          { start: e.startedAt, end: e.endedAt ?? Number.POSITIVE_INFINITY, id },
         ]);
       }
     }
@@ -270,12 +256,23 @@ export function checkInvariants(input: CheckInput): CheckResult {
         // the jobs running at the first start that found more than the limit running
         const at = (e: { start: number }) => list.filter((o) => o.start <= e.start && o.end > e.start);
         const over = list.find((e) => at(e).length > limit);
-        const running = over ? at(over).map((o) => o.id) : [];
+        const overlapping = over ? at(over) : [];
+        const running = overlapping.map((o) => o.id);
+        const t = (ms: number) => (Number.isFinite(ms) ? `+${((ms - observer.t0) / 1000).toFixed(2)}s` : 'open');
         violate(
           INVARIANTS[7],
           running[0] ?? key,
-          `${max} jobs of key ${key} ran at once (${label}, limit ${limit}): ${running.join(', ')}`,
+          `${max} jobs of key ${key} ran at once (${label}, limit ${limit}): ${overlapping.map((o) => `${o.id} ${t(o.start)} → ${t(o.end)}`).join(', ')}`,
         );
+        // the story of every job involved, not only the first
+        for (const other of running.slice(1)) {
+          violations.push({
+            invariant: INVARIANTS[7],
+            subject: other,
+            detail: `ran at once with ${running[0]} (key ${key}, ${label})`,
+            story: storyOf(other, input, planned.get(other)),
+          });
+        }
       }
     }
   }

@@ -104,16 +104,6 @@ describe('chaos invariant 8: a limit over types sharing a scope', () => {
   });
 });
 
-describe('chaos invariant 8: a killed holder', () => {
-  it('keeps its slot for killedHoldMs after its death', () => {
-    const r = new Records().job('a', 'flo-q', 'k').job('b', 'flo-x', 'k').ran('a', 0, 100).ran('b', 600, 700);
-    const killed = r.tracker.jobs.get('a')?.executions[0];
-    if (killed) killed.end = 'killed';
-    expect(r.check({ limits: [scope] })[eight].violated).toBe(0);
-    expect(r.check({ limits: [scope], killedHoldMs: 1000 })[eight].violated).toBe(1);
-  });
-});
-
 describe('chaos invariant 9: no slot held by a finished job', () => {
   it('is violated by a finished holder, not by a running one', () => {
     const r = new Records().job('done', 'flo-q', 'k').job('busy', 'flo-q', 'j', { state: 'running' });
