@@ -9,6 +9,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../shared/aws/clients';
+import { WRITE_OPS } from '../shared/aws/cost-middleware';
 
 export type Service = 'dynamodb' | 'sqs' | 'scheduler';
 
@@ -79,14 +80,7 @@ export function asActor<T>(actor: string, fn: () => Promise<T>): Promise<T> {
 
 /** DynamoDB operations that read. */
 export const READ_OPS: ReadonlySet<string> = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
-const CAPACITY_OPS = new Set([
-  ...READ_OPS,
-  'PutItem',
-  'UpdateItem',
-  'DeleteItem',
-  'BatchWriteItem',
-  'TransactWriteItems',
-]);
+const CAPACITY_OPS = new Set([...READ_OPS, ...WRITE_OPS]);
 
 interface RawCapacity {
   CapacityUnits?: number;

@@ -3,7 +3,7 @@ import type { CostRecorder } from '../core/metrics';
 import { itemBytes } from './dynamo-job-store';
 
 /** DynamoDB operations that write, whose responses carry `ConsumedCapacity` when asked. */
-const WRITE_OPS: ReadonlySet<string> = new Set([
+export const WRITE_OPS: ReadonlySet<string> = new Set([
   'PutItem',
   'UpdateItem',
   'DeleteItem',
