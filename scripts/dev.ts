@@ -13,6 +13,7 @@ import { tenantSync } from '../functions/jobs/tenant-sync';
 import { welcomeEmail } from '../functions/jobs/welcome-email';
 import type { Job } from '../shared/core/job';
 import type { JobStore } from '../shared/core/ports';
+import { CostMeter } from '../shared/runtime/cost-meter';
 import { startLocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 
@@ -78,6 +79,8 @@ async function main(): Promise<void> {
     port,
     wrapStore: observe,
     supervisor: { intervalMs: 5_000 },
+    // each job's own AWS requests and write units, shown as `cost` on GET /jobs/{id}, as deployed
+    meter: new CostMeter(),
   });
   const url = platform.url;
   console.log(`
