@@ -63,6 +63,40 @@ describe('throttle in the worker', () => {
     expect(h.store.peek('b')?.waitingFor).toBeUndefined();
   });
 
+  it('keeps the turn of a takeover (a job left running by a lost worker): its redeliveries take no new turns', async () => {
+    const started: string[] = [];
+    const h = harness({
+      spec: throttled as JobTypeSpec,
+      run: async (_p, ctx) => {
+        started.push(ctx.jobId);
+        return 'ok';
+      },
+    });
+    h.store.seed(job('a'));
+    await h.worker(sqsEvent(messageFor('a'))); // a takes the key's turn now
+    // b was claimed long ago by a worker that died: running, its lease long expired
+    h.store.seed({
+      ...job('b'),
+      state: 'running',
+      attempts: 1,
+      leaseToken: 1,
+      leaseOwner: 'dead',
+      leaseExpiresAt: T0 - 60_000,
+      startedAt: new Date(T0 - 90_000).toISOString(),
+    });
+    const out = await h.worker(sqsEvent(messageFor('b'))); // its takeover waits for its turn, 2 s away
+    expect(out.batchItemFailures).toEqual([{ itemIdentifier: 'm-b' }]);
+    const turns = h.pacer.writes;
+    // its message comes back at its turn (or a copy before): the same turn, no new one
+    await h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-dup' })));
+    expect(h.pacer.writes, 'a redelivery before the turn took a new one').toBe(turns);
+    h.clock.set(T0 + 2000);
+    await h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-back' })));
+    expect(h.pacer.writes, 'the redelivery at the turn took a new one').toBe(turns);
+    expect(started).toEqual(['a', 'b']);
+    expect(h.store.peek('b')).toMatchObject({ state: 'succeeded', attempts: 2 });
+  });
+
   it('gives a job that comes to its turn more than a second late a new turn instead of starting late', async () => {
     const started: string[] = [];
     const h = harness({
