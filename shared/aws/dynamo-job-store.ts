@@ -774,20 +774,24 @@ export class DynamoJobStore implements JobStore {
     await this.recordError(job, written, errors, expiresAt);
   }
 
-  async markWaiting({ job, waitingFor }: { job: Job; waitingFor: WaitingFor }): Promise<boolean> {
+  async markWaiting({ job, waitingFor, now }: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean> {
     try {
+      // a running job whose lease may no longer be held (its fence, expiry + skew, is past) waits
+      // for a takeover: `leaseHeld` in the condition's terms
+      const takeover = now === undefined ? '' : ' OR (#state = :running AND leaseExpiresAt < :fenced)';
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: this.key(job.id),
           UpdateExpression: 'SET waitingFor = :w',
-          ConditionExpression: '#state IN (:scheduled, :queued, :retrying)',
+          ConditionExpression: `#state IN (:scheduled, :queued, :retrying)${takeover}`,
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
             ':w': S(JSON.stringify(waitingFor)),
             ':scheduled': S('scheduled'),
             ':queued': S('queued'),
             ':retrying': S('retrying'),
+            ...(now === undefined ? {} : { ':running': S('running'), ':fenced': N(now - MAX_CLOCK_SKEW_MS) }),
           },
         }),
       );

@@ -111,11 +111,13 @@ export interface JobStore {
    */
   expire?(input: { job: Job; now: number; expiresAt: number }): Promise<boolean>;
   /**
-   * Records why a due job has not started (it waits for a concurrency slot); the claim that
-   * starts it clears it. Changes nothing else (not `updatedAt`). Returns false when the job is
-   * not waiting to start (running, finished, missing).
+   * Records why a due job has not started (it waits for a concurrency slot or a throttle turn);
+   * the claim that starts it clears it. Changes nothing else (not `updatedAt`). With `now`, a
+   * `running` job whose lease may no longer be held at `now` (one a takeover will start) counts
+   * as waiting too. Returns false when the job is not waiting to start (running under a lease
+   * that may be held, finished, missing).
    */
-  markWaiting?(input: { job: Job; waitingFor: WaitingFor }): Promise<boolean>;
+  markWaiting?(input: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean>;
   /**
    * Ends a job that never started, because flow control turned it away: state → `skipped` with
    * `reason`, no attempt. Only from `scheduled`/`queued`, with no attempt in its series, under

@@ -64,6 +64,7 @@ export function createPaceGate(deps: {
           await store.markWaiting?.({
             job,
             waitingFor: { kind: 'throttle', key, until: iso(at), token, since: iso(now) },
+            now,
           });
           log.info('waiting for its throttle turn', { key, until: iso(at) });
         }

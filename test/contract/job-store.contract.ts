@@ -692,6 +692,27 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       }
       expect(await leg.store.markWaiting({ job: job(), waitingFor: waiting(1) })).toBe(false);
     });
+
+    it('with now, records it on a running job whose lease may no longer be held (a takeover waits), not on one whose may', async () => {
+      const leg = await setup();
+      const lease = { state: 'running' as const, attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + LEASE };
+      const held = await given(leg, lease);
+      // expired, but within the clock-skew bound of the expiry: it may still be held
+      expect(await leg.store.markWaiting({ job: held, waitingFor: waiting(1), now: T0 + LEASE + 1000 })).toBe(false);
+      expect((await leg.store.get(held.id))?.waitingFor).toBeUndefined();
+      const lost = await given(leg, lease);
+      expect(await leg.store.markWaiting({ job: lost, waitingFor: waiting(2), now: T0 + LEASE + 60_000 })).toBe(true);
+      expect((await leg.store.get(lost.id))?.waitingFor).toEqual(waiting(2));
+      const claim = await leg.store.claim({
+        id: lost.id,
+        type: lost.type,
+        owner: 'w2',
+        now: T0 + LEASE + 60_000,
+        leaseMs: LEASE,
+      });
+      expect(claim.kind).toBe('claimed');
+      expect((await leg.store.get(lost.id))?.waitingFor).toBeUndefined();
+    });
   });
 
   describe('retry with refund', () => {

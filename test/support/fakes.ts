@@ -322,10 +322,16 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
-  async markWaiting(input: { job: Job; waitingFor: WaitingFor }): Promise<boolean> {
+  async markWaiting(input: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean> {
     this.enter('markWaiting', input.job.id);
     const current = this.items.get(input.job.id)?.job;
-    if (!current || !['scheduled', 'queued', 'retrying'].includes(current.state)) return false;
+    if (!current) return false;
+    const takeover =
+      input.now !== undefined &&
+      current.state === 'running' &&
+      current.leaseExpiresAt !== undefined &&
+      !leaseHeld(current, input.now);
+    if (!takeover && !['scheduled', 'queued', 'retrying'].includes(current.state)) return false;
     this.seed({ ...current, waitingFor: { ...input.waitingFor } }, this.items.get(input.job.id)?.due ?? {});
     return true;
   }
