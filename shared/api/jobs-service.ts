@@ -204,7 +204,7 @@ export class JobsService {
       ...(flowKeys ? { flowKeys } : {}),
       ...(singletonKey !== undefined ? { singletonKey } : {}),
       ...(throttleKey !== undefined ? { throttleKey } : {}),
-      ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first } : {}),
+      ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
     };
     const skipReason = await this.rateLimited(spec, request, payload, now);
     if (skipReason) {
@@ -238,7 +238,9 @@ export class JobsService {
     if (!skipReason) this.deps.metrics?.add(METRIC.enqueued, job.type);
     if (debounced) {
       const debounceScopeOf = debounceScope(spec.type);
-      if (debounced.previous !== undefined) await this.replace(debounced.previous, job.id, debounced.key, now);
+      if (debounced.previous !== undefined) {
+        await this.replace(debounced.previous, job.id, debounced.seq, debounced.key, now);
+      }
       // A newer job may have opened the window while this one was being written, and not found it
       // to replace: then this one steps aside for it (one of the two always sees the other). Only
       // for a run still pending: the window may name a job this one has just replaced (a client's
@@ -247,7 +249,7 @@ export class JobsService {
       const window = (await this.deps.debouncer?.state({ scope: debounceScopeOf, key: debounced.key })) ?? {};
       const other = window.run !== undefined && window.run !== job.id ? await store.get(window.run) : undefined;
       if (other && isPendingDebounceRun(other)) {
-        if (await this.replace(job.id, other.id, debounced.key, now)) {
+        if (await this.replace(job.id, other.id, other.debounceSeq, debounced.key, now)) {
           const skipped = await store.get(job.id);
           if (skipped) return { created: true, job: toView(skipped) };
         }
@@ -384,7 +386,7 @@ export class JobsService {
     id: string,
     payload: unknown,
     now: number,
-  ): Promise<{ key: string; runAt: number; first: number; previous?: string } | undefined> {
+  ): Promise<{ key: string; runAt: number; first: number; seq: number; previous?: string } | undefined> {
     const options = spec.debounce;
     const debouncer = this.deps.debouncer;
     if (!options || !debouncer) return undefined;
@@ -404,16 +406,26 @@ export class JobsService {
     return {
       key,
       first: opened.first,
+      seq: opened.seq,
       runAt: debounceRunAt(now, opened.first, options),
       ...(opened.previous === undefined ? {} : { previous: opened.previous }),
     };
   }
 
   /**
-   * Ends the pending run a newer job (`by`) of its debounce key replaced: `skipped`, pointing to
-   * it. A run that started meanwhile runs: then both run, never neither. True when it ended it.
+   * Ends the pending run a newer job (`by`, whose window open had `bySeq`) of its debounce key
+   * replaced: `skipped`, pointing to it. A run that started meanwhile runs: then both run, never
+   * neither. Only a job of a lower `seq` is ended: a replay that opened the window again may make
+   * two jobs each see the other as the run it replaced, and only the later open wins, so the key
+   * keeps a run. True when it ended it.
    */
-  private async replace(previousId: string, by: string, key: string, now: number): Promise<boolean> {
+  private async replace(
+    previousId: string,
+    by: string,
+    bySeq: number | undefined,
+    key: string,
+    now: number,
+  ): Promise<boolean> {
     const { store, log, config } = this.deps;
     try {
       const previous = await store.get(previousId);
@@ -424,6 +436,7 @@ export class JobsService {
           now,
           expiresAt: Math.floor(now / 1000) + config.retentionDays * 86_400,
           reason: { kind: 'debounce', key, by, at: new Date(now).toISOString() },
+          ...(bySeq === undefined ? {} : { beforeSeq: bySeq }),
         })) ?? false;
       if (skipped) log.info('debounced: a newer job replaced the pending run', { jobId: previousId, by });
       return skipped;

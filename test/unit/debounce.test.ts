@@ -162,15 +162,16 @@ describe('debounce', () => {
     await enqueue('j', 1);
     stalls.get('j')?.release();
     await first;
-    stalls.get('k')?.release(); // k is written, replaces j, and must not step aside for it
+    stalls.get('k')?.release(); // k is written; the window's last open was j's retry, so j is the run
     await newer;
     const states = ['j', 'k'].map((id) => h.store.peek(id)?.state);
     expect(
       states.filter((state) => state === 'queued'),
       `states ${states.join(', ')}`,
     ).toHaveLength(1);
-    expect(h.store.peek('k')?.state).toBe('queued');
-    expect(h.store.peek('j')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'k' } });
+    // the retry of j came after k: j is the run (with its payload, as docs/flow-control.md says)
+    expect(h.store.peek('j')?.state).toBe('queued');
+    expect(h.store.peek('k')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'j' } });
   });
 
   it('never has two jobs replace each other when a replay reopens the window between them', async () => {
