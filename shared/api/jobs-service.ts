@@ -181,7 +181,12 @@ export class JobsService {
     const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
     const now = clock.now();
     const id = request.id ?? randomUUID();
-    const debounced = spec.debounce ? await this.debounce(spec, request, id, payload, now) : undefined;
+    if (spec.debounce) refuseDebouncedDelay(spec, request);
+    // A job over its rate is written skipped and never runs: it joins no debounce window (else it
+    // would end the pending run it replaced, and neither would run).
+    const skipReason = await this.rateLimited(spec, request, payload, now);
+    const debounced =
+      spec.debounce && skipReason === undefined ? await this.debounce(spec, request, id, payload, now) : undefined;
     const plan = planEnqueue(debounced ? { runAt: new Date(debounced.runAt).toISOString() } : request, now);
     const dispatchBy =
       request.dispatchBy === undefined ? undefined : checkDispatchBy(request.dispatchBy, plan.runAt, now);
@@ -206,7 +211,6 @@ export class JobsService {
       ...(throttleKey !== undefined ? { throttleKey } : {}),
       ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
     };
-    const skipReason = await this.rateLimited(spec, request, payload, now);
     if (skipReason) {
       // Over its rate: written as skipped (so the caller and the listing see why), never sent.
       Object.assign(job, {
@@ -248,7 +252,17 @@ export class JobsService {
       // leave the key with no run.
       const window = (await this.deps.debouncer?.state({ scope: debounceScopeOf, key: debounced.key })) ?? {};
       const other = window.run !== undefined && window.run !== job.id ? await store.get(window.run) : undefined;
-      if (other && isPendingDebounceRun(other)) {
+      if (other && other.debounceSeq !== undefined && other.debounceSeq < debounced.seq) {
+        // The window names an older job (a retry of it opened the window after this one): this
+        // job is the run. It takes the window over, so the window closes when it starts and
+        // `debouncedInto` finds it, and it ends that job if it still waits.
+        await this.deps.debouncer
+          ?.adopt({ scope: debounceScopeOf, key: debounced.key, from: other.id, to: job.id })
+          .catch((error: unknown) =>
+            this.deps.log.warn('could not take over the debounce window', { jobId: job.id, ...errorFields(error) }),
+          );
+        if (isPendingDebounceRun(other)) await this.replace(other.id, job.id, debounced.seq, debounced.key, now);
+      } else if (other && isPendingDebounceRun(other)) {
         if (await this.replace(job.id, other.id, other.debounceSeq, debounced.key, now)) {
           const skipped = await store.get(job.id);
           if (skipped) return { created: true, job: toView(skipped) };
@@ -390,15 +404,6 @@ export class JobsService {
     const options = spec.debounce;
     const debouncer = this.deps.debouncer;
     if (!options || !debouncer) return undefined;
-    for (const field of ['delaySeconds', 'runAt'] as const) {
-      if (request[field] !== undefined) {
-        throw new ValidationError(
-          `job type "${spec.type}" is debounced: its jobs start when their key has been quiet`,
-          [{ path: field, message: 'not allowed for a debounced job type' }],
-          'debounced_type',
-        );
-      }
-    }
     const key = resolveDebounceKey(options, payload);
     // A replay must not take the run back from a newer job (and so replace it).
     if (request.id !== undefined && (await this.exists(request.id, now))) return undefined;
@@ -471,5 +476,18 @@ export class JobsService {
       current = next.skipReason.by;
     }
     return current;
+  }
+}
+
+/** A debounced type's jobs start when their key has been quiet: a delay is refused (400). */
+function refuseDebouncedDelay(spec: JobTypeSpec, request: EnqueueRequest): void {
+  for (const field of ['delaySeconds', 'runAt'] as const) {
+    if (request[field] !== undefined) {
+      throw new ValidationError(
+        `job type "${spec.type}" is debounced: its jobs start when their key has been quiet`,
+        [{ path: field, message: 'not allowed for a debounced job type' }],
+        'debounced_type',
+      );
+    }
   }
 }

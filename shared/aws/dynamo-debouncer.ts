@@ -68,6 +68,24 @@ export class DynamoDebouncer implements Debouncer {
     }
   }
 
+  async adopt({ scope, key, from, to }: { scope: string; key: string; from: string; to: string }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(debounceKey(scope, key)) },
+          UpdateExpression: 'SET run = :to',
+          ConditionExpression: 'run = :from',
+          ExpressionAttributeValues: { ':from': S(from), ':to': S(to) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      return translateAwsError(error, 'DynamoDB UpdateItem (debounce adopt)');
+    }
+  }
+
   async state({ scope, key }: { scope: string; key: string }): Promise<DebounceWindow> {
     try {
       const out = await this.client.send(

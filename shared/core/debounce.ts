@@ -100,6 +100,11 @@ export interface Debouncer {
    * does nothing when another job is the run now.
    */
   close(input: { scope: string; key: string; jobId: string }): Promise<void>;
+  /**
+   * Makes `to` the open window's run if `from` is (one conditional write). Returns false when the
+   * window names another job, or none.
+   */
+  adopt(input: { scope: string; key: string; from: string; to: string }): Promise<boolean>;
   /** The key's window item (`{}` when there is none). */
   state(input: { scope: string; key: string }): Promise<DebounceWindow>;
 }

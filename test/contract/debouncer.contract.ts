@@ -53,5 +53,22 @@ export function debouncerContract(setup: () => Promise<Debouncer>): void {
         lastFirst: NOW,
       });
     });
+
+    it('hands the open window to another job only from the run it names', async () => {
+      const d = await setup();
+      const s = scope();
+      await d.open({ scope: s, key: 'k', jobId: 'a', now: NOW });
+      expect(await d.adopt({ scope: s, key: 'k', from: 'x', to: 'b' })).toBe(false);
+      expect(await d.state({ scope: s, key: 'k' })).toEqual({ run: 'a', first: NOW });
+      expect(await d.adopt({ scope: s, key: 'k', from: 'a', to: 'b' })).toBe(true);
+      expect(await d.state({ scope: s, key: 'k' })).toEqual({ run: 'b', first: NOW });
+      // the run that took it over closes it
+      await d.close({ scope: s, key: 'k', jobId: 'b' });
+      expect(await d.state({ scope: s, key: 'k' })).toEqual({ lastRun: 'b', lastFirst: NOW });
+      // no window open: nothing to hand over
+      expect(await d.adopt({ scope: s, key: 'k', from: 'b', to: 'c' })).toBe(false);
+      expect(await d.adopt({ scope: s, key: 'never', from: 'b', to: 'c' })).toBe(false);
+      expect(await d.state({ scope: s, key: 'never' })).toEqual({});
+    });
   });
 }

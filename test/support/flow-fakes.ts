@@ -172,6 +172,15 @@ export class FakeDebouncer implements Debouncer {
     this.windows.set(id, { ...rest, lastRun: run, ...(first === undefined ? {} : { lastFirst: first }) });
   }
 
+  async adopt(input: { scope: string; key: string; from: string; to: string }): Promise<boolean> {
+    const id = `${input.scope}#${input.key}`;
+    this.writes += 1;
+    const w = this.windows.get(id);
+    if (w?.run !== input.from) return false;
+    this.windows.set(id, { ...w, run: input.to });
+    return true;
+  }
+
   async state(input: { scope: string; key: string }): Promise<DebounceWindow> {
     return { ...(this.windows.get(`${input.scope}#${input.key}`) ?? {}) };
   }
