@@ -110,6 +110,19 @@ async function handlerStopped(running: Promise<unknown>, withinMs: number, log: 
   }
 }
 
+/**
+ * True when a refused claim shows that an attempt under `token` (or a later one) was claimed,
+ * by another delivery, and may still run: running, or cancelled (or cancelled and retried) while
+ * it ran, whose lease the store keeps until its handler must have stopped. Slots this delivery
+ * entered for `token` before that claim are then the same entries as that attempt's (two
+ * deliveries that read the job before its claim share them), and only that attempt's worker gives
+ * them back, once its handler has stopped. An attempt that ended through its own write (succeed,
+ * retry, fail) no longer carries a lease.
+ */
+function attemptOfTokenMayRun(claim: ClaimResult, token: number, now: number): boolean {
+  return 'job' in claim && claim.job.leaseToken >= token && leaseHeld(claim.job, now);
+}
+
 /** `{ jobId }` of a job message, for a log line about the message; empty when the body names none. */
 function jobIdOf(record: SQSRecord): { jobId?: string } {
   try {
@@ -576,8 +589,11 @@ export function createWorker(
         }
         const outcome = await handleClaim(claim, record, log, claimOwner, receiveCount);
         // Not started: the slots taken for it go on. None for a duplicate of a running job: the
-        // entry it found is the running attempt's, which gives it back when it ends.
-        if (claim.kind !== 'busy' && entered !== undefined) await gate.leave({ id }, slots, log, entered);
+        // entry it found is the running attempt's, which gives it back when it ends. Nor when
+        // another delivery claimed the attempt they were taken for, which may still run (see
+        // attemptOfTokenMayRun): the entry is that attempt's too.
+        if (claim.kind !== 'busy' && entered !== undefined && !attemptOfTokenMayRun(claim, entered, now))
+          await gate.leave({ id }, slots, log, entered);
         return outcome;
       }
       return await handleClaim(claim, record, log, claimOwner, receiveCount);

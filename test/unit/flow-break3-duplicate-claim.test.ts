@@ -84,4 +84,40 @@ describe('flow: a duplicate delivery whose claim finds the running attempt cance
     expect(h.store.peek('b')?.state).toBe('succeeded');
     expect(await h.flow.state(slot)).toMatchObject({ holders: [], waiting: 0 });
   });
+
+  it('still gives back an entry it made when the attempt it raced has ended (no lease left)', async () => {
+    const g = heldHandlers();
+    const h = harness({ spec: spec as JobTypeSpec, run: g.run as never });
+    h.store.seed(job('a'));
+    const slot = { scope: '@sys-one', key: 'a1' };
+
+    // The duplicate reads a queued, then its acquire is held back until the other delivery is done.
+    const acquire = h.flow.acquire.bind(h.flow);
+    let letAcquire = () => {};
+    const acquires = new Promise<void>((resolve) => {
+      letAcquire = resolve;
+    });
+    let held = false;
+    h.flow.acquire = async (input) => {
+      if (!held) {
+        held = true;
+        await acquires;
+      }
+      return acquire(input);
+    };
+    const dup = h.worker(sqsEvent(messageFor('a', { messageId: 'm-a-dup' })));
+    for (let i = 0; i < 1000 && !held; i++) await tick();
+    // The other delivery runs attempt 1 to its end and gives its slot back.
+    const da = h.worker(sqsEvent(messageFor('a')));
+    await g.until('a');
+    g.release('a');
+    await da;
+    expect(h.store.peek('a')?.state).toBe('succeeded');
+    expect((await h.flow.state(slot)).holders).toEqual([]);
+    // The duplicate's acquire now makes the entry anew (token 1); its claim is refused: finished.
+    letAcquire();
+    await dup;
+    expect(await h.flow.state(slot)).toMatchObject({ holders: [], waiting: 0 });
+    expect(g.peak).toBe(1);
+  });
 });
