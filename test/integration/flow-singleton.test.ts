@@ -5,12 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import type { JobView } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
-import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
+import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { maxOverlap } from '../support/held-handlers';
 import { enqueueNew } from '../support/local-api';
