@@ -36,7 +36,8 @@ function DlqPanel({ type }: { type: string }) {
   const [confirm, setConfirm] = useState(false);
   const [outcome, setOutcome] = useState<{ text?: string; error?: unknown }>({});
   const listing = loaded.data;
-  const depth = listing ? listing.approximateDepth.visible : 0;
+  // a message being looked at (by this page's own peek, or another) counts as in flight for a moment
+  const depth = listing ? listing.approximateDepth.visible + listing.approximateDepth.inFlight : 0;
 
   async function redrive() {
     setConfirm(false);
@@ -60,13 +61,18 @@ function DlqPanel({ type }: { type: string }) {
       <ErrorBox error={loaded.error} what={`could not read the ${type} DLQ`} />
       {listing ? (
         <p>
-          About <strong data-testid="dlq-depth">{listing.approximateDepth.visible}</strong> messages waiting,{' '}
-          {listing.approximateDepth.inFlight} in flight.
+          About <strong data-testid="dlq-depth">{depth}</strong> {depth === 1 ? 'message' : 'messages'} in the DLQ (
+          {listing.approximateDepth.inFlight} in flight).
         </p>
       ) : null}
       <div class="toolbar">
         <Writable>
-          <button type="button" class="primary" disabled={!listing || depth === 0} onClick={() => setConfirm(true)}>
+          <button
+            type="button"
+            class="primary"
+            disabled={!listing || (depth === 0 && listing.messages.length === 0)}
+            onClick={() => setConfirm(true)}
+          >
             Redrive…
           </button>
         </Writable>

@@ -114,16 +114,16 @@ export function SchedulesView({ route }: { route: Route }) {
                   <td class="row-actions">
                     <Writable>
                       {s.state === 'enabled' ? (
-                        <button type="button" onClick={() => void act(s, 'pause')} aria-label={`Pause ${s.name}`}>
-                          Pause
+                        <button type="button" onClick={() => void act(s, 'pause')}>
+                          Pause<span class="sr-only"> {s.name}</span>
                         </button>
                       ) : (
-                        <button type="button" onClick={() => void act(s, 'resume')} aria-label={`Resume ${s.name}`}>
-                          Resume
+                        <button type="button" onClick={() => void act(s, 'resume')}>
+                          Resume<span class="sr-only"> {s.name}</span>
                         </button>
                       )}
-                      <button type="button" onClick={() => void act(s, 'run')} aria-label={`Run ${s.name} now`}>
-                        Run now
+                      <button type="button" onClick={() => void act(s, 'run')}>
+                        Run now<span class="sr-only"> {s.name}</span>
                       </button>
                     </Writable>
                   </td>
