@@ -13,6 +13,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { echo } from '../../functions/jobs/echo';
+import { tenantSync } from '../../functions/jobs/tenant-sync';
 import { defineJobType } from '../../shared/core/job-type';
 import { createDashboardHandler, type DashboardServer, startDashboardServer } from '../../shared/dashboard/server';
 import { defineJob } from '../../shared/runtime/define-job';
@@ -122,7 +123,7 @@ beforeAll(async () => {
   platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('ui'),
-    jobs: [echo, fragile],
+    jobs: [echo, fragile, tenantSync],
     functionUrl: { fallback: dashboard },
   });
   apiUrl = platform.url;
@@ -266,6 +267,30 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await page.getByText('The echo DLQ is empty.').waitFor();
     const after = await call(platform.url, 'GET', `/jobs/${job.json.id}`);
     expect(after.json).toMatchObject({ state: 'succeeded', attempts: 1 });
+  });
+
+  it("shows who holds a flow-control key's slots and how many wait", async () => {
+    const tenant = uniquePrefix('tenant');
+    const jobs = [];
+    for (let i = 0; i < 3; i++) {
+      jobs.push(
+        (await call(platform.url, 'POST', '/jobs', { type: 'tenant-sync', payload: { tenantId: tenant, ms: 8_000 } }))
+          .json,
+      );
+    }
+    const first = jobs[0] as ApiBody;
+    await waitForState(first.id, 'running');
+    await page.goto(`${platform.url}/ui/#/jobs/${first.id}`);
+    await page.getByRole('heading', { name: `Job ${first.id} running` }).waitFor();
+    await page.getByRole('link', { name: tenant, exact: true }).click();
+    await page.waitForURL(/#\/keys\?type=tenant-sync&key=/);
+    const limits = page.getByRole('table', { name: 'Concurrency limits' });
+    // the limit is 2 per tenant: two hold a slot, the third waits
+    await limits.getByText('#1: 2 of 2').waitFor({ timeout: 20_000 });
+    await expect(limits.locator('tbody td.num').textContent()).resolves.toBe('1');
+    await expect(limits.getByRole('link').count()).resolves.toBe(2);
+    await shot('keys');
+    await expectAccessible('keys');
   });
 
   it('keeps a table of 1,000 rows responsive', async () => {
