@@ -26,6 +26,7 @@ import { runNowId } from '../../shared/schedules/run-now';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { newJob } from '../support/fakes';
 
 let aws: LocalAws;
 const cleanup: (() => Promise<void>)[] = [];
@@ -181,6 +182,32 @@ describe('POST /jobs/bulk and GET /overview', () => {
     expect(r?.oldestQueuedAgeMs).toBeNull();
 
     expectBadRequest(await request(platform, 'GET', '/overview?windowMinutes=4'), ['windowMinutes']);
+  });
+});
+
+describe('GET /overview on a busy shard', () => {
+  it('reads at most 100 entries of a shard and counts exactly the jobs created since the cut, saying so', async () => {
+    const platform = await start('dash-busy');
+    // 103 jobs on one byType shard of echo, one second apart, all within the window
+    const ids: string[] = [];
+    for (let n = 0; ids.length < 103; n++) {
+      const id = `busy-${n}`;
+      if (keys.byType('echo', id) === keys.byTypeShard('echo', 0)) ids.push(id);
+    }
+    const now = Date.now();
+    for (const [i, id] of ids.entries()) {
+      const job = newJob({ id, type: 'echo', payload: {}, payloadHash: `h-${id}` }, now - 200_000 + i * 1000);
+      expect((await platform.store.create(job)).created).toBe(true);
+    }
+    const overview = overviewSchema.parse((await request(platform, 'GET', '/overview?windowMinutes=10')).body);
+    const echoType = overview.types.find((t) => t.type === 'echo');
+    expect(echoType?.counts.queued).toBe(100);
+    expect(Object.values(echoType?.counts ?? {}).reduce((a, b) => a + b, 0)).toBe(100);
+    const cut = new Date(now - 200_000 + 3 * 1000).toISOString(); // the 100th newest: ids[3]
+    expect(echoType?.countsScope).toBe(
+      `the 100 newest jobs, created since ${cut} (truncated: the window holds more jobs than an overview reads)`,
+    );
+    expect(echoType?.series.reduce((n, b) => n + b.created, 0)).toBe(100);
   });
 });
 
