@@ -57,7 +57,9 @@ function missingSummary(include: readonly string[]): string[] {
  * per partition, newest first (`ScanIndexForward: false`). Both project only what never changes
  * (so no write after an entry's creation touches it), and the rest of each summary comes from
  * the job items, one eventually consistent BatchGetItem per page (0.5 read unit per job; an
- * entry whose job is gone is left out).
+ * entry whose job is gone is left out). With `withPayload`, that read also projects the payload
+ * (no extra cost: an item is billed whole), and the payload items of jobs that have one
+ * (`payloadKey`) are read with one more BatchGetItem (0.5 read unit per 4 KB each).
  *
  * @example
  * const index = new DynamoJobIndex(new DynamoDBClient({}), 'orrery-jobs');
