@@ -179,6 +179,19 @@ describe('POST /jobs/bulk', () => {
     expect(h.queue.sent.map((s) => s.message.id).sort()).toEqual(['c1', 'f1']);
   });
 
+  it('refuses a retry of a job whose type is not deployed, with its state, and changes nothing', async () => {
+    const h = setup();
+    h.store.seed(
+      newJob({ id: 'g1', type: 'gone', state: 'failed', finishedAt: new Date(T0).toISOString() }, T0 - 5000),
+    );
+    const body = bulkResponseSchema.parse(
+      (await h.call('POST', '/jobs/bulk', { body: { action: 'retry', ids: ['g1'] } })).body,
+    );
+    expect(body.results).toEqual([{ id: 'g1', status: 'refused', state: 'failed' }]);
+    expect(h.store.peek('g1')?.state).toBe('failed');
+    expect(h.queue.sent).toEqual([]);
+  });
+
   it('cancels: applied for an unfinished job, refused for a finished one', async () => {
     const h = setup();
     h.store.seed(newJob({ id: 'q1', type: 'echo' }, T0 - 5000));
