@@ -217,6 +217,15 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     for (const id of rest) await waitForState(id, 'succeeded');
     // live updates: the failed list empties by itself
     await page.getByText('No jobs match these filters.').waitFor({ timeout: 10_000 });
+
+    // search by a payload field, through the form: one of the three matches
+    await page.getByLabel('State', { exact: true }).selectOption('');
+    await page.getByLabel('Payload field 1', { exact: true }).fill('label');
+    await page.getByLabel('Value of payload field 1', { exact: true }).fill('batch-1');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/#\/jobs\?type=fragile&payload\.label=batch-1$/);
+    await page.getByRole('link', { name: ids[1] as string }).waitFor();
+    await expect(page.locator('table.jobs tbody tr').count()).resolves.toBe(1);
   });
 
   it('pauses a schedule and shows its next fire time', async () => {
@@ -239,6 +248,13 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await row.getByRole('button', { name: `Resume ${name}` }).waitFor();
     await expect(row.textContent()).resolves.toContain('paused');
     expect((await call(platform.url, 'GET', `/schedules/${name}`)).json.state).toBe('paused');
+
+    // run now (a paused schedule can be run): the new job names its schedule
+    await row.getByRole('button', { name: `Run now ${name}` }).click();
+    const started = page.getByRole('status').filter({ hasText: `Started a run of ${name}` });
+    await started.getByRole('link').click();
+    await page.getByRole('heading', { name: /succeeded$/ }).waitFor({ timeout: 30_000 });
+    await expect(page.getByRole('link', { name, exact: true }).count()).resolves.toBe(1);
   });
 
   it('redrives a DLQ', async () => {
@@ -291,6 +307,19 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await expect(limits.getByRole('link').count()).resolves.toBe(2);
     await shot('keys');
     await expectAccessible('keys');
+  });
+
+  it('shows the overview of a busier hour', async () => {
+    for (let i = 0; i < 12; i++) await call(platform.url, 'POST', '/jobs', { type: 'echo', payload: { n: i } });
+    await page.goto(`${platform.url}/ui/`);
+    const overview = page.locator('main table');
+    await overview.getByRole('link', { name: 'tenant-sync', exact: true }).waitFor();
+    // the fragile jobs failed first, and were all retried to success: counted by their state now
+    const fragileRow = overview.locator('tr', { has: page.getByRole('link', { name: 'fragile', exact: true }) });
+    await fragileRow.getByRole('img', { name: /: 3 created, 3 succeeded, 0 failed$/ }).waitFor({ timeout: 10_000 });
+    await fragileRow.getByRole('link', { name: '3 succeeded fragile jobs' }).waitFor();
+    await shot('overview-busy');
+    await expectAccessible('overview');
   });
 
   it('keeps a table of 1,000 rows responsive', async () => {

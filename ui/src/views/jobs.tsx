@@ -435,7 +435,7 @@ function Filters({ params }: { params: URLSearchParams }) {
         />
       </div>
       <fieldset class="payload">
-        <legend>Payload fields (needs a type; exact match)</legend>
+        <legend>Payload fields (exact match)</legend>
         {payload.map((row, i) => (
           <div class="field-pair" key={i}>
             <label for={`payload-path-${i}`} class="sr-only">

@@ -76,7 +76,8 @@ function OverviewTable({ overview }: { overview: Overview }) {
   return (
     <>
       <p class="muted">
-        Counts as of <Time iso={overview.generatedAt} />; throughput since <Time iso={overview.windowStart} />.
+        Jobs created since <Time iso={overview.windowStart} />, by their state as of <Time iso={overview.generatedAt} />
+        ; DLQ depth and the oldest queued job now.
       </p>
       <div class="scroll">
         <table class="overview">
@@ -101,7 +102,7 @@ function OverviewTable({ overview }: { overview: Overview }) {
               <tr key={row.type}>
                 <th scope="row">
                   <a href={href('/jobs', { type: row.type })}>{row.type}</a>
-                  <div class="muted small">{row.countsScope}</div>
+                  {/truncated/.test(row.countsScope) ? <div class="muted small scope">{row.countsScope}</div> : null}
                 </th>
                 {SHOWN_STATES.map((state) => {
                   const count = row.counts[state] ?? 0;
