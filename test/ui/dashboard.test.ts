@@ -212,7 +212,13 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await dialog.waitFor();
     await shot('bulk-confirm');
     await expectAccessible('bulk confirmation');
-    await dialog.getByRole('button', { name: 'Retry 2' }).click();
+    // keyboard: the modal takes focus on its first button, the one that confirms
+    await expect(
+      dialog
+        .getByRole('button', { name: 'Retry 2' })
+        .evaluate((button) => button === button.ownerDocument.activeElement),
+    ).resolves.toBe(true);
+    await page.keyboard.press('Enter');
     await page.getByText(/Retry: 2 applied, 0 refused/).waitFor({ timeout: 20_000 });
     for (const id of rest) await waitForState(id, 'succeeded');
     // live updates: the failed list empties by itself
@@ -274,6 +280,12 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await expect(page.getByTestId('dlq-depth').textContent()).resolves.toBe('1');
     await shot('dlq');
     await expectAccessible('dlq');
+    // Escape cancels the confirmation and nothing moves; then confirm for real
+    await page.getByRole('button', { name: 'Redrive…' }).click();
+    await page.getByRole('dialog', { name: 'Redrive about 1 message?' }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await expect(page.getByTestId('dlq-depth').textContent()).resolves.toBe('1');
     await page.getByRole('button', { name: 'Redrive…' }).click();
     await page
       .getByRole('dialog', { name: 'Redrive about 1 message?' })
