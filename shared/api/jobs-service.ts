@@ -76,12 +76,13 @@ function redispatchOf(job: Job, now: number): Dispatch {
   return { kind: 'now' };
 }
 
-/** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
 /** What the API itself adds to an enqueue request (never read from the caller's body). */
 export interface EnqueueOptions {
   /** The recurring schedule the job is a run of (`POST /schedules/{name}/run`). @default none */
   schedule?: string;
 }
+
+/** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
 
 export class JobsService {
   private readonly specs: Map<string, JobTypeSpec>;
@@ -190,7 +191,12 @@ export class JobsService {
     const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
     const now = clock.now();
     const id = request.id ?? randomUUID();
-    const debounced = spec.debounce ? await this.debounce(spec, request, id, payload, now) : undefined;
+    if (spec.debounce) refuseDebouncedDelay(spec, request);
+    // A job over its rate is written skipped and never runs: it joins no debounce window (else it
+    // would end the pending run it replaced, and neither would run).
+    const skipReason = await this.rateLimited(spec, request, payload, now);
+    const debounced =
+      spec.debounce && skipReason === undefined ? await this.debounce(spec, request, id, payload, now) : undefined;
     const plan = planEnqueue(debounced ? { runAt: new Date(debounced.runAt).toISOString() } : request, now);
     const dispatchBy =
       request.dispatchBy === undefined ? undefined : checkDispatchBy(request.dispatchBy, plan.runAt, now);
@@ -213,10 +219,9 @@ export class JobsService {
       ...(flowKeys ? { flowKeys } : {}),
       ...(singletonKey !== undefined ? { singletonKey } : {}),
       ...(throttleKey !== undefined ? { throttleKey } : {}),
-      ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first } : {}),
+      ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
     };
-    const skipReason = await this.rateLimited(spec, request, payload, now);
     if (skipReason) {
       // Over its rate: written as skipped (so the caller and the listing see why), never sent.
       Object.assign(job, {
@@ -248,7 +253,9 @@ export class JobsService {
     if (!skipReason) this.deps.metrics?.add(METRIC.enqueued, job.type);
     if (debounced) {
       const debounceScopeOf = debounceScope(spec.type);
-      if (debounced.previous !== undefined) await this.replace(debounced.previous, job.id, debounced.key, now);
+      if (debounced.previous !== undefined) {
+        await this.replace(debounced.previous, job.id, debounced.seq, debounced.key, now);
+      }
       // A newer job may have opened the window while this one was being written, and not found it
       // to replace: then this one steps aside for it (one of the two always sees the other). Only
       // for a run still pending: the window may name a job this one has just replaced (a client's
@@ -256,8 +263,18 @@ export class JobsService {
       // leave the key with no run.
       const window = (await this.deps.debouncer?.state({ scope: debounceScopeOf, key: debounced.key })) ?? {};
       const other = window.run !== undefined && window.run !== job.id ? await store.get(window.run) : undefined;
-      if (other && isPendingDebounceRun(other)) {
-        if (await this.replace(job.id, other.id, debounced.key, now)) {
+      if (other && other.debounceSeq !== undefined && other.debounceSeq < debounced.seq) {
+        // The window names an older job (a retry of it opened the window after this one): this
+        // job is the run. It takes the window over, so the window closes when it starts and
+        // `debouncedInto` finds it, and it ends that job if it still waits.
+        await this.deps.debouncer
+          ?.adopt({ scope: debounceScopeOf, key: debounced.key, from: other.id, to: job.id })
+          .catch((error: unknown) =>
+            this.deps.log.warn('could not take over the debounce window', { jobId: job.id, ...errorFields(error) }),
+          );
+        if (isPendingDebounceRun(other)) await this.replace(other.id, job.id, debounced.seq, debounced.key, now);
+      } else if (other && isPendingDebounceRun(other)) {
+        if (await this.replace(job.id, other.id, other.debounceSeq, debounced.key, now)) {
           const skipped = await store.get(job.id);
           if (skipped) return { created: true, job: toView(skipped) };
         }
@@ -394,19 +411,10 @@ export class JobsService {
     id: string,
     payload: unknown,
     now: number,
-  ): Promise<{ key: string; runAt: number; first: number; previous?: string } | undefined> {
+  ): Promise<{ key: string; runAt: number; first: number; seq: number; previous?: string } | undefined> {
     const options = spec.debounce;
     const debouncer = this.deps.debouncer;
     if (!options || !debouncer) return undefined;
-    for (const field of ['delaySeconds', 'runAt'] as const) {
-      if (request[field] !== undefined) {
-        throw new ValidationError(
-          `job type "${spec.type}" is debounced: its jobs start when their key has been quiet`,
-          [{ path: field, message: 'not allowed for a debounced job type' }],
-          'debounced_type',
-        );
-      }
-    }
     const key = resolveDebounceKey(options, payload);
     // A replay must not take the run back from a newer job (and so replace it).
     if (request.id !== undefined && (await this.exists(request.id, now))) return undefined;
@@ -414,16 +422,26 @@ export class JobsService {
     return {
       key,
       first: opened.first,
+      seq: opened.seq,
       runAt: debounceRunAt(now, opened.first, options),
       ...(opened.previous === undefined ? {} : { previous: opened.previous }),
     };
   }
 
   /**
-   * Ends the pending run a newer job (`by`) of its debounce key replaced: `skipped`, pointing to
-   * it. A run that started meanwhile runs: then both run, never neither. True when it ended it.
+   * Ends the pending run a newer job (`by`, whose window open had `bySeq`) of its debounce key
+   * replaced: `skipped`, pointing to it. A run that started meanwhile runs: then both run, never
+   * neither. Only a job of a lower `seq` is ended: a replay that opened the window again may make
+   * two jobs each see the other as the run it replaced, and only the later open wins, so the key
+   * keeps a run. True when it ended it.
    */
-  private async replace(previousId: string, by: string, key: string, now: number): Promise<boolean> {
+  private async replace(
+    previousId: string,
+    by: string,
+    bySeq: number | undefined,
+    key: string,
+    now: number,
+  ): Promise<boolean> {
     const { store, log, config } = this.deps;
     try {
       const previous = await store.get(previousId);
@@ -434,6 +452,7 @@ export class JobsService {
           now,
           expiresAt: Math.floor(now / 1000) + config.retentionDays * 86_400,
           reason: { kind: 'debounce', key, by, at: new Date(now).toISOString() },
+          ...(bySeq === undefined ? {} : { beforeSeq: bySeq }),
         })) ?? false;
       if (skipped) log.info('debounced: a newer job replaced the pending run', { jobId: previousId, by });
       return skipped;
@@ -468,5 +487,18 @@ export class JobsService {
       current = next.skipReason.by;
     }
     return current;
+  }
+}
+
+/** A debounced type's jobs start when their key has been quiet: a delay is refused (400). */
+function refuseDebouncedDelay(spec: JobTypeSpec, request: EnqueueRequest): void {
+  for (const field of ['delaySeconds', 'runAt'] as const) {
+    if (request[field] !== undefined) {
+      throw new ValidationError(
+        `job type "${spec.type}" is debounced: its jobs start when their key has been quiet`,
+        [{ path: field, message: 'not allowed for a debounced job type' }],
+        'debounced_type',
+      );
+    }
   }
 }

@@ -29,9 +29,10 @@ export class DynamoDebouncer implements Debouncer {
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: S(debounceKey(scope, key)) },
-          UpdateExpression: 'SET run = :id, #first = if_not_exists(#first, :now), expiresAt = :exp',
+          UpdateExpression: 'SET run = :id, #first = if_not_exists(#first, :now), expiresAt = :exp ADD seq :one',
           ExpressionAttributeNames: { '#first': 'first' },
           ExpressionAttributeValues: {
+            ':one': N(1),
             ':id': S(jobId),
             ':now': N(now),
             ':exp': N(Math.floor(now / 1000) + MAX_DEBOUNCE_WAIT_SECONDS),
@@ -42,7 +43,8 @@ export class DynamoDebouncer implements Debouncer {
       const old = out.Attributes;
       const previous = old?.run?.S;
       const first = old?.first?.N === undefined ? now : Number(old.first.N);
-      return { ...(previous !== undefined && previous !== jobId ? { previous } : {}), first };
+      const seq = (old?.seq?.N === undefined ? 0 : Number(old.seq.N)) + 1;
+      return { ...(previous !== undefined && previous !== jobId ? { previous } : {}), first, seq };
     } catch (error) {
       return translateAwsError(error, 'DynamoDB UpdateItem (debounce open)');
     }
@@ -63,6 +65,24 @@ export class DynamoDebouncer implements Debouncer {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return; // another job is the run now
       translateAwsError(error, 'DynamoDB UpdateItem (debounce close)');
+    }
+  }
+
+  async adopt({ scope, key, from, to }: { scope: string; key: string; from: string; to: string }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(debounceKey(scope, key)) },
+          UpdateExpression: 'SET run = :to',
+          ConditionExpression: 'run = :from',
+          ExpressionAttributeValues: { ':from': S(from), ':to': S(to) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      return translateAwsError(error, 'DynamoDB UpdateItem (debounce adopt)');
     }
   }
 

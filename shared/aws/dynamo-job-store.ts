@@ -149,6 +149,7 @@ export function toItem(job: Job, external = false): Item {
       throttleKey: job.throttleKey,
       debounceKey: job.debounceKey,
       debounceWindow: job.debounceWindow,
+      debounceSeq: job.debounceSeq,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       cost: job.cost === undefined ? undefined : { requests: job.cost.requests, writeUnits: job.cost.writeUnits },
@@ -267,6 +268,7 @@ export function fromItem(item: Item): Job {
   if (typeof raw.throttleKey === 'string') job.throttleKey = raw.throttleKey;
   if (typeof raw.debounceKey === 'string') job.debounceKey = raw.debounceKey;
   if (typeof raw.debounceWindow === 'number') job.debounceWindow = raw.debounceWindow;
+  if (typeof raw.debounceSeq === 'number') job.debounceSeq = raw.debounceSeq;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const cost = raw.cost as Partial<JobCost> | undefined;
@@ -835,22 +837,27 @@ export class DynamoJobStore implements JobStore {
     now,
     expiresAt,
     reason,
+    beforeSeq,
   }: {
     job: Job;
     now: number;
     expiresAt: number;
     reason: SkipReason;
+    beforeSeq?: number;
   }): Promise<boolean> {
     try {
+      const ordered =
+        beforeSeq === undefined ? '' : ' AND (attribute_not_exists(debounceSeq) OR debounceSeq < :before)';
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: this.key(job.id),
           UpdateExpression:
             'SET #state = :skipped, skipReason = :why, finishedAt = :now, updatedAt = :now, expiresAt = :ttl REMOVE waitingFor',
-          ConditionExpression: '#state IN (:scheduled, :queued) AND attempts = :zero AND leaseToken = :token',
+          ConditionExpression: `#state IN (:scheduled, :queued) AND attempts = :zero AND leaseToken = :token${ordered}`,
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
+            ...(beforeSeq === undefined ? {} : { ':before': N(beforeSeq) }),
             ':skipped': S('skipped'),
             ':why': S(JSON.stringify(reason)),
             ':scheduled': S('scheduled'),

@@ -85,19 +85,26 @@ export interface DebounceWindow {
 export interface Debouncer {
   /**
    * Makes `jobId` the key's pending run. Returns the run it replaces (undefined when the window
-   * was closed, or `jobId` was the run already) and when the window began (`now` for a new one).
+   * was closed, or `jobId` was the run already), when the window began (`now` for a new one), and
+   * the open's `seq`: 1, 2, 3… per key, over all its windows, one per call (a replay's open counts
+   * too). A job may replace only jobs of a lower `seq`, so replacements never form a cycle.
    */
   open(input: {
     scope: string;
     key: string;
     jobId: string;
     now: number;
-  }): Promise<{ previous?: string; first: number }>;
+  }): Promise<{ previous?: string; first: number; seq: number }>;
   /**
    * Closes the window whose run is `jobId` (it started), remembering it as the last window's run;
    * does nothing when another job is the run now.
    */
   close(input: { scope: string; key: string; jobId: string }): Promise<void>;
+  /**
+   * Makes `to` the open window's run if `from` is (one conditional write). Returns false when the
+   * window names another job, or none.
+   */
+  adopt(input: { scope: string; key: string; from: string; to: string }): Promise<boolean>;
   /** The key's window item (`{}` when there is none). */
   state(input: { scope: string; key: string }): Promise<DebounceWindow>;
 }

@@ -82,6 +82,8 @@ export interface Job {
   debounceKey?: string;
   /** When the debounce window the job joined began (epoch ms): names the window, to find its run. */
   debounceWindow?: number;
+  /** The `seq` of the window open that made the job its key's run: it replaces only lower ones. */
+  debounceSeq?: number;
   /** Why a due job has not started: it waits for a slot or a throttle's turn (cleared when it starts). */
   waitingFor?: WaitingFor;
   /** Why flow control turned the job away (state `skipped`). */

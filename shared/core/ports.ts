@@ -124,7 +124,7 @@ export interface JobStore {
    * `job.leaseToken`. Returns false when the job changed first (started, cancelled, finished).
    * One write; a skipped job is listed from `byType` (no sparse index entry: skips may be common).
    */
-  skip?(input: { job: Job; now: number; expiresAt: number; reason: SkipReason }): Promise<boolean>;
+  skip?(input: { job: Job; now: number; expiresAt: number; reason: SkipReason; beforeSeq?: number }): Promise<boolean>;
 }
 
 /** One message of a {@link JobQueue.sendBatch}. */

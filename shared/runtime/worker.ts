@@ -24,6 +24,7 @@ import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
 import { persist, progressReporter } from './attempt-support';
 import type { CostMeter } from './cost-meter';
+import { giveWayTo, newerDebounceRun } from './debounce-gate';
 import { resolveFire } from './fire';
 import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
@@ -452,6 +453,24 @@ export function createWorker(
       let paced: number | undefined;
       // One time for the gates' "is it due" and the claim's, so the two cannot disagree.
       const now = clock.now();
+      if (def.spec.debounce && deps.debouncer) {
+        // a newer job of its key runs, or ran: this run does not (./debounce-gate.ts)
+        const current = await deps.store.get(id);
+        const newer =
+          current &&
+          (await newerDebounceRun({ store: deps.store, debouncer: deps.debouncer }, def.spec.type, current, now));
+        if (current && newer) {
+          const skipped = await persist(
+            () => deps.store.skip?.(giveWayTo(current, newer, now, expiresAt(now))) ?? Promise.resolve(false),
+            log,
+            'recording the skip',
+          );
+          if (skipped) {
+            log.info('debounced: a newer job of its key runs instead', { by: newer.id });
+            return 'done';
+          }
+        }
+      }
       if (gate || pace) {
         const current = await deps.store.get(id);
         if (current && gate) slots = jobSlots(def.spec, current);

@@ -6,6 +6,7 @@
  */
 import { createClient, OrreryApiError, type OrreryClient } from '../../shared/client/index';
 import type { BatchResult } from '../../shared/client/types';
+import { TERMINAL_STATES } from '../../shared/core/states';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
 import type { World } from './system-world';
@@ -51,6 +52,10 @@ function errorKey(error: unknown): string {
   if (error instanceof OrreryApiError) return String(error.status);
   return error instanceof Error ? error.name : 'unknown';
 }
+
+/** How long an aimed cancel waits for its job to reach the aimed state, and how often it looks. */
+const AIM_WAIT_MS = 20_000;
+const AIM_POLL_MS = 150;
 
 /** Marker of the job-message copies this run puts into a DLQ (they stay valid job messages). */
 export const DLQ_COPY_MARK = 'chaos-dlq-copy';
@@ -263,8 +268,9 @@ export class Actors {
       });
     }
     if (job.control) {
-      const { cancelAfterMs, retryAfterMs } = job.control;
+      const { cancelAfterMs, retryAfterMs, aim } = job.control;
       this.later(cancelAfterMs, async () => {
+        if (aim !== undefined) await this.awaitState(job.id, aim);
         await this.cancel(job.id);
         if (retryAfterMs !== undefined) this.later(retryAfterMs, () => this.retry(job.id));
       });
@@ -286,6 +292,19 @@ export class Actors {
       return (await this.reader.get(id)).state;
     } catch (error) {
       return `get:${errorKey(error)}`;
+    }
+  }
+
+  /**
+   * Polls until the job is in `state`, has finished, or `AIM_WAIT_MS` has passed (on a slow
+   * machine the first attempt may not have started, or failed, by the planned moment).
+   */
+  private async awaitState(id: string, state: string): Promise<void> {
+    const until = Date.now() + AIM_WAIT_MS;
+    while (Date.now() < until) {
+      const now = await this.stateOf(id);
+      if (now === state || (TERMINAL_STATES as readonly string[]).includes(now)) return;
+      await sleep(AIM_POLL_MS);
     }
   }
 

@@ -38,8 +38,12 @@ export interface PlannedJob {
   maxAttempts: number;
   /** Extra copies of its message, ms after the acknowledgement. */
   duplicates: number[];
-  /** Cancel this long after the acknowledgement; then maybe retry `retryAfterMs` after that. */
-  control?: { cancelAfterMs: number; retryAfterMs?: number };
+  /**
+   * Cancel this long after the acknowledgement; then maybe retry `retryAfterMs` after that.
+   * With `aim`, the cancel first waits (polling, bounded) until the job is in that state, so a
+   * cancel aimed at a running attempt or a pending retry lands there however slow the machine is.
+   */
+  control?: { cancelAfterMs: number; retryAfterMs?: number; aim?: 'running' | 'retrying' };
   /** A copy of its message is put into the DLQ (and redriven) this long after the acknowledgement. */
   dlqCopyAfterMs?: number;
 }
@@ -81,6 +85,9 @@ export interface PlanOptions {
 
 const HOUR = 3600_000;
 
+/** Cancels aimed at a running attempt, and at a pending retry, that a plan with controls always has. */
+export const MIN_AIMED_CANCELS = 2;
+
 /**
  * Draws the jobs and schedules of a run.
  *
@@ -93,6 +100,21 @@ export function planSystem(
 ): { jobs: PlannedJob[]; schedules: PlannedSchedule[] } {
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  /** A cancel aimed at a running attempt or a pending retry: the job is shaped so that it has one. */
+  const aimCancel = (job: PlannedJob, aim: 'running' | 'retrying'): NonNullable<PlannedJob['control']> => {
+    // Started at once: an aimed cancel waits for the aimed state only so long.
+    job.timing = 'now';
+    delete job.delaySeconds;
+    delete job.runAtOffsetMs;
+    if (aim === 'running') {
+      job.payload.sleepMs = int(2500, Math.min(options.timeoutMs - 1000, 4500));
+      return { cancelAfterMs: int(300, 1500), aim };
+    }
+    job.backoffKind = 'short';
+    job.backoff = { kind: 'constant', delayMs: int(4000, 8000) };
+    job.payload.sleepMs = int(0, 100);
+    return { cancelAfterMs: int(1000, 3000), aim };
+  };
   const jobs: PlannedJob[] = [];
   for (let i = 0; i < options.jobs; i++) {
     const r = random();
@@ -162,17 +184,14 @@ export function planSystem(
     if (random() < options.controlRate) {
       // Aim the cancel at a running attempt, at a job waiting for its retry, or anywhere.
       const aim = random();
-      let cancelAfterMs = int(0, 5000);
-      if (aim < 0.35 && !payload.alwaysFail) {
-        payload.sleepMs = int(2500, Math.min(options.timeoutMs - 1000, 4500));
-        cancelAfterMs = int(300, 1500);
-      } else if (aim < 0.7 && (behaviour === 'flaky' || behaviour === 'always-fail')) {
-        job.backoffKind = 'short';
-        job.backoff = { kind: 'constant', delayMs: int(4000, 8000) };
-        payload.sleepMs = int(0, 100);
-        cancelAfterMs = int(1000, 3000);
-      }
-      job.control = { cancelAfterMs, ...(random() < 0.7 ? { retryAfterMs: int(0, 3000) } : {}) };
+      const aimAt =
+        aim < 0.35 && !payload.alwaysFail
+          ? 'running'
+          : aim < 0.7 && (behaviour === 'flaky' || behaviour === 'always-fail')
+            ? 'retrying'
+            : undefined;
+      job.control = aimAt !== undefined ? aimCancel(job, aimAt) : { cancelAfterMs: int(0, 5000) };
+      if (random() < 0.7) job.control.retryAfterMs = int(0, 3000);
     }
     if (random() < options.dlqCopyRate) job.dlqCopyAfterMs = int(0, 6000);
     jobs.push(job);
@@ -189,6 +208,20 @@ export function planSystem(
       payload: { sleepMs: int(200, 3000), ...(flaky ? { failTimes: 1 } : {}) },
       maxAttempts: 3,
     });
+  }
+  if (options.controlRate > 0) {
+    // A small run's coverage check counts cancels of running and retrying jobs: a seed that aims
+    // too few is topped up (after every other draw, so the rest of its plan stays the same).
+    for (const aim of ['running', 'retrying'] as const) {
+      let aimed = jobs.filter((j) => j.control?.aim === aim).length;
+      for (const job of jobs) {
+        if (aimed >= MIN_AIMED_CANCELS) break;
+        const fails = job.behaviour === 'flaky' || job.behaviour === 'always-fail';
+        if (job.control || (aim === 'running' ? job.payload.alwaysFail : !fails)) continue;
+        job.control = aimCancel(job, aim);
+        aimed += 1;
+      }
+    }
   }
   return { jobs, schedules };
 }

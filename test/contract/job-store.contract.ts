@@ -793,6 +793,27 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       expect((await leg.store.get(moved.id))?.state).toBe('queued');
       expect(await leg.store.skip({ job: job(), now: T0, expiresAt: sec(T0) + 60, reason })).toBe(false);
     });
+
+    it('with beforeSeq, ends only a job of a lower debounce seq (or one without a seq)', async () => {
+      const leg = await setup();
+      const debounce = { kind: 'debounce' as const, key: 'c1', by: 'newer', at: iso(T0) };
+      const later = await given(leg, { state: 'queued', debounceKey: 'c1', debounceWindow: T0, debounceSeq: 5 });
+      const same = await given(leg, { state: 'queued', debounceKey: 'c1', debounceWindow: T0, debounceSeq: 4 });
+      const earlier = await given(leg, { state: 'queued', debounceKey: 'c1', debounceWindow: T0, debounceSeq: 3 });
+      const unnumbered = await given(leg, { state: 'queued', debounceKey: 'c1', debounceWindow: T0 });
+      for (const j of [later, same]) {
+        expect(await leg.store.skip({ job: j, now: T0, expiresAt: sec(T0) + 60, reason: debounce, beforeSeq: 4 })).toBe(
+          false,
+        );
+        expect(await leg.store.get(j.id)).toMatchObject({ state: 'queued', debounceSeq: j.debounceSeq });
+      }
+      for (const j of [earlier, unnumbered]) {
+        expect(await leg.store.skip({ job: j, now: T0, expiresAt: sec(T0) + 60, reason: debounce, beforeSeq: 4 })).toBe(
+          true,
+        );
+        expect((await leg.store.get(j.id))?.state).toBe('skipped');
+      }
+    });
   });
 
   describe('control.cancel', () => {

@@ -359,14 +359,21 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt in the series, the same token. */
-  async skip(input: { job: Job; now: number; expiresAt: number; reason: SkipReason }): Promise<boolean> {
+  async skip(input: {
+    job: Job;
+    now: number;
+    expiresAt: number;
+    reason: SkipReason;
+    beforeSeq?: number;
+  }): Promise<boolean> {
     this.enter('skip', input.job.id);
     const current = this.items.get(input.job.id)?.job;
     if (
       !current ||
       !['scheduled', 'queued'].includes(current.state) ||
       current.attempts !== 0 ||
-      current.leaseToken !== input.job.leaseToken
+      current.leaseToken !== input.job.leaseToken ||
+      (input.beforeSeq !== undefined && current.debounceSeq !== undefined && current.debounceSeq >= input.beforeSeq)
     ) {
       return false;
     }

@@ -149,15 +149,18 @@ export class FakePacer implements Pacer {
 /** In-memory {@link Debouncer}; passes the same contract as `DynamoDebouncer` (test/contract/debouncer.contract.ts). */
 export class FakeDebouncer implements Debouncer {
   private readonly windows = new Map<string, DebounceWindow>();
+  private readonly seqs = new Map<string, number>();
   writes = 0;
 
   async open(input: { scope: string; key: string; jobId: string; now: number }) {
     const id = `${input.scope}#${input.key}`;
     const old = this.windows.get(id) ?? {};
     const first = old.first ?? input.now;
+    const seq = (this.seqs.get(id) ?? 0) + 1;
+    this.seqs.set(id, seq);
     this.windows.set(id, { ...old, run: input.jobId, first });
     this.writes += 1;
-    return { ...(old.run !== undefined && old.run !== input.jobId ? { previous: old.run } : {}), first };
+    return { ...(old.run !== undefined && old.run !== input.jobId ? { previous: old.run } : {}), first, seq };
   }
 
   async close(input: { scope: string; key: string; jobId: string }): Promise<void> {
@@ -167,6 +170,15 @@ export class FakeDebouncer implements Debouncer {
     if (w?.run !== input.jobId) return;
     const { run, first, ...rest } = w;
     this.windows.set(id, { ...rest, lastRun: run, ...(first === undefined ? {} : { lastFirst: first }) });
+  }
+
+  async adopt(input: { scope: string; key: string; from: string; to: string }): Promise<boolean> {
+    const id = `${input.scope}#${input.key}`;
+    this.writes += 1;
+    const w = this.windows.get(id);
+    if (w?.run !== input.from) return false;
+    this.windows.set(id, { ...w, run: input.to });
+    return true;
   }
 
   async state(input: { scope: string; key: string }): Promise<DebounceWindow> {

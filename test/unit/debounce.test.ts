@@ -162,15 +162,82 @@ describe('debounce', () => {
     await enqueue('j', 1);
     stalls.get('j')?.release();
     await first;
-    stalls.get('k')?.release(); // k is written, replaces j, and must not step aside for it
+    stalls.get('k')?.release(); // k is written; the window's last open was j's retry, so j is the run
     await newer;
     const states = ['j', 'k'].map((id) => h.store.peek(id)?.state);
     expect(
       states.filter((state) => state === 'queued'),
       `states ${states.join(', ')}`,
     ).toHaveLength(1);
-    expect(h.store.peek('k')?.state).toBe('queued');
-    expect(h.store.peek('j')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'k' } });
+    // the retry of j came after k: j is the run (with its payload, as docs/flow-control.md says)
+    expect(h.store.peek('j')?.state).toBe('queued');
+    expect(h.store.peek('k')).toMatchObject({ state: 'skipped', skipReason: { kind: 'debounce', by: 'j' } });
+  });
+
+  it('never has two jobs replace each other when a replay reopens the window between them', async () => {
+    // j's first request opens the window and its write stalls; k opens it after j; the client's
+    // retry of j opens it again after k and writes j. Then k replaces j (the window said j came
+    // before k) while j replaces k (the window said k came before j): before the windows counted
+    // their opens, both ended skipped, each pointing to the other, and the key had no run.
+    const { h, enqueue } = setup(specOf());
+    const gate = () => {
+      let release = () => {};
+      const done = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return { done, release };
+    };
+    const jWrite = gate();
+    const kWrite = gate();
+    const jReadsK = gate();
+    const jAtK = gate();
+    const create = h.store.create.bind(h.store);
+    let jCreates = 0;
+    let kCreates = 0;
+    h.store.create = async (job) => {
+      if (job.id === 'j' && jCreates++ === 0) await jWrite.done;
+      if (job.id === 'k' && kCreates++ === 0) await kWrite.done;
+      return create(job);
+    };
+    const get = h.store.get.bind(h.store);
+    let holdKReads = false;
+    h.store.get = async (id) => {
+      if (id === 'k' && holdKReads) {
+        holdKReads = false;
+        jAtK.release();
+        await jReadsK.done;
+      }
+      return get(id);
+    };
+    const run = async () => (await h.debouncer.state({ scope: 'echo~d', key: 'c1' }))?.run;
+    const until = async (id: string) => {
+      while ((await run()) !== id) await new Promise((r) => setTimeout(r, 1));
+    };
+    const first = enqueue('j', 1); // opens the window, then its write stalls
+    await until('j');
+    const newer = enqueue('k', 2); // opens the window after j, then its write stalls
+    await until('k');
+    holdKReads = true;
+    const retry = enqueue('j', 1); // opens it again after k, writes j, and goes to replace k
+    await jAtK.done; // ... and is about to read k
+    kWrite.release(); // k is written and replaces j
+    await newer;
+    jReadsK.release(); // j reads k, still pending as far as it is concerned
+    await retry;
+    jWrite.release();
+    await first;
+    const states = Object.fromEntries(['j', 'k'].map((id) => [id, h.store.peek(id)?.state]));
+    expect(
+      Object.values(states).filter((state) => state === 'queued'),
+      `states ${JSON.stringify(states)}`,
+    ).toHaveLength(1);
+    for (const id of ['j', 'k']) {
+      const job = h.store.peek(id);
+      if (job?.state !== 'skipped') continue;
+      // its replacement is the run, not a job replaced in turn
+      const by = job.skipReason?.kind === 'debounce' ? job.skipReason.by : undefined;
+      expect(by === undefined ? undefined : h.store.peek(by)?.state, `${id} skipped by ${by}`).toBe('queued');
+    }
   });
 
   it('runs both when the replaced run started first (never neither)', async () => {
