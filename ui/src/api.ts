@@ -95,117 +95,32 @@ export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknow
 }
 
 // ------------------------------------------------------------------ shapes the UI reads
+// The API's own types and state lists (type-only imports and plain constants: esbuild bundles them)
 
-export const JOB_STATES = [
-  'scheduled',
-  'queued',
-  'running',
-  'retrying',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'expired',
-  'skipped',
-] as const;
-export type JobState = (typeof JOB_STATES)[number];
+export type {
+  AttemptError,
+  BulkAction,
+  BulkResult,
+  DlqListing,
+  JobState,
+  JobSummary,
+  JobView,
+  Overview,
+  ScheduleView,
+} from '../../shared/client/types';
+export { JOB_STATES } from '../../shared/core/states';
+
+import type { JobSummary, Overview } from '../../shared/client/types';
+import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 
 /** States a job can be retried from, and cancelled from. */
-export const RETRYABLE: readonly string[] = ['failed', 'cancelled', 'expired'];
-export const CANCELLABLE: readonly string[] = ['scheduled', 'queued', 'retrying', 'running'];
-
-export interface JobSummary {
-  id: string;
-  type: string;
-  state: JobState;
-  createdAt: string;
-  runAt: string;
-  attempts: number;
-  finishedAt: string | null;
-}
+export const RETRYABLE: readonly string[] = RETRYABLE_STATES;
+export const CANCELLABLE: readonly string[] = CANCELLABLE_STATES;
 
 export interface JobPage {
   items: JobSummary[];
   nextCursor: string | null;
 }
 
-export interface AttemptError {
-  attempt: number;
-  at: string;
-  reason: string;
-  name: string;
-  message: string;
-  stack?: string;
-}
-
-export interface JobView extends JobSummary {
-  payload: Record<string, unknown>;
-  maxAttempts: number;
-  updatedAt: string;
-  startedAt: string | null;
-  lastError: AttemptError | null;
-  errors: AttemptError[];
-  progress: { percent: number; detail?: string; at: string } | null;
-  result: unknown;
-  retries: number;
-  dispatchBy?: string;
-  schedule?: string;
-  concurrencyKeys?: string[];
-  singletonKey?: string;
-  throttleKey?: string;
-  debounceKey?: string;
-  debouncedInto?: string;
-  waitingFor?: { kind: string; key: string; since: string; until?: string };
-  skipReason?: { kind: string; key: string; by?: string; at: string };
-  cost?: { requests: number; writeUnits: number };
-}
-
-export interface OverviewType {
-  type: string;
-  counts: Partial<Record<string, number>>;
-  countsScope: string;
-  dlqDepth: number | null;
-  oldestQueuedAgeMs: number | null;
-  series: { start: string; created: number; succeeded: number; failed: number }[];
-}
-
-export interface Overview {
-  generatedAt: string;
-  windowStart: string;
-  bucketMs: number;
-  types: OverviewType[];
-}
-
-export interface ScheduleView {
-  name: string;
-  type: string;
-  cron: string | null;
-  rate: string | null;
-  expression: string;
-  timezone: string;
-  state: 'enabled' | 'paused';
-  nextFireAt: string | null;
-  lastFireAt: string | null;
-  lastRunId: string | null;
-  skipped: { count: number; lastAt: string | null };
-  missed: number;
-  overlap: string;
-}
-
-export interface DlqListing {
-  type: string;
-  approximateDepth: { visible: number; inFlight: number };
-  messages: {
-    messageId: string;
-    jobId: string | null;
-    receiveCount: number;
-    sentAt: string | null;
-    body: string | null;
-  }[];
-}
-
-export type BulkAction = 'retry' | 'cancel';
-export interface BulkResult {
-  id: string;
-  status: 'applied' | 'refused' | 'not_found';
-  state?: string;
-}
+/** One type's row of the overview. */
+export type OverviewType = Overview['types'][number];
