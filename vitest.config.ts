@@ -8,7 +8,9 @@ import { defineConfig } from 'vitest/config';
  * - e2e: the HTTP API and workers end to end, against local AWS or a deployed stack;
  * - moto (`npm run test:moto`): the e2e suite and the supervisor-only scenarios (test/moto) on
  *   moto server, a second AWS implementation whose Scheduler never fires (each file starts its own);
- * - package (`npm run test:package`): the packed `orrery-jobs` tarball, installed into a clean consumer.
+ * - package (`npm run test:package`): the packed `orrery-jobs` tarball, installed into a clean consumer;
+ * - ui (`npm run test:ui`): the dashboard in headless Chromium (Debian's `chromium`, driven by
+ *   playwright-core) against the local platform, one file at a time (a browser each).
  */
 export default defineConfig({
   test: {
@@ -48,6 +50,17 @@ export default defineConfig({
           include: ['test/package/**/*.test.ts'],
           testTimeout: 300_000,
           hookTimeout: 600_000,
+        },
+      },
+      {
+        test: {
+          name: 'ui',
+          include: ['test/ui/**/*.test.ts'],
+          globalSetup: ['test/local-aws/global-setup.ts'],
+          pool: 'forks',
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -1,7 +1,8 @@
 /**
  * `npm run dev`: starts local AWS (DynamoDB Local, fauxqs SQS, the Scheduler stand-in) on
  * 127.0.0.1, deploys the example job types into it, serves the API and runs the workers, and
- * prints every job state change as it happens. Ctrl-C stops everything.
+ * prints every job state change as it happens. The dashboard is served beside the API, at
+ * `/ui/` (built from `ui/src` at start, in well under a second). Ctrl-C stops everything.
  */
 import { accountSync } from '../functions/jobs/account-sync';
 import { apiCall } from '../functions/jobs/api-call';
@@ -13,9 +14,11 @@ import { tenantSync } from '../functions/jobs/tenant-sync';
 import { welcomeEmail } from '../functions/jobs/welcome-email';
 import type { Job } from '../shared/core/job';
 import type { JobStore } from '../shared/core/ports';
+import { createDashboardHandler, type DashboardHandler } from '../shared/dashboard/server';
 import { CostMeter } from '../shared/runtime/cost-meter';
 import { startLocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
+import { buildUi, UI_DIST } from '../ui/build';
 
 const port = Number(process.env.ORRERY_PORT ?? 4600);
 const color = process.stdout.isTTY;
@@ -71,6 +74,14 @@ function observe(store: JobStore): JobStore {
 
 async function main(): Promise<void> {
   const started = Date.now();
+  buildUi(UI_DIST);
+  // The dashboard answers /ui/ and /api/ on the API's own port; /api/ comes back to the API.
+  let apiUrl = '';
+  const dashboard: DashboardHandler = createDashboardHandler({
+    upstream: () => apiUrl,
+    assetsDir: UI_DIST,
+    pollMs: 2_000,
+  });
   const aws = await startLocalAws();
   const platform = await startLocalPlatform({
     aws,
@@ -81,12 +92,15 @@ async function main(): Promise<void> {
     supervisor: { intervalMs: 5_000 },
     // each job's own AWS requests and write units, shown as `cost` on GET /jobs/{id}, as deployed
     meter: new CostMeter(),
+    functionUrl: { fallback: dashboard },
   });
   const url = platform.url;
+  apiUrl = url;
   console.log(`
 ${paint(1, 'Orrery is running locally')} (started in ${Date.now() - started} ms)
 
   API         ${url}
+  Dashboard   ${url}/ui/
   DynamoDB    ${aws.endpoints.dynamodb}   table ${platform.config.tableName}
   SQS         ${aws.endpoints.sqs}
   Scheduler   ${aws.endpoints.scheduler}   group ${platform.config.scheduleGroup}

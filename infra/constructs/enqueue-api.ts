@@ -23,7 +23,8 @@ const API_TABLE_ACTIONS = [
 ];
 
 /**
- * What the API does with a job type's DLQ: peek (receive with visibility 0), count, and redrive,
+ * What the API does with a job type's DLQ: peek (receive with visibility 0), count (`GET /dlq`,
+ * and `GET /overview`'s `dlqDepth`), and redrive,
  * by an SQS message move task (which also needs SendMessage on the ready queue, granted by
  * addRoute) or, where that is missing, by receive + send + delete.
  */

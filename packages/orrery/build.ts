@@ -7,12 +7,16 @@
  * Node's ESM loader and TypeScript's `nodenext` resolution refuse, so every relative specifier
  * in the output is then rewritten to the file tsc emitted for it (`./x` → `./x.js` or
  * `./x/index.js`). A specifier that matches no emitted file fails the build.
+ *
+ * The dashboard's web UI is built into `dist/ui/dist/` (prebuilt, so nothing is built at run
+ * time), where the compiled `dist/shared/dashboard/server.js` looks for it.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { buildUi } from '../../ui/build';
 
 export const PACKAGE_DIR = dirname(fileURLToPath(import.meta.url));
 export const DIST_DIR = join(PACKAGE_DIR, 'dist');
@@ -81,6 +85,7 @@ export function buildPackage(): { files: number; specifiers: number } {
   });
   if (result.status !== 0) throw new Error(`tsc failed (exit ${result.status ?? result.signal})`);
   const specifiers = addExtensions(DIST_DIR);
+  buildUi(join(DIST_DIR, 'ui', 'dist'));
   return { files: filesUnder(DIST_DIR).length, specifiers };
 }
 

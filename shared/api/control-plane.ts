@@ -6,10 +6,12 @@ import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { ConfigError } from '../errors';
 import type { Logger } from '../logger';
 import { BatchService } from './batch-service';
+import { BulkService } from './bulk-service';
 import { ControlService } from './control-service';
 import { DlqService } from './dlq-service';
 import type { JobsService } from './jobs-service';
 import { ListService } from './list-service';
+import { OverviewService } from './overview-service';
 
 /** The adapters the control-plane endpoints need besides the job store, queue and scheduler. */
 export interface ControlPlaneAdapters {
@@ -18,12 +20,14 @@ export interface ControlPlaneAdapters {
   deadLetters: DeadLetterQueues;
 }
 
-/** The services behind the control-plane routes (batch, list, cancel/retry, DLQ). */
+/** The services behind the control-plane routes (batch, list, cancel/retry, bulk, DLQ, overview). */
 export interface ControlPlane {
   batch: BatchService;
   list: ListService;
   control: ControlService;
+  bulk: BulkService;
   dlq: DlqService;
+  overview: OverviewService;
 }
 
 export interface ControlPlaneDeps {
@@ -62,10 +66,19 @@ const UNCONFIGURED: ControlPlaneAdapters = {
 /** Builds the control-plane services on the API's dependencies. */
 export function createControlPlane(deps: ControlPlaneDeps, jobs: JobsService): ControlPlane {
   const adapters = deps.controlPlane ?? UNCONFIGURED;
+  const control = new ControlService({ ...deps, control: adapters.control });
   return {
     batch: new BatchService({ jobs, log: deps.log }),
     list: new ListService({ config: deps.config, index: adapters.index, jobs, clock: deps.clock }),
-    control: new ControlService({ ...deps, control: adapters.control }),
+    control,
+    bulk: new BulkService({ control }),
     dlq: new DlqService({ config: deps.config, deadLetters: adapters.deadLetters, clock: deps.clock, log: deps.log }),
+    overview: new OverviewService({
+      config: deps.config,
+      index: adapters.index,
+      deadLetters: adapters.deadLetters,
+      clock: deps.clock,
+      log: deps.log,
+    }),
   };
 }

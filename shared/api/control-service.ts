@@ -102,6 +102,7 @@ export class ControlService {
       if (!RETRYABLE_STATES.includes(job.state)) throw illegalState(job, 'retried', RETRYABLE_STATES);
       throw new ConflictError(`job type "${job.type}" is not deployed; job ${id} cannot run`, 'type_not_deployed', {
         jobId: id,
+        state: job.state,
       });
     }
     const job = result.job;

@@ -12,12 +12,14 @@ import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
 import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
 import { JobsService } from './jobs-service';
 import { batchRoutes } from './routes/batch';
+import { bulkRoutes } from './routes/bulk';
 import { dlqRoutes } from './routes/dlq';
 import { flowRoutes } from './routes/flow';
 import { jobControlRoutes } from './routes/job-control';
 import { jobRoutes } from './routes/jobs';
 import { listRoutes } from './routes/list';
 import { openApiRoutes } from './routes/openapi';
+import { overviewRoutes } from './routes/overview';
 import { type ScheduleRouteDeps, scheduleRoutes } from './routes/schedules';
 
 export interface ApiDeps {
@@ -58,9 +60,11 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
 
   // One module of routes per area; each gets the services it needs.
   const routes: Route[] = [...jobRoutes(jobs)];
-  routes.push(...scheduleRoutes({ ...deps, logger: log }));
+  routes.push(...scheduleRoutes({ ...deps, logger: log, jobs }));
   const plane = createControlPlane({ ...deps, clock: deps.clock ?? systemClock, log }, jobs);
   routes.push(...batchRoutes(plane));
+  routes.push(...bulkRoutes(plane));
+  routes.push(...overviewRoutes(plane));
   routes.push(...listRoutes(plane));
   routes.push(...jobControlRoutes(plane));
   routes.push(...dlqRoutes(plane));

@@ -76,7 +76,14 @@ function redispatchOf(job: Job, now: number): Dispatch {
   return { kind: 'now' };
 }
 
+/** What the API itself adds to an enqueue request (never read from the caller's body). */
+export interface EnqueueOptions {
+  /** The recurring schedule the job is a run of (`POST /schedules/{name}/run`). @default none */
+  schedule?: string;
+}
+
 /** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
+
 export class JobsService {
   private readonly specs: Map<string, JobTypeSpec>;
 
@@ -121,8 +128,8 @@ export class JobsService {
    * Validates, writes the job with one conditional put, then hands it to SQS or Scheduler.
    * Returns `created: false` with the stored job when the id exists with the same type and payload.
    */
-  async enqueue(request: EnqueueRequest): Promise<{ created: boolean; job: JobView }> {
-    const out = await this.write(request);
+  async enqueue(request: EnqueueRequest, options: EnqueueOptions = {}): Promise<{ created: boolean; job: JobView }> {
+    const out = await this.write(request, options);
     if (out.send) {
       const { queueUrl, message, delaySeconds } = out.send;
       await this.deps.queue
@@ -137,7 +144,10 @@ export class JobsService {
    * messages are not sent: each result carries its {@link PendingSend}, to hand to
    * {@link sendPending} once the batch's writes are done.
    */
-  async write(request: EnqueueRequest): Promise<{ created: boolean; job: JobView; send?: PendingSend }> {
+  async write(
+    request: EnqueueRequest,
+    options: EnqueueOptions = {},
+  ): Promise<{ created: boolean; job: JobView; send?: PendingSend }> {
     const { config, store, clock } = this.deps;
     const spec = this.specs.get(request.type);
     const route = config.routes[request.type];
@@ -210,6 +220,7 @@ export class JobsService {
       ...(singletonKey !== undefined ? { singletonKey } : {}),
       ...(throttleKey !== undefined ? { throttleKey } : {}),
       ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
+      ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
     };
     if (skipReason) {
       // Over its rate: written as skipped (so the caller and the listing see why), never sent.

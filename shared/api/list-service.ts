@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
-import type { JobIndex, JobSummary } from '../core/control-ports';
+import type { IndexEntry, JobIndex, JobSummary } from '../core/control-ports';
 import type { JobView } from '../core/job';
 import {
   decodeCursor,
@@ -14,6 +14,7 @@ import {
   mergePage,
   sortKeyBounds,
 } from '../core/list';
+import { type PayloadCondition, payloadMatches } from '../core/payload-filter';
 import { NotFoundError, ValidationError } from '../errors';
 import { mapWithConcurrency } from './concurrency';
 import type { JobsService } from './jobs-service';
@@ -22,9 +23,9 @@ import type { listQuerySchema } from './schemas';
 /** Partition queries in flight at once for one page (8 per type). */
 export const LIST_QUERY_CONCURRENCY = 16;
 /**
- * A listing by a state that has no index of its own reads this many entries per shard for each
- * job it returns (at most {@link LIST_LIMIT_MAX}): such a page may hold fewer than `limit` jobs,
- * and `nextCursor` goes on from where it stopped.
+ * A listing by a state that has no index of its own, or by payload, reads this many entries per
+ * shard for each job it returns (at most {@link LIST_LIMIT_MAX}): such a page may hold fewer than
+ * `limit` jobs, and `nextCursor` goes on from where it stopped.
  */
 export const FILTERED_READ_FACTOR = 4;
 /** Pages `latest` reads past hidden (expired) entries before giving up. */
@@ -58,14 +59,25 @@ export class ListService {
    * TTL deletes them. With a state filter, only jobs in that state as the table has it now (the
    * `byType` entries of a listing by a non-sparse state, or a lagging `byTypeState` entry).
    */
-  private visible(now: number, state?: string): (summary: JobSummary) => boolean {
+  private visible(
+    now: number,
+    state?: string,
+    payload: readonly PayloadCondition[] = [],
+  ): (summary: JobSummary, entry: IndexEntry) => boolean {
     const retentionMs = this.deps.config.retentionDays * 86_400_000;
-    return (summary) =>
+    return (summary, entry) =>
       (state === undefined || summary.state === state) &&
-      (summary.finishedAt === null || Date.parse(summary.finishedAt) + retentionMs > now);
+      (summary.finishedAt === null || Date.parse(summary.finishedAt) + retentionMs > now) &&
+      (payload.length === 0 || payloadMatches(entry.payload, payload));
   }
 
-  async list(query: z.output<typeof listQuerySchema>): Promise<JobPage> {
+  /**
+   * One page of `GET /jobs`. `payload`: conditions already validated by
+   * `splitPayloadConditions`; they are checked on the job items the page reads anyway (an inline
+   * payload costs nothing more; a payload in its own item, one more read of it).
+   * @param payload - @default [] (no payload filter)
+   */
+  async list(query: z.output<typeof listQuerySchema>, payload: readonly PayloadCondition[] = []): Promise<JobPage> {
     if (query.type !== undefined && !this.deps.config.routes[query.type]) {
       throw new ValidationError(
         `unknown job type "${query.type}"`,
@@ -78,6 +90,7 @@ export class ListService {
       ...(query.state !== undefined ? { state: query.state } : {}),
       ...(query.createdAfter !== undefined ? { createdAfter: iso(query.createdAfter) } : {}),
       ...(query.createdBefore !== undefined ? { createdBefore: iso(query.createdBefore) } : {}),
+      ...(payload.length > 0 ? { payload } : {}),
     };
     if (filter.createdAfter !== undefined && filter.createdBefore !== undefined) {
       if (filter.createdAfter >= filter.createdBefore) {
@@ -95,17 +108,24 @@ export class ListService {
     const cursor = rawCursor !== undefined ? decodeCursor(rawCursor, filter, sources) : undefined;
     const bounds = sortKeyBounds(filter, cursor);
     const active = sources.filter((source) => !isDone(cursor, source));
-    // A state read from byType keeps only some entries: read more of each shard per page.
-    const filtered = filter.state !== undefined && sources.some((source) => source.partition.index === 'byType');
+    // A state read from byType, or a payload filter, keeps only some entries: read more of each shard per page.
+    const withPayload = (filter.payload?.length ?? 0) > 0;
+    const filtered =
+      withPayload || (filter.state !== undefined && sources.some((source) => source.partition.index === 'byType'));
     const perShard = filtered ? Math.min(LIST_LIMIT_MAX, limit * FILTERED_READ_FACTOR) : limit;
     const fetched = await mapWithConcurrency(active, LIST_QUERY_CONCURRENCY, async (source) => ({
       source,
-      page: await this.deps.index.query({ partition: source.partition, ...bounds, limit: perShard }),
+      page: await this.deps.index.query({
+        partition: source.partition,
+        ...bounds,
+        limit: perShard,
+        ...(withPayload ? { withPayload } : {}),
+      }),
     }));
     const { items, next } = mergePage({
       fetched,
       limit,
-      visible: this.visible(this.deps.clock.now(), filter.state),
+      visible: this.visible(this.deps.clock.now(), filter.state, filter.payload),
       ...(cursor ? { cursor } : {}),
     });
     return { items, nextCursor: next ? encodeCursor(filter, next) : null };

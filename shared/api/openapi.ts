@@ -6,6 +6,9 @@ import {
   batchItemResultSchema,
   batchRequestDocSchema,
   batchResponseSchema,
+  bulkRequestSchema,
+  bulkResponseSchema,
+  bulkResultSchema,
   deadLetterSchema,
   dlqPeekSchema,
   dlqQuerySchema,
@@ -16,9 +19,15 @@ import {
   jobSummarySchema,
   jobViewSchema,
   keyStateSchema,
-  listQuerySchema,
+  listQueryDocSchema,
+  overviewBucketSchema,
+  overviewQuerySchema,
+  overviewSchema,
+  overviewTypeSchema,
   redriveRequestSchema,
   redriveResultSchema,
+  runScheduleRequestSchema,
+  runScheduleResponseSchema,
   scheduleListQuerySchema,
   schedulePageSchema,
   scheduleViewSchema,
@@ -43,8 +52,12 @@ export interface ApiOperation {
   pathParams?: Record<string, string>;
   /** Query parameters: one per property of this object schema (strings on the wire). */
   query?: z.ZodObject;
+  /** Optional request headers: name → description. */
+  headerParams?: Record<string, string>;
   /** JSON request body. */
   body?: z.ZodType;
+  /** Whether the body may be left out. @default false */
+  bodyOptional?: boolean;
   /** Status → description and, for a JSON body, its schema. 4xx/5xx default to the error shape. */
   responses: Record<string, { description: string; schema?: z.ZodType }>;
 }
@@ -56,6 +69,8 @@ const REQUEST_COMPONENTS: [string, z.ZodType][] = [
   ['RedriveRequest', redriveRequestSchema],
   ['ScheduleRequest', scheduleRequestSchema],
   ['ScheduleUpdate', scheduleUpdateSchema],
+  ['BulkRequest', bulkRequestSchema],
+  ['RunScheduleRequest', runScheduleRequestSchema],
 ];
 const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['JobState', jobStateSchema],
@@ -73,6 +88,12 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['ScheduleView', scheduleViewSchema],
   ['SchedulePage', schedulePageSchema],
   ['KeyState', keyStateSchema],
+  ['BulkItemResult', bulkResultSchema],
+  ['BulkResult', bulkResponseSchema],
+  ['OverviewBucket', overviewBucketSchema],
+  ['TypeOverview', overviewTypeSchema],
+  ['Overview', overviewSchema],
+  ['RunScheduleResult', runScheduleResponseSchema],
 ];
 
 const jobIdParam = { id: 'The job id' };
@@ -81,8 +102,9 @@ const errors = (...statuses: string[]) =>
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400':
     'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_key`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
-  '404': 'Not found (`job_not_found`, `type_not_found`, `no_flow_control`, `dlq_not_found`, `route_not_found`)',
-  '409': 'Conflict (`id_conflict`, `illegal_state` with the current `state`)',
+  '404':
+    'Not found (`job_not_found`, `type_not_found`, `schedule_not_found`, `no_flow_control`, `dlq_not_found`, `route_not_found`)',
+  '409': 'Conflict (`id_conflict`, `illegal_state` with the current `state`, `type_not_deployed`)',
   '413': 'Body too large (`payload_too_large`, with `limitBytes`)',
   '415': 'Content-Type is not JSON (`unsupported_media_type`)',
   '429': 'AWS throttled the request (`throttled`); retry after the `retry-after` header',
@@ -169,6 +191,57 @@ export const OPERATIONS: ApiOperation[] = [
   },
   {
     method: 'post',
+    path: '/schedules/{name}/run',
+    operationId: 'runSchedule',
+    summary: 'Run a recurring schedule now: enqueue one job of its type, payload and maxAttempts',
+    description:
+      'Paused schedules can be run too; the schedule is not changed. The job id is the body `id`, else ' +
+      '`<name>.now.<hash of the Idempotency-Key>` (the same key gives the same job: a retried request answers ' +
+      '200 with it instead of creating a second), else random. 404 `schedule_not_found`.',
+    pathParams: scheduleNameParam,
+    headerParams: {
+      'Idempotency-Key': 'Up to 255 printable ASCII characters; requests with the same key run the schedule once',
+    },
+    body: runScheduleRequestSchema,
+    bodyOptional: true,
+    responses: {
+      '201': { description: 'The job, enqueued', schema: runScheduleResponseSchema },
+      '200': { description: 'The job of an earlier request with the same id', schema: runScheduleResponseSchema },
+      ...errors('400', '404', '409', '413', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/overview',
+    operationId: 'overview',
+    summary: 'Per deployed type: counts by state, a series, DLQ depth, oldest queued age',
+    description:
+      'Counts and series cover the jobs created in the window, at most 100 per shard (800 per type) read from ' +
+      'the `byType` index (never a scan); `countsScope` says what was counted and whether it was truncated. ' +
+      "Succeeded and failed are bucketed by `finishedAt`. `dlqDepth` is the DLQ's ApproximateNumberOfMessages.",
+    query: overviewQuerySchema,
+    responses: {
+      '200': { description: 'The overview', schema: overviewSchema },
+      ...errors('400', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/jobs/bulk',
+    operationId: 'bulkJobs',
+    summary: 'Retry or cancel up to 100 jobs',
+    description:
+      'Each id as `POST /jobs/{id}/retry` or `/cancel`, 8 at a time; one result per id, in order: `applied` ' +
+      '(with the state after), `refused` (with the state that refused it), `not_found`. 400 (nothing done) when ' +
+      'the ids are not 1 to 100 unique job ids or the action is unknown.',
+    body: bulkRequestSchema,
+    responses: {
+      '200': { description: 'One result per id', schema: bulkResponseSchema },
+      ...errors('400', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
     path: '/jobs',
     operationId: 'enqueueJob',
     summary: 'Enqueue a job',
@@ -188,7 +261,7 @@ export const OPERATIONS: ApiOperation[] = [
     description:
       'Reads the sharded GSIs (never a table scan). Without `type`, lists every deployed type. ' +
       'Follow `nextCursor` until it is null; a page may hold fewer than `limit` jobs.',
-    query: listQuerySchema,
+    query: listQueryDocSchema,
     responses: {
       '200': { description: 'A page of job summaries', schema: jobPageSchema },
       ...errors('400', '429', '503'),
@@ -331,6 +404,9 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[] = OPERA
     for (const [name, description] of Object.entries(op.pathParams ?? {})) {
       parameters.push({ name, in: 'path', required: true, description, schema: { type: 'string' } });
     }
+    for (const [name, description] of Object.entries(op.headerParams ?? {})) {
+      parameters.push({ name, in: 'header', required: false, description, schema: { type: 'string' } });
+    }
     if (op.query) {
       const shape = op.query.shape as Record<string, z.ZodType>;
       const inputSchema = refOrInline(op.query, [], 'input');
@@ -366,7 +442,7 @@ export function buildOpenApiDocument(operations: readonly ApiOperation[] = OPERA
       ...(op.body
         ? {
             requestBody: {
-              required: true,
+              required: op.bodyOptional !== true,
               content: { 'application/json': { schema: refOrInline(op.body, REQUEST_COMPONENTS, 'input') } },
             },
           }

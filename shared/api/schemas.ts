@@ -4,6 +4,7 @@ import { enqueueRequestSchema, JOB_ID_PATTERN } from '../core/enqueue';
 import type { AttemptError, JobProgress, JobView } from '../core/job';
 import { JOB_TYPE_PATTERN } from '../core/job-type';
 import { LIST_LIMIT_MAX } from '../core/list';
+import { MAX_PAYLOAD_CONDITIONS } from '../core/payload-filter';
 import { JOB_STATES } from '../core/states';
 import { OVERLAP_POLICIES, type ScheduleView } from '../schedules/model';
 
@@ -259,6 +260,125 @@ export const redriveRequestSchema = z
       .meta({ description: 'Cap for the fallback receive-and-send loop (default 100); SQS move tasks move all' }),
   })
   .strict();
+
+/** `GET /jobs` as documented: the query parameters and the payload conditions. */
+export const listQueryDocSchema = listQuerySchema.extend({
+  'payload.{path}': z
+    .string()
+    .optional()
+    .meta({
+      description:
+        `Payload search: \`payload.<dotted.path>=<value>\`, at most ${MAX_PAYLOAD_CONDITIONS}, all must match. ` +
+        'Compares the string form (numbers, booleans and null as their JSON text); objects and arrays never match. ' +
+        'Filters the jobs each page reads: a page may hold fewer than `limit` jobs; follow `nextCursor`.',
+    }),
+});
+
+// ---------------------------------------------------------------- bulk cancel / retry
+
+export const MAX_BULK_IDS = 100;
+export const BULK_ACTIONS = ['retry', 'cancel'] as const;
+
+/** `POST /jobs/bulk` body: 1–100 unique job ids and one action. */
+export const bulkRequestSchema = z
+  .object({
+    action: z.enum(BULK_ACTIONS).meta({ description: 'As `POST /jobs/{id}/retry` or `POST /jobs/{id}/cancel`' }),
+    ids: z
+      .array(jobId)
+      .min(1, `must hold 1 to ${MAX_BULK_IDS} job ids`)
+      .max(MAX_BULK_IDS, `must hold 1 to ${MAX_BULK_IDS} job ids`),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    const seen = new Set<string>();
+    body.ids.forEach((id, i) => {
+      if (seen.has(id)) ctx.addIssue({ code: 'custom', path: ['ids', i], message: `duplicate job id "${id}"` });
+      seen.add(id);
+    });
+  });
+
+export const bulkResultSchema = z
+  .object({
+    id: jobId,
+    status: z.enum(['applied', 'refused', 'not_found']),
+    state: jobStateSchema
+      .optional()
+      .meta({ description: 'applied: the state after the action; refused: the state that refused it' }),
+  })
+  .strict();
+
+export const bulkResponseSchema = z
+  .object({ results: z.array(bulkResultSchema).meta({ description: 'One per id, in the order of `ids`' }) })
+  .strict();
+
+// ---------------------------------------------------------------- overview
+
+export const OVERVIEW_WINDOW_MINUTES = { min: 5, max: 1440, default: 60 } as const;
+
+/** `GET /overview` query parameters. */
+export const overviewQuerySchema = z
+  .object({
+    windowMinutes: z
+      .string()
+      // 5-9, 10-999, 1000-1399, 1400-1439, 1440
+      .regex(/^(?:[5-9]|[1-9][0-9]{1,2}|1[0-3][0-9]{2}|14[0-3][0-9]|1440)$/, 'must be an integer from 5 to 1440')
+      .optional()
+      .meta({ description: 'The window, 5 to 1440 minutes (default 60)' }),
+  })
+  .strict();
+
+export const overviewBucketSchema = z
+  .object({
+    start: isoTime,
+    created: z.int().min(0).meta({ description: 'Counted jobs created in this bucket' }),
+    succeeded: z.int().min(0).meta({ description: 'Counted jobs that succeeded in this bucket (by finishedAt)' }),
+    failed: z.int().min(0).meta({ description: 'Counted jobs that failed in this bucket (by finishedAt)' }),
+  })
+  .strict();
+
+export const overviewTypeSchema = z
+  .object({
+    type: typeName,
+    counts: z.record(jobStateSchema, z.int().min(0)).meta({ description: 'Counted jobs by their state now' }),
+    countsScope: z.string().meta({
+      description:
+        'What was counted: the jobs created since a time (the window start, or later when the window held more ' +
+        'jobs than an overview reads, then marked truncated)',
+    }),
+    dlqDepth: z
+      .int()
+      .min(0)
+      .nullable()
+      .meta({ description: "ApproximateNumberOfMessages of the type's DLQ; null when unknown" }),
+    oldestQueuedAgeMs: z.int().min(0).nullable().meta({
+      description: 'Age since runAt of the oldest counted job still queued whose runAt has passed; null if none',
+    }),
+    series: z.array(overviewBucketSchema),
+  })
+  .strict();
+
+export const overviewSchema = z
+  .object({
+    generatedAt: isoTime,
+    windowStart: isoTime,
+    bucketMs: z.int().min(1),
+    types: z.array(overviewTypeSchema).meta({ description: 'Every deployed type, by name' }),
+  })
+  .strict();
+
+// ---------------------------------------------------------------- run a schedule now
+
+/** `POST /schedules/{name}/run` body (optional). */
+export const runScheduleRequestSchema = z
+  .object({
+    id: jobId
+      .optional()
+      .meta({ description: 'The job id (default: derived from the Idempotency-Key header, else random)' }),
+  })
+  .strict();
+
+/** `POST /schedules/{name}/run` answer: the job, as `GET /jobs/{id}` answers it. */
+export const runScheduleResponseSchema = z.object({ job: jobViewSchema }).strict();
 
 // ---------------------------------------------------------------- recurring schedules
 

@@ -33,6 +33,20 @@ function toSummary(raw: Record<string, unknown>): JobSummary {
   };
 }
 
+/**
+ * The payload of a completed entry: inline (`payload`), or from its own item (`payloadKey`);
+ * undefined when that item is gone (it outlives its job: see `PAYLOAD_RETENTION_DAYS`).
+ */
+function payloadOf(raw: Record<string, unknown>, items: Map<string, Record<string, unknown>>): unknown {
+  const text =
+    typeof raw.payload === 'string'
+      ? raw.payload
+      : typeof raw.payloadKey === 'string'
+        ? items.get(raw.payloadKey)?.payload
+        : undefined;
+  return typeof text === 'string' ? JSON.parse(text) : undefined;
+}
+
 /** The summary attributes an index does not project, read from the table for its entries. */
 function missingSummary(include: readonly string[]): string[] {
   return ['state', 'runAt', 'attempts', 'finishedAt'].filter((name) => !include.includes(name));
@@ -43,7 +57,9 @@ function missingSummary(include: readonly string[]): string[] {
  * per partition, newest first (`ScanIndexForward: false`). Both project only what never changes
  * (so no write after an entry's creation touches it), and the rest of each summary comes from
  * the job items, one eventually consistent BatchGetItem per page (0.5 read unit per job; an
- * entry whose job is gone is left out).
+ * entry whose job is gone is left out). With `withPayload`, that read also projects the payload
+ * (no extra cost: an item is billed whole), and the payload items of jobs that have one
+ * (`payloadKey`) are read with one more BatchGetItem (0.5 read unit per 4 KB each).
  *
  * @example
  * const index = new DynamoJobIndex(new DynamoDBClient({}), 'orrery-jobs');
@@ -55,7 +71,7 @@ export class DynamoJobIndex implements JobIndex {
     private readonly tableName: string,
   ) {}
 
-  async query({ partition, below, atLeast, limit }: IndexQuery): Promise<IndexPage> {
+  async query({ partition, below, atLeast, limit, withPayload = false }: IndexQuery): Promise<IndexPage> {
     const index = indexDefinition(partition.index);
     const names: Record<string, string> = { '#pk': index.partitionKey };
     if (below !== undefined || atLeast !== undefined) names['#sk'] = index.sortKey;
@@ -101,8 +117,13 @@ export class DynamoJobIndex implements JobIndex {
         if (both && String(raw[index.sortKey]) === below) continue;
         raws.push(raw);
       }
-      for (const raw of await this.complete(raws, missingSummary(index.include))) {
-        entries.push({ sortKey: String(raw[index.sortKey]), summary: toSummary(raw) });
+      const attributes = [...missingSummary(index.include), ...(withPayload ? ['payload', 'payloadKey'] : [])];
+      const completed = await this.complete(raws, attributes);
+      const payloads = withPayload ? await this.payloadItems(completed) : undefined;
+      for (const raw of completed) {
+        const entry: IndexEntry = { sortKey: String(raw[index.sortKey]), summary: toSummary(raw) };
+        if (payloads) entry.payload = payloadOf(raw, payloads);
+        entries.push(entry);
       }
       startKey = out.LastEvaluatedKey;
       more = startKey !== undefined;
@@ -122,11 +143,34 @@ export class DynamoJobIndex implements JobIndex {
   /** Index entries with the summary attributes their index lacks, from the job items; entries whose job is gone are dropped. */
   private async complete(raws: Record<string, unknown>[], missing: string[]): Promise<Record<string, unknown>[]> {
     if (missing.length === 0 || raws.length === 0) return raws;
+    const pks = [...new Set(raws.map((raw) => keys.job(String(raw.id))))];
+    const found = await this.batchGet(pks, ['id', ...missing], 'list jobs');
+    return raws.flatMap((raw) => {
+      const item = found.get(keys.job(String(raw.id)));
+      return item ? [{ ...raw, ...item }] : [];
+    });
+  }
+
+  /**
+   * The payload items (`payloadKey`) of the jobs whose payload is too large for the status item:
+   * one eventually consistent read of each (0.5 read unit per 4 KB), by its key.
+   */
+  private async payloadItems(raws: Record<string, unknown>[]): Promise<Map<string, Record<string, unknown>>> {
+    const pks = [...new Set(raws.flatMap((raw) => (typeof raw.payloadKey === 'string' ? [raw.payloadKey] : [])))];
+    if (pks.length === 0) return new Map();
+    return this.batchGet(pks, ['pk', 'payload'], 'payload items');
+  }
+
+  /** Items by `pk` with the given attributes (eventually consistent, 100 keys per BatchGetItem); missing items are absent. */
+  private async batchGet(
+    pks: readonly string[],
+    attributes: readonly string[],
+    what: string,
+  ): Promise<Map<string, Record<string, unknown>>> {
     const found = new Map<string, Record<string, unknown>>();
-    const names = Object.fromEntries(['id', ...missing].map((name, i) => [`#a${i}`, name]));
-    const all: Record<string, AttributeValue>[] = [...new Set(raws.map((raw) => String(raw.id)))].map((id) => ({
-      pk: { S: keys.job(id) },
-    }));
+    const projected = attributes.includes('pk') ? attributes : ['pk', ...attributes];
+    const names = Object.fromEntries(projected.map((name, i) => [`#a${i}`, name]));
+    const all: Record<string, AttributeValue>[] = pks.map((pk) => ({ pk: { S: pk } }));
     // BatchGetItem takes at most 100 keys: a page between two bounds asks for limit + 1 entries.
     for (let start = 0; start < all.length; start += 100) {
       let pending = all.slice(start, start + 100);
@@ -145,19 +189,16 @@ export class DynamoJobIndex implements JobIndex {
           );
           for (const item of out.Responses?.[this.tableName] ?? []) {
             const raw = unmarshall(item) as Record<string, unknown>;
-            found.set(String(raw.id), raw);
+            found.set(String(raw.pk), raw);
           }
           pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
           if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 50 * (round + 1)));
         }
       } catch (error) {
-        return translateAwsError(error, 'DynamoDB BatchGetItem (list jobs)');
+        return translateAwsError(error, `DynamoDB BatchGetItem (${what})`);
       }
-      if (pending.length > 0) throw new DependencyError('DynamoDB BatchGetItem (list jobs) left keys unprocessed');
+      if (pending.length > 0) throw new DependencyError(`DynamoDB BatchGetItem (${what}) left keys unprocessed`);
     }
-    return raws.flatMap((raw) => {
-      const item = found.get(String(raw.id));
-      return item ? [{ ...raw, ...item }] : [];
-    });
+    return found;
   }
 }

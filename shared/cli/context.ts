@@ -29,6 +29,8 @@ export interface CommandContext {
   now(): number;
   /** Waits between polls (`watch`); tests may shorten it. */
   sleep(ms: number): Promise<void>;
+  /** Resolves when a long-running command (`dashboard`) should stop. @default the first SIGINT or SIGTERM */
+  untilStopped?: () => Promise<unknown>;
 }
 
 export function println(output: Output, text = ''): void {

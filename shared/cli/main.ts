@@ -10,6 +10,7 @@
  */
 import { createClient, JobWaitError, OrreryApiError, type OrreryClient, OrreryNetworkError } from '../client';
 import { type CommandDef, commandHelp, overviewHelp, parseCommandLine, UsageError } from './args';
+import { dashboard } from './commands/dashboard';
 import { dlqCommands } from './commands/dlq';
 import { jobCommands } from './commands/jobs';
 import { keyCommands } from './commands/keys';
@@ -27,6 +28,7 @@ export const COMMANDS: readonly CommandDef<CommandContext>[] = [
   ...dlqCommands,
   ...scheduleCommands,
   ...keyCommands,
+  dashboard,
 ];
 
 /** The process around the CLI; tests pass their own. */
@@ -42,6 +44,8 @@ export interface CliIo {
   sleep?: (ms: number) => Promise<void>;
   /** How the launcher ran the CLI (`bundle` or `source`), for `--version`. */
   runtime?: string;
+  /** When a long-running command (`dashboard`) stops. @default the first SIGINT or SIGTERM */
+  untilStopped?: () => Promise<unknown>;
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
@@ -119,6 +123,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
       readStdin: io.readStdin,
       now: io.now ?? Date.now,
       sleep: io.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      ...(io.untilStopped ? { untilStopped: io.untilStopped } : {}),
     };
     return await command.run(context, args, options);
   } catch (error) {

@@ -42,6 +42,8 @@ export interface CallSpec {
    */
   idempotent: boolean;
   signal?: AbortSignal | undefined;
+  /** Request headers of this call (e.g. `idempotency-key`), signed with the rest. @default none */
+  headers?: Record<string, string>;
 }
 
 export interface TransportOptions {
@@ -120,6 +122,7 @@ export async function call<T>(options: TransportOptions, spec: CallSpec): Promis
     let headers: Record<string, string> = {
       accept: 'application/json',
       ...options.headers,
+      ...spec.headers,
       ...(bodyText === undefined ? {} : { 'content-type': 'application/json' }),
     };
     if (options.signer) {

@@ -5,10 +5,12 @@
 import type { z } from 'zod';
 import type {
   batchItemResultSchema,
+  bulkResultSchema,
   deadLetterSchema,
   dlqPeekSchema,
   jobSummarySchema,
   keyStateSchema,
+  overviewSchema,
   redriveResultSchema,
 } from '../api/schemas';
 import type { BackoffInput } from '../core/backoff';
@@ -123,7 +125,24 @@ export interface ListFilter<K extends string = string> {
   limit?: number;
   /** Start at this page (the `nextCursor` of an earlier page, same filters). */
   cursor?: string;
+  /**
+   * Payload search: dotted path → value the job's payload must hold there (at most 3, all must
+   * match; sent as `payload.<path>=`). Numbers, booleans and null match as their JSON text.
+   * A page may then hold fewer than `limit` jobs; iteration follows the cursor.
+   * @example { 'to.domain': 'example.com', priority: 1 }
+   * @default none
+   */
+  payload?: Record<string, string | number | boolean | null>;
 }
+
+/** `POST /jobs/bulk` action. */
+export type BulkAction = 'retry' | 'cancel';
+
+/** One id's outcome of `POST /jobs/bulk`, in the order of the ids. */
+export type BulkResult = z.output<typeof bulkResultSchema>;
+
+/** `GET /overview`: per deployed type, counts by state, a series, the DLQ depth and the oldest queued age. */
+export type Overview = z.output<typeof overviewSchema>;
 
 /** One page of a listing. `nextCursor` is null on the last page; a page may be short (or empty) and still have one. */
 export interface Page<Item> {

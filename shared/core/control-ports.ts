@@ -22,6 +22,8 @@ export interface JobSummary {
 export interface IndexEntry {
   sortKey: string;
   summary: JobSummary;
+  /** The job's payload: only when the query asked for it (`withPayload`). */
+  payload?: unknown;
 }
 
 /** One partition of a GSI: a `(type, shard)` of `byType` or a `(type, state, shard)` of `byTypeState`. */
@@ -38,6 +40,13 @@ export interface IndexQuery {
   atLeast?: string;
   /** At most this many entries (1–100). */
   limit: number;
+  /**
+   * Also return each entry's payload (for a payload filter). An inline payload comes in the
+   * read of the summaries at no extra cost; a payload with an item of its own takes one more
+   * read of that item.
+   * @default false
+   */
+  withPayload?: boolean;
 }
 
 export interface IndexPage {

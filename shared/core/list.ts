@@ -3,6 +3,7 @@ import { ValidationError } from '../errors';
 import type { IndexEntry, IndexPage, IndexPartition, JobSummary } from './control-ports';
 import { JOB_ID_PATTERN } from './enqueue';
 import { JOB_TYPE_PATTERN } from './job-type';
+import type { PayloadCondition } from './payload-filter';
 import type { JobState } from './states';
 import { isSparseState, keys, SHARD_COUNT } from './table';
 
@@ -24,8 +25,8 @@ import { isSparseState, keys, SHARD_COUNT } from './table';
 
 export const LIST_LIMIT_DEFAULT = 20;
 export const LIST_LIMIT_MAX = 100;
-/** Longest cursor accepted (a cursor carries one sort key and a bitmask per type). */
-export const MAX_CURSOR_CHARS = 4096;
+/** Longest cursor accepted (a cursor carries the filters, one sort key and a bitmask per type). */
+export const MAX_CURSOR_CHARS = 8192;
 
 /** Filters of a listing, already validated; times are normalised `toISOString()` values. */
 export interface ListFilter {
@@ -35,6 +36,8 @@ export interface ListFilter {
   createdAfter?: string;
   /** Exclusive: `createdAt < createdBefore`. */
   createdBefore?: string;
+  /** Payload conditions (see `payload-filter.ts`), sorted by path; all must match. */
+  payload?: readonly PayloadCondition[];
 }
 
 /** One GSI partition the listing reads. `id` is `<type>#<shard>`. */
@@ -104,6 +107,7 @@ const cursorSchema = z
         s: z.string().max(40).optional(),
         a: z.string().regex(ISO_MS).optional(),
         b: z.string().regex(ISO_MS).optional(),
+        p: z.string().max(2048).optional(),
       })
       .strict(),
     k: z.string().regex(SORT_KEY),
@@ -123,6 +127,9 @@ function queryOf(filter: ListFilter): z.output<typeof cursorSchema>['q'] {
     ...(filter.state !== undefined ? { s: filter.state } : {}),
     ...(filter.createdAfter !== undefined ? { a: filter.createdAfter } : {}),
     ...(filter.createdBefore !== undefined ? { b: filter.createdBefore } : {}),
+    ...(filter.payload !== undefined && filter.payload.length > 0
+      ? { p: JSON.stringify(filter.payload.map((c) => [c.path, c.value])) }
+      : {}),
   };
 }
 
@@ -191,7 +198,7 @@ export function mergePage(input: {
   fetched: readonly FetchedSource[];
   limit: number;
   /** Entries to leave out (e.g. finished jobs past their retention that TTL has not deleted yet). */
-  visible?: (summary: JobSummary) => boolean;
+  visible?: (summary: JobSummary, entry: IndexEntry) => boolean;
   /** The cursor this page started from (its exhausted shards stay exhausted). */
   cursor?: CursorState;
 }): { items: JobSummary[]; next: CursorState | null } {
@@ -212,7 +219,7 @@ export function mergePage(input: {
     if (items.length >= input.limit) break;
     if (horizon !== undefined && entry.sortKey < horizon) break;
     consumed += 1;
-    if (visible(entry.summary)) items.push(entry.summary);
+    if (visible(entry.summary, entry)) items.push(entry.summary);
   }
   const lastKey = consumed > 0 ? all[consumed - 1]?.entry.sortKey : undefined;
   const boundary = lastKey ?? input.cursor?.boundary;

@@ -27,6 +27,7 @@ import {
 } from './model';
 import type { RecurringTrigger, SchedulePayload, ScheduleStore, TriggerDefinition } from './ports';
 import { type ScheduleRequest, scheduleRequestSchema, scheduleUpdateSchema } from './request';
+import { runNowId } from './run-now';
 
 export interface SchedulesServiceDeps {
   config: PlatformConfig;
@@ -170,6 +171,34 @@ export class SchedulesService {
       throw error;
     }
     return { created: true, schedule: toScheduleView(schedule, payload.payload) };
+  }
+
+  /**
+   * What `POST /schedules/{name}/run` enqueues: one job of the schedule's type, payload and
+   * maxAttempts, with id `id` if given, else {@link runNowId} of the idempotency key (random
+   * without one). A paused schedule can be run too; the schedule itself is not changed (its
+   * fires, overlap policy and counters do not see this job). 404 `schedule_not_found`, 409
+   * `type_not_deployed` when its type has no route.
+   */
+  async runRequest(
+    name: string,
+    choice: { id?: string; idempotencyKey?: string } = {},
+  ): Promise<{ type: string; payload: Record<string, unknown>; maxAttempts: number; id: string }> {
+    const schedule = await this.find(name);
+    if (!this.deps.config.routes[schedule.type]) {
+      throw new ConflictError(
+        `job type "${schedule.type}" of schedule ${name} is not deployed; it cannot run`,
+        'type_not_deployed',
+      );
+    }
+    const stored = await this.deps.schedules.getPayload(name);
+    if (!stored) throw new Error(`schedule ${name}: its payload item is missing`);
+    return {
+      type: schedule.type,
+      payload: stored.payload as Record<string, unknown>,
+      maxAttempts: schedule.maxAttempts,
+      id: choice.id ?? runNowId(name, choice.idempotencyKey),
+    };
   }
 
   async get(name: string): Promise<ScheduleView> {

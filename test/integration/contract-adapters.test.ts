@@ -9,11 +9,13 @@ import { describe } from 'vitest';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
+import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
+import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { useJobTable } from '../local-aws/job-table';
@@ -66,4 +68,11 @@ describe('pacer contract: DynamoPacer on DynamoDB Local', () => {
 
 describe('debouncer contract: DynamoDebouncer on DynamoDB Local', () => {
   debouncerContract(async () => new DynamoDebouncer(dynamo, tableName));
+});
+
+describe('job index contract: DynamoJobIndex on DynamoDB Local', () => {
+  jobIndexContract(async () => ({
+    store: new DynamoJobStore(dynamo, tableName),
+    index: new DynamoJobIndex(dynamo, tableName),
+  }));
 });

@@ -20,6 +20,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithIAMAuthorizer, Context, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { sigV4Signer } from '../../shared/client/signing';
 import { ManualClock } from '../../shared/core/clock';
 import {
   lambdaTimeoutSeconds,
@@ -486,6 +487,27 @@ describe('function URL server', () => {
     });
     expect(signed.status).toBe(204);
     expect(event?.requestContext.authorizer.iam).toMatchObject({ accessKey: 'AKIDLOCAL', accountId: '000000000000' });
+    await server.stop();
+  });
+
+  it('with AWS_IAM and known secrets, verifies each signature as AWS does', async () => {
+    const server = await startFunctionUrlServer({
+      authType: 'AWS_IAM',
+      secrets: { AKIDLOCAL: 'right' },
+      handler: async () => ({ statusCode: 204 }),
+    });
+    const send = async (secret: string, accessKeyId = 'AKIDLOCAL', region = 'us-east-1') => {
+      const url = new URL(`${server.url}/jobs/a%20b/retry?x=1&y=two`);
+      const body = '{"k":"v"}';
+      const sign = sigV4Signer({ region, credentials: { accessKeyId, secretAccessKey: secret } });
+      const headers = await sign({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body });
+      delete headers.host;
+      return (await fetch(url, { method: 'POST', headers, body })).status;
+    };
+    expect(await send('right')).toBe(204);
+    expect(await send('wrong')).toBe(403);
+    expect(await send('right', 'AKIDOTHER')).toBe(403);
+    expect(await send('right', 'AKIDLOCAL', 'eu-west-1')).toBe(403);
     await server.stop();
   });
 });

@@ -8,6 +8,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import { lambdaContext, withLambdaTimeout } from './lambda-context';
+import { type LocalSecrets, verifySigV4 } from './sigv4-verify';
 import { LOCAL_ACCOUNT_ID } from './sqs';
 
 /** A Function URL handler (payload format 2.0). May return a structured result, a string or any JSON value. */
@@ -29,10 +30,22 @@ export interface FunctionUrlServerOptions {
   timeoutMs?: number;
   /**
    * `AWS_IAM` rejects requests without a SigV4 `Authorization` header (403) and fills
-   * `requestContext.authorizer.iam` from the signing access key. The signature itself is NOT
-   * verified. @default 'NONE'
+   * `requestContext.authorizer.iam` from the signing access key. The signature itself is
+   * verified only when `secrets` is given. @default 'NONE'
    */
   authType?: 'NONE' | 'AWS_IAM';
+  /**
+   * With `AWS_IAM`: the secret access key of each access key id that may call. Each request's
+   * signature (service `lambda`, this `region`) is then computed again and compared, as AWS
+   * does; an unknown key, a wrong signature or one dated more than 15 minutes off → 403.
+   * @default none: any well-formed Authorization header is accepted
+   */
+  secrets?: LocalSecrets;
+  /**
+   * Requests it takes (resolves to true) never reach the function: `npm run dev` serves the
+   * dashboard (`/ui/`, `/api/`) beside the API this way. @default none
+   */
+  fallback?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
   /** @default 'us-east-1' */
   region?: string;
 }
@@ -76,11 +89,20 @@ export async function startFunctionUrlServer(options: FunctionUrlServerOptions):
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (options.fallback && (await options.fallback(req, res))) return;
     const body = await readBody(req);
     if (body === 'too-large') return send(res, 413, TOO_LARGE);
     const authorization = req.headers.authorization ?? '';
     const accessKey = /^AWS4-HMAC-SHA256 Credential=([^/]+)\//.exec(authorization)?.[1];
     if (options.authType === 'AWS_IAM' && !accessKey) return send(res, 403, { Message: 'Forbidden' });
+    if (options.authType === 'AWS_IAM' && options.secrets) {
+      const verdict = await verifySigV4(
+        { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body },
+        options.secrets,
+        region,
+      );
+      if (!verdict.ok) return send(res, 403, { Message: verdict.reason });
+    }
 
     const event = toEvent(req, body, {
       urlId,

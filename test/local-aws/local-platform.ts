@@ -24,7 +24,7 @@ import { createWorker, type WorkerDeps } from '../../shared/runtime/worker';
 import type { ScheduleStore } from '../../shared/schedules/ports';
 import type { SupervisorReport } from '../../shared/supervisor/run';
 import { deployLocal, type LocalDeployment } from './deploy';
-import { startFunctionUrlServer } from './function-url';
+import { type FunctionUrlServerOptions, startFunctionUrlServer } from './function-url';
 import type { LocalAws } from './index';
 import { startQueueRunner } from './lambda-runner';
 import { type LocalSupervisorOptions, startLocalSupervisor } from './supervisor-loop';
@@ -74,6 +74,12 @@ export interface LocalPlatformOptions {
    * pass every 5 s; `{}` only on `supervise()`. @default `{}` (no background passes)
    */
   supervisor?: LocalSupervisorOptions;
+  /**
+   * The API's Function URL: `authType` and `secrets` (signed requests only, checked against
+   * known credentials), and a `fallback` for requests the API should not see (the dashboard).
+   * @default `authType: 'NONE'`
+   */
+  functionUrl?: Pick<FunctionUrlServerOptions, 'authType' | 'secrets' | 'fallback'>;
 }
 
 export interface LocalPlatform {
@@ -158,7 +164,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     schedules: { store: schedules, trigger },
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
-  const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
+  const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0, ...options.functionUrl });
 
   const workers: LocalPlatform['workers'] = {};
   const runners: { stop(): Promise<void> }[] = [];

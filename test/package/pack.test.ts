@@ -5,11 +5,13 @@
  * dir outside the repository that installs the tarball) resolves, imports and type-checks every
  * subpath with `moduleResolution: nodenext`. `npm run test:package`.
  */
+
 import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_DIR } from '../../packages/orrery/build';
@@ -157,6 +159,21 @@ describe('the tarball', () => {
   it('has the version of the repository and of the CLI', () => {
     expect(pkg.version).toBe(rootPkg.version);
     expect(readFileSync(join(ROOT, 'shared/cli/main.ts'), 'utf8')).toContain(`VERSION = '${pkg.version}'`);
+  });
+});
+
+describe('the dashboard', () => {
+  it("ships the prebuilt UI where the CLI's dashboard server looks for it (nothing is built at run time)", async () => {
+    const paths = packed.files.map((file) => file.path);
+    expect(paths).toContain('dist/ui/dist/index.html');
+    expect(paths.filter((path) => /^dist\/ui\/dist\/assets\/app-[A-Z0-9]+\.(js|css)$/.test(path))).toHaveLength(2);
+    const server = (await import(pathToFileURL(join(installed, 'dist/shared/dashboard/server.js')).href)) as {
+      defaultAssetsDir(): string;
+    };
+    const index = readFileSync(join(server.defaultAssetsDir(), 'index.html'), 'utf8');
+    for (const asset of index.match(/assets\/app-[A-Z0-9]+\.(js|css)/g) ?? []) {
+      expect(paths, asset).toContain(`dist/ui/dist/${asset}`);
+    }
   });
 });
 

@@ -9,13 +9,18 @@ import type {
   ControlResult,
   DeadLetter,
   DeadLetterQueues,
+  IndexEntry,
+  IndexPage,
+  IndexQuery,
   JobControl,
+  JobIndex,
   MoveTaskStart,
   ReceivedLetter,
 } from '../../shared/core/control-ports';
 import { jobDueAttributes } from '../../shared/core/due';
 import type { Job } from '../../shared/core/job';
 import type { JobState } from '../../shared/core/states';
+import { isSparseState, keys } from '../../shared/core/table';
 import type { DueAttributes, FakeJobStore } from './fakes';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -177,5 +182,47 @@ export class FakeDeadLetterQueues implements DeadLetterQueues {
     const keep = queue.filter((m) => !m.receipt || !receiptHandles.includes(m.receipt));
     this.queues.set(queueUrl, keep);
     return queue.length - keep.length;
+  }
+}
+
+/**
+ * The GSIs over a {@link FakeJobStore}'s jobs, with the adapter's Query semantics: one partition
+ * per call (`byType`, or the sparse `byTypeState` of a failed, cancelled or expired job), sort
+ * key descending, `below` exclusive, `atLeast` inclusive, `limit`; the payload only when asked.
+ */
+export class FakeJobIndex implements JobIndex {
+  readonly queries: IndexQuery[] = [];
+
+  constructor(private readonly store: FakeJobStore) {}
+
+  async query(query: IndexQuery): Promise<IndexPage> {
+    this.queries.push(query);
+    const entries: IndexEntry[] = this.store
+      .all()
+      .filter((job) =>
+        query.partition.index === 'byType'
+          ? keys.byType(job.type, job.id) === query.partition.key
+          : isSparseState(job.state) && keys.byTypeState(job.type, job.state, job.id) === query.partition.key,
+      )
+      .map((job) => ({
+        sortKey: keys.created(job.createdAt, job.id),
+        summary: {
+          id: job.id,
+          type: job.type,
+          state: job.state,
+          createdAt: job.createdAt,
+          runAt: job.runAt,
+          attempts: job.attempts,
+          finishedAt: job.finishedAt ?? null,
+        },
+        ...(query.withPayload ? { payload: job.payload } : {}),
+      }))
+      .filter(
+        (e) =>
+          (query.below === undefined || e.sortKey < query.below) &&
+          (query.atLeast === undefined || e.sortKey >= query.atLeast),
+      )
+      .sort((a, b) => (a.sortKey < b.sortKey ? 1 : -1));
+    return { entries: entries.slice(0, query.limit), more: entries.length > query.limit };
   }
 }

@@ -118,6 +118,11 @@ export class FakeJobStore implements JobStore {
     return item ? read(item.job) : undefined;
   }
 
+  /** Every stored job (copies), in no particular order. Not a call. */
+  all(): Job[] {
+    return [...this.items.values()].map((item) => read(item.job));
+  }
+
   /** The stored due attributes (a copy), or undefined when there is no such job. Not a call. */
   due(id: string): DueAttributes | undefined {
     const item = this.items.get(id);

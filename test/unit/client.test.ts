@@ -299,6 +299,37 @@ describe('request building', () => {
     ]);
   });
 
+  it('overview, bulk, schedules.run and a payload search call their routes', async () => {
+    const peer = await startPeer((req) => {
+      if (req.path === '/jobs/bulk') return { body: { results: [{ id: 'a', status: 'applied', state: 'queued' }] } };
+      if (req.path.endsWith('/run'))
+        return { status: req.headers['idempotency-key'] === 'k-1' ? 200 : 201, body: { job: jobView() } };
+      if (req.path === '/jobs') return { body: { items: [], nextCursor: null } };
+      return { body: { generatedAt: 'x', windowStart: 'y', bucketMs: 60000, types: [] } };
+    });
+    const client = createClient({ url: peer.url, retry: quickRetry });
+    await client.overview();
+    await client.overview({ windowMinutes: 30 });
+    expect(await client.bulk('retry', ['a'])).toEqual([{ id: 'a', status: 'applied', state: 'queued' }]);
+    expect(await client.schedules.run('nightly')).toEqual({ created: true, job: jobView() });
+    expect(await client.schedules.run('nightly', { idempotencyKey: 'k-1', id: 'run-1' })).toEqual({
+      created: false,
+      job: jobView(),
+    });
+    await client.list({ type: 'echo', payload: { 'to.domain': 'x.org', n: 2, ok: true } }).toArray();
+    expect(peer.requests.map((r) => `${r.method} ${r.rawUrl} ${r.body}`)).toEqual([
+      'GET /overview ',
+      'GET /overview?windowMinutes=30 ',
+      'POST /jobs/bulk {"action":"retry","ids":["a"]}',
+      'POST /schedules/nightly/run ',
+      'POST /schedules/nightly/run {"id":"run-1"}',
+      'GET /jobs?type=echo&payload.to.domain=x.org&payload.n=2&payload.ok=true ',
+    ]);
+    // a generated key (a UUID) unless one is given, so a retried request cannot run the schedule twice
+    expect(String(peer.requests[3]?.headers['idempotency-key'])).toMatch(/^[0-9a-f-]{36}$/);
+    expect(peer.requests[4]?.headers['idempotency-key']).toBe('k-1');
+  });
+
   it('rejects a non-http URL and a jobs record whose key is not the spec type', () => {
     expect(() => createClient({ url: 'ftp://x' })).toThrow(/http/);
     const spec = { type: 'echo' } as never;

@@ -6,9 +6,10 @@
 import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
+import { jobIndexContract } from '../contract/job-index.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { pacerContract } from '../contract/pacer.contract';
-import { FakeJobControl } from '../support/control-fakes';
+import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 
@@ -34,4 +35,11 @@ describe('pacer contract: FakePacer', () => {
 
 describe('debouncer contract: FakeDebouncer', () => {
   debouncerContract(async () => new FakeDebouncer());
+});
+
+describe('job index contract: FakeJobIndex', () => {
+  jobIndexContract(async () => {
+    const store = new FakeJobStore();
+    return { store, index: new FakeJobIndex(store) };
+  });
 });

@@ -7,16 +7,15 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { JobsService, payloadHash } from '../../shared/api/jobs-service';
+import { payloadHash } from '../../shared/api/jobs-service';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
-import { createLogger } from '../../shared/logger';
-import { FakeJobScheduler, sqsEvent, testConfig } from '../support/fakes';
+import { sqsEvent } from '../support/fakes';
 import { FakePacer } from '../support/flow-fakes';
-import { harness, messageFor, T0 } from './worker-harness';
+import { debouncePayload, debounceSetup, stallCreates } from './debounce-harness';
+import { messageFor, T0 } from './worker-harness';
 
-const payload = z.object({ catalog: z.string(), rev: z.number() });
+const payload = debouncePayload;
 const specOf = (extra: Record<string, unknown> = {}) =>
   defineJobType({
     type: 'echo',
@@ -25,30 +24,7 @@ const specOf = (extra: Record<string, unknown> = {}) =>
     ...extra,
   }) as JobTypeSpec;
 
-function setup(spec: JobTypeSpec, pacer?: FakePacer) {
-  const ran: unknown[] = [];
-  const h = harness({
-    spec,
-    run: async (p) => {
-      ran.push(p);
-      return 'ok';
-    },
-  });
-  const jobs = new JobsService({
-    config: testConfig(['echo']),
-    catalog: [spec],
-    store: h.store,
-    queue: h.queue,
-    scheduler: new FakeJobScheduler(),
-    clock: h.clock,
-    log: createLogger({ level: 'silent' }),
-    debouncer: h.debouncer,
-    ...(pacer ? { pacer } : {}),
-  });
-  const enqueue = (id: string, rev: number, catalog = 'c1') =>
-    jobs.enqueue({ type: 'echo', id, payload: { catalog, rev } });
-  return { h, jobs, enqueue, ran };
-}
+const setup = debounceSetup;
 
 /** Delivers each job's message once it is due (a minute on): the worker runs, or skips, each. */
 async function deliverDue(h: ReturnType<typeof setup>['h'], ids: string[]) {
@@ -184,32 +160,19 @@ describe('debounce interleavings', () => {
     // 1; the retry's create finds it and returns it (no replace of k with seq 3); then k is
     // written and ends j (1 < 2). k stays the run: the window's run (j) is skipped.
     const { h, enqueue } = setup(specOf());
-    const create = h.store.create.bind(h.store);
-    const gates = new Map<string, () => void>();
-    const calls = new Map<string, number>();
-    const stallKeys = new Set(['j#0', 'k#0', 'j#1']);
-    h.store.create = async (job) => {
-      const n = calls.get(job.id) ?? 0;
-      calls.set(job.id, n + 1);
-      const key = `${job.id}#${n}`;
-      if (stallKeys.has(key)) await new Promise<void>((resolve) => gates.set(key, resolve));
-      return create(job);
-    };
-    const until = async (key: string) => {
-      while (!gates.has(key)) await new Promise((r) => setTimeout(r, 1));
-    };
+    const { until, release } = stallCreates(h, ['j#0', 'k#0', 'j#1']);
     const first = enqueue('j', 1);
     await until('j#0');
     const newer = enqueue('k', 2);
     await until('k#0');
     const retry = enqueue('j', 1);
     await until('j#1');
-    gates.get('j#0')?.();
+    release('j#0');
     await first;
     expect(h.store.peek('j')?.debounceSeq).toBe(1);
-    gates.get('j#1')?.();
+    release('j#1');
     expect(await retry).toMatchObject({ created: false });
-    gates.get('k#0')?.();
+    release('k#0');
     await newer;
     const { live, problems } = judge((id) => h.store.peek(id), ['j', 'k']);
     expect(problems).toEqual([]);
@@ -230,31 +193,18 @@ describe('debounce interleavings', () => {
         debounce: { key: (p) => p.catalog, periodSeconds: 5, maxWaitSeconds: 60 },
       }) as JobTypeSpec,
     );
-    const create = h.store.create.bind(h.store);
-    const gates = new Map<string, () => void>();
-    const calls = new Map<string, number>();
-    const stallKeys = new Set(['j#0', 'k#0', 'j#1']);
-    h.store.create = async (job) => {
-      const n = calls.get(job.id) ?? 0;
-      calls.set(job.id, n + 1);
-      const key = `${job.id}#${n}`;
-      if (stallKeys.has(key)) await new Promise<void>((resolve) => gates.set(key, resolve));
-      return create(job);
-    };
-    const until = async (key: string) => {
-      while (!gates.has(key)) await new Promise((r) => setTimeout(r, 1));
-    };
+    const { until, release } = stallCreates(h, ['j#0', 'k#0', 'j#1']);
     const first = enqueue('j', 1);
     await until('j#0');
     const newer = enqueue('k', 2);
     await until('k#0');
     const retry = enqueue('j', 1);
     await until('j#1');
-    gates.get('j#0')?.();
+    release('j#0');
     await first;
-    gates.get('j#1')?.();
+    release('j#1');
     await retry;
-    gates.get('k#0')?.();
+    release('k#0');
     await newer;
     expect(h.store.peek('j')).toMatchObject({ state: 'skipped', skipReason: { by: 'k' } });
     expect.soft((await jobs.get('j')).debouncedInto, 'debouncedInto of j').toBe('k');

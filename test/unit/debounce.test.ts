@@ -3,16 +3,14 @@
  * passes the same contract as DynamoDebouncer). On local AWS: test/integration/flow-debounce.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { JobsService } from '../../shared/api/jobs-service';
 import { debounceProblem, debounceRunAt, MAX_DEBOUNCE_WAIT_SECONDS } from '../../shared/core/debounce';
 import { MAX_HORIZON_SECONDS } from '../../shared/core/enqueue';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
-import { createLogger } from '../../shared/logger';
-import { FakeJobScheduler, sqsEvent, testConfig } from '../support/fakes';
-import { harness, messageFor, T0 } from './worker-harness';
+import { sqsEvent } from '../support/fakes';
+import { debouncePayload, debounceSetup } from './debounce-harness';
+import { messageFor, T0 } from './worker-harness';
 
-const payload = z.object({ catalog: z.string(), rev: z.number() });
+const payload = debouncePayload;
 const specOf = (maxWaitSeconds?: number) =>
   defineJobType({
     type: 'echo',
@@ -21,29 +19,7 @@ const specOf = (maxWaitSeconds?: number) =>
   }) as JobTypeSpec;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function setup(spec: JobTypeSpec) {
-  const ran: unknown[] = [];
-  const h = harness({
-    spec,
-    run: async (p) => {
-      ran.push(p);
-      return 'ok';
-    },
-  });
-  const jobs = new JobsService({
-    config: testConfig(['echo']),
-    catalog: [spec],
-    store: h.store,
-    queue: h.queue,
-    scheduler: new FakeJobScheduler(),
-    clock: h.clock,
-    log: createLogger({ level: 'silent' }),
-    debouncer: h.debouncer,
-  });
-  const enqueue = (id: string, rev: number, catalog = 'c1') =>
-    jobs.enqueue({ type: 'echo', id, payload: { catalog, rev } });
-  return { h, jobs, enqueue, ran };
-}
+const setup = (spec: JobTypeSpec) => debounceSetup(spec);
 
 describe('debounce', () => {
   it('makes the newest job of a key the run, due when the key has been quiet; the jobs it replaced are skipped and point to it', async () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createApiHandler } from '../../shared/api/handler';
 import { buildOpenApiDocument, OPERATIONS, openApiDocument } from '../../shared/api/openapi';
-import { jobViewSchema, listQuerySchema } from '../../shared/api/schemas';
+import { jobViewSchema, listQueryDocSchema, listQuerySchema } from '../../shared/api/schemas';
 import { enqueueRequestSchema } from '../../shared/core/enqueue';
 import { defineJobType } from '../../shared/core/job-type';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
@@ -46,7 +46,8 @@ describe('GET /openapi.json document', () => {
 
   it('documents each query parameter of GET /jobs from the query schema', () => {
     const names = doc.paths['/jobs']?.get?.parameters?.map((p) => `${p.in}:${p.name}`);
-    expect(names).toEqual(Object.keys(listQuerySchema.shape).map((name) => `query:${name}`));
+    expect(names).toEqual(Object.keys(listQueryDocSchema.shape).map((name) => `query:${name}`));
+    expect(names).toEqual([...Object.keys(listQuerySchema.shape), 'payload.{path}'].map((name) => `query:${name}`));
   });
 
   it('lists every endpoint, each with a success response and error responses in the one error shape', () => {
@@ -73,6 +74,9 @@ describe('GET /openapi.json document', () => {
         'delete /schedules/{name}',
         'post /schedules/{name}/pause',
         'post /schedules/{name}/resume',
+        'post /schedules/{name}/run',
+        'get /overview',
+        'post /jobs/bulk',
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths)) {

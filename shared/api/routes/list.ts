@@ -1,19 +1,24 @@
 import { JOB_TYPE_PATTERN } from '../../core/job-type';
+import { splitPayloadConditions } from '../../core/payload-filter';
 import { parseOrThrow } from '../../core/validation';
 import { NotFoundError } from '../../errors';
 import type { ControlPlane } from '../control-plane';
 import { json, type Route } from '../http';
 import { listQuerySchema } from '../schemas';
 
-/** `GET /jobs?type=&state=&createdAfter=&createdBefore=&limit=&cursor=`, `GET /types/{type}/latest`. */
+/**
+ * `GET /jobs?type=&state=&createdAfter=&createdBefore=&limit=&cursor=&payload.<path>=`,
+ * `GET /types/{type}/latest`.
+ */
 export function listRoutes(plane: Pick<ControlPlane, 'list'>): Route[] {
   return [
     {
       path: '/jobs',
       methods: {
         GET: async (request) => {
-          const query = parseOrThrow(listQuerySchema, request.query, { message: 'invalid list query' });
-          return json(200, await plane.list.list(query));
+          const { conditions, rest } = splitPayloadConditions(request.query);
+          const query = parseOrThrow(listQuerySchema, rest, { message: 'invalid list query' });
+          return json(200, await plane.list.list(query, conditions));
         },
       },
     },

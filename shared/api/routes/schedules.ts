@@ -4,10 +4,15 @@ import { EventBridgeRecurringTrigger } from '../../aws/scheduler-recurring-trigg
 import type { PlatformConfig } from '../../config';
 import { type Clock, systemClock } from '../../core/clock';
 import type { JobTypeSpec } from '../../core/job-type';
+import { parseOrThrow } from '../../core/validation';
+import { NotFoundError } from '../../errors';
 import { createLogger, type Logger } from '../../logger';
 import type { RecurringTrigger, ScheduleStore } from '../../schedules/ports';
+import { idempotencyKeyOf } from '../../schedules/run-now';
 import { SchedulesService } from '../../schedules/service';
 import { json, jsonBody, type Route } from '../http';
+import type { JobsService } from '../jobs-service';
+import { runScheduleRequestSchema } from '../schemas';
 
 /** What the schedule routes need from the API's dependencies. */
 export interface ScheduleRouteDeps {
@@ -17,11 +22,13 @@ export interface ScheduleRouteDeps {
   logger?: Logger;
   /** @default DynamoDB and EventBridge Scheduler adapters built from the environment on first use */
   schedules?: { store: ScheduleStore; trigger: RecurringTrigger };
+  /** Enqueues the job of `POST /schedules/{name}/run`. Without it that route answers 404. */
+  jobs?: Pick<JobsService, 'enqueue'>;
 }
 
 /**
  * `POST /schedules`, `GET /schedules`, `GET|PUT|DELETE /schedules/{name}`,
- * `POST /schedules/{name}/pause`, `POST /schedules/{name}/resume`.
+ * `POST /schedules/{name}/pause`, `POST /schedules/{name}/resume`, `POST /schedules/{name}/run`.
  */
 export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
   let service: SchedulesService | undefined;
@@ -70,6 +77,27 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
     {
       path: '/schedules/{name}/resume',
       methods: { POST: async (_request, params) => json(200, await schedules().resume(name(params))) },
+    },
+    {
+      path: '/schedules/{name}/run',
+      methods: {
+        // Run now: 201 with the job, 200 when the same id was enqueued already (a retried request).
+        POST: async (request, params) => {
+          const jobs = deps.jobs;
+          if (!jobs) throw new NotFoundError('running a schedule is not configured here', 'route_not_found');
+          const idempotencyKey = idempotencyKeyOf(request.headers);
+          const body =
+            request.bodyText === undefined || request.bodyText.trim() === ''
+              ? {}
+              : parseOrThrow(runScheduleRequestSchema, jsonBody(request), { message: 'invalid run request' });
+          const run = await schedules().runRequest(name(params), {
+            ...(body.id !== undefined ? { id: body.id } : {}),
+            ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+          });
+          const { created, job } = await jobs.enqueue(run, { schedule: name(params) });
+          return json(created ? 201 : 200, { job }, created ? { location: `/jobs/${encodeURIComponent(job.id)}` } : {});
+        },
+      },
     },
   ];
 }

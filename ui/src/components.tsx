@@ -1,0 +1,158 @@
+/** Small shared pieces: state badges, times, errors, the confirmation dialog, JSON blocks. */
+import type { ComponentChildren, VNode } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+import { ApiError, api, config, isMissingRoute, type JobPage, type Overview } from './api';
+import { usePoll } from './poll';
+
+export function StateBadge({ state }: { state: string }) {
+  return <span class={`badge badge-${state}`}>{state}</span>;
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** `2026-11-23 10:04:05` in the viewer's time zone. */
+export function formatTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** `1.2 s`, `3 min 4 s`, `2 h 5 min`, `3 d 4 h`. */
+export function formatDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 1_000) return `${Math.round(abs)} ms`;
+  if (abs < 60_000) return `${(abs / 1_000).toFixed(1)} s`;
+  const s = Math.round(abs / 1_000);
+  if (s < 3_600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86_400) return `${Math.floor(s / 3_600)} h ${Math.floor((s % 3_600) / 60)} min`;
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3_600)} h`;
+}
+
+/** `in 3 min 4 s` / `12.0 s ago`. */
+export function relative(iso: string, now = Date.now()): string {
+  const diff = new Date(iso).getTime() - now;
+  return diff >= 0 ? `in ${formatDuration(diff)}` : `${formatDuration(diff)} ago`;
+}
+
+export function Time({ iso, rel }: { iso: string | null | undefined; rel?: boolean }) {
+  if (!iso) return <span class="muted">–</span>;
+  return (
+    <time dateTime={iso} title={iso}>
+      {formatTime(iso)}
+      {rel ? <span class="muted"> ({relative(iso)})</span> : null}
+    </time>
+  );
+}
+
+export function ErrorBox({ error, what }: { error: unknown; what?: string }) {
+  if (!error) return null;
+  const message =
+    error instanceof ApiError
+      ? `${error.code}: ${error.message}`
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  return (
+    <p class="error" role="alert">
+      {what ? `${what}: ` : ''}
+      {message}
+    </p>
+  );
+}
+
+export function Json({ value, label }: { value: unknown; label: string }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable block must be focusable to be scrolled with the keyboard
+    <section class="json" aria-label={label} tabIndex={0}>
+      <pre>{value === undefined ? 'null' : JSON.stringify(value, null, 2)}</pre>
+    </section>
+  );
+}
+
+/**
+ * A modal confirmation (`<dialog>`: focus stays inside, Escape closes it). Its title states
+ * what will happen, with the count.
+ */
+export function ConfirmDialog(props: {
+  title: string;
+  children?: ComponentChildren;
+  confirmLabel: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      class="confirm"
+      aria-labelledby="confirm-title"
+      onCancel={(event) => {
+        event.preventDefault();
+        props.onCancel();
+      }}
+    >
+      <h2 id="confirm-title">{props.title}</h2>
+      {props.children}
+      <div class="actions">
+        <button type="button" class="primary" onClick={props.onConfirm}>
+          {props.confirmLabel}
+        </button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** Hidden in read-only mode: the server refuses the calls anyway. */
+export function Writable({ children }: { children: ComponentChildren }) {
+  return config.readOnly ? null : (children as VNode);
+}
+
+let typesCache: Promise<string[]> | undefined;
+
+/**
+ * The deployed job types: from `GET /overview`, or, on an API without it, the types seen in
+ * the newest jobs and the schedules.
+ */
+export function loadTypes(): Promise<string[]> {
+  typesCache ??= (async () => {
+    try {
+      const overview = await api<Overview>('GET', '/overview?windowMinutes=60');
+      return overview.types.map((t) => t.type).sort();
+    } catch (error) {
+      if (!isMissingRoute(error)) throw error;
+      const page = await api<JobPage>('GET', '/jobs?limit=100');
+      return [...new Set(page.items.map((job) => job.type))].sort();
+    }
+  })().catch((error: unknown) => {
+    typesCache = undefined;
+    throw error;
+  });
+  return typesCache;
+}
+
+export function useTypes(): string[] {
+  return usePoll(loadTypes, 'types', { poll: false }).data ?? [];
+}
+
+export function TypeSelect(props: { id: string; value: string; onChange: (value: string) => void; any?: string }) {
+  const types = useTypes();
+  const options = props.value && !types.includes(props.value) ? [props.value, ...types] : types;
+  return (
+    <select id={props.id} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+      {props.any !== undefined ? <option value="">{props.any}</option> : null}
+      {options.map((type) => (
+        <option key={type} value={type}>
+          {type}
+        </option>
+      ))}
+    </select>
+  );
+}

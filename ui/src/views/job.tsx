@@ -1,0 +1,249 @@
+/** Job detail: payload, result and progress; the attempts' timeline with errors and stacks; retry and cancel. */
+import { useState } from 'preact/hooks';
+import { ApiError, api, CANCELLABLE, config, type JobView, RETRYABLE, seg } from '../api';
+import { ConfirmDialog, ErrorBox, formatDuration, Json, StateBadge, Time, Writable } from '../components';
+import { usePoll } from '../poll';
+import { href } from '../router';
+
+export function JobDetailView({ id }: { id: string }) {
+  const loaded = usePoll(() => api<JobView>('GET', `/jobs/${seg(id)}`), `job:${id}`);
+  const job = loaded.data;
+  const notFound = loaded.error instanceof ApiError && loaded.error.status === 404;
+  return (
+    <section aria-labelledby="job-title">
+      <p>
+        <a href={href('/jobs')}>← Jobs</a>
+      </p>
+      <h1 id="job-title">
+        Job <span class="mono">{id}</span> {job ? <StateBadge state={job.state} /> : null}
+      </h1>
+      {notFound ? (
+        <p role="alert" class="error">
+          No job {id}: it never existed, or it finished longer ago than the retention.
+        </p>
+      ) : (
+        <ErrorBox error={loaded.error} what="could not load the job" />
+      )}
+      {!job && loaded.loading ? <p aria-live="polite">Loading…</p> : null}
+      {job ? <JobDetail job={job} onChanged={loaded.reload} /> : null}
+    </section>
+  );
+}
+
+function Actions({ job, onChanged }: { job: JobView; onChanged: () => void }) {
+  const [pending, setPending] = useState<'retry' | 'cancel' | undefined>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const [done, setDone] = useState<string | undefined>();
+  async function run(action: 'retry' | 'cancel') {
+    setPending(undefined);
+    setBusy(true);
+    setError(undefined);
+    try {
+      const after = await api<JobView>('POST', `/jobs/${seg(job.id)}/${action}`);
+      setDone(action === 'retry' ? `Retried: the job is ${after.state}.` : `Cancelled: the job is ${after.state}.`);
+      onChanged();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+  if (config.readOnly) return <p class="muted">Read-only: retry and cancel are off.</p>;
+  return (
+    <div class="toolbar">
+      <Writable>
+        <button
+          type="button"
+          class="primary"
+          disabled={busy || !RETRYABLE.includes(job.state)}
+          onClick={() => void run('retry')}
+        >
+          Retry
+        </button>
+        <button type="button" disabled={busy || !CANCELLABLE.includes(job.state)} onClick={() => setPending('cancel')}>
+          Cancel…
+        </button>
+      </Writable>
+      {done ? <span role="status">{done}</span> : null}
+      <ErrorBox error={error} />
+      {pending === 'cancel' ? (
+        <ConfirmDialog
+          title="Cancel 1 job?"
+          confirmLabel="Cancel the job"
+          onConfirm={() => void run('cancel')}
+          onCancel={() => setPending(undefined)}
+        >
+          <p>A running job's handler is told to stop (its signal aborts at the next heartbeat); it is not retried.</p>
+        </ConfirmDialog>
+      ) : null}
+    </div>
+  );
+}
+
+function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) {
+  const runTime =
+    job.startedAt && job.finishedAt ? new Date(job.finishedAt).getTime() - new Date(job.startedAt).getTime() : null;
+  const keys: { label: string; key: string }[] = [
+    ...(job.concurrencyKeys ?? []).map((key, i) => ({ label: `concurrency limit ${i + 1}`, key })),
+    ...(job.singletonKey ? [{ label: 'singleton', key: job.singletonKey }] : []),
+    ...(job.throttleKey ? [{ label: 'throttle', key: job.throttleKey }] : []),
+    ...(job.debounceKey ? [{ label: 'debounce', key: job.debounceKey }] : []),
+  ];
+  return (
+    <>
+      <Actions job={job} onChanged={onChanged} />
+      <div class="grid">
+        <dl class="facts">
+          <dt>Type</dt>
+          <dd>
+            <a href={href('/jobs', { type: job.type })}>{job.type}</a>
+          </dd>
+          <dt>Attempts</dt>
+          <dd>
+            {job.attempts} of {job.maxAttempts}
+            {job.retries ? ` (${job.retries} manual ${job.retries === 1 ? 'retry' : 'retries'})` : ''}
+          </dd>
+          <dt>Created</dt>
+          <dd>
+            <Time iso={job.createdAt} />
+          </dd>
+          <dt>Run at</dt>
+          <dd>
+            <Time iso={job.runAt} rel />
+          </dd>
+          <dt>Started</dt>
+          <dd>
+            <Time iso={job.startedAt} />
+          </dd>
+          <dt>Finished</dt>
+          <dd>
+            <Time iso={job.finishedAt} />
+          </dd>
+          <dt>Run time</dt>
+          <dd>{runTime === null ? <span class="muted">–</span> : formatDuration(runTime)}</dd>
+          {job.schedule ? (
+            <>
+              <dt>Schedule</dt>
+              <dd>
+                <a href={href('/schedules', { name: job.schedule })}>{job.schedule}</a>
+              </dd>
+            </>
+          ) : null}
+          {job.dispatchBy ? (
+            <>
+              <dt>Dispatch by</dt>
+              <dd>
+                <Time iso={job.dispatchBy} rel />
+              </dd>
+            </>
+          ) : null}
+          {job.waitingFor ? (
+            <>
+              <dt>Waiting for</dt>
+              <dd>
+                {job.waitingFor.kind} key{' '}
+                <a href={href('/keys', { type: job.type, key: job.waitingFor.key })}>{job.waitingFor.key}</a> since{' '}
+                <Time iso={job.waitingFor.since} />
+              </dd>
+            </>
+          ) : null}
+          {job.skipReason ? (
+            <>
+              <dt>Skipped by</dt>
+              <dd>
+                {job.skipReason.kind} (key {job.skipReason.key})
+                {job.skipReason.by ? (
+                  <>
+                    , see <a href={href(`/jobs/${seg(job.skipReason.by)}`)}>{job.skipReason.by}</a>
+                  </>
+                ) : null}
+              </dd>
+            </>
+          ) : null}
+          {keys.length > 0 ? (
+            <>
+              <dt>Flow-control keys</dt>
+              <dd>
+                <ul class="plain">
+                  {keys.map(({ label, key }) => (
+                    <li key={label}>
+                      {label}: <a href={href('/keys', { type: job.type, key })}>{key}</a>
+                    </li>
+                  ))}
+                </ul>
+              </dd>
+            </>
+          ) : null}
+          {job.cost ? (
+            <>
+              <dt>Cost</dt>
+              <dd>
+                {job.cost.requests} AWS requests, {job.cost.writeUnits} write units
+              </dd>
+            </>
+          ) : null}
+        </dl>
+        <div>
+          <h2>Progress</h2>
+          {job.progress ? (
+            <p>
+              <progress max={100} value={job.progress.percent} aria-label="progress">
+                {job.progress.percent}%
+              </progress>{' '}
+              {job.progress.percent}% {job.progress.detail ? `– ${job.progress.detail}` : ''} (
+              <Time iso={job.progress.at} />)
+            </p>
+          ) : (
+            <p class="muted">No progress reported.</p>
+          )}
+          <h2>Payload</h2>
+          <Json value={job.payload} label="payload" />
+          <h2>Result</h2>
+          {job.result === undefined || job.result === null ? (
+            <p class="muted">No result.</p>
+          ) : (
+            <Json value={job.result} label="result" />
+          )}
+        </div>
+      </div>
+      <h2>Timeline</h2>
+      <Timeline job={job} />
+    </>
+  );
+}
+
+function Timeline({ job }: { job: JobView }) {
+  return (
+    <ol class="timeline" aria-label="attempts">
+      <li>
+        <Time iso={job.createdAt} /> created{job.schedule ? ` by schedule ${job.schedule}` : ''}
+      </li>
+      {job.errors.map((error) => (
+        <li key={`${error.attempt}-${error.at}`} class="failed-attempt">
+          <Time iso={error.at} /> attempt {error.attempt} failed ({error.reason}):{' '}
+          <strong class="error-text">
+            {error.name}: {error.message}
+          </strong>
+          {error.stack ? (
+            <details>
+              <summary>Stack</summary>
+              <pre class="stack">{error.stack}</pre>
+            </details>
+          ) : null}
+        </li>
+      ))}
+      {job.state === 'running' && job.startedAt ? (
+        <li>
+          <Time iso={job.startedAt} /> attempt {job.attempts} running
+        </li>
+      ) : null}
+      {job.finishedAt ? (
+        <li class={`end end-${job.state}`}>
+          <Time iso={job.finishedAt} /> {job.state}
+          {job.state === 'succeeded' ? ` on attempt ${job.attempts}` : ''}
+        </li>
+      ) : null}
+    </ol>
+  );
+}
