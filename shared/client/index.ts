@@ -15,7 +15,7 @@
  */
 import { TERMINAL_STATES } from '../core/states';
 import { JobWaitError } from './errors';
-import { type CredentialsInput, isLocalUrl, type RequestSigner, regionFromUrl, sigV4Signer } from './signing';
+import { type CredentialsInput, isLocalUrl, type RequestSigner, signingRegion, sigV4Signer } from './signing';
 import { type CallSpec, call, DEFAULT_RETRY, type QueryValue, type RetryOptions, segment } from './transport';
 import type {
   BatchItem,
@@ -216,11 +216,6 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
 /** `UntypedJobs` when no catalog was given, else the catalog's type map. */
 export type JobTypesFor<C extends JobCatalog> = JobCatalog extends C ? UntypedJobs : JobTypesOf<C>;
 
-function envRegion(): string | undefined {
-  const env = globalThis.process?.env ?? {};
-  return env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined;
-}
-
 function newId(): string {
   return globalThis.crypto.randomUUID();
 }
@@ -311,7 +306,7 @@ export function createClient<C extends JobCatalog = JobCatalog>(
   let signer: RequestSigner | undefined;
   if (typeof options.sign === 'function') signer = options.sign;
   else if (options.sign ?? !isLocalUrl(baseUrl)) {
-    const region = options.region ?? regionFromUrl(baseUrl) ?? envRegion() ?? 'us-east-1';
+    const region = signingRegion(baseUrl, options.region);
     signer = sigV4Signer({ region, credentials: options.credentials });
   }
   const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);

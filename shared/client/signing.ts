@@ -35,6 +35,15 @@ export function isLocalUrl(url: URL): boolean {
   return LOCAL_HOSTS.has(url.hostname) || url.hostname.endsWith('.localhost');
 }
 
+/**
+ * The region to sign for: `region` if given, else the Function URL's, else `AWS_REGION`,
+ * `AWS_DEFAULT_REGION`, else `us-east-1`.
+ */
+export function signingRegion(url: URL, region?: string): string {
+  const env = globalThis.process?.env ?? {};
+  return region ?? regionFromUrl(url) ?? (env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1');
+}
+
 /** The region in a Function URL host (`<id>.lambda-url.<region>.on.aws`), if it is one. */
 export function regionFromUrl(url: URL): string | undefined {
   return /\.lambda-url\.([a-z0-9-]+)\.on\.aws$/.exec(url.hostname)?.[1];

@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type CredentialsInput, isLocalUrl, type RequestSigner, regionFromUrl, sigV4Signer } from '../client/signing';
+import { type CredentialsInput, isLocalUrl, type RequestSigner, signingRegion, sigV4Signer } from '../client/signing';
 
 /** Prefix of the UI's pages and assets. */
 export const UI_PREFIX = '/ui';
@@ -103,10 +103,6 @@ export function defaultAssetsDir(moduleUrl: string = import.meta.url): string {
   return candidates.find((dir) => existsSync(join(dir, 'index.html'))) ?? (candidates[0] as string);
 }
 
-function defaultRegion(url: URL, region: string | undefined): string {
-  return region ?? regionFromUrl(url) ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
-}
-
 /**
  * The dashboard's request handler: `/ui` (redirect), `/ui/` and `/ui/…` (the built UI, with
  * `/ui/config.json` telling the UI whether it is read-only), and `/api/…` (forwarded).
@@ -137,7 +133,7 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   function signerFor(url: URL): RequestSigner | undefined {
     const mode = options.sign ?? 'auto';
     if (mode === 'never' || (mode === 'auto' && isLocalUrl(url))) return undefined;
-    const region = defaultRegion(url, options.region);
+    const region = signingRegion(url, options.region);
     let signer = signers.get(region);
     if (!signer) {
       signer = sigV4Signer({ region, credentials: options.credentials });

@@ -26,6 +26,31 @@ const specOf = (extra: Record<string, unknown> = {}) =>
 
 const setup = debounceSetup;
 
+/**
+ * j's first request opens the window (seq 1) and stalls before its write; k opens it (seq 2) and
+ * stalls; j's retry opens it (seq 3) and stalls. Then j's first request writes j, the retry's
+ * create finds it, and k is written last. Returns the retry's answer.
+ */
+async function retryLosesCreate(
+  h: ReturnType<typeof setup>['h'],
+  enqueue: ReturnType<typeof setup>['enqueue'],
+): Promise<{ retry: Awaited<ReturnType<typeof enqueue>> }> {
+  const { until, release } = stallCreates(h, ['j#0', 'k#0', 'j#1']);
+  const first = enqueue('j', 1);
+  await until('j#0');
+  const newer = enqueue('k', 2);
+  await until('k#0');
+  const retried = enqueue('j', 1);
+  await until('j#1');
+  release('j#0');
+  await first;
+  release('j#1');
+  const retry = await retried;
+  release('k#0');
+  await newer;
+  return { retry };
+}
+
 /** Delivers each job's message once it is due (a minute on): the worker runs, or skips, each. */
 async function deliverDue(h: ReturnType<typeof setup>['h'], ids: string[]) {
   h.clock.set(T0 + 60_000);
@@ -160,20 +185,9 @@ describe('debounce interleavings', () => {
     // 1; the retry's create finds it and returns it (no replace of k with seq 3); then k is
     // written and ends j (1 < 2). k stays the run: the window's run (j) is skipped.
     const { h, enqueue } = setup(specOf());
-    const { until, release } = stallCreates(h, ['j#0', 'k#0', 'j#1']);
-    const first = enqueue('j', 1);
-    await until('j#0');
-    const newer = enqueue('k', 2);
-    await until('k#0');
-    const retry = enqueue('j', 1);
-    await until('j#1');
-    release('j#0');
-    await first;
+    const { retry } = await retryLosesCreate(h, enqueue);
     expect(h.store.peek('j')?.debounceSeq).toBe(1);
-    release('j#1');
-    expect(await retry).toMatchObject({ created: false });
-    release('k#0');
-    await newer;
+    expect(retry).toMatchObject({ created: false });
     const { live, problems } = judge((id) => h.store.peek(id), ['j', 'k']);
     expect(problems).toEqual([]);
     expect(live).toEqual(['k']);
@@ -193,19 +207,7 @@ describe('debounce interleavings', () => {
         debounce: { key: (p) => p.catalog, periodSeconds: 5, maxWaitSeconds: 60 },
       }) as JobTypeSpec,
     );
-    const { until, release } = stallCreates(h, ['j#0', 'k#0', 'j#1']);
-    const first = enqueue('j', 1);
-    await until('j#0');
-    const newer = enqueue('k', 2);
-    await until('k#0');
-    const retry = enqueue('j', 1);
-    await until('j#1');
-    release('j#0');
-    await first;
-    release('j#1');
-    await retry;
-    release('k#0');
-    await newer;
+    await retryLosesCreate(h, enqueue);
     expect(h.store.peek('j')).toMatchObject({ state: 'skipped', skipReason: { by: 'k' } });
     expect.soft((await jobs.get('j')).debouncedInto, 'debouncedInto of j').toBe('k');
     h.clock.set(T0 + 10_000);
