@@ -60,6 +60,14 @@ export class MemoryJobStore implements JobStore {
     this.finish(input.job, 'failed', input.now);
   }
 
+  async suspend(input: { job: Job; now: number }): Promise<void> {
+    this.finish(input.job, 'waiting', input.now);
+  }
+
+  async wake(input: { id: string }): Promise<Job | undefined> {
+    return this.jobs.get(input.id);
+  }
+
   private finish(job: Job, state: Job['state'], now: number): void {
     const stored = this.jobs.get(job.id);
     if (stored) {

@@ -75,17 +75,18 @@ export const jobViewSchema = z
       .meta({ description: 'Only for a job a debounce replaced: the run that took its place' }),
     waitingFor: z
       .object({
-        kind: z.enum(['concurrency', 'singleton', 'throttle', 'debounce']),
-        key: z.string(),
+        kind: z.enum(['concurrency', 'singleton', 'throttle', 'debounce', 'sleep', 'signal']),
+        key: z.string().meta({ description: 'The key value; for a sleep or a signal, its name' }),
         since: isoTime,
-        until: isoTime
-          .optional()
-          .meta({ description: 'throttle: when its turn comes; debounce: when it runs unless replaced' }),
+        until: isoTime.optional().meta({
+          description:
+            'throttle: when its turn comes; debounce: when it runs unless replaced; sleep: when it wakes; signal: when the wait times out',
+        }),
       })
       .optional()
       .meta({
         description:
-          'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, or its debounce quiet period; the key, and since when',
+          'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, its debounce quiet period, the end of its sleep or a signal; the key or name, and since when',
       }),
     skipReason: z
       .object({

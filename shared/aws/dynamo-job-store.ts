@@ -18,6 +18,7 @@ import {
   type JobProgress,
   type SkipReason,
   type WaitingFor,
+  type WakeWait,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import { addCost, type JobCost, NO_COST } from '../core/metrics';
@@ -151,6 +152,9 @@ export function toItem(job: Job, external = false): Item {
       debounceWindow: job.debounceWindow,
       debounceSeq: job.debounceSeq,
       waitingFor: job.waitingFor === undefined ? undefined : JSON.stringify(job.waitingFor),
+      waitSignal: job.waitSignal,
+      resumes: job.resumes,
+      pendingParents: job.pendingParents,
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       cost: job.cost === undefined ? undefined : { requests: job.cost.requests, writeUnits: job.cost.writeUnits },
       ...createDueAttributes(job),
@@ -270,6 +274,9 @@ export function fromItem(item: Item): Job {
   if (typeof raw.debounceWindow === 'number') job.debounceWindow = raw.debounceWindow;
   if (typeof raw.debounceSeq === 'number') job.debounceSeq = raw.debounceSeq;
   if (typeof raw.waitingFor === 'string') job.waitingFor = JSON.parse(raw.waitingFor);
+  if (typeof raw.waitSignal === 'string') job.waitSignal = raw.waitSignal;
+  if (typeof raw.resumes === 'number') job.resumes = raw.resumes;
+  if (typeof raw.pendingParents === 'number') job.pendingParents = raw.pendingParents;
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const cost = raw.cost as Partial<JobCost> | undefined;
   if (typeof cost?.requests === 'number' && typeof cost.writeUnits === 'number') {
@@ -476,11 +483,13 @@ export class DynamoJobStore implements JobStore {
           Key: this.key(id),
           UpdateExpression:
             'SET #state = :running, attempts = attempts + :one, leaseToken = leaseToken + :one, leaseOwner = :owner, ' +
-            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now REMOVE waitingFor',
+            'leaseExpiresAt = :exp, leaseMessage = :msg, startedAt = :now, updatedAt = :now REMOVE waitingFor, waitSignal',
           ConditionExpression:
             'attribute_exists(pk) AND #type = :type AND attempts < maxAttempts AND (' +
-            // a waiting job that is due, with no earlier attempt's lease possibly still held
-            '(#state IN (:scheduled, :queued, :retrying) AND runAt <= :earliest AND ' +
+            // a job that is due, with no earlier attempt's lease possibly still held, and no
+            // parent left to wait for
+            '(#state IN (:scheduled, :queued, :retrying, :waiting) AND runAt <= :earliest AND ' +
+            'attribute_not_exists(pendingParents) AND ' +
             '(attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :fence)) OR ' +
             // a takeover: the lease expired longer than the clock-skew bound ago
             '(#state = :running AND leaseExpiresAt < :fence)) AND ' +
@@ -493,6 +502,7 @@ export class DynamoJobStore implements JobStore {
             ':scheduled': S('scheduled'),
             ':queued': S('queued'),
             ':retrying': S('retrying'),
+            ':waiting': S('waiting'),
             ':one': N(1),
             ':owner': S(owner),
             ':msg': S(messageId ?? '-'),
@@ -776,6 +786,79 @@ export class DynamoJobStore implements JobStore {
     await this.recordError(job, written, errors, expiresAt);
   }
 
+  async suspend({
+    job,
+    now,
+    runAt,
+    waitingFor,
+    writer,
+    cost,
+  }: {
+    job: Job;
+    now: number;
+    runAt: number;
+    waitingFor: WakeWait;
+    writer: string;
+    cost?: JobCost;
+  }): Promise<void> {
+    const attempts = Math.max(0, job.attempts - 1);
+    const resumes = (job.resumes ?? 0) + 1;
+    const signal = waitingFor.kind === 'signal' ? waitingFor.key : undefined;
+    const changes: Partial<Job> = {
+      attempts,
+      state: 'waiting',
+      runAt: iso(runAt),
+      updatedAt: iso(now),
+      lastWriter: writer,
+      resumes,
+      waitingFor,
+      ...(signal === undefined ? {} : { waitSignal: signal }),
+    };
+    await this.fenced(
+      job,
+      'suspend',
+      {
+        set:
+          'runAt = :runAt, updatedAt = :now, attempts = :attempts, resumes = :resumes, waitingFor = :w' +
+          (signal === undefined ? '' : ', waitSignal = :signal'),
+        remove: `leaseOwner, leaseExpiresAt${signal === undefined ? ', waitSignal' : ''}`,
+      },
+      {
+        ':runAt': S(iso(runAt)),
+        ':now': S(iso(now)),
+        ':attempts': N(attempts),
+        ':resumes': N(resumes),
+        ':w': S(JSON.stringify(waitingFor)),
+        ...(signal === undefined ? {} : { ':signal': S(signal) }),
+      },
+      {
+        state: 'waiting',
+        writer,
+        ...(cost ? { cost: this.costAfter(job, ended(job, changes), cost, [], 0) } : {}),
+      },
+    );
+  }
+
+  async wake({ id, signal, now }: { id: string; signal: string; now: number }): Promise<Job | undefined> {
+    try {
+      const out = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: this.key(id),
+          UpdateExpression: 'SET runAt = :now REMOVE waitSignal',
+          ConditionExpression: '#state = :waiting AND waitSignal = :signal',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':now': S(iso(now)), ':waiting': S('waiting'), ':signal': S(signal) },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return fromItem(out.Attributes ?? {});
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      return translateAwsError(error, 'DynamoDB UpdateItem (wake)');
+    }
+  }
+
   async markWaiting({ job, waitingFor, now }: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean> {
     try {
       // a running job whose lease may no longer be held (its fence, expiry + skew, is past) waits
@@ -786,13 +869,14 @@ export class DynamoJobStore implements JobStore {
           TableName: this.tableName,
           Key: this.key(job.id),
           UpdateExpression: 'SET waitingFor = :w',
-          ConditionExpression: `#state IN (:scheduled, :queued, :retrying)${takeover}`,
+          ConditionExpression: `#state IN (:scheduled, :queued, :retrying, :waiting)${takeover}`,
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
             ':w': S(JSON.stringify(waitingFor)),
             ':scheduled': S('scheduled'),
             ':queued': S('queued'),
             ':retrying': S('retrying'),
+            ':waiting': S('waiting'),
             ...(now === undefined ? {} : { ':running': S('running'), ':fenced': N(now - MAX_CLOCK_SKEW_MS) }),
           },
         }),

@@ -8,7 +8,7 @@ import { JOB_STATES, type JobState } from './states';
  */
 
 /** A job not finished yet may be cancelled; a running attempt then loses its lease. */
-export const CANCELLABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'running', 'retrying'];
+export const CANCELLABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'running', 'retrying', 'waiting'];
 
 /** A job that ended without success may be retried as a new series of attempts. */
 export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter((state) =>

@@ -69,14 +69,17 @@ export function minuteStart(ms: number): number {
  * created late (a schedule catching up) is not overdue the moment it is written.
  */
 export function jobDueAt(
-  job: Pick<Job, 'state' | 'runAt' | 'leaseExpiresAt'> & { updatedAt?: string },
+  job: Pick<Job, 'state' | 'runAt' | 'leaseExpiresAt' | 'pendingParents'> & { updatedAt?: string },
   options: { attemptTimeoutMs?: number; claimedAt?: number } = {},
 ): number | undefined {
+  // a job waiting for its parents is due when their release says so, not at a time
+  if (job.state === 'waiting' && job.pendingParents !== undefined) return undefined;
   switch (job.state) {
     case 'scheduled':
       return Date.parse(job.runAt) + DUE_GRACE_MS.scheduled;
     case 'queued':
-    case 'retrying': {
+    case 'retrying':
+    case 'waiting': {
       const written = job.updatedAt === undefined ? 0 : Date.parse(job.updatedAt);
       return Math.max(Date.parse(job.runAt), written) + DUE_GRACE_MS.queued;
     }
@@ -95,7 +98,7 @@ export function jobDueAt(
 
 /** The due attributes of a job (both undefined for a finished job), keyed by its id. */
 export function jobDueAttributes(
-  job: Pick<Job, 'id' | 'state' | 'runAt' | 'leaseExpiresAt'> & { updatedAt?: string },
+  job: Pick<Job, 'id' | 'state' | 'runAt' | 'leaseExpiresAt' | 'pendingParents'> & { updatedAt?: string },
   options?: { attemptTimeoutMs?: number; claimedAt?: number },
 ): { dueBucket?: string; dueAt?: number } {
   const dueAt = jobDueAt(job, options);
@@ -108,7 +111,7 @@ export function jobDueAttributes(
  * its due entry (one index write now, rather than two when the sweep would move it in later).
  */
 export function createDueAttributes(
-  job: Pick<Job, 'id' | 'state' | 'runAt' | 'createdAt' | 'leaseExpiresAt'> & { updatedAt?: string },
+  job: Pick<Job, 'id' | 'state' | 'runAt' | 'createdAt' | 'leaseExpiresAt' | 'pendingParents'> & { updatedAt?: string },
 ): { dueBucket?: string; dueAt?: number } {
   if (Date.parse(job.runAt) <= Date.parse(job.createdAt) + SWEEP_AGE_MS) return {};
   return jobDueAttributes(job);

@@ -84,8 +84,20 @@ export interface Job {
   debounceWindow?: number;
   /** The `seq` of the window open that made the job its key's run: it replaces only lower ones. */
   debounceSeq?: number;
-  /** Why a due job has not started: it waits for a slot or a throttle's turn (cleared when it starts). */
+  /**
+   * Why a job has not started: a due job waits for a slot or a throttle's turn; a `waiting` job
+   * for the end of its sleep or for a signal (cleared when it starts).
+   */
   waitingFor?: WaitingFor;
+  /** The signal a `waiting` job waits for (`ctx.waitForSignal`): a signal of that name makes it due at once. */
+  waitSignal?: string;
+  /** Times the job ended an attempt to wait (`ctx.sleep`, `ctx.waitForSignal`): a resumed run replays its steps. */
+  resumes?: number;
+  /**
+   * Parents (`dependsOn`) not yet finished, while the job waits for them (state `waiting`): no
+   * claim starts it until their release removes it.
+   */
+  pendingParents?: number;
   /** Why flow control turned the job away (state `skipped`). */
   skipReason?: SkipReason;
   /**
@@ -118,8 +130,18 @@ export interface ThrottleWait {
   since: string;
 }
 
-/** What a due job waits for before it can start. */
-export type WaitingFor = SlotWait | ThrottleWait;
+/** A job whose handler slept (`ctx.sleep`) or waits for a signal (`ctx.waitForSignal`): due at `until`. */
+export interface WakeWait {
+  kind: 'sleep' | 'signal';
+  /** The sleep's or the signal's name. */
+  key: string;
+  /** ISO 8601: the end of the sleep, or the wait's timeout. */
+  until: string;
+  since: string;
+}
+
+/** What a job waits for before it can start. */
+export type WaitingFor = SlotWait | ThrottleWait | WakeWait;
 
 /** Why flow control turned a job away before it ever ran. */
 export interface SkipReason {
@@ -224,7 +246,7 @@ export function isPendingDebounceRun(job: Job): boolean {
 }
 
 function waitingView(w: WaitingFor): NonNullable<JobView['waitingFor']> {
-  return { kind: w.kind, key: w.key, since: w.since, ...(w.kind === 'throttle' ? { until: w.until } : {}) };
+  return { kind: w.kind, key: w.key, since: w.since, ...('until' in w ? { until: w.until } : {}) };
 }
 
 /** Entries kept in a job's error history; older ones are dropped first. */

@@ -59,6 +59,7 @@ export function classifyRefusedClaim(job: Job, now: number, type: string): Claim
   if (job.type !== type) return { kind: 'missing' };
   if (isTerminal(job.state)) return { kind: 'finished', job };
   if (isPastDispatchBy(job, now)) return { kind: 'past-deadline', job };
+  if (job.state === 'waiting' && job.pendingParents !== undefined) return { kind: 'blocked', job };
   const held = leaseHeld(job, now);
   if (job.state === 'running') {
     if (held) return { kind: 'busy', job };

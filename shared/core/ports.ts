@@ -1,4 +1,4 @@
-import type { AttemptError, Job, JobMessage, JobProgress, SkipReason, WaitingFor } from './job';
+import type { AttemptError, Job, JobMessage, JobProgress, SkipReason, WaitingFor, WakeWait } from './job';
 import type { JobCost } from './metrics';
 import { fnv1a } from './table';
 
@@ -12,6 +12,8 @@ export type ClaimResult =
   | { kind: 'finished'; job: Job }
   /** The last allowed attempt's lease expired without a result. */
   | { kind: 'exhausted'; job: Job }
+  /** It waits for its parents (`dependsOn`): their release sends it a message of its own. */
+  | { kind: 'blocked'; job: Job }
   /** No such job (e.g. deleted by TTL): nothing to do. */
   | { kind: 'missing' }
   /** The job (any claimable state) is not due yet: its runAt is still ahead. Start it later. */
@@ -125,6 +127,26 @@ export interface JobStore {
    * One write; a skipped job is listed from `byType` (no sparse index entry: skips may be common).
    */
   skip?(input: { job: Job; now: number; expiresAt: number; reason: SkipReason; beforeSeq?: number }): Promise<boolean>;
+  /**
+   * Ends the running attempt to wait (`ctx.sleep`, `ctx.waitForSignal`): state → `waiting`, due at
+   * `runAt`, the attempt given back (`attempts` - 1: waiting spends none), `resumes` + 1, the
+   * lease removed, `waitingFor` recorded and, for a signal, `waitSignal` = its name. Fenced and
+   * replay-safe as `retry` is. One write.
+   */
+  suspend(input: {
+    job: Job;
+    now: number;
+    runAt: number;
+    waitingFor: WakeWait;
+    writer: string;
+    cost?: JobCost;
+  }): Promise<void>;
+  /**
+   * Makes a job that waits for `signal` due now (`runAt` = now, `waitSignal` removed). Returns
+   * the job as written, or undefined when it does not wait for that signal (running, finished,
+   * waiting for something else, missing). One conditional write.
+   */
+  wake(input: { id: string; signal: string; now: number }): Promise<Job | undefined>;
 }
 
 /** One message of a {@link JobQueue.sendBatch}. */
@@ -191,7 +213,18 @@ export interface JobScheduler {
  * It starts with `_`, which no job id can, so it never collides with a delayed job's schedule.
  */
 export function retryScheduleName(id: string, attempt: number): string {
-  const prefix = `_r${attempt}.`;
+  return prefixedScheduleName(`_r${attempt}.`, id);
+}
+
+/**
+ * Schedule name for the wake of job `id` after its `resumes`-th wait (`ctx.sleep`,
+ * `ctx.waitForSignal`) longer than a message can be hidden. Starts with `_`, as a retry's.
+ */
+export function wakeScheduleName(id: string, resumes: number): string {
+  return prefixedScheduleName(`_w${resumes}.`, id);
+}
+
+function prefixedScheduleName(prefix: string, id: string): string {
   if (prefix.length + id.length <= 64) return `${prefix}${id}`;
   return `${prefix}${id.slice(0, 64 - prefix.length - 9)}.${fnv1a(id).toString(16).padStart(8, '0')}`;
 }

@@ -29,7 +29,7 @@ export function scheduleFireAt(runAt: number): number {
  * behind), and it must never start the job early.
  */
 export function earlyByMs(job: Pick<Job, 'state' | 'runAt'>, now: number): number {
-  if (job.state !== 'scheduled' && job.state !== 'queued' && job.state !== 'retrying') return 0;
+  if (!['scheduled', 'queued', 'retrying', 'waiting'].includes(job.state)) return 0;
   const early = Date.parse(job.runAt) - now;
   return early > EARLY_START_TOLERANCE_MS ? early : 0;
 }

@@ -8,6 +8,12 @@ export const JOB_STATES = [
   'queued',
   'running',
   'retrying',
+  /**
+   * Waits for something other than its time alone: the end of a `ctx.sleep`, a signal for a
+   * `ctx.waitForSignal` (or its timeout), or its parents (`dependsOn`). It holds no lease and no
+   * attempt; it starts again like a retry once it is due (and has no parent left to wait for).
+   */
+  'waiting',
   'succeeded',
   'failed',
   'cancelled',
@@ -25,20 +31,24 @@ export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled', 'expired', 'skipped'];
 
 /** States from which a worker may claim the job (start an attempt). */
-export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'retrying'];
+export const CLAIMABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'retrying', 'waiting'];
 
 /**
  * Every allowed transition. `running → running` is a takeover of an expired lease.
  * A `scheduled` job goes through `queued` when its schedule hands it to SQS; a worker that
  * receives it first claims it directly (the two steps in one conditional write).
  * A job that was never started moves to `expired` when a worker finds its `dispatchBy` passed,
- * and to `skipped` when flow control turns it away before its first attempt.
+ * and to `skipped` when flow control turns it away before its first attempt. A running attempt
+ * that sleeps or waits for a signal ends as `waiting` (its attempt given back); a job that waits
+ * for its parents is created `waiting`, and their release makes it `queued` (or ends it, by the
+ * edge's policy).
  */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   scheduled: ['queued', 'running', 'cancelled', 'expired', 'skipped'],
   queued: ['running', 'cancelled', 'expired', 'skipped'],
-  running: ['succeeded', 'retrying', 'failed', 'cancelled', 'running'],
+  running: ['succeeded', 'retrying', 'waiting', 'failed', 'cancelled', 'running'],
   retrying: ['running', 'failed', 'cancelled'],
+  waiting: ['running', 'queued', 'failed', 'cancelled'],
   succeeded: [],
   failed: [],
   cancelled: [],

@@ -144,8 +144,8 @@ export function createFlowGate(deps: FlowGateDeps) {
         if (await freeGone(slot, holder, job, log)) freed += 1;
       } else if (!job || isTerminal(job.state)) {
         // cancelled while it ran, and may still be stopping: its worker gives the place back
-      } else if (job.state === 'retrying' && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
-        // a retry waits for its backoff without a slot: this one was left behind (unless its
+      } else if ((job.state === 'retrying' || job.state === 'waiting') && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
+        // a retry waits for its backoff (a sleep for its end) without a slot: this one was left behind (unless its
         // next attempt took it meanwhile: the token says whose it is)
         if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
       } else if (job.state !== 'running' && holder.since < now - WAKE_GRACE_MS) {
@@ -208,10 +208,20 @@ export function createFlowGate(deps: FlowGateDeps) {
       for (const [i, slot] of jobSlotList.entries()) {
         const mine = job.waitingFor;
         const ticket =
-          mine && mine.kind !== 'throttle' && mine.limit === i && mine.key === slot.key ? mine.ticket : undefined;
-        // A `skip` singleton turns away a new run, not a retry of one that ran (nor one in line).
+          mine &&
+          (mine.kind === 'concurrency' || mine.kind === 'singleton') &&
+          mine.limit === i &&
+          mine.key === slot.key
+            ? mine.ticket
+            : undefined;
+        // A `skip` singleton turns away a new run, not a retry of one that ran, one that resumes
+        // after a sleep or a signal, nor one in line.
         const skip =
-          slot.singleton === 'skip' && job.attempts === 0 && job.state !== 'retrying' && ticket === undefined;
+          slot.singleton === 'skip' &&
+          job.attempts === 0 &&
+          job.state !== 'retrying' &&
+          job.state !== 'waiting' &&
+          ticket === undefined;
         const take = () =>
           slots.acquire({
             slot,

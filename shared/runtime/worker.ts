@@ -664,6 +664,10 @@ export function createWorker(
       case 'finished':
         log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
         return 'done';
+      case 'blocked':
+        // its parents' release sends it a message of its own once none is left to wait for
+        log.info('job waits for its parents; discarding this message', { pendingParents: claim.job.pendingParents });
+        return 'done';
       case 'busy':
         // The attempt's own message, back while its lease may be held (its worker died, or
         // gave up its lease): keep it, hidden until the lease may be taken over. Any other copy

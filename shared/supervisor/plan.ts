@@ -113,10 +113,17 @@ export type JobRepair =
   /** Lost: send its message again, look again at `dueAt`. */
   | { kind: 'resend'; dueAt: number; reason: string };
 
+/** A job that slept or waits for a signal is due at its runAt (its wake, or its wait's timeout), as a retry is. */
+function planWaitRepair(job: Job, now: number, resend: (reason: string) => JobRepair): JobRepair {
+  const due = Math.max(Date.parse(job.runAt), Date.parse(job.updatedAt)) + DUE_GRACE_MS.queued;
+  return due > now ? { kind: 'reschedule', dueAt: due } : resend('waiting job not resumed after its wake time');
+}
+
 /**
  * Decides the repair of an overdue job from the job as stored now:
  * - `scheduled` past its runAt (+1 min): its schedule never fired or its message was lost;
- * - `queued` / `retrying` 10 minutes after it was due and still not started: the send was lost;
+ * - `queued` / `retrying` / `waiting` (a sleep or a signal's wait) 10 minutes after it was due and
+ *   still not started: the send was lost (a job waiting for its parents is not due by time);
  * - `running` a minute after its lease (and its Lambda) ran out: the worker died and its
  *   message is not coming back (deleted, or in the DLQ).
  * A re-sent message is harmless if the original turns up: the claim lets one delivery run.
@@ -129,6 +136,10 @@ export function planJobRepair(job: Job, repairs: number, now: number): JobRepair
       const due = Date.parse(job.runAt) + DUE_GRACE_MS.scheduled;
       return due > now ? { kind: 'reschedule', dueAt: due } : resend('scheduled job past its runAt never started');
     }
+    case 'waiting':
+      // waiting for its parents: their release makes it due (nothing to look at by time)
+      if (job.pendingParents !== undefined) return { kind: 'clear' };
+      return planWaitRepair(job, now, resend);
     case 'queued':
     case 'retrying': {
       const due = Math.max(Date.parse(job.runAt), Date.parse(job.updatedAt)) + DUE_GRACE_MS.queued;

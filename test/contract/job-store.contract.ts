@@ -746,6 +746,93 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
     });
   });
 
+  describe('suspend and wake', () => {
+    const sleepWait = (until: number) =>
+      ({ kind: 'sleep', key: 'cool-off', until: iso(until), since: iso(T0 + 1) }) as const;
+
+    it('ends the attempt as waiting: due at runAt, attempt given back, resumes + 1, lease dropped; the claim at runAt resumes it', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'queued', maxAttempts: 1 });
+      const claim = await leg.store.claim(claimOf(j, 'w', T0));
+      if (claim.kind !== 'claimed') throw new Error(claim.kind);
+      const input = {
+        job: claim.job,
+        now: T0 + 1,
+        runAt: T0 + 7_200_000,
+        waitingFor: sleepWait(T0 + 7_200_000),
+        writer: 'w',
+      };
+      await leg.store.suspend(input);
+      const { leaseOwner: _o, leaseExpiresAt: _e, ...rest } = claim.job;
+      const expected: Job = {
+        ...rest,
+        state: 'waiting',
+        attempts: 0,
+        runAt: iso(T0 + 7_200_000),
+        updatedAt: iso(T0 + 1),
+        lastWriter: 'w',
+        resumes: 1,
+        waitingFor: sleepWait(T0 + 7_200_000),
+      };
+      expect(await leg.store.get(j.id)).toEqual(asStored(expected));
+      await leg.store.suspend(input); // a replay after a lost response: already applied
+      expect((await leg.store.get(j.id))?.resumes).toBe(1);
+      // another writer under the same token is not us
+      await expect(leg.store.suspend({ ...input, writer: 'other' })).rejects.toBeInstanceOf(LeaseLostError);
+      // not before its runAt; then its last (only) attempt is still there to run
+      expect((await leg.store.claim(claimOf(j, 'w2', T0 + 60_000))).kind).toBe('early');
+      const resumed = await leg.store.claim(claimOf(j, 'w3', T0 + 7_200_000));
+      expect(resumed).toMatchObject({ kind: 'claimed', job: { attempts: 1, leaseToken: 2, resumes: 1 } });
+      if (resumed.kind === 'claimed') expect(resumed.job.waitingFor).toBeUndefined();
+    });
+
+    it("a signal wait records waitSignal; wake makes only that signal's job due now, once", async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'queued' });
+      const claim = await leg.store.claim(claimOf(j, 'w', T0));
+      if (claim.kind !== 'claimed') throw new Error(claim.kind);
+      const until = T0 + 86_400_000;
+      await leg.store.suspend({
+        job: claim.job,
+        now: T0 + 1,
+        runAt: until,
+        waitingFor: { kind: 'signal', key: 'paid', until: iso(until), since: iso(T0 + 1) },
+        writer: 'w',
+      });
+      expect(await leg.store.get(j.id)).toMatchObject({ state: 'waiting', waitSignal: 'paid', runAt: iso(until) });
+      expect(await leg.store.wake({ id: j.id, signal: 'shipped', now: T0 + 10 })).toBeUndefined();
+      expect(await leg.store.wake({ id: 'no-such-job', signal: 'paid', now: T0 + 10 })).toBeUndefined();
+      const woken = await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 10 });
+      expect(woken).toMatchObject({ id: j.id, state: 'waiting', runAt: iso(T0 + 10) });
+      expect(woken?.waitSignal).toBeUndefined();
+      expect(await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 20 })).toBeUndefined();
+      const resumed = await leg.store.claim(claimOf(j, 'w2', T0 + 10));
+      expect(resumed.kind).toBe('claimed');
+      // a running job is not woken: it reads its inbox itself
+      expect(await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 30 })).toBeUndefined();
+    });
+
+    it('refuses a stale token and a job no longer running', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'queued' });
+      const claim = await leg.store.claim(claimOf(j, 'w', T0));
+      if (claim.kind !== 'claimed') throw new Error(claim.kind);
+      const input = { job: claim.job, now: T0 + 1, runAt: T0 + 5_000, waitingFor: sleepWait(T0 + 5_000), writer: 'w' };
+      await leg.store.succeed({ job: claim.job, now: T0 + 1, result: 1, expiresAt: sec(T0) + 60, writer: 'w' });
+      await expect(leg.store.suspend(input)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(await leg.store.get(j.id)).toMatchObject({ state: 'succeeded' });
+    });
+
+    it('never claims a job waiting for its parents (blocked), whatever its runAt', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'waiting', pendingParents: 2 });
+      const before = await snapshot(leg, j.id);
+      expect(await leg.store.claim(claimOf(j, 'w', T0 + 60_000))).toEqual({ kind: 'blocked', job: asStored(j) });
+      expect(await snapshot(leg, j.id)).toEqual(before);
+      expect(before.due).toEqual({});
+    });
+  });
+
   describe('skip', () => {
     const reason = { kind: 'singleton' as const, key: 'acct-1', by: 'other-job', at: iso(T0) };
 

@@ -21,6 +21,7 @@ import {
   type JobProgress,
   type SkipReason,
   type WaitingFor,
+  type WakeWait,
 } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
 import { addCost, type JobCost, type MetricName, type Metrics, NO_COST } from '../../shared/core/metrics';
@@ -91,10 +92,12 @@ type StoreMethod =
   | 'fail'
   | 'expire'
   | 'markWaiting'
-  | 'skip';
+  | 'skip'
+  | 'suspend'
+  | 'wake';
 
 /** The writes that end an attempt, with the state each moves the job to. */
-const ENDS = { succeed: 'succeeded', retry: 'retrying', fail: 'failed' } as const satisfies Partial<
+const ENDS = { succeed: 'succeeded', retry: 'retrying', fail: 'failed', suspend: 'waiting' } as const satisfies Partial<
   Record<StoreMethod, JobState>
 >;
 
@@ -173,7 +176,7 @@ export class FakeJobStore implements JobStore {
     // A comparison with a missing attribute is false in a DynamoDB condition: a running job
     // without a lease expiry is never taken over.
     const startable = CLAIMABLE_STATES.includes(old.state)
-      ? earlyByMs(old, now) === 0 && !leaseHeld(old, now)
+      ? earlyByMs(old, now) === 0 && !leaseHeld(old, now) && old.pendingParents === undefined
       : old.state === 'running' && old.leaseExpiresAt !== undefined && !leaseHeld(old, now);
     const allowed =
       startable &&
@@ -199,6 +202,7 @@ export class FakeJobStore implements JobStore {
       updatedAt: iso(now),
     };
     delete next.waitingFor;
+    delete next.waitSignal;
     // a claim writes no due entry: the creation sweep or an existing entry covers the job
     this.seed(next, this.items.get(input.id)?.due ?? {});
     return { kind: 'claimed', job: read(next) };
@@ -327,6 +331,49 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
+  async suspend(input: {
+    job: Job;
+    now: number;
+    runAt: number;
+    waitingFor: WakeWait;
+    writer: string;
+    cost?: JobCost;
+  }): Promise<void> {
+    this.fenced(
+      'suspend',
+      input.job,
+      (j) => {
+        j.attempts = Math.max(0, input.job.attempts - 1);
+        j.state = 'waiting';
+        j.runAt = iso(input.runAt);
+        j.updatedAt = iso(input.now);
+        j.lastWriter = input.writer;
+        j.resumes = (input.job.resumes ?? 0) + 1;
+        j.waitingFor = { ...input.waitingFor };
+        if (input.waitingFor.kind === 'signal') j.waitSignal = input.waitingFor.key;
+        else delete j.waitSignal;
+        if (input.cost) j.cost = costAfter(input.job, input.cost, []);
+        delete j.leaseOwner;
+        delete j.leaseExpiresAt;
+        return undefined;
+      },
+      input.writer,
+    );
+  }
+
+  /** The adapter's condition: `waiting`, and `waitSignal` is the signal's name. */
+  async wake(input: { id: string; signal: string; now: number }): Promise<Job | undefined> {
+    this.enter('wake', input.id);
+    const item = this.items.get(input.id);
+    const current = item?.job;
+    if (!item || !current || current.state !== 'waiting' || current.waitSignal !== input.signal) return undefined;
+    const next = stored(current);
+    next.runAt = iso(input.now);
+    delete next.waitSignal;
+    this.seed(next, item.due);
+    return read(next);
+  }
+
   async markWaiting(input: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean> {
     this.enter('markWaiting', input.job.id);
     const current = this.items.get(input.job.id)?.job;
@@ -336,7 +383,7 @@ export class FakeJobStore implements JobStore {
       current.state === 'running' &&
       current.leaseExpiresAt !== undefined &&
       !leaseHeld(current, input.now);
-    if (!takeover && !['scheduled', 'queued', 'retrying'].includes(current.state)) return false;
+    if (!takeover && !['scheduled', 'queued', 'retrying', 'waiting'].includes(current.state)) return false;
     this.seed({ ...current, waitingFor: { ...input.waitingFor } }, this.items.get(input.job.id)?.due ?? {});
     return true;
   }

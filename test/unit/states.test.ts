@@ -18,6 +18,7 @@ const COLUMNS = [
   'queued',
   'running',
   'retrying',
+  'waiting',
   'succeeded',
   'failed',
   'cancelled',
@@ -28,29 +29,30 @@ const X = true;
 const _ = false;
 // biome-ignore format: the matrix reads better aligned
 const EXPECTED: Record<JobState, readonly boolean[]> = {
-  //          sched  queued running retry  succ   failed cancel expired skipped
-  scheduled: [_,     X,     X,      _,     _,     _,     X,     X,      X],
-  queued:    [_,     _,     X,      _,     _,     _,     X,     X,      X],
-  running:   [_,     _,     X,      X,     X,     X,     X,     _,      _],
-  retrying:  [_,     _,     X,      _,     _,     X,     X,     _,      _],
-  succeeded: [_,     _,     _,      _,     _,     _,     _,     _,      _],
-  failed:    [_,     _,     _,      _,     _,     _,     _,     _,      _],
-  cancelled: [_,     _,     _,      _,     _,     _,     _,     _,      _],
-  expired:   [_,     _,     _,      _,     _,     _,     _,     _,      _],
-  skipped:   [_,     _,     _,      _,     _,     _,     _,     _,      _],
+  //          sched  queued running retry  wait   succ   failed cancel expired skipped
+  scheduled: [_,     X,     X,      _,     _,     _,     _,     X,     X,      X],
+  queued:    [_,     _,     X,      _,     _,     _,     _,     X,     X,      X],
+  running:   [_,     _,     X,      X,     X,     X,     X,     X,     _,      _],
+  retrying:  [_,     _,     X,      _,     _,     _,     X,     X,     _,      _],
+  waiting:   [_,     X,     X,      _,     _,     _,     X,     X,     _,      _],
+  succeeded: [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
+  failed:    [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
+  cancelled: [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
+  expired:   [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
+  skipped:   [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
 };
 
 const pairs = COLUMNS.flatMap((from) => COLUMNS.map((to, j) => ({ from, to, allowed: EXPECTED[from][j] as boolean })));
 
 describe('job states', () => {
-  it('has exactly the nine states, in order', () => {
+  it('has exactly the ten states, in order', () => {
     expect(JOB_STATES).toEqual(COLUMNS);
     expect(Object.keys(TRANSITIONS).sort()).toEqual([...COLUMNS].sort());
   });
 
-  it('covers all 81 pairs in the expected matrix', () => {
-    expect(pairs).toHaveLength(81);
-    expect(pairs.filter((p) => p.allowed)).toHaveLength(17);
+  it('covers all 100 pairs in the expected matrix', () => {
+    expect(pairs).toHaveLength(100);
+    expect(pairs.filter((p) => p.allowed)).toHaveLength(22);
   });
 
   it.each(pairs.filter((p) => p.allowed))('allows $from → $to', ({ from, to }) => {
@@ -81,7 +83,7 @@ describe('job states', () => {
   });
 
   it('lets every claimable state move to running, and no terminal state', () => {
-    expect([...CLAIMABLE_STATES]).toEqual(['scheduled', 'queued', 'retrying']);
+    expect([...CLAIMABLE_STATES]).toEqual(['scheduled', 'queued', 'retrying', 'waiting']);
     for (const state of CLAIMABLE_STATES) expect(canTransition(state, 'running')).toBe(true);
   });
 
@@ -91,6 +93,7 @@ describe('job states', () => {
       'queued',
       'running',
       'retrying',
+      'waiting',
     ]);
   });
 
