@@ -155,6 +155,10 @@ export function toItem(job: Job, external = false): Item {
       waitSignal: job.waitSignal,
       resumes: job.resumes,
       pendingParents: job.pendingParents,
+      // the edges its parents' releases counted (by index in its dependsOn), removed when it leaves `waiting`
+      rel: job.pendingParents === undefined ? undefined : {},
+      childCount: job.childCount,
+      childrenReleased: job.childrenReleased,
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
       cost: job.cost === undefined ? undefined : { requests: job.cost.requests, writeUnits: job.cost.writeUnits },
       ...createDueAttributes(job),
@@ -277,6 +281,8 @@ export function fromItem(item: Item): Job {
   if (typeof raw.waitSignal === 'string') job.waitSignal = raw.waitSignal;
   if (typeof raw.resumes === 'number') job.resumes = raw.resumes;
   if (typeof raw.pendingParents === 'number') job.pendingParents = raw.pendingParents;
+  if (typeof raw.childCount === 'number') job.childCount = raw.childCount;
+  if (typeof raw.childrenReleased === 'number') job.childrenReleased = raw.childrenReleased;
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);
   const cost = raw.cost as Partial<JobCost> | undefined;
   if (typeof cost?.requests === 'number' && typeof cost.writeUnits === 'number') {

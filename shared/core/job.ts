@@ -98,6 +98,10 @@ export interface Job {
    * claim starts it until their release removes it.
    */
   pendingParents?: number;
+  /** Children registered with this job (`dependsOn` naming it): the slots of its registry. */
+  childCount?: number;
+  /** Slots of its registry its release has handled: a finished job with fewer than `childCount` still has children to release. */
+  childrenReleased?: number;
   /** Why flow control turned the job away (state `skipped`). */
   skipReason?: SkipReason;
   /**

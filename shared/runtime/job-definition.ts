@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { AttemptError } from '../core/job';
 import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
+import type { JobState } from '../core/states';
 import type { Logger } from '../logger';
 
 /** What a handler gets besides its payload. */
@@ -24,6 +25,13 @@ export interface JobContext {
    * `GET /jobs/{id}`. Cheap to call often: writes are throttled to one every 2 s.
    */
   progress(percent: number, detail?: string): void;
+  /**
+   * The job's parents (`dependsOn`) by id, each with its state and result (`null` when it has
+   * none). Read only when called: the job's parents item, then the parents' status items in one
+   * batch read. Absent when the worker has no job graph configured.
+   * @default undefined
+   */
+  parents?(): Promise<Record<string, { state: JobState; result: unknown }>>;
 }
 
 export type JobHandler<Payload> = (payload: Payload, ctx: JobContext) => Promise<unknown>;

@@ -6,6 +6,7 @@ import { type Clock, systemClock } from '../core/clock';
 import { CANCELLABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
 import { type Debouncer, debounceScope } from '../core/debounce';
+import type { JobGraph } from '../core/dependencies';
 import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
@@ -30,6 +31,7 @@ import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 import { keepLease } from './lease-keeper';
 import { createPaceGate } from './pace-gate';
+import { createRelease, parentsReader } from './release';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
@@ -66,6 +68,11 @@ export interface WorkerDeps {
    * record the job's cost, and each delivery's cost is a metric. @default no cost is recorded
    */
   meter?: CostMeter;
+  /**
+   * Job dependencies (`dependsOn`): with it, a job that ends releases its children, and handlers
+   * get `ctx.parents()`. @default no release is run (a job with children leaves them waiting)
+   */
+  graph?: JobGraph;
 }
 
 const messageSchema = z.object({
@@ -200,6 +207,23 @@ export function createWorker(
         })
       : undefined;
 
+  const release = deps.graph
+    ? createRelease(
+        {
+          graph: deps.graph,
+          queue: deps.queue,
+          ...(deps.scheduler ? { scheduler: deps.scheduler } : {}),
+          routes: deps.config.routes,
+          retentionDays: deps.config.retentionDays,
+        },
+        clock,
+      )
+    : undefined;
+  /** Runs the release of a job that ended; throws when it failed, so the message comes back. */
+  async function releaseAfterEnd(jobId: string, log: Logger): Promise<void> {
+    if (release && !(await release.afterEnd(jobId, log))) throw new Error(`the release of job ${jobId} failed`);
+  }
+
   /** Records `failed` as `writer` (the owner this delivery claimed with, or tried to); then runs onFailure. */
   async function finalFailure(job: Job, errors: AttemptError[], writer: string, log: Logger): Promise<void> {
     const now = clock.now();
@@ -210,6 +234,7 @@ export function createWorker(
     );
     metrics.add(METRIC.failed, type);
     log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
+    await releaseAfterEnd(job.id, log);
     const onFailure = def.onFailure;
     if (!onFailure) return;
     // Through a promise, so a hook that throws synchronously is caught like one that rejects.
@@ -292,6 +317,7 @@ export function createWorker(
           signal: controller.signal,
           log,
           progress: progress.report,
+          ...(deps.graph ? { parents: parentsReader(deps.graph, job.id) } : {}),
         };
         // Through a promise, so a handler that throws synchronously is caught like one that rejects.
         const runStart = clock.now();
@@ -338,6 +364,7 @@ export function createWorker(
       );
       metrics.add(METRIC.succeeded, type);
       log.info('job succeeded', { durationMs: now - Date.parse(job.startedAt ?? job.updatedAt) });
+      if (release && !(await release.afterEnd(job.id, log))) return 'retry';
       return 'done';
     }
     const reason = outcome.error instanceof JobTimeoutError ? 'timeout' : 'error';
@@ -645,6 +672,7 @@ export function createWorker(
       'recording the skip',
     );
     if (skipped) log.info('skipped: a job of its singleton key runs', { key: entry.slot.key, by: entry.by });
+    if (skipped) await releaseAfterEnd(job.id, log);
     else log.info('job changed before it could be skipped; nothing to do');
     return 'done';
   }
@@ -662,6 +690,7 @@ export function createWorker(
         log.warn('no job for this message (expired or never written); discarding it');
         return 'done';
       case 'finished':
+        if (release?.pending(claim.job)) return (await release.afterEnd(claim.job.id, log)) ? 'done' : 'retry';
         log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
         return 'done';
       case 'blocked':
@@ -693,7 +722,9 @@ export function createWorker(
         // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.
         return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
       case 'past-deadline':
-        return await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
+        await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
+        await releaseAfterEnd(claim.job.id, log);
+        return 'done';
       case 'exhausted': {
         const job = claim.job;
         const err = new Error('the last attempt stopped without recording a result (lease expired)');

@@ -9,12 +9,14 @@ import { describe } from 'vitest';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
+import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
+import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
 import { pacerContract } from '../contract/pacer.contract';
@@ -74,5 +76,12 @@ describe('job index contract: DynamoJobIndex on DynamoDB Local', () => {
   jobIndexContract(async () => ({
     store: new DynamoJobStore(dynamo, tableName),
     index: new DynamoJobIndex(dynamo, tableName),
+  }));
+});
+
+describe('job graph contract: DynamoJobGraph on DynamoDB Local', () => {
+  jobGraphContract(async () => ({
+    store: new DynamoJobStore(dynamo, tableName),
+    graph: new DynamoJobGraph(dynamo, tableName),
   }));
 });

@@ -6,12 +6,14 @@
 import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
+import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
+import { FakeJobGraph } from '../support/graph-fakes';
 
 describe('job ports contract: FakeJobStore and FakeJobControl', () => {
   jobStoreContract(async () => {
@@ -41,5 +43,12 @@ describe('job index contract: FakeJobIndex', () => {
   jobIndexContract(async () => {
     const store = new FakeJobStore();
     return { store, index: new FakeJobIndex(store) };
+  });
+});
+
+describe('job graph contract: FakeJobGraph', () => {
+  jobGraphContract(async () => {
+    const store = new FakeJobStore();
+    return { store, graph: new FakeJobGraph(store) };
   });
 });

@@ -1,0 +1,403 @@
+import {
+  type AttributeValue,
+  BatchGetItemCommand,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import {
+  CHILDREN_CHUNK,
+  type ChildEntry,
+  type EdgeOutcome,
+  type EdgeRelease,
+  type JobGraph,
+  type ParentEdge,
+  type ParentPolicy,
+  parentFailedError,
+} from '../core/dependencies';
+import type { Job } from '../core/job';
+import type { JobState } from '../core/states';
+import { keys } from '../core/table';
+import { N, S } from './attributes';
+import { fromItem } from './dynamo-job-store';
+import { translateAwsError } from './errors';
+
+type Item = Record<string, AttributeValue>;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Key of a job's parents item: its `dependsOn`, as JSON. */
+export function parentsKey(id: string): string {
+  return `${keys.job(id)}#parents`;
+}
+
+/** Key of the `k`-th chunk of a parent's registry of children (slots `k*CHUNK+1 .. (k+1)*CHUNK`). */
+export function childrenKey(id: string, chunk: number): string {
+  return `${keys.job(id)}#children#${chunk}`;
+}
+
+const chunkOf = (slot: number) => Math.floor((slot - 1) / CHILDREN_CHUNK);
+/** A slot's attribute on its chunk item: top-level, so the first write creates the item. */
+const slotName = (slot: number) => `s${slot}`;
+/** What a sealed slot holds: a registration that comes later is refused. */
+const TOMBSTONE = 'x';
+
+const NOT_FINISHED = ['scheduled', 'queued', 'running', 'retrying', 'waiting'] as const;
+
+function entryOf(value: AttributeValue | undefined): ChildEntry | undefined {
+  const m = value?.M;
+  if (!m?.c?.S || !m.p?.S || m.i?.N === undefined) return undefined;
+  return { child: m.c.S, policy: m.p.S as ParentPolicy, index: Number(m.i.N) };
+}
+
+/**
+ * {@link JobGraph} on the job table. A child's parents are one item (`job#<id>#parents`); a
+ * parent's children are chunk items (`job#<id>#children#<k>`, {@link CHILDREN_CHUNK} slots each,
+ * ≤ 1 KB) numbered by the parent's `childCount`; the release's counts live on the child's status
+ * item (`pendingParents`, and `rel`: the edges counted, by index, removed when it leaves `waiting`).
+ *
+ * @example
+ * const graph = new DynamoJobGraph(new DynamoDBClient({}), 'orrery-jobs');
+ */
+export class DynamoJobGraph implements JobGraph {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  async putParents({
+    child,
+    parents,
+    expiresAt,
+  }: {
+    child: string;
+    parents: readonly ParentEdge[];
+    expiresAt: number;
+  }): Promise<void> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { pk: S(parentsKey(child)), parents: S(JSON.stringify(parents)), expiresAt: N(expiresAt) },
+        }),
+      );
+    } catch (error) {
+      translateAwsError(error, 'DynamoDB PutItem (parents)');
+    }
+  }
+
+  async parents(child: string): Promise<ParentEdge[] | undefined> {
+    try {
+      const out = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(parentsKey(child)) }, ConsistentRead: true }),
+      );
+      const text = out.Item?.parents?.S;
+      return text === undefined ? undefined : (JSON.parse(text) as ParentEdge[]);
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB GetItem (parents)');
+    }
+  }
+
+  async addChild({ parent }: { parent: string }): Promise<{ slot: number } | { slot?: undefined; parent?: Job }> {
+    try {
+      const out = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(keys.job(parent)) },
+          UpdateExpression: 'ADD childCount :one',
+          ConditionExpression: `attribute_exists(pk) AND #state IN (${NOT_FINISHED.map((s) => `:${s}`).join(', ')})`,
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':one': N(1),
+            ...Object.fromEntries(NOT_FINISHED.map((s) => [`:${s}`, S(s)])),
+          },
+          ReturnValues: 'UPDATED_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { slot: Number(out.Attributes?.childCount?.N) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return error.Item ? { parent: fromItem(error.Item) } : {};
+      return translateAwsError(error, 'DynamoDB UpdateItem (count child)');
+    }
+  }
+
+  async fillSlot({
+    parent,
+    slot,
+    entry,
+    expiresAt,
+  }: {
+    parent: string;
+    slot: number;
+    entry: ChildEntry;
+    expiresAt: number;
+  }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(childrenKey(parent, chunkOf(slot))) },
+          UpdateExpression: 'SET #slot = :entry, expiresAt = if_not_exists(expiresAt, :ttl)',
+          ConditionExpression: 'attribute_not_exists(#slot)',
+          ExpressionAttributeNames: { '#slot': slotName(slot) },
+          ExpressionAttributeValues: {
+            ':entry': { M: { c: S(entry.child), p: S(entry.policy), i: N(entry.index) } },
+            ':ttl': N(expiresAt),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      return translateAwsError(error, 'DynamoDB UpdateItem (child slot)');
+    }
+  }
+
+  async children({ parent, count }: { parent: string; count: number }): Promise<ChildEntry[]> {
+    if (count <= 0) return [];
+    const chunkKeys = Array.from({ length: chunkOf(count) + 1 }, (_, k) => childrenKey(parent, k));
+    const items = await this.batchGet(chunkKeys);
+    const entries: ChildEntry[] = [];
+    for (let slot = 1; slot <= count; slot++) {
+      const value = items.get(childrenKey(parent, chunkOf(slot)))?.[slotName(slot)];
+      const entry = entryOf(value);
+      if (entry) {
+        entries.push(entry);
+        continue;
+      }
+      if (value?.S === TOMBSTONE) continue;
+      const late = await this.seal(parent, slot);
+      if (late) entries.push(late);
+    }
+    return entries;
+  }
+
+  /** Seals an empty slot; returns the entry that landed first, if one did. */
+  private async seal(parent: string, slot: number): Promise<ChildEntry | undefined> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(childrenKey(parent, chunkOf(slot))) },
+          UpdateExpression: 'SET #slot = :tomb',
+          ConditionExpression: 'attribute_not_exists(#slot)',
+          ExpressionAttributeNames: { '#slot': slotName(slot) },
+          ExpressionAttributeValues: { ':tomb': S(TOMBSTONE) },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return undefined;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return entryOf(error.Item?.[slotName(slot)]);
+      return translateAwsError(error, 'DynamoDB UpdateItem (seal child slot)');
+    }
+  }
+
+  async release(input: {
+    child: string;
+    index: number;
+    outcome: EdgeOutcome;
+    parent: string;
+    parentState: JobState;
+    now: number;
+    expiresAt: number;
+  }): Promise<EdgeRelease> {
+    const { child, index, outcome, parent, parentState, now, expiresAt } = input;
+    const names = { '#state': 'state', '#i': String(index) };
+    if (outcome.kind === 'end' && outcome.state === 'failed') {
+      // the failed state's index key names the type: read it first (a rare path)
+      return this.endFailed(child, index, parent, parentState, now, expiresAt);
+    }
+    const condition = '#state = :waiting AND attribute_exists(pendingParents) AND attribute_not_exists(rel.#i)';
+    let command: UpdateItemCommand;
+    if (outcome.kind === 'resolve') {
+      command = new UpdateItemCommand({
+        TableName: this.tableName,
+        Key: { pk: S(keys.job(child)) },
+        UpdateExpression: 'SET rel.#i = :parentState, updatedAt = :now ADD pendingParents :minusOne',
+        // never below zero: a child at zero waits only for the wake a dead release left undone
+        ConditionExpression: `${condition} AND pendingParents > :zero`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: {
+          ':waiting': S('waiting'),
+          ':parentState': S(parentState),
+          ':now': S(iso(now)),
+          ':minusOne': N(-1),
+          ':zero': N(0),
+        },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+    } else {
+      const error = parentFailedError(parent, parentState, now);
+      command = new UpdateItemCommand({
+        TableName: this.tableName,
+        Key: { pk: S(keys.job(child)) },
+        UpdateExpression:
+          'SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, lastError = :error, ' +
+          '#errors = :history, gsi2pk = #cancelledKey REMOVE pendingParents, rel',
+        ConditionExpression: condition,
+        ExpressionAttributeNames: { ...names, '#cancelledKey': 'gsi2pkCancelled', '#errors': 'errors' },
+        ExpressionAttributeValues: {
+          ':waiting': S('waiting'),
+          ':to': S(outcome.state),
+          ':now': S(iso(now)),
+          ':ttl': N(expiresAt),
+          ':error': S(JSON.stringify(error)),
+          ':history': S(JSON.stringify([error])),
+        },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+    }
+    try {
+      const out = await this.client.send(command);
+      const job = fromItem(out.Attributes ?? {});
+      if (outcome.kind === 'end') return { kind: 'ended', job };
+      if (job.pendingParents === 0) return this.wake(job, now);
+      return { kind: 'counted', job };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return this.refused(child, error.Item, now);
+      return translateAwsError(error, 'DynamoDB UpdateItem (release edge)');
+    }
+  }
+
+  /** Ends a waiting child `failed` by its parent (its index key written from its type). */
+  private async endFailed(
+    child: string,
+    index: number,
+    parent: string,
+    parentState: JobState,
+    now: number,
+    expiresAt: number,
+  ): Promise<EdgeRelease> {
+    const current = (await this.jobs([child])).get(child);
+    if (!current) return { kind: 'refused' };
+    const error = parentFailedError(parent, parentState, now);
+    try {
+      const out = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(keys.job(child)) },
+          UpdateExpression:
+            'SET #state = :failed, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, lastError = :error, ' +
+            '#errors = :history, gsi2pk = :gsi2pk REMOVE pendingParents, rel',
+          ConditionExpression:
+            '#state = :waiting AND attribute_exists(pendingParents) AND attribute_not_exists(rel.#i)',
+          ExpressionAttributeNames: { '#state': 'state', '#i': String(index), '#errors': 'errors' },
+          ExpressionAttributeValues: {
+            ':waiting': S('waiting'),
+            ':failed': S('failed'),
+            ':now': S(iso(now)),
+            ':ttl': N(expiresAt),
+            ':error': S(JSON.stringify(error)),
+            ':history': S(JSON.stringify([error])),
+            ':gsi2pk': S(keys.byTypeState(current.type, 'failed', child)),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { kind: 'ended', job: fromItem(out.Attributes ?? {}) };
+    } catch (e) {
+      if (e instanceof ConditionalCheckFailedException) return this.refused(child, e.Item, now);
+      return translateAwsError(e, 'DynamoDB UpdateItem (end child)');
+    }
+  }
+
+  /** A refused release: finishes a wake a release died before, else reports the child as it is. */
+  private async refused(child: string, item: Item | undefined, now: number): Promise<EdgeRelease> {
+    if (!item) return { kind: 'refused' };
+    const job = fromItem(item);
+    if (job.state === 'waiting' && job.pendingParents === 0) return this.wake(job, now);
+    return { kind: 'refused', job };
+  }
+
+  /** The second write of the last release: `queued`, due at max(runAt, now). */
+  private async wake(current: Job, now: number): Promise<EdgeRelease> {
+    const child = current.id;
+    const runAt = Math.max(Date.parse(current.runAt), now);
+    try {
+      const out = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(keys.job(child)) },
+          UpdateExpression: 'SET #state = :queued, runAt = :runAt, updatedAt = :now REMOVE pendingParents, rel',
+          ConditionExpression: '#state = :waiting AND pendingParents = :zero',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':queued': S('queued'),
+            ':waiting': S('waiting'),
+            ':zero': N(0),
+            ':runAt': S(iso(runAt)),
+            ':now': S(iso(now)),
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { kind: 'ready', job: fromItem(out.Attributes ?? {}) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return { kind: 'refused', ...(error.Item ? { job: fromItem(error.Item) } : {}) };
+      }
+      return translateAwsError(error, 'DynamoDB UpdateItem (wake child)');
+    }
+  }
+
+  async markReleased({ parent, count }: { parent: string; count: number }): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(keys.job(parent)) },
+          UpdateExpression: 'SET childrenReleased = :n',
+          ConditionExpression:
+            'attribute_exists(pk) AND (attribute_not_exists(childrenReleased) OR childrenReleased < :n)',
+          ExpressionAttributeValues: { ':n': N(count) },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return;
+      translateAwsError(error, 'DynamoDB UpdateItem (children released)');
+    }
+  }
+
+  async jobs(ids: readonly string[]): Promise<Map<string, Job>> {
+    const items = await this.batchGet([...new Set(ids)].map((id) => keys.job(id)));
+    const out = new Map<string, Job>();
+    for (const item of items.values()) {
+      const job = fromItem(item);
+      out.set(job.id, job);
+    }
+    return out;
+  }
+
+  /** Items of `pks` by key, strongly consistent, 100 keys per BatchGetItem, unprocessed keys retried. */
+  private async batchGet(pks: readonly string[]): Promise<Map<string, Item>> {
+    const found = new Map<string, Item>();
+    for (let start = 0; start < pks.length; start += 100) {
+      let pending: Item[] = pks.slice(start, start + 100).map((pk) => ({ pk: S(pk) }));
+      for (let round = 0; pending.length > 0; round++) {
+        if (round > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** round)));
+        if (round > 8) throw new Error(`DynamoDB BatchGetItem left ${pending.length} keys unprocessed`);
+        try {
+          const out = await this.client.send(
+            new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
+          );
+          for (const item of out.Responses?.[this.tableName] ?? []) {
+            const pk = item.pk?.S;
+            if (pk !== undefined) found.set(pk, item);
+          }
+          pending = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Item[];
+        } catch (error) {
+          translateAwsError(error, 'DynamoDB BatchGetItem (job graph)');
+        }
+      }
+    }
+    return found;
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Job dependencies (`dependsOn`), domain side: the edge policies, what a parent's end means for
+ * each child, and the port that keeps the graph. No AWS here: the DynamoDB adapter is
+ * `shared/aws/dynamo-job-graph.ts`, the release that walks a finished parent's children
+ * `shared/runtime/release.ts`, and docs/workflows.md explains the design and its write units.
+ *
+ * Nothing polls. A child waits (`waiting`, with `pendingParents`) until each parent's terminal
+ * write is followed by that parent's release, which decrements the child's count with one
+ * conditional write per edge; the write that reaches zero makes the child due and sends its
+ * message.
+ */
+import type { AttemptError, Job } from './job';
+import type { JobState } from './states';
+
+/** Most parents of one job. */
+export const MAX_PARENTS = 1000;
+
+/**
+ * Children slots per chunk item of a parent's registry (`job#<parent>#children#<k>`): a full
+ * chunk of entries with 64-character ids stays under 1 KB, one write unit.
+ */
+export const CHILDREN_CHUNK = 12;
+
+/**
+ * What a child does when a parent ends without succeeding (failed, cancelled, expired, skipped):
+ * `fail` ends the child `failed`, `cancel` ends it `cancelled`, `ignore` counts the parent as done.
+ */
+export const PARENT_POLICIES = ['fail', 'ignore', 'cancel'] as const;
+export type ParentPolicy = (typeof PARENT_POLICIES)[number];
+
+/** @default 'fail' */
+export const DEFAULT_PARENT_POLICY: ParentPolicy = 'fail';
+
+/** One parent of a job, as its parents item keeps it. */
+export interface ParentEdge {
+  id: string;
+  policy: ParentPolicy;
+}
+
+/** One child in a parent's registry: which job, under which policy, at which index of its parents. */
+export interface ChildEntry {
+  /** The child's id. */
+  child: string;
+  policy: ParentPolicy;
+  /** The parent's index in the child's `dependsOn`: the key of the edge on the child. */
+  index: number;
+}
+
+/** What a parent's end does to one child. */
+export type EdgeOutcome =
+  /** Counted as done: the child's pending count goes down by one. */
+  | { kind: 'resolve' }
+  /** The child ends `failed` or `cancelled` without running. */
+  | { kind: 'end'; state: 'failed' | 'cancelled' };
+
+/** The outcome of an edge once its parent is in `parentState` (a terminal state), by policy. */
+export function edgeOutcome(parentState: JobState, policy: ParentPolicy): EdgeOutcome {
+  if (parentState === 'succeeded' || policy === 'ignore') return { kind: 'resolve' };
+  return { kind: 'end', state: policy === 'cancel' ? 'cancelled' : 'failed' };
+}
+
+/** The error a child ended by its parent records (`lastError`, reason `parent_failed`). */
+export function parentFailedError(parentId: string, parentState: JobState, at: number): AttemptError {
+  return {
+    attempt: 0,
+    at: new Date(at).toISOString(),
+    reason: 'parent_failed',
+    name: 'ParentFailedError',
+    message: `parent job ${parentId} ended ${parentState}`,
+  };
+}
+
+/**
+ * What a new child is at enqueue, from its parents as they are then: `waiting` for `pending`
+ * parents, or already `queued` (every parent done), or ended by a parent's policy.
+ */
+export type ChildStart =
+  | { kind: 'waiting'; pending: number; resolved: number[] }
+  | { kind: 'ready' }
+  | { kind: 'ended'; state: 'failed' | 'cancelled'; parent: string; parentState: JobState };
+
+/**
+ * Decides a new child's start from its parents' states (`undefined` for a parent not yet
+ * written, created in the same request: it counts as pending). `resolved` lists the indexes of
+ * parents already counted.
+ */
+export function childStart(edges: readonly ParentEdge[], states: readonly (JobState | undefined)[]): ChildStart {
+  const resolved: number[] = [];
+  let pending = 0;
+  for (const [i, edge] of edges.entries()) {
+    const state = states[i];
+    if (state === undefined || !isFinished(state)) {
+      pending += 1;
+      continue;
+    }
+    const outcome = edgeOutcome(state, edge.policy);
+    if (outcome.kind === 'end') return { kind: 'ended', state: outcome.state, parent: edge.id, parentState: state };
+    resolved.push(i);
+  }
+  return pending === 0 ? { kind: 'ready' } : { kind: 'waiting', pending, resolved };
+}
+
+function isFinished(state: JobState): boolean {
+  return ['succeeded', 'failed', 'cancelled', 'expired', 'skipped'].includes(state);
+}
+
+/** Whether a finished parent still has children to release (its release never completed). */
+export function needsRelease(job: Pick<Job, 'state' | 'childCount' | 'childrenReleased'>): boolean {
+  return isFinished(job.state) && (job.childCount ?? 0) > (job.childrenReleased ?? 0);
+}
+
+/** Finds a cycle in a graph given as `node → parents`; returns its nodes in order, or undefined. */
+export function findCycle(parentsOf: ReadonlyMap<string, readonly string[]>): string[] | undefined {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string): string[] | undefined => {
+    const mark = state.get(node);
+    if (mark === 'done') return undefined;
+    if (mark === 'open') return path.slice(path.indexOf(node));
+    state.set(node, 'open');
+    path.push(node);
+    for (const parent of parentsOf.get(node) ?? []) {
+      if (!parentsOf.has(parent)) continue;
+      const cycle = visit(parent);
+      if (cycle) return cycle;
+    }
+    path.pop();
+    state.set(node, 'done');
+    return undefined;
+  };
+  for (const node of parentsOf.keys()) {
+    const cycle = visit(node);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
+/** What one release write did to a child. */
+export type EdgeRelease =
+  /** Counted; the child still waits for other parents. */
+  | { kind: 'counted'; job: Job }
+  /** Counted, and it was the last: the child is due (`queued`); its message is still to send. */
+  | { kind: 'ready'; job: Job }
+  /** The child ended by the edge's policy (`failed`, `cancelled`). */
+  | { kind: 'ended'; job: Job }
+  /**
+   * Refused: the edge was counted before (a replay), or the child no longer waits (cancelled,
+   * ended by another parent). `job` is the child as it is, when it exists.
+   */
+  | { kind: 'refused'; job?: Job };
+
+/**
+ * The dependency graph on the job table: each child's parents, each parent's registry of
+ * children, and the release writes on a waiting child. Every write is conditional, so a replay
+ * of any of them (a worker that died half way, a message that came back) changes nothing twice.
+ */
+export interface JobGraph {
+  /** Writes the child's parents item (its `dependsOn`), before its status item. One write. */
+  putParents(input: { child: string; parents: readonly ParentEdge[]; expiresAt: number }): Promise<void>;
+  /** The child's parents, or undefined when it has none (or the item is gone). One read. */
+  parents(child: string): Promise<ParentEdge[] | undefined>;
+  /**
+   * The first half of a registration: the parent's `childCount` + 1, only while the parent exists
+   * and is not finished; returns the new count (the child's slot). Refused when the parent is
+   * finished or missing (`parent`: the job as it is): the caller resolves the edge itself. One write.
+   */
+  addChild(input: { parent: string }): Promise<{ slot: number } | { slot?: undefined; parent?: Job }>;
+  /**
+   * The second half: the entry into `slot` of the parent's registry, only while the slot is empty.
+   * False when the parent's release sealed it first (the parent is finished by then): the caller
+   * resolves the edge itself. One write.
+   */
+  fillSlot(input: { parent: string; slot: number; entry: ChildEntry; expiresAt: number }): Promise<boolean>;
+  /**
+   * The registry of a finished parent, slots 1..`count`; every empty slot is sealed (a
+   * tombstone), so a registration still in flight for it is refused and resolves its edge
+   * itself. One strongly consistent batch read, plus one write per empty slot.
+   */
+  children(input: { parent: string; count: number }): Promise<ChildEntry[]>;
+  /**
+   * The release of one edge on a waiting child: by `outcome`, its pending count - 1 (and, at
+   * zero, state `queued`, due at `max(runAt, now)`), or the child ended. Refused when that edge
+   * was counted already or the child does not wait. Then, when the child as it is waits with
+   * nothing pending (a release that died before the wake), it finishes the wake.
+   */
+  release(input: {
+    child: string;
+    index: number;
+    outcome: EdgeOutcome;
+    parent: string;
+    parentState: JobState;
+    now: number;
+    expiresAt: number;
+  }): Promise<EdgeRelease>;
+  /** Records that the parent's children up to slot `count` were released. One write. */
+  markReleased(input: { parent: string; count: number }): Promise<void>;
+  /** Status items of `ids` (missing ones left out): one strongly consistent batch read per 100. */
+  jobs(ids: readonly string[]): Promise<Map<string, Job>>;
+}

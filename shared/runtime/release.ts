@@ -1,0 +1,224 @@
+/**
+ * Dependencies at run time: registering a new child with its parents, and the release that a
+ * finished parent runs over its children (see shared/core/dependencies.ts, docs/workflows.md).
+ *
+ * The worker calls {@link createRelease}'s `afterEnd` once a job it ran ended (succeeded, failed
+ * for good, expired, skipped) and when a delivery finds a finished job whose release did not
+ * complete (`needsRelease`): its message came back because a release failed half way, so it is
+ * run again; every write in it is conditional and counts an edge at most once.
+ */
+import type { Route } from '../config';
+import {
+  type ChildEntry,
+  childStart,
+  edgeOutcome,
+  type JobGraph,
+  needsRelease,
+  type ParentEdge,
+} from '../core/dependencies';
+import type { Job, JobMessage } from '../core/job';
+import { SQS_MAX_DELAY_SECONDS } from '../core/limits';
+import type { JobQueue, JobScheduler } from '../core/ports';
+import { scheduleFireAt } from '../core/scheduling';
+import { isTerminal, type JobState } from '../core/states';
+import { errorFields, type Logger } from '../logger';
+
+/** What the release needs: the graph, the queues of every job type, and a scheduler for far runAts. */
+export interface ReleaseDeps {
+  graph: JobGraph;
+  queue: JobQueue;
+  /** For a child due more than 15 minutes ahead. @default such a child's message is sent with SQS's longest delay, and hidden again when it comes early */
+  scheduler?: JobScheduler;
+  routes: Readonly<Record<string, Route>>;
+  /** Retention of a finished job, in days: a child ended by its parent keeps it. */
+  retentionDays: number;
+}
+
+/** Releases at once per parent. */
+const RELEASE_CONCURRENCY = 16;
+
+async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, run));
+}
+
+const expiresAtOf = (now: number, retentionDays: number) => Math.floor(now / 1000) + retentionDays * 86_400;
+
+/**
+ * Hands a job that is due (or due at its runAt) to its queue: an SQS message delayed up to 15
+ * minutes, or a one-time schedule for a later runAt, as an enqueue does.
+ */
+export async function dispatchJob(deps: ReleaseDeps, job: Job, now: number): Promise<void> {
+  const route = deps.routes[job.type];
+  if (!route) throw new Error(`job type "${job.type}" has no route: job ${job.id} cannot be sent`);
+  const message: JobMessage = { v: 1, id: job.id, type: job.type };
+  const remaining = Math.max(0, Math.ceil((Date.parse(job.runAt) - now) / 1000));
+  if (remaining > SQS_MAX_DELAY_SECONDS && deps.scheduler) {
+    await deps.scheduler.scheduleJob({
+      name: job.id,
+      fireAt: scheduleFireAt(Date.parse(job.runAt)),
+      queueArn: route.queueArn,
+      message: { ...message, notBefore: job.runAt },
+    });
+    return;
+  }
+  await deps.queue.send(
+    route.queueUrl,
+    message,
+    remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined,
+  );
+}
+
+/**
+ * Releases the children of `parentId`, if it is finished: each registered edge is counted (or
+ * ends its child, by policy) with one conditional write; a child whose count reaches zero is
+ * made due and sent; a child ended by its policy that has children itself is sent its own
+ * message, so its worker releases them (no recursion here). Records the slots handled. Throws
+ * when a write or send failed: the caller keeps the parent's message, and a later delivery runs
+ * the release again. Returns how many children it made due.
+ */
+export async function releaseChildren(
+  deps: ReleaseDeps,
+  parentId: string,
+  now: number,
+  log: Logger,
+): Promise<{ released: number }> {
+  const parent = (await deps.graph.jobs([parentId])).get(parentId);
+  if (!parent || !needsRelease(parent)) return { released: 0 };
+  const count = parent.childCount ?? 0;
+  const entries = await deps.graph.children({ parent: parentId, count });
+  let released = 0;
+  await eachLimited(entries, RELEASE_CONCURRENCY, async (entry) => {
+    if (await releaseEdge(deps, parent.id, parent.state, entry, now)) released += 1;
+  });
+  await deps.graph.markReleased({ parent: parentId, count });
+  log.info('children released', { children: entries.length, due: released, parentState: parent.state });
+  return { released };
+}
+
+/** One edge of a finished parent: true when it made the child due. */
+async function releaseEdge(
+  deps: ReleaseDeps,
+  parentId: string,
+  parentState: JobState,
+  entry: ChildEntry,
+  now: number,
+): Promise<boolean> {
+  const result = await deps.graph.release({
+    child: entry.child,
+    index: entry.index,
+    outcome: edgeOutcome(parentState, entry.policy),
+    parent: parentId,
+    parentState,
+    now,
+    expiresAt: expiresAtOf(now, deps.retentionDays),
+  });
+  switch (result.kind) {
+    case 'ready':
+      await dispatchJob(deps, result.job, now);
+      return true;
+    case 'ended':
+      // its own children wait for its release: its worker runs it (the claim finds it finished)
+      if ((result.job.childCount ?? 0) > 0)
+        await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
+      return false;
+    case 'refused':
+      // Counted before: a release that died after the wake and before the send left the child
+      // due with no message; send it again (a spare copy is harmless: the lease lets one run).
+      if (result.job?.state === 'queued' && result.job.attempts === 0) await dispatchJob(deps, result.job, now);
+      return false;
+    case 'counted':
+      return false;
+  }
+}
+
+/**
+ * Registers a new child (already written, `waiting`) with each of its parents still pending.
+ * An edge whose parent finished first (refused) is resolved here, by the parent's state and the
+ * edge's policy, through the same conditional release write, and the child sent when that was
+ * its last. `pending` lists the indexes of the parents to register with.
+ */
+export async function registerChild(
+  deps: ReleaseDeps,
+  child: Job,
+  parents: readonly ParentEdge[],
+  pending: readonly number[],
+  now: number,
+): Promise<void> {
+  const expiresAt = expiresAtOf(now, 2 * 366);
+  await eachLimited(pending, RELEASE_CONCURRENCY, async (index) => {
+    const edge = parents[index] as ParentEdge;
+    const entry: ChildEntry = { child: child.id, policy: edge.policy, index };
+    const added = await deps.graph.addChild({ parent: edge.id });
+    if (
+      added.slot !== undefined &&
+      (await deps.graph.fillSlot({ parent: edge.id, slot: added.slot, entry, expiresAt }))
+    )
+      return;
+    // The parent finished first: its release does not know this child. Resolve the edge here.
+    const parent = added.slot === undefined ? added.parent : (await deps.graph.jobs([edge.id])).get(edge.id);
+    if (!parent || !isTerminal(parent.state)) {
+      throw new Error(`parent ${edge.id} of job ${child.id} is missing or not finished after a refused registration`);
+    }
+    await releaseEdge(deps, parent.id, parent.state, entry, now);
+  });
+}
+
+/** What a new child's parents say about its start, read with one batch read. */
+export async function startOfChild(
+  graph: JobGraph,
+  parents: readonly ParentEdge[],
+  sameRequest: ReadonlySet<string> = new Set(),
+): Promise<{ start: ReturnType<typeof childStart>; missing: number[] }> {
+  const found = await graph.jobs(parents.filter((p) => !sameRequest.has(p.id)).map((p) => p.id));
+  const missing = parents.flatMap((p, i) => (!sameRequest.has(p.id) && !found.has(p.id) ? [i] : []));
+  const states = parents.map((p) => (sameRequest.has(p.id) ? undefined : found.get(p.id)?.state));
+  return { start: childStart(parents, states), missing };
+}
+
+/**
+ * The handler's `ctx.parents()`: each parent's state and result, read only when called (the
+ * parents item, then the parents' status items in one batch read).
+ */
+export function parentsReader(
+  graph: JobGraph,
+  jobId: string,
+): () => Promise<Record<string, { state: JobState; result: unknown }>> {
+  return async () => {
+    const edges = (await graph.parents(jobId)) ?? [];
+    const jobs = await graph.jobs(edges.map((e) => e.id));
+    const out: Record<string, { state: JobState; result: unknown }> = {};
+    for (const edge of edges) {
+      const job = jobs.get(edge.id);
+      if (job) out[edge.id] = { state: job.state, result: job.result ?? null };
+    }
+    return out;
+  };
+}
+
+/**
+ * The worker's side: `afterEnd` runs the release of a job that just ended, or that a delivery
+ * found finished with its release not complete. True when nothing is left to do (the message
+ * may go); false when the release failed (keep the message: it comes back and runs it again).
+ */
+export function createRelease(deps: ReleaseDeps, clock: { now(): number }) {
+  return {
+    async afterEnd(jobId: string, log: Logger): Promise<boolean> {
+      try {
+        await releaseChildren(deps, jobId, clock.now(), log);
+        return true;
+      } catch (error) {
+        log.error('could not release the children of a finished job; its message comes back', errorFields(error));
+        return false;
+      }
+    },
+    /** Whether a finished job, as a refused claim showed it, still has children to release. */
+    pending: (job: Job) => needsRelease(job),
+  };
+}

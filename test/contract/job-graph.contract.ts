@@ -1,0 +1,273 @@
+/**
+ * The contract of the dependency port (`JobGraph`), run against the in-memory fake
+ * (test/unit/contract-fakes.test.ts) and the DynamoDB adapter on DynamoDB Local
+ * (test/integration/contract-adapters.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { CHILDREN_CHUNK, type ChildEntry, edgeOutcome, type JobGraph } from '../../shared/core/dependencies';
+import type { Job } from '../../shared/core/job';
+import type { JobStore } from '../../shared/core/ports';
+import type { JobState } from '../../shared/core/states';
+import { newJob } from '../support/fakes';
+
+/** One implementation: the graph and the job store on the same table. */
+export interface GraphLeg {
+  store: JobStore;
+  graph: JobGraph;
+}
+
+const T0 = Date.parse('2026-06-01T00:00:00.000Z');
+const TTL = Math.floor(T0 / 1000) + 86_400;
+
+export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
+  const run = Math.random().toString(36).slice(2, 8);
+  let seq = 0;
+  const id = (label: string) => `g-${run}-${label}-${++seq}`;
+
+  async function put(leg: GraphLeg, overrides: Partial<Job> & { state: JobState }): Promise<Job> {
+    const job = newJob({ id: id(overrides.state), type: 'echo', ...overrides }, T0);
+    const out = await leg.store.create(job);
+    expect(out.created).toBe(true);
+    return job;
+  }
+  const waitingChild = (leg: GraphLeg, pending: number, runAt = T0) =>
+    put(leg, { state: 'waiting', pendingParents: pending, runAt: new Date(runAt).toISOString() });
+  const resolve = edgeOutcome('succeeded', 'fail');
+
+  describe('parents item', () => {
+    it('keeps a child’s parents and policies; none for a job without parents', async () => {
+      const { graph } = await setup();
+      const child = id('child');
+      await graph.putParents({
+        child,
+        parents: [
+          { id: 'a', policy: 'fail' },
+          { id: 'b', policy: 'ignore' },
+        ],
+        expiresAt: TTL,
+      });
+      expect(await graph.parents(child)).toEqual([
+        { id: 'a', policy: 'fail' },
+        { id: 'b', policy: 'ignore' },
+      ]);
+      expect(await graph.parents(id('nobody'))).toBeUndefined();
+    });
+  });
+
+  describe('registration', () => {
+    it('numbers the children of a live parent 1, 2, …; refuses a finished or missing parent', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'running' });
+      expect(await leg.graph.addChild({ parent: parent.id })).toEqual({ slot: 1 });
+      expect(await leg.graph.addChild({ parent: parent.id })).toEqual({ slot: 2 });
+      expect((await leg.store.get(parent.id))?.childCount).toBe(2);
+      const done = await put(leg, { state: 'succeeded', result: { ok: 1 } });
+      const refused = await leg.graph.addChild({ parent: done.id });
+      expect(refused.slot).toBeUndefined();
+      expect('parent' in refused ? refused.parent?.state : undefined).toBe('succeeded');
+      expect((await leg.store.get(done.id))?.childCount).toBeUndefined();
+      expect(await leg.graph.addChild({ parent: id('missing') })).toEqual({});
+    });
+
+    it('a registration that lands before the release reads the registry is released with it', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'running' });
+      const entries: ChildEntry[] = [];
+      // more than one chunk
+      for (let i = 0; i < CHILDREN_CHUNK + 2; i++) {
+        const added = await leg.graph.addChild({ parent: parent.id });
+        expect(added.slot).toBe(i + 1);
+        const entry: ChildEntry = { child: `k${i}`, policy: i % 2 ? 'ignore' : 'cancel', index: i % 3 };
+        expect(await leg.graph.fillSlot({ parent: parent.id, slot: i + 1, entry, expiresAt: TTL })).toBe(true);
+        entries.push(entry);
+      }
+      expect(await leg.graph.children({ parent: parent.id, count: CHILDREN_CHUNK + 2 })).toEqual(entries);
+      // a slot is filled once
+      expect(
+        await leg.graph.fillSlot({
+          parent: parent.id,
+          slot: 1,
+          entry: { child: 'z', policy: 'fail', index: 0 },
+          expiresAt: TTL,
+        }),
+      ).toBe(false);
+    });
+
+    it('a registration still in flight when the release reads finds its slot sealed, and is refused', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'running' });
+      const first = await leg.graph.addChild({ parent: parent.id });
+      const second = await leg.graph.addChild({ parent: parent.id });
+      expect([first.slot, second.slot]).toEqual([1, 2]);
+      const entry: ChildEntry = { child: 'early', policy: 'fail', index: 0 };
+      expect(await leg.graph.fillSlot({ parent: parent.id, slot: 1, entry, expiresAt: TTL })).toBe(true);
+      // the release reads now: slot 2 is counted but empty, so it is sealed
+      expect(await leg.graph.children({ parent: parent.id, count: 2 })).toEqual([entry]);
+      const late: ChildEntry = { child: 'late', policy: 'fail', index: 0 };
+      expect(await leg.graph.fillSlot({ parent: parent.id, slot: 2, entry: late, expiresAt: TTL })).toBe(false);
+      // and a later read of the registry still does not list it
+      expect(await leg.graph.children({ parent: parent.id, count: 2 })).toEqual([entry]);
+    });
+  });
+
+  describe('release', () => {
+    it('counts each edge once; the last makes the child queued, due no earlier than now', async () => {
+      const leg = await setup();
+      const child = await waitingChild(leg, 2, T0 + 60_000);
+      const now = T0 + 1000;
+      const base = {
+        child: child.id,
+        outcome: resolve,
+        parent: 'p',
+        parentState: 'succeeded' as const,
+        now,
+        expiresAt: TTL,
+      };
+      const first = await leg.graph.release({ ...base, index: 0 });
+      expect(first.kind).toBe('counted');
+      expect((await leg.store.get(child.id))?.pendingParents).toBe(1);
+      // a replay of the same edge changes nothing
+      const replay = await leg.graph.release({ ...base, index: 0 });
+      expect(replay.kind).toBe('refused');
+      expect((await leg.store.get(child.id))?.pendingParents).toBe(1);
+      const last = await leg.graph.release({ ...base, index: 1, now: T0 + 120_000 });
+      expect(last.kind).toBe('ready');
+      const stored = await leg.store.get(child.id);
+      expect(stored?.state).toBe('queued');
+      expect(stored?.pendingParents).toBeUndefined();
+      expect(stored?.runAt).toBe(new Date(T0 + 120_000).toISOString());
+      // replays of either edge after the wake: refused, the child as it is
+      for (const index of [0, 1]) {
+        const again = await leg.graph.release({ ...base, index });
+        expect(again.kind).toBe('refused');
+        if (again.kind === 'refused') expect(again.job?.state).toBe('queued');
+      }
+    });
+
+    it('keeps a later runAt when the last parent ends before it', async () => {
+      const leg = await setup();
+      const child = await waitingChild(leg, 1, T0 + 600_000);
+      const out = await leg.graph.release({
+        child: child.id,
+        index: 0,
+        outcome: resolve,
+        parent: 'p',
+        parentState: 'succeeded',
+        now: T0,
+        expiresAt: TTL,
+      });
+      expect(out.kind).toBe('ready');
+      expect((await leg.store.get(child.id))?.runAt).toBe(new Date(T0 + 600_000).toISOString());
+    });
+
+    it('a replay that finds the count at zero but the child still waiting finishes the wake', async () => {
+      const leg = await setup();
+      // the state a release leaves when it died between the decrement and the wake
+      const child = await waitingChild(leg, 0);
+      const out = await leg.graph.release({
+        child: child.id,
+        index: 3,
+        outcome: resolve,
+        parent: 'p',
+        parentState: 'succeeded',
+        now: T0,
+        expiresAt: TTL,
+      });
+      expect(out.kind).toBe('ready');
+      expect((await leg.store.get(child.id))?.state).toBe('queued');
+    });
+
+    for (const [policy, state] of [
+      ['fail', 'failed'],
+      ['cancel', 'cancelled'],
+    ] as const) {
+      it(`policy ${policy}: a failed parent ends the child ${state}, once, naming the parent`, async () => {
+        const leg = await setup();
+        const child = await waitingChild(leg, 2);
+        const input = {
+          child: child.id,
+          index: 1,
+          outcome: edgeOutcome('failed', policy),
+          parent: 'the-parent',
+          parentState: 'failed' as const,
+          now: T0 + 5000,
+          expiresAt: TTL,
+        };
+        const out = await leg.graph.release(input);
+        expect(out.kind).toBe('ended');
+        const stored = await leg.store.get(child.id);
+        expect(stored?.state).toBe(state);
+        expect(stored?.pendingParents).toBeUndefined();
+        expect(stored?.finishedAt).toBe(new Date(T0 + 5000).toISOString());
+        expect(stored?.expiresAt).toBe(TTL);
+        expect(stored?.lastError?.reason).toBe('parent_failed');
+        expect(stored?.lastError?.message).toContain('the-parent');
+        expect(stored?.attempts).toBe(0);
+        // the other parent's release, and a replay, find it not waiting
+        expect((await leg.graph.release(input)).kind).toBe('refused');
+        expect((await leg.graph.release({ ...input, index: 0, outcome: resolve, parentState: 'succeeded' })).kind).toBe(
+          'refused',
+        );
+        expect((await leg.store.get(child.id))?.state).toBe(state);
+      });
+    }
+
+    it('policy ignore: a failed parent counts as done', async () => {
+      const leg = await setup();
+      const child = await waitingChild(leg, 1);
+      const out = await leg.graph.release({
+        child: child.id,
+        index: 0,
+        outcome: edgeOutcome('cancelled', 'ignore'),
+        parent: 'p',
+        parentState: 'cancelled',
+        now: T0,
+        expiresAt: TTL,
+      });
+      expect(out.kind).toBe('ready');
+    });
+
+    it('refuses a child that does not wait for parents (cancelled, running, sleeping, missing)', async () => {
+      const leg = await setup();
+      const cancelled = await put(leg, { state: 'cancelled' });
+      const running = await put(leg, { state: 'running', leaseToken: 1, attempts: 1 });
+      const sleeping = await put(leg, { state: 'waiting' });
+      for (const child of [cancelled.id, running.id, sleeping.id, id('missing')]) {
+        for (const outcome of [resolve, edgeOutcome('failed', 'fail')]) {
+          const out = await leg.graph.release({
+            child,
+            index: 0,
+            outcome,
+            parent: 'p',
+            parentState: outcome.kind === 'resolve' ? 'succeeded' : 'failed',
+            now: T0,
+            expiresAt: TTL,
+          });
+          expect(out.kind).toBe('refused');
+        }
+      }
+      expect((await leg.store.get(sleeping.id))?.state).toBe('waiting');
+      expect((await leg.store.get(running.id))?.state).toBe('running');
+    });
+  });
+
+  describe('release record and reads', () => {
+    it('records the slots released, never backwards', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'succeeded', childCount: 5 });
+      await leg.graph.markReleased({ parent: parent.id, count: 5 });
+      await leg.graph.markReleased({ parent: parent.id, count: 3 });
+      expect((await leg.store.get(parent.id))?.childrenReleased).toBe(5);
+    });
+
+    it('reads many status items at once, with their results; missing ones left out', async () => {
+      const leg = await setup();
+      const jobs = await Promise.all(
+        Array.from({ length: 105 }, (_, i) => put(leg, { state: 'succeeded', result: { i } })),
+      );
+      const read = await leg.graph.jobs([...jobs.map((j) => j.id), id('missing')]);
+      expect(read.size).toBe(105);
+      expect(read.get(jobs[104]?.id ?? '')?.result).toEqual({ i: 104 });
+    });
+  });
+}

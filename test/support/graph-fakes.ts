@@ -1,0 +1,191 @@
+/**
+ * In-memory {@link JobGraph} over a {@link FakeJobStore}, with the DynamoDB adapter's conditions
+ * (`shared/aws/dynamo-job-graph.ts`); test/contract/job-graph.contract.ts holds the two to the
+ * same cases. Every method is synchronous inside, so each is one atomic "write", as a
+ * conditional write is.
+ */
+import {
+  CHILDREN_CHUNK,
+  type ChildEntry,
+  type EdgeOutcome,
+  type EdgeRelease,
+  type JobGraph,
+  type ParentEdge,
+  parentFailedError,
+} from '../../shared/core/dependencies';
+import type { Job } from '../../shared/core/job';
+import { isTerminal, type JobState } from '../../shared/core/states';
+import type { FakeJobStore } from './fakes';
+
+type Slot = ChildEntry | 'tombstone';
+
+export type GraphMethod =
+  | 'putParents'
+  | 'parents'
+  | 'addChild'
+  | 'fillSlot'
+  | 'children'
+  | 'release'
+  | 'markReleased'
+  | 'jobs';
+
+export class FakeJobGraph implements JobGraph {
+  private readonly parentItems = new Map<string, ParentEdge[]>();
+  private readonly slots = new Map<string, Map<number, Slot>>();
+  /** The edges counted on each waiting child (`rel` on the adapter's status item). */
+  private readonly rel = new Map<string, Set<number>>();
+  private readonly failures = new Map<GraphMethod, unknown[]>();
+  /** Every call, in order. */
+  readonly calls: { method: GraphMethod; id: string }[] = [];
+
+  constructor(private readonly store: FakeJobStore) {}
+
+  /** Makes the next `times` calls of `method` throw `error`. */
+  failNext(method: GraphMethod, error: unknown, times = 1): void {
+    const queue = this.failures.get(method) ?? [];
+    for (let i = 0; i < times; i++) queue.push(error);
+    this.failures.set(method, queue);
+  }
+
+  private enter(method: GraphMethod, id: string): void {
+    this.calls.push({ method, id });
+    const queue = this.failures.get(method);
+    if (queue && queue.length > 0) throw queue.shift();
+  }
+
+  private put(job: Job): void {
+    this.store.seed(job, this.store.due(job.id) ?? {});
+  }
+
+  async putParents({ child, parents }: { child: string; parents: readonly ParentEdge[]; expiresAt: number }) {
+    this.enter('putParents', child);
+    this.parentItems.set(child, JSON.parse(JSON.stringify(parents)) as ParentEdge[]);
+  }
+
+  async parents(child: string): Promise<ParentEdge[] | undefined> {
+    this.enter('parents', child);
+    const edges = this.parentItems.get(child);
+    return edges ? (JSON.parse(JSON.stringify(edges)) as ParentEdge[]) : undefined;
+  }
+
+  async addChild({ parent }: { parent: string }): Promise<{ slot: number } | { slot?: undefined; parent?: Job }> {
+    this.enter('addChild', parent);
+    const job = this.store.peek(parent);
+    if (!job || isTerminal(job.state)) return job ? { parent: job } : {};
+    const slot = (job.childCount ?? 0) + 1;
+    this.put({ ...job, childCount: slot });
+    return { slot };
+  }
+
+  async fillSlot({ parent, slot, entry }: { parent: string; slot: number; entry: ChildEntry; expiresAt: number }) {
+    this.enter('fillSlot', parent);
+    const slots = this.slots.get(parent) ?? new Map<number, Slot>();
+    this.slots.set(parent, slots);
+    if (slots.has(slot)) return false;
+    slots.set(slot, { ...entry });
+    return true;
+  }
+
+  async children({ parent, count }: { parent: string; count: number }): Promise<ChildEntry[]> {
+    this.enter('children', parent);
+    const slots = this.slots.get(parent) ?? new Map<number, Slot>();
+    this.slots.set(parent, slots);
+    const entries: ChildEntry[] = [];
+    for (let slot = 1; slot <= count; slot++) {
+      const value = slots.get(slot);
+      if (value === undefined) slots.set(slot, 'tombstone');
+      else if (value !== 'tombstone') entries.push({ ...value });
+    }
+    return entries;
+  }
+
+  async release(input: {
+    child: string;
+    index: number;
+    outcome: EdgeOutcome;
+    parent: string;
+    parentState: JobState;
+    now: number;
+    expiresAt: number;
+  }): Promise<EdgeRelease> {
+    const { child, index, outcome, parent, parentState, now, expiresAt } = input;
+    this.enter('release', child);
+    const job = this.store.peek(child);
+    if (!job) return { kind: 'refused' };
+    const counted = this.rel.get(child) ?? new Set<number>();
+    if (
+      job.state !== 'waiting' ||
+      job.pendingParents === undefined ||
+      counted.has(index) ||
+      (outcome.kind === 'resolve' && job.pendingParents <= 0)
+    ) {
+      if (job.state === 'waiting' && job.pendingParents === 0) return this.wake(job, now);
+      return { kind: 'refused', job };
+    }
+    const at = new Date(now).toISOString();
+    if (outcome.kind === 'end') {
+      const { pendingParents: _pending, ...rest } = job;
+      const ended: Job = {
+        ...rest,
+        state: outcome.state,
+        finishedAt: at,
+        updatedAt: at,
+        expiresAt,
+        errors: [parentFailedError(parent, parentState, now)],
+      };
+      this.rel.delete(child);
+      this.put(ended);
+      return { kind: 'ended', job: this.store.peek(child) as Job };
+    }
+    counted.add(index);
+    this.rel.set(child, counted);
+    const next: Job = { ...job, pendingParents: job.pendingParents - 1, updatedAt: at };
+    this.put(next);
+    if (next.pendingParents === 0) return this.wake(next, now);
+    return { kind: 'counted', job: this.store.peek(child) as Job };
+  }
+
+  private wake(job: Job, now: number): EdgeRelease {
+    const current = this.store.peek(job.id);
+    if (current?.state !== 'waiting' || current.pendingParents !== 0) {
+      return { kind: 'refused', ...(current ? { job: current } : {}) };
+    }
+    const { pendingParents: _pending, ...rest } = current;
+    this.rel.delete(job.id);
+    const at = new Date(now).toISOString();
+    this.put({
+      ...rest,
+      state: 'queued',
+      runAt: new Date(Math.max(Date.parse(current.runAt), now)).toISOString(),
+      updatedAt: at,
+    });
+    return { kind: 'ready', job: this.store.peek(job.id) as Job };
+  }
+
+  async markReleased({ parent, count }: { parent: string; count: number }): Promise<void> {
+    this.enter('markReleased', parent);
+    const job = this.store.peek(parent);
+    if (!job || (job.childrenReleased ?? -1) >= count) return;
+    this.put({ ...job, childrenReleased: count });
+  }
+
+  async jobs(ids: readonly string[]): Promise<Map<string, Job>> {
+    this.enter('jobs', ids[0] ?? '');
+    const out = new Map<string, Job>();
+    for (const id of ids) {
+      const job = this.store.peek(id);
+      if (job) out.set(id, job);
+    }
+    return out;
+  }
+
+  /** The registry slots of a parent (a copy), for tests. Not a call. */
+  registry(parent: string): (ChildEntry | 'tombstone' | undefined)[] {
+    const slots = this.slots.get(parent);
+    const count = this.store.peek(parent)?.childCount ?? 0;
+    return Array.from({ length: count }, (_, i) => slots?.get(i + 1));
+  }
+}
+
+/** The chunk a slot is in (for tests that look at the adapter's items). */
+export const chunkIndex = (slot: number) => Math.floor((slot - 1) / CHILDREN_CHUNK);
