@@ -1,6 +1,7 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import type { DeadLetterQueues, JobControl, JobIndex } from '../core/control-ports';
+import type { JobGraph } from '../core/dependencies';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { ConfigError } from '../errors';
@@ -31,6 +32,8 @@ export interface ControlPlane {
 }
 
 export interface ControlPlaneDeps {
+  /** Job dependencies: a cancel releases the job's children. @default none */
+  graph?: JobGraph;
   config: PlatformConfig;
   catalog: readonly JobTypeSpec[];
   store: JobStore;

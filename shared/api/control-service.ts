@@ -2,6 +2,7 @@ import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { CANCELLABLE_STATES, pastRetention, RETRYABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
+import type { JobGraph } from '../core/dependencies';
 import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import { type Job, type JobMessage, type JobView, toView } from '../core/job';
@@ -10,6 +11,7 @@ import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } fr
 import type { JobState } from '../core/states';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
+import { dispatchJob, releaseChildren } from '../runtime/release';
 
 export interface ControlServiceDeps {
   config: PlatformConfig;
@@ -20,6 +22,8 @@ export interface ControlServiceDeps {
   scheduler: JobScheduler;
   clock: Clock;
   log: Logger;
+  /** Job dependencies: a cancelled job's children are released by their policies. @default they are left waiting */
+  graph?: JobGraph;
 }
 
 function illegalState(job: Pick<Job, 'id' | 'state'>, action: string, allowed: readonly JobState[]): ConflictError {
@@ -81,7 +85,32 @@ export class ControlService {
       previousState: previous?.state ?? 'unknown (replay)',
       ...describeJob(this.specs.get(job.type), job.payload),
     });
+    await this.releaseCancelled(job, now, log);
     return toView(job);
+  }
+
+  /**
+   * Releases a cancelled job's children by their policies, inline. When that fails, the job's
+   * message is sent instead: its worker finds it finished and runs the release.
+   */
+  private async releaseCancelled(job: Job, now: number, log: Logger): Promise<void> {
+    const graph = this.deps.graph;
+    if (!graph) return;
+    const deps = {
+      graph,
+      queue: this.deps.queue,
+      scheduler: this.deps.scheduler,
+      routes: this.deps.config.routes,
+      retentionDays: this.deps.config.retentionDays,
+    };
+    try {
+      await releaseChildren(deps, job.id, now, log);
+    } catch (error) {
+      log.warn('could not release the children of a cancelled job; its worker will', errorFields(error));
+      await dispatchJob(deps, { ...job, runAt: new Date(now).toISOString() }, now).catch((e: unknown) =>
+        log.error('could not hand the cancelled job to its worker for its release', errorFields(e)),
+      );
+    }
   }
 
   /**

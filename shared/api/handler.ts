@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
 import type { Debouncer } from '../core/debounce';
+import type { JobGraph } from '../core/dependencies';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
 import type { Metrics } from '../core/metrics';
@@ -42,6 +43,8 @@ export interface ApiDeps {
   pacer?: Pacer;
   /** Debounce windows: required when a job type has a `debounce`. */
   debouncer?: Debouncer;
+  /** Job dependencies (`dependsOn`, flows). @default `dependsOn` is refused */
+  graph?: JobGraph;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }

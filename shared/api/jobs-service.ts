@@ -3,6 +3,7 @@ import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { type Debouncer, debounceRunAt, debounceScope, resolveDebounceKey } from '../core/debounce';
+import { type JobGraph, type ParentEdge, parentEdges, parentFailedError } from '../core/dependencies';
 import {
   type Dispatch,
   type EnqueueRequest,
@@ -36,6 +37,7 @@ import {
   ValidationError,
 } from '../errors';
 import { errorFields, type Logger } from '../logger';
+import { type ReleaseDeps, registerChild, startOfChild } from '../runtime/release';
 
 export interface JobsServiceDeps {
   config: PlatformConfig;
@@ -51,7 +53,12 @@ export interface JobsServiceDeps {
   debouncer?: Debouncer;
   /** Counts the jobs created (`JobsEnqueued`). @default nothing is counted */
   metrics?: Metrics;
+  /** Job dependencies; required for an enqueue with `dependsOn`. @default `dependsOn` is refused (400) */
+  graph?: JobGraph;
 }
+
+/** How long a parents item outlives its job's creation: past the longest a job can live. */
+const PARENTS_RETENTION_DAYS = 2 * 366;
 
 export function payloadHash(type: string, payload: unknown): string {
   return createHash('sha256').update(canonicalJson({ type, payload })).digest('hex');
@@ -80,6 +87,11 @@ function redispatchOf(job: Job, now: number): Dispatch {
 export interface EnqueueOptions {
   /** The recurring schedule the job is a run of (`POST /schedules/{name}/run`). @default none */
   schedule?: string;
+  /**
+   * Ids of jobs written by the same request (a batch, a flow): a parent among them need not
+   * exist yet and counts as not finished. @default none
+   */
+  sameRequest?: ReadonlySet<string>;
 }
 
 /** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
@@ -192,6 +204,8 @@ export class JobsService {
     const now = clock.now();
     const id = request.id ?? randomUUID();
     if (spec.debounce) refuseDebouncedDelay(spec, request);
+    // Parents are checked before anything is written: an unknown one is a 400.
+    const parents = request.dependsOn ? await this.parentsOf(spec, request.dependsOn, id, options) : undefined;
     // A job over its rate is written skipped and never runs: it joins no debounce window (else it
     // would end the pending run it replaced, and neither would run).
     const skipReason = await this.rateLimited(spec, request, payload, now);
@@ -222,6 +236,7 @@ export class JobsService {
       ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
     };
+    if (parents) this.applyStart(job, parents.start, now);
     if (skipReason) {
       // Over its rate: written as skipped (so the caller and the listing see why), never sent.
       Object.assign(job, {
@@ -232,7 +247,39 @@ export class JobsService {
       } satisfies Partial<Job>);
     }
 
+    const graph = this.deps.graph;
+    // The parents item is written before the status item, so a job with parents never lacks it.
+    if (parents && graph) {
+      await graph.putParents({
+        child: id,
+        parents: parents.edges,
+        expiresAt: Math.floor(now / 1000) + PARENTS_RETENTION_DAYS * 86_400,
+      });
+    }
     const written = await store.create(job);
+    if (!written.created && parents && written.existing.payloadHash === job.payloadHash) {
+      // A replay may follow a request that died before its registrations: make them again
+      // (each edge is counted at most once on the child, whoever counts it).
+      if (written.existing.state === 'waiting' && written.existing.pendingParents !== undefined) {
+        await this.registerAgain(written.existing, parents.edges, now);
+      }
+    }
+    if (written.created && job.state === 'waiting' && parents && parents.start.kind === 'waiting') {
+      this.deps.metrics?.add(METRIC.enqueued, job.type);
+      const resolved = new Set(parents.start.resolved);
+      const pending = parents.edges.flatMap((_, i) => (resolved.has(i) ? [] : [i]));
+      await registerChild(this.releaseDeps(), job, parents.edges, pending, now);
+      const current = await store.get(id);
+      return { created: true, job: toView(current ?? job) };
+    }
+    if (written.created && parents?.start.kind === 'ended') {
+      this.deps.log.info('job ended at enqueue by a parent that did not succeed', {
+        jobId: id,
+        parent: parents.start.parent,
+        state: job.state,
+      });
+      return { created: true, job: toView(job) };
+    }
     if (!written.created) {
       const existing = written.existing;
       if (existing.payloadHash !== job.payloadHash) {
@@ -384,6 +431,87 @@ export class JobsService {
         });
         return undefined;
     }
+  }
+
+  private releaseDeps(): ReleaseDeps {
+    const graph = this.deps.graph;
+    if (!graph) throw new ConfigError('job dependencies need the job graph');
+    return {
+      graph,
+      queue: this.deps.queue,
+      scheduler: this.deps.scheduler,
+      routes: this.deps.config.routes,
+      retentionDays: this.deps.config.retentionDays,
+    };
+  }
+
+  /**
+   * The edges of a `dependsOn` and what the parents' states say about the new job's start (one
+   * batch read). Refuses (400) unknown parents (`unknown_parent`), duplicates, the job itself and
+   * a type whose runs a debounce or a rate limit decides.
+   */
+  private async parentsOf(
+    spec: JobTypeSpec,
+    refs: NonNullable<EnqueueRequest['dependsOn']>,
+    id: string,
+    options: EnqueueOptions,
+  ): Promise<{ edges: ParentEdge[]; start: Awaited<ReturnType<typeof startOfChild>>['start'] }> {
+    const graph = this.deps.graph;
+    if (!graph) {
+      throw new ValidationError(
+        'this deployment has no job dependencies',
+        [{ path: 'dependsOn', message: 'not supported here' }],
+        'dependencies_unsupported',
+      );
+    }
+    if (spec.debounce || spec.rateLimit) {
+      throw new ValidationError(
+        `job type "${spec.type}" has a ${spec.debounce ? 'debounce' : 'rate limit'}: its jobs cannot wait for parents`,
+        [{ path: 'dependsOn', message: 'not allowed for this job type' }],
+        'dependencies_unsupported',
+      );
+    }
+    const edges = parentEdges(refs, id);
+    const { start, missing } = await startOfChild(graph, edges, options.sameRequest);
+    if (missing.length > 0) {
+      throw new ValidationError(
+        `unknown parent job${missing.length > 1 ? 's' : ''}: ${missing.map((i) => edges[i]?.id).join(', ')}`,
+        missing.map((i) => ({ path: `dependsOn.${i}`, message: 'no such job' })),
+        'unknown_parent',
+      );
+    }
+    return { edges, start };
+  }
+
+  /** A new job's state from its parents: waiting for them, or ended by one at once. */
+  private applyStart(job: Job, start: Awaited<ReturnType<typeof startOfChild>>['start'], now: number): void {
+    if (start.kind === 'waiting') {
+      job.state = 'waiting';
+      job.pendingParents = start.pending;
+      if (start.resolved.length > 0) job.parentsResolved = start.resolved;
+    } else if (start.kind === 'ended') {
+      const nowIso = new Date(now).toISOString();
+      job.state = start.state;
+      job.finishedAt = nowIso;
+      job.expiresAt = Math.floor(now / 1000) + this.deps.config.retentionDays * 86_400;
+      const error = parentFailedError(start.parent, start.parentState, now);
+      job.errors = [error];
+      job.lastError = error;
+    }
+  }
+
+  /**
+   * A replay's registrations: with each parent still running (a duplicate entry is harmless),
+   * and each edge of a parent that finished is resolved here (refused if counted already).
+   */
+  private async registerAgain(existing: Job, edges: readonly ParentEdge[], now: number): Promise<void> {
+    await registerChild(
+      this.releaseDeps(),
+      existing,
+      edges,
+      edges.map((_, i) => i),
+      now,
+    );
   }
 
   async get(id: string): Promise<JobView> {

@@ -2,6 +2,7 @@ import type { Context } from 'aws-lambda';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
+import { DynamoJobGraph } from '../aws/dynamo-job-graph';
 import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoPacer } from '../aws/dynamo-pacer';
@@ -35,6 +36,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
       flow: new DynamoFlowSlots(clients.dynamo, config.tableName),
       pacer: new DynamoPacer(clients.dynamo, config.tableName),
       debouncer: new DynamoDebouncer(clients.dynamo, config.tableName),
+      graph: new DynamoJobGraph(clients.dynamo, config.tableName),
       controlPlane: {
         index: new DynamoJobIndex(clients.dynamo, config.tableName),
         control: new DynamoJobControl(clients.dynamo, config.tableName),

@@ -260,7 +260,7 @@ export class DynamoJobGraph implements JobGraph {
       if (job.pendingParents === 0) return this.wake(job, now);
       return { kind: 'counted', job };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return this.refused(child, error.Item, now);
+      if (error instanceof ConditionalCheckFailedException) return this.refused(error.Item, now);
       return translateAwsError(error, 'DynamoDB UpdateItem (release edge)');
     }
   }
@@ -303,13 +303,13 @@ export class DynamoJobGraph implements JobGraph {
       );
       return { kind: 'ended', job: fromItem(out.Attributes ?? {}) };
     } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return this.refused(child, e.Item, now);
+      if (e instanceof ConditionalCheckFailedException) return this.refused(e.Item, now);
       return translateAwsError(e, 'DynamoDB UpdateItem (end child)');
     }
   }
 
   /** A refused release: finishes a wake a release died before, else reports the child as it is. */
-  private async refused(child: string, item: Item | undefined, now: number): Promise<EdgeRelease> {
+  private async refused(item: Item | undefined, now: number): Promise<EdgeRelease> {
     if (!item) return { kind: 'refused' };
     const job = fromItem(item);
     if (job.state === 'waiting' && job.pendingParents === 0) return this.wake(job, now);

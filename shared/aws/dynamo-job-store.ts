@@ -156,7 +156,10 @@ export function toItem(job: Job, external = false): Item {
       resumes: job.resumes,
       pendingParents: job.pendingParents,
       // the edges its parents' releases counted (by index in its dependsOn), removed when it leaves `waiting`
-      rel: job.pendingParents === undefined ? undefined : {},
+      rel:
+        job.pendingParents === undefined
+          ? undefined
+          : Object.fromEntries((job.parentsResolved ?? []).map((i) => [String(i), 'enqueue'])),
       childCount: job.childCount,
       childrenReleased: job.childrenReleased,
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),

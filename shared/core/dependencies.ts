@@ -9,6 +9,7 @@
  * conditional write per edge; the write that reaches zero makes the child due and sends its
  * message.
  */
+import { ValidationError } from '../errors';
 import type { AttemptError, Job } from './job';
 import type { JobState } from './states';
 
@@ -35,6 +36,39 @@ export const DEFAULT_PARENT_POLICY: ParentPolicy = 'fail';
 export interface ParentEdge {
   id: string;
   policy: ParentPolicy;
+}
+
+/** A parent as a request names it: its id, or its id with a policy. */
+export type ParentRef = string | { id: string; onParentFailure?: ParentPolicy | undefined };
+
+/**
+ * The edges of a `dependsOn` list, policies defaulted. Refuses (400) a duplicate parent
+ * (`duplicate_parent`) and the job itself (`self_dependency`), naming `<path>.<i>`.
+ */
+export function parentEdges(refs: readonly ParentRef[], self: string | undefined, path = 'dependsOn'): ParentEdge[] {
+  const seen = new Set<string>();
+  return refs.map((ref, i) => {
+    const edge: ParentEdge =
+      typeof ref === 'string'
+        ? { id: ref, policy: DEFAULT_PARENT_POLICY }
+        : { id: ref.id, policy: ref.onParentFailure ?? DEFAULT_PARENT_POLICY };
+    if (edge.id === self) {
+      throw new ValidationError(
+        'a job cannot depend on itself',
+        [{ path: `${path}.${i}`, message: 'is the job’s own id' }],
+        'self_dependency',
+      );
+    }
+    if (seen.has(edge.id)) {
+      throw new ValidationError(
+        `parent ${edge.id} is named twice`,
+        [{ path: `${path}.${i}`, message: 'duplicate parent' }],
+        'duplicate_parent',
+      );
+    }
+    seen.add(edge.id);
+    return edge;
+  });
 }
 
 /** One child in a parent's registry: which job, under which policy, at which index of its parents. */

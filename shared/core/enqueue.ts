@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors';
 import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
+import { MAX_PARENTS, PARENT_POLICIES } from './dependencies';
 import { MAX_FLOW_KEY_LENGTH } from './flow';
 import { JOB_TYPE_PATTERN } from './job-type';
 import { SQS_MAX_DELAY_SECONDS } from './limits';
@@ -22,6 +23,28 @@ export const MAX_HORIZON_SECONDS = 366 * 24 * 3600;
 /** A `runAt` at most this far in the past is treated as "now" (clock skew between callers). */
 export const PAST_TOLERANCE_MS = 5_000;
 
+const jobIdSchema = z
+  .string()
+  .regex(JOB_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit');
+
+/**
+ * One parent in `dependsOn`: its id, or `{ id, onParentFailure }`. The policy says what the job
+ * does when that parent fails, is cancelled, expires or is skipped (see core/dependencies.ts).
+ */
+export const parentRefSchema = z.union([
+  jobIdSchema,
+  z
+    .object({
+      id: jobIdSchema,
+      /** @default 'fail' */
+      onParentFailure: z.enum(PARENT_POLICIES, `must be one of: ${PARENT_POLICIES.join(', ')}`).optional(),
+    })
+    .strict(),
+]);
+
+/** Parents of a job: it starts once they all succeeded (or ended under an `ignore` policy). */
+export const dependsOnSchema = z.array(parentRefSchema).min(1).max(MAX_PARENTS);
+
 export const enqueueRequestSchema = z
   .object({
     type: z.string().regex(JOB_TYPE_PATTERN, 'must be a registered job type name'),
@@ -41,6 +64,8 @@ export const enqueueRequestSchema = z
     concurrencyKey: z.string().min(1).max(MAX_FLOW_KEY_LENGTH).optional(),
     /** The key of the job type's singleton, instead of the one from the payload. */
     singletonKey: z.string().min(1).max(MAX_FLOW_KEY_LENGTH).optional(),
+    /** Jobs this one waits for (at most 1,000, no duplicates, not itself); see docs/workflows.md. */
+    dependsOn: dependsOnSchema.optional(),
   })
   .strict();
 

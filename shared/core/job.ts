@@ -98,6 +98,11 @@ export interface Job {
    * claim starts it until their release removes it.
    */
   pendingParents?: number;
+  /**
+   * Indexes (in its `dependsOn`) of the parents already finished when the job was created, so
+   * counted then: written into the status item's record of counted edges, never read back.
+   */
+  parentsResolved?: number[];
   /** Children registered with this job (`dependsOn` naming it): the slots of its registry. */
   childCount?: number;
   /** Slots of its registry its release has handled: a finished job with fewer than `childCount` still has children to release. */

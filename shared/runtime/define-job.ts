@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
+import { DynamoJobGraph } from '../aws/dynamo-job-graph';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
@@ -52,6 +53,7 @@ export function defineJob<Schema extends PayloadSchema>(
       ...(spec.singleton?.mode === 'cancel-running'
         ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
         : {}),
+      graph: new DynamoJobGraph(clients.dynamo, config.tableName),
       logger: runtime.logger,
       metrics: runtime.metrics,
       ...(runtime.meter ? { meter: runtime.meter } : {}),

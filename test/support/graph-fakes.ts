@@ -112,7 +112,7 @@ export class FakeJobGraph implements JobGraph {
     this.enter('release', child);
     const job = this.store.peek(child);
     if (!job) return { kind: 'refused' };
-    const counted = this.rel.get(child) ?? new Set<number>();
+    const counted = this.rel.get(child) ?? new Set<number>(job.parentsResolved ?? []);
     if (
       job.state !== 'waiting' ||
       job.pendingParents === undefined ||
@@ -124,7 +124,7 @@ export class FakeJobGraph implements JobGraph {
     }
     const at = new Date(now).toISOString();
     if (outcome.kind === 'end') {
-      const { pendingParents: _pending, ...rest } = job;
+      const { pendingParents: _pending, parentsResolved: _resolved, ...rest } = job;
       const ended: Job = {
         ...rest,
         state: outcome.state,
@@ -150,7 +150,7 @@ export class FakeJobGraph implements JobGraph {
     if (current?.state !== 'waiting' || current.pendingParents !== 0) {
       return { kind: 'refused', ...(current ? { job: current } : {}) };
     }
-    const { pendingParents: _pending, ...rest } = current;
+    const { pendingParents: _pending, parentsResolved: _resolved, ...rest } = current;
     this.rel.delete(job.id);
     const at = new Date(now).toISOString();
     this.put({
