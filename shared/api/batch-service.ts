@@ -30,6 +30,31 @@ function summary(job: JobView) {
   };
 }
 
+/** The group keys (`id:<id>`) of an item's parents that are jobs of the same batch, itself left out. */
+function batchParents(item: unknown, groups: ReadonlyMap<string, number[]>): string[] {
+  if (item === null || typeof item !== 'object') return [];
+  const { id, dependsOn } = item as { id?: unknown; dependsOn?: unknown };
+  if (!Array.isArray(dependsOn)) return [];
+  return dependsOn.flatMap((ref: unknown) => {
+    const parent =
+      typeof ref === 'string'
+        ? ref
+        : ref !== null && typeof ref === 'object' && typeof (ref as { id?: unknown }).id === 'string'
+          ? (ref as { id: string }).id
+          : undefined;
+    return parent !== undefined && parent !== id && groups.has(`id:${parent}`) ? [`id:${parent}`] : [];
+  });
+}
+
+/** The error of a batch item on a cycle of `dependsOn` within the batch: nothing of it is written. */
+function cycleError(index: number): z.output<typeof errorBodySchema> {
+  return {
+    code: 'flow_cycle',
+    message: 'this job is on a cycle of dependsOn within the batch (or waits for one that is); it was not written',
+    issues: [{ path: 'dependsOn', message: `item ${index} waits, through the batch, for itself` }],
+  };
+}
+
 /**
  * `POST /jobs/batch`: each job is validated, deduplicated and written on its own through
  * {@link JobsService.write}, at most {@link BATCH_CONCURRENCY} at a time, so one bad or
@@ -55,13 +80,31 @@ export class BatchService {
       groups.set(key, [...(groups.get(key) ?? []), index]);
     });
     const pending: { index: number; send: PendingSend }[] = [];
-    await mapWithConcurrency([...groups.values()], BATCH_CONCURRENCY, async (indexes) => {
-      for (const index of indexes) {
-        const { result, send } = await this.one(items[index], index, requestId);
-        results[index] = result;
-        if (send) pending.push({ index, send });
+    // Jobs whose parents (`dependsOn`) are in the batch are written after them, wave by wave: a
+    // child is registered with parents that exist (none is sent before the batch's writes end).
+    let waiting = [...groups.entries()];
+    const written = new Set<string>();
+    while (waiting.length > 0) {
+      const ready = waiting.filter(([, indexes]) =>
+        indexes.every((i) => batchParents(items[i], groups).every((parent) => written.has(parent))),
+      );
+      if (ready.length === 0) {
+        for (const [, indexes] of waiting) {
+          for (const index of indexes) results[index] = { index, status: 'error', error: cycleError(index) };
+        }
+        break;
       }
-    });
+      await mapWithConcurrency(ready, BATCH_CONCURRENCY, async ([, indexes]) => {
+        for (const index of indexes) {
+          const { result, send } = await this.one(items[index], index, requestId);
+          results[index] = result;
+          if (send) pending.push({ index, send });
+        }
+      });
+      for (const [key] of ready) written.add(key);
+      const done = new Set(ready.map(([key]) => key));
+      waiting = waiting.filter(([key]) => !done.has(key));
+    }
     const failures = await this.deps.jobs.sendPending(pending.map((p) => p.send));
     failures.forEach((error, n) => {
       const index = (pending[n] as { index: number }).index;

@@ -4,6 +4,7 @@
  * delivers every message sent (in order, as SQS may) until none is left.
  */
 import { z } from 'zod';
+import { BatchService } from '../../shared/api/batch-service';
 import { ControlService } from '../../shared/api/control-service';
 import { JobsService } from '../../shared/api/jobs-service';
 import { ManualClock } from '../../shared/core/clock';
@@ -67,6 +68,7 @@ export function depsPlatform() {
     log,
     graph,
   });
+  const batch = new BatchService({ jobs, log });
   let delivered = 0;
   /** Outcomes of every delivery, by job id. */
   const deliveries: { id: string; retry: boolean }[] = [];
@@ -95,6 +97,7 @@ export function depsPlatform() {
     clock,
     logs: logs.lines,
     jobs,
+    batch,
     control,
     runs,
     parentsSeen,

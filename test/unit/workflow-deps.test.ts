@@ -186,6 +186,46 @@ describe('dependsOn at enqueue', () => {
   });
 });
 
+describe('dependsOn in a batch', () => {
+  it('parents in the same batch, listed after their children, are written first; all run in order', async () => {
+    const p = depsPlatform();
+    const out = await p.batch.enqueueAll(
+      [
+        { type: 'node', id: 'C', payload: {}, dependsOn: ['B', 'A'] },
+        { type: 'node', id: 'B', payload: {}, dependsOn: ['A'] },
+        { type: 'node', id: 'A', payload: {} },
+      ],
+      'r1',
+    );
+    expect(out.results.map((r) => r.status)).toEqual(['created', 'created', 'created']);
+    expect(p.store.peek('C')?.pendingParents).toBe(2);
+    // only the root was sent
+    expect(p.queue.sent.map((s) => s.message.id)).toEqual(['A']);
+    await p.drain();
+    expect(p.runs).toEqual(['A', 'B', 'C']);
+  });
+
+  it('a cycle within the batch: its items are refused (flow_cycle) and not written; the others are', async () => {
+    const p = depsPlatform();
+    const out = await p.batch.enqueueAll(
+      [
+        { type: 'node', id: 'X', payload: {}, dependsOn: ['Y'] },
+        { type: 'node', id: 'Y', payload: {}, dependsOn: ['X'] },
+        { type: 'node', id: 'Z', payload: {}, dependsOn: ['Y'] },
+        { type: 'node', id: 'R', payload: {} },
+      ],
+      'r2',
+    );
+    expect(out.results.map((r) => (r.status === 'error' ? r.error.code : r.status))).toEqual([
+      'flow_cycle',
+      'flow_cycle',
+      'flow_cycle',
+      'created',
+    ]);
+    expect(p.store.all().map((j) => j.id)).toEqual(['R']);
+  });
+});
+
 describe('release replays', () => {
   it('a duplicated or replayed release never releases a child twice', async () => {
     const p = depsPlatform();
