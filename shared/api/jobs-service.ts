@@ -161,46 +161,7 @@ export class JobsService {
     options: EnqueueOptions = {},
   ): Promise<{ created: boolean; job: JobView; send?: PendingSend }> {
     const { config, store, clock } = this.deps;
-    const spec = this.specs.get(request.type);
-    const route = config.routes[request.type];
-    if (!spec || !route) {
-      throw new ValidationError(
-        `unknown job type "${request.type}"`,
-        [{ path: 'type', message: `must be one of: ${this.deployedTypes().join(', ')}` }],
-        'unknown_type',
-      );
-    }
-    const size = jsonBytes(request.payload);
-    if (size > MAX_PAYLOAD_BYTES) {
-      throw new PayloadTooLargeError(
-        `payload is ${size} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes (it is stored in the job's DynamoDB item)`,
-        MAX_PAYLOAD_BYTES,
-      );
-    }
-    const payload = parseOrThrow(spec.payload, request.payload, {
-      message: `payload does not match the ${spec.type} schema`,
-      code: 'invalid_payload',
-      prefix: 'payload',
-    });
-    if (request.concurrencyKey !== undefined && !spec.concurrency?.some((l) => l.key)) {
-      throw new ValidationError(
-        `job type "${spec.type}" has no keyed concurrency limit`,
-        [{ path: 'concurrencyKey', message: 'only for a job type with a concurrency limit that has a key' }],
-        'invalid_concurrency_key',
-      );
-    }
-    const flowKeys = spec.concurrency ? resolveFlowKeys(spec.concurrency, payload, request.concurrencyKey) : undefined;
-    if (request.singletonKey !== undefined && !spec.singleton) {
-      throw new ValidationError(
-        `job type "${spec.type}" has no singleton`,
-        [{ path: 'singletonKey', message: 'only for a job type with a singleton' }],
-        'invalid_singleton_key',
-      );
-    }
-    const singletonKey = spec.singleton
-      ? resolveSingletonKey(spec.singleton, payload, request.singletonKey)
-      : undefined;
-    const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
+    const { spec, payload, flowKeys, singletonKey, throttleKey } = this.checked(request);
     const now = clock.now();
     const id = request.id ?? randomUUID();
     if (spec.debounce) refuseDebouncedDelay(spec, request);
@@ -433,6 +394,82 @@ export class JobsService {
     }
   }
 
+  /**
+   * The checks of an enqueue request that need no read: its type, payload and keys. Throws the
+   * 400 (or 413) an enqueue answers.
+   */
+  private checked(request: EnqueueRequest) {
+    const spec = this.specs.get(request.type);
+    const route = this.deps.config.routes[request.type];
+    if (!spec || !route) {
+      throw new ValidationError(
+        `unknown job type "${request.type}"`,
+        [{ path: 'type', message: `must be one of: ${this.deployedTypes().join(', ')}` }],
+        'unknown_type',
+      );
+    }
+    const size = jsonBytes(request.payload);
+    if (size > MAX_PAYLOAD_BYTES) {
+      throw new PayloadTooLargeError(
+        `payload is ${size} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes (it is stored in the job's DynamoDB item)`,
+        MAX_PAYLOAD_BYTES,
+      );
+    }
+    const payload = parseOrThrow(spec.payload, request.payload, {
+      message: `payload does not match the ${spec.type} schema`,
+      code: 'invalid_payload',
+      prefix: 'payload',
+    });
+    if (request.concurrencyKey !== undefined && !spec.concurrency?.some((l) => l.key)) {
+      throw new ValidationError(
+        `job type "${spec.type}" has no keyed concurrency limit`,
+        [{ path: 'concurrencyKey', message: 'only for a job type with a concurrency limit that has a key' }],
+        'invalid_concurrency_key',
+      );
+    }
+    const flowKeys = spec.concurrency ? resolveFlowKeys(spec.concurrency, payload, request.concurrencyKey) : undefined;
+    if (request.singletonKey !== undefined && !spec.singleton) {
+      throw new ValidationError(
+        `job type "${spec.type}" has no singleton`,
+        [{ path: 'singletonKey', message: 'only for a job type with a singleton' }],
+        'invalid_singleton_key',
+      );
+    }
+    const singletonKey = spec.singleton
+      ? resolveSingletonKey(spec.singleton, payload, request.singletonKey)
+      : undefined;
+    const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
+    return { spec, payload, flowKeys, singletonKey, throttleKey };
+  }
+
+  /**
+   * Every check of an enqueue request that writes nothing and reads nothing (type, payload, keys,
+   * times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
+   * A type with a debounce or a rate limit is refused when the request has parents.
+   */
+  validate(request: EnqueueRequest, path: string): void {
+    try {
+      const { spec } = this.checked(request);
+      if (spec.debounce) refuseDebouncedDelay(spec, request);
+      const now = this.deps.clock.now();
+      const plan = planEnqueue(request, now);
+      if (request.dispatchBy !== undefined) checkDispatchBy(request.dispatchBy, plan.runAt, now);
+      if (request.dependsOn) {
+        if (spec.debounce || spec.rateLimit) {
+          throw new ValidationError(
+            `job type "${spec.type}" has a ${spec.debounce ? 'debounce' : 'rate limit'}: its jobs cannot wait for parents`,
+            [{ path: 'dependsOn', message: 'not allowed for this job type' }],
+            'dependencies_unsupported',
+          );
+        }
+        parentEdges(request.dependsOn, request.id);
+      }
+    } catch (error) {
+      if (error instanceof ValidationError) throw prefixed(error, path);
+      throw error;
+    }
+  }
+
   private releaseDeps(): ReleaseDeps {
     const graph = this.deps.graph;
     if (!graph) throw new ConfigError('job dependencies need the job graph');
@@ -616,6 +653,15 @@ export class JobsService {
     }
     return current;
   }
+}
+
+/** `error` with each issue's path under `prefix` (e.g. `jobs.3`). */
+function prefixed(error: ValidationError, prefix: string): ValidationError {
+  return new ValidationError(
+    error.message,
+    (error.issues ?? []).map((issue) => ({ ...issue, path: issue.path ? `${prefix}.${issue.path}` : prefix })),
+    error.code,
+  );
 }
 
 /** A debounced type's jobs start when their key has been quiet: a delay is refused (400). */

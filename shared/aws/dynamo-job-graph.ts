@@ -12,6 +12,7 @@ import {
   type ChildEntry,
   type EdgeOutcome,
   type EdgeRelease,
+  type FlowRecord,
   type JobGraph,
   type ParentEdge,
   type ParentPolicy,
@@ -27,6 +28,11 @@ import { translateAwsError } from './errors';
 type Item = Record<string, AttributeValue>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Key of a flow's item (`POST /flows`). */
+export function flowKey(id: string): string {
+  return `flow#${id}`;
+}
 
 /** Key of a job's parents item: its `dependsOn`, as JSON. */
 export function parentsKey(id: string): string {
@@ -156,7 +162,15 @@ export class DynamoJobGraph implements JobGraph {
     }
   }
 
-  async children({ parent, count }: { parent: string; count: number }): Promise<ChildEntry[]> {
+  async children({
+    parent,
+    count,
+    seal = true,
+  }: {
+    parent: string;
+    count: number;
+    seal?: boolean;
+  }): Promise<ChildEntry[]> {
     if (count <= 0) return [];
     const chunkKeys = Array.from({ length: chunkOf(count) + 1 }, (_, k) => childrenKey(parent, k));
     const items = await this.batchGet(chunkKeys);
@@ -168,7 +182,7 @@ export class DynamoJobGraph implements JobGraph {
         entries.push(entry);
         continue;
       }
-      if (value?.S === TOMBSTONE) continue;
+      if (value?.S === TOMBSTONE || !seal) continue;
       const late = await this.seal(parent, slot);
       if (late) entries.push(late);
     }
@@ -363,6 +377,36 @@ export class DynamoJobGraph implements JobGraph {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return;
       translateAwsError(error, 'DynamoDB UpdateItem (children released)');
+    }
+  }
+
+  async putFlow(flow: FlowRecord & { expiresAt: number }): Promise<void> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            pk: S(flowKey(flow.id)),
+            createdAt: S(flow.createdAt),
+            nodes: S(JSON.stringify(flow.nodes)),
+            expiresAt: N(flow.expiresAt),
+          },
+        }),
+      );
+    } catch (error) {
+      translateAwsError(error, 'DynamoDB PutItem (flow)');
+    }
+  }
+
+  async flow(id: string): Promise<FlowRecord | undefined> {
+    try {
+      const out = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(flowKey(id)) }, ConsistentRead: true }),
+      );
+      if (!out.Item?.nodes?.S || !out.Item.createdAt?.S) return undefined;
+      return { id, createdAt: out.Item.createdAt.S, nodes: JSON.parse(out.Item.nodes.S) as FlowRecord['nodes'] };
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB GetItem (flow)');
     }
   }
 

@@ -169,6 +169,13 @@ export function findCycle(parentsOf: ReadonlyMap<string, readonly string[]>): st
   return undefined;
 }
 
+/** A flow (`POST /flows`) as its item keeps it: its nodes and their edges. */
+export interface FlowRecord {
+  id: string;
+  createdAt: string;
+  nodes: { id: string; type: string; dependsOn: ParentEdge[] }[];
+}
+
 /** What one release write did to a child. */
 export type EdgeRelease =
   /** Counted; the child still waits for other parents. */
@@ -210,7 +217,12 @@ export interface JobGraph {
    * tombstone), so a registration still in flight for it is refused and resolves its edge
    * itself. One strongly consistent batch read, plus one write per empty slot.
    */
-  children(input: { parent: string; count: number }): Promise<ChildEntry[]>;
+  children(input: {
+    parent: string;
+    count: number;
+    /** Seal the empty slots (the release does); false only reads (a view). @default true */
+    seal?: boolean;
+  }): Promise<ChildEntry[]>;
   /**
    * The release of one edge on a waiting child: by `outcome`, its pending count - 1 (and, at
    * zero, state `queued`, due at `max(runAt, now)`), or the child ended. Refused when that edge
@@ -228,6 +240,10 @@ export interface JobGraph {
   }): Promise<EdgeRelease>;
   /** Records that the parent's children up to slot `count` were released. One write. */
   markReleased(input: { parent: string; count: number }): Promise<void>;
+  /** Writes a flow's item (`POST /flows`), after its nodes. One write. */
+  putFlow(flow: FlowRecord & { expiresAt: number }): Promise<void>;
+  /** A flow's item, or undefined. One read. */
+  flow(id: string): Promise<FlowRecord | undefined>;
   /** Status items of `ids` (missing ones left out): one strongly consistent batch read per 100. */
   jobs(ids: readonly string[]): Promise<Map<string, Job>>;
 }

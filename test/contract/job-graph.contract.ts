@@ -260,6 +260,48 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       expect((await leg.store.get(parent.id))?.childrenReleased).toBe(5);
     });
 
+    it('a view of the registry reads without sealing: a registration in flight still lands', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'running' });
+      const added = await leg.graph.addChild({ parent: parent.id });
+      expect(await leg.graph.children({ parent: parent.id, count: 1, seal: false })).toEqual([]);
+      const entry: ChildEntry = { child: 'c', policy: 'fail', index: 0 };
+      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry, expiresAt: TTL })).toBe(true);
+      expect(await leg.graph.children({ parent: parent.id, count: 1, seal: false })).toEqual([entry]);
+    });
+
+    it('keeps a flow’s record', async () => {
+      const { graph } = await setup();
+      const flowId = id('flow');
+      const record = {
+        id: flowId,
+        createdAt: new Date(T0).toISOString(),
+        nodes: [
+          { id: 'a', type: 'echo', dependsOn: [] },
+          { id: 'b', type: 'echo', dependsOn: [{ id: 'a', policy: 'ignore' as const }] },
+        ],
+      };
+      await graph.putFlow({ ...record, expiresAt: TTL });
+      expect(await graph.flow(flowId)).toEqual(record);
+      expect(await graph.flow(id('none'))).toBeUndefined();
+    });
+
+    it('a child created with parents already counted (finished at enqueue) refuses their edges', async () => {
+      const leg = await setup();
+      const child = await put(leg, { state: 'waiting', pendingParents: 1, parentsResolved: [0] });
+      const base = {
+        child: child.id,
+        outcome: resolve,
+        parent: 'p',
+        parentState: 'succeeded' as const,
+        now: T0,
+        expiresAt: TTL,
+      };
+      expect((await leg.graph.release({ ...base, index: 0 })).kind).toBe('refused');
+      expect((await leg.store.get(child.id))?.pendingParents).toBe(1);
+      expect((await leg.graph.release({ ...base, index: 1 })).kind).toBe('ready');
+    });
+
     it('reads many status items at once, with their results; missing ones left out', async () => {
       const leg = await setup();
       const jobs = await Promise.all(

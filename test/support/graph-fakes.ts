@@ -9,6 +9,7 @@ import {
   type ChildEntry,
   type EdgeOutcome,
   type EdgeRelease,
+  type FlowRecord,
   type JobGraph,
   type ParentEdge,
   parentFailedError,
@@ -27,7 +28,9 @@ export type GraphMethod =
   | 'children'
   | 'release'
   | 'markReleased'
-  | 'jobs';
+  | 'jobs'
+  | 'putFlow'
+  | 'flow';
 
 export class FakeJobGraph implements JobGraph {
   private readonly parentItems = new Map<string, ParentEdge[]>();
@@ -86,15 +89,16 @@ export class FakeJobGraph implements JobGraph {
     return true;
   }
 
-  async children({ parent, count }: { parent: string; count: number }): Promise<ChildEntry[]> {
+  async children({ parent, count, seal = true }: { parent: string; count: number; seal?: boolean }) {
     this.enter('children', parent);
     const slots = this.slots.get(parent) ?? new Map<number, Slot>();
     this.slots.set(parent, slots);
     const entries: ChildEntry[] = [];
     for (let slot = 1; slot <= count; slot++) {
       const value = slots.get(slot);
-      if (value === undefined) slots.set(slot, 'tombstone');
-      else if (value !== 'tombstone') entries.push({ ...value });
+      if (value === undefined) {
+        if (seal) slots.set(slot, 'tombstone');
+      } else if (value !== 'tombstone') entries.push({ ...value });
     }
     return entries;
   }
@@ -167,6 +171,20 @@ export class FakeJobGraph implements JobGraph {
     const job = this.store.peek(parent);
     if (!job || (job.childrenReleased ?? -1) >= count) return;
     this.put({ ...job, childrenReleased: count });
+  }
+
+  private readonly flows = new Map<string, FlowRecord>();
+
+  async putFlow(flow: FlowRecord & { expiresAt: number }): Promise<void> {
+    this.enter('putFlow', flow.id);
+    const { expiresAt: _ttl, ...record } = flow;
+    this.flows.set(flow.id, JSON.parse(JSON.stringify(record)) as FlowRecord);
+  }
+
+  async flow(id: string): Promise<FlowRecord | undefined> {
+    this.enter('flow', id);
+    const record = this.flows.get(id);
+    return record ? (JSON.parse(JSON.stringify(record)) as FlowRecord) : undefined;
   }
 
   async jobs(ids: readonly string[]): Promise<Map<string, Job>> {
