@@ -10,12 +10,14 @@ import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
 import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
+import { FlowsService } from './flows-service';
 import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
 import { JobsService } from './jobs-service';
 import { batchRoutes } from './routes/batch';
 import { bulkRoutes } from './routes/bulk';
 import { dlqRoutes } from './routes/dlq';
 import { flowRoutes } from './routes/flow';
+import { flowsRoutes } from './routes/flows';
 import { jobControlRoutes } from './routes/job-control';
 import { jobRoutes } from './routes/jobs';
 import { listRoutes } from './routes/list';
@@ -72,6 +74,17 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   routes.push(...jobControlRoutes(plane));
   routes.push(...dlqRoutes(plane));
   routes.push(...flowRoutes({ ...deps, clock: deps.clock ?? systemClock }));
+  routes.push(
+    ...flowsRoutes(
+      new FlowsService({
+        jobs,
+        ...(deps.graph ? { graph: deps.graph } : {}),
+        clock: deps.clock ?? systemClock,
+        log,
+        retentionDays: deps.config.retentionDays,
+      }),
+    ),
+  );
   routes.push(...openApiRoutes());
 
   return async (event) => {

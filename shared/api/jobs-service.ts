@@ -470,6 +470,18 @@ export class JobsService {
     }
   }
 
+  /** A job's parents (one read of its parents item) and children (its registry, when it has any) on its view. */
+  private async withGraph(view: JobView, job: Job): Promise<void> {
+    const graph = this.deps.graph;
+    if (!graph) return;
+    const parents = await graph.parents(job.id);
+    if (parents) view.parents = parents.map((p) => ({ id: p.id, onParentFailure: p.policy }));
+    if ((job.childCount ?? 0) > 0) {
+      const children = await graph.children({ parent: job.id, count: job.childCount ?? 0, seal: false });
+      if (children.length > 0) view.children = [...new Set(children.map((c) => c.child))];
+    }
+  }
+
   private releaseDeps(): ReleaseDeps {
     const graph = this.deps.graph;
     if (!graph) throw new ConfigError('job dependencies need the job graph');
@@ -559,6 +571,7 @@ export class JobsService {
       throw new NotFoundError(`job ${id} not found`, 'job_not_found');
     }
     const view = toView(job);
+    await this.withGraph(view, job);
     if (job.skipReason?.kind === 'debounce' && job.skipReason.by !== undefined) {
       view.debouncedInto = await this.debounceRun(job, job.skipReason.by);
     }

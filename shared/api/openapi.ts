@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { enqueueRequestSchema } from '../core/enqueue';
 import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/request';
+import { flowRequestSchema } from './flows-service';
 import {
   attemptErrorSchema,
   batchItemResultSchema,
@@ -13,6 +14,7 @@ import {
   dlqPeekSchema,
   dlqQuerySchema,
   errorSchema,
+  flowViewSchema,
   jobPageSchema,
   jobProgressSchema,
   jobStateSchema,
@@ -66,6 +68,7 @@ export interface ApiOperation {
 const REQUEST_COMPONENTS: [string, z.ZodType][] = [
   ['EnqueueRequest', enqueueRequestSchema],
   ['BatchRequest', batchRequestDocSchema],
+  ['FlowRequest', flowRequestSchema],
   ['RedriveRequest', redriveRequestSchema],
   ['ScheduleRequest', scheduleRequestSchema],
   ['ScheduleUpdate', scheduleUpdateSchema],
@@ -77,6 +80,7 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['AttemptError', attemptErrorSchema],
   ['JobProgress', jobProgressSchema],
   ['JobView', jobViewSchema],
+  ['FlowView', flowViewSchema],
   ['JobSummary', jobSummarySchema],
   ['JobPage', jobPageSchema],
   ['Error', errorSchema],
@@ -301,6 +305,31 @@ export const OPERATIONS: ApiOperation[] = [
       '200': { description: 'One result per job', schema: batchResponseSchema },
       ...errors('400', '413', '415'),
     },
+  },
+  {
+    method: 'post',
+    path: '/flows',
+    operationId: 'createFlow',
+    summary: 'Enqueue a DAG of up to 100 jobs, all or nothing',
+    description:
+      'Each job is an enqueue request with a required `id`; `dependsOn` names jobs of the flow or existing jobs. ' +
+      'The whole flow is checked before anything is written: a cycle (400 `flow_cycle`), an unknown parent ' +
+      '(400 `unknown_parent`), a duplicate id (400 `duplicate_node`), a bad policy or any invalid job writes ' +
+      'nothing, and the issue names the job (`jobs.<i>...`). 201 when created; 200 for a replay of the same flow.',
+    body: flowRequestSchema,
+    responses: {
+      '201': { description: 'The flow, created', schema: flowViewSchema },
+      '200': { description: 'The flow, written before (a replay)', schema: flowViewSchema },
+      ...errors('400', '409', '413', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/flows/{id}',
+    operationId: 'getFlow',
+    summary: "A flow's graph and each job's state",
+    pathParams: { id: 'The flow id' },
+    responses: { '200': { description: 'The flow', schema: flowViewSchema }, ...errors('404', '429', '503') },
   },
   {
     method: 'post',

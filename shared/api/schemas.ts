@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import type { JobSummary } from '../core/control-ports';
+import { PARENT_POLICIES } from '../core/dependencies';
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../core/enqueue';
 import type { AttemptError, JobProgress, JobView } from '../core/job';
 import { JOB_TYPE_PATTERN } from '../core/job-type';
@@ -88,6 +89,19 @@ export const jobViewSchema = z
         description:
           'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, its debounce quiet period, the end of its sleep or a signal; the key or name, and since when',
       }),
+    parents: z
+      .array(z.object({ id: jobId, onParentFailure: z.enum(PARENT_POLICIES) }))
+      .optional()
+      .meta({ description: 'Only for a job with dependsOn: its parents and the policy of each edge' }),
+    pendingParents: z
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: 'Only while the job waits for its parents: how many have not finished' }),
+    children: z
+      .array(jobId)
+      .optional()
+      .meta({ description: 'Only for a job others depend on: the jobs registered as its children' }),
     skipReason: z
       .object({
         kind: z.enum(['singleton', 'rate-limit', 'debounce']),
@@ -216,6 +230,23 @@ export const batchRequestSchema = z
 export const batchRequestDocSchema = batchRequestSchema.extend({
   jobs: z.array(enqueueRequestSchema).min(1).max(MAX_BATCH_JOBS),
 });
+
+/** `GET /flows/{id}` and the answer of `POST /flows`: the graph and each node's state. */
+export const flowViewSchema = z
+  .object({
+    id: jobId,
+    createdAt: isoTime,
+    nodes: z.array(
+      z.object({
+        id: jobId,
+        type: typeName,
+        state: jobStateSchema.nullable().meta({ description: 'null when the job is gone (past its retention)' }),
+        dependsOn: z.array(z.object({ id: jobId, onParentFailure: z.enum(PARENT_POLICIES) })),
+        children: z.array(jobId).meta({ description: 'Jobs of the flow that depend on this one' }),
+      }),
+    ),
+  })
+  .meta({ description: 'A flow: its jobs, their edges and states' });
 
 const queryTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 

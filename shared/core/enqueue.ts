@@ -23,7 +23,7 @@ export const MAX_HORIZON_SECONDS = 366 * 24 * 3600;
 /** A `runAt` at most this far in the past is treated as "now" (clock skew between callers). */
 export const PAST_TOLERANCE_MS = 5_000;
 
-const jobIdSchema = z
+export const jobIdSchema = z
   .string()
   .regex(JOB_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit');
 

@@ -201,6 +201,12 @@ export interface JobView {
   debouncedInto?: string;
   /** Only while a due job waits: for what (a slot, or a throttle's turn, `until` when), on which key, since when. */
   waitingFor?: { kind: WaitingFor['kind'] | 'debounce'; key: string; since: string; until?: string };
+  /** Only for a job with `dependsOn`: its parents and each edge's policy. */
+  parents?: { id: string; onParentFailure: 'fail' | 'ignore' | 'cancel' }[];
+  /** Only while the job waits for its parents: how many have not finished. */
+  pendingParents?: number;
+  /** Only for a job others depend on: the jobs registered as its children. */
+  children?: string[];
   /** Only for a `skipped` job: why flow control turned it away. */
   skipReason?: SkipReason;
   /** Only once an attempt ended: the AWS requests and DynamoDB write units the platform spent on the job. */
@@ -244,6 +250,7 @@ export function toView(job: Job): JobView {
             },
           }
         : {}),
+    ...(job.pendingParents !== undefined && job.state === 'waiting' ? { pendingParents: job.pendingParents } : {}),
     ...(job.skipReason !== undefined ? { skipReason: job.skipReason } : {}),
     ...(job.cost !== undefined ? { cost: job.cost } : {}),
   };

@@ -77,6 +77,8 @@ describe('GET /openapi.json document', () => {
         'post /schedules/{name}/run',
         'get /overview',
         'post /jobs/bulk',
+        'post /flows',
+        'get /flows/{id}',
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths)) {

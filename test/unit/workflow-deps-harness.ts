@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { BatchService } from '../../shared/api/batch-service';
 import { ControlService } from '../../shared/api/control-service';
+import { FlowsService } from '../../shared/api/flows-service';
 import { JobsService } from '../../shared/api/jobs-service';
 import { ManualClock } from '../../shared/core/clock';
 import type { EnqueueRequest } from '../../shared/core/enqueue';
@@ -69,6 +70,7 @@ export function depsPlatform() {
     graph,
   });
   const batch = new BatchService({ jobs, log });
+  const flows = new FlowsService({ jobs, graph, clock, log, retentionDays: 30 });
   let delivered = 0;
   /** Outcomes of every delivery, by job id. */
   const deliveries: { id: string; retry: boolean }[] = [];
@@ -98,6 +100,7 @@ export function depsPlatform() {
     logs: logs.lines,
     jobs,
     batch,
+    flows,
     control,
     runs,
     parentsSeen,

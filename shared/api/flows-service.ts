@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import * as z from 'zod';
+import type { Clock } from '../core/clock';
+import { type FlowRecord, findCycle, type JobGraph, parentEdges } from '../core/dependencies';
+import { enqueueRequestSchema, jobIdSchema } from '../core/enqueue';
+import type { JobState } from '../core/states';
+import { parseOrThrow } from '../core/validation';
+import { ConfigError, NotFoundError, ValidationError } from '../errors';
+import type { Logger } from '../logger';
+import { mapWithConcurrency } from './concurrency';
+import type { JobsService, PendingSend } from './jobs-service';
+
+/** Most jobs in one flow. */
+export const MAX_FLOW_NODES = 100;
+
+/** A flow's item outlives its creation by this long: past the longest its jobs can live. */
+const FLOW_RETENTION_DAYS = 2 * 366;
+
+/** Writes of one flow level in flight at once. */
+const FLOW_CONCURRENCY = 10;
+
+/** `POST /flows`: a DAG of jobs, each an enqueue request with a required `id`. */
+export const flowRequestSchema = z
+  .object({
+    /** The flow's id; a replay with the same id and nodes completes it. @default a random UUID */
+    id: jobIdSchema.optional(),
+    jobs: z
+      .array(z.object({ ...enqueueRequestSchema.shape, id: jobIdSchema }).strict())
+      .min(1, `must hold 1 to ${MAX_FLOW_NODES} jobs`)
+      .max(MAX_FLOW_NODES, `must hold 1 to ${MAX_FLOW_NODES} jobs`),
+  })
+  .strict();
+
+export type FlowRequest = z.output<typeof flowRequestSchema>;
+
+/** A node of `GET /flows/{id}`. */
+export interface FlowNodeView {
+  id: string;
+  type: string;
+  /** Undefined when the job is gone (past its retention). */
+  state: JobState | null;
+  dependsOn: { id: string; onParentFailure: string }[];
+  /** Jobs of the flow that depend on this one. */
+  children: string[];
+}
+
+export interface FlowView {
+  id: string;
+  createdAt: string;
+  nodes: FlowNodeView[];
+}
+
+/**
+ * `POST /flows` and `GET /flows/{id}`. A flow is checked whole before anything is written
+ * (schemas, types, payloads, unique ids, parents in the flow or existing, no cycle): any 400
+ * writes nothing. Its jobs are then written level by level, parents before children, each as an
+ * enqueue with `dependsOn` writes it (its parents item, its status item, its registrations), so
+ * a flow cut short never has a job whose parents are not written; its roots' messages are sent
+ * only after every job is written, and the flow's item last. A replay with the same id and jobs
+ * finds them written (200) and completes what is missing.
+ */
+export class FlowsService {
+  constructor(
+    private readonly deps: { jobs: JobsService; graph?: JobGraph; clock: Clock; log: Logger; retentionDays: number },
+  ) {}
+
+  private graph(): JobGraph {
+    if (!this.deps.graph) throw new ConfigError('flows need the job graph (ApiDeps.graph)');
+    return this.deps.graph;
+  }
+
+  async create(body: unknown): Promise<{ created: boolean; flow: FlowView }> {
+    const request = parseOrThrow(flowRequestSchema, body, { message: 'invalid flow' });
+    const graph = this.graph();
+    const flowId = request.id ?? randomUUID();
+    const nodes = request.jobs;
+    const index = new Map<string, number>();
+    nodes.forEach((node, i) => {
+      if (index.has(node.id)) {
+        throw new ValidationError(
+          `job id ${node.id} appears twice in the flow`,
+          [{ path: `jobs.${i}.id`, message: 'duplicate id in the flow' }],
+          'duplicate_node',
+        );
+      }
+      index.set(node.id, i);
+    });
+    const edges = nodes.map((node, i) => {
+      this.deps.jobs.validate(node, `jobs.${i}`);
+      return node.dependsOn ? parentEdges(node.dependsOn, node.id, `jobs.${i}.dependsOn`) : [];
+    });
+    const parentsOf = new Map(nodes.map((node, i) => [node.id, (edges[i] ?? []).map((e) => e.id)]));
+    const cycle = findCycle(parentsOf);
+    if (cycle) {
+      const at = index.get(cycle[0] as string) ?? 0;
+      throw new ValidationError(
+        `the flow has a cycle: ${[...cycle, cycle[0]].join(' → ')}`,
+        [{ path: `jobs.${at}.dependsOn`, message: `on the cycle ${[...cycle, cycle[0]].join(' → ')}` }],
+        'flow_cycle',
+      );
+    }
+    const outside = [...new Set(edges.flat().flatMap((e) => (index.has(e.id) ? [] : [e.id])))];
+    const existing = outside.length > 0 ? await graph.jobs(outside) : new Map();
+    const unknown = nodes.flatMap((_, i) =>
+      (edges[i] ?? []).flatMap((e, j) =>
+        index.has(e.id) || existing.has(e.id) ? [] : [{ path: `jobs.${i}.dependsOn.${j}`, message: 'no such job' }],
+      ),
+    );
+    if (unknown.length > 0) {
+      throw new ValidationError(
+        'the flow names parents that are not in it and do not exist',
+        unknown,
+        'unknown_parent',
+      );
+    }
+
+    // Level by level: a node's parents in the flow are written before it.
+    const levels: number[][] = [];
+    const level = new Map<string, number>();
+    const depth = (id: string): number => {
+      const known = level.get(id);
+      if (known !== undefined) return known;
+      const parents = (parentsOf.get(id) ?? []).filter((p) => index.has(p));
+      const d = parents.length === 0 ? 0 : Math.max(...parents.map(depth)) + 1;
+      level.set(id, d);
+      return d;
+    };
+    nodes.forEach((node, i) => {
+      const d = depth(node.id);
+      levels[d] = [...(levels[d] ?? []), i];
+    });
+    let created = false;
+    const sends: PendingSend[] = [];
+    for (const indexes of levels) {
+      await mapWithConcurrency(indexes ?? [], FLOW_CONCURRENCY, async (i) => {
+        const out = await this.deps.jobs.write(nodes[i] as FlowRequest['jobs'][number]);
+        if (out.created) created = true;
+        if (out.send) sends.push(out.send);
+      });
+    }
+    const now = this.deps.clock.now();
+    const record: FlowRecord = {
+      id: flowId,
+      createdAt: new Date(now).toISOString(),
+      nodes: nodes.map((node, i) => ({ id: node.id, type: node.type, dependsOn: edges[i] ?? [] })),
+    };
+    const previous = await graph.flow(flowId);
+    if (!previous) {
+      await graph.putFlow({ ...record, expiresAt: Math.floor(now / 1000) + FLOW_RETENTION_DAYS * 86_400 });
+      created = true;
+    }
+    const failures = await this.deps.jobs.sendPending(sends);
+    const failed = failures.find((e) => e !== undefined);
+    if (failed) throw failed;
+    this.deps.log.info('flow written', { flowId, jobs: nodes.length, created });
+    return { created, flow: await this.view(previous ?? record) };
+  }
+
+  async get(id: string): Promise<FlowView> {
+    const record = await this.graph().flow(id);
+    if (!record) throw new NotFoundError(`flow ${JSON.stringify(id)} not found`, 'flow_not_found');
+    return this.view(record);
+  }
+
+  private async view(record: FlowRecord): Promise<FlowView> {
+    const jobs = await this.graph().jobs(record.nodes.map((n) => n.id));
+    const children = new Map<string, string[]>();
+    for (const node of record.nodes) {
+      for (const edge of node.dependsOn) children.set(edge.id, [...(children.get(edge.id) ?? []), node.id]);
+    }
+    return {
+      id: record.id,
+      createdAt: record.createdAt,
+      nodes: record.nodes.map((node) => ({
+        id: node.id,
+        type: node.type,
+        state: jobs.get(node.id)?.state ?? null,
+        dependsOn: node.dependsOn.map((e) => ({ id: e.id, onParentFailure: e.policy })),
+        children: children.get(node.id) ?? [],
+      })),
+    };
+  }
+}

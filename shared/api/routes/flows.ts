@@ -1,0 +1,30 @@
+import { JOB_ID_PATTERN } from '../../core/enqueue';
+import { NotFoundError } from '../../errors';
+import type { FlowsService } from '../flows-service';
+import { json, jsonBody, type Route } from '../http';
+
+/** `POST /flows` (a DAG of jobs, all checked before any is written) and `GET /flows/{id}`. */
+export function flowsRoutes(flows: FlowsService): Route[] {
+  return [
+    {
+      path: '/flows',
+      methods: {
+        POST: async (request) => {
+          const { created, flow } = await flows.create(jsonBody(request));
+          return json(created ? 201 : 200, flow, created ? { location: `/flows/${encodeURIComponent(flow.id)}` } : {});
+        },
+      },
+    },
+    {
+      path: '/flows/{id}',
+      methods: {
+        GET: async (_request, params) => {
+          const id = params.id ?? '';
+          if (!JOB_ID_PATTERN.test(id))
+            throw new NotFoundError(`flow ${JSON.stringify(id)} not found`, 'flow_not_found');
+          return json(200, await flows.get(id));
+        },
+      },
+    },
+  ];
+}
