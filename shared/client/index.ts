@@ -25,6 +25,8 @@ import type {
   DlqListing,
   EnqueueOptions,
   EnqueueResult,
+  FlowJob,
+  FlowView,
   JobCatalog,
   JobState,
   JobSummary,
@@ -167,6 +169,18 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   enqueueBatch(items: readonly BatchItem<T>[]): Promise<BatchResult[]>;
   /** `GET /jobs/{id}`. */
   get(id: string, options?: { signal?: AbortSignal }): Promise<JobView>;
+  /**
+   * `POST /flows`: a DAG of up to 100 jobs, checked whole before any is written (a cycle, an
+   * unknown parent, a bad policy: 400 and nothing written). `created` is false for a replay.
+   * @example
+   * await client.createFlow([
+   *   { id: 'a', type: 'extract', payload: {} },
+   *   { id: 'b', type: 'load', payload: {}, dependsOn: ['a'] },
+   * ], { id: 'etl-2026-06-01' });
+   */
+  createFlow(jobs: readonly FlowJob<T>[], options?: { id?: string }): Promise<{ created: boolean; flow: FlowView }>;
+  /** `GET /flows/{id}`: the flow's graph and each job's state. */
+  getFlow(id: string): Promise<FlowView>;
   /** `GET /jobs`: iterate for items, or `.pages()` for pages; follows cursors. */
   list(filter?: ListFilter<TypeName<T>>): Listing<JobSummary>;
   /** `GET /types/{type}/latest`: the type's most recent job. */
@@ -345,6 +359,22 @@ export function createClient<C extends JobCatalog = JobCatalog>(
       });
       return out.results;
     },
+
+    async createFlow(jobs, flowOptions = {}) {
+      const body = {
+        id: flowOptions.id ?? newId(),
+        jobs: jobs.map(({ type, payload, ...rest }) => enqueueBody(type, payload, rest)),
+      };
+      const { status, body: flow } = await call<FlowView>(transport, {
+        method: 'POST',
+        path: '/flows',
+        body,
+        idempotent: true,
+      });
+      return { created: status === 201, flow };
+    },
+
+    getFlow: (id) => send({ method: 'GET', path: `/flows/${encodeURIComponent(id)}`, idempotent: true }),
 
     get: (id, getOptions) => send({ method: 'GET', path: job(id), idempotent: true, signal: getOptions?.signal }),
 

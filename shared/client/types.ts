@@ -8,6 +8,7 @@ import type {
   bulkResultSchema,
   deadLetterSchema,
   dlqPeekSchema,
+  flowViewSchema,
   jobSummarySchema,
   keyStateSchema,
   overviewSchema,
@@ -94,7 +95,24 @@ export interface EnqueueOptions {
    * @default the key from the payload
    */
   singletonKey?: string;
+  /**
+   * Jobs this one waits for (at most 1,000): it starts once all succeeded. Each is an id, or
+   * `{ id, onParentFailure }`: what the job does when that parent fails, is cancelled, expires or
+   * is skipped (`fail`: it fails; `cancel`: it is cancelled; `ignore`: the parent counts as done).
+   * @default no parents; a parent's policy defaults to `fail`
+   * @example
+   * await client.enqueue('report', { day }, { dependsOn: ['extract-1', { id: 'extract-2', onParentFailure: 'ignore' }] });
+   */
+  dependsOn?: (string | { id: string; onParentFailure?: 'fail' | 'ignore' | 'cancel' })[];
 }
+
+/** One job of `createFlow`: an enqueue with a required id (unique in the flow). */
+export type FlowJob<T extends JobTypeMap> = {
+  [K in TypeName<T>]: { type: K; payload: T[K]['input'] } & EnqueueOptions & { id: string };
+}[TypeName<T>];
+
+/** `GET /flows/{id}` and the answer of `POST /flows`: the graph and each job's state. */
+export type FlowView = z.output<typeof flowViewSchema>;
 
 export interface EnqueueResult<J = JobView> {
   /** False when a job with this id already existed with the same type and payload (a replay). */

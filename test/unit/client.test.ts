@@ -257,6 +257,36 @@ describe('request building', () => {
     expect(results.map((r) => r.status)).toEqual(['created', 'created']);
   });
 
+  it('createFlow posts the jobs with their dependsOn under a flow id; getFlow reads it', async () => {
+    const peer = await startPeer((req) =>
+      req.method === 'POST'
+        ? {
+            status: 201,
+            body: { id: (req.json as { id: string }).id, createdAt: '2026-06-01T00:00:00.000Z', nodes: [] },
+          }
+        : { body: { id: 'f1', createdAt: '2026-06-01T00:00:00.000Z', nodes: [] } },
+    );
+    const client = createClient({ url: peer.url });
+    const out = await client.createFlow(
+      [
+        { id: 'a', type: 'echo', payload: { n: 1 } },
+        { id: 'b', type: 'echo', payload: { n: 2 }, dependsOn: ['a', { id: 'x', onParentFailure: 'ignore' }] },
+      ],
+      { id: 'f1' },
+    );
+    expect(out.created).toBe(true);
+    expect(peer.requests[0]?.path).toBe('/flows');
+    expect(peer.requests[0]?.json).toEqual({
+      id: 'f1',
+      jobs: [
+        { id: 'a', type: 'echo', payload: { n: 1 } },
+        { id: 'b', type: 'echo', payload: { n: 2 }, dependsOn: ['a', { id: 'x', onParentFailure: 'ignore' }] },
+      ],
+    });
+    expect((await client.getFlow('f1')).id).toBe('f1');
+    expect(peer.requests[1]).toMatchObject({ method: 'GET', path: '/flows/f1' });
+  });
+
   it('dlq, schedules and openapi call their routes', async () => {
     const peer = await startPeer((req) => {
       if (req.method === 'DELETE') return { status: 204 };
