@@ -12,6 +12,7 @@ import { createClient, JobWaitError, OrreryApiError, type OrreryClient, OrreryNe
 import { type CommandDef, commandHelp, overviewHelp, parseCommandLine, UsageError } from './args';
 import { dashboard } from './commands/dashboard';
 import { dlqCommands } from './commands/dlq';
+import { flowCommands } from './commands/flows';
 import { jobCommands } from './commands/jobs';
 import { keyCommands } from './commands/keys';
 import { scheduleCommands } from './commands/schedules';
@@ -28,6 +29,7 @@ export const COMMANDS: readonly CommandDef<CommandContext>[] = [
   ...dlqCommands,
   ...scheduleCommands,
   ...keyCommands,
+  ...flowCommands,
   dashboard,
 ];
 

@@ -308,6 +308,33 @@ describe('commands', () => {
     expect(quiet.stdout).toBe(`${sent?.id}\n`);
   });
 
+  it('flow create posts the file’s jobs under its id and prints the graph; flow get reads it', async () => {
+    const flow = {
+      id: 'etl',
+      createdAt: '2026-06-01T00:00:00.000Z',
+      nodes: [
+        { id: 'a', type: 'echo', state: 'queued', dependsOn: [], children: ['b'] },
+        { id: 'b', type: 'echo', state: 'waiting', dependsOn: [{ id: 'a', onParentFailure: 'ignore' }], children: [] },
+      ],
+    };
+    const peer = await startPeer((req) => ({ status: req.method === 'POST' ? 201 : 200, body: flow }));
+    const cwd = mkdtempSync(join(tmpdir(), 'orrery-flow-'));
+    const jobs = [
+      { id: 'a', type: 'echo', payload: {} },
+      { id: 'b', type: 'echo', payload: {}, dependsOn: [{ id: 'a', onParentFailure: 'ignore' }] },
+    ];
+    writeFileSync(join(cwd, 'flow.json'), JSON.stringify({ id: 'etl', jobs }));
+    const created = await run(['flow', 'create', '--file', 'flow.json'], { url: peer.url, cwd });
+    expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests[0]).toMatchObject({ method: 'POST', rawUrl: '/flows', json: { id: 'etl', jobs } });
+    expect(created.stdout).toContain('created flow etl');
+    expect(created.stdout).toMatch(/b\s+echo\s+waiting\s+a \(ignore\)/);
+    const got = await run(['flow', 'get', 'etl', '--json'], { url: peer.url });
+    expect(JSON.parse(got.stdout)).toEqual(flow);
+    expect(peer.requests[1]).toMatchObject({ method: 'GET', rawUrl: '/flows/etl' });
+    expect((await run(['flow', 'create'], { url: peer.url })).code).toBe(2);
+  });
+
   it('--json prints the API answer as JSON', async () => {
     const peer = await startPeer(() => ({ body: jobView({ state: 'succeeded', result: { ok: true } }) }));
     const { code, stdout } = await run(['get', 'job-1', '--json'], { url: peer.url });
