@@ -4,6 +4,7 @@ import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
+import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
@@ -142,6 +143,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const flow = new DynamoFlowSlots(clients.dynamo, config.tableName);
   const pacer = new DynamoPacer(clients.dynamo, config.tableName);
   const debouncer = new DynamoDebouncer(clients.dynamo, config.tableName);
+  const graph = new DynamoJobGraph(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
   const controlPlane = {
@@ -161,6 +163,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     flow,
     pacer,
     debouncer,
+    graph,
     schedules: { store: schedules, trigger },
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
@@ -177,6 +180,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       clock,
       logger,
       schedules,
+      graph,
       ...(job.spec.concurrency || job.spec.singleton ? { flow } : {}),
       ...(job.spec.singleton?.mode === 'cancel-running' ? { control: controlPlane.control } : {}),
       ...(job.spec.throttle ? { pacer } : {}),

@@ -1,0 +1,157 @@
+/**
+ * Job dependencies on local AWS (DynamoDB Local and the local SQS) through the real SDK and the
+ * API: a fan-out/fan-in 1 → 60 → 1 enqueued over HTTP, run by the queue runners; the join runs
+ * exactly once, after the last child, and reads every parent's result. And a flow whose middle
+ * job fails, under each policy.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { defineJobType } from '../../shared/core/job-type';
+import { PermanentError } from '../../shared/errors';
+import type { JobDefinition } from '../../shared/runtime/job-definition';
+import { type LocalAws, startLocalAws } from '../local-aws/index';
+import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
+import { uniquePrefix } from '../local-aws/namespace';
+
+let aws: LocalAws;
+let platform: LocalPlatform;
+/** Each run: job id and the time it started and ended; the parents the join saw. */
+const runs: { id: string; start: number; end: number }[] = [];
+let joinSaw: Record<string, { state: string; result: unknown }> | undefined;
+
+const spec = defineJobType({
+  type: 'dagnode',
+  payload: z.object({ fail: z.boolean().optional() }),
+  timeoutMs: 10_000,
+  retry: { maxAttempts: 1, backoff: { kind: 'constant', delayMs: 1000 } },
+});
+const node: JobDefinition = {
+  spec,
+  run: async (payload, ctx) => {
+    const start = Date.now();
+    if (ctx.jobId.startsWith('join') && ctx.parents) joinSaw = await ctx.parents();
+    await new Promise((r) => setTimeout(r, 5));
+    runs.push({ id: ctx.jobId, start, end: Date.now() });
+    if ((payload as { fail?: boolean }).fail) throw new PermanentError('fails on purpose');
+    return { ran: ctx.jobId };
+  },
+};
+
+beforeAll(async () => {
+  aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint') });
+  platform = await startLocalPlatform({
+    aws,
+    prefix: uniquePrefix('deps'),
+    jobs: [node],
+    runner: { batchSize: 10, maxConcurrency: 4, waitTimeSeconds: 1 },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.stop();
+  await aws?.stop();
+});
+
+async function post(path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(`${platform.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+describe('dependencies on local AWS', () => {
+  it('fan-out/fan-in 1 → 60 → 1: the join runs once, after the last child, and sees every result', async () => {
+    const width = 60;
+    const root = `root-${Date.now()}`;
+    const children = Array.from({ length: width }, (_, i) => `${root}-c${i}`);
+    const join = `join-${root}`;
+    // the root waits a moment, so every child registers while it is still pending
+    expect((await post('/jobs', { type: 'dagnode', id: root, payload: {}, delaySeconds: 3 })).status).toBe(201);
+    const batch = await post('/jobs/batch', {
+      jobs: [
+        ...children.map((id) => ({ type: 'dagnode', id, payload: {}, dependsOn: [root] })),
+        { type: 'dagnode', id: join, payload: {}, dependsOn: children },
+      ],
+    });
+    expect(batch.status).toBe(200);
+    const results = batch.json.results as { status: string }[];
+    expect(results.every((r) => r.status === 'created')).toBe(true);
+    const waiting = await platform.store.get(join);
+    expect(waiting?.state).toBe('waiting');
+    expect(waiting?.pendingParents).toBe(width);
+
+    await until(async () => (await platform.store.get(join))?.state === 'succeeded', 90_000);
+    expect((await platform.store.get(join))?.state).toBe('succeeded');
+    const joinRuns = runs.filter((r) => r.id === join);
+    expect(joinRuns).toHaveLength(1);
+    const lastChildEnd = Math.max(...runs.filter((r) => children.includes(r.id)).map((r) => r.end));
+    expect(runs.filter((r) => children.includes(r.id))).toHaveLength(width);
+    expect(joinRuns[0]?.start).toBeGreaterThanOrEqual(lastChildEnd);
+    expect(Object.keys(joinSaw ?? {})).toHaveLength(width);
+    expect(joinSaw?.[children[0] as string]).toEqual({ state: 'succeeded', result: { ran: children[0] } });
+    // the API shows the edges
+    const view = (await (await fetch(`${platform.url}/jobs/${join}`)).json()) as { parents?: unknown[] };
+    expect(view.parents).toHaveLength(width);
+    const rootView = (await (await fetch(`${platform.url}/jobs/${root}`)).json()) as { children?: string[] };
+    expect(rootView.children?.sort()).toEqual([...children].sort());
+  }, 120_000);
+
+  it('a flow whose middle job fails: each policy decides its child; nothing runs twice', async () => {
+    const tag = `f${Date.now()}`;
+    const body = {
+      id: tag,
+      jobs: [
+        { id: `${tag}-a`, type: 'dagnode', payload: {} },
+        { id: `${tag}-b`, type: 'dagnode', payload: { fail: true }, dependsOn: [`${tag}-a`] },
+        { id: `${tag}-fail`, type: 'dagnode', payload: {}, dependsOn: [`${tag}-b`] },
+        {
+          id: `${tag}-cancel`,
+          type: 'dagnode',
+          payload: {},
+          dependsOn: [{ id: `${tag}-b`, onParentFailure: 'cancel' }],
+        },
+        {
+          id: `${tag}-ignore`,
+          type: 'dagnode',
+          payload: {},
+          dependsOn: [{ id: `${tag}-b`, onParentFailure: 'ignore' }],
+        },
+      ],
+    };
+    const created = await post('/flows', body);
+    expect(created.status).toBe(201);
+    await until(async () => (await platform.store.get(`${tag}-ignore`))?.state === 'succeeded', 60_000);
+    const states = await Promise.all(body.jobs.map(async (j) => (await platform.store.get(j.id))?.state));
+    expect(states).toEqual(['succeeded', 'failed', 'failed', 'cancelled', 'succeeded']);
+    expect(
+      runs
+        .filter((r) => r.id.startsWith(tag))
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([`${tag}-a`, `${tag}-b`, `${tag}-ignore`].sort());
+    const flow = (await (await fetch(`${platform.url}/flows/${tag}`)).json()) as { nodes: { state: string }[] };
+    expect(flow.nodes.map((n) => n.state)).toEqual(states);
+    // a replay answers 200 and runs nothing again
+    expect((await post('/flows', body)).status).toBe(200);
+    // a cycle writes nothing
+    const cycle = await post('/flows', {
+      jobs: [
+        { id: `${tag}-x`, type: 'dagnode', payload: {}, dependsOn: [`${tag}-y`] },
+        { id: `${tag}-y`, type: 'dagnode', payload: {}, dependsOn: [`${tag}-x`] },
+      ],
+    });
+    expect(cycle.status).toBe(400);
+    expect((cycle.json.error as { code: string }).code).toBe('flow_cycle');
+    expect(await platform.store.get(`${tag}-x`)).toBeUndefined();
+  }, 90_000);
+});
