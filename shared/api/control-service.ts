@@ -11,7 +11,7 @@ import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } fr
 import type { JobState } from '../core/states';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import { dispatchJob, releaseChildren } from '../runtime/release';
+import { releaseOrHandOff } from '../runtime/release';
 
 export interface ControlServiceDeps {
   config: PlatformConfig;
@@ -103,14 +103,7 @@ export class ControlService {
       routes: this.deps.config.routes,
       retentionDays: this.deps.config.retentionDays,
     };
-    try {
-      await releaseChildren(deps, job.id, now, log);
-    } catch (error) {
-      log.warn('could not release the children of a cancelled job; its worker will', errorFields(error));
-      await dispatchJob(deps, { ...job, runAt: new Date(now).toISOString() }, now).catch((e: unknown) =>
-        log.error('could not hand the cancelled job to its worker for its release', errorFields(e)),
-      );
-    }
+    await releaseOrHandOff(deps, job, now, log);
   }
 
   /**

@@ -37,7 +37,7 @@ import {
   ValidationError,
 } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import { type ReleaseDeps, registerChild, startOfChild } from '../runtime/release';
+import { type ReleaseDeps, registerChild, releaseOrHandOff, startOfChild } from '../runtime/release';
 
 export interface JobsServiceDeps {
   config: PlatformConfig;
@@ -633,6 +633,9 @@ export class JobsService {
           ...(bySeq === undefined ? {} : { beforeSeq: bySeq }),
         })) ?? false;
       if (skipped) log.info('debounced: a newer job replaced the pending run', { jobId: previousId, by });
+      if (skipped && this.deps.graph) {
+        await releaseOrHandOff(this.releaseDeps(), previous, now, log.child({ jobId: previousId }));
+      }
       return skipped;
     } catch (error) {
       log.warn('could not end the run a debounce replaced; both run', { jobId: previousId, ...errorFields(error) });

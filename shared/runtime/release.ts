@@ -203,6 +203,22 @@ export function parentsReader(
 }
 
 /**
+ * Releases the children of a job an API call just ended (a cancel, a debounce's skip), inline;
+ * when that fails, sends the job's message instead: its worker finds it finished and runs the
+ * release. Never throws (the call's own write stands either way).
+ */
+export async function releaseOrHandOff(deps: ReleaseDeps, job: Job, now: number, log: Logger): Promise<void> {
+  try {
+    await releaseChildren(deps, job.id, now, log);
+  } catch (error) {
+    log.warn('could not release the children of an ended job; its worker will', errorFields(error));
+    await dispatchJob(deps, { ...job, runAt: new Date(now).toISOString() }, now).catch((e: unknown) =>
+      log.error('could not hand the ended job to its worker for its release', errorFields(e)),
+    );
+  }
+}
+
+/**
  * The worker's side: `afterEnd` runs the release of a job that just ended, or that a delivery
  * found finished with its release not complete. True when nothing is left to do (the message
  * may go); false when the release failed (keep the message: it comes back and runs it again).

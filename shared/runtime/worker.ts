@@ -201,6 +201,7 @@ export function createWorker(
                 cancel: async (jobId: string) => {
                   const now = clock.now();
                   await control.cancel({ id: jobId, from: CANCELLABLE_STATES, now, expiresAt: expiresAt(now) });
+                  await releaseAfterEnd(jobId, baseLog.child({ jobId }));
                 },
               }
             : {}),
@@ -506,6 +507,7 @@ export function createWorker(
             'recording the skip',
           );
           if (skipped) {
+            await releaseAfterEnd(id, log);
             log.info('debounced: a newer job of its key runs instead', { by: newer.id });
             return 'done';
           }

@@ -97,6 +97,24 @@ describe('dependsOn: a diamond A → (B, C) → D', () => {
     expect(p.store.peek('B')?.childrenReleased).toBe(1);
   });
 
+  it('a parent that expires (not started by its dispatchBy) releases its children by policy', async () => {
+    const p = depsPlatform();
+    await p.jobs.enqueue({
+      type: 'node',
+      id: 'A',
+      payload: {},
+      dispatchBy: new Date(p.clock.now() + 1000).toISOString(),
+    });
+    await p.enqueue('B', ['A']);
+    await p.enqueue('C', [{ id: 'A', onParentFailure: 'ignore' }]);
+    p.clock.advance(5000);
+    await p.drain();
+    expect(p.store.peek('A')?.state).toBe('expired');
+    expect(p.store.peek('B')?.state).toBe('failed');
+    expect(p.store.peek('B')?.lastError?.message).toContain('expired');
+    expect(p.runs).toEqual(['C']);
+  });
+
   it('a cancelled waiting child stays cancelled; its parent’s release leaves it alone', async () => {
     const p = depsPlatform();
     await p.enqueue('A');
