@@ -231,13 +231,13 @@ export class DynamoJobGraph implements JobGraph {
       command = new UpdateItemCommand({
         TableName: this.tableName,
         Key: { pk: S(keys.job(child)) },
-        UpdateExpression: 'SET rel.#i = :parentState, updatedAt = :now ADD pendingParents :minusOne',
+        UpdateExpression: 'SET rel.#i = :one, updatedAt = :now ADD pendingParents :minusOne',
         // never below zero: a child at zero waits only for the wake a dead release left undone
         ConditionExpression: `${condition} AND pendingParents > :zero`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: {
           ':waiting': S('waiting'),
-          ':parentState': S(parentState),
+          ':one': N(1),
           ':now': S(iso(now)),
           ':minusOne': N(-1),
           ':zero': N(0),

@@ -159,7 +159,7 @@ export function toItem(job: Job, external = false): Item {
       rel:
         job.pendingParents === undefined
           ? undefined
-          : Object.fromEntries((job.parentsResolved ?? []).map((i) => [String(i), 'enqueue'])),
+          : Object.fromEntries((job.parentsResolved ?? []).map((i) => [String(i), 1])),
       childCount: job.childCount,
       childrenReleased: job.childrenReleased,
       skipReason: job.skipReason === undefined ? undefined : JSON.stringify(job.skipReason),
