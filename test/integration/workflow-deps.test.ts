@@ -6,12 +6,18 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { createAwsClients } from '../../shared/aws/clients';
+import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
+import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { edgeOutcome } from '../../shared/core/dependencies';
 import { defineJobType } from '../../shared/core/job-type';
 import { PermanentError } from '../../shared/errors';
+import { CostMeter } from '../../shared/runtime/cost-meter';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { newJob } from '../support/fakes';
 
 let aws: LocalAws;
 let platform: LocalPlatform;
@@ -154,4 +160,67 @@ describe('dependencies on local AWS', () => {
     expect((cycle.json.error as { code: string }).code).toBe('flow_cycle');
     expect(await platform.store.get(`${tag}-x`)).toBeUndefined();
   }, 90_000);
+});
+
+describe('write units of the dependency writes, as DynamoDB Local reports them', () => {
+  it('an edge: 2 to register, 1 to release; 1 for the wake and 1 for the parent’s record', async () => {
+    const meter = new CostMeter();
+    const clients = createAwsClients({ cost: meter });
+    const table = platform.config.tableName;
+    const store = new DynamoJobStore(clients.dynamo, table);
+    const graph = new DynamoJobGraph(clients.dynamo, table);
+    const tag = `wu${Date.now()}`;
+    const now = Date.now();
+    const units = async (fn: () => Promise<unknown>) => (await meter.measure(fn)).cost.writeUnits;
+    await store.create(newJob({ id: `${tag}-p`, type: 'dagnode', state: 'running' }, now));
+    await store.create(newJob({ id: `${tag}-c`, type: 'dagnode', state: 'waiting', pendingParents: 1 }, now));
+    const ttl = Math.floor(now / 1000) + 86_400;
+    const entry = { child: `${tag}-c`, policy: 'fail' as const, index: 0 };
+    expect(
+      await units(async () => {
+        const added = await graph.addChild({ parent: `${tag}-p` });
+        await graph.fillSlot({ parent: `${tag}-p`, slot: added.slot ?? 0, entry, expiresAt: ttl });
+      }),
+    ).toBe(2);
+    const release = () =>
+      graph.release({
+        child: `${tag}-c`,
+        index: 0,
+        outcome: edgeOutcome('succeeded', 'fail'),
+        parent: `${tag}-p`,
+        parentState: 'succeeded',
+        now,
+        expiresAt: ttl,
+      });
+    // the count and the wake (pendingParents reached 0)
+    expect(await units(release)).toBe(2);
+    // a replay is refused: billed as one write unit, changes nothing
+    expect(await units(release)).toBe(1);
+    expect(await units(() => graph.markReleased({ parent: `${tag}-p`, count: 1 }))).toBe(1);
+
+    // a join of 200 parents: what its releases cost as its record of counted edges grows
+    const join = `${tag}-join`;
+    await store.create(newJob({ id: join, type: 'dagnode', state: 'waiting', pendingParents: 200 }, now));
+    let total = 0;
+    for (let i = 0; i < 200; i++) {
+      total += await units(() =>
+        graph.release({
+          child: join,
+          index: i,
+          outcome: edgeOutcome('succeeded', 'fail'),
+          parent: `p${i}`,
+          parentState: 'succeeded',
+          now,
+          expiresAt: ttl,
+        }),
+      );
+    }
+    expect((await store.get(join))?.state).toBe('queued');
+    // 200 counts and a wake, each at least 1; the record adds about 5 bytes an edge
+    expect(total).toBeGreaterThanOrEqual(201);
+    expect(total).toBeLessThanOrEqual(201 + 200);
+    clients.dynamo.destroy();
+    clients.sqs.destroy();
+    clients.scheduler.destroy();
+  }, 60_000);
 });
