@@ -176,7 +176,8 @@ export class DynamoJobControl implements JobControl {
         'retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt ' +
         // a manual retry runs now: no dispatch deadline any more. leaseExpiresAt stays (see cancel):
         // the claim waits for it to pass. Queued is not a sparse state: out of byTypeState.
-        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy, gsi2pk',
+        // a job cancelled while it waited for its parents runs now: its count of them goes
+        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy, gsi2pk, pendingParents, rel',
       condition: [
         from.expression,
         RETAINED,

@@ -61,6 +61,9 @@ export function restartedJob(job: Job, input: { now: number }): Job {
     'result',
     'progress',
     'dispatchBy',
+    // a retried job runs now, whatever its parents (`dependsOn`) are doing
+    'pendingParents',
+    'parentsResolved',
   ] as const) {
     delete next[field];
   }

@@ -127,6 +127,35 @@ describe('dependsOn: a diamond A → (B, C) → D', () => {
   });
 });
 
+describe('operator retry of a child', () => {
+  it('a child ended by its parent, retried, runs once (its parents are done)', async () => {
+    const p = depsPlatform();
+    await p.enqueue('A', undefined, true);
+    await p.enqueue('B', ['A']);
+    await p.drain();
+    expect(p.store.peek('B')?.state).toBe('failed');
+    await p.control.retry('B');
+    await p.drain();
+    expect(p.runs).toEqual(['A', 'B']);
+    expect(p.store.peek('B')?.state).toBe('succeeded');
+  });
+
+  it('a child cancelled while it waited, retried, runs now; its parent’s later release leaves it alone', async () => {
+    const p = depsPlatform();
+    await p.jobs.enqueue({ type: 'node', id: 'A', payload: {}, delaySeconds: 60 });
+    await p.enqueue('B', ['A']);
+    await p.control.cancel('B');
+    await p.control.retry('B');
+    expect(p.store.peek('B')?.pendingParents).toBeUndefined();
+    await p.drain();
+    p.clock.advance(60_000);
+    await p.drain();
+    expect(p.runs.filter((id) => id === 'B')).toHaveLength(1);
+    expect(p.store.peek('A')?.state).toBe('succeeded');
+    expect(p.store.peek('B')?.state).toBe('succeeded');
+  });
+});
+
 describe('dependsOn at enqueue', () => {
   it('parents already finished resolve at once: all succeeded → queued and sent; a failed one ends it', async () => {
     const p = depsPlatform();
