@@ -216,6 +216,41 @@ describe('dependsOn at enqueue', () => {
     expect(p.runs).toEqual(['A', 'B']);
   });
 
+  it('a registration counted but not yet in its slot when the parent releases: the slot is sealed, and the registration resolves its edge itself', async () => {
+    for (const [policy, parentFails, expected] of [
+      ['fail', false, 'succeeded'],
+      ['fail', true, 'failed'],
+      ['cancel', true, 'cancelled'],
+    ] as const) {
+      const p = depsPlatform();
+      await p.enqueue('A', undefined, parentFails);
+      const realFill = p.graph.fillSlot.bind(p.graph);
+      p.graph.fillSlot = async (input) => {
+        // A runs, ends and releases between the registration's two writes
+        await p.drain();
+        return realFill(input);
+      };
+      await p.enqueue('B', [{ id: 'A', onParentFailure: policy }]);
+      p.graph.fillSlot = realFill;
+      expect(p.graph.registry('A')).toEqual(['tombstone']);
+      expect(p.store.peek('A')?.childrenReleased).toBe(1);
+      await p.drain();
+      expect(p.store.peek('B')?.state).toBe(expected);
+      expect(p.runs.filter((id) => id === 'B')).toHaveLength(expected === 'succeeded' ? 1 : 0);
+      expect(sendsOf(p, 'B')).toBe(expected === 'succeeded' ? 1 : 0);
+    }
+  });
+
+  it('a registration that lands in its slot before the parent releases is released with the others', async () => {
+    const p = depsPlatform();
+    await p.enqueue('A');
+    await p.enqueue('B', ['A']);
+    expect(p.graph.registry('A')).toEqual([{ child: 'B', policy: 'fail', index: 0 }]);
+    await p.drain();
+    expect(p.runs).toEqual(['A', 'B']);
+    expect(sendsOf(p, 'B')).toBe(1);
+  });
+
   it('a registration that finds its parent finished resolves the edge itself', async () => {
     const p = depsPlatform();
     await p.enqueue('A');
