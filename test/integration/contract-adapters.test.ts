@@ -11,12 +11,14 @@ import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
+import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
@@ -75,4 +77,8 @@ describe('job index contract: DynamoJobIndex on DynamoDB Local', () => {
     store: new DynamoJobStore(dynamo, tableName),
     index: new DynamoJobIndex(dynamo, tableName),
   }));
+});
+
+describe('journal contract: DynamoJournal on DynamoDB Local', () => {
+  journalContract(async () => new DynamoJournal(dynamo, tableName));
 });

@@ -3,15 +3,18 @@
  * unit tests use. The same suite runs against the DynamoDB adapters in
  * test/integration/contract-adapters.test.ts.
  */
+
 import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
+import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
+import { FakeJournal } from '../support/journal-fake';
 
 describe('job ports contract: FakeJobStore and FakeJobControl', () => {
   jobStoreContract(async () => {
@@ -42,4 +45,8 @@ describe('job index contract: FakeJobIndex', () => {
     const store = new FakeJobStore();
     return { store, index: new FakeJobIndex(store) };
   });
+});
+
+describe('journal contract: FakeJournal', () => {
+  journalContract(async () => new FakeJournal());
 });
