@@ -17,7 +17,14 @@ export class FakeJournal implements Journal {
     return entry ? copy(entry) : undefined;
   }
 
-  async record(input: { jobId: string; kind: JournalKind; name: string; value: unknown; at: number }) {
+  async record(input: {
+    jobId: string;
+    kind: JournalKind;
+    name: string;
+    value: unknown;
+    at: number;
+    expiresAt: number;
+  }) {
     const key = journalKey(input.jobId, input.kind, input.name);
     this.calls.push({ method: 'record', key });
     const existing = this.entries.get(key);
@@ -33,7 +40,7 @@ export class FakeJournal implements Journal {
     return signal ? copy(signal) : undefined;
   }
 
-  async deliver(input: { jobId: string; name: string; signal: InboxSignal }) {
+  async deliver(input: { jobId: string; name: string; signal: InboxSignal; expiresAt: number }) {
     const key = journalKey(input.jobId, 'inbox', input.name);
     this.calls.push({ method: 'deliver', key });
     const existing = this.inbox.get(key);
