@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../core/clock';
 import type { Debouncer } from '../core/debounce';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
+import type { Journal } from '../core/journal';
 import type { Metrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
@@ -21,6 +22,8 @@ import { listRoutes } from './routes/list';
 import { openApiRoutes } from './routes/openapi';
 import { overviewRoutes } from './routes/overview';
 import { type ScheduleRouteDeps, scheduleRoutes } from './routes/schedules';
+import { signalRoutes } from './routes/signals';
+import { SignalsService } from './signals-service';
 
 export interface ApiDeps {
   config: PlatformConfig;
@@ -42,6 +45,8 @@ export interface ApiDeps {
   pacer?: Pacer;
   /** Debounce windows: required when a job type has a `debounce`. */
   debouncer?: Debouncer;
+  /** Job journals and signal inboxes, for `POST /jobs/{id}/signals/{name}`. Without it that route answers 404. */
+  journal?: Journal;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }
@@ -69,6 +74,11 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   routes.push(...jobControlRoutes(plane));
   routes.push(...dlqRoutes(plane));
   routes.push(...flowRoutes({ ...deps, clock: deps.clock ?? systemClock }));
+  if (deps.journal) {
+    routes.push(
+      ...signalRoutes(new SignalsService({ ...deps, journal: deps.journal, clock: deps.clock ?? systemClock, log })),
+    );
+  }
   routes.push(...openApiRoutes());
 
   return async (event) => {

@@ -4,6 +4,7 @@ import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
@@ -35,6 +36,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
       flow: new DynamoFlowSlots(clients.dynamo, config.tableName),
       pacer: new DynamoPacer(clients.dynamo, config.tableName),
       debouncer: new DynamoDebouncer(clients.dynamo, config.tableName),
+      journal: new DynamoJournal(clients.dynamo, config.tableName),
       controlPlane: {
         index: new DynamoJobIndex(clients.dynamo, config.tableName),
         control: new DynamoJobControl(clients.dynamo, config.tableName),

@@ -37,7 +37,11 @@ function freezable(store: JobStore) {
 /** Counts each step body's runs. */
 function counter() {
   const runs: Record<string, number> = {};
-  return { runs, body: (name: string, value: unknown) => () => ((runs[name] = (runs[name] ?? 0) + 1), value) };
+  const body = (name: string, value: unknown) => () => {
+    runs[name] = (runs[name] ?? 0) + 1;
+    return value;
+  };
+  return { runs, body };
 }
 
 describe('ctx.step', () => {
@@ -178,7 +182,11 @@ describe('ctx.step', () => {
     const h = harness({
       run: async (_p, ctx) => {
         let sum = 0;
-        for (let i = 0; i < 10_000; i++) sum += await ctx.step(`s-${i}`, () => (bodies++, i));
+        for (let i = 0; i < 10_000; i++)
+          sum += await ctx.step(`s-${i}`, () => {
+            bodies += 1;
+            return i;
+          });
         if (fail) throw new Error('after the steps');
         return sum;
       },
