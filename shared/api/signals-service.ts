@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
@@ -12,14 +11,7 @@ import { parseOrThrow } from '../core/validation';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { payloadHash } from './jobs-service';
-
-/** The body of `POST /jobs/{id}/signals/{name}`. */
-export const signalRequestSchema = z
-  .object({
-    /** Any JSON value; validated against the job type's schema for the signal when it declares one. */
-    payload: z.unknown().optional(),
-  })
-  .strict();
+import { signalRequestSchema } from './schemas';
 
 /** What a signal send answers. */
 export interface SignalReceipt {
