@@ -565,9 +565,14 @@ export function createWorker(
       let paced: number | undefined;
       // One time for the gates' "is it due" and the claim's, so the two cannot disagree.
       const now = clock.now();
+      // The job as the gates see it: read once for all of them (again only after a write of ours)
+      let read: Job | undefined;
+      let fresh = false;
       if (def.spec.debounce && deps.debouncer) {
         // a newer job of its key runs, or ran: this run does not (./debounce-gate.ts)
-        const current = await deps.store.get(id);
+        read = await deps.store.get(id);
+        fresh = true;
+        const current = read;
         const newer =
           current &&
           (await newerDebounceRun({ store: deps.store, debouncer: deps.debouncer }, def.spec.type, current, now));
@@ -581,10 +586,12 @@ export function createWorker(
             log.info('debounced: a newer job of its key runs instead', { by: newer.id });
             return 'done';
           }
+          // refused: the job changed since the read (it started, or ended): read it again below
+          fresh = false;
         }
       }
       if (gate || pace) {
-        const current = await deps.store.get(id);
+        const current = fresh ? read : await deps.store.get(id);
         if (current && gate) slots = jobSlots(def.spec, current);
         const takeover =
           current?.state === 'running' && current.leaseExpiresAt !== undefined && !leaseHeld(current, now);
