@@ -4,6 +4,8 @@
  * once, with `attribute_not_exists(pk)` (the first write wins; a refused write returns the stored
  * item at no read cost), and read with a strongly consistent GetItem.
  */
+
+import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -14,14 +16,49 @@ import {
 import type { InboxSignal, Journal, JournalEntry, JournalKind } from '../core/journal';
 import { journalKey } from '../core/journal';
 import { N, S } from './attributes';
+import { itemBytes, ONE_WRITE_UNIT_BYTES } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
 
+/**
+ * Values whose item would take more than one write unit are stored gzipped (`valueGz`), when that
+ * brings the item within one: a step result of about 1 KB of ordinary JSON then costs 1 write
+ * unit rather than 2. Smaller values stay plain text, readable in the console.
+ */
+const COMPRESS_ABOVE_BYTES = 600;
+
 const entryOf = (item: Item): JournalEntry => ({
-  value: JSON.parse(item.value?.S ?? 'null'),
+  value: JSON.parse(item.valueGz?.B ? gunzipSync(item.valueGz.B).toString('utf8') : (item.value?.S ?? 'null')),
   at: item.at?.S ?? '',
 });
+
+/** The entry's value attribute: plain JSON text, or gzipped JSON when that saves a write unit. */
+function valueAttribute(value: unknown, rest: Item): Item {
+  const text = JSON.stringify(value ?? null);
+  const plain: Item = { ...rest, value: S(text) };
+  if (text.length < COMPRESS_ABOVE_BYTES || itemBytes(plain) <= ONE_WRITE_UNIT_BYTES) return plain;
+  const packed: Item = { ...rest, valueGz: { B: gzipSync(text) } };
+  return writeUnitsOf(itemBytes(packed)) < writeUnitsOf(itemBytes(plain)) ? packed : plain;
+}
+
+/** The item a journal entry is written as. */
+export function journalEntryItem(input: {
+  jobId: string;
+  kind: JournalKind;
+  name: string;
+  value: unknown;
+  at: number;
+  expiresAt: number;
+}): Item {
+  return valueAttribute(input.value, {
+    pk: S(journalKey(input.jobId, input.kind, input.name)),
+    at: S(new Date(input.at).toISOString()),
+    expiresAt: N(input.expiresAt),
+  });
+}
+
+const writeUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / ONE_WRITE_UNIT_BYTES));
 
 const signalOf = (item: Item): InboxSignal => ({
   payload: JSON.parse(item.payload?.S ?? 'null'),
@@ -48,12 +85,7 @@ export class DynamoJournal implements Journal {
     at: number;
     expiresAt: number;
   }): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }> {
-    const item: Item = {
-      pk: S(journalKey(input.jobId, input.kind, input.name)),
-      value: S(JSON.stringify(input.value ?? null)),
-      at: S(new Date(input.at).toISOString()),
-      expiresAt: N(input.expiresAt),
-    };
+    const item = journalEntryItem(input);
     const existing = await this.putOnce(item, 'journal entry');
     return existing ? { recorded: false, existing: entryOf(existing) } : { recorded: true };
   }

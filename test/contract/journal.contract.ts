@@ -42,6 +42,25 @@ export function journalContract(setup: () => Promise<Journal>): void {
       });
     });
 
+    it('gives back a result of about 1 KB, and one of 64 KiB, whole', async () => {
+      const journal = await setup();
+      const id = jobId();
+      const kilo = {
+        items: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${1000 + i}`, qty: i, name: 'café crème' })),
+      };
+      const big = { text: 'x'.repeat(60_000), n: 1 };
+      await journal.record({ jobId: id, kind: 'step', name: 'kilo', value: kilo, at: T0, expiresAt: TTL });
+      await journal.record({ jobId: id, kind: 'step', name: 'big', value: big, at: T0, expiresAt: TTL });
+      expect((await journal.get({ jobId: id, kind: 'step', name: 'kilo' }))?.value).toEqual(kilo);
+      expect((await journal.get({ jobId: id, kind: 'step', name: 'big' }))?.value).toEqual(big);
+      expect(await journal.record({ jobId: id, kind: 'step', name: 'kilo', value: 1, at: T0, expiresAt: TTL })).toEqual(
+        {
+          recorded: false,
+          existing: { value: kilo, at: iso(T0) },
+        },
+      );
+    });
+
     it('keeps kinds, names and jobs apart, and records undefined as null', async () => {
       const journal = await setup();
       const a = jobId();
