@@ -172,3 +172,31 @@ export const debouncedJob = defineJobType({
   debounce: { key: (p) => p.key, periodSeconds: 1 },
 });
 export const debounced = defineJob(debouncedJob, async () => ({ ok: true }));
+
+/** `stepper`: `steps` durable steps, each recording a small result (~40 bytes), then a small result. */
+export const stepperJob = defineJobType({
+  type: 'stepper',
+  payload: z.object({ steps: z.int().min(1).max(10_000) }).strict(),
+  timeoutMs: 30_000,
+});
+export const stepper = defineJob(stepperJob, async ({ steps }, ctx) => {
+  let sum = 0;
+  for (let i = 0; i < steps; i++) {
+    const out = await ctx.step(`step-${i}`, () => ({ i, at: '2026-11-24T00:00:00.000Z' }));
+    sum += out.i;
+  }
+  return { sum };
+});
+
+/** `sleeper`: sleeps 2 h once (the attempt ends; the job waits), then returns. */
+export const sleeperJob = defineJobType({ type: 'sleeper', payload: z.object({}).passthrough(), timeoutMs: 10_000 });
+export const sleeper = defineJob(sleeperJob, async (_p, ctx) => {
+  await ctx.sleep('nap', '2h');
+  return { ok: true };
+});
+
+/** `signaled`: waits for the signal `go` (1 day at most), then returns its payload. */
+export const signaledJob = defineJobType({ type: 'signaled', payload: z.object({}).passthrough(), timeoutMs: 10_000 });
+export const signaled = defineJob(signaledJob, async (_p, ctx) => ({
+  go: await ctx.waitForSignal('go', { timeout: '1d' }),
+}));

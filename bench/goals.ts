@@ -8,6 +8,7 @@ import { READ_OPS } from './counting-middleware';
 import type { OverheadResult } from './overhead';
 import { BATCH_JOBS } from './path-plans';
 import type { PathResult } from './paths';
+import { PRICES } from './prices';
 
 export interface Goal {
   goal: string;
@@ -74,6 +75,16 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     goal: 'DynamoDB write units, debounced job that runs (immediate + 2: open and close its window)',
     max: 6,
   },
+  {
+    id: 'sleep-2h',
+    goal: 'DynamoDB write units, job that sleeps once (immediate + 3: its wake time, the suspend, the second claim)',
+    max: 7,
+  },
+  {
+    id: 'signal-wait',
+    goal: 'DynamoDB write units, job that waits for a signal sent later (immediate + 6: deadline, suspend, inbox, wake, claim, outcome)',
+    max: 10,
+  },
 ];
 
 const notMeasured = (goal: string, target: string, path: PathResult | undefined): Goal => ({
@@ -118,6 +129,8 @@ export function checkGoals(
     }
     goals.push({ goal: `${t.goal} (\`${t.id}\`)`, target: `≤ ${t.max}`, measured: unitsText(p), met: total <= t.max });
   }
+
+  goals.push(...stepGoals(path('steps-10'), immediate));
 
   const cancel = path('cancel');
   if (cancel?.figures) {
@@ -202,4 +215,35 @@ export function checkGoals(
     });
   }
   return goals;
+}
+
+/** Steps in the `steps-10` path. */
+const STEPS = 10;
+
+/**
+ * A durable step's cost, from the `steps-10` path against the immediate job's: its write units
+ * (the issue's ≤ 1 for a result ≤ 1 KB), and its price next to Lambda durable functions' per operation.
+ */
+function stepGoals(steps: PathResult | undefined, immediate: PathResult | undefined): Goal[] {
+  const goal = 'DynamoDB write units per durable step (`steps-10` − `immediate`, / 10; result ≤ 1 KB)';
+  const price = 'Price per durable step (its write units at $0.625 per million)';
+  const total = steps?.figures?.writeUnits.total;
+  const base = immediate?.figures?.writeUnits.total;
+  if (total === undefined || base === undefined) {
+    return [
+      notMeasured(goal, '≤ 1', steps),
+      notMeasured(price, '< $8.00 per million (Lambda durable functions, per operation)', steps),
+    ];
+  }
+  const perStep = (total - base) / STEPS;
+  const usd = perStep * PRICES.dynamoWriteUnit * 1e6;
+  return [
+    { goal, target: '≤ 1', measured: `${perStep.toFixed(2)} (${total} − ${base}, / ${STEPS})`, met: perStep <= 1 },
+    {
+      goal: price,
+      target: '< $8.00 per million (Lambda durable functions, per operation)',
+      measured: `$${usd.toFixed(3)} per million steps (no read on a job's first run; 1 read unit, $0.125 per million, per step a later run replays)`,
+      met: usd < 8,
+    },
+  ];
 }

@@ -4,7 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { DynamoFlowSlots } from '../shared/aws/dynamo-flow-slots';
-import type { JobView } from '../shared/core/job';
+import type { Job, JobView } from '../shared/core/job';
 import type { JobState } from '../shared/core/states';
 import { asActor } from './counting-middleware';
 import { functionUrlEvent, payloadOfBytes, responseJson } from './fixtures';
@@ -41,6 +41,11 @@ export interface PathPlan {
   traces?: number;
   /** Follow the job's status item: its writes' units, and its size read back after each step. */
   statusItem?: boolean;
+  /**
+   * Called before each delivery with the trace's jobs as stored now: what a caller does meanwhile
+   * (e.g. send a signal once the job waits for it). Returns the API invocations it made.
+   */
+  during?: (h: Harness, jobs: (Job | undefined)[]) => Promise<number>;
 }
 
 /** Jobs in one `POST /jobs:batch` of the batch path. */
@@ -162,6 +167,36 @@ export const PLANS: PathPlan[] = [
     start: (h, i) => enqueue(h, { type: 'debounced', payload: { key: `bench-${i}-${Date.now()}` } }),
     type: 'debounced',
     waitSeconds: 3,
+  },
+  {
+    id: 'steps-10',
+    label: 'Job of 10 durable steps (ctx.step, ~40-byte results), succeeds',
+    start: (h) => enqueue(h, { type: 'stepper', payload: { steps: 10 } }),
+    type: 'stepper',
+    waitSeconds: 1,
+  },
+  {
+    id: 'sleep-2h',
+    label: 'Job that sleeps 2 h once (ctx.sleep: the attempt ends, the job waits), then succeeds',
+    start: (h, i) => enqueue(h, { type: 'sleeper', payload: { i } }),
+    type: 'sleeper',
+    waitSeconds: 1,
+  },
+  {
+    id: 'signal-wait',
+    label: 'Job that waits for a signal, sent once it waits (POST /jobs/{id}/signals/go), then succeeds',
+    start: (h, i) => enqueue(h, { type: 'signaled', payload: { i } }),
+    during: async (h, jobs) => {
+      let calls = 0;
+      for (const job of jobs) {
+        if (job?.state !== 'waiting' || job.waitSignal !== 'go') continue;
+        await call(h, 'api', 'POST', `/jobs/${encodeURIComponent(job.id)}/signals/go`, { payload: { ok: 1 } });
+        calls += 1;
+      }
+      return calls;
+    },
+    type: 'signaled',
+    waitSeconds: 1,
   },
   {
     id: 'sqs-delayed',

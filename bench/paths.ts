@@ -15,7 +15,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
-import { debounced, limited, paced, rated, single, sink, stacky } from './fixtures';
+import { debounced, limited, paced, rated, signaled, single, sink, sleeper, stacky, stepper } from './fixtures';
 import type { OffsetClock } from './local';
 import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
 import { NotImplemented, type PathPlan, PLANS } from './path-plans';
@@ -94,7 +94,6 @@ async function runTrace(
   const mark = h.recorder.mark();
   const createdMark = h.created.length;
   const started = await plan.start(h, i);
-  const api = h.recorder.since(mark).filter((c) => c.actor === 'api');
   const probe = plan.statusItem ? new StatusItemProbe(h.harness.dynamo) : undefined;
   const ours = () => h.recorder.since(mark).filter((c) => c.actor === 'api' || c.actor === 'worker');
   await probe?.probe(ours());
@@ -111,6 +110,10 @@ async function runTrace(
     if (pending.size === 0 && discovered) break;
     if (polls > 30 + started.jobs)
       throw new Error(`${plan.id}: jobs ${[...pending].join(', ')} never reached ${until}`);
+    if (plan.during) {
+      const jobs = await Promise.all([...pending].map((id) => stateOf(h, id)));
+      started.apiInvocations += await plan.during(h, jobs);
+    }
     const type = plan.type ?? 'echo';
     const q = h.platform.deployment.queues[type];
     const handler = h.platform.workers[type];
@@ -143,9 +146,15 @@ async function runTrace(
     if (h.window.current) invocation.handler = h.window.current;
     invocations.push(invocation);
     await probe?.probe(ours());
-    // A job the worker hid until its runAt: let the platform's time get there, and SQS's too.
+    // A job the worker hid until its runAt (a far-future job, one that sleeps): let the
+    // platform's time get there, and SQS's too.
     const early = await Promise.all([...pending].map((id) => stateOf(h, id)));
-    const runAt = Math.max(0, ...early.filter((j) => j?.state === 'scheduled').map((j) => Date.parse(j?.runAt ?? '')));
+    const runAt = Math.max(
+      0,
+      ...early
+        .filter((j) => j?.state === 'scheduled' || (j?.state === 'waiting' && j.waitSignal === undefined))
+        .map((j) => Date.parse(j?.runAt ?? '')),
+    );
     if (runAt > h.clock.now()) {
       h.clock.advanceTo(runAt + 10);
       for (const handle of handles) {
@@ -156,6 +165,8 @@ async function runTrace(
     }
   }
   const { jobs, apiInvocations, apiMs, schedulerInvocations } = started;
+  // the API's calls: the start's, and those the plan made while the jobs ran (`during`)
+  const api = h.recorder.since(mark).filter((c) => c.actor === 'api');
   const trace: JobTrace = {
     jobs,
     apiInvocations,
@@ -214,7 +225,7 @@ export async function measurePaths(
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-paths'),
-    jobs: [echo, flaky, sink, stacky, limited, single, paced, rated, debounced].map((def) =>
+    jobs: [echo, flaky, sink, stacky, limited, single, paced, rated, debounced, stepper, sleeper, signaled].map((def) =>
       timed(def as unknown as JobDefinition, window),
     ),
     clients: countedClients(recorder),

@@ -5,6 +5,7 @@ import {
   apiCallJob,
   echoJob,
   flakyJob,
+  fulfilOrderJob,
   reindexJob,
   sleepJob,
   tenantSyncJob,
@@ -37,5 +38,6 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: accountSyncJob, entry: 'functions/jobs/account-sync.ts' });
     this.platform.addJobType({ spec: welcomeEmailJob, entry: 'functions/jobs/welcome-email.ts' });
     this.platform.addJobType({ spec: reindexJob, entry: 'functions/jobs/reindex.ts' });
+    this.platform.addJobType({ spec: fulfilOrderJob, entry: 'functions/jobs/fulfil-order.ts' });
   }
 }

@@ -8,6 +8,7 @@ import { accountSync } from '../functions/jobs/account-sync';
 import { apiCall } from '../functions/jobs/api-call';
 import { echo } from '../functions/jobs/echo';
 import { flaky } from '../functions/jobs/flaky';
+import { fulfilOrder } from '../functions/jobs/fulfil-order';
 import { reindex } from '../functions/jobs/reindex';
 import { sleep } from '../functions/jobs/sleep';
 import { tenantSync } from '../functions/jobs/tenant-sync';
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
   const platform = await startLocalPlatform({
     aws,
     prefix: 'orrery-dev',
-    jobs: [echo, flaky, sleep, tenantSync, apiCall, accountSync, welcomeEmail, reindex],
+    jobs: [echo, flaky, sleep, tenantSync, apiCall, accountSync, welcomeEmail, reindex, fulfilOrder],
     port,
     wrapStore: observe,
     supervisor: { intervalMs: 5_000 },
@@ -123,6 +124,13 @@ Flow control (docs/flow-control.md):
   welcome-email  1 per user per hour, rest skipped curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"welcome-email","payload":{"userId":"u1","to":"u1@example.com"}}'
   reindex        one run per burst, 5 s quiet      curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"reindex","payload":{"catalogId":"c1","change":"price"}}'
   key state      curl -s ${url}/types/tenant-sync/keys/t1
+
+A workflow (docs/workflows.md): steps, a wait for a payment signal, a sleep:
+
+  curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"fulfil-order","id":"order-1","payload":{"orderId":"o-1","items":["book","lamp"]}}'
+  curl -s ${url}/jobs/order-1                      # waiting for the signal "payment"
+  curl -s -X POST ${url}/jobs/order-1/signals/payment -H 'content-type: application/json' -d '{"payload":{"amount":42,"reference":"pay-1"}}'
+  curl -s ${url}/jobs/order-1                      # waiting for its cooling-off sleep (10 s), then succeeded
 
 Point other tools at it with:  export ORRERY_URL=${url}
 Or the CLI (another terminal):  export ORRERY_URL=${url}; npx orrery watch "$(npx orrery enqueue flaky --payload '{"failTimes":2}' -q)"

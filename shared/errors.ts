@@ -152,3 +152,22 @@ export class LeaseLostError extends Error {
     this.name = 'LeaseLostError';
   }
 }
+
+/**
+ * A step, sleep or signal wait was used wrongly (a bad or reused name, a result too large to
+ * record, a sleep past the horizon): a mistake in the handler, so the job fails at once.
+ */
+export class StepUsageError extends PermanentError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StepUsageError';
+  }
+}
+
+/** `ctx.waitForSignal(name, { onTimeout: 'throw' })` timed out: no later attempt can change that, so the job fails. */
+export class SignalTimeoutError extends PermanentError {
+  constructor(name: string, timeoutAt: string) {
+    super(`no signal "${name}" arrived before ${timeoutAt}`);
+    this.name = 'SignalTimeoutError';
+  }
+}

@@ -76,6 +76,22 @@ export const reindexJob = defineJobType({
   debounce: { key: (p) => p.catalogId, periodSeconds: 5, maxWaitSeconds: 60 },
 });
 
+/**
+ * `fulfil-order`: a durable workflow (docs/workflows.md): reserves each item (a step each), waits
+ * for the `payment` signal (up to an hour), sleeps through a short cooling-off period, then ships.
+ * A retry or a resumption replays the steps already recorded instead of running them again.
+ */
+export const fulfilOrderJob = defineJobType({
+  type: 'fulfil-order',
+  payload: z.strictObject({
+    orderId: z.string(),
+    items: z.array(z.string()).check(z.minLength(1), z.maxLength(50)),
+    coolingOffSeconds: z.optional(z.int().check(z.minimum(0), z.maximum(86_400))),
+  }),
+  timeoutMs: 30_000,
+  signals: { payment: z.strictObject({ amount: z.number(), reference: z.string() }) },
+});
+
 export const catalog = [
   echoJob,
   flakyJob,
@@ -85,4 +101,5 @@ export const catalog = [
   accountSyncJob,
   welcomeEmailJob,
   reindexJob,
+  fulfilOrderJob,
 ] as const;

@@ -120,6 +120,7 @@ export class PlatformDashboard extends Construct {
           m(METRIC.succeeded, 'Sum', 'succeeded'),
           m(METRIC.failed, 'Sum', 'failed'),
           m(METRIC.retried, 'Sum', 'retried'),
+          m(METRIC.suspended, 'Sum', 'suspended'),
           m(METRIC.deadLettered, 'Sum', 'dead-lettered'),
         ],
         8,

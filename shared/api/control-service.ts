@@ -7,7 +7,7 @@ import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import { type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
-import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
+import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
@@ -73,6 +73,9 @@ export class ControlService {
     if (!previous || previous.state === 'scheduled') schedules.push(id);
     if ((!previous || previous.state === 'retrying') && job.attempts > 0)
       schedules.push(retryScheduleName(id, job.attempts));
+    // a long sleep or signal wait brings the job back through a schedule of its own
+    if ((!previous || previous.state === 'waiting') && (job.resumes ?? 0) > 0)
+      schedules.push(wakeScheduleName(id, job.resumes ?? 0));
     for (const name of schedules) {
       await this.deps.scheduler.deleteJobSchedule(name).catch((error: unknown) => {
         log.warn('could not delete the schedule of a cancelled job; its message will be discarded', {

@@ -5,6 +5,7 @@ import type { Debouncer } from '../core/debounce';
 import type { JobGraph } from '../core/dependencies';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
+import type { Journal } from '../core/journal';
 import type { Metrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
@@ -24,6 +25,8 @@ import { listRoutes } from './routes/list';
 import { openApiRoutes } from './routes/openapi';
 import { overviewRoutes } from './routes/overview';
 import { type ScheduleRouteDeps, scheduleRoutes } from './routes/schedules';
+import { signalRoutes } from './routes/signals';
+import { SignalsService } from './signals-service';
 
 export interface ApiDeps {
   config: PlatformConfig;
@@ -47,6 +50,8 @@ export interface ApiDeps {
   debouncer?: Debouncer;
   /** Job dependencies (`dependsOn`, flows). @default `dependsOn` is refused */
   graph?: JobGraph;
+  /** Job journals and signal inboxes, for `POST /jobs/{id}/signals/{name}`. Without it that route answers 404. */
+  journal?: Journal;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }
@@ -85,6 +90,11 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
       }),
     ),
   );
+  if (deps.journal) {
+    routes.push(
+      ...signalRoutes(new SignalsService({ ...deps, journal: deps.journal, clock: deps.clock ?? systemClock, log })),
+    );
+  }
   routes.push(...openApiRoutes());
 
   return async (event) => {

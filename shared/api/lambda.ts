@@ -5,6 +5,7 @@ import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobGraph } from '../aws/dynamo-job-graph';
 import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
@@ -37,6 +38,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
       pacer: new DynamoPacer(clients.dynamo, config.tableName),
       debouncer: new DynamoDebouncer(clients.dynamo, config.tableName),
       graph: new DynamoJobGraph(clients.dynamo, config.tableName),
+      journal: new DynamoJournal(clients.dynamo, config.tableName),
       controlPlane: {
         index: new DynamoJobIndex(clients.dynamo, config.tableName),
         control: new DynamoJobControl(clients.dynamo, config.tableName),

@@ -33,6 +33,8 @@ import {
   scheduleListQuerySchema,
   schedulePageSchema,
   scheduleViewSchema,
+  signalReceiptSchema,
+  signalRequestSchema,
 } from './schemas';
 
 /**
@@ -337,7 +339,7 @@ export const OPERATIONS: ApiOperation[] = [
     operationId: 'cancelJob',
     summary: 'Cancel a job that has not finished',
     description:
-      'scheduled, queued, retrying or running → cancelled. A running attempt loses its lease: its handler ' +
+      'scheduled, queued, retrying, waiting or running → cancelled. A running attempt loses its lease: its handler ' +
       'is aborted at its next heartbeat and it is not retried. A finished job answers 409 `illegal_state`.',
     pathParams: jobIdParam,
     responses: {
@@ -355,6 +357,26 @@ export const OPERATIONS: ApiOperation[] = [
     responses: {
       '200': { description: 'The queued job', schema: jobViewSchema },
       ...errors('404', '409', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/jobs/{id}/signals/{name}',
+    operationId: 'signalJob',
+    summary: 'Send a signal to a job',
+    description:
+      "Puts the signal in the job's inbox: a handler waiting for it (`ctx.waitForSignal(name)`) resumes now, and one " +
+      'that waits for it later gets it at once. One signal per name and job: the same payload again answers 200 ' +
+      '(`duplicate`), another payload 409 `signal_exists`. A finished job answers 409 `job_finished`; a name or payload ' +
+      'the job type does not declare, 400 (`unknown_signal`, `invalid_payload`). Costs 1 write unit, and 1 more ' +
+      'when it wakes the job.',
+    pathParams: { ...jobIdParam, name: 'The signal name: 1-200 printable characters without "#"' },
+    body: signalRequestSchema,
+    bodyOptional: true,
+    responses: {
+      '202': { description: 'Stored; `resumed` says whether the job was waiting for it', schema: signalReceiptSchema },
+      '200': { description: 'A replay of a signal already stored', schema: signalReceiptSchema },
+      ...errors('400', '404', '409', '413', '415', '429', '503'),
     },
   },
   {

@@ -519,3 +519,26 @@ export type SchemaMatchesTypes = [
   Assert<Equal<Keys<ScheduleView>, Keys<z.output<typeof scheduleViewSchema>>>>,
   Assert<Equal<Keys<JobProgress>, Keys<z.output<typeof jobProgressSchema>>>>,
 ];
+
+/** The body of `POST /jobs/{id}/signals/{name}`. */
+export const signalRequestSchema = z
+  .object({
+    payload: z.unknown().optional().meta({
+      description:
+        "Any JSON value (≤ 64 KiB); validated against the job type's schema for the signal when it declares one. @default null",
+    }),
+  })
+  .strict();
+
+/** What `POST /jobs/{id}/signals/{name}` answers. */
+export const signalReceiptSchema = z.object({
+  jobId: z.string(),
+  signal: z.string(),
+  receivedAt: isoTime.meta({ description: "When the signal was stored (the first send's, for a replay)" }),
+  resumed: z
+    .boolean()
+    .meta({ description: 'The job was waiting for this signal: it is due now, and its message was sent' }),
+  duplicate: z
+    .boolean()
+    .meta({ description: 'A replay of a send already stored (same payload): nothing new was stored' }),
+});

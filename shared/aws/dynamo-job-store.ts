@@ -59,6 +59,7 @@ export function itemBytes(item: Item): number {
 function valueBytes(value: AttributeValue): number {
   if (value.S !== undefined) return Buffer.byteLength(value.S, 'utf8');
   if (value.N !== undefined) return Math.ceil(value.N.length / 2) + 1;
+  if (value.B !== undefined) return value.B.length;
   if (value.M !== undefined) return 3 + itemBytes(value.M);
   if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueBytes(element), 0);
   return 8;

@@ -43,6 +43,7 @@ import type {
   ScheduleFilter,
   ScheduleInput,
   ScheduleView,
+  SignalReceipt,
   TypedJob,
   TypeName,
   UntypedJobs,
@@ -198,6 +199,15 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   cancel(id: string): Promise<JobView>;
   /** `POST /jobs/{id}/retry`: runs a failed or cancelled job again. */
   retry(id: string): Promise<JobView>;
+  /**
+   * `POST /jobs/{id}/signals/{name}`: sends the signal a handler waits for with
+   * `ctx.waitForSignal(name)` (or will wait for: the job's inbox keeps it). Sending the same
+   * payload again is harmless (`duplicate: true`); another payload is refused (409 `signal_exists`).
+   * @default payload null
+   * @example
+   * const { resumed } = await client.signal('order-1234', 'payment', { amount: 42 });
+   */
+  signal(id: string, name: string, payload?: unknown): Promise<SignalReceipt>;
   /**
    * `POST /jobs/bulk`: `retry` or `cancel` for 1–100 unique ids; one result per id, in order
    * (`applied`, `refused` with the job's state, `not_found`).
@@ -403,6 +413,9 @@ export function createClient<C extends JobCatalog = JobCatalog>(
       send({ method: 'GET', path: `/types/${segment(type)}/keys/${segment(key)}`, idempotent: true }),
     cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
     retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
+    // a replay of the same signal is harmless (200, duplicate), so the transport may retry it
+    signal: (id, name, payload = null) =>
+      send({ method: 'POST', path: `${job(id)}/signals/${segment(name)}`, body: { payload }, idempotent: true }),
     async bulk(action, ids) {
       const out = await send<{ results: BulkResult[] }>({
         method: 'POST',

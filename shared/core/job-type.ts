@@ -3,6 +3,7 @@ import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type DebounceOptions, debounceProblem } from './debounce';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
+import { STEP_NAME_PATTERN } from './journal';
 import { paceProblem, type RateLimitOptions, type ThrottleOptions } from './pace';
 
 /** Pattern for job type names: they appear in keys, queue names and URLs. */
@@ -49,6 +50,8 @@ export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type 
   readonly rateLimit?: RateLimitOptions<z.output<Schema>>;
   /** Debounce (see {@link JobTypeOptions.debounce}); absent: none, and no cost. */
   readonly debounce?: DebounceOptions<z.output<Schema>>;
+  /** Signal payload schemas by signal name (see {@link JobTypeOptions.signals}); absent: any signal, any payload. */
+  readonly signals?: Readonly<Record<string, PayloadSchema>>;
 }
 
 export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
@@ -107,6 +110,15 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
    * debounce: { key: (p) => p.catalogId, periodSeconds: 30, maxWaitSeconds: 300 }
    */
   debounce?: DebounceOptions<z.output<Schema>>;
+  /**
+   * The signals its handlers wait for (`ctx.waitForSignal`), each with the schema of its payload:
+   * `POST /jobs/{id}/signals/{name}` then refuses (400) a name not listed and a payload that does
+   * not match. Without it, any signal name and any JSON payload are taken.
+   * @default none: any signal
+   * @example
+   * signals: { payment: z.object({ amount: z.number(), currency: z.string() }) }
+   */
+  signals?: Record<string, PayloadSchema>;
 }
 
 /**
@@ -167,6 +179,16 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     debounce = { debounce: Object.freeze({ ...options.debounce }) };
   }
+  let signals = {};
+  if (options.signals !== undefined) {
+    const bad = Object.keys(options.signals).find((name) => !STEP_NAME_PATTERN.test(name));
+    if (bad !== undefined) {
+      throw new ConfigError(
+        `job type "${options.type}": signal name "${bad}" must be 1-200 printable characters without "#"`,
+      );
+    }
+    signals = { signals: Object.freeze({ ...options.signals }) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -177,5 +199,6 @@ export function defineJobType<Schema extends PayloadSchema, const Type extends s
     ...singleton,
     ...paced,
     ...debounce,
+    ...signals,
   });
 }

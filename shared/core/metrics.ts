@@ -29,6 +29,8 @@ export const METRIC = {
   failed: 'JobsFailed',
   /** An attempt failed and another one is scheduled. */
   retried: 'JobsRetried',
+  /** An attempt ended to wait (`ctx.sleep`, `ctx.waitForSignal`): the job is `waiting`. */
+  suspended: 'JobsSuspended',
   /** A message was given back for its last receive: SQS moves it to the dead-letter queue. */
   deadLettered: 'JobsDeadLettered',
   /** Milliseconds from when the job was due (enqueued, or its delay or retry backoff over) to its attempt's start. */
@@ -47,6 +49,7 @@ export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 export const METRIC_UNITS: Readonly<Record<MetricName, 'Count' | 'Milliseconds'>> = {
   JobsEnqueued: 'Count',
   JobsStarted: 'Count',
+  JobsSuspended: 'Count',
   JobsSucceeded: 'Count',
   JobsFailed: 'Count',
   JobsRetried: 'Count',

@@ -3,9 +3,13 @@ import type { AttemptError } from '../core/job';
 import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
 import type { JobState } from '../core/states';
 import type { Logger } from '../logger';
+import type { WorkflowSteps } from './workflow';
 
-/** What a handler gets besides its payload. */
-export interface JobContext {
+/**
+ * What a handler gets besides its payload. Besides the fields below, its durable steps, sleeps
+ * and signal waits ({@link WorkflowSteps}: `step`, `sleep`, `waitForSignal`).
+ */
+export interface JobContext extends WorkflowSteps {
   jobId: string;
   type: string;
   /** 1-based number of this attempt. */

@@ -11,12 +11,20 @@ import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
 import { type FlowSlots, type Slot, WHOLE_TYPE_KEY } from '../core/flow';
-import { type AttemptError, appendError, describeError, type Job, type SkipReason } from '../core/job';
+import { type AttemptError, appendError, describeError, type Job, type SkipReason, type WakeWait } from '../core/job';
+import { JOURNAL_RETENTION_DAYS, type Journal } from '../core/journal';
 import { DEFAULT_LEASE_MS, leaseHeld, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import { METRIC, type Metrics, noMetrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
-import { type ClaimResult, type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
+import {
+  type ClaimResult,
+  type JobQueue,
+  type JobScheduler,
+  type JobStore,
+  retryScheduleName,
+  wakeScheduleName,
+} from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import * as z from '../core/zod-mini';
@@ -33,6 +41,7 @@ import { keepLease } from './lease-keeper';
 import { createPaceGate } from './pace-gate';
 import { createRelease, parentsReader } from './release';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
+import { createWorkflow } from './workflow';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
@@ -60,6 +69,11 @@ export interface WorkerDeps {
   pacer?: Pacer;
   /** Debounce windows; required when the job type has a `debounce` (a started run closes its window). */
   debouncer?: Debouncer;
+  /**
+   * The jobs' journals and signal inboxes: what `ctx.step`, `ctx.sleep` and `ctx.waitForSignal`
+   * record. Without it, a handler that calls them fails. @default none
+   */
+  journal?: Journal;
   /** Where the job metrics go (started, succeeded, ..., queue delay, run duration, cost). @default noMetrics */
   metrics?: Metrics;
   /**
@@ -301,6 +315,13 @@ export function createWorker(
       ok: false,
       error: new LeaseLostError(job.id, job.leaseToken),
     };
+    const workflow = createWorkflow({
+      job,
+      ...(deps.journal ? { journal: deps.journal } : {}),
+      clock,
+      signal: controller.signal,
+      expiresAt: (now) => Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+    });
     try {
       await holdUntilRunAt(job, () => clock.now()); // claimed up to 1 s before its runAt
       if (keeper.check()) {
@@ -319,6 +340,9 @@ export function createWorker(
           log,
           progress: progress.report,
           ...(deps.graph ? { parents: parentsReader(deps.graph, job.id) } : {}),
+          step: workflow.step,
+          sleep: workflow.sleep,
+          waitForSignal: workflow.waitForSignal,
         };
         // Through a promise, so a handler that throws synchronously is caught like one that rejects.
         const runStart = clock.now();
@@ -351,6 +375,9 @@ export function createWorker(
       if (!current) return 'retry';
       return waitUntilDue({ job: current, now: clock.now(), queue: deps.queue, queueUrl: route.queueUrl, record, log });
     }
+    // A sleep or a signal wait ended the attempt: whatever the handler did with it, the job waits.
+    const wait = workflow.suspended();
+    if (wait) return await suspend(job, wait, record, writer, log);
     if (outcome.ok) {
       const problem = resultProblem(outcome.result);
       if (problem) outcome = { ok: false, error: new PermanentError(problem) };
@@ -400,41 +427,113 @@ export function createWorker(
     );
     metrics.add(METRIC.retried, type);
     log.warn('attempt failed; will retry', { reason, delayMs: delay, viaScheduler, ...errorFields(outcome.error) });
-    if (viaScheduler && deps.scheduler) {
+    return await deferMessage({
+      job,
+      runAt: now + delay,
+      now,
+      scheduleName: viaScheduler ? retryScheduleName(job.id, job.attempts) : undefined,
+      record,
+      log,
+      what: 'retry',
+    });
+  }
+
+  /**
+   * Brings the job's message back at `runAt`: through a one-time schedule (`scheduleName`) when
+   * one is given, else on this message's visibility (at most 11 h 40 min; a message back early is
+   * hidden again), else, when that fails (the message may be gone), as a new message.
+   */
+  async function deferMessage(input: {
+    job: Job;
+    runAt: number;
+    now: number;
+    scheduleName: string | undefined;
+    record: SQSRecord;
+    log: Logger;
+    what: string;
+  }): Promise<Outcome> {
+    const { job, runAt, now, record, log, what } = input;
+    const delay = Math.max(0, runAt - now);
+    if (input.scheduleName !== undefined && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.
-      const message = { v: 1 as const, id: job.id, type: job.type, notBefore: new Date(now + delay).toISOString() };
-      const name = retryScheduleName(job.id, job.attempts);
+      const message = { v: 1 as const, id: job.id, type: job.type, notBefore: new Date(runAt).toISOString() };
+      const name = input.scheduleName;
       try {
         await persist(
           () =>
-            deps.scheduler?.scheduleJob({ name, fireAt: now + delay, queueArn: route.queueArn, message }) ??
+            deps.scheduler?.scheduleJob({ name, fireAt: runAt, queueArn: route.queueArn, message }) ??
             Promise.resolve(),
           log,
-          'scheduling the retry',
+          `scheduling the ${what}`,
         );
         return 'done';
       } catch (error) {
         // Keep this message instead, hidden as long as SQS allows: when it comes back early, the
         // claim refuses the job (not due) and hides it again; the supervisor covers a lost one.
-        log.warn('could not schedule the retry; the message waits for it instead', errorFields(error));
+        log.warn(`could not schedule the ${what}; the message waits for it instead`, errorFields(error));
       }
     }
     try {
-      await deps.queue.changeVisibility(route.queueUrl, record.receiptHandle, delay / 1000);
+      await deps.queue.changeVisibility(
+        route.queueUrl,
+        record.receiptHandle,
+        Math.min(delay, MAX_VISIBILITY_DELAY_MS) / 1000,
+      );
       return 'retry';
     } catch (error) {
       // Our message may be gone (a duplicate delivery of it was deleted) or the call failed:
-      // send a fresh one carrying the delay, so the retry cannot be lost. A spare copy is harmless.
-      log.warn('could not set the retry delay on the message; sending a new one', errorFields(error));
+      // send a fresh one carrying the delay, so the job cannot be lost. A spare copy is harmless.
+      log.warn(`could not set the ${what} delay on the message; sending a new one`, errorFields(error));
       const message = { v: 1 as const, id: job.id, type: job.type };
       // SQS delays at most 15 min: a message that arrives before the job is due is hidden again.
       await persist(
         () => deps.queue.send(route.queueUrl, message, Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delay / 1000))),
         log,
-        'sending the retry message',
+        `sending the ${what} message`,
       );
       return 'done';
     }
+  }
+
+  /**
+   * Ends the attempt to wait (a sleep, or a signal's wait): the job is `waiting`, its attempt
+   * given back, due at the wait's end. A signal that arrived meanwhile (sent while the handler
+   * looked at its inbox, before this write) makes it due at once: whichever of the sender and this
+   * worker writes last sees the other's write.
+   */
+  async function suspend(job: Job, wait: WakeWait, record: SQSRecord, writer: string, log: Logger): Promise<Outcome> {
+    const now = clock.now();
+    const runAt = Date.parse(wait.until);
+    await persist(
+      () => deps.store.suspend({ job, now, runAt, waitingFor: wait, writer, ...spent() }),
+      log,
+      `recording the ${wait.kind} wait`,
+    );
+    metrics.add(METRIC.suspended, type);
+    log.info(wait.kind === 'sleep' ? 'job sleeps' : 'job waits for a signal', { name: wait.key, until: wait.until });
+    if (wait.kind === 'signal' && deps.journal) {
+      const arrived = await deps.journal.signal({ jobId: job.id, name: wait.key }).catch(() => undefined);
+      if (
+        arrived &&
+        (await deps.store.wake({ id: job.id, signal: wait.key, now: clock.now() }).catch(() => undefined))
+      ) {
+        log.info('its signal had arrived: resuming now', { name: wait.key });
+        await deps.queue
+          .changeVisibility(route.queueUrl, record.receiptHandle, 0)
+          .catch((error: unknown) => log.warn('could not bring the message back at once', errorFields(error)));
+        return 'retry';
+      }
+    }
+    const viaScheduler = runAt - now > MAX_VISIBILITY_DELAY_MS && deps.scheduler !== undefined;
+    return await deferMessage({
+      job,
+      runAt,
+      now,
+      scheduleName: viaScheduler ? wakeScheduleName(job.id, (job.resumes ?? 0) + 1) : undefined,
+      record,
+      log,
+      what: `${wait.kind} wait`,
+    });
   }
 
   async function handleRecord(record: SQSRecord): Promise<Outcome> {
@@ -494,9 +593,14 @@ export function createWorker(
       let paced: number | undefined;
       // One time for the gates' "is it due" and the claim's, so the two cannot disagree.
       const now = clock.now();
+      // The job as the gates see it: read once for all of them (again only after a write of ours)
+      let read: Job | undefined;
+      let fresh = false;
       if (def.spec.debounce && deps.debouncer) {
         // a newer job of its key runs, or ran: this run does not (./debounce-gate.ts)
-        const current = await deps.store.get(id);
+        read = await deps.store.get(id);
+        fresh = true;
+        const current = read;
         const newer =
           current &&
           (await newerDebounceRun({ store: deps.store, debouncer: deps.debouncer }, def.spec.type, current, now));
@@ -511,10 +615,12 @@ export function createWorker(
             log.info('debounced: a newer job of its key runs instead', { by: newer.id });
             return 'done';
           }
+          // refused: the job changed since the read (it started, or ended): read it again below
+          fresh = false;
         }
       }
       if (gate || pace) {
-        const current = await deps.store.get(id);
+        const current = fresh ? read : await deps.store.get(id);
         if (current && gate) slots = jobSlots(def.spec, current);
         const takeover =
           current?.state === 'running' && current.leaseExpiresAt !== undefined && !leaseHeld(current, now);

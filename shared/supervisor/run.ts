@@ -23,7 +23,7 @@ import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import { fireMessage } from '../core/fire-message';
 import type { Job, JobMessage } from '../core/job';
-import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName } from '../core/ports';
+import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { keys, SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
@@ -366,11 +366,13 @@ async function deleteLeftSchedule(deps: SupervisorDeps, job: Job, report: Superv
 
 /** The name of the one-time schedule a job in its state may have left behind, if any. */
 export function leftScheduleOf(
-  job: Pick<Job, 'id' | 'state' | 'attempts' | 'runAt' | 'updatedAt'>,
+  job: Pick<Job, 'id' | 'state' | 'attempts' | 'runAt' | 'updatedAt' | 'resumes'>,
 ): string | undefined {
   if (job.state === 'scheduled') return job.id;
   const viaScheduler = Date.parse(job.runAt) - Date.parse(job.updatedAt) > MAX_VISIBILITY_DELAY_MS;
   if (job.state === 'retrying' && job.attempts > 0 && viaScheduler) return retryScheduleName(job.id, job.attempts);
+  if (job.state === 'waiting' && (job.resumes ?? 0) > 0 && viaScheduler)
+    return wakeScheduleName(job.id, job.resumes ?? 0);
   return undefined;
 }
 

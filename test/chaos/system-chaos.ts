@@ -211,6 +211,40 @@ function interleave<T>(plain: T[], flow: T[]): T[] {
  */
 const THROTTLE_START_SLACK_MS = 2000;
 
+/**
+ * What the durable steps exercised: steps recorded; steps replayed (an execution got a step's
+ * recorded result without running its body); bodies run again because their earlier run's result
+ * was never recorded; kills between two steps.
+ */
+function stepsExercised(jobs: PlannedJob[], tracker: ProbeTracker, recorded: Map<string, Map<string, unknown>>) {
+  let replayed = 0;
+  let rerunUnrecorded = 0;
+  for (const [jobId, results] of tracker.stepResults) {
+    const runs = tracker.stepRuns.get(jobId) ?? [];
+    // every completed body run returned to its own execution; the other results were replays
+    replayed += Math.max(0, results.length - runs.filter((run) => run.endedAt !== undefined).length);
+    const byStep = new Map<number, number>();
+    for (const run of runs) byStep.set(run.step, (byStep.get(run.step) ?? 0) + 1);
+    for (const n of byStep.values()) rerunUnrecorded += n - 1;
+  }
+  const killedBetweenSteps = jobs.filter(
+    (j) =>
+      j.payload.killOnAttempts &&
+      (j.payload.killAfterSteps ?? 0) > 0 &&
+      (j.payload.killAfterSteps ?? 0) < (j.payload.steps ?? 0),
+  ).length;
+  return {
+    // every plan exercises these (the small run requires each to be above 0)
+    exercised: {
+      jobsWithSteps: jobs.filter((j) => (j.payload.steps ?? 0) > 0).length,
+      stepsRecorded: [...recorded.values()].reduce((n, m) => n + m.size, 0),
+      stepsReplayed: replayed,
+    },
+    // these depend on where faults and kills fall
+    seen: { stepBodiesRunAgainUnrecorded: rerunUnrecorded, killsBetweenSteps: killedBetweenSteps },
+  };
+}
+
 /** What the flow-controlled types exercised, from the stored jobs and the logs. */
 function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singletonTickets: number) {
   const skipped = (kind: string) =>
@@ -567,6 +601,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const scheduleItems = new Map<string, Schedule | undefined>();
     for (const s of actors.schedules) scheduleItems.set(s.name, await w.getSchedule(s.name));
     const slots = await slotsAtEnd(w, slotScopes);
+    const steps = await w.scanSteps();
+    const stepFigures = stepsExercised(plan.jobs, tracker, steps);
     const result = checkInvariants({
       jobs: plan.jobs,
       schedules: actors.schedules,
@@ -595,6 +631,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         lateMs: LATE_TURN_MS + options.maxSkewMs + THROTTLE_START_SLACK_MS,
       },
       debounced: debouncedTypes,
+      steps,
     });
 
     // ---- what was exercised -----------------------------------------------------------------
@@ -639,6 +676,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       redriveCalls: actors.stats.redriveCalls,
       duplicatesSent: actors.stats.duplicatesSent,
       killedAttempts: executions.filter((e) => e.end === 'killed').length,
+      ...stepFigures.exercised,
       sqsShortDelayedStarts: startsOf((j) => j.timing === 'sqs-short'),
       sqsLongDelayedStarts: startsOf((j) => j.timing === 'sqs-long'),
       schedulerDelayedStarts: startsOf((j) => j.timing === 'scheduler'),
@@ -681,6 +719,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       supervisor: w.supervisorStats,
       runners: w.runnerStats(),
       killedInvocations: w.killedInvocations(),
+      steps: stepFigures.seen,
       swallowedCallsOfKilledWorkers: w.deadZones.swallowed,
       liveLeaseAtJump,
       realTimePhaseMs: phaseAMs,

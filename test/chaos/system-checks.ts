@@ -30,6 +30,7 @@ export const INVARIANTS = [
   '9 no concurrency or singleton slot held by a finished job at the end',
   '10 throttled starts and rate-limited acceptances within the GCRA bound',
   '11 no job skipped by flow control ran; every debounced job leads to its run',
+  '12 no step body runs again once a run of it completed; every run gets the recorded result',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -79,6 +80,8 @@ export interface CheckInput {
   throttleWindow?: { earlyMs: number; lateMs: number };
   /** Debounced types (key `payload.tag`). */
   debounced?: readonly string[];
+  /** The recorded step results at the end, by job id and step name (`s<i>` → `{ by }`). */
+  steps?: Map<string, Map<string, unknown>>;
 }
 
 export interface CheckResult {
@@ -373,6 +376,36 @@ export function checkInvariants(input: CheckInput): CheckResult {
         counts[INVARIANTS[10]].checked += 1;
         violate(INVARIANTS[10], job.id, 'a job of a debounced type without its debounce key');
       }
+    }
+  }
+
+  // 12. Durable steps: once the run whose result was recorded completed, the step's body never ran
+  // again (a run that completed earlier may have failed to record: that one runs again, rightly);
+  // the recorded result names a run that completed; every execution that got past the step got
+  // that result; and a job that succeeded recorded all its steps.
+  for (const [jobId, runs] of input.tracker.stepRuns) {
+    const plannedJob = planned.get(jobId);
+    const stepCount = plannedJob?.payload.steps ?? 0;
+    const recorded = input.steps?.get(jobId) ?? new Map<string, unknown>();
+    const results = input.tracker.stepResults.get(jobId) ?? [];
+    for (let step = 0; step < stepCount; step++) {
+      counts[INVARIANTS[11]].checked += 1;
+      const mine = runs.filter((r) => r.step === step);
+      const value = recorded.get(`s${step}`) as { by?: string } | undefined;
+      const winner = value?.by === undefined ? undefined : mine.find((r) => r.id === value.by);
+      const again = winner?.endedAt === undefined ? [] : mine.filter((r) => r.startedAt > (winner.endedAt ?? 0));
+      const seen = results.filter((r) => r.step === step && r.by !== value?.by);
+      const problem =
+        again.length > 0
+          ? `step s${step}: its body ran ${again.length} more time(s) after run ${winner?.id}, whose result was recorded, completed`
+          : value !== undefined && (!winner || winner.endedAt === undefined)
+            ? `step s${step}: the recorded result names ${value.by ?? 'nothing'}, not a run that completed`
+            : seen.length > 0
+              ? `step s${step}: an execution got ${seen[0]?.by}, not the recorded ${value?.by ?? '(none)'}`
+              : input.stored.get(jobId)?.state === 'succeeded' && value === undefined
+                ? `step s${step}: the job succeeded without it recorded`
+                : undefined;
+      if (problem) violate(INVARIANTS[11], jobId, problem);
     }
   }
 

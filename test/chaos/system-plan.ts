@@ -3,6 +3,7 @@
  * handler behaves, what is done to it) and every recurring schedule, drawn from one seed.
  */
 import type { BackoffInput } from '../../shared/core/backoff';
+import { fnv1a } from '../../shared/core/table';
 import type { OverlapPolicy } from '../../shared/schedules/model';
 import type { ProbePayload } from '../support/probes';
 
@@ -178,6 +179,13 @@ export function planSystem(
     const keys = options.tagged?.[type];
     const run = options.tagRuns?.[type] ?? 1;
     if (keys !== undefined) payload.tag = `key-${Math.floor(Math.floor(i / options.types.length) / run) % keys}`;
+    // Durable steps for half the plain jobs, from the job's id (not a draw: the rest of a seed's
+    // plan is the same with or without them); a kill may come between two steps.
+    const h = fnv1a(job.id);
+    if (keys === undefined && h % 2 === 0) {
+      payload.steps = 1 + ((h >>> 1) % 3);
+      if (payload.killOnAttempts) payload.killAfterSteps = (h >>> 3) % (payload.steps + 1);
+    }
     if (timing === 'sqs-short') job.delaySeconds = int(1, 20);
     if (timing === 'sqs-long') job.delaySeconds = int(300, 900);
     if (timing === 'scheduler') job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));

@@ -12,6 +12,7 @@ import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
+import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
@@ -115,6 +116,8 @@ export interface World {
   queueState(withinMs: number): { visible: number; soon: number; later: number };
   runnerStats(): { invocations: number; messages: number; failures: number };
   scanJobs(): Promise<Map<string, Job>>;
+  /** The recorded step results (`ctx.step`) of every job: job id → step name → value. */
+  scanSteps(): Promise<Map<string, Map<string, unknown>>>;
   getSchedule(name: string): Promise<Schedule | undefined>;
   messagesIn(urls: string[]): Promise<number>;
   /** Sends a job message straight to a queue (a duplicate delivery, or a copy into a DLQ). */
@@ -267,6 +270,7 @@ export async function startWorld(input: {
           queue: new SqsJobQueue(c.sqs),
           scheduler: new EventBridgeJobScheduler(c.scheduler, config.scheduleGroup, config.schedulerRoleArn),
           schedules: new DynamoScheduleStore(c.dynamo, config.tableName),
+          journal: new DynamoJournal(c.dynamo, config.tableName),
           clock,
           logger,
           leaseMs: options.leaseMs,
@@ -456,6 +460,30 @@ export async function startWorld(input: {
           if (!isStatusItem(item)) continue; // not a schedule, nor a job's error item
           const job = fromItem(item);
           out.set(job.id, job);
+        }
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+      return out;
+    },
+    async scanSteps() {
+      const out = new Map<string, Map<string, unknown>>();
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await inspect.dynamo.send(
+          new ScanCommand({
+            TableName: config.tableName,
+            ConsistentRead: true,
+            FilterExpression: 'contains(pk, :step)',
+            ExpressionAttributeValues: { ':step': { S: '#step#' } },
+            ...(startKey ? { ExclusiveStartKey: startKey as never } : {}),
+          }),
+        );
+        for (const item of page.Items ?? []) {
+          const match = /^job#(.+)#step#(.+)$/.exec(item.pk?.S ?? '');
+          if (!match?.[1] || !match[2]) continue;
+          const steps = out.get(match[1]) ?? new Map<string, unknown>();
+          steps.set(match[2], JSON.parse(item.value?.S ?? 'null'));
+          out.set(match[1], steps);
         }
         startKey = page.LastEvaluatedKey;
       } while (startKey);

@@ -107,6 +107,7 @@ describe('Lambda functions', () => {
       'account-sync': { BatchSize: 10, MaximumConcurrency: 5 },
       'welcome-email': { BatchSize: 10, MaximumConcurrency: 5 },
       reindex: { BatchSize: 10, MaximumConcurrency: 5 },
+      'fulfil-order': { BatchSize: 10, MaximumConcurrency: 5 },
     };
     for (const worker of workers) {
       const want = expected[worker.spec.type];

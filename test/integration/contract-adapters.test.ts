@@ -12,6 +12,7 @@ import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
@@ -19,6 +20,7 @@ import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
+import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
@@ -84,4 +86,8 @@ describe('job graph contract: DynamoJobGraph on DynamoDB Local', () => {
     store: new DynamoJobStore(dynamo, tableName),
     graph: new DynamoJobGraph(dynamo, tableName),
   }));
+});
+
+describe('journal contract: DynamoJournal on DynamoDB Local', () => {
+  journalContract(async () => new DynamoJournal(dynamo, tableName));
 });

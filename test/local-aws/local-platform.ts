@@ -7,6 +7,7 @@ import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
@@ -144,6 +145,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const pacer = new DynamoPacer(clients.dynamo, config.tableName);
   const debouncer = new DynamoDebouncer(clients.dynamo, config.tableName);
   const graph = new DynamoJobGraph(clients.dynamo, config.tableName);
+  const journal = new DynamoJournal(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
   const controlPlane = {
@@ -164,6 +166,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     pacer,
     debouncer,
     graph,
+    journal,
     schedules: { store: schedules, trigger },
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
@@ -185,6 +188,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       ...(job.spec.singleton?.mode === 'cancel-running' ? { control: controlPlane.control } : {}),
       ...(job.spec.throttle ? { pacer } : {}),
       ...(job.spec.debounce ? { debouncer } : {}),
+      journal,
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.meter ? { meter: options.meter } : {}),

@@ -59,9 +59,37 @@ export function countEnds(trace: JobTrace | undefined): Record<ExecutionEnd | 's
   return out;
 }
 
+/** One run of a durable step's body (`ctx.step`) in a probe. */
+export interface StepRun {
+  /** Unique per run: what the body returns, so the recorded result names the run that won. */
+  id: string;
+  step: number;
+  startedAt: number;
+  endedAt?: number;
+}
+
 /** Shared, in-process record of every probe execution. */
 export class ProbeTracker {
   readonly jobs = new Map<string, JobTrace>();
+  /** Runs of each job's step bodies, in order. */
+  readonly stepRuns = new Map<string, StepRun[]>();
+  /** What each execution got back from each step: the run id its recorded result names. */
+  readonly stepResults = new Map<string, { step: number; by: string }[]>();
+  private stepRunSeq = 0;
+
+  stepBegin(jobId: string, step: number): StepRun {
+    const run: StepRun = { id: `r${++this.stepRunSeq}`, step, startedAt: Date.now() };
+    this.stepRuns.set(jobId, [...(this.stepRuns.get(jobId) ?? []), run]);
+    return run;
+  }
+
+  stepEnd(run: StepRun): void {
+    run.endedAt = Date.now();
+  }
+
+  stepResult(jobId: string, step: number, by: string): void {
+    this.stepResults.set(jobId, [...(this.stepResults.get(jobId) ?? []), { step, by }]);
+  }
   /** Every time a handler started while another handler of the same job was running. */
   readonly overlaps: { jobId: string; attempt: number; runningAttempts: number[]; at: number }[] = [];
   private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
@@ -173,6 +201,10 @@ export const probePayload = z
     killAfterMs: z.int().min(0).max(60_000).optional(),
     /** On these attempts, wait for `tracker.release(jobId)` before going on. */
     holdOnAttempts: z.array(z.int().min(1)).optional(),
+    /** Durable steps (`ctx.step('s<i>')`) each execution runs first, before anything else. */
+    steps: z.int().min(0).max(5).optional(),
+    /** On a kill attempt, the worker dies after this many steps (@default all of them). */
+    killAfterSteps: z.int().min(0).max(5).optional(),
     /** Free-form tag echoed in the result. */
     tag: z.string().max(100).optional(),
   })
@@ -240,7 +272,18 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
     const execution = tracker.start(ctx.jobId, ctx.attempt);
     const previousFailures = tracker.count(ctx.jobId, 'failed');
     try {
-      if (payload.killOnAttempts?.includes(ctx.attempt)) {
+      const killing = payload.killOnAttempts?.includes(ctx.attempt) ?? false;
+      const steps = killing ? Math.min(payload.steps ?? 0, payload.killAfterSteps ?? 5) : (payload.steps ?? 0);
+      for (let i = 0; i < steps; i++) {
+        const recorded = await ctx.step(`s${i}`, async () => {
+          const stepRun = tracker.stepBegin(ctx.jobId, i);
+          await sleepFor(5, ctx.signal, false);
+          tracker.stepEnd(stepRun);
+          return { by: stepRun.id };
+        });
+        tracker.stepResult(ctx.jobId, i, recorded.by);
+      }
+      if (killing) {
         if (!options.deadZones) throw new Error('probe: killOnAttempts needs deadZones');
         await sleepFor(payload.killAfterMs ?? 0, ctx.signal, false);
         options.deadZones.killCurrent();

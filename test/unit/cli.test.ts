@@ -470,6 +470,28 @@ describe('commands', () => {
     ]);
   });
 
+  it('signal sends the payload to the signal route and says whether the job resumed', async () => {
+    const peer = await startPeer((req) => ({
+      status: 202,
+      body: {
+        jobId: 'order-1',
+        signal: 'payment',
+        receivedAt: '2026-11-22T09:00:00.000Z',
+        resumed: req.rawUrl.includes('payment'),
+        duplicate: false,
+      },
+    }));
+    const out = await run(['signal', 'order-1', 'payment', '--payload', '{"amount":42}'], { url: peer.url });
+    expect(out.code).toBe(0);
+    expect(out.stdout).toBe('sent signal payment to order-1: it resumes now\n');
+    const json = await run(['signal', 'order-1', 'other', '--json'], { url: peer.url });
+    expect(JSON.parse(json.stdout)).toMatchObject({ signal: 'payment', resumed: false });
+    expect(peer.requests.map((r) => [r.method, r.rawUrl, r.json])).toEqual([
+      ['POST', '/jobs/order-1/signals/payment', { payload: { amount: 42 } }],
+      ['POST', '/jobs/order-1/signals/other', { payload: null }],
+    ]);
+  });
+
   it('schedules commands call their routes; update merges the options into the stored definition', async () => {
     const schedule = {
       name: 'nightly',

@@ -3,17 +3,20 @@
  * unit tests use. The same suite runs against the DynamoDB adapters in
  * test/integration/contract-adapters.test.ts.
  */
+
 import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
+import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
 import { FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 import { FakeJobGraph } from '../support/graph-fakes';
+import { FakeJournal } from '../support/journal-fake';
 
 describe('job ports contract: FakeJobStore and FakeJobControl', () => {
   jobStoreContract(async () => {
@@ -51,4 +54,8 @@ describe('job graph contract: FakeJobGraph', () => {
     const store = new FakeJobStore();
     return { store, graph: new FakeJobGraph(store) };
   });
+});
+
+describe('journal contract: FakeJournal', () => {
+  journalContract(async () => new FakeJournal());
 });

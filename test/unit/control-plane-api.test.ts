@@ -16,7 +16,7 @@ import { ManualClock } from '../../shared/core/clock';
 import type { JobIndex } from '../../shared/core/control-ports';
 import { describeJob } from '../../shared/core/describe';
 import { defineJobType } from '../../shared/core/job-type';
-import { retryScheduleName } from '../../shared/core/ports';
+import { retryScheduleName, wakeScheduleName } from '../../shared/core/ports';
 import { ConfigError, DependencyError, ThrottledError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
 import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
@@ -320,6 +320,35 @@ describe('POST /jobs/{id}/cancel and /retry', () => {
     expect(job.finishedAt).toBe(new Date(T0 + 1000).toISOString());
     expect(scheduler.schedules.has('later')).toBe(false);
     expect(store.peek('later')?.expiresAt).toBe(Math.floor((T0 + 1000) / 1000) + 30 * 86_400);
+  });
+
+  it('cancels a waiting job (a long sleep) and deletes the schedule that would wake it', async () => {
+    const { call, store, scheduler } = setup();
+    const name = wakeScheduleName('sleeper', 2);
+    store.seed(
+      newJob(
+        { id: 'sleeper', type: 'echo', state: 'waiting', resumes: 2, runAt: new Date(T0 + 86_400_000).toISOString() },
+        T0,
+      ),
+    );
+    await scheduler.scheduleJob({
+      name,
+      fireAt: T0 + 86_400_000,
+      queueArn: 'arn',
+      message: { v: 1, id: 'sleeper', type: 'echo' },
+    });
+    await scheduler.scheduleJob({
+      name: wakeScheduleName('sleeper', 1),
+      fireAt: T0,
+      queueArn: 'arn',
+      message: { v: 1, id: 'sleeper', type: 'echo' },
+    });
+    const response = await call('POST', '/jobs/sleeper/cancel');
+    expect(response.status).toBe(200);
+    expect(jobViewSchema.parse(response.body).state).toBe('cancelled');
+    expect(scheduler.schedules.has(name)).toBe(false);
+    // an earlier wait's schedule (already fired) is not this wait's
+    expect(scheduler.schedules.has(wakeScheduleName('sleeper', 1))).toBe(true);
   });
 
   it('answers 409 illegal_state with the current state for a finished job, and 404 for an unknown one', async () => {

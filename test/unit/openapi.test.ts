@@ -8,6 +8,7 @@ import { jobViewSchema, listQueryDocSchema, listQuerySchema } from '../../shared
 import { enqueueRequestSchema } from '../../shared/core/enqueue';
 import { defineJobType } from '../../shared/core/job-type';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
+import { FakeJournal } from '../support/journal-fake';
 
 type Doc = {
   openapi: string;
@@ -62,6 +63,7 @@ describe('GET /openapi.json document', () => {
         'post /jobs/batch',
         'post /jobs/{id}/cancel',
         'post /jobs/{id}/retry',
+        'post /jobs/{id}/signals/{name}',
         'get /types/{type}/latest',
         'get /types/{type}/keys/{key}',
         'get /dlq',
@@ -108,6 +110,7 @@ describe('the document matches the router', () => {
     store: new FakeJobStore(),
     queue: new FakeJobQueue(),
     scheduler: new FakeJobScheduler(),
+    journal: new FakeJournal(),
   });
   const event = (method: string, path: string): APIGatewayProxyEventV2 =>
     ({
@@ -121,7 +124,7 @@ describe('the document matches the router', () => {
     }) as unknown as APIGatewayProxyEventV2;
 
   it.each(OPERATIONS.map((op) => [op.method.toUpperCase(), op.path]))('%s %s is routed', async (method, path) => {
-    const concrete = path.replace('{id}', 'job-1').replace('{type}', 'echo');
+    const concrete = path.replace('{id}', 'job-1').replace('{type}', 'echo').replace('{name}', 'paid');
     const response = await api(event(method, concrete));
     const body = JSON.parse(response.body ?? '{}') as { error?: { code: string } };
     expect(body.error?.code).not.toBe('route_not_found');

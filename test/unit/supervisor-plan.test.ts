@@ -9,7 +9,7 @@ import {
   minuteStart,
   SWEEP_AGE_MS,
 } from '../../shared/core/due';
-import { retryScheduleName } from '../../shared/core/ports';
+import { retryScheduleName, wakeScheduleName } from '../../shared/core/ports';
 import { SHARD_COUNT } from '../../shared/core/table';
 import {
   bucketsToRead,
@@ -239,6 +239,11 @@ describe('leftScheduleOf', () => {
     // a retry longer than a message can be hidden (11 h 40 min) went through Scheduler, under the name of its attempt
     const longRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T11:40:00.001Z' };
     expect(leftScheduleOf(longRetry)).toBe(retryScheduleName('job-1', 2));
+  });
+  it('names the wake schedule of a long sleep or signal wait, under its wait number', () => {
+    const longWait = { ...base, state: 'waiting' as const, resumes: 3, runAt: '2026-01-01T11:40:00.001Z' };
+    expect(leftScheduleOf(longWait)).toBe(wakeScheduleName('job-1', 3));
+    expect(leftScheduleOf({ ...longWait, runAt: '2026-01-01T11:40:00.000Z' })).toBeUndefined();
   });
   it('names none for a retry kept on its message, nor for queued or running jobs', () => {
     const shortRetry = { ...base, state: 'retrying' as const, attempts: 2, runAt: '2026-01-01T11:40:00.000Z' };

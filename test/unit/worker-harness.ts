@@ -20,6 +20,7 @@ import {
   testConfig,
 } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
+import { FakeJournal } from '../support/journal-fake';
 
 export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 export const ISO0 = '2026-03-01T12:00:00.000Z';
@@ -60,6 +61,7 @@ export function harness(options: HarnessOptions = {}) {
   const pacer = new FakePacer();
   const debouncer = new FakeDebouncer();
   const metrics = new MemoryMetrics();
+  const journal = new FakeJournal();
   const config = testConfig(['echo']);
   if (options.maxReceiveCount !== undefined && config.routes.echo)
     config.routes.echo.maxReceiveCount = options.maxReceiveCount;
@@ -78,6 +80,7 @@ export function harness(options: HarnessOptions = {}) {
     ...((options.spec ?? echoSpec).throttle ? { pacer } : {}),
     ...((options.spec ?? echoSpec).debounce ? { debouncer } : {}),
     clock,
+    journal,
     owner: 'worker-test',
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
@@ -85,7 +88,20 @@ export function harness(options: HarnessOptions = {}) {
     metrics,
     ...(options.meter ? { meter: options.meter } : {}),
   });
-  return { store, queue, scheduler, flow, control, pacer, debouncer, clock, logs: logs.lines, metrics, worker };
+  return {
+    store,
+    queue,
+    scheduler,
+    flow,
+    control,
+    pacer,
+    debouncer,
+    journal,
+    clock,
+    logs: logs.lines,
+    metrics,
+    worker,
+  };
 }
 
 /** A queued echo job with no attempt yet. */

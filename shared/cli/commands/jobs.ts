@@ -171,4 +171,30 @@ const retry: Command = {
   },
 };
 
-export const jobCommands: Command[] = [enqueue, get, list, latest, cancel, retry];
+const signal: Command = {
+  path: ['signal'],
+  args: ['id', 'name'],
+  summary: 'send a signal to a job (what ctx.waitForSignal waits for)',
+  options: {
+    payload: { type: 'string', value: 'JSON', description: 'the signal payload, a JSON object (default: null)' },
+    'payload-file': { type: 'string', value: 'FILE', description: 'read the payload from FILE (- for stdin)' },
+  },
+  examples: [`orrery signal order-1234 payment --payload '{"amount":42}'`],
+  async run(context, args, options) {
+    const payload = (await payloadOption(context, options, 'signal')) ?? null;
+    const receipt = await context.client().signal(args.id as string, args.name as string, payload);
+    if (context.json) {
+      printJson(context.stdout, receipt);
+      return EXIT.ok;
+    }
+    const what = receipt.duplicate ? 'already had' : 'sent';
+    const after = receipt.resumed ? 'it resumes now' : 'it gets it when it waits for it';
+    println(
+      context.stdout,
+      `${what} signal ${context.style.bold(receipt.signal)} to ${context.style.bold(receipt.jobId)}: ${after}`,
+    );
+    return EXIT.ok;
+  },
+};
+
+export const jobCommands: Command[] = [enqueue, get, list, latest, cancel, retry, signal];

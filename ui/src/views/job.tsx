@@ -141,11 +141,24 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
           {job.waitingFor ? (
             <>
               <dt>Waiting for</dt>
-              <dd>
-                {job.waitingFor.kind} key{' '}
-                <a href={href('/keys', { type: job.type, key: job.waitingFor.key })}>{job.waitingFor.key}</a> since{' '}
-                <Time iso={job.waitingFor.since} />
-              </dd>
+              {job.waitingFor.kind === 'sleep' || job.waitingFor.kind === 'signal' ? (
+                <dd>
+                  {job.waitingFor.kind === 'sleep' ? 'the end of its sleep' : 'the signal'}{' '}
+                  <code>{job.waitingFor.key}</code> since <Time iso={job.waitingFor.since} />
+                  {job.waitingFor.until ? (
+                    <>
+                      , {job.waitingFor.kind === 'sleep' ? 'wakes' : 'times out'}{' '}
+                      <Time iso={job.waitingFor.until} rel />
+                    </>
+                  ) : null}
+                </dd>
+              ) : (
+                <dd>
+                  {job.waitingFor.kind} key{' '}
+                  <a href={href('/keys', { type: job.type, key: job.waitingFor.key })}>{job.waitingFor.key}</a> since{' '}
+                  <Time iso={job.waitingFor.since} />
+                </dd>
+              )}
             </>
           ) : null}
           {job.skipReason ? (

@@ -1,0 +1,134 @@
+import type { PlatformConfig } from '../config';
+import type { Clock } from '../core/clock';
+import { pastRetention } from '../core/control';
+import { JOB_ID_PATTERN } from '../core/enqueue';
+import type { JobTypeSpec } from '../core/job-type';
+import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES } from '../core/journal';
+import { jsonBytes } from '../core/limits';
+import type { JobQueue, JobStore } from '../core/ports';
+import { isTerminal } from '../core/states';
+import { parseOrThrow } from '../core/validation';
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import { errorFields, type Logger } from '../logger';
+import { payloadHash } from './jobs-service';
+import { signalRequestSchema } from './schemas';
+
+/** What a signal send answers. */
+export interface SignalReceipt {
+  jobId: string;
+  signal: string;
+  /** ISO 8601 time the signal was stored (the first send's, for a replay). */
+  receivedAt: string;
+  /** The job was waiting for this signal and is due now (its message was sent). */
+  resumed: boolean;
+  /** A replay of a send already stored (same payload): nothing new was stored. */
+  duplicate: boolean;
+}
+
+export interface SignalsServiceDeps {
+  config: PlatformConfig;
+  catalog: readonly JobTypeSpec[];
+  store: JobStore;
+  journal: Journal;
+  queue: JobQueue;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * `POST /jobs/{id}/signals/{name}`: puts the signal in the job's inbox (one conditional write,
+ * 1 write unit up to 1 KB), then, if the job waits for it, makes the job due now (one more
+ * conditional write) and sends its message. A signal sent before the job waits stays in the
+ * inbox: the wait finds it there. One signal per name per job: a replay with the same payload
+ * answers 200 and stores nothing; another payload is refused (409 `signal_exists`).
+ */
+export class SignalsService {
+  private readonly specs: Map<string, JobTypeSpec>;
+
+  constructor(private readonly deps: SignalsServiceDeps) {
+    this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
+  }
+
+  async send(id: string, name: string, body: unknown): Promise<{ created: boolean; receipt: SignalReceipt }> {
+    if (!JOB_ID_PATTERN.test(id)) throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
+    checkName(name, 'signal');
+    const request = parseOrThrow(signalRequestSchema, body ?? {}, { message: 'invalid signal request' });
+    const size = jsonBytes(request.payload ?? null);
+    if (size > MAX_SIGNAL_BYTES) {
+      throw new PayloadTooLargeError(
+        `signal payload is ${size} bytes of JSON; the limit is ${MAX_SIGNAL_BYTES} bytes`,
+        MAX_SIGNAL_BYTES,
+      );
+    }
+    const { store, journal, clock } = this.deps;
+    const now = clock.now();
+    const job = await store.get(id);
+    if (!job || pastRetention(job, now))
+      throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
+    const schemas = this.specs.get(job.type)?.signals;
+    let payload: unknown = request.payload ?? null;
+    if (schemas) {
+      const schema = schemas[name];
+      if (!schema) {
+        throw new ValidationError(
+          `job type "${job.type}" declares no signal "${name}"`,
+          [{ path: 'name', message: `must be one of: ${Object.keys(schemas).sort().join(', ')}` }],
+          'unknown_signal',
+        );
+      }
+      payload = parseOrThrow(schema, payload, {
+        message: `signal payload does not match the ${job.type} "${name}" schema`,
+        code: 'invalid_payload',
+        prefix: 'payload',
+      });
+    }
+    if (isTerminal(job.state)) {
+      throw new ConflictError(`job ${id} is ${job.state}: it waits for no signal any more`, 'job_finished', {
+        jobId: id,
+        state: job.state,
+      });
+    }
+    const hash = payloadHash(`signal:${name}`, payload);
+    const at = new Date(now).toISOString();
+    const stored = await journal.deliver({
+      jobId: id,
+      name,
+      signal: { payload, payloadHash: hash, at },
+      expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+    });
+    if (!stored.stored && stored.existing.payloadHash !== hash) {
+      throw new ConflictError(`job ${id} already has a signal "${name}" with another payload`, 'signal_exists', {
+        jobId: id,
+        signal: name,
+      });
+    }
+    // A replay wakes too: the first send's wake or message may have been lost.
+    const resumed = await this.wake(job.type, id, name, now);
+    return {
+      created: stored.stored,
+      receipt: {
+        jobId: id,
+        signal: name,
+        receivedAt: stored.stored ? at : stored.existing.at,
+        resumed,
+        duplicate: !stored.stored,
+      },
+    };
+  }
+
+  /** Makes the job due now if it waits for this signal, and sends its message. */
+  private async wake(type: string, id: string, name: string, now: number): Promise<boolean> {
+    const woken = await this.deps.store.wake({ id, signal: name, now });
+    if (!woken) return false;
+    const route = this.deps.config.routes[type];
+    if (!route) return true;
+    try {
+      await this.deps.queue.send(route.queueUrl, { v: 1, id, type });
+    } catch (error) {
+      // Due now: its message hidden until the wait's timeout brings it then, and the supervisor
+      // re-sends a waiting job overdue by 10 minutes.
+      this.deps.log.warn('could not send the message of a job its signal woke', { jobId: id, ...errorFields(error) });
+    }
+    return true;
+  }
+}

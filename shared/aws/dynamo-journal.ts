@@ -1,0 +1,146 @@
+/**
+ * {@link Journal} on the job table: one item per entry, `job#<id>#<kind>#<name>` (`value` as JSON
+ * text, `at`, `expiresAt`), and one per inbox signal, `job#<id>#inbox#<name>`. Each is written
+ * once, with `attribute_not_exists(pk)` (the first write wins; a refused write returns the stored
+ * item at no read cost), and read with a strongly consistent GetItem.
+ */
+
+import { gunzipSync, gzipSync } from 'node:zlib';
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { InboxSignal, Journal, JournalEntry, JournalKind } from '../core/journal';
+import { journalKey } from '../core/journal';
+import { N, S } from './attributes';
+import { itemBytes, ONE_WRITE_UNIT_BYTES } from './dynamo-job-store';
+import { translateAwsError } from './errors';
+
+type Item = Record<string, AttributeValue>;
+
+/**
+ * Values whose item would take more than one write unit are stored gzipped (`valueGz`), when that
+ * brings the item within one: a step result of about 1 KB of ordinary JSON then costs 1 write
+ * unit rather than 2. Smaller values stay plain text, readable in the console.
+ */
+const COMPRESS_ABOVE_BYTES = 600;
+
+const entryOf = (item: Item): JournalEntry => ({
+  value: JSON.parse(item.valueGz?.B ? gunzipSync(item.valueGz.B).toString('utf8') : (item.value?.S ?? 'null')),
+  at: item.at?.S ?? '',
+});
+
+/** The entry's value attribute: plain JSON text, or gzipped JSON when that saves a write unit. */
+function valueAttribute(value: unknown, rest: Item): Item {
+  const text = JSON.stringify(value ?? null);
+  const plain: Item = { ...rest, value: S(text) };
+  if (text.length < COMPRESS_ABOVE_BYTES || itemBytes(plain) <= ONE_WRITE_UNIT_BYTES) return plain;
+  const packed: Item = { ...rest, valueGz: { B: gzipSync(text) } };
+  return writeUnitsOf(itemBytes(packed)) < writeUnitsOf(itemBytes(plain)) ? packed : plain;
+}
+
+/** The item a journal entry is written as. */
+export function journalEntryItem(input: {
+  jobId: string;
+  kind: JournalKind;
+  name: string;
+  value: unknown;
+  at: number;
+  expiresAt: number;
+}): Item {
+  return valueAttribute(input.value, {
+    pk: S(journalKey(input.jobId, input.kind, input.name)),
+    at: S(new Date(input.at).toISOString()),
+    expiresAt: N(input.expiresAt),
+  });
+}
+
+const writeUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / ONE_WRITE_UNIT_BYTES));
+
+const signalOf = (item: Item): InboxSignal => ({
+  payload: JSON.parse(item.payload?.S ?? 'null'),
+  payloadHash: item.payloadHash?.S ?? '',
+  at: item.at?.S ?? '',
+});
+
+export class DynamoJournal implements Journal {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get({ jobId, kind, name }: { jobId: string; kind: JournalKind; name: string }) {
+    const item = await this.read(journalKey(jobId, kind, name), 'journal entry');
+    return item ? entryOf(item) : undefined;
+  }
+
+  async record(input: {
+    jobId: string;
+    kind: JournalKind;
+    name: string;
+    value: unknown;
+    at: number;
+    expiresAt: number;
+  }): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }> {
+    const item = journalEntryItem(input);
+    const existing = await this.putOnce(item, 'journal entry');
+    return existing ? { recorded: false, existing: entryOf(existing) } : { recorded: true };
+  }
+
+  async signal({ jobId, name }: { jobId: string; name: string }) {
+    const item = await this.read(journalKey(jobId, 'inbox', name), 'signal');
+    return item ? signalOf(item) : undefined;
+  }
+
+  async deliver(input: {
+    jobId: string;
+    name: string;
+    signal: InboxSignal;
+    expiresAt: number;
+  }): Promise<{ stored: true } | { stored: false; existing: InboxSignal }> {
+    const item: Item = {
+      pk: S(journalKey(input.jobId, 'inbox', input.name)),
+      payload: S(JSON.stringify(input.signal.payload ?? null)),
+      payloadHash: S(input.signal.payloadHash),
+      at: S(input.signal.at),
+      expiresAt: N(input.expiresAt),
+    };
+    const existing = await this.putOnce(item, 'signal');
+    return existing ? { stored: false, existing: signalOf(existing) } : { stored: true };
+  }
+
+  private async read(pk: string, what: string): Promise<Item | undefined> {
+    try {
+      const out = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(pk) }, ConsistentRead: true }),
+      );
+      return out.Item;
+    } catch (error) {
+      return translateAwsError(error, `DynamoDB GetItem (${what})`);
+    }
+  }
+
+  /** Puts the item unless its key exists; returns the stored item when it does. */
+  private async putOnce(item: Item, what: string): Promise<Item | undefined> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return undefined;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        // a replay of our own put whose response was lost finds its own item: the caller compares
+        return error.Item ?? item;
+      }
+      return translateAwsError(error, `DynamoDB PutItem (${what})`);
+    }
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * A job's journal: what its handler recorded as it went (`ctx.step` results, the wake time of a
+ * `ctx.sleep`, the deadline and outcome of a `ctx.waitForSignal`), and its signal inbox. Each
+ * entry is an item of its own (`job#<id>#<kind>#<name>`), written once (the first write wins)
+ * and never rewritten, so a job's entries are bound by neither the 400 KB item limit nor a count,
+ * and the status item stays small. See docs/workflows.md.
+ */
+import { ValidationError } from '../errors';
+import { jsonBytes } from './limits';
+
+/** What an entry records: a step's result, a sleep's wake time, a signal wait's deadline or outcome. */
+export type JournalKind = 'step' | 'sleep' | 'wait' | 'signal';
+
+/** One recorded entry. `value` is the JSON value as recorded (a step's result, `null` for none). */
+export interface JournalEntry {
+  value: unknown;
+  /** ISO 8601 time it was recorded. */
+  at: string;
+}
+
+/** A signal in a job's inbox (`POST /jobs/{id}/signals/{name}`). */
+export interface InboxSignal {
+  payload: unknown;
+  /** SHA-256 of the canonical JSON of the payload: a replay of the same send is told from another. */
+  payloadHash: string;
+  /** ISO 8601 time it arrived. */
+  at: string;
+}
+
+/** Persistence of job journals and signal inboxes. */
+export interface Journal {
+  /** The entry, or undefined when none was recorded. Strongly consistent: one read unit up to 4 KB. */
+  get(input: { jobId: string; kind: JournalKind; name: string }): Promise<JournalEntry | undefined>;
+  /**
+   * Records an entry unless one exists: the first write wins, and a later one gets the recorded
+   * entry back (`recorded: false`) without changing it. One conditional write: 1 write unit per KB.
+   */
+  record(input: {
+    jobId: string;
+    kind: JournalKind;
+    name: string;
+    value: unknown;
+    at: number;
+    /** Epoch seconds: TTL of the entry. */
+    expiresAt: number;
+  }): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }>;
+  /** The signal of that name in the job's inbox, if one arrived. */
+  signal(input: { jobId: string; name: string }): Promise<InboxSignal | undefined>;
+  /**
+   * Puts a signal in the job's inbox unless one of that name is there: the first send wins, and a
+   * later one gets the stored signal back (`stored: false`). One conditional write.
+   */
+  deliver(input: {
+    jobId: string;
+    name: string;
+    signal: InboxSignal;
+    expiresAt: number;
+  }): Promise<{ stored: true } | { stored: false; existing: InboxSignal }>;
+}
+
+/** Step, sleep and signal names: 1–200 characters, printable, no `#` (it separates key parts). */
+export const STEP_NAME_PATTERN = /^[^\p{Cc}#]{1,200}$/u;
+/** Largest step result, as JSON: a step result is stored whole, in its own item. */
+export const MAX_STEP_RESULT_BYTES = 64 * 1024;
+/** Largest signal payload, as JSON. */
+export const MAX_SIGNAL_BYTES = 64 * 1024;
+/** Longest sleep, and longest signal wait: the scheduling horizon. */
+export const MAX_WAIT_MS = 366 * 86_400_000;
+/**
+ * How long journal entries and inbox signals are kept: a year of waits plus a year of retries and
+ * retention after they were written (entries are never rewritten, so they cannot follow the job's TTL).
+ */
+export const JOURNAL_RETENTION_DAYS = 2 * 366;
+
+/** Throws a {@link ValidationError} (`invalid_name`) for a name no entry may have. */
+export function checkName(name: unknown, what: 'step' | 'sleep' | 'signal', path = 'name'): string {
+  if (typeof name !== 'string' || !STEP_NAME_PATTERN.test(name)) {
+    throw new ValidationError(
+      `${what} name must be 1-200 printable characters without "#"`,
+      [{ path, message: 'must be 1-200 printable characters without "#"' }],
+      'invalid_name',
+    );
+  }
+  return name;
+}
+
+/** The key of a journal entry's item. */
+export function journalKey(jobId: string, kind: JournalKind | 'inbox', name: string): string {
+  return `job#${jobId}#${kind}#${name}`;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A sleep's length: milliseconds (a number), or a text such as `"90s"`, `"15m"`, `"2h"`, `"7d"`,
+ * `"1h30m"`. Throws a {@link ValidationError} for anything else.
+ */
+export function parseDuration(duration: number | string): number {
+  if (typeof duration === 'number') {
+    if (!Number.isFinite(duration) || duration < 0) {
+      throw new ValidationError('a duration must be a finite number of milliseconds, at least 0', [
+        { path: 'duration', message: 'must be a finite number of milliseconds, at least 0' },
+      ]);
+    }
+    return duration;
+  }
+  const parts = [...duration.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== duration.trim()) {
+    throw new ValidationError(`"${duration}" is not a duration such as "90s", "15m", "2h" or "7d"`, [
+      { path: 'duration', message: 'must be a number of ms or a text such as "90s", "15m", "2h", "7d"' },
+    ]);
+  }
+  return parts.reduce((sum, p) => sum + Number(p[1]) * (UNIT_MS[p[2] as string] as number), 0);
+}
+
+/**
+ * When a sleep asked for at `now` ends: `for` is a duration ({@link parseDuration}) or a moment
+ * (a Date or an ISO 8601 text with a zone). At most {@link MAX_WAIT_MS} ahead.
+ */
+export function wakeTime(sleepFor: number | string | Date, now: number): number {
+  let until: number;
+  if (sleepFor instanceof Date) until = sleepFor.getTime();
+  else if (typeof sleepFor === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(sleepFor)) until = Date.parse(sleepFor);
+  else until = now + parseDuration(sleepFor);
+  if (!Number.isFinite(until)) {
+    throw new ValidationError('a sleep must end at a valid time', [{ path: 'until', message: 'not a valid time' }]);
+  }
+  if (until - now > MAX_WAIT_MS) {
+    throw new ValidationError('a sleep may last at most 366 days', [
+      { path: 'duration', message: 'must end at most 366 days ahead' },
+    ]);
+  }
+  return until;
+}
+
+/** Checks a value a journal stores: JSON, at most `limit` bytes. Returns the JSON value (`undefined` → null). */
+export function storableValue(value: unknown, limit: number, what: string): unknown {
+  let size: number;
+  try {
+    size = jsonBytes(value ?? null);
+  } catch (error) {
+    throw new ValidationError(`${what} is not JSON-serialisable: ${error instanceof Error ? error.message : error}`, [
+      { path: what, message: 'must be JSON-serialisable' },
+    ]);
+  }
+  if (size > limit) {
+    throw new ValidationError(`${what} is ${size} bytes of JSON; the limit is ${limit}`, [
+      { path: what, message: `must be at most ${limit} bytes of JSON` },
+    ]);
+  }
+  return value === undefined ? null : JSON.parse(JSON.stringify(value));
+}

@@ -1,0 +1,240 @@
+/**
+ * Durable steps, sleeps and signal waits for a handler (`ctx.step`, `ctx.sleep`,
+ * `ctx.waitForSignal`), on the job's journal (see shared/core/journal.ts and docs/workflows.md).
+ *
+ * A handler is re-run from the top by every later attempt, and after every sleep or wait: each
+ * step that was recorded gives back its recorded result without running again, so only the
+ * steps not recorded yet run. A sleep or a wait that has to last ends the attempt: the handler's
+ * promise is abandoned (the call throws a {@link Suspension} that the handler should let through;
+ * the worker suspends the job even if the handler catches it), the job waits in state `waiting`
+ * with no Lambda running and no attempt spent, and it resumes at its wake time, or when its signal
+ * arrives.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../core/clock';
+import type { WakeWait } from '../core/job';
+import {
+  checkName,
+  type Journal,
+  type JournalKind,
+  MAX_STEP_RESULT_BYTES,
+  MAX_WAIT_MS,
+  parseDuration,
+  storableValue,
+  wakeTime,
+} from '../core/journal';
+import { SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
+
+/** Waits this short are waited out in the attempt: ending it would cost more and gain nothing. */
+export const IN_ATTEMPT_WAIT_MS = 1_000;
+
+/** What `ctx.waitForSignal` does when its timeout passes first. */
+export interface WaitForSignalOptions {
+  /**
+   * How long to wait: milliseconds, or a text such as `"15m"`, `"2h"`, `"7d"`; at most 366 days.
+   * The deadline is fixed by the first call and kept across attempts.
+   * @default "366d"
+   */
+  timeout?: number | string;
+  /**
+   * `null`: the call returns `null`; `throw`: it throws a `SignalTimeoutError` (the job fails).
+   * @default "null"
+   */
+  onTimeout?: 'null' | 'throw';
+}
+
+/** The durable part of a handler's context. */
+export interface WorkflowSteps {
+  /**
+   * Runs `fn` once for the job, whatever happens later: its result (JSON, ≤ 64 KiB) is recorded
+   * under `name`, and every later run of the handler gets the recorded result back instead of
+   * running `fn` again. A step that throws records nothing: the error follows the job's retry
+   * policy, and the next attempt runs the step again. Names are unique within a run.
+   * Costs 1 write unit for a result up to about 900 bytes (1 per KB above), and 1 read unit per
+   * recorded step on a later run (none on the job's first run).
+   * @example
+   * const charge = await ctx.step('charge', () => payments.charge(order.id, order.total));
+   */
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  /**
+   * Sleeps for a duration (ms, or `"90s"`, `"15m"`, `"2h"`, `"7d"`) or until a moment (a Date, or
+   * ISO 8601 text), at most 366 days ahead. A sleep longer than a second ends the attempt; the job
+   * waits in state `waiting` and resumes afterwards (see the module comment).
+   * @example
+   * await ctx.sleep('cool-off', '2h');
+   */
+  sleep(name: string, duration: number | string | Date): Promise<void>;
+  /**
+   * Waits for the signal `name` (`POST /jobs/{id}/signals/{name}`) and returns its payload. A
+   * signal sent before the wait is kept in the job's inbox and returned at once. Returns `null`
+   * when the timeout passes first (or throws, with `onTimeout: 'throw'`).
+   * @example
+   * const payment = await ctx.waitForSignal<{ amount: number }>('payment', { timeout: '3d' });
+   */
+  waitForSignal<T = unknown>(name: string, options?: WaitForSignalOptions): Promise<T | null>;
+}
+
+/**
+ * Thrown by a sleep or signal wait that ends the attempt. Let it through: the attempt is over
+ * (the worker suspends the job even if the handler catches it, and ignores what it returns).
+ */
+export class Suspension extends Error {
+  constructor(readonly wait: WakeWait) {
+    super(`the job waits for ${wait.kind} "${wait.key}" until ${wait.until}; let this error through`);
+    this.name = 'Suspension';
+  }
+}
+
+/** The job the steps belong to, as its attempt was claimed. */
+interface JobRun {
+  id: string;
+  attempts: number;
+  retries?: number;
+  resumes?: number;
+}
+
+export interface WorkflowOptions {
+  job: JobRun;
+  /** Without one, every call fails the job with a StepUsageError. */
+  journal?: Journal;
+  clock: Clock;
+  /** The attempt's abort signal: nothing is run or recorded once it fired. */
+  signal: AbortSignal;
+  /** Epoch seconds an entry written at `now` expires. */
+  expiresAt(now: number): number;
+}
+
+/** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
+export function createWorkflow(options: WorkflowOptions): WorkflowSteps & { suspended(): WakeWait | undefined } {
+  const { job, clock, signal } = options;
+  // The job's first run ever: nothing can have been recorded yet, so nothing is read.
+  const fresh = job.attempts === 1 && !job.retries && !job.resumes;
+  const used = new Set<string>();
+  let pending: WakeWait | undefined;
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  function journalOf(): Journal {
+    if (!options.journal) throw new StepUsageError('this worker has no journal: steps, sleeps and waits need one');
+    return options.journal;
+  }
+
+  /** Checks a call may go on, and claims its name for this run. */
+  function begin(kind: 'step' | 'sleep' | 'signal', name: string): Journal {
+    if (signal.aborted) throw signal.reason;
+    if (pending) throw new Suspension(pending);
+    try {
+      checkName(name, kind);
+    } catch (error) {
+      throw usage(error);
+    }
+    const key = `${kind}#${name}`;
+    if (used.has(key)) {
+      throw new StepUsageError(`${kind} "${name}" was used twice in one run: names must be unique within a job`);
+    }
+    used.add(key);
+    return journalOf();
+  }
+
+  async function read(kind: JournalKind, name: string) {
+    return fresh ? undefined : await journalOf().get({ jobId: job.id, kind, name });
+  }
+
+  /** Records `value` under the name unless it was recorded first; returns what stands. */
+  async function record(kind: JournalKind, name: string, value: unknown): Promise<unknown> {
+    if (signal.aborted) throw signal.reason;
+    const now = clock.now();
+    const out = await journalOf().record({
+      jobId: job.id,
+      kind,
+      name,
+      value,
+      at: now,
+      expiresAt: options.expiresAt(now),
+    });
+    return out.recorded ? value : out.existing.value;
+  }
+
+  /** Ends the attempt to wait until `until` (or waits it out here when it is that close). */
+  async function waitUntil(wait: Omit<WakeWait, 'since'>): Promise<'over' | never> {
+    const now = clock.now();
+    const remaining = Date.parse(wait.until) - now;
+    if (remaining <= 0) return 'over';
+    if (remaining <= IN_ATTEMPT_WAIT_MS) {
+      await sleep(remaining, undefined, { signal });
+      return 'over';
+    }
+    pending = { ...wait, since: iso(now) };
+    throw new Suspension(pending);
+  }
+
+  return {
+    async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+      begin('step', name);
+      const recorded = await read('step', name);
+      if (recorded) return recorded.value as T;
+      const value = await fn();
+      let storable: unknown;
+      try {
+        storable = storableValue(value, MAX_STEP_RESULT_BYTES, `step "${name}" result`);
+      } catch (error) {
+        throw usage(error);
+      }
+      return (await record('step', name, storable)) as T;
+    },
+
+    async sleep(name: string, duration: number | string | Date): Promise<void> {
+      begin('sleep', name);
+      let until = (await read('sleep', name))?.value as number | undefined;
+      if (until === undefined) {
+        try {
+          until = wakeTime(duration, clock.now());
+        } catch (error) {
+          throw usage(error);
+        }
+        until = (await record('sleep', name, until)) as number;
+      }
+      await waitUntil({ kind: 'sleep', key: name, until: iso(until) });
+    },
+
+    async waitForSignal<T = unknown>(name: string, waitOptions: WaitForSignalOptions = {}): Promise<T | null> {
+      const journal = begin('signal', name);
+      const outcome = (value: unknown): T | null => {
+        const o = value as { payload?: unknown; timedOutAt?: string };
+        if (o.timedOutAt === undefined) return (o.payload ?? null) as T | null;
+        if (waitOptions.onTimeout === 'throw') throw new SignalTimeoutError(name, o.timedOutAt);
+        return null;
+      };
+      const done = await read('signal', name);
+      if (done) return outcome(done.value);
+      // a signal may have come before the job ever ran: the inbox is read on every run
+      const arrived = await journal.signal({ jobId: job.id, name });
+      if (arrived) return outcome(await record('signal', name, { payload: arrived.payload }));
+      let until = (await read('wait', name))?.value as number | undefined;
+      if (until === undefined) {
+        let timeoutMs: number;
+        try {
+          timeoutMs = parseDuration(waitOptions.timeout ?? MAX_WAIT_MS);
+          if (timeoutMs > MAX_WAIT_MS) {
+            throw new ValidationError('a signal wait may last at most 366 days', [
+              { path: 'timeout', message: 'must be at most 366 days' },
+            ]);
+          }
+        } catch (error) {
+          throw usage(error);
+        }
+        until = (await record('wait', name, clock.now() + timeoutMs)) as number;
+      }
+      if ((await waitUntil({ kind: 'signal', key: name, until: iso(until) })) === 'over') {
+        return outcome(await record('signal', name, { timedOutAt: iso(until) }));
+      }
+      return null;
+    },
+
+    suspended: () => pending,
+  };
+}
+
+/** A validation problem in a handler's use of the steps: the handler's mistake, so the job fails. */
+function usage(error: unknown): unknown {
+  return error instanceof ValidationError ? new StepUsageError(error.message, { cause: error }) : error;
+}

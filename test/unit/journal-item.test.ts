@@ -1,0 +1,44 @@
+/** The size of a journal entry's item, as DynamoDB bills it: a step result of about 1 KB is one write unit. */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { itemBytes, ONE_WRITE_UNIT_BYTES } from '../../shared/aws/dynamo-job-store';
+import { journalEntryItem } from '../../shared/aws/dynamo-journal';
+import { jsonBytes } from '../../shared/core/limits';
+
+const entry = (value: unknown) =>
+  journalEntryItem({
+    jobId: 'order-1234567890-abcdef',
+    kind: 'step',
+    name: 'reserve-stock',
+    value,
+    at: 0,
+    expiresAt: 2e9,
+  });
+
+describe('journal entry items', () => {
+  it('keeps a small result as plain JSON text', () => {
+    const item = entry({ ok: true });
+    expect(item.value?.S).toBe('{"ok":true}');
+    expect(item.valueGz).toBeUndefined();
+  });
+
+  it('stores a result of 1 KB of ordinary JSON in one write unit (gzipped), where plain text takes two', () => {
+    const value = {
+      items: Array.from({ length: 20 }, (_, i) => ({ sku: `SKU-${1000 + i}`, qty: i, warehouse: 'eu-west' })),
+    };
+    expect(jsonBytes(value)).toBeGreaterThan(900);
+    expect(jsonBytes(value)).toBeLessThanOrEqual(1024);
+    const item = entry(value);
+    expect(item.valueGz?.B).toBeDefined();
+    expect(itemBytes(item)).toBeLessThanOrEqual(ONE_WRITE_UNIT_BYTES);
+    expect(
+      itemBytes(journalEntryItem({ jobId: 'x', kind: 'step', name: 'y', value: 'z', at: 0, expiresAt: 0 })),
+    ).toBeLessThan(100);
+  });
+
+  it('keeps plain text when gzip would not save a write unit (incompressible data)', () => {
+    const item = entry({ noise: randomBytes(1100).toString('base64') });
+    expect(item.value?.S).toBeDefined();
+    expect(item.valueGz).toBeUndefined();
+  });
+});
