@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import type { Clock } from '../core/clock';
+import { pastRetention } from '../core/control';
 import { type FlowRecord, findCycle, type JobGraph, parentEdges } from '../core/dependencies';
 import { enqueueRequestSchema, jobIdSchema } from '../core/enqueue';
 import type { JobState } from '../core/states';
 import { parseOrThrow } from '../core/validation';
-import { ConfigError, NotFoundError, ValidationError } from '../errors';
+import { ConfigError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
 import { mapWithConcurrency } from './concurrency';
 import type { JobsService, PendingSend } from './jobs-service';
@@ -85,8 +86,9 @@ export class FlowsService {
       }
       index.set(node.id, i);
     });
+    const hashes: string[] = [];
     const edges = nodes.map((node, i) => {
-      this.deps.jobs.validate(node, `jobs.${i}`);
+      hashes.push(this.deps.jobs.validate(node, `jobs.${i}`).payloadHash);
       return node.dependsOn ? parentEdges(node.dependsOn, node.id, `jobs.${i}.dependsOn`) : [];
     });
     const parentsOf = new Map(nodes.map((node, i) => [node.id, (edges[i] ?? []).map((e) => e.id)]));
@@ -111,6 +113,20 @@ export class FlowsService {
         'the flow names parents that are not in it and do not exist',
         unknown,
         'unknown_parent',
+      );
+    }
+
+    // A job id taken by another job (another type or payload) is a 409 before anything is written.
+    const taken = await graph.jobs(nodes.map((n) => n.id));
+    const conflicts = nodes.flatMap((node, i) => {
+      const other = taken.get(node.id);
+      return other && other.payloadHash !== hashes[i] && !pastRetention(other, this.deps.clock.now()) ? [i] : [];
+    });
+    if (conflicts.length > 0) {
+      throw new ConflictError(
+        `job ids of the flow already exist with a different type or payload: ${conflicts.map((i) => nodes[i]?.id).join(', ')}`,
+        'id_conflict',
+        { jobIds: conflicts.map((i) => nodes[i]?.id), paths: conflicts.map((i) => `jobs.${i}.id`) },
       );
     }
 

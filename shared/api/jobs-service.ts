@@ -445,11 +445,12 @@ export class JobsService {
   /**
    * Every check of an enqueue request that writes nothing and reads nothing (type, payload, keys,
    * times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
-   * A type with a debounce or a rate limit is refused when the request has parents.
+   * A type with a debounce or a rate limit is refused when the request has parents. Returns the
+   * hash a job of this request would carry (to tell a replay from an id conflict).
    */
-  validate(request: EnqueueRequest, path: string): void {
+  validate(request: EnqueueRequest, path: string): { payloadHash: string } {
     try {
-      const { spec } = this.checked(request);
+      const { spec, payload } = this.checked(request);
       if (spec.debounce) refuseDebouncedDelay(spec, request);
       const now = this.deps.clock.now();
       const plan = planEnqueue(request, now);
@@ -464,6 +465,7 @@ export class JobsService {
         }
         parentEdges(request.dependsOn, request.id);
       }
+      return { payloadHash: payloadHash(spec.type, payload) };
     } catch (error) {
       if (error instanceof ValidationError) throw prefixed(error, path);
       throw error;

@@ -70,6 +70,18 @@ describe('POST /flows', () => {
     expect(p.runs).toEqual(['A', 'B']);
   });
 
+  it('a job id taken by another payload is a 409 before anything is written', async () => {
+    const p = depsPlatform();
+    await p.enqueue('B', undefined, true);
+    const before = written(p);
+    await expect(p.flows.create({ id: 'f4', jobs: [node('A'), node('B', ['A'])] })).rejects.toMatchObject({
+      status: 409,
+      code: 'id_conflict',
+    });
+    expect(written(p)).toEqual(before);
+    expect(p.store.peek('A')).toBeUndefined();
+  });
+
   it('may name existing jobs as parents', async () => {
     const p = depsPlatform();
     await p.enqueue('X');
