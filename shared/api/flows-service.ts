@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
-import { type FlowRecord, findCycle, type JobGraph, parentEdges } from '../core/dependencies';
+import { type ChildEntry, type FlowRecord, findCycle, type JobGraph, parentEdges } from '../core/dependencies';
 import { enqueueRequestSchema, jobIdSchema } from '../core/enqueue';
 import type { JobState } from '../core/states';
 import { parseOrThrow } from '../core/validation';
@@ -145,11 +145,32 @@ export class FlowsService {
       const d = depth(node.id);
       levels[d] = [...(levels[d] ?? []), i];
     });
+    // A parent the flow creates gets its children in the flow at its creation: its registry's
+    // chunks first (one write per 12 children), then its status item with their count; each
+    // child then counts it as pending without registering. A parent that exists already (a
+    // replay, a job outside the flow) is registered with as by any enqueue.
+    const now0 = this.deps.clock.now();
+    const ttl = Math.floor(now0 / 1000) + FLOW_RETENTION_DAYS * 86_400;
+    const childrenOf = new Map<string, ChildEntry[]>();
+    nodes.forEach((node, i) => {
+      (edges[i] ?? []).forEach((edge, at) => {
+        if (!index.has(edge.id) || taken.has(edge.id)) return;
+        const entry: ChildEntry = { child: node.id, policy: edge.policy, index: at };
+        childrenOf.set(edge.id, [...(childrenOf.get(edge.id) ?? []), entry]);
+      });
+    });
     let created = false;
     const sends: PendingSend[] = [];
     for (const indexes of levels) {
       await mapWithConcurrency(indexes ?? [], FLOW_CONCURRENCY, async (i) => {
-        const out = await this.deps.jobs.write(nodes[i] as FlowRequest['jobs'][number]);
+        const node = nodes[i] as FlowRequest['jobs'][number];
+        const children = childrenOf.get(node.id) ?? [];
+        if (children.length > 0) await graph.putChildren({ parent: node.id, entries: children, expiresAt: ttl });
+        const registered = new Set((edges[i] ?? []).flatMap((e) => (childrenOf.has(e.id) ? [e.id] : [])));
+        const out = await this.deps.jobs.write(node, {
+          ...(registered.size > 0 ? { sameRequest: registered } : {}),
+          ...(children.length > 0 ? { childCount: children.length } : {}),
+        });
         if (out.created) created = true;
         if (out.send) sends.push(out.send);
       });

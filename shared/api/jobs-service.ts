@@ -88,10 +88,13 @@ export interface EnqueueOptions {
   /** The recurring schedule the job is a run of (`POST /schedules/{name}/run`). @default none */
   schedule?: string;
   /**
-   * Ids of jobs written by the same request (a batch, a flow): a parent among them need not
-   * exist yet and counts as not finished. @default none
+   * Parents written by the same request (a flow) that registered this job as their child when
+   * they were created: each counts as not finished, and the job does not register with it.
+   * @default none
    */
   sameRequest?: ReadonlySet<string>;
+  /** Children registered with this job at its creation (a flow's `putChildren`). @default none */
+  childCount?: number;
 }
 
 /** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
@@ -196,6 +199,7 @@ export class JobsService {
       ...(throttleKey !== undefined ? { throttleKey } : {}),
       ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
+      ...(options.childCount ? { childCount: options.childCount } : {}),
     };
     if (parents) this.applyStart(job, parents.start, now);
     if (skipReason) {
@@ -228,7 +232,8 @@ export class JobsService {
     if (written.created && job.state === 'waiting' && parents && parents.start.kind === 'waiting') {
       this.deps.metrics?.add(METRIC.enqueued, job.type);
       const resolved = new Set(parents.start.resolved);
-      const pending = parents.edges.flatMap((_, i) => (resolved.has(i) ? [] : [i]));
+      const registered = options.sameRequest ?? new Set<string>();
+      const pending = parents.edges.flatMap((edge, i) => (resolved.has(i) || registered.has(edge.id) ? [] : [i]));
       await registerChild(this.releaseDeps(), job, parents.edges, pending, now);
       const current = await store.get(id);
       return { created: true, job: toView(current ?? job) };

@@ -162,6 +162,41 @@ export class DynamoJobGraph implements JobGraph {
     }
   }
 
+  async putChildren({
+    parent,
+    entries,
+    expiresAt,
+  }: {
+    parent: string;
+    entries: readonly ChildEntry[];
+    expiresAt: number;
+  }): Promise<void> {
+    for (let start = 0; start < entries.length; start += CHILDREN_CHUNK) {
+      const chunk = entries.slice(start, start + CHILDREN_CHUNK);
+      const names: Record<string, string> = {};
+      const values: Record<string, AttributeValue> = { ':ttl': N(expiresAt) };
+      const sets = chunk.map((entry, j) => {
+        const slot = start + j + 1;
+        names[`#s${slot}`] = slotName(slot);
+        values[`:e${slot}`] = { M: { c: S(entry.child), p: S(entry.policy), i: N(entry.index) } };
+        return `#s${slot} = if_not_exists(#s${slot}, :e${slot})`;
+      });
+      try {
+        await this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: { pk: S(childrenKey(parent, chunkOf(start + 1))) },
+            UpdateExpression: `SET ${sets.join(', ')}, expiresAt = if_not_exists(expiresAt, :ttl)`,
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+          }),
+        );
+      } catch (error) {
+        translateAwsError(error, 'DynamoDB UpdateItem (children of a new job)');
+      }
+    }
+  }
+
   async children({
     parent,
     count,

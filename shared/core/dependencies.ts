@@ -213,6 +213,12 @@ export interface JobGraph {
    */
   fillSlot(input: { parent: string; slot: number; entry: ChildEntry; expiresAt: number }): Promise<boolean>;
   /**
+   * Registers children known when their parent is created (a flow): `entries` go into slots
+   * 1..n of the parent's registry, each only if that slot is empty; the parent's status item is
+   * then created with `childCount` = n. One write per chunk of {@link CHILDREN_CHUNK} slots.
+   */
+  putChildren(input: { parent: string; entries: readonly ChildEntry[]; expiresAt: number }): Promise<void>;
+  /**
    * The registry of a finished parent, slots 1..`count`; every empty slot is sealed (a
    * tombstone), so a registration still in flight for it is refused and resolves its edge
    * itself. One strongly consistent batch read, plus one write per empty slot.

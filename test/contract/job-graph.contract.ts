@@ -69,6 +69,25 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       expect(await leg.graph.addChild({ parent: id('missing') })).toEqual({});
     });
 
+    it('children known at the parent’s creation fill slots 1..n, never over a slot taken', async () => {
+      const leg = await setup();
+      const parent = id('parent');
+      const entries: ChildEntry[] = Array.from({ length: CHILDREN_CHUNK + 3 }, (_, i) => ({
+        child: `k${i}`,
+        policy: 'ignore',
+        index: i % 4,
+      }));
+      await leg.graph.putChildren({ parent, entries, expiresAt: TTL });
+      // a replay writes nothing over them
+      await leg.graph.putChildren({ parent, entries: entries.map((e) => ({ ...e, child: 'other' })), expiresAt: TTL });
+      await put(leg, { state: 'queued', childCount: entries.length, id: parent });
+      const later = await leg.graph.addChild({ parent });
+      expect(later.slot).toBe(entries.length + 1);
+      const late: ChildEntry = { child: 'late', policy: 'fail', index: 0 };
+      expect(await leg.graph.fillSlot({ parent, slot: later.slot ?? 0, entry: late, expiresAt: TTL })).toBe(true);
+      expect(await leg.graph.children({ parent, count: entries.length + 1 })).toEqual([...entries, late]);
+    });
+
     it('a registration that lands before the release reads the registry is released with it', async () => {
       const leg = await setup();
       const parent = await put(leg, { state: 'running' });

@@ -30,6 +30,7 @@ export type GraphMethod =
   | 'markReleased'
   | 'jobs'
   | 'putFlow'
+  | 'putChildren'
   | 'flow';
 
 export class FakeJobGraph implements JobGraph {
@@ -87,6 +88,15 @@ export class FakeJobGraph implements JobGraph {
     if (slots.has(slot)) return false;
     slots.set(slot, { ...entry });
     return true;
+  }
+
+  async putChildren({ parent, entries }: { parent: string; entries: readonly ChildEntry[]; expiresAt: number }) {
+    this.enter('putChildren', parent);
+    const slots = this.slots.get(parent) ?? new Map<number, Slot>();
+    this.slots.set(parent, slots);
+    entries.forEach((entry, i) => {
+      if (!slots.has(i + 1)) slots.set(i + 1, { ...entry });
+    });
   }
 
   async children({ parent, count, seal = true }: { parent: string; count: number; seal?: boolean }) {

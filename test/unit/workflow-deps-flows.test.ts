@@ -43,6 +43,10 @@ describe('POST /flows', () => {
       children: [],
     });
     expect(out.flow.nodes.find((n) => n.id === 'A')?.children).toEqual(['B', 'C']);
+    // the flow's own edges were registered at each parent's creation: no per-edge registration
+    expect(p.graph.calls.filter((c) => c.method === 'addChild' || c.method === 'fillSlot')).toEqual([]);
+    expect(p.graph.calls.filter((c) => c.method === 'putChildren').map((c) => c.id)).toEqual(['A', 'B', 'C']);
+    expect(p.store.peek('A')?.childCount).toBe(2);
     await p.drain();
     expect(p.runs[0]).toBe('A');
     expect(p.runs.at(-1)).toBe('D');
@@ -80,6 +84,27 @@ describe('POST /flows', () => {
     });
     expect(written(p)).toEqual(before);
     expect(p.store.peek('A')).toBeUndefined();
+  });
+
+  it('a flow cut short (a job’s write failed) is completed by its replay; every job runs once, in order', async () => {
+    const p = depsPlatform();
+    const body = { id: 'f5', jobs: [node('D', ['B', 'C']), node('B', ['A']), node('C', ['A']), node('A')] };
+    const realCreate = p.store.create.bind(p.store);
+    p.store.create = async (job) => {
+      if (job.id === 'D') throw new Error('network');
+      return realCreate(job);
+    };
+    await expect(p.flows.create(body)).rejects.toThrow('network');
+    expect(p.queue.sent).toEqual([]);
+    expect(await p.graph.flow('f5')).toBeUndefined();
+    p.store.create = realCreate;
+    const replay = await p.flows.create(body);
+    expect(replay.created).toBe(true);
+    await p.drain();
+    expect(p.runs[0]).toBe('A');
+    expect(p.runs.at(-1)).toBe('D');
+    for (const id of ['A', 'B', 'C', 'D']) expect(p.runs.filter((r) => r === id)).toHaveLength(1);
+    expect(p.store.peek('D')?.state).toBe('succeeded');
   });
 
   it('may name existing jobs as parents', async () => {
