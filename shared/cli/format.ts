@@ -109,6 +109,13 @@ export function formatJob(job: JobView, style: Style): string {
       ['payload', shortJson(job.payload)],
       ['result', job.result === null || job.result === undefined ? undefined : shortJson(job.result)],
       ['last error', job.lastError ? style.red(`${job.lastError.name}: ${job.lastError.message}`) : undefined],
+      [
+        'parents',
+        job.parents?.map((p) => (p.onParentFailure === 'fail' ? p.id : `${p.id} (${p.onParentFailure})`)).join(', ') ||
+          undefined,
+      ],
+      ['waiting for', job.pendingParents === undefined ? undefined : `${job.pendingParents} parent(s)`],
+      ['children', job.children?.join(', ') || undefined],
     ],
     style,
   );
