@@ -249,9 +249,9 @@ export function createWorker(
     );
     metrics.add(METRIC.failed, type);
     log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
-    await releaseAfterEnd(job.id, log);
     const onFailure = def.onFailure;
-    if (!onFailure) return;
+    // its children's release after its hook, which runs once (a failed release keeps the message)
+    if (!onFailure) return releaseAfterEnd(job.id, log);
     // Through a promise, so a hook that throws synchronously is caught like one that rejects.
     const hook = Promise.resolve().then(() =>
       onFailure(job.payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors }),
@@ -270,6 +270,7 @@ export function createWorker(
     } finally {
       clearTimeout(timer);
     }
+    await releaseAfterEnd(job.id, log);
   }
 
   async function runAttempt(job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
