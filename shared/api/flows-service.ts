@@ -146,7 +146,7 @@ export class FlowsService {
       levels[d] = [...(levels[d] ?? []), i];
     });
     // A parent the flow creates gets its children in the flow at its creation: its registry's
-    // chunks first (one write per 12 children), then its status item with their count; each
+    // chunks first (one write per 10 children), then its status item with their count; each
     // child then counts it as pending without registering. A parent that exists already (a
     // replay, a job outside the flow) is registered with as by any enqueue.
     const now0 = this.deps.clock.now();
@@ -155,7 +155,7 @@ export class FlowsService {
     nodes.forEach((node, i) => {
       (edges[i] ?? []).forEach((edge, at) => {
         if (!index.has(edge.id) || taken.has(edge.id)) return;
-        const entry: ChildEntry = { child: node.id, policy: edge.policy, index: at };
+        const entry: ChildEntry = { child: node.id, policy: edge.policy, index: at, parents: edges[i]?.length ?? 0 };
         childrenOf.set(edge.id, [...(childrenOf.get(edge.id) ?? []), entry]);
       });
     });

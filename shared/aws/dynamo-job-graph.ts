@@ -52,10 +52,25 @@ const TOMBSTONE = 'x';
 
 const NOT_FINISHED = ['scheduled', 'queued', 'running', 'retrying', 'waiting'] as const;
 
+/** A slot's value: child, policy, index, and the child's parent count when known. */
+function slotValue(entry: ChildEntry): Record<string, AttributeValue> {
+  return {
+    c: S(entry.child),
+    p: S(entry.policy),
+    i: N(entry.index),
+    ...(entry.parents === undefined ? {} : { k: N(entry.parents) }),
+  };
+}
+
 function entryOf(value: AttributeValue | undefined): ChildEntry | undefined {
   const m = value?.M;
   if (!m?.c?.S || !m.p?.S || m.i?.N === undefined) return undefined;
-  return { child: m.c.S, policy: m.p.S as ParentPolicy, index: Number(m.i.N) };
+  return {
+    child: m.c.S,
+    policy: m.p.S as ParentPolicy,
+    index: Number(m.i.N),
+    ...(m.k?.N === undefined ? {} : { parents: Number(m.k.N) }),
+  };
 }
 
 /**
@@ -150,7 +165,7 @@ export class DynamoJobGraph implements JobGraph {
           ConditionExpression: 'attribute_not_exists(#slot)',
           ExpressionAttributeNames: { '#slot': slotName(slot) },
           ExpressionAttributeValues: {
-            ':entry': { M: { c: S(entry.child), p: S(entry.policy), i: N(entry.index) } },
+            ':entry': { M: slotValue(entry) },
             ':ttl': N(expiresAt),
           },
         }),
@@ -178,7 +193,7 @@ export class DynamoJobGraph implements JobGraph {
       const sets = chunk.map((entry, j) => {
         const slot = start + j + 1;
         names[`#s${slot}`] = slotName(slot);
-        values[`:e${slot}`] = { M: { c: S(entry.child), p: S(entry.policy), i: N(entry.index) } };
+        values[`:e${slot}`] = { M: slotValue(entry) };
         return `#s${slot} = if_not_exists(#s${slot}, :e${slot})`;
       });
       try {
@@ -253,8 +268,13 @@ export class DynamoJobGraph implements JobGraph {
     parentState: JobState;
     now: number;
     expiresAt: number;
+    only?: boolean;
   }): Promise<EdgeRelease> {
     const { child, index, outcome, parent, parentState, now, expiresAt } = input;
+    if (input.only && outcome.kind === 'resolve') {
+      const woken = await this.releaseOnly(child, index, now);
+      if (woken) return woken;
+    }
     const names = { '#state': 'state', '#i': String(index) };
     if (outcome.kind === 'end' && outcome.state === 'failed') {
       // the failed state's index key names the type: read it first (a rare path)
@@ -311,6 +331,37 @@ export class DynamoJobGraph implements JobGraph {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return this.refused(error.Item, now);
       return translateAwsError(error, 'DynamoDB UpdateItem (release edge)');
+    }
+  }
+
+  /**
+   * The release of a child's only parent, as one write: `queued` at once, when it waits for that
+   * parent alone and is due by now. Undefined when refused (a later runAt, a replay, a child that
+   * does not wait): the caller then takes the two-write path, which tells them apart.
+   */
+  private async releaseOnly(child: string, index: number, now: number): Promise<EdgeRelease | undefined> {
+    try {
+      const out = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: S(keys.job(child)) },
+          UpdateExpression: 'SET #state = :queued, runAt = :now, updatedAt = :now REMOVE pendingParents, rel',
+          ConditionExpression:
+            '#state = :waiting AND pendingParents = :one AND attribute_not_exists(rel.#i) AND runAt <= :now',
+          ExpressionAttributeNames: { '#state': 'state', '#i': String(index) },
+          ExpressionAttributeValues: {
+            ':queued': S('queued'),
+            ':waiting': S('waiting'),
+            ':one': N(1),
+            ':now': S(iso(now)),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { kind: 'ready', job: fromItem(out.Attributes ?? {}) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      return translateAwsError(error, 'DynamoDB UpdateItem (release an only parent)');
     }
   }
 

@@ -18,9 +18,10 @@ export const MAX_PARENTS = 1000;
 
 /**
  * Children slots per chunk item of a parent's registry (`job#<parent>#children#<k>`): a full
- * chunk of entries with 64-character ids stays under 1 KB, one write unit.
+ * chunk of entries with 64-character ids (about 86 bytes a slot) stays under 1 KB, so a write
+ * of one slot, billed at the whole item's size, is one write unit.
  */
-export const CHILDREN_CHUNK = 12;
+export const CHILDREN_CHUNK = 10;
 
 /**
  * What a child does when a parent ends without succeeding (failed, cancelled, expired, skipped):
@@ -78,6 +79,8 @@ export interface ChildEntry {
   policy: ParentPolicy;
   /** The parent's index in the child's `dependsOn`: the key of the edge on the child. */
   index: number;
+  /** How many parents the child has: with one, its release is one write. @default unknown */
+  parents?: number;
 }
 
 /** What a parent's end does to one child. */
@@ -243,6 +246,11 @@ export interface JobGraph {
     parentState: JobState;
     now: number;
     expiresAt: number;
+    /**
+     * The child has this parent only: the count and the wake are tried as one write (when the
+     * child is due by now), saving the second. @default false
+     */
+    only?: boolean;
   }): Promise<EdgeRelease>;
   /** Records that the parent's children up to slot `count` were released. One write. */
   markReleased(input: { parent: string; count: number }): Promise<void>;

@@ -118,6 +118,7 @@ async function releaseEdge(
     parentState,
     now,
     expiresAt: expiresAtOf(now, deps.retentionDays),
+    ...(entry.parents === 1 ? { only: true } : {}),
   });
   switch (result.kind) {
     case 'ready':
@@ -154,7 +155,7 @@ export async function registerChild(
   const expiresAt = expiresAtOf(now, 2 * 366);
   await eachLimited(pending, RELEASE_CONCURRENCY, async (index) => {
     const edge = parents[index] as ParentEdge;
-    const entry: ChildEntry = { child: child.id, policy: edge.policy, index };
+    const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: parents.length };
     const added = await deps.graph.addChild({ parent: edge.id });
     if (
       added.slot !== undefined &&

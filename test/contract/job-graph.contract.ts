@@ -163,6 +163,37 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       }
     });
 
+    it('an only parent’s release (one write): the child is queued; a replay is refused; a later runAt is kept', async () => {
+      const leg = await setup();
+      const child = await waitingChild(leg, 1);
+      const input = {
+        child: child.id,
+        index: 0,
+        outcome: resolve,
+        parent: 'p',
+        parentState: 'succeeded' as const,
+        now: T0 + 1000,
+        expiresAt: TTL,
+        only: true,
+      };
+      const out = await leg.graph.release(input);
+      expect(out.kind).toBe('ready');
+      const stored = await leg.store.get(child.id);
+      expect(stored?.state).toBe('queued');
+      expect(stored?.pendingParents).toBeUndefined();
+      expect(stored?.runAt).toBe(new Date(T0 + 1000).toISOString());
+      const replay = await leg.graph.release(input);
+      expect(replay.kind).toBe('refused');
+      const later = await waitingChild(leg, 1, T0 + 600_000);
+      const kept = await leg.graph.release({ ...input, child: later.id });
+      expect(kept.kind).toBe('ready');
+      expect((await leg.store.get(later.id))?.runAt).toBe(new Date(T0 + 600_000).toISOString());
+      // a child with more parents than the entry said: counted, not woken
+      const two = await waitingChild(leg, 2);
+      expect((await leg.graph.release({ ...input, child: two.id })).kind).toBe('counted');
+      expect((await leg.store.get(two.id))?.pendingParents).toBe(1);
+    });
+
     it('keeps a later runAt when the last parent ends before it', async () => {
       const leg = await setup();
       const child = await waitingChild(leg, 1, T0 + 600_000);

@@ -24,6 +24,11 @@ let platform: LocalPlatform;
 /** Each run: job id and the time it started and ended; the parents the join saw. */
 const runs: { id: string; start: number; end: number }[] = [];
 let joinSaw: Record<string, { state: string; result: unknown }> | undefined;
+/** Holds the fan-out's root running until its children and join are written. */
+let releaseRoot: () => void = () => {};
+const rootHeld = new Promise<void>((resolve) => {
+  releaseRoot = resolve;
+});
 
 const spec = defineJobType({
   type: 'dagnode',
@@ -35,6 +40,7 @@ const node: JobDefinition = {
   spec,
   run: async (payload, ctx) => {
     const start = Date.now();
+    if (ctx.jobId.startsWith('root-') && !ctx.jobId.includes('-c')) await rootHeld;
     if (ctx.jobId.startsWith('join') && ctx.parents) joinSaw = await ctx.parents();
     await new Promise((r) => setTimeout(r, 5));
     runs.push({ id: ctx.jobId, start, end: Date.now() });
@@ -81,8 +87,8 @@ describe('dependencies on local AWS', () => {
     const root = `root-${Date.now()}`;
     const children = Array.from({ length: width }, (_, i) => `${root}-c${i}`);
     const join = `join-${root}`;
-    // the root waits a moment, so every child registers while it is still pending
-    expect((await post('/jobs', { type: 'dagnode', id: root, payload: {}, delaySeconds: 3 })).status).toBe(201);
+    // the root is held running until every child and the join are written: they register with it
+    expect((await post('/jobs', { type: 'dagnode', id: root, payload: {} })).status).toBe(201);
     const batch = await post('/jobs/batch', {
       jobs: [
         ...children.map((id) => ({ type: 'dagnode', id, payload: {}, dependsOn: [root] })),
@@ -95,6 +101,7 @@ describe('dependencies on local AWS', () => {
     const waiting = await platform.store.get(join);
     expect(waiting?.state).toBe('waiting');
     expect(waiting?.pendingParents).toBe(width);
+    releaseRoot();
 
     await until(async () => (await platform.store.get(join))?.state === 'succeeded', 90_000);
     expect((await platform.store.get(join))?.state).toBe('succeeded');
@@ -163,7 +170,7 @@ describe('dependencies on local AWS', () => {
 });
 
 describe('write units of the dependency writes, as DynamoDB Local reports them', () => {
-  it('an edge: 2 to register, 1 to release; 1 for the wake and 1 for the parent’s record', async () => {
+  it('an edge: 2 to register, 1 to release; 1 for the wake (none for an only parent) and 1 for the parent’s record', async () => {
     const meter = new CostMeter();
     const clients = createAwsClients({ cost: meter });
     const table = platform.config.tableName;
@@ -197,6 +204,22 @@ describe('write units of the dependency writes, as DynamoDB Local reports them',
     // a replay is refused: billed as one write unit, changes nothing
     expect(await units(release)).toBe(1);
     expect(await units(() => graph.markReleased({ parent: `${tag}-p`, count: 1 }))).toBe(1);
+    // a child with one parent: its release and wake are one write
+    await store.create(newJob({ id: `${tag}-only`, type: 'dagnode', state: 'waiting', pendingParents: 1 }, now));
+    const only = await meter.measure(() =>
+      graph.release({
+        child: `${tag}-only`,
+        index: 0,
+        outcome: edgeOutcome('succeeded', 'fail'),
+        parent: `${tag}-p`,
+        parentState: 'succeeded',
+        now,
+        expiresAt: ttl,
+        only: true,
+      }),
+    );
+    expect(only.value.kind).toBe('ready');
+    expect(only.cost.writeUnits).toBe(1);
 
     // a join of 200 parents: what its releases cost as its record of counted edges grows
     const join = `${tag}-join`;

@@ -121,6 +121,8 @@ export class FakeJobGraph implements JobGraph {
     parentState: JobState;
     now: number;
     expiresAt: number;
+    /** Same outcome either way here: the fake's two writes are one atomic step. */
+    only?: boolean;
   }): Promise<EdgeRelease> {
     const { child, index, outcome, parent, parentState, now, expiresAt } = input;
     this.enter('release', child);

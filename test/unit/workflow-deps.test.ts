@@ -245,7 +245,7 @@ describe('dependsOn at enqueue', () => {
     const p = depsPlatform();
     await p.enqueue('A');
     await p.enqueue('B', ['A']);
-    expect(p.graph.registry('A')).toEqual([{ child: 'B', policy: 'fail', index: 0 }]);
+    expect(p.graph.registry('A')).toEqual([{ child: 'B', policy: 'fail', index: 0, parents: 1 }]);
     await p.drain();
     expect(p.runs).toEqual(['A', 'B']);
     expect(sendsOf(p, 'B')).toBe(1);
