@@ -22,7 +22,7 @@ import {
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
 import { addCost, type JobCost, NO_COST } from '../core/metrics';
-import type { ClaimResult, JobStore } from '../core/ports';
+import type { ClaimResult, EndWritten, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
@@ -554,6 +554,8 @@ export class DynamoJobStore implements JobStore {
     update: { set: string; remove?: string },
     values: Record<string, AttributeValue>,
     end?: { state: JobState; writer: string; cost?: JobCost },
+    /** Return the whole item as written (`ALL_NEW`, no extra cost). @default the updated attributes, only for an error count */
+    all = false,
   ): Promise<Item | undefined> {
     // An end in a sparse state (failed) enters the state index; no other end touches an index.
     const indexed = end !== undefined && isSparseState(end.state);
@@ -587,7 +589,11 @@ export class DynamoJobStore implements JobStore {
               : {}),
           },
           // the error count a retry or fail just wrote (it names the error's own item)
-          ...(expression.includes('errorCount') ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
+          ...(all
+            ? { ReturnValues: 'ALL_NEW' as const }
+            : expression.includes('errorCount')
+              ? { ReturnValues: 'UPDATED_NEW' as const }
+              : {}),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
@@ -677,7 +683,7 @@ export class DynamoJobStore implements JobStore {
     expiresAt: number;
     writer: string;
     cost?: JobCost;
-  }): Promise<void> {
+  }): Promise<EndWritten> {
     const values: Record<string, AttributeValue> = { ':now': S(iso(now)), ':ttl': N(expiresAt) };
     let set = 'finishedAt = :now, updatedAt = :now, expiresAt = :ttl';
     if (result !== undefined) {
@@ -692,11 +698,19 @@ export class DynamoJobStore implements JobStore {
       lastWriter: writer,
       ...(result !== undefined ? { result } : {}),
     });
-    await this.fenced(job, 'succeed', { set, remove: 'leaseOwner, leaseExpiresAt' }, values, {
-      state: 'succeeded',
-      writer,
-      ...(cost ? { cost: this.costAfter(job, after, cost, [], expiresAt) } : {}),
-    });
+    const written = await this.fenced(
+      job,
+      'succeed',
+      { set, remove: 'leaseOwner, leaseExpiresAt' },
+      values,
+      {
+        state: 'succeeded',
+        writer,
+        ...(cost ? { cost: this.costAfter(job, after, cost, [], expiresAt) } : {}),
+      },
+      true,
+    );
+    return { childCount: Number(written?.childCount?.N ?? 0) };
   }
 
   async retry({

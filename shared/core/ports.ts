@@ -26,6 +26,15 @@ export type ClaimResult =
   /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
   | { kind: 'past-deadline'; job: Job };
 
+/**
+ * What an attempt-ending write can tell about the job as it left it, at no extra cost: the
+ * children registered with it (`dependsOn` naming it), so that a job without any needs no read
+ * to know it has none to release.
+ */
+export interface EndWritten {
+  childCount: number;
+}
+
 /** Persistence of jobs and their leases. Every write after a claim is fenced by `token`. */
 export interface JobStore {
   /**
@@ -82,7 +91,7 @@ export interface JobStore {
     expiresAt: number;
     writer: string;
     cost?: JobCost;
-  }): Promise<void>;
+  }): Promise<void | EndWritten>;
   retry(input: {
     job: Job;
     now: number;

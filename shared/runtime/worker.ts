@@ -386,14 +386,16 @@ export function createWorker(
     const now = clock.now();
     if (outcome.ok) {
       const result = outcome.result;
-      await persist(
+      const written = await persist(
         () => deps.store.succeed({ job, now, result, expiresAt: expiresAt(now), writer, ...spent() }),
         log,
         'recording success',
       );
       metrics.add(METRIC.succeeded, type);
       log.info('job succeeded', { durationMs: now - Date.parse(job.startedAt ?? job.updatedAt) });
-      if (release && !(await release.afterEnd(job.id, log))) return 'retry';
+      // the write says whether it has children (a store that does not say: the release reads it)
+      const children = written ? written.childCount > 0 : true;
+      if (release && children && !(await release.afterEnd(job.id, log))) return 'retry';
       return 'done';
     }
     const reason = outcome.error instanceof JobTimeoutError ? 'timeout' : 'error';

@@ -302,6 +302,20 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
   });
 
   describe('release record and reads', () => {
+    it('the success write tells the children count, so a job without any needs no read', async () => {
+      const leg = await setup();
+      const running = { state: 'running' as const, leaseToken: 1, leaseOwner: 'w', attempts: 1 };
+      const parent = await put(leg, { ...running });
+      await leg.graph.addChild({ parent: parent.id });
+      await leg.graph.addChild({ parent: parent.id });
+      const alone = await put(leg, { ...running });
+      const end = (job: Job) => leg.store.succeed({ job, now: T0 + 1000, result: null, expiresAt: TTL, writer: 'w' });
+      expect(await end(parent)).toEqual({ childCount: 2 });
+      expect(await end(alone)).toEqual({ childCount: 0 });
+      // a replay of the same write (its answer lost) says the same
+      expect(await end(parent)).toEqual({ childCount: 2 });
+    });
+
     it('records the slots released, never backwards', async () => {
       const leg = await setup();
       const parent = await put(leg, { state: 'succeeded', childCount: 5 });

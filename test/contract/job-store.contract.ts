@@ -395,7 +395,7 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
     const NOW = T0 + 2000;
     const errors = [attemptError(1, NOW, 'first')];
 
-    function end(leg: ContractLeg, kind: Ending, job: Job, writer: string): Promise<void> {
+    function end(leg: ContractLeg, kind: Ending, job: Job, writer: string): Promise<unknown> {
       switch (kind) {
         case 'succeed':
           return leg.store.succeed({ job, now: NOW, result: { ok: 1 }, expiresAt: sec(NOW) + 3600, writer });

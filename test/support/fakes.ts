@@ -27,6 +27,7 @@ import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/c
 import { addCost, type JobCost, type MetricName, type Metrics, NO_COST } from '../../shared/core/metrics';
 import {
   type ClaimResult,
+  type EndWritten,
   type JobQueue,
   type JobScheduler,
   type JobStore,
@@ -254,7 +255,7 @@ export class FakeJobStore implements JobStore {
     expiresAt: number;
     writer: string;
     cost?: JobCost;
-  }): Promise<void> {
+  }): Promise<EndWritten> {
     this.fenced(
       'succeed',
       input.job,
@@ -272,6 +273,7 @@ export class FakeJobStore implements JobStore {
       },
       input.writer,
     );
+    return { childCount: this.peek(input.job.id)?.childCount ?? 0 };
   }
 
   async retry(input: {
