@@ -83,6 +83,9 @@ export interface JobStore {
    * `cost` to the claimed job's plus `cost` plus the store's own requests and write units for this
    * call (the write, and the error item a retry or fail writes after it), estimated from the
    * items' sizes as DynamoDB bills them. Without it, the job's cost is left as it is.
+   *
+   * `succeed` returns the job's children count as the write left it ({@link EndWritten}), or
+   * nothing (a store that cannot say: the release then reads the job).
    */
   succeed(input: {
     job: Job;
@@ -91,6 +94,7 @@ export interface JobStore {
     expiresAt: number;
     writer: string;
     cost?: JobCost;
+    // biome-ignore lint/suspicious/noConfusingVoidType: a store may say nothing (the release then reads the job)
   }): Promise<void | EndWritten>;
   retry(input: {
     job: Job;
