@@ -23,7 +23,7 @@ import {
   type WaitingFor,
   type WakeWait,
 } from '../../shared/core/job';
-import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
+import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld, wokenFor } from '../../shared/core/lease';
 import { addCost, type JobCost, type MetricName, type Metrics, NO_COST } from '../../shared/core/metrics';
 import {
   type ClaimResult,
@@ -183,7 +183,7 @@ export class FakeJobStore implements JobStore {
       old.type === input.type &&
       old.attempts < old.maxAttempts &&
       // the condition `attribute_not_exists(dispatchBy) OR attempts > 0 OR dispatchBy >= :now`
-      (old.dispatchBy === undefined || old.attempts > 0 || old.dispatchBy >= iso(now));
+      (old.dispatchBy === undefined || old.attempts > 0 || old.resumes !== undefined || old.dispatchBy >= iso(now));
     if (!allowed) {
       // Our own claim, applied on an earlier try whose response was lost.
       if (old.state === 'running' && old.leaseOwner === input.owner) return { kind: 'claimed', job: read(old) };
@@ -366,7 +366,10 @@ export class FakeJobStore implements JobStore {
     this.enter('wake', input.id);
     const item = this.items.get(input.id);
     const current = item?.job;
-    if (!item || !current || current.state !== 'waiting' || current.waitSignal !== input.signal) return undefined;
+    if (!item || !current) return undefined;
+    if (current.state !== 'waiting' || current.waitSignal !== input.signal) {
+      return wokenFor(current, input.signal, input.now) ? read(current) : undefined;
+    }
     const next = stored(current);
     next.runAt = iso(input.now);
     delete next.waitSignal;

@@ -4,8 +4,10 @@
  * dispatchBy, and two waits at once.
  */
 import { describe, expect, it } from 'vitest';
+import { SignalsService } from '../../shared/api/signals-service';
+import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { sqsEvent } from '../support/fakes';
+import { sqsEvent, testConfig } from '../support/fakes';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -13,26 +15,26 @@ let deliveries = 0;
 const again = (id: string) => sqsEvent(messageFor(id, { messageId: `m-${id}-${++deliveries}` }));
 
 describe('a step body never outlives its attempt', () => {
-  it('a sleep beside a running step in Promise.all: the step stops (its signal aborts) before the job waits', async () => {
-    let running = 0;
-    let maxRunning = 0;
-    const stepSignals: AbortSignal[] = [];
+  /** A handler that sleeps beside a step in a Promise.all: the sleep ends the attempt while the step runs. */
+  function beside(stepMs: number) {
+    const seen = { runs: 0, running: 0, maxRunning: 0, aborted: 0 };
     const run = async (_p: unknown, ctx: JobContext) => {
       await Promise.all([
         ctx.step('charge', async () => {
-          running += 1;
-          maxRunning = Math.max(maxRunning, running);
-          stepSignals.push(ctx.signal);
+          seen.runs += 1;
+          seen.running += 1;
+          seen.maxRunning = Math.max(seen.maxRunning, seen.running);
           try {
             await new Promise<void>((resolve, reject) => {
-              const timer = setTimeout(resolve, 200);
+              const timer = setTimeout(resolve, stepMs);
               ctx.signal.addEventListener('abort', () => {
                 clearTimeout(timer);
+                seen.aborted += 1;
                 reject(ctx.signal.reason);
               });
             });
           } finally {
-            running -= 1;
+            seen.running -= 1;
           }
           return 'charged';
         }),
@@ -40,17 +42,31 @@ describe('a step body never outlives its attempt', () => {
       ]);
       return 'ok';
     };
+    return { seen, run };
+  }
+
+  it('a step running beside a sleep that ends the attempt finishes and is recorded before the job waits', async () => {
+    const { seen, run } = beside(200);
     const h = harness({ run });
     h.store.seed(echoJob('pa-1'));
     await h.worker(again('pa-1'));
-    // by the time the job waits, the step body has stopped
     expect(h.store.peek('pa-1')).toMatchObject({ state: 'waiting' });
-    expect(running).toBe(0);
-    expect(stepSignals[0]?.aborted).toBe(true);
+    expect(seen).toMatchObject({ runs: 1, running: 0, aborted: 0 });
+    expect(h.journal.count('pa-1', 'step')).toBe(1);
     h.clock.advance(2_000);
     await h.worker(again('pa-1'));
-    expect(maxRunning).toBe(1);
+    expect(seen).toMatchObject({ runs: 1, maxRunning: 1 });
     expect(h.store.peek('pa-1')).toMatchObject({ state: 'succeeded' });
+  });
+
+  it('one that runs past a heartbeat interval is aborted, and has stopped, before the job waits', async () => {
+    const { seen, run } = beside(60_000);
+    const h = harness({ run, leaseMs: 600 });
+    h.store.seed(echoJob('pa-2'));
+    await h.worker(again('pa-2'));
+    expect(h.store.peek('pa-2')).toMatchObject({ state: 'waiting' });
+    expect(seen).toMatchObject({ runs: 1, running: 0, aborted: 1 });
+    expect(h.journal.count('pa-2', 'step')).toBe(0);
   });
 });
 
@@ -134,5 +150,58 @@ describe('two waits at once', () => {
       runAt: iso(T0 + 2 * 3_600_000),
       waitSignal: 'paid',
     });
+  });
+});
+
+describe('two signal waits at once', () => {
+  it('fails the job: a waiting job is woken by one signal', async () => {
+    const h = harness({
+      run: async (_p, ctx) => {
+        try {
+          return await Promise.all([
+            ctx.waitForSignal('a', { timeout: '1h' }),
+            ctx.waitForSignal('b', { timeout: '1h' }),
+          ]);
+        } catch {
+          return 'swallowed';
+        }
+      },
+    });
+    h.store.seed(echoJob('tw-2'));
+    await h.worker(again('tw-2'));
+    expect(h.store.peek('tw-2')).toMatchObject({
+      state: 'failed',
+      lastError: { name: 'StepUsageError', message: expect.stringContaining('one signal at a time') },
+    });
+  });
+});
+
+describe('POST /jobs/{id}/signals/{name} when the message of the job it woke cannot be sent', () => {
+  it('answers 503 naming the job; the same signal again wakes it again and sends the message', async () => {
+    const h = harness({ run: async (_p, ctx) => ({ got: await ctx.waitForSignal('paid', { timeout: '1d' }) }) });
+    h.store.seed(echoJob('sg-503'));
+    await h.worker(again('sg-503'));
+    const service = new SignalsService({
+      config: testConfig(['echo']),
+      catalog: [],
+      store: h.store,
+      journal: h.journal,
+      queue: h.queue,
+      clock: h.clock,
+      log: createLogger({ level: 'error' }),
+    });
+    h.queue.failNext('send', new Error('SQS unavailable'));
+    await expect(service.send('sg-503', 'paid', { payload: 1 })).rejects.toMatchObject({
+      name: 'DependencyError',
+      details: { jobId: 'sg-503' },
+    });
+    const sent = h.queue.sent.length;
+    expect(await service.send('sg-503', 'paid', { payload: 1 })).toMatchObject({
+      created: false,
+      receipt: { resumed: true, duplicate: true },
+    });
+    expect(h.queue.sent.length).toBe(sent + 1);
+    await h.worker(again('sg-503'));
+    expect(h.store.peek('sg-503')).toMatchObject({ state: 'succeeded', result: { got: 1 } });
   });
 });
