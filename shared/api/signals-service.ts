@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
-import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES } from '../core/journal';
+import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES, type SignalReceipt } from '../core/journal';
 import { jsonBytes } from '../core/limits';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
@@ -12,18 +12,6 @@ import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, Va
 import { errorFields, type Logger } from '../logger';
 import { payloadHash } from './jobs-service';
 import { signalRequestSchema } from './schemas';
-
-/** What a signal send answers. */
-export interface SignalReceipt {
-  jobId: string;
-  signal: string;
-  /** ISO 8601 time the signal was stored (the first send's, for a replay). */
-  receivedAt: string;
-  /** The job was waiting for this signal and is due now (its message was sent). */
-  resumed: boolean;
-  /** A replay of a send already stored (same payload): nothing new was stored. */
-  duplicate: boolean;
-}
 
 export interface SignalsServiceDeps {
   config: PlatformConfig;

@@ -22,7 +22,7 @@ import {
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS, wokenFor } from '../core/lease';
 import { addCost, type JobCost, NO_COST } from '../core/metrics';
-import type { ClaimResult, JobStore } from '../core/ports';
+import type { ClaimResult, JobStore, SuspendInput } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
@@ -787,21 +787,7 @@ export class DynamoJobStore implements JobStore {
     await this.recordError(job, written, errors, expiresAt);
   }
 
-  async suspend({
-    job,
-    now,
-    runAt,
-    waitingFor,
-    writer,
-    cost,
-  }: {
-    job: Job;
-    now: number;
-    runAt: number;
-    waitingFor: WakeWait;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void> {
+  async suspend({ job, now, runAt, waitingFor, writer, cost }: SuspendInput): Promise<void> {
     const attempts = Math.max(0, job.attempts - 1);
     const resumes = (job.resumes ?? 0) + 1;
     const signal = waitingFor.kind === 'signal' ? waitingFor.key : undefined;

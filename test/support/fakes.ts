@@ -32,6 +32,7 @@ import {
   type JobStore,
   type QueueEntry,
   type QueueEntryOutcome,
+  type SuspendInput,
   sendBatchGroups,
 } from '../../shared/core/ports';
 import { earlyByMs, isPastDispatchBy } from '../../shared/core/scheduling';
@@ -331,14 +332,7 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
-  async suspend(input: {
-    job: Job;
-    now: number;
-    runAt: number;
-    waitingFor: WakeWait;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void> {
+  async suspend(input: SuspendInput): Promise<void> {
     this.fenced(
       'suspend',
       input.job,
