@@ -88,6 +88,10 @@ export const jobViewSchema = z
         description:
           'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, its debounce quiet period, the end of its sleep or a signal; the key or name, and since when',
       }),
+    resumes: z
+      .int()
+      .optional()
+      .meta({ description: 'Only for a workflow that waited: how many attempts ended in a sleep or a signal wait' }),
     skipReason: z
       .object({
         kind: z.enum(['singleton', 'rate-limit', 'debounce']),

@@ -194,6 +194,8 @@ export interface JobView {
   waitingFor?: { kind: WaitingFor['kind'] | 'debounce'; key: string; since: string; until?: string };
   /** Only for a `skipped` job: why flow control turned it away. */
   skipReason?: SkipReason;
+  /** Only for a workflow that waited: how many times an attempt ended in a sleep or a signal wait. */
+  resumes?: number;
   /** Only once an attempt ended: the AWS requests and DynamoDB write units the platform spent on the job. */
   cost?: JobCost;
 }
@@ -236,6 +238,7 @@ export function toView(job: Job): JobView {
           }
         : {}),
     ...(job.skipReason !== undefined ? { skipReason: job.skipReason } : {}),
+    ...(job.resumes !== undefined ? { resumes: job.resumes } : {}),
     ...(job.cost !== undefined ? { cost: job.cost } : {}),
   };
 }
