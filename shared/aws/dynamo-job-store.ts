@@ -18,7 +18,6 @@ import {
   type JobProgress,
   type SkipReason,
   type WaitingFor,
-  type WakeWait,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS, wokenFor } from '../core/lease';
 import { addCost, type JobCost, NO_COST } from '../core/metrics';

@@ -21,7 +21,6 @@ import {
   type JobProgress,
   type SkipReason,
   type WaitingFor,
-  type WakeWait,
 } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld, wokenFor } from '../../shared/core/lease';
 import { addCost, type JobCost, type MetricName, type Metrics, NO_COST } from '../../shared/core/metrics';
