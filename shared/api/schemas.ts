@@ -102,6 +102,10 @@ export const jobViewSchema = z
       .array(jobId)
       .optional()
       .meta({ description: 'Only for a job others depend on: the jobs registered as its children' }),
+    resumes: z
+      .int()
+      .optional()
+      .meta({ description: 'Only for a workflow that waited: how many attempts ended in a sleep or a signal wait' }),
     skipReason: z
       .object({
         kind: z.enum(['singleton', 'rate-limit', 'debounce']),

@@ -3,27 +3,15 @@ import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
-import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES } from '../core/journal';
+import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES, type SignalReceipt } from '../core/journal';
 import { jsonBytes } from '../core/limits';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { parseOrThrow } from '../core/validation';
-import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { payloadHash } from './jobs-service';
 import { signalRequestSchema } from './schemas';
-
-/** What a signal send answers. */
-export interface SignalReceipt {
-  jobId: string;
-  signal: string;
-  /** ISO 8601 time the signal was stored (the first send's, for a replay). */
-  receivedAt: string;
-  /** The job was waiting for this signal and is due now (its message was sent). */
-  resumed: boolean;
-  /** A replay of a send already stored (same payload): nothing new was stored. */
-  duplicate: boolean;
-}
 
 export interface SignalsServiceDeps {
   config: PlatformConfig;
@@ -125,9 +113,15 @@ export class SignalsService {
     try {
       await this.deps.queue.send(route.queueUrl, { v: 1, id, type });
     } catch (error) {
-      // Due now: its message hidden until the wait's timeout brings it then, and the supervisor
-      // re-sends a waiting job overdue by 10 minutes.
+      // The signal is stored and the job due, but its message (hidden until the wait's timeout)
+      // may not come before then: the caller sends the signal again, whose wake finds the job
+      // woken and sends the message.
       this.deps.log.warn('could not send the message of a job its signal woke', { jobId: id, ...errorFields(error) });
+      throw new DependencyError(
+        `the signal was stored and job ${id} woken, but its message could not be sent (${error instanceof Error ? error.message : String(error)}). Send the same signal again to resume it now.`,
+        error,
+        { jobId: id },
+      );
     }
     return true;
   }

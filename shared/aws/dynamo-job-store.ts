@@ -18,11 +18,10 @@ import {
   type JobProgress,
   type SkipReason,
   type WaitingFor,
-  type WakeWait,
 } from '../core/job';
-import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS } from '../core/lease';
+import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS, wokenFor } from '../core/lease';
 import { addCost, type JobCost, NO_COST } from '../core/metrics';
-import type { ClaimResult, EndWritten, JobStore } from '../core/ports';
+import type { ClaimResult, EndWritten, JobStore, SuspendInput } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
@@ -503,8 +502,8 @@ export class DynamoJobStore implements JobStore {
             '(attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :fence)) OR ' +
             // a takeover: the lease expired longer than the clock-skew bound ago
             '(#state = :running AND leaseExpiresAt < :fence)) AND ' +
-            // not a never-started job past its dispatchBy
-            '(attribute_not_exists(dispatchBy) OR attempts > :zero OR dispatchBy >= :now)',
+            // not a never-started job past its dispatchBy (one that waited, `resumes`, had started)
+            '(attribute_not_exists(dispatchBy) OR attempts > :zero OR attribute_exists(resumes) OR dispatchBy >= :now)',
           ExpressionAttributeNames: { '#state': 'state', '#type': 'type' },
           ExpressionAttributeValues: {
             ':type': S(type),
@@ -810,21 +809,7 @@ export class DynamoJobStore implements JobStore {
     await this.recordError(job, written, errors, expiresAt);
   }
 
-  async suspend({
-    job,
-    now,
-    runAt,
-    waitingFor,
-    writer,
-    cost,
-  }: {
-    job: Job;
-    now: number;
-    runAt: number;
-    waitingFor: WakeWait;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void> {
+  async suspend({ job, now, runAt, waitingFor, writer, cost }: SuspendInput): Promise<void> {
     const attempts = Math.max(0, job.attempts - 1);
     const resumes = (job.resumes ?? 0) + 1;
     const signal = waitingFor.kind === 'signal' ? waitingFor.key : undefined;
@@ -874,11 +859,16 @@ export class DynamoJobStore implements JobStore {
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: { ':now': S(iso(now)), ':waiting': S('waiting'), ':signal': S(signal) },
           ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return fromItem(out.Attributes ?? {});
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return undefined;
+      if (error instanceof ConditionalCheckFailedException) {
+        // woken already (a replay of this wake, its response lost; or another sender's): say so
+        const current = error.Item ? fromItem(error.Item) : undefined;
+        return current && wokenFor(current, signal, now) ? current : undefined;
+      }
       return translateAwsError(error, 'DynamoDB UpdateItem (wake)');
     }
   }

@@ -13,7 +13,7 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { InboxSignal, Journal, JournalEntry, JournalKind } from '../core/journal';
+import type { InboxDelivery, InboxSignal, Journal, JournalEntry, JournalKind, JournalRecord } from '../core/journal';
 import { journalKey } from '../core/journal';
 import { N, S } from './attributes';
 import { itemBytes, ONE_WRITE_UNIT_BYTES } from './dynamo-job-store';
@@ -28,7 +28,8 @@ type Item = Record<string, AttributeValue>;
  */
 const COMPRESS_ABOVE_BYTES = 600;
 
-const entryOf = (item: Item): JournalEntry => ({
+/** The entry an item holds. */
+export const journalEntryOf = (item: Item): JournalEntry => ({
   value: JSON.parse(item.valueGz?.B ? gunzipSync(item.valueGz.B).toString('utf8') : (item.value?.S ?? 'null')),
   at: item.at?.S ?? '',
 });
@@ -43,14 +44,7 @@ function valueAttribute(value: unknown, rest: Item): Item {
 }
 
 /** The item a journal entry is written as. */
-export function journalEntryItem(input: {
-  jobId: string;
-  kind: JournalKind;
-  name: string;
-  value: unknown;
-  at: number;
-  expiresAt: number;
-}): Item {
+export function journalEntryItem(input: JournalRecord): Item {
   return valueAttribute(input.value, {
     pk: S(journalKey(input.jobId, input.kind, input.name)),
     at: S(new Date(input.at).toISOString()),
@@ -74,20 +68,13 @@ export class DynamoJournal implements Journal {
 
   async get({ jobId, kind, name }: { jobId: string; kind: JournalKind; name: string }) {
     const item = await this.read(journalKey(jobId, kind, name), 'journal entry');
-    return item ? entryOf(item) : undefined;
+    return item ? journalEntryOf(item) : undefined;
   }
 
-  async record(input: {
-    jobId: string;
-    kind: JournalKind;
-    name: string;
-    value: unknown;
-    at: number;
-    expiresAt: number;
-  }): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }> {
+  async record(input: JournalRecord): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }> {
     const item = journalEntryItem(input);
     const existing = await this.putOnce(item, 'journal entry');
-    return existing ? { recorded: false, existing: entryOf(existing) } : { recorded: true };
+    return existing ? { recorded: false, existing: journalEntryOf(existing) } : { recorded: true };
   }
 
   async signal({ jobId, name }: { jobId: string; name: string }) {
@@ -95,12 +82,7 @@ export class DynamoJournal implements Journal {
     return item ? signalOf(item) : undefined;
   }
 
-  async deliver(input: {
-    jobId: string;
-    name: string;
-    signal: InboxSignal;
-    expiresAt: number;
-  }): Promise<{ stored: true } | { stored: false; existing: InboxSignal }> {
+  async deliver(input: InboxDelivery): Promise<{ stored: true } | { stored: false; existing: InboxSignal }> {
     const item: Item = {
       pk: S(journalKey(input.jobId, 'inbox', input.name)),
       payload: S(JSON.stringify(input.signal.payload ?? null)),

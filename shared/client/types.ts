@@ -21,6 +21,7 @@ import type { JobState } from '../core/states';
 import type { scheduleRequestSchema } from '../schedules/request';
 
 export type { AttemptError, JobProgress, JobView } from '../core/job';
+export type { SignalReceipt } from '../core/journal';
 export type { JobCost } from '../core/metrics';
 export type { JobState } from '../core/states';
 
@@ -155,18 +156,6 @@ export interface ListFilter<K extends string = string> {
 
 /** `POST /jobs/bulk` action. */
 export type BulkAction = 'retry' | 'cancel';
-
-/** What `client.signal` answers (`POST /jobs/{id}/signals/{name}`). */
-export interface SignalReceipt {
-  jobId: string;
-  signal: string;
-  /** ISO 8601 time the signal was stored (the first send's, for a replay). */
-  receivedAt: string;
-  /** The job was waiting for this signal: it is due now. */
-  resumed: boolean;
-  /** A replay of a send already stored (same payload): nothing new was stored. */
-  duplicate: boolean;
-}
 
 /** One id's outcome of `POST /jobs/bulk`, in the order of the ids. */
 export type BulkResult = z.output<typeof bulkResultSchema>;

@@ -209,6 +209,8 @@ export interface JobView {
   children?: string[];
   /** Only for a `skipped` job: why flow control turned it away. */
   skipReason?: SkipReason;
+  /** Only for a workflow that waited: how many times an attempt ended in a sleep or a signal wait. */
+  resumes?: number;
   /** Only once an attempt ended: the AWS requests and DynamoDB write units the platform spent on the job. */
   cost?: JobCost;
 }
@@ -252,6 +254,7 @@ export function toView(job: Job): JobView {
         : {}),
     ...(job.pendingParents !== undefined && job.state === 'waiting' ? { pendingParents: job.pendingParents } : {}),
     ...(job.skipReason !== undefined ? { skipReason: job.skipReason } : {}),
+    ...(job.resumes !== undefined ? { resumes: job.resumes } : {}),
     ...(job.cost !== undefined ? { cost: job.cost } : {}),
   };
 }

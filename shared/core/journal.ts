@@ -27,6 +27,39 @@ export interface InboxSignal {
   at: string;
 }
 
+/** What {@link Journal.record} writes. */
+export interface JournalRecord {
+  jobId: string;
+  kind: JournalKind;
+  name: string;
+  value: unknown;
+  /** Epoch ms it was recorded. */
+  at: number;
+  /** Epoch seconds: TTL of the entry. */
+  expiresAt: number;
+}
+
+/** What {@link Journal.deliver} writes. */
+export interface InboxDelivery {
+  jobId: string;
+  name: string;
+  signal: InboxSignal;
+  /** Epoch seconds: TTL of the signal. */
+  expiresAt: number;
+}
+
+/** What `POST /jobs/{id}/signals/{name}` (and the client's `signal`) answers. */
+export interface SignalReceipt {
+  jobId: string;
+  signal: string;
+  /** ISO 8601 time the signal was stored (the first send's, for a replay). */
+  receivedAt: string;
+  /** The job was waiting for this signal: it is due now, and its message was sent. */
+  resumed: boolean;
+  /** A replay of a send already stored (same payload): nothing new was stored. */
+  duplicate: boolean;
+}
+
 /** Persistence of job journals and signal inboxes. */
 export interface Journal {
   /** The entry, or undefined when none was recorded. Strongly consistent: one read unit up to 4 KB. */
@@ -35,27 +68,14 @@ export interface Journal {
    * Records an entry unless one exists: the first write wins, and a later one gets the recorded
    * entry back (`recorded: false`) without changing it. One conditional write: 1 write unit per KB.
    */
-  record(input: {
-    jobId: string;
-    kind: JournalKind;
-    name: string;
-    value: unknown;
-    at: number;
-    /** Epoch seconds: TTL of the entry. */
-    expiresAt: number;
-  }): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }>;
+  record(input: JournalRecord): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }>;
   /** The signal of that name in the job's inbox, if one arrived. */
   signal(input: { jobId: string; name: string }): Promise<InboxSignal | undefined>;
   /**
    * Puts a signal in the job's inbox unless one of that name is there: the first send wins, and a
    * later one gets the stored signal back (`stored: false`). One conditional write.
    */
-  deliver(input: {
-    jobId: string;
-    name: string;
-    signal: InboxSignal;
-    expiresAt: number;
-  }): Promise<{ stored: true } | { stored: false; existing: InboxSignal }>;
+  deliver(input: InboxDelivery): Promise<{ stored: true } | { stored: false; existing: InboxSignal }>;
 }
 
 /** Step, sleep and signal names: 1–200 characters, printable, no `#` (it separates key parts). */

@@ -97,3 +97,19 @@ export function isOwnAppliedEnd(
 ): boolean {
   return current.state === end.state && current.leaseToken === token && current.lastWriter === end.writer;
 }
+
+/**
+ * True when a job no longer waiting for `signal` was woken by it: still `waiting`, due by `now`,
+ * its wait a wait for that signal. A wake that finds this (a replay whose first response was lost,
+ * or a second sender) counts as woken, so its message is sent again: a spare copy is harmless,
+ * a missing one would leave the job due with no message.
+ */
+export function wokenFor(job: Job, signal: string, now: number): boolean {
+  return (
+    job.state === 'waiting' &&
+    job.waitSignal === undefined &&
+    job.waitingFor?.kind === 'signal' &&
+    job.waitingFor.key === signal &&
+    Date.parse(job.runAt) <= now
+  );
+}

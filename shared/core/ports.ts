@@ -26,6 +26,17 @@ export type ClaimResult =
   /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
   | { kind: 'past-deadline'; job: Job };
 
+/** What {@link JobStore.suspend} writes. */
+export interface SuspendInput {
+  job: Job;
+  now: number;
+  /** When the wait ends: the sleep's end, or the signal wait's timeout (epoch ms). */
+  runAt: number;
+  waitingFor: WakeWait;
+  writer: string;
+  cost?: JobCost;
+}
+
 /**
  * What an attempt-ending write can tell about the job as it left it, at no extra cost: the
  * children registered with it (`dependsOn` naming it), so that a job without any needs no read
@@ -146,14 +157,7 @@ export interface JobStore {
    * lease removed, `waitingFor` recorded and, for a signal, `waitSignal` = its name. Fenced and
    * replay-safe as `retry` is. One write.
    */
-  suspend(input: {
-    job: Job;
-    now: number;
-    runAt: number;
-    waitingFor: WakeWait;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void>;
+  suspend(input: SuspendInput): Promise<void>;
   /**
    * Makes a job that waits for `signal` due now (`runAt` = now, `waitSignal` removed). Returns
    * the job as written, or undefined when it does not wait for that signal (running, finished,

@@ -31,7 +31,8 @@ export async function newerDebounceRun(
   const newer = await deps.store.get(named);
   if (newer?.debounceSeq === undefined || newer.debounceSeq <= job.debounceSeq) return undefined;
   // one that will not run (cancelled or skipped before it started) leaves this one the run
-  return isPendingDebounceRun(newer) || newer.attempts > 0 ? newer : undefined;
+  // (one that waits, `resumes`, has started even with its attempt given back)
+  return isPendingDebounceRun(newer) || newer.attempts > 0 || newer.resumes !== undefined ? newer : undefined;
 }
 
 /** The skip of a run that gives way to `newer`: conditioned on its lower seq, like enqueue's. */

@@ -157,6 +157,9 @@ function jobIdOf(record: SQSRecord): { jobId?: string } {
 /** Receives of an attempt's own message hidden only until its lease fence; later ones wait for the attempt's deadline. */
 const OWN_MESSAGE_FENCE_RETURNS = 3;
 
+/** A signal wait whose inbox could not be read after its suspend looks again this soon. */
+const SIGNAL_LOOK_AGAIN_SECONDS = 10;
+
 /** What to tell the event source mapping about one record. */
 type Outcome = 'done' | 'retry';
 
@@ -358,6 +361,17 @@ export function createWorker(
         // the lease is still kept, before anything is recorded or the message comes back, so the
         // next attempt never starts beside it (nor a frozen Lambda resumes it later).
         if (controller.signal.aborted) await handlerStopped(running, keeper.intervalMs, log);
+        // Steps or waits the handler did not wait for (a Promise.all that rejected early) end, or
+        // are stopped, while the lease is still kept: none outlives the attempt.
+        if (!(await workflow.settle(keeper.intervalMs))) {
+          if (!controller.signal.aborted)
+            controller.abort(new Error('the handler ended while a step was still running'));
+          if (!(await workflow.settle(keeper.intervalMs))) {
+            log.warn('a step still ran a heartbeat interval after its abort signal; pass ctx.signal on', {
+              waitedMs: keeper.intervalMs,
+            });
+          }
+        }
       }
     } finally {
       clearTimeout(timeout);
@@ -376,8 +390,11 @@ export function createWorker(
       if (!current) return 'retry';
       return waitUntilDue({ job: current, now: clock.now(), queue: deps.queue, queueUrl: route.queueUrl, record, log });
     }
-    // A sleep or a signal wait ended the attempt: whatever the handler did with it, the job waits.
-    const wait = workflow.suspended();
+    // A sleep or a signal wait ended the attempt: whatever the handler did with it, the job waits
+    // (unless it misused them: then it fails, whatever it returned).
+    const misuse = workflow.misuse();
+    if (misuse) outcome = { ok: false, error: misuse };
+    const wait = misuse ? undefined : workflow.suspended();
     if (wait) return await suspend(job, wait, record, writer, log);
     if (outcome.ok) {
       const problem = resultProblem(outcome.result);
@@ -499,6 +516,24 @@ export function createWorker(
   }
 
   /**
+   * For a job that waits for `signal`: if the signal is in its inbox, makes the job due now.
+   * True when it did (or the job was due already), false when no signal is there, undefined when
+   * that could not be told (the read or the write failed).
+   */
+  async function wakeIfSignalled(id: string, signal: string, log: Logger): Promise<boolean | undefined> {
+    if (!deps.journal) return false;
+    try {
+      if (!(await deps.journal.signal({ jobId: id, name: signal }))) return false;
+      const woken = await deps.store.wake({ id, signal, now: clock.now() });
+      if (woken) log.info('its signal had arrived: resuming now', { name: signal });
+      return woken !== undefined;
+    } catch (error) {
+      log.warn('could not look for the signal the job waits for; looking again soon', errorFields(error));
+      return undefined;
+    }
+  }
+
+  /**
    * Ends the attempt to wait (a sleep, or a signal's wait): the job is `waiting`, its attempt
    * given back, due at the wait's end. A signal that arrived meanwhile (sent while the handler
    * looked at its inbox, before this write) makes it due at once: whichever of the sender and this
@@ -514,16 +549,15 @@ export function createWorker(
     );
     metrics.add(METRIC.suspended, type);
     log.info(wait.kind === 'sleep' ? 'job sleeps' : 'job waits for a signal', { name: wait.key, until: wait.until });
-    if (wait.kind === 'signal' && deps.journal) {
-      const arrived = await deps.journal.signal({ jobId: job.id, name: wait.key }).catch(() => undefined);
-      if (
-        arrived &&
-        (await deps.store.wake({ id: job.id, signal: wait.key, now: clock.now() }).catch(() => undefined))
-      ) {
-        log.info('its signal had arrived: resuming now', { name: wait.key });
+    if (wait.kind === 'signal') {
+      const woke = await wakeIfSignalled(job.id, wait.key, log);
+      if (woke !== false) {
+        // Arrived meanwhile: back at once. Not known (the look failed): back soon, when the
+        // claim, refused as early, looks again (see handleClaim).
+        const seconds = woke === true ? 0 : SIGNAL_LOOK_AGAIN_SECONDS;
         await deps.queue
-          .changeVisibility(route.queueUrl, record.receiptHandle, 0)
-          .catch((error: unknown) => log.warn('could not bring the message back at once', errorFields(error)));
+          .changeVisibility(route.queueUrl, record.receiptHandle, seconds)
+          .catch((error: unknown) => log.warn('could not bring the message back soon', errorFields(error)));
         return 'retry';
       }
     }
@@ -630,6 +664,7 @@ export function createWorker(
         // due to start, and no earlier attempt (cancelled, then retried) may still run: else the claim is fenced
         const due =
           current !== undefined &&
+          current.pendingParents === undefined &&
           current.state !== 'running' &&
           !isTerminal(current.state) &&
           Date.parse(current.runAt) - now <= EARLY_START_TOLERANCE_MS &&
@@ -829,9 +864,22 @@ export function createWorker(
         log.info('duplicate delivery of a job running under a live lease; discarding it');
         return 'done';
       case 'early':
-      case 'fenced':
+      case 'fenced': {
+        // A job that waits for a signal whose wake was lost (its sender, or the worker that
+        // suspended it, died between the two writes): its signal is in its inbox; wake it now.
+        const waiting = claim.job;
+        if (claim.kind === 'early' && waiting.state === 'waiting' && waiting.waitSignal !== undefined) {
+          const woke = await wakeIfSignalled(waiting.id, waiting.waitSignal, log);
+          if (woke !== false) {
+            await deps.queue
+              .changeVisibility(route.queueUrl, record.receiptHandle, woke === true ? 0 : SIGNAL_LOOK_AGAIN_SECONDS)
+              .catch((error: unknown) => log.warn('could not bring the message back soon', errorFields(error)));
+            return 'retry';
+          }
+        }
         // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.
         return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
+      }
       case 'past-deadline':
         await expireJob({ job: claim.job, now: clock.now(), expiresAt: expiresAt(clock.now()), ...waitFor });
         await releaseAfterEnd(claim.job.id, log);

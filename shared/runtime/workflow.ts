@@ -105,12 +105,26 @@ export interface WorkflowOptions {
 }
 
 /** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
-export function createWorkflow(options: WorkflowOptions): WorkflowSteps & { suspended(): WakeWait | undefined } {
+export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
+  suspended(): WakeWait | undefined;
+  settle(withinMs: number): Promise<boolean>;
+  misuse(): StepUsageError | undefined;
+} {
   const { job, clock, signal } = options;
+  /** Calls not settled yet: a handler may settle before them (a rejected Promise.all). */
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(call: Promise<T>): Promise<T> => {
+    inFlight.add(call);
+    const done = () => inFlight.delete(call);
+    call.then(done, done);
+    return call;
+  };
   // The job's first run ever: nothing can have been recorded yet, so nothing is read.
   const fresh = job.attempts === 1 && !job.retries && !job.resumes;
   const used = new Set<string>();
   let pending: WakeWait | undefined;
+  /** A misuse that must fail the job even if the handler swallowed it (two signal waits at once). */
+  let misuse: StepUsageError | undefined;
   const iso = (ms: number) => new Date(ms).toISOString();
 
   function journalOf(): Journal {
@@ -163,11 +177,16 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & { susp
       await sleep(remaining, undefined, { signal });
       return 'over';
     }
-    pending = { ...wait, since: iso(now) };
+    try {
+      pending = merged(pending, { ...wait, since: iso(now) });
+    } catch (error) {
+      misuse = error as StepUsageError;
+      throw error;
+    }
     throw new Suspension(pending);
   }
 
-  return {
+  const steps: WorkflowSteps = {
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
       begin('step', name);
       const recorded = await read('step', name);
@@ -229,9 +248,45 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & { susp
       }
       return null;
     },
-
-    suspended: () => pending,
   };
+
+  return {
+    step: (name, fn) => track(steps.step(name, fn)),
+    sleep: (name, duration) => track(steps.sleep(name, duration)),
+    waitForSignal: (name, waitOptions) => track(steps.waitForSignal(name, waitOptions)),
+    suspended: () => pending,
+    misuse: () => misuse,
+    /** Waits up to `withinMs` for every call the handler left running; true when none is left. */
+    async settle(withinMs: number): Promise<boolean> {
+      if (inFlight.size === 0) return true;
+      let timer: NodeJS.Timeout | undefined;
+      const settled = await Promise.race([
+        Promise.allSettled([...inFlight]).then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), withinMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      return settled && inFlight.size === 0;
+    },
+  };
+}
+
+/**
+ * Two waits at once (a `Promise.all` of a sleep and a signal wait): the job is due at the earlier
+ * end, and a signal still wakes it. Two signals at once cannot both wake it: that is refused.
+ */
+function merged(pending: WakeWait | undefined, next: WakeWait): WakeWait {
+  if (!pending) return next;
+  if (pending.kind === 'signal' && next.kind === 'signal' && pending.key !== next.key) {
+    throw new StepUsageError(
+      `waits for signals "${pending.key}" and "${next.key}" at once: wait for one signal at a time`,
+    );
+  }
+  const signal = pending.kind === 'signal' ? pending : next.kind === 'signal' ? next : undefined;
+  const until = Date.parse(pending.until) <= Date.parse(next.until) ? pending.until : next.until;
+  const since = Date.parse(pending.since) <= Date.parse(next.since) ? pending.since : next.since;
+  return { ...(signal ?? pending), until, since };
 }
 
 /** A validation problem in a handler's use of the steps: the handler's mistake, so the job fails. */

@@ -5,14 +5,14 @@
  * the API's), and a Scheduler delivery that drops, delays or duplicates fires.
  */
 
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
-import { DynamoJournal } from '../../shared/aws/dynamo-journal';
+import { DynamoJournal, journalEntryOf } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
@@ -364,6 +364,27 @@ export async function startWorld(input: {
   };
   const scheduleStore = new DynamoScheduleStore(inspect.dynamo, config.tableName);
 
+  /** Every item of the table (those whose key contains `pkPart`, when given), read strongly consistent, page by page. */
+  async function scanItems(pkPart?: string): Promise<Record<string, AttributeValue>[]> {
+    const items: Record<string, AttributeValue>[] = [];
+    let startKey: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await inspect.dynamo.send(
+        new ScanCommand({
+          TableName: config.tableName,
+          ConsistentRead: true,
+          ...(pkPart === undefined
+            ? {}
+            : { FilterExpression: 'contains(pk, :part)', ExpressionAttributeValues: { ':part': { S: pkPart } } }),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return items;
+  }
+
   return {
     aws,
     platform: p,
@@ -447,46 +468,22 @@ export async function startWorld(input: {
     },
     async scanJobs() {
       const out = new Map<string, Job>();
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await inspect.dynamo.send(
-          new ScanCommand({
-            TableName: config.tableName,
-            ConsistentRead: true,
-            ...(startKey ? { ExclusiveStartKey: startKey as never } : {}),
-          }),
-        );
-        for (const item of page.Items ?? []) {
-          if (!isStatusItem(item)) continue; // not a schedule, nor a job's error item
-          const job = fromItem(item);
-          out.set(job.id, job);
-        }
-        startKey = page.LastEvaluatedKey;
-      } while (startKey);
+      for (const item of await scanItems()) {
+        if (!isStatusItem(item)) continue; // not a schedule, nor a job's error or journal item
+        const job = fromItem(item);
+        out.set(job.id, job);
+      }
       return out;
     },
     async scanSteps() {
       const out = new Map<string, Map<string, unknown>>();
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await inspect.dynamo.send(
-          new ScanCommand({
-            TableName: config.tableName,
-            ConsistentRead: true,
-            FilterExpression: 'contains(pk, :step)',
-            ExpressionAttributeValues: { ':step': { S: '#step#' } },
-            ...(startKey ? { ExclusiveStartKey: startKey as never } : {}),
-          }),
-        );
-        for (const item of page.Items ?? []) {
-          const match = /^job#(.+)#step#(.+)$/.exec(item.pk?.S ?? '');
-          if (!match?.[1] || !match[2]) continue;
-          const steps = out.get(match[1]) ?? new Map<string, unknown>();
-          steps.set(match[2], JSON.parse(item.value?.S ?? 'null'));
-          out.set(match[1], steps);
-        }
-        startKey = page.LastEvaluatedKey;
-      } while (startKey);
+      for (const item of await scanItems('#step#')) {
+        const match = /^job#(.+)#step#(.+)$/.exec(item.pk?.S ?? '');
+        if (!match?.[1] || !match[2]) continue;
+        const steps = out.get(match[1]) ?? new Map<string, unknown>();
+        steps.set(match[2], journalEntryOf(item).value);
+        out.set(match[1], steps);
+      }
       return out;
     },
     getSchedule: (name) => scheduleStore.get(name),

@@ -805,11 +805,34 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       const woken = await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 10 });
       expect(woken).toMatchObject({ id: j.id, state: 'waiting', runAt: iso(T0 + 10) });
       expect(woken?.waitSignal).toBeUndefined();
-      expect(await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 20 })).toBeUndefined();
+      // a replay (its response lost) finds the job woken by that signal: woken, nothing changed
+      expect(await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 20 })).toMatchObject({
+        state: 'waiting',
+        runAt: iso(T0 + 10),
+      });
+      expect(await leg.store.wake({ id: j.id, signal: 'shipped', now: T0 + 20 })).toBeUndefined();
       const resumed = await leg.store.claim(claimOf(j, 'w2', T0 + 10));
       expect(resumed.kind).toBe('claimed');
       // a running job is not woken: it reads its inbox itself
       expect(await leg.store.wake({ id: j.id, signal: 'paid', now: T0 + 30 })).toBeUndefined();
+    });
+
+    it('resumes a job that waited past its dispatchBy: it had started', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'queued', dispatchBy: iso(T0 + 60_000) });
+      const claim = await leg.store.claim(claimOf(j, 'w', T0));
+      if (claim.kind !== 'claimed') throw new Error(claim.kind);
+      await leg.store.suspend({
+        job: claim.job,
+        now: T0 + 1,
+        runAt: T0 + 7_200_000,
+        waitingFor: sleepWait(T0 + 7_200_000),
+        writer: 'w',
+      });
+      expect(await leg.store.claim(claimOf(j, 'w2', T0 + 7_200_000))).toMatchObject({
+        kind: 'claimed',
+        job: { attempts: 1 },
+      });
     });
 
     it('refuses a stale token and a job no longer running', async () => {

@@ -21,9 +21,8 @@ import {
   type JobProgress,
   type SkipReason,
   type WaitingFor,
-  type WakeWait,
 } from '../../shared/core/job';
-import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld } from '../../shared/core/lease';
+import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld, wokenFor } from '../../shared/core/lease';
 import { addCost, type JobCost, type MetricName, type Metrics, NO_COST } from '../../shared/core/metrics';
 import {
   type ClaimResult,
@@ -33,6 +32,7 @@ import {
   type JobStore,
   type QueueEntry,
   type QueueEntryOutcome,
+  type SuspendInput,
   sendBatchGroups,
 } from '../../shared/core/ports';
 import { earlyByMs, isPastDispatchBy } from '../../shared/core/scheduling';
@@ -184,7 +184,7 @@ export class FakeJobStore implements JobStore {
       old.type === input.type &&
       old.attempts < old.maxAttempts &&
       // the condition `attribute_not_exists(dispatchBy) OR attempts > 0 OR dispatchBy >= :now`
-      (old.dispatchBy === undefined || old.attempts > 0 || old.dispatchBy >= iso(now));
+      (old.dispatchBy === undefined || old.attempts > 0 || old.resumes !== undefined || old.dispatchBy >= iso(now));
     if (!allowed) {
       // Our own claim, applied on an earlier try whose response was lost.
       if (old.state === 'running' && old.leaseOwner === input.owner) return { kind: 'claimed', job: read(old) };
@@ -333,14 +333,7 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt started, `dispatchBy` passed. */
-  async suspend(input: {
-    job: Job;
-    now: number;
-    runAt: number;
-    waitingFor: WakeWait;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void> {
+  async suspend(input: SuspendInput): Promise<void> {
     this.fenced(
       'suspend',
       input.job,
@@ -368,7 +361,10 @@ export class FakeJobStore implements JobStore {
     this.enter('wake', input.id);
     const item = this.items.get(input.id);
     const current = item?.job;
-    if (!item || !current || current.state !== 'waiting' || current.waitSignal !== input.signal) return undefined;
+    if (!item || !current) return undefined;
+    if (current.state !== 'waiting' || current.waitSignal !== input.signal) {
+      return wokenFor(current, input.signal, input.now) ? read(current) : undefined;
+    }
     const next = stored(current);
     next.runAt = iso(input.now);
     delete next.waitSignal;

@@ -1,5 +1,12 @@
 /** An in-memory {@link Journal}, held to the same contract as DynamoJournal (test/contract/journal.contract.ts). */
-import type { InboxSignal, Journal, JournalEntry, JournalKind } from '../../shared/core/journal';
+import type {
+  InboxDelivery,
+  InboxSignal,
+  Journal,
+  JournalEntry,
+  JournalKind,
+  JournalRecord,
+} from '../../shared/core/journal';
 import { journalKey } from '../../shared/core/journal';
 
 const copy = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
@@ -17,14 +24,7 @@ export class FakeJournal implements Journal {
     return entry ? copy(entry) : undefined;
   }
 
-  async record(input: {
-    jobId: string;
-    kind: JournalKind;
-    name: string;
-    value: unknown;
-    at: number;
-    expiresAt: number;
-  }) {
+  async record(input: JournalRecord) {
     const key = journalKey(input.jobId, input.kind, input.name);
     this.calls.push({ method: 'record', key });
     const existing = this.entries.get(key);
@@ -40,7 +40,7 @@ export class FakeJournal implements Journal {
     return signal ? copy(signal) : undefined;
   }
 
-  async deliver(input: { jobId: string; name: string; signal: InboxSignal; expiresAt: number }) {
+  async deliver(input: InboxDelivery) {
     const key = journalKey(input.jobId, 'inbox', input.name);
     this.calls.push({ method: 'deliver', key });
     const existing = this.inbox.get(key);

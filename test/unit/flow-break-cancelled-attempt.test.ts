@@ -13,6 +13,7 @@ import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
 import { heldHandlers } from '../support/held-handlers';
+import { nextRunsAloneOnceHolderStops } from './flow-break-harness';
 import { echoJob, harness, messageFor } from './worker-harness';
 
 const spec = defineJobType({
@@ -45,22 +46,8 @@ describe('flow: a cancelled attempt that still runs keeps its slot', () => {
     // a duplicate of a's message finds it finished: it must not give the slot back either
     await h.worker(sqsEvent(messageFor('a', { messageId: 'm-a-dup' })));
     expect((await h.flow.state(slot)).holders).toMatchObject([{ jobId: 'a', token: 1 }]);
-    // b's message again (the supervisor's resend) while a still runs
-    const early = h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-again' })));
-    for (let i = 0; i < 50; i++) await tick();
-    expect(g.peak).toBe(1);
-    // a's handler stops; its worker gives the slot back and hands it to b
-    g.release('a');
-    await da;
-    await early;
-    expect(h.queue.sent.map((s) => s.message.id)).toEqual(['b']);
-    const db = h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-wake' })));
-    await g.until('b');
-    g.release('b');
-    await db;
-    expect(g.peak).toBe(1);
-    expect(h.store.peek('b')?.state).toBe('succeeded');
-    expect(await h.flow.state(slot)).toMatchObject({ holders: [], waiting: 0 });
+    // b's message again (the supervisor's resend) while a still runs; then a stops
+    await nextRunsAloneOnceHolderStops({ h, g, holderDone: da, holder: 'a', next: 'b', slot });
   });
 
   it('a restarted job whose claim is fenced (its cancelled attempt may still run) keeps the slot that attempt runs on', async () => {

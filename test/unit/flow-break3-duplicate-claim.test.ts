@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { newJob, sqsEvent } from '../support/fakes';
 import { heldHandlers } from '../support/held-handlers';
+import { nextRunsAloneOnceHolderStops } from './flow-break-harness';
 import { harness, messageFor, T0 } from './worker-harness';
 
 const spec = defineJobType({
@@ -66,23 +67,9 @@ describe('flow: a duplicate delivery whose claim finds the running attempt cance
     // a's cancelled attempt still runs: its slot stays its own, and b is not handed it.
     expect((await h.flow.state(slot)).holders).toMatchObject([{ jobId: 'a', token: 1 }]);
     expect(h.queue.sent.map((s) => s.message.id)).toEqual([]);
-    // b's message again (a resend) while a's handler runs: b must not start beside it.
-    const early = h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-again' })));
-    for (let i = 0; i < 50; i++) await tick();
-    expect(g.peak).toBe(1);
-
-    // a's handler stops: its worker gives the slot back and hands it to b, which then runs alone.
-    g.release('a');
-    await da;
-    await early;
-    expect(h.queue.sent.map((s) => s.message.id)).toEqual(['b']);
-    const db = h.worker(sqsEvent(messageFor('b', { messageId: 'm-b-wake' })));
-    await g.until('b');
-    g.release('b');
-    await db;
-    expect(g.peak).toBe(1);
-    expect(h.store.peek('b')?.state).toBe('succeeded');
-    expect(await h.flow.state(slot)).toMatchObject({ holders: [], waiting: 0 });
+    // b's message again (a resend) while a's handler runs: b must not start beside it; once a's
+    // handler stops, its worker hands the slot to b, which then runs alone.
+    await nextRunsAloneOnceHolderStops({ h, g, holderDone: da, holder: 'a', next: 'b', slot });
   });
 
   it('still gives back an entry it made when the attempt it raced has ended (no lease left)', async () => {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_VISIBILITY_DELAY_MS } from '../../shared/core/backoff';
+import { type Job, toView } from '../../shared/core/job';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import type { JobStore } from '../../shared/core/ports';
 import { wakeScheduleName } from '../../shared/core/ports';
@@ -238,6 +239,7 @@ describe('ctx.sleep', () => {
     await h.worker(again('sl-1'));
     expect(runs).toEqual({ before: 1, after: 1 });
     expect(h.store.peek('sl-1')).toMatchObject({ state: 'succeeded', attempts: 1, result: 2 });
+    expect(toView(h.store.peek('sl-1') as Job)).toMatchObject({ state: 'succeeded', resumes: 1 });
   });
 
   it('keeps the wake time of its first call: a run after a crash sleeps until the same moment', async () => {

@@ -138,6 +138,12 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
               </dd>
             </>
           ) : null}
+          {job.resumes ? (
+            <>
+              <dt>Waits</dt>
+              <dd>{job.resumes} (sleeps and signal waits; each resumption replays its recorded steps)</dd>
+            </>
+          ) : null}
           {job.waitingFor ? (
             <>
               <dt>Waiting for</dt>
