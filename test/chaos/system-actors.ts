@@ -19,6 +19,9 @@ export interface ActorStats {
   acknowledged: number;
   notAcknowledged: number;
   batchCalls: number;
+  /** `POST /flows` calls, and flows acknowledged. */
+  flowCalls: number;
+  flowsAcknowledged: number;
   cancels: Record<string, number>;
   cancelAnswers: Record<string, number>;
   retries: Record<string, number>;
@@ -69,6 +72,8 @@ export class Actors {
     acknowledged: 0,
     notAcknowledged: 0,
     batchCalls: 0,
+    flowCalls: 0,
+    flowsAcknowledged: 0,
     cancels: {},
     cancelAnswers: {},
     retries: {},
@@ -146,11 +151,19 @@ export class Actors {
     );
   }
 
-  /** Enqueues every planned job (singles and batches of up to 10) with `producers` in parallel. */
+  /** Enqueues every planned job (singles and batches of up to 10, flows whole) with `producers` in parallel. */
   async produce(jobs: PlannedJob[]): Promise<void> {
     const units: PlannedJob[][] = [];
     let batch: PlannedJob[] = [];
+    const flows = new Map<string, PlannedJob[]>();
     for (const job of jobs) {
+      if (job.flow !== undefined) {
+        const flow = flows.get(job.flow) ?? [];
+        if (flow.length === 0) units.push(flow);
+        flow.push(job);
+        flows.set(job.flow, flow);
+        continue;
+      }
       if (job.via === 'single') units.push([job]);
       else {
         batch.push(job);
@@ -167,7 +180,8 @@ export class Actors {
         while (next < units.length) {
           const unit = units[next++];
           if (!unit) continue;
-          if (unit.length === 1 && unit[0]?.via === 'single') await this.enqueueSingle(unit[0]);
+          if (unit[0]?.flow !== undefined) await this.createFlow(unit);
+          else if (unit.length === 1 && unit[0]?.via === 'single') await this.enqueueSingle(unit[0]);
           else await this.enqueueBatch(unit);
         }
       }),
@@ -212,6 +226,38 @@ export class Actors {
       }
     }
     this.stats.notAcknowledged += 1;
+  }
+
+  /** Creates a planned flow whole (`POST /flows`), retried with the same flow and job ids until acknowledged. */
+  private async createFlow(jobs: PlannedJob[]): Promise<void> {
+    const id = jobs[0]?.flow ?? 'flow';
+    for (let tries = 0; tries < this.options.enqueueTries; tries++) {
+      if (tries > 0) this.stats.enqueueRetries += 1;
+      this.stats.flowCalls += 1;
+      this.http.calls += 1;
+      try {
+        const out = await this.client.createFlow(
+          jobs.map((j) => ({
+            id: j.id,
+            type: j.type,
+            payload: j.payload as Record<string, unknown>,
+            maxAttempts: j.maxAttempts,
+            backoff: j.backoff,
+            ...(j.dependsOn ? { dependsOn: j.dependsOn } : {}),
+          })),
+          { id },
+        );
+        for (const job of jobs) this.acked(job, out.created ? 201 : 200, 'flow');
+        this.stats.flowsAcknowledged += 1;
+        return;
+      } catch (error) {
+        bump(this.stats.enqueueErrors, `flow:${errorKey(error)}`);
+        for (const job of jobs) this.observer.note(job.id, `flow ${id} try ${tries + 1} failed: ${errorKey(error)}`);
+        if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) break;
+        await sleep(100 + tries * 100);
+      }
+    }
+    this.stats.notAcknowledged += jobs.length;
   }
 
   private async enqueueBatch(jobs: PlannedJob[]): Promise<void> {

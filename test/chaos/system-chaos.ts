@@ -34,7 +34,7 @@ import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
 import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE } from './system-flow';
 import { SystemObserver } from './system-observer';
-import { type PlannedJob, planSystem } from './system-plan';
+import { DIAMOND_JOBS, type PlannedJob, planDiamonds, planSystem } from './system-plan';
 import { startWorld, type World } from './system-world';
 
 export interface SystemChaosOptions {
@@ -108,6 +108,8 @@ export interface SystemChaosOptions {
    * system-flow.ts), checked by invariants 8 to 11. @default 0.2
    */
   flowShare: number;
+  /** Share of the jobs created in flows (`POST /flows`): diamonds A → (B, C) → D of a plain type. @default 0.02 */
+  dagShare: number;
   dynamodbEndpoint?: string;
   progress?: (line: string) => void;
 }
@@ -155,6 +157,7 @@ export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   deadlineMs: 30 * 60_000,
   flow: { limit: 2 },
   flowShare: 0.2,
+  dagShare: 0.02,
 };
 
 export interface SystemChaosReport {
@@ -245,6 +248,23 @@ function stepsExercised(jobs: PlannedJob[], tracker: ProbeTracker, recorded: Map
   };
 }
 
+/**
+ * What the flows exercised: flows acknowledged, children that ran once their parents ended, and
+ * children a parent's failure ended by their edge's policy (failed or cancelled, never started).
+ */
+function dependencyFigures(jobs: PlannedJob[], stored: Map<string, Job>, observer: SystemObserver, flows: number) {
+  const children = jobs.filter((j) => j.dependsOn !== undefined);
+  const started = (id: string) => (observer.starts.get(id)?.length ?? 0) > 0;
+  return {
+    flowsAcknowledged: flows,
+    childrenStarted: children.filter((j) => started(j.id)).length,
+    childrenEndedByPolicy: children.filter((j) => {
+      const state = stored.get(j.id)?.state;
+      return !started(j.id) && (state === 'failed' || state === 'cancelled');
+    }).length,
+  };
+}
+
 /** What the flow-controlled types exercised, from the stored jobs and the logs. */
 function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singletonTickets: number) {
   const skipped = (kind: string) =>
@@ -332,7 +352,12 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     },
     seeded(seed ^ 0xf10),
   );
-  const plan = { jobs: interleave(plain.jobs, flowPlan.jobs), schedules: plain.schedules };
+  const diamonds = planDiamonds(
+    Math.max(options.dagShare > 0 ? 1 : 0, Math.round((options.jobs * options.dagShare) / DIAMOND_JOBS)),
+    types[0] ?? 'sys-a',
+    seeded(seed ^ 0xda6),
+  );
+  const plan = { jobs: [...interleave(plain.jobs, flowPlan.jobs), ...diamonds], schedules: plain.schedules };
   const singletonKeys = flowed.find((f) => f.flow.singleton)?.keys ?? 0;
   const slotScopes = [
     ...(limitedType ? [{ scope: `${limitedType}#0`, keys: flowKeys }] : []),
@@ -677,6 +702,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       duplicatesSent: actors.stats.duplicatesSent,
       killedAttempts: executions.filter((e) => e.end === 'killed').length,
       ...stepFigures.exercised,
+      ...dependencyFigures(plan.jobs, stored, observer, actors.stats.flowsAcknowledged),
       sqsShortDelayedStarts: startsOf((j) => j.timing === 'sqs-short'),
       sqsLongDelayedStarts: startsOf((j) => j.timing === 'sqs-long'),
       schedulerDelayedStarts: startsOf((j) => j.timing === 'scheduler'),

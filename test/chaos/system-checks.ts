@@ -31,6 +31,7 @@ export const INVARIANTS = [
   '10 throttled starts and rate-limited acceptances within the GCRA bound',
   '11 no job skipped by flow control ran; every debounced job leads to its run',
   '12 no step body runs again once a run of it completed; every run gets the recorded result',
+  '13 a child starts only after its parents ended, and as its edge policies say',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -114,6 +115,12 @@ export function checkInvariants(input: CheckInput): CheckResult {
       continue;
     }
     if (isTerminal(job.state)) continue;
+    // Waiting for its parents: pending while one of them has not ended (invariant 13 says the rest)
+    const parents = planned.get(id)?.dependsOn ?? [];
+    if (job.state === 'waiting' && job.pendingParents !== undefined && parents.some((p) => !ended(stored.get(p.id)))) {
+      pendingAtEnd += 1;
+      continue;
+    }
     // Legitimately pending: not yet lost by the system's own definition, i.e. the due index
     // does not yet call it overdue (not due yet, or within the grace after which the
     // supervisor repairs it: a message hidden in real time is re-sent 10 min after runAt).
@@ -409,7 +416,50 @@ export function checkInvariants(input: CheckInput): CheckResult {
     }
   }
 
+  // 13. Dependencies: a child's first start comes after every parent ended (their finish, on a
+  // clock up to the skew apart); a parent that ended other than succeeded, on an edge of policy
+  // `fail` or `cancel`, ends the child that way without it ever starting; when every parent ended
+  // and none ended it, the child is not left waiting for them.
+  for (const job of input.jobs) {
+    if (!job.dependsOn || !observer.acks.has(job.id)) continue;
+    counts[INVARIANTS[12]].checked += 1;
+    const child = stored.get(job.id);
+    const parents = job.dependsOn.map((edge) => ({ edge, job: stored.get(edge.id) }));
+    const starts = (observer.starts.get(job.id) ?? []).filter((s) => s.series === 0);
+    const first = starts.length > 0 ? Math.min(...starts.map((s) => s.drivenAt)) : undefined;
+    const endings = parents.filter(
+      (p) => ended(p.job) && p.job?.state !== 'succeeded' && p.edge.onParentFailure !== 'ignore',
+    );
+    const allowed = new Set(endings.map((p) => policyEnd(p.edge.onParentFailure)));
+    const unfinished = parents.filter((p) => !ended(p.job));
+    const lastFinish = Math.max(...parents.map((p) => Date.parse(p.job?.finishedAt ?? '') || 0));
+    const ending = endings[0];
+    const problem =
+      first !== undefined && unfinished.length > 0
+        ? `started at ${new Date(first).toISOString()} while parent ${unfinished[0]?.edge.id} is ${unfinished[0]?.job?.state ?? 'missing'}`
+        : first !== undefined && first + 2 * input.maxSkewMs + 50 < lastFinish
+          ? `started at ${new Date(first).toISOString()}, before its last parent ended (${new Date(lastFinish).toISOString()})`
+          : first !== undefined && ending
+            ? `started although parent ${ending.edge.id} ended ${ending.job?.state} (policy ${ending.edge.onParentFailure})`
+            : ending && child && !allowed.has(child.state) && (isTerminal(child.state) || unfinished.length === 0)
+              ? `${child.state} at the end, not ${[...allowed].join(' or ')}, after parent ${ending.edge.id} ended ${ending.job?.state} (policy ${ending.edge.onParentFailure})`
+              : !ending && unfinished.length === 0 && child?.state === 'waiting' && child.pendingParents !== undefined
+                ? `still waits for ${child.pendingParents} parent(s), though all ended`
+                : undefined;
+    if (problem) violate(INVARIANTS[12], job.id, problem);
+  }
+
   return { counts, violations, pendingAtEnd };
+}
+
+/** A job that has ended (a missing one has not: it cannot release anything). */
+function ended(job: Job | undefined): boolean {
+  return job !== undefined && isTerminal(job.state);
+}
+
+/** The state an edge's policy ends a child in when its parent ends other than succeeded. */
+function policyEnd(policy: 'fail' | 'ignore' | 'cancel'): string {
+  return policy === 'cancel' ? 'cancelled' : 'failed';
 }
 
 /**

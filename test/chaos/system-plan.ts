@@ -47,6 +47,10 @@ export interface PlannedJob {
   control?: { cancelAfterMs: number; retryAfterMs?: number; aim?: 'running' | 'retrying' };
   /** A copy of its message is put into the DLQ (and redriven) this long after the acknowledgement. */
   dlqCopyAfterMs?: number;
+  /** The flow (`POST /flows`) the job is created in, instead of alone or in a batch. */
+  flow?: string;
+  /** Its parents in that flow, each with the policy of its edge. */
+  dependsOn?: { id: string; onParentFailure: 'fail' | 'ignore' | 'cancel' }[];
 }
 
 /** One planned recurring schedule. */
@@ -232,4 +236,54 @@ export function planSystem(
     }
   }
   return { jobs, schedules };
+}
+
+/** Jobs per planned flow: a diamond, A → (B, C) → D. */
+export const DIAMOND_JOBS = 4;
+
+/**
+ * Flows of jobs of `type`, each a diamond A → (B, C) → D created whole with `POST /flows`: A and
+ * B may fail (for good: `alwaysFail`, or flaky), and each of D's edges has a policy drawn from
+ * `fail`, `ignore` and `cancel`, so that every policy meets parents that fail and that succeed.
+ * Due now, with no control actions; durable steps from the job id as for plain jobs.
+ */
+export function planDiamonds(count: number, type: string, random: () => number): PlannedJob[] {
+  const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
+  const policies = ['fail', 'ignore', 'cancel'] as const;
+  const jobs: PlannedJob[] = [];
+  for (let f = 0; f < count; f++) {
+    const flow = `dag-${f.toString().padStart(4, '0')}-${Math.floor(random() * 1e9).toString(36)}`;
+    const node = (name: string, payload: ProbePayload, dependsOn?: PlannedJob['dependsOn']): PlannedJob => {
+      const id = `${flow}-${name}`;
+      const h = fnv1a(id);
+      return {
+        id,
+        type,
+        via: 'single',
+        timing: 'now',
+        behaviour: payload.alwaysFail ? 'always-fail' : payload.failTimes ? 'flaky' : 'succeed',
+        backoffKind: 'short',
+        backoff: { kind: 'constant', delayMs: int(100, 800) },
+        payload: { ...payload, ...(h % 2 === 0 ? { steps: 1 + ((h >>> 1) % 3) } : {}) },
+        maxAttempts: payload.alwaysFail ? 2 : 4,
+        duplicates: [],
+        flow,
+        ...(dependsOn ? { dependsOn } : {}),
+      };
+    };
+    // the first two flows have a parent that fails for good, so every plan ends children by policy
+    const r = random();
+    const failA = f === 0 || r < 0.2;
+    const failB = f === 1 || random() < 0.3;
+    const a = node('a', failA ? { alwaysFail: true, sleepMs: int(0, 50) } : { sleepMs: int(0, 200) });
+    const b = node('b', failB ? { alwaysFail: true } : random() < 0.5 ? { failTimes: 1 } : { sleepMs: int(0, 300) });
+    const c = node('c', { sleepMs: int(0, 300) }, [{ id: a.id, onParentFailure: policies[f % 3] ?? 'fail' }]);
+    b.dependsOn = [{ id: a.id, onParentFailure: 'ignore' }];
+    const d = node('d', { sleepMs: int(0, 100) }, [
+      { id: b.id, onParentFailure: policies[(f + 1) % 3] ?? 'fail' },
+      { id: c.id, onParentFailure: policies[Math.floor(f / 3) % 3] ?? 'fail' },
+    ]);
+    jobs.push(a, b, c, d);
+  }
+  return jobs;
 }

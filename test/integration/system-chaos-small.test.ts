@@ -46,6 +46,8 @@ describe('system chaos (small)', () => {
       clientRetries: 2,
       // Enough flow-controlled jobs (about 12 of each type) that lines, turns and skips form.
       flowShare: 0.3,
+      // about 6 diamonds (POST /flows), two of them with a parent that fails for good
+      dagShare: 0.1,
       dynamodbEndpoint: inject('dynamodbEndpoint'),
       deadlineMs: 240_000,
     });
