@@ -131,6 +131,7 @@ export function checkGoals(
   }
 
   goals.push(...stepGoals(path('steps-10'), immediate));
+  goals.push(...edgeGoals(path('flow-edge'), path('enqueue-edge'), immediate));
 
   const cancel = path('cancel');
   if (cancel?.figures) {
@@ -246,4 +247,37 @@ function stepGoals(steps: PathResult | undefined, immediate: PathResult | undefi
       met: usd < 8,
     },
   ];
+}
+
+/**
+ * A dependency edge's cost: the write units of two jobs joined by one edge beyond two immediate
+ * jobs', created in one flow (the parent's registry written with it) and with `dependsOn` naming a
+ * parent already enqueued (registered on it); and its price next to a durable operation's.
+ */
+function edgeGoals(
+  flow: PathResult | undefined,
+  enqueued: PathResult | undefined,
+  immediate: PathResult | undefined,
+): Goal[] {
+  const base = immediate?.figures?.writeUnits.total;
+  const goals: Goal[] = [];
+  for (const [p, id, max, how] of [
+    [flow, 'flow-edge', 3, "the parent's registry written with it, the child's parents item, the release"],
+    [enqueued, 'enqueue-edge', 4, 'the parents item, the registration (count and slot), the release'],
+  ] as const) {
+    const goal = `DynamoDB write units per dependency edge (\`${id}\` − 2 × \`immediate\`: ${how})`;
+    const total = p?.figures?.writeUnits.total;
+    if (total === undefined || base === undefined) {
+      goals.push(notMeasured(goal, `≤ ${max}`, p));
+      continue;
+    }
+    const edge = total - 2 * base;
+    goals.push({
+      goal,
+      target: `≤ ${max}`,
+      measured: `${edge} (${total} − 2 × ${base}): $${(edge * PRICES.dynamoWriteUnit * 1e6).toFixed(3)} per million edges, vs $8.00 per million durable operations`,
+      met: edge <= max,
+    });
+  }
+  return goals;
 }

@@ -199,6 +199,38 @@ export const PLANS: PathPlan[] = [
     waitSeconds: 1,
   },
   {
+    id: 'flow-edge',
+    label: 'Flow of two jobs, B dependsOn A (POST /flows), both succeed; per edge',
+    start: async (h, i) => {
+      const [a, b] = [`edge-${i}-${Date.now()}-a`, `edge-${i}-${Date.now()}-b`];
+      const { ms } = await call(h, 'api', 'POST', '/flows', {
+        jobs: [
+          { id: a, type: 'echo', payload: { i } },
+          { id: b, type: 'echo', payload: { i }, dependsOn: [a] },
+        ],
+      });
+      return { ids: [a, b], jobs: 1, apiInvocations: 1, apiMs: ms, schedulerInvocations: 0 };
+    },
+    waitSeconds: 1,
+  },
+  {
+    id: 'enqueue-edge',
+    label: 'Job B enqueued with dependsOn [A] while A waits (POST /jobs twice), both succeed; per edge',
+    start: async (h, i) => {
+      const a = await enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 });
+      const [parent] = a.ids;
+      const b = await enqueue(h, { type: 'echo', payload: { i }, dependsOn: [parent] });
+      return {
+        ids: [...a.ids, ...b.ids],
+        jobs: 1,
+        apiInvocations: a.apiInvocations + b.apiInvocations,
+        apiMs: a.apiMs + b.apiMs,
+        schedulerInvocations: 0,
+      };
+    },
+    waitSeconds: 3,
+  },
+  {
     id: 'sqs-delayed',
     label: 'Delayed ≤ 15 min (SQS DelaySeconds)',
     start: (h, i) => enqueue(h, { type: 'echo', payload: { i }, delaySeconds: 1 }),
