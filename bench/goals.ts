@@ -262,8 +262,18 @@ function edgeGoals(
   const base = immediate?.figures?.writeUnits.total;
   const goals: Goal[] = [];
   for (const [p, id, max, how] of [
-    [flow, 'flow-edge', 3, "the parent's registry written with it, the child's parents item, the release"],
-    [enqueued, 'enqueue-edge', 4, 'the parents item, the registration (count and slot), the release'],
+    [
+      flow,
+      'flow-edge',
+      5,
+      "the child's parents item, the parent's registry chunk, the release, the parent's record of it",
+    ],
+    [
+      enqueued,
+      'enqueue-edge',
+      5,
+      "the child's parents item, the registration (count and slot), the release, the parent's record",
+    ],
   ] as const) {
     const goal = `DynamoDB write units per dependency edge (\`${id}\` − 2 × \`immediate\`: ${how})`;
     const total = p?.figures?.writeUnits.total;
