@@ -133,6 +133,11 @@ async function releaseEdge(
       // Counted before: a release that died after the wake and before the send left the child
       // due with no message; send it again (a spare copy is harmless: the lease lets one run).
       if (result.job?.state === 'queued' && result.job.attempts === 0) await dispatchJob(deps, result.job, now);
+      // Ended by this edge before (or by another parent), and its own release never ran: the
+      // first hand-off's send failed, or the end write's response was lost and its retry refused.
+      // Hand it off again (a spare copy finds the release done and changes nothing).
+      else if (result.job && needsRelease(result.job))
+        await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
       return false;
     case 'counted':
       return false;
