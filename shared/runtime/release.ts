@@ -176,6 +176,33 @@ export async function registerChild(
   });
 }
 
+/**
+ * After a child is written, the edges of its parents created by the same request (a flow's
+ * `putChildren` registered it ahead, so it counted them as pending without reading them): one
+ * strongly consistent batch read, and each edge of a parent already finished is released here.
+ * Such a parent may have ended, and run its release, before the child was written: that release
+ * found no child and was refused. The edge's marker on the child counts it at most once, so a
+ * release of the parent running at the same time changes nothing twice. `indexes` lists those
+ * parents' indexes.
+ */
+export async function resolveFinishedParents(
+  deps: ReleaseDeps,
+  child: Job,
+  parents: readonly ParentEdge[],
+  indexes: readonly number[],
+  now: number,
+): Promise<void> {
+  if (indexes.length === 0) return;
+  const found = await deps.graph.jobs(indexes.map((i) => (parents[i] as ParentEdge).id));
+  await eachLimited(indexes, RELEASE_CONCURRENCY, async (index) => {
+    const edge = parents[index] as ParentEdge;
+    const parent = found.get(edge.id);
+    if (!parent || !isTerminal(parent.state)) return;
+    const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: parents.length };
+    await releaseEdge(deps, parent.id, parent.state, entry, now);
+  });
+}
+
 /** What a new child's parents say about its start, read with one batch read. */
 export async function startOfChild(
   graph: JobGraph,
