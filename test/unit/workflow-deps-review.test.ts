@@ -92,3 +92,28 @@ describe('dependencies: a cancel whose release was lost', () => {
     expect(p.store.peek('C')?.state).toBe('succeeded');
   });
 });
+
+describe('dependencies: a cancel whose release was lost, with no message left', () => {
+  it('a retried cancel (a 409) of a scheduled parent runs the release the first cancel never ran', async () => {
+    const p = depsPlatform();
+    await p.jobs.enqueue({ type: 'node', id: 'P', payload: {}, delaySeconds: 3600 }); // scheduled: no SQS message
+    await p.enqueue('C', [{ id: 'P', onParentFailure: 'ignore' }]);
+    // the Lambda dies after the cancel write and the schedule's deletion, before the release
+    const control = p.control as unknown as { releaseCancelled: (...args: unknown[]) => Promise<void> };
+    const real = control.releaseCancelled.bind(p.control);
+    control.releaseCancelled = async () => {
+      control.releaseCancelled = real;
+      throw new Error('Lambda timed out');
+    };
+    await expect(p.control.cancel('P')).rejects.toThrow('Lambda timed out');
+    await p.drain();
+    expect(p.store.peek('C')?.state).toBe('waiting');
+    p.clock.advance(1000);
+    // the client retries the cancel: a 409, and the release is done
+    await expect(p.control.cancel('P')).rejects.toThrow();
+    await p.drain();
+    expect(p.store.peek('P')?.state).toBe('cancelled');
+    expect(p.store.peek('P')?.childrenReleased).toBe(1);
+    expect(p.store.peek('C')?.state).toBe('succeeded');
+  });
+});
