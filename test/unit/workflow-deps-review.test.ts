@@ -117,3 +117,20 @@ describe('dependencies: a cancel whose release was lost, with no message left', 
     expect(p.store.peek('C')?.state).toBe('succeeded');
   });
 });
+
+describe('dependencies: a registration replayed after it applied', () => {
+  it('a slot fill whose response was lost and whose retry is refused registers the child, no 500', async () => {
+    const p = depsPlatform();
+    await p.enqueue('A');
+    const fill = p.graph.fillSlot.bind(p.graph);
+    // the first try applies, its response is lost, and the SDK's retry is what the caller sees
+    p.graph.fillSlot = async (input) => {
+      await fill(input);
+      return fill(input);
+    };
+    await p.enqueue('B', ['A']);
+    await p.drain();
+    expect(p.store.peek('A')?.childrenReleased).toBe(1);
+    expect(p.store.peek('B')?.state).toBe('succeeded');
+  });
+});
