@@ -2,7 +2,7 @@ import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { CANCELLABLE_STATES, pastRetention, RETRYABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
-import type { JobGraph } from '../core/dependencies';
+import { type JobGraph, needsRelease } from '../core/dependencies';
 import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import { type Job, type JobMessage, type JobView, toView } from '../core/job';
@@ -62,7 +62,10 @@ export class ControlService {
     if (result.kind === 'missing') throw this.notFound(id);
     // A finished job past its retention is gone for callers, even before TTL deletes it.
     if (result.kind === 'refused' && pastRetention(result.job, now)) throw this.notFound(id);
-    if (result.kind === 'refused') throw illegalState(result.job, 'cancelled', CANCELLABLE_STATES);
+    if (result.kind === 'refused') {
+      await this.healRelease(result.job, now);
+      throw illegalState(result.job, 'cancelled', CANCELLABLE_STATES);
+    }
 
     const job = result.job;
     const log = this.deps.log.child({ jobId: id, type: job.type });
@@ -90,6 +93,19 @@ export class ControlService {
     });
     await this.releaseCancelled(job, now, log);
     return toView(job);
+  }
+
+  /**
+   * A refused cancel or retry found the job finished with its release not done (the call that
+   * ended it died before it, and a job that waited, was scheduled or was cancelled while it
+   * waited has no message to bring it back): the release is run here, before the 409, so a
+   * client's retry of the call heals it. Never throws.
+   */
+  private async healRelease(job: Job, now: number): Promise<void> {
+    if (!this.deps.graph || !needsRelease(job)) return;
+    const log = this.deps.log.child({ jobId: job.id, type: job.type });
+    log.warn('a finished job still had children to release; releasing them');
+    await this.releaseCancelled(job, now, log);
   }
 
   /**
@@ -124,6 +140,7 @@ export class ControlService {
     if (result.kind === 'refused') {
       const job = result.job;
       if (pastRetention(job, now)) throw this.notFound(id);
+      await this.healRelease(job, now);
       if (!RETRYABLE_STATES.includes(job.state)) throw illegalState(job, 'retried', RETRYABLE_STATES);
       throw new ConflictError(`job type "${job.type}" is not deployed; job ${id} cannot run`, 'type_not_deployed', {
         jobId: id,

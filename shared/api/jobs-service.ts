@@ -3,7 +3,7 @@ import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { type Debouncer, debounceRunAt, debounceScope, resolveDebounceKey } from '../core/debounce';
-import { type JobGraph, type ParentEdge, parentEdges, parentFailedError } from '../core/dependencies';
+import { type JobGraph, needsRelease, type ParentEdge, parentEdges, parentFailedError } from '../core/dependencies';
 import {
   type Dispatch,
   type EnqueueRequest,
@@ -37,7 +37,13 @@ import {
   ValidationError,
 } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import { type ReleaseDeps, registerChild, releaseOrHandOff, startOfChild } from '../runtime/release';
+import {
+  type ReleaseDeps,
+  registerChild,
+  releaseOrHandOff,
+  resolveFinishedParents,
+  startOfChild,
+} from '../runtime/release';
 
 export interface JobsServiceDeps {
   config: PlatformConfig;
@@ -235,6 +241,10 @@ export class JobsService {
       const registered = options.sameRequest ?? new Set<string>();
       const pending = parents.edges.flatMap((edge, i) => (resolved.has(i) || registered.has(edge.id) ? [] : [i]));
       await registerChild(this.releaseDeps(), job, parents.edges, pending, now);
+      // A parent of the same request may have finished (and run its release, which found no
+      // child yet) before this write: read them and release the edges of those that did.
+      const early = parents.edges.flatMap((edge, i) => (!resolved.has(i) && registered.has(edge.id) ? [i] : []));
+      await resolveFinishedParents(this.releaseDeps(), job, parents.edges, early, now);
       const current = await store.get(id);
       return { created: true, job: toView(current ?? job) };
     }
@@ -244,7 +254,8 @@ export class JobsService {
         parent: parents.start.parent,
         state: job.state,
       });
-      return { created: true, job: toView(job) };
+      const send = await this.handOffEnded(job, now, true);
+      return { created: true, job: toView(job), ...(send ? { send } : {}) };
     }
     if (!written.created) {
       const existing = written.existing;
@@ -258,6 +269,11 @@ export class JobsService {
       const view = toView(existing);
       if (existing.state === 'queued' || existing.state === 'scheduled') {
         const send = await this.dispatch(existing, redispatchOf(existing, now), now, false);
+        return { created: false, job: view, ...(send ? { send } : {}) };
+      }
+      // A replay of a job created finished with children (a flow's), whose hand-off was lost.
+      if (needsRelease(existing)) {
+        const send = await this.handOffEnded(existing, now, false);
         return { created: false, job: view, ...(send ? { send } : {}) };
       }
       return { created: false, job: view };
@@ -299,7 +315,8 @@ export class JobsService {
         type: job.type,
         key: skipReason.key,
       });
-      return { created: true, job: toView(job) };
+      const send = await this.handOffEnded(job, now, true);
+      return { created: true, job: toView(job), ...(send ? { send } : {}) };
     }
     const send = await this.dispatch(job, plan.dispatch, now, true).catch((error: unknown) =>
       this.throwDispatchFailure(job.id, error),
@@ -365,6 +382,16 @@ export class JobsService {
   private throwSendFailure(send: PendingSend, error: unknown): never {
     if (send.created) this.throwDispatchFailure(send.message.id, error);
     throw error;
+  }
+
+  /**
+   * A job created finished (ended by a parent, skipped by its rate) with children registered at
+   * its creation (a flow's): the send of its message, whose worker finds it finished and
+   * releases them. None for a job without children.
+   */
+  private async handOffEnded(job: Job, now: number, created: boolean): Promise<PendingSend | undefined> {
+    if (!needsRelease(job)) return undefined;
+    return this.dispatch({ ...job, runAt: new Date(now).toISOString() }, { kind: 'now' }, now, created);
   }
 
   /** Hands a job to Scheduler now, or returns the SQS send to make. */

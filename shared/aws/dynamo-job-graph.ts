@@ -73,6 +73,11 @@ function entryOf(value: AttributeValue | undefined): ChildEntry | undefined {
   };
 }
 
+/** Whether a slot holds this very entry (a replay of its fill): the same child at the same index. */
+function sameEntry(found: ChildEntry | undefined, entry: ChildEntry): boolean {
+  return found !== undefined && found.child === entry.child && found.index === entry.index;
+}
+
 /**
  * {@link JobGraph} on the job table. A child's parents are one item (`job#<id>#parents`); a
  * parent's children are chunk items (`job#<id>#children#<k>`, {@link CHILDREN_CHUNK} slots each,
@@ -168,11 +173,15 @@ export class DynamoJobGraph implements JobGraph {
             ':entry': { M: slotValue(entry) },
             ':ttl': N(expiresAt),
           },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
+      // Refused: sealed by the release, or filled by an earlier try of this very write (its
+      // response lost, the SDK retried), which is success.
+      if (error instanceof ConditionalCheckFailedException)
+        return sameEntry(entryOf(error.Item?.[slotName(slot)]), entry);
       return translateAwsError(error, 'DynamoDB UpdateItem (child slot)');
     }
   }

@@ -212,7 +212,8 @@ export interface JobGraph {
   /**
    * The second half: the entry into `slot` of the parent's registry, only while the slot is empty.
    * False when the parent's release sealed it first (the parent is finished by then): the caller
-   * resolves the edge itself. One write.
+   * resolves the edge itself. True when the slot already holds this entry (a replay of a fill
+   * that applied, its response lost). One write.
    */
   fillSlot(input: { parent: string; slot: number; entry: ChildEntry; expiresAt: number }): Promise<boolean>;
   /**

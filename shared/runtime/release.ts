@@ -133,6 +133,11 @@ async function releaseEdge(
       // Counted before: a release that died after the wake and before the send left the child
       // due with no message; send it again (a spare copy is harmless: the lease lets one run).
       if (result.job?.state === 'queued' && result.job.attempts === 0) await dispatchJob(deps, result.job, now);
+      // Ended by this edge before (or by another parent), and its own release never ran: the
+      // first hand-off's send failed, or the end write's response was lost and its retry refused.
+      // Hand it off again (a spare copy finds the release done and changes nothing).
+      else if (result.job && needsRelease(result.job))
+        await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
       return false;
     case 'counted':
       return false;
@@ -167,6 +172,33 @@ export async function registerChild(
     if (!parent || !isTerminal(parent.state)) {
       throw new Error(`parent ${edge.id} of job ${child.id} is missing or not finished after a refused registration`);
     }
+    await releaseEdge(deps, parent.id, parent.state, entry, now);
+  });
+}
+
+/**
+ * After a child is written, the edges of its parents created by the same request (a flow's
+ * `putChildren` registered it ahead, so it counted them as pending without reading them): one
+ * strongly consistent batch read, and each edge of a parent already finished is released here.
+ * Such a parent may have ended, and run its release, before the child was written: that release
+ * found no child and was refused. The edge's marker on the child counts it at most once, so a
+ * release of the parent running at the same time changes nothing twice. `indexes` lists those
+ * parents' indexes.
+ */
+export async function resolveFinishedParents(
+  deps: ReleaseDeps,
+  child: Job,
+  parents: readonly ParentEdge[],
+  indexes: readonly number[],
+  now: number,
+): Promise<void> {
+  if (indexes.length === 0) return;
+  const found = await deps.graph.jobs(indexes.map((i) => (parents[i] as ParentEdge).id));
+  await eachLimited(indexes, RELEASE_CONCURRENCY, async (index) => {
+    const edge = parents[index] as ParentEdge;
+    const parent = found.get(edge.id);
+    if (!parent || !isTerminal(parent.state)) return;
+    const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: parents.length };
     await releaseEdge(deps, parent.id, parent.state, entry, now);
   });
 }

@@ -2,6 +2,7 @@
  * The supervisor's decisions, as pure functions: which minute buckets of the due index to read,
  * and what to do with each overdue job. `run.ts` does the reading and writing.
  */
+import { needsRelease } from '../core/dependencies';
 import { DUE_GRACE_MS, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
@@ -125,12 +126,19 @@ function planWaitRepair(job: Job, now: number, resend: (reason: string) => JobRe
  * - `queued` / `retrying` / `waiting` (a sleep or a signal's wait) 10 minutes after it was due and
  *   still not started: the send was lost (a job waiting for its parents is not due by time);
  * - `running` a minute after its lease (and its Lambda) ran out: the worker died and its
- *   message is not coming back (deleted, or in the DLQ).
+ *   message is not coming back (deleted, or in the DLQ);
+ * - finished 10 minutes ago with children it never released (`needsRelease`).
  * A re-sent message is harmless if the original turns up: the claim lets one delivery run.
  */
 export function planJobRepair(job: Job, repairs: number, now: number): JobRepair {
-  if (isTerminal(job.state)) return { kind: 'clear' };
   const resend = (reason: string): JobRepair => ({ kind: 'resend', dueAt: now + resendBackoffMs(repairs), reason });
+  if (isTerminal(job.state)) {
+    if (!needsRelease(job)) return { kind: 'clear' };
+    // Its release never completed (the call or worker that ended it died first, and no message
+    // of it is left): its message brings it to a worker, which finds it finished and runs it.
+    const due = Date.parse(job.finishedAt ?? job.updatedAt) + DUE_GRACE_MS.queued;
+    return due > now ? { kind: 'reschedule', dueAt: due } : resend('finished job whose children were never released');
+  }
   switch (job.state) {
     case 'scheduled': {
       const due = Date.parse(job.runAt) + DUE_GRACE_MS.scheduled;

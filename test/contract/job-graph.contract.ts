@@ -112,6 +112,21 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       ).toBe(false);
     });
 
+    it('a fill replayed after it applied (its response lost) finds its own entry: true', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'running' });
+      const added = await leg.graph.addChild({ parent: parent.id });
+      const entry: ChildEntry = { child: 'mine', policy: 'ignore', index: 1, parents: 2 };
+      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry, expiresAt: TTL })).toBe(true);
+      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry, expiresAt: TTL })).toBe(true);
+      // another child's entry, or the same child at another index, is still refused
+      const other = { ...entry, index: 0 };
+      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry: other, expiresAt: TTL })).toBe(
+        false,
+      );
+      expect(await leg.graph.children({ parent: parent.id, count: 1 })).toEqual([entry]);
+    });
+
     it('a registration still in flight when the release reads finds its slot sealed, and is refused', async () => {
       const leg = await setup();
       const parent = await put(leg, { state: 'running' });

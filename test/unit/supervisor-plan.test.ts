@@ -181,6 +181,23 @@ describe('planJobRepair', () => {
     }
   });
 
+  it('re-sends a finished job whose children were never released, once its end is 10 minutes old', () => {
+    const ended = (at: number, released?: number) =>
+      newJob({
+        id: 'j',
+        type: 'echo',
+        state: 'cancelled',
+        finishedAt: iso(at),
+        updatedAt: iso(at),
+        childCount: 2,
+        ...(released !== undefined ? { childrenReleased: released } : {}),
+      });
+    expect(planJobRepair(ended(NOW - 11 * MIN), 0, NOW)).toMatchObject({ kind: 'resend', dueAt: NOW + 5 * MIN });
+    expect(planJobRepair(ended(NOW - 11 * MIN, 1), 0, NOW)).toMatchObject({ kind: 'resend' });
+    expect(planJobRepair(ended(NOW - MIN), 0, NOW)).toEqual({ kind: 'reschedule', dueAt: NOW + 9 * MIN });
+    expect(planJobRepair(ended(NOW - 11 * MIN, 2), 0, NOW)).toEqual({ kind: 'clear' });
+  });
+
   it('re-sends a scheduled job whose time passed but that never started (a lost or unfired schedule)', () => {
     const job = newJob({ id: 'j', type: 'echo', state: 'scheduled', runAt: iso(NOW - 2 * MIN) });
     expect(planJobRepair(job, 0, NOW)).toMatchObject({ kind: 'resend', dueAt: NOW + 5 * MIN });
