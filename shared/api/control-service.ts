@@ -91,7 +91,8 @@ export class ControlService {
       previousState: previous?.state ?? 'unknown (replay)',
       ...describeJob(this.specs.get(job.type), job.payload),
     });
-    await this.releaseCancelled(job, now, log);
+    // the job as the cancel left it says whether it has children: none, no read
+    if (needsRelease(job)) await this.releaseCancelled(job, now, log);
     return toView(job);
   }
 
