@@ -6,7 +6,9 @@ import {
   echoJob,
   flakyJob,
   fulfilOrderJob,
+  packItemJob,
   reindexJob,
+  shipOrderJob,
   sleepJob,
   tenantSyncJob,
   welcomeEmailJob,
@@ -39,5 +41,7 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: welcomeEmailJob, entry: 'functions/jobs/welcome-email.ts' });
     this.platform.addJobType({ spec: reindexJob, entry: 'functions/jobs/reindex.ts' });
     this.platform.addJobType({ spec: fulfilOrderJob, entry: 'functions/jobs/fulfil-order.ts' });
+    this.platform.addJobType({ spec: packItemJob, entry: 'functions/jobs/pack-item.ts' });
+    this.platform.addJobType({ spec: shipOrderJob, entry: 'functions/jobs/ship-order.ts' });
   }
 }

@@ -9,7 +9,9 @@ import { apiCall } from '../functions/jobs/api-call';
 import { echo } from '../functions/jobs/echo';
 import { flaky } from '../functions/jobs/flaky';
 import { fulfilOrder } from '../functions/jobs/fulfil-order';
+import { packItem } from '../functions/jobs/pack-item';
 import { reindex } from '../functions/jobs/reindex';
+import { shipOrder } from '../functions/jobs/ship-order';
 import { sleep } from '../functions/jobs/sleep';
 import { tenantSync } from '../functions/jobs/tenant-sync';
 import { welcomeEmail } from '../functions/jobs/welcome-email';
@@ -87,7 +89,19 @@ async function main(): Promise<void> {
   const platform = await startLocalPlatform({
     aws,
     prefix: 'orrery-dev',
-    jobs: [echo, flaky, sleep, tenantSync, apiCall, accountSync, welcomeEmail, reindex, fulfilOrder],
+    jobs: [
+      echo,
+      flaky,
+      sleep,
+      tenantSync,
+      apiCall,
+      accountSync,
+      welcomeEmail,
+      reindex,
+      fulfilOrder,
+      packItem,
+      shipOrder,
+    ],
     port,
     wrapStore: observe,
     supervisor: { intervalMs: 5_000 },
@@ -125,12 +139,12 @@ Flow control (docs/flow-control.md):
   reindex        one run per burst, 5 s quiet      curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"reindex","payload":{"catalogId":"c1","change":"price"}}'
   key state      curl -s ${url}/types/tenant-sync/keys/t1
 
-A workflow (docs/workflows.md): steps, a wait for a payment signal, a sleep:
+A workflow (docs/workflows.md): an order flow, its steps, a wait for the payment signal, a sleep, a fan-out and a join:
 
-  curl -s -X POST ${url}/jobs -H 'content-type: application/json' -d '{"type":"fulfil-order","id":"order-1","payload":{"orderId":"o-1","items":["book","lamp"]}}'
-  curl -s ${url}/jobs/order-1                      # waiting for the signal "payment"
-  curl -s -X POST ${url}/jobs/order-1/signals/payment -H 'content-type: application/json' -d '{"payload":{"amount":42,"reference":"pay-1"}}'
-  curl -s ${url}/jobs/order-1                      # waiting for its cooling-off sleep (10 s), then succeeded
+  curl -s -X POST ${url}/flows -H 'content-type: application/json' -d '{"id":"order-7","jobs":[{"id":"o7","type":"fulfil-order","payload":{"orderId":"o7","items":["book","lamp"]}},{"id":"o7-pack-book","type":"pack-item","payload":{"orderId":"o7","item":"book"},"dependsOn":["o7"]},{"id":"o7-pack-lamp","type":"pack-item","payload":{"orderId":"o7","item":"lamp"},"dependsOn":["o7"]},{"id":"o7-ship","type":"ship-order","payload":{"orderId":"o7"},"dependsOn":["o7-pack-book","o7-pack-lamp"]}]}'
+  curl -s ${url}/flows/order-7                     # o7 waits for the signal "payment", the rest for their parents
+  curl -s -X POST ${url}/jobs/o7/signals/payment -H 'content-type: application/json' -d '{"payload":{"amount":42,"reference":"pay-1"}}'
+  curl -s ${url}/flows/order-7                     # o7 sleeps 10 s, then the packs run, then o7-ship
 
 Point other tools at it with:  export ORRERY_URL=${url}
 Or the CLI (another terminal):  export ORRERY_URL=${url}; npx orrery watch "$(npx orrery enqueue flaky --payload '{"failTimes":2}' -q)"

@@ -92,6 +92,20 @@ export const fulfilOrderJob = defineJobType({
   signals: { payment: z.strictObject({ amount: z.number(), reference: z.string() }) },
 });
 
+/** `pack-item`: packs one item of an order (a child of the order's `fulfil-order` job in its flow). */
+export const packItemJob = defineJobType({
+  type: 'pack-item',
+  payload: z.strictObject({ orderId: z.string(), item: z.string() }),
+  timeoutMs: 10_000,
+});
+
+/** `ship-order`: ships an order once every item is packed (the join of the order's flow: `dependsOn` each `pack-item`). */
+export const shipOrderJob = defineJobType({
+  type: 'ship-order',
+  payload: z.strictObject({ orderId: z.string() }),
+  timeoutMs: 10_000,
+});
+
 export const catalog = [
   echoJob,
   flakyJob,
@@ -102,4 +116,6 @@ export const catalog = [
   welcomeEmailJob,
   reindexJob,
   fulfilOrderJob,
+  packItemJob,
+  shipOrderJob,
 ] as const;

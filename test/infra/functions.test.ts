@@ -108,6 +108,8 @@ describe('Lambda functions', () => {
       'welcome-email': { BatchSize: 10, MaximumConcurrency: 5 },
       reindex: { BatchSize: 10, MaximumConcurrency: 5 },
       'fulfil-order': { BatchSize: 10, MaximumConcurrency: 5 },
+      'pack-item': { BatchSize: 10, MaximumConcurrency: 5 },
+      'ship-order': { BatchSize: 10, MaximumConcurrency: 5 },
     };
     for (const worker of workers) {
       const want = expected[worker.spec.type];
