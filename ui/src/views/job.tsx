@@ -138,6 +138,34 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
               </dd>
             </>
           ) : null}
+          {job.parents && job.parents.length > 0 ? (
+            <>
+              <dt>Parents</dt>
+              <dd>
+                {job.parents.map((parent, i) => (
+                  <span key={parent.id}>
+                    {i > 0 ? ', ' : ''}
+                    <a href={href(`/jobs/${seg(parent.id)}`)}>{parent.id}</a>
+                    {parent.onParentFailure === 'fail' ? '' : ` (if it fails: ${parent.onParentFailure})`}
+                  </span>
+                ))}
+                {job.pendingParents ? ` (waiting for ${job.pendingParents})` : ''}
+              </dd>
+            </>
+          ) : null}
+          {job.children && job.children.length > 0 ? (
+            <>
+              <dt>Children</dt>
+              <dd>
+                {job.children.map((child, i) => (
+                  <span key={child}>
+                    {i > 0 ? ', ' : ''}
+                    <a href={href(`/jobs/${seg(child)}`)}>{child}</a>
+                  </span>
+                ))}
+              </dd>
+            </>
+          ) : null}
           {job.resumes ? (
             <>
               <dt>Waits</dt>
