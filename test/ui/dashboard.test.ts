@@ -321,6 +321,25 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await expectAccessible('keys');
   });
 
+  it("links a flow job's parents and children", async () => {
+    const [a, b] = [uniquePrefix('flow-a'), uniquePrefix('flow-b')];
+    const created = await call(platform.url, 'POST', '/flows', {
+      jobs: [
+        { id: a, type: 'echo', payload: { step: 'a' } },
+        { id: b, type: 'echo', payload: { step: 'b' }, dependsOn: [{ id: a, onParentFailure: 'ignore' }] },
+      ],
+    });
+    expect(created.status).toBe(201);
+    await waitForState(b, 'succeeded');
+    await page.goto(`${platform.url}/ui/#/jobs/${encodeURIComponent(b)}`);
+    await page.getByRole('heading', { name: `Job ${b} succeeded` }).waitFor();
+    await expect(page.locator('dd', { hasText: a }).textContent()).resolves.toContain('(if it fails: ignore)');
+    await page.getByRole('link', { name: a, exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${a} succeeded` }).waitFor();
+    await page.getByRole('link', { name: b, exact: true }).waitFor();
+    await expectAccessible('job with children');
+  });
+
   it('shows the overview of a busier hour', async () => {
     for (let i = 0; i < 12; i++) await call(platform.url, 'POST', '/jobs', { type: 'echo', payload: { n: i } });
     const failing = [`${uniquePrefix('late')}-a`, `${uniquePrefix('late')}-b`];
