@@ -755,12 +755,15 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       dlqMessagesLeft: dlqBodies.length,
       throttleStartsOverExactBound: throttleOverExact(paced, plan.jobs, observer),
       produceMs,
+      firstErrors: observer.errors.slice(0, 25),
       logged: {
         leaseLost: observer.logged('lease lost; aborting handler'),
         lateWritesRejected: observer.logged('late write rejected: the lease was taken over or the job changed'),
         busyDuplicates: observer.logged('duplicate delivery of a job running under a live lease; discarding it'),
         missingJob: observer.logged('no job for this message (expired or never written); discarding it'),
         firesMissed: observer.logged('schedule fires were missed'),
+        supervisorRepairFailed: observer.logged('supervisor repair failed; the next pass tries again'),
+        sweepFailed: observer.logged('could not sweep the jobs created in a window; the next pass reads it again'),
       },
     };
     const durationMs = Date.now() - started;

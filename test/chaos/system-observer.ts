@@ -161,6 +161,11 @@ export class SystemObserver {
     >;
     const { message, level, jobId, time: _time, ...fields } = parsed;
     this.logCounts.set(message, (this.logCounts.get(message) ?? 0) + 1);
+    if (level === 'error' && this.errors.length < 40) {
+      this.errors.push(
+        `${message}: ${String(fields.errorMessage ?? fields.errorName ?? '')} ${String(fields.pk ?? jobId ?? '')}`,
+      );
+    }
     if (jobId) this.push(this.logs, jobId, { t: Date.now(), level, message, fields });
     // Fire handling (worker and supervisor) logs with the schedule's name: kept for its story.
     const schedule = fields.schedule;
@@ -170,6 +175,9 @@ export class SystemObserver {
   }
 
   /** Count of log lines with this message. */
+  /** The first error lines logged (message, error, subject), to say what went wrong. */
+  readonly errors: string[] = [];
+
   logged(message: string): number {
     return this.logCounts.get(message) ?? 0;
   }
