@@ -16,12 +16,11 @@ import {
   errorSummary,
   type Job,
   type JobProgress,
-  type SkipReason,
   type WaitingFor,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS, wokenFor } from '../core/lease';
 import { addCost, type JobCost, NO_COST } from '../core/metrics';
-import type { ClaimResult, EndWritten, JobStore, SuspendInput } from '../core/ports';
+import type { ClaimResult, EndWritten, JobStore, SkipInput, SuspendInput } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
@@ -930,19 +929,7 @@ export class DynamoJobStore implements JobStore {
     }
   }
 
-  async skip({
-    job,
-    now,
-    expiresAt,
-    reason,
-    beforeSeq,
-  }: {
-    job: Job;
-    now: number;
-    expiresAt: number;
-    reason: SkipReason;
-    beforeSeq?: number;
-  }): Promise<boolean> {
+  async skip({ job, now, expiresAt, reason, beforeSeq }: SkipInput): Promise<boolean> {
     try {
       const ordered =
         beforeSeq === undefined ? '' : ' AND (attribute_not_exists(debounceSeq) OR debounceSeq < :before)';

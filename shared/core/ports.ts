@@ -26,6 +26,16 @@ export type ClaimResult =
   /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
   | { kind: 'past-deadline'; job: Job };
 
+/** What {@link JobStore.skip} writes. */
+export interface SkipInput {
+  job: Job;
+  now: number;
+  expiresAt: number;
+  reason: SkipReason;
+  /** Only a job of a lower debounce seq (or one without a seq) is skipped. */
+  beforeSeq?: number;
+}
+
 /** What {@link JobStore.suspend} writes. */
 export interface SuspendInput {
   job: Job;
@@ -150,7 +160,7 @@ export interface JobStore {
    * `job.leaseToken`. Returns false when the job changed first (started, cancelled, finished).
    * One write; a skipped job is listed from `byType` (no sparse index entry: skips may be common).
    */
-  skip?(input: { job: Job; now: number; expiresAt: number; reason: SkipReason; beforeSeq?: number }): Promise<boolean>;
+  skip?(input: SkipInput): Promise<boolean>;
   /**
    * Ends the running attempt to wait (`ctx.sleep`, `ctx.waitForSignal`): state → `waiting`, due at
    * `runAt`, the attempt given back (`attempts` - 1: waiting spends none), `resumes` + 1, the

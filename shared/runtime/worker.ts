@@ -516,21 +516,28 @@ export function createWorker(
   }
 
   /**
-   * For a job that waits for `signal`: if the signal is in its inbox, makes the job due now.
-   * True when it did (or the job was due already), false when no signal is there, undefined when
-   * that could not be told (the read or the write failed).
+   * For a job that waits for `signal`: if the signal is in its inbox, makes the job due now and
+   * brings this message back at once; if that cannot be told (the read or the write failed),
+   * brings it back in {@link SIGNAL_LOOK_AGAIN_SECONDS}, when its claim, refused as early, looks
+   * again. True when the message comes back so (the caller answers `retry`); false when no signal
+   * is there.
    */
-  async function wakeIfSignalled(id: string, signal: string, log: Logger): Promise<boolean | undefined> {
+  async function backIfSignalled(id: string, signal: string, record: SQSRecord, log: Logger): Promise<boolean> {
     if (!deps.journal) return false;
+    let seconds = SIGNAL_LOOK_AGAIN_SECONDS;
     try {
       if (!(await deps.journal.signal({ jobId: id, name: signal }))) return false;
-      const woken = await deps.store.wake({ id, signal, now: clock.now() });
-      if (woken) log.info('its signal had arrived: resuming now', { name: signal });
-      return woken !== undefined;
+      if (await deps.store.wake({ id, signal, now: clock.now() })) {
+        log.info('its signal had arrived: resuming now', { name: signal });
+        seconds = 0;
+      }
     } catch (error) {
       log.warn('could not look for the signal the job waits for; looking again soon', errorFields(error));
-      return undefined;
     }
+    await deps.queue
+      .changeVisibility(route.queueUrl, record.receiptHandle, seconds)
+      .catch((error: unknown) => log.warn('could not bring the message back soon', errorFields(error)));
+    return true;
   }
 
   /**
@@ -549,18 +556,7 @@ export function createWorker(
     );
     metrics.add(METRIC.suspended, type);
     log.info(wait.kind === 'sleep' ? 'job sleeps' : 'job waits for a signal', { name: wait.key, until: wait.until });
-    if (wait.kind === 'signal') {
-      const woke = await wakeIfSignalled(job.id, wait.key, log);
-      if (woke !== false) {
-        // Arrived meanwhile: back at once. Not known (the look failed): back soon, when the
-        // claim, refused as early, looks again (see handleClaim).
-        const seconds = woke === true ? 0 : SIGNAL_LOOK_AGAIN_SECONDS;
-        await deps.queue
-          .changeVisibility(route.queueUrl, record.receiptHandle, seconds)
-          .catch((error: unknown) => log.warn('could not bring the message back soon', errorFields(error)));
-        return 'retry';
-      }
-    }
+    if (wait.kind === 'signal' && (await backIfSignalled(job.id, wait.key, record, log))) return 'retry';
     const viaScheduler = runAt - now > MAX_VISIBILITY_DELAY_MS && deps.scheduler !== undefined;
     return await deferMessage({
       job,
@@ -868,15 +864,13 @@ export function createWorker(
         // A job that waits for a signal whose wake was lost (its sender, or the worker that
         // suspended it, died between the two writes): its signal is in its inbox; wake it now.
         const waiting = claim.job;
-        if (claim.kind === 'early' && waiting.state === 'waiting' && waiting.waitSignal !== undefined) {
-          const woke = await wakeIfSignalled(waiting.id, waiting.waitSignal, log);
-          if (woke !== false) {
-            await deps.queue
-              .changeVisibility(route.queueUrl, record.receiptHandle, woke === true ? 0 : SIGNAL_LOOK_AGAIN_SECONDS)
-              .catch((error: unknown) => log.warn('could not bring the message back soon', errorFields(error)));
-            return 'retry';
-          }
-        }
+        if (
+          claim.kind === 'early' &&
+          waiting.state === 'waiting' &&
+          waiting.waitSignal !== undefined &&
+          (await backIfSignalled(waiting.id, waiting.waitSignal, record, log))
+        )
+          return 'retry';
         // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.
         return await waitUntilDue({ ...waitFor, job: claim.job, now: clock.now() });
       }

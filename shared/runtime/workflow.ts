@@ -136,11 +136,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   function begin(kind: 'step' | 'sleep' | 'signal', name: string): Journal {
     if (signal.aborted) throw signal.reason;
     if (pending) throw new Suspension(pending);
-    try {
-      checkName(name, kind);
-    } catch (error) {
-      throw usage(error);
-    }
+    asUsage(() => checkName(name, kind));
     const key = `${kind}#${name}`;
     if (used.has(key)) {
       throw new StepUsageError(`${kind} "${name}" was used twice in one run: names must be unique within a job`);
@@ -169,7 +165,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   }
 
   /** Ends the attempt to wait until `until` (or waits it out here when it is that close). */
-  async function waitUntil(wait: Omit<WakeWait, 'since'>): Promise<'over' | never> {
+  async function waitUntil(wait: Omit<WakeWait, 'since'>): Promise<'over'> {
     const now = clock.now();
     const remaining = Date.parse(wait.until) - now;
     if (remaining <= 0) return 'over';
@@ -192,12 +188,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       const recorded = await read('step', name);
       if (recorded) return recorded.value as T;
       const value = await fn();
-      let storable: unknown;
-      try {
-        storable = storableValue(value, MAX_STEP_RESULT_BYTES, `step "${name}" result`);
-      } catch (error) {
-        throw usage(error);
-      }
+      const storable = asUsage(() => storableValue(value, MAX_STEP_RESULT_BYTES, `step "${name}" result`));
       return (await record('step', name, storable)) as T;
     },
 
@@ -205,12 +196,11 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       begin('sleep', name);
       let until = (await read('sleep', name))?.value as number | undefined;
       if (until === undefined) {
-        try {
-          until = wakeTime(duration, clock.now());
-        } catch (error) {
-          throw usage(error);
-        }
-        until = (await record('sleep', name, until)) as number;
+        until = (await record(
+          'sleep',
+          name,
+          asUsage(() => wakeTime(duration, clock.now())),
+        )) as number;
       }
       await waitUntil({ kind: 'sleep', key: name, until: iso(until) });
     },
@@ -230,17 +220,15 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       if (arrived) return outcome(await record('signal', name, { payload: arrived.payload }));
       let until = (await read('wait', name))?.value as number | undefined;
       if (until === undefined) {
-        let timeoutMs: number;
-        try {
-          timeoutMs = parseDuration(waitOptions.timeout ?? MAX_WAIT_MS);
-          if (timeoutMs > MAX_WAIT_MS) {
+        const timeoutMs = asUsage(() => {
+          const ms = parseDuration(waitOptions.timeout ?? MAX_WAIT_MS);
+          if (ms > MAX_WAIT_MS) {
             throw new ValidationError('a signal wait may last at most 366 days', [
               { path: 'timeout', message: 'must be at most 366 days' },
             ]);
           }
-        } catch (error) {
-          throw usage(error);
-        }
+          return ms;
+        });
         until = (await record('wait', name, clock.now() + timeoutMs)) as number;
       }
       if ((await waitUntil({ kind: 'signal', key: name, until: iso(until) })) === 'over') {
@@ -289,7 +277,11 @@ function merged(pending: WakeWait | undefined, next: WakeWait): WakeWait {
   return { ...(signal ?? pending), until, since };
 }
 
-/** A validation problem in a handler's use of the steps: the handler's mistake, so the job fails. */
-function usage(error: unknown): unknown {
-  return error instanceof ValidationError ? new StepUsageError(error.message, { cause: error }) : error;
+/** Runs `check`; a validation problem is the handler's misuse of the steps, so the job fails (StepUsageError). */
+function asUsage<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    throw error instanceof ValidationError ? new StepUsageError(error.message, { cause: error }) : error;
+  }
 }

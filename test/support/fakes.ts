@@ -19,7 +19,6 @@ import {
   type Job,
   type JobMessage,
   type JobProgress,
-  type SkipReason,
   type WaitingFor,
 } from '../../shared/core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld, wokenFor } from '../../shared/core/lease';
@@ -32,6 +31,7 @@ import {
   type JobStore,
   type QueueEntry,
   type QueueEntryOutcome,
+  type SkipInput,
   type SuspendInput,
   sendBatchGroups,
 } from '../../shared/core/ports';
@@ -404,13 +404,7 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `scheduled`/`queued`, no attempt in the series, the same token. */
-  async skip(input: {
-    job: Job;
-    now: number;
-    expiresAt: number;
-    reason: SkipReason;
-    beforeSeq?: number;
-  }): Promise<boolean> {
+  async skip(input: SkipInput): Promise<boolean> {
     this.enter('skip', input.job.id);
     const current = this.items.get(input.job.id)?.job;
     if (

@@ -3,7 +3,7 @@
  * passes the same contract as DynamoDebouncer). On local AWS: test/integration/flow-debounce.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { debounceProblem, debounceRunAt, MAX_DEBOUNCE_WAIT_SECONDS } from '../../shared/core/debounce';
+import { type Debouncer, debounceProblem, debounceRunAt, MAX_DEBOUNCE_WAIT_SECONDS } from '../../shared/core/debounce';
 import { MAX_HORIZON_SECONDS } from '../../shared/core/enqueue';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
@@ -20,6 +20,12 @@ const specOf = (maxWaitSeconds?: number) =>
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const setup = (spec: JobTypeSpec) => debounceSetup(spec);
+
+/** Waits until key c1's open window names `id` as its run. */
+async function untilWindowRun(debouncer: Debouncer, id: string): Promise<void> {
+  while ((await debouncer.state({ scope: 'echo~d', key: 'c1' }))?.run !== id)
+    await new Promise((r) => setTimeout(r, 1));
+}
 
 describe('debounce', () => {
   it('makes the newest job of a key the run, due when the key has been quiet; the jobs it replaced are skipped and point to it', async () => {
@@ -125,10 +131,7 @@ describe('debounce', () => {
       if (stall && stall.calls++ === 0) await stall.gate; // each one's first write stalls
       return create(job);
     };
-    const run = async () => (await h.debouncer.state({ scope: 'echo~d', key: 'c1' }))?.run;
-    const until = async (id: string) => {
-      while ((await run()) !== id) await new Promise((r) => setTimeout(r, 1));
-    };
+    const until = (id: string) => untilWindowRun(h.debouncer, id);
     const first = enqueue('j', 1); // opens the window, then its write stalls
     await until('j');
     const newer = enqueue('k', 2); // opens the window after j, then its write stalls
@@ -185,10 +188,7 @@ describe('debounce', () => {
       }
       return get(id);
     };
-    const run = async () => (await h.debouncer.state({ scope: 'echo~d', key: 'c1' }))?.run;
-    const until = async (id: string) => {
-      while ((await run()) !== id) await new Promise((r) => setTimeout(r, 1));
-    };
+    const until = (id: string) => untilWindowRun(h.debouncer, id);
     const first = enqueue('j', 1); // opens the window, then its write stalls
     await until('j');
     const newer = enqueue('k', 2); // opens the window after j, then its write stalls

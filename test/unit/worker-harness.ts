@@ -16,6 +16,7 @@ import {
   FakeJobStore,
   MemoryMetrics,
   newJob,
+  sqsEvent,
   sqsRecord,
   testConfig,
 } from '../support/fakes';
@@ -115,6 +116,12 @@ export function messageFor(id: string, options: { messageId?: string; type?: str
     { v: 1, id, type: options.type ?? 'echo' },
     { messageId: options.messageId ?? `m-${id}`, receiveCount: options.receiveCount ?? 1 },
   );
+}
+
+let redeliveries = 0;
+/** A later delivery of the job's message: an event with a new SQS message id each time. */
+export function redelivery(id: string) {
+  return sqsEvent(messageFor(id, { messageId: `m-${id}-${++redeliveries}` }));
 }
 
 /** Log lines whose message is `message`. */

@@ -7,12 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { SignalsService } from '../../shared/api/signals-service';
 import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { sqsEvent, testConfig } from '../support/fakes';
-import { echoJob, harness, messageFor, T0 } from './worker-harness';
+import { testConfig } from '../support/fakes';
+import { echoJob, harness, redelivery, T0 } from './worker-harness';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-let deliveries = 0;
-const again = (id: string) => sqsEvent(messageFor(id, { messageId: `m-${id}-${++deliveries}` }));
 
 describe('a step body never outlives its attempt', () => {
   /** A handler that sleeps beside a step in a Promise.all: the sleep ends the attempt while the step runs. */
@@ -49,12 +47,12 @@ describe('a step body never outlives its attempt', () => {
     const { seen, run } = beside(200);
     const h = harness({ run });
     h.store.seed(echoJob('pa-1'));
-    await h.worker(again('pa-1'));
+    await h.worker(redelivery('pa-1'));
     expect(h.store.peek('pa-1')).toMatchObject({ state: 'waiting' });
     expect(seen).toMatchObject({ runs: 1, running: 0, aborted: 0 });
     expect(h.journal.count('pa-1', 'step')).toBe(1);
     h.clock.advance(2_000);
-    await h.worker(again('pa-1'));
+    await h.worker(redelivery('pa-1'));
     expect(seen).toMatchObject({ runs: 1, maxRunning: 1 });
     expect(h.store.peek('pa-1')).toMatchObject({ state: 'succeeded' });
   });
@@ -63,7 +61,7 @@ describe('a step body never outlives its attempt', () => {
     const { seen, run } = beside(60_000);
     const h = harness({ run, leaseMs: 600 });
     h.store.seed(echoJob('pa-2'));
-    await h.worker(again('pa-2'));
+    await h.worker(redelivery('pa-2'));
     expect(h.store.peek('pa-2')).toMatchObject({ state: 'waiting' });
     expect(seen).toMatchObject({ runs: 1, running: 0, aborted: 1 });
     expect(h.journal.count('pa-2', 'step')).toBe(0);
@@ -74,7 +72,7 @@ describe('a signal is never held until the timeout', () => {
   it('a waiting job whose signal is in its inbox but was never woken resumes when its message comes back', async () => {
     const h = harness({ run: async (_p, ctx) => ({ got: await ctx.waitForSignal('paid', { timeout: '1d' }) }) });
     h.store.seed(echoJob('ls-1'));
-    await h.worker(again('ls-1'));
+    await h.worker(redelivery('ls-1'));
     expect(h.store.peek('ls-1')).toMatchObject({ state: 'waiting', waitSignal: 'paid' });
     // the signal is stored, but its wake was lost (the sender died before it)
     await h.journal.deliver({
@@ -84,8 +82,8 @@ describe('a signal is never held until the timeout', () => {
       expiresAt: 0,
     });
     h.clock.advance(60_000);
-    await h.worker(again('ls-1')); // e.g. the message of a worker that died after its suspend write
-    await h.worker(again('ls-1'));
+    await h.worker(redelivery('ls-1')); // e.g. the message of a worker that died after its suspend write
+    await h.worker(redelivery('ls-1'));
     expect(h.store.peek('ls-1')).toMatchObject({ state: 'succeeded', result: { got: 9 } });
   });
 
@@ -99,7 +97,7 @@ describe('a signal is never held until the timeout', () => {
       if (reads === 2) throw new Error('ThrottlingException');
       return look(input);
     };
-    await h.worker(again('ls-2'));
+    await h.worker(redelivery('ls-2'));
     expect(h.store.peek('ls-2')).toMatchObject({ state: 'waiting' });
     expect(h.queue.visibility.at(-1)?.seconds).toBeLessThanOrEqual(60);
   });
@@ -109,7 +107,7 @@ describe('a replayed wake still sends the message', () => {
   it('wake is idempotent: a second wake of the same signal finds the job woken, and says so', async () => {
     const h = harness({ run: async (_p, ctx) => ({ got: await ctx.waitForSignal('paid', { timeout: '1d' }) }) });
     h.store.seed(echoJob('rw-1'));
-    await h.worker(again('rw-1'));
+    await h.worker(redelivery('rw-1'));
     expect(await h.store.wake({ id: 'rw-1', signal: 'paid', now: T0 + 10 })).toMatchObject({ runAt: iso(T0 + 10) });
     // the first response was lost: the replay (SDK, or the caller's retry) must still count as woken
     expect(await h.store.wake({ id: 'rw-1', signal: 'paid', now: T0 + 20 })).toMatchObject({ id: 'rw-1' });
@@ -127,10 +125,10 @@ describe('a wait that outlasts the dispatch deadline', () => {
       },
     });
     h.store.seed(echoJob('db-1', { dispatchBy: iso(T0 + 60_000) }));
-    await h.worker(again('db-1'));
+    await h.worker(redelivery('db-1'));
     expect(h.store.peek('db-1')).toMatchObject({ state: 'waiting' });
     h.clock.advance(2 * 3_600_000);
-    await h.worker(again('db-1'));
+    await h.worker(redelivery('db-1'));
     expect(h.store.peek('db-1')).toMatchObject({ state: 'succeeded', result: 'woke' });
   });
 });
@@ -144,7 +142,7 @@ describe('two waits at once', () => {
       },
     });
     h.store.seed(echoJob('tw-1'));
-    await h.worker(again('tw-1'));
+    await h.worker(redelivery('tw-1'));
     expect(h.store.peek('tw-1')).toMatchObject({
       state: 'waiting',
       runAt: iso(T0 + 2 * 3_600_000),
@@ -168,7 +166,7 @@ describe('two signal waits at once', () => {
       },
     });
     h.store.seed(echoJob('tw-2'));
-    await h.worker(again('tw-2'));
+    await h.worker(redelivery('tw-2'));
     expect(h.store.peek('tw-2')).toMatchObject({
       state: 'failed',
       lastError: { name: 'StepUsageError', message: expect.stringContaining('one signal at a time') },
@@ -180,7 +178,7 @@ describe('POST /jobs/{id}/signals/{name} when the message of the job it woke can
   it('answers 503 naming the job; the same signal again wakes it again and sends the message', async () => {
     const h = harness({ run: async (_p, ctx) => ({ got: await ctx.waitForSignal('paid', { timeout: '1d' }) }) });
     h.store.seed(echoJob('sg-503'));
-    await h.worker(again('sg-503'));
+    await h.worker(redelivery('sg-503'));
     const service = new SignalsService({
       config: testConfig(['echo']),
       catalog: [],
@@ -201,7 +199,7 @@ describe('POST /jobs/{id}/signals/{name} when the message of the job it woke can
       receipt: { resumed: true, duplicate: true },
     });
     expect(h.queue.sent.length).toBe(sent + 1);
-    await h.worker(again('sg-503'));
+    await h.worker(redelivery('sg-503'));
     expect(h.store.peek('sg-503')).toMatchObject({ state: 'succeeded', result: { got: 1 } });
   });
 });

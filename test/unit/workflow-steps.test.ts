@@ -12,14 +12,10 @@ import { wakeScheduleName } from '../../shared/core/ports';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { sqsEvent, testConfig } from '../support/fakes';
-import { echoJob, echoSpec, harness, messageFor, T0 } from './worker-harness';
+import { echoJob, echoSpec, harness, messageFor, redelivery, T0 } from './worker-harness';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const HOUR = 3_600_000;
-
-/** A message for a later delivery of the job (a new SQS message id each time). */
-let deliveries = 0;
-const again = (id: string) => sqsEvent(messageFor(id, { messageId: `m-${id}-${++deliveries}` }));
 
 /** A store whose every call after `freeze()` never settles: a worker process that was killed. */
 function freezable(store: JobStore) {
@@ -73,7 +69,7 @@ describe('ctx.step', () => {
       { spec: echoSpec, run },
       { config: testConfig(['echo']), store: first.store, queue: h.queue, journal: h.journal, clock: h.clock },
     );
-    void dead(again('wf-1'));
+    void dead(redelivery('wf-1'));
     await killed;
     kill = undefined;
     expect(runs).toEqual({ one: 1, two: 1 });
@@ -82,7 +78,7 @@ describe('ctx.step', () => {
     // its lease runs out; the message comes back and another worker takes the job over
     h.clock.set(h.store.peek('wf-1')?.leaseExpiresAt ?? 0);
     h.clock.advance(MAX_CLOCK_SKEW_MS + 1);
-    await h.worker(again('wf-1'));
+    await h.worker(redelivery('wf-1'));
 
     expect(runs).toEqual({ one: 1, two: 1, three: 1 });
     expect(h.store.peek('wf-1')).toMatchObject({ state: 'succeeded', attempts: 2, result: 6 });
@@ -104,7 +100,7 @@ describe('ctx.step', () => {
       },
     });
     h.store.seed(echoJob('wf-2'));
-    await h.worker(again('wf-2'));
+    await h.worker(redelivery('wf-2'));
     expect(h.store.peek('wf-2')).toMatchObject({
       state: 'retrying',
       attempts: 1,
@@ -112,7 +108,7 @@ describe('ctx.step', () => {
     });
     failTwo = false;
     h.clock.advance(2000);
-    await h.worker(again('wf-2'));
+    await h.worker(redelivery('wf-2'));
     expect(runs).toEqual({ one: 1, two: 2, three: 1 });
     expect(h.store.peek('wf-2')).toMatchObject({ state: 'succeeded', attempts: 2, result: 'c' });
   });
@@ -126,9 +122,9 @@ describe('ctx.step', () => {
       },
     });
     h.store.seed(echoJob('wf-json'));
-    await h.worker(again('wf-json'));
+    await h.worker(redelivery('wf-json'));
     h.clock.advance(2000);
-    await h.worker(again('wf-json'));
+    await h.worker(redelivery('wf-json'));
     expect(seen).toEqual([
       { at: iso(T0), n: 1 },
       { at: iso(T0), n: 1 },
@@ -146,11 +142,11 @@ describe('ctx.step', () => {
       },
     });
     h.store.seed(echoJob('wf-3'));
-    await h.worker(again('wf-3'));
+    await h.worker(redelivery('wf-3'));
     expect(h.journal.calls.map((c) => c.method)).toEqual(['record', 'record']);
     fail = false;
     h.clock.advance(2000);
-    await h.worker(again('wf-3'));
+    await h.worker(redelivery('wf-3'));
     expect(h.journal.calls.map((c) => c.method)).toEqual(['record', 'record', 'get', 'get']);
   });
 
@@ -193,12 +189,12 @@ describe('ctx.step', () => {
       },
     });
     h.store.seed(echoJob('wf-10k'));
-    await h.worker(again('wf-10k'));
+    await h.worker(redelivery('wf-10k'));
     expect(bodies).toBe(10_000);
     expect(h.journal.count('wf-10k', 'step')).toBe(10_000);
     fail = false;
     h.clock.advance(2000);
-    await h.worker(again('wf-10k'));
+    await h.worker(redelivery('wf-10k'));
     expect(bodies).toBe(10_000);
     expect(h.store.peek('wf-10k')).toMatchObject({ state: 'succeeded', result: (9_999 * 10_000) / 2 });
   });
@@ -215,7 +211,7 @@ describe('ctx.sleep', () => {
       },
     });
     h.store.seed(echoJob('sl-1'));
-    const response = await h.worker(again('sl-1'));
+    const response = await h.worker(redelivery('sl-1'));
     expect(response.batchItemFailures).toHaveLength(1);
     expect(h.store.peek('sl-1')).toMatchObject({
       state: 'waiting',
@@ -231,12 +227,12 @@ describe('ctx.sleep', () => {
 
     // a message back early does not start it
     h.clock.advance(HOUR);
-    await h.worker(again('sl-1'));
+    await h.worker(redelivery('sl-1'));
     expect(h.store.peek('sl-1')).toMatchObject({ state: 'waiting', attempts: 0 });
     expect(runs).toEqual({ before: 1 });
 
     h.clock.advance(HOUR);
-    await h.worker(again('sl-1'));
+    await h.worker(redelivery('sl-1'));
     expect(runs).toEqual({ before: 1, after: 1 });
     expect(h.store.peek('sl-1')).toMatchObject({ state: 'succeeded', attempts: 1, result: 2 });
     expect(toView(h.store.peek('sl-1') as Job)).toMatchObject({ state: 'succeeded', resumes: 1 });
@@ -253,7 +249,7 @@ describe('ctx.sleep', () => {
       at: T0 - 60_000,
       expiresAt: 0,
     });
-    await h.worker(again('sl-2'));
+    await h.worker(redelivery('sl-2'));
     expect(h.store.peek('sl-2')).toMatchObject({ state: 'waiting', runAt: iso(T0 + 60_000) });
   });
 
@@ -263,7 +259,7 @@ describe('ctx.sleep', () => {
       run: async (_p, ctx) => ctx.sleep('long', new Date(T0 + 3 * 86_400_000)),
     });
     h.store.seed(echoJob('sl-3'));
-    expect((await h.worker(again('sl-3'))).batchItemFailures).toEqual([]);
+    expect((await h.worker(redelivery('sl-3'))).batchItemFailures).toEqual([]);
     expect(h.scheduler.schedules.get(wakeScheduleName('sl-3', 1))).toMatchObject({ fireAt: T0 + 3 * 86_400_000 });
     expect(3 * 86_400_000).toBeGreaterThan(MAX_VISIBILITY_DELAY_MS);
   });
@@ -280,7 +276,7 @@ describe('ctx.sleep', () => {
       },
     });
     h.store.seed(echoJob('sl-4'));
-    await h.worker(again('sl-4'));
+    await h.worker(redelivery('sl-4'));
     expect(h.store.peek('sl-4')).toMatchObject({ state: 'waiting', runAt: iso(T0 + HOUR) });
     expect(h.store.peek('sl-4')?.result).toBeUndefined();
   });
@@ -312,14 +308,14 @@ describe('ctx.waitForSignal', () => {
       signal: { payload: { amount: 5 }, payloadHash: 'h', at: iso(T0) },
       expiresAt: 0,
     });
-    await h.worker(again('sg-1'));
+    await h.worker(redelivery('sg-1'));
     expect(h.store.peek('sg-1')).toMatchObject({ state: 'succeeded', result: { got: { amount: 5 } } });
   });
 
   it('a signal sent after the wait makes the waiting job due at once; it resumes with the payload', async () => {
     const h = harness({ run: waiter() });
     h.store.seed(echoJob('sg-2'));
-    await h.worker(again('sg-2'));
+    await h.worker(redelivery('sg-2'));
     expect(h.store.peek('sg-2')).toMatchObject({
       state: 'waiting',
       waitSignal: 'paid',
@@ -337,7 +333,7 @@ describe('ctx.waitForSignal', () => {
     expect(await h.store.wake({ id: 'sg-2', signal: 'paid', now: h.clock.now() })).toMatchObject({
       runAt: iso(T0 + 60_000),
     });
-    await h.worker(again('sg-2'));
+    await h.worker(redelivery('sg-2'));
     expect(h.store.peek('sg-2')).toMatchObject({ state: 'succeeded', attempts: 1, result: { got: 7 } });
   });
 
@@ -356,12 +352,12 @@ describe('ctx.waitForSignal', () => {
       return seen;
     };
     h.store.seed(echoJob('sg-3'));
-    await h.worker(again('sg-3'));
+    await h.worker(redelivery('sg-3'));
     expect(woke).toBeUndefined();
     // due now, and its message comes back at once
     expect(h.store.peek('sg-3')).toMatchObject({ state: 'waiting', runAt: iso(T0) });
     expect(h.queue.visibility.at(-1)?.seconds).toBe(0);
-    await h.worker(again('sg-3'));
+    await h.worker(redelivery('sg-3'));
     expect(h.store.peek('sg-3')).toMatchObject({ state: 'succeeded', result: { got: 'late' } });
   });
 
@@ -372,10 +368,10 @@ describe('ctx.waitForSignal', () => {
     ] as const) {
       const h = harness({ run: waiter({ timeout: '2h', onTimeout }) });
       h.store.seed(echoJob(id));
-      await h.worker(again(id));
+      await h.worker(redelivery(id));
       expect(h.store.peek(id)).toMatchObject({ state: 'waiting', runAt: iso(T0 + 2 * HOUR) });
       h.clock.advance(2 * HOUR);
-      await h.worker(again(id));
+      await h.worker(redelivery(id));
       if (onTimeout === 'null') expect(h.store.peek(id)).toMatchObject({ state: 'succeeded', result: { got: null } });
       else
         expect(h.store.peek(id)).toMatchObject({
