@@ -11,6 +11,7 @@ import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
+import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { DynamoJobStore, fromItem, isStatusItem } from '../../shared/aws/dynamo-job-store';
 import { DynamoJournal, journalEntryOf } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
@@ -271,6 +272,7 @@ export async function startWorld(input: {
           scheduler: new EventBridgeJobScheduler(c.scheduler, config.scheduleGroup, config.schedulerRoleArn),
           schedules: new DynamoScheduleStore(c.dynamo, config.tableName),
           journal: new DynamoJournal(c.dynamo, config.tableName),
+          graph: new DynamoJobGraph(c.dynamo, config.tableName),
           clock,
           logger,
           leaseMs: options.leaseMs,
