@@ -5,8 +5,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
+import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
+import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
+import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { createLogger } from '../../shared/logger';
+import { runSupervisorOnce, type SupervisorDeps } from '../../shared/supervisor/run';
 import { startLocalSupervisor } from '../local-aws/supervisor-loop';
 import { type SchedulingFixture, sleepReal, startSchedulingFixture } from './scheduling-fixture';
 
@@ -247,6 +251,52 @@ describe('the supervisor re-drives lost work', () => {
     expect([...a.resent, ...b.resent]).toEqual([id]);
     await f.waitFor(id, ['succeeded']);
     expect(f.executions.map((e) => e.id)).toEqual([id]);
+  });
+
+  it('a repair that keeps failing holds back no later repair: a job due hours after it is still re-sent', async () => {
+    f = await startSchedulingFixture({ label: 'poison' });
+    const t0 = f.clock.now();
+    const index = new DynamoDueIndex(f.platform.clients.dynamo, f.platform.config.tableName);
+    // Two queued jobs whose sends were lost, each with a due entry: one whose repair always fails
+    // (its load throws), and one due five hours after it.
+    const poison = `poison-${t0}`;
+    const later = `later-${t0}`;
+    await createQueued(poison, t0);
+    await createQueued(later, t0);
+    expect(await index.moveDue(`job#${poison}`, undefined, t0 + 11 * 60_000)).toBe(true);
+    expect(await index.moveDue(`job#${later}`, undefined, t0 + 5 * HOUR)).toBe(true);
+    const deps: SupervisorDeps = {
+      config: f.platform.config,
+      index: Object.assign(Object.create(index) as DynamoDueIndex, {
+        loadJob: async (id: string) => {
+          if (id === poison) throw new Error('injected: this job cannot be loaded');
+          return index.loadJob(id);
+        },
+      }),
+      jobs: f.platform.store,
+      schedules: f.platform.schedules,
+      queue: new SqsJobQueue(f.platform.clients.sqs),
+      scheduler: new EventBridgeJobScheduler(
+        f.platform.clients.scheduler,
+        f.platform.config.scheduleGroup,
+        f.platform.config.schedulerRoleArn,
+      ),
+      log: createLogger({ level: 'silent' }),
+    };
+    await runSupervisorOnce(deps, t0); // the checkpoint, just before t0
+    // Six hours later (a long outage): more than one pass's worth of minutes to read back.
+    f.clock.advance(6 * HOUR);
+    const resent: string[] = [];
+    let failed = 0;
+    for (let pass = 0; pass < 3; pass++) {
+      const report = await runSupervisorOnce(deps, f.clock.now());
+      resent.push(...report.resent);
+      failed += report.failed;
+    }
+    expect(resent).toEqual([later]);
+    // the failing repair is tried again at every pass, not dropped
+    expect(failed).toBe(3);
+    await f.waitFor(later, ['succeeded']);
   });
 
   it('a re-send that fails after the due entry was written holds no sweep: the due entry brings the job back', async () => {
