@@ -4,7 +4,6 @@ import {
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
-  PutItemCommand,
   QueryCommand,
   type QueryCommandInput,
   UpdateItemCommand,
@@ -14,7 +13,7 @@ import { dueBucket } from '../core/due';
 import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys } from '../core/table';
-import type { CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
+import type { Checkpoint, CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
 import { N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
@@ -147,29 +146,52 @@ export class DynamoDueIndex implements DueIndex {
     }
   }
 
-  async getCheckpoint(name: CheckpointName = 'due'): Promise<number | undefined> {
+  async getCheckpoint(name: CheckpointName = 'due'): Promise<Checkpoint | undefined> {
     try {
       const out = await this.client.send(
         new GetItemCommand({ TableName: this.tableName, Key: { pk: S(checkpointKey(name)) }, ConsistentRead: true }),
       );
-      const minute = out.Item ? (unmarshall(out.Item) as { minute?: unknown }).minute : undefined;
-      return typeof minute === 'number' ? minute : undefined;
+      const item = out.Item ? (unmarshall(out.Item) as { minute?: unknown; retry?: unknown }) : undefined;
+      if (typeof item?.minute !== 'number') return undefined;
+      const retry = item.retry instanceof Set ? [...item.retry].map(Number).sort((a, b) => a - b) : [];
+      return { minute: item.minute, retry };
     } catch (error) {
       return translateAwsError(error, 'DynamoDB GetItem (supervisor checkpoint)');
     }
   }
 
-  async setCheckpoint(minute: number, name: CheckpointName = 'due'): Promise<void> {
-    try {
-      await this.client.send(
-        new PutItemCommand({
-          TableName: this.tableName,
-          Item: { pk: S(checkpointKey(name)), minute: N(minute), at: S(iso(minute)) },
-        }),
-      );
-    } catch (error) {
-      translateAwsError(error, 'DynamoDB PutItem (supervisor checkpoint)');
-    }
+  /** One write, or two when minutes leave and join the retry list at once (a set's DELETE and ADD cannot share one). */
+  async setCheckpoint(
+    { minute, done, failed }: { minute: number; done: readonly number[]; failed: readonly number[] },
+    name: CheckpointName = 'due',
+  ): Promise<void> {
+    const write = async (change?: { op: 'ADD' | 'DELETE'; minutes: readonly number[] }) => {
+      try {
+        await this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: { pk: S(checkpointKey(name)) },
+            UpdateExpression: `SET #minute = :minute, #at = :at${change ? ` ${change.op} #retry :change` : ''}`,
+            ExpressionAttributeNames: {
+              '#minute': 'minute',
+              '#at': 'at',
+              ...(change ? { '#retry': 'retry' } : {}),
+            },
+            ExpressionAttributeValues: {
+              ':minute': N(minute),
+              ':at': S(iso(minute)),
+              ...(change ? { ':change': { NS: [...new Set(change.minutes)].map(String) } } : {}),
+            },
+          }),
+        );
+      } catch (error) {
+        translateAwsError(error, 'DynamoDB UpdateItem (supervisor checkpoint)');
+      }
+    };
+    if (done.length === 0 && failed.length === 0) return write();
+    // the deletes first: a minute that failed again in an overlapping pass is added after them
+    if (done.length > 0) await write({ op: 'DELETE', minutes: done });
+    if (failed.length > 0) await write({ op: 'ADD', minutes: failed });
   }
 
   async loadJob(id: string): Promise<{ job: Job; dueAt?: number; repairs: number } | undefined> {

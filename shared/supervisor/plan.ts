@@ -69,6 +69,41 @@ export function bucketsToRead(
 }
 
 /**
+ * Most minutes a read position keeps to read again (its retry list, on the checkpoint item):
+ * past it, the position itself holds at the oldest failed minute left out, as it did before
+ * there was a list.
+ */
+export const MAX_RETRY_MINUTES = 60;
+
+/**
+ * How a pass changes a read position's retry list: the saved minutes it read again without a
+ * failure leave it (`done`); the minutes whose read or repair failed join it (`failed`), except
+ * those at or after the new position, which the next pass reads anyway. Over
+ * {@link MAX_RETRY_MINUTES}, the position holds at the oldest minute left out.
+ */
+export function retryChange(input: {
+  saved: readonly number[];
+  /** Whether the pass read `minute` (again, or in order). */
+  read: (minute: number) => boolean;
+  failed: ReadonlySet<number>;
+  /** The position if nothing had failed. */
+  checkpoint: number;
+  max?: number;
+}): { checkpoint: number; done: number[]; failed: number[] } {
+  const max = input.max ?? MAX_RETRY_MINUTES;
+  const done = input.saved.filter((m) => input.read(m) && !input.failed.has(m));
+  const kept = input.saved.length - done.length;
+  const added = [...input.failed].filter((m) => m < input.checkpoint && !input.saved.includes(m)).sort((a, b) => a - b);
+  const room = Math.max(0, max - kept);
+  const left = added.slice(room);
+  return {
+    checkpoint: left.length > 0 ? Math.min(input.checkpoint, left[0] as number) : input.checkpoint,
+    done,
+    failed: added.slice(0, room),
+  };
+}
+
+/**
  * How long after a creation minute ends the sweep reads it, beyond {@link SWEEP_AGE_MS}: the
  * `byType` index lags the table by a fraction of a second, and API hosts' clocks may be a
  * little ahead.

@@ -10,6 +10,18 @@ export interface DueEntry {
 /** The supervisor's two read positions: the due index's minute buckets, and the creation sweep's minutes. */
 export type CheckpointName = 'due' | 'sweep';
 
+/**
+ * A read position: the minute the next pass reads on from, and older minutes it reads again
+ * because a read or a repair there failed. A failure is retried at its own minute rather than
+ * holding the position, so one item whose repair keeps failing holds back no other repair.
+ */
+export interface Checkpoint {
+  /** Start (epoch ms) of the oldest minute the next pass reads in order. */
+  minute: number;
+  /** Starts (epoch ms) of earlier minutes to read again. @default none */
+  retry: number[];
+}
+
 /** The due index, the creation sweep and the supervisor's bookkeeping (DynamoDB in AWS). */
 export interface DueIndex {
   /** Every entry of one bucket (`due#<minute>#<shard>`) with `dueAt <= upTo`, all pages. */
@@ -24,9 +36,17 @@ export interface DueIndex {
    * reads: a job that just finished may still look unfinished, never the reverse for long).
    */
   unfinished(ids: readonly string[]): Promise<string[]>;
-  /** Start (epoch ms) of the oldest minute the next run must read, if a run saved one. */
-  getCheckpoint(name?: CheckpointName): Promise<number | undefined>;
-  setCheckpoint(minute: number, name?: CheckpointName): Promise<void>;
+  /** Where the next pass starts, and the older minutes it reads again, if a pass saved them. */
+  getCheckpoint(name?: CheckpointName): Promise<Checkpoint | undefined>;
+  /**
+   * Saves where the next pass starts, deletes the `done` minutes from the retry list and adds the
+   * `failed` ones. The list changes as set deletes and adds, so passes that overlap merge their
+   * failures instead of one overwriting the other's.
+   */
+  setCheckpoint(
+    update: { minute: number; done: readonly number[]; failed: readonly number[] },
+    name?: CheckpointName,
+  ): Promise<void>;
   /** A job with its due attribute and repair count (strongly consistent). */
   loadJob(id: string): Promise<{ job: Job; dueAt?: number; repairs: number } | undefined>;
   /**

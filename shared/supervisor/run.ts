@@ -34,6 +34,7 @@ import {
   bucketsToRead,
   DEFAULT_SUPERVISOR_OPTIONS,
   planJobRepair,
+  retryChange,
   type SupervisorOptions,
   sweepMinutesToRead,
 } from './plan';
@@ -82,6 +83,8 @@ export interface SupervisorReport {
   checkpoint: number;
   /** Where the next pass's creation sweep starts (epoch ms of a minute). */
   sweepCheckpoint: number;
+  /** Minutes the next pass reads again (a read or a repair there failed), in the due index and in the sweep. */
+  retryMinutes: { due: number; sweep: number };
   /** Wall-clock milliseconds of each phase of the pass (reading the due index, the sweep, the schedules, the repairs). */
   phaseMs: { due: number; sweep: number; schedules: number; repairs: number };
 }
@@ -100,10 +103,13 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   const started = Date.now();
   const options: SupervisorOptions = { ...DEFAULT_SUPERVISOR_OPTIONS, ...deps.options };
   const [saved, savedSweep] = await Promise.all([deps.index.getCheckpoint('due'), deps.index.getCheckpoint('sweep')]);
-  const plan = bucketsToRead(saved, now, options);
-  const sweep = sweepMinutesToRead(savedSweep, now, options);
+  const plan = bucketsToRead(saved?.minute, now, options);
+  const sweep = sweepMinutesToRead(savedSweep?.minute, now, options);
+  // Minutes whose read or repair failed at an earlier pass, read again before the rest.
+  const dueAgain = (saved?.retry ?? []).filter((m) => !plan.minutes.includes(m));
+  const sweepAgain = (savedSweep?.retry ?? []).filter((m) => !sweep.minutes.includes(m));
   const report: SupervisorReport = {
-    minutes: plan.minutes.length,
+    minutes: plan.minutes.length + dueAgain.length,
     found: 0,
     swept: 0,
     sweptUnfinished: 0,
@@ -117,6 +123,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     failed: 0,
     checkpoint: plan.checkpoint,
     sweepCheckpoint: sweep.checkpoint,
+    retryMinutes: { due: 0, sweep: 0 },
     phaseMs: { due: 0, sweep: 0, schedules: 0, repairs: 0 },
   };
   let phaseStart = Date.now();
@@ -125,12 +132,14 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     report.phaseMs[phase] += t - phaseStart;
     phaseStart = t;
   };
-  let oldestFailure = Number.POSITIVE_INFINITY;
+  /** Minutes (of the due index, of the sweep) whose read or repair failed in this pass. */
+  const dueFailed = new Set<number>();
+  const sweepFailed = new Set<number>();
 
   const entries: { entry: DueEntry; minute: number }[] = [];
   // Every (minute, shard) bucket of the plan, several at once: a backlog of hours is thousands
   // of small queries.
-  const buckets = plan.minutes.flatMap((minute) =>
+  const buckets = [...dueAgain, ...plan.minutes].flatMap((minute) =>
     Array.from({ length: SHARD_COUNT }, (_, shard) => ({ minute, shard })),
   );
   const read = await mapLimit(buckets, options.concurrency * 4, ({ minute, shard }) =>
@@ -140,7 +149,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
         shard,
         ...errorFields(error),
       });
-      oldestFailure = Math.min(oldestFailure, minute);
+      dueFailed.add(minute);
       return [] as DueEntry[];
     }),
   );
@@ -189,7 +198,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
           await catchUpSchedule(deps, options, item.entry, now, report);
       } catch (error) {
         report.failed += 1;
-        if (item.entry.pk.startsWith(JOB_PREFIX)) oldestFailure = Math.min(oldestFailure, item.minute);
+        if (item.entry.pk.startsWith(JOB_PREFIX)) dueFailed.add(item.minute);
         deps.log.error('supervisor repair failed; the next pass tries again', {
           pk: item.entry.pk,
           ...errorFields(error),
@@ -201,25 +210,20 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   lap('repairs');
 
   // The creation sweep, last and within a time budget: each job once, SWEEP_AGE_MS after its
-  // creation minute. A chunk of minutes at a time, in one range query per partition (a backlog
-  // of hours is a few pages, not a query per minute); the checkpoint advances past each chunk
-  // whose jobs were all looked at, and a failure holds it at the failed job's creation minute.
+  // creation minute. First the minutes an earlier pass failed at, one by one; then a chunk of
+  // minutes at a time, in one range query per partition (a backlog of hours is a few pages, not
+  // a query per minute). A job whose repair fails puts its creation minute on the retry list; a
+  // chunk that cannot be read holds the checkpoint there.
   const types = Object.keys(deps.config.routes).sort();
   const partitions = types.flatMap((type) =>
     Array.from({ length: SHARD_COUNT }, (_, shard) => keys.byTypeShard(type, shard)),
   );
-  report.sweepCheckpoint = savedSweep ?? sweep.minutes[0] ?? sweep.checkpoint;
-  for (let i = 0; i < sweep.minutes.length; i += options.sweepChunkMinutes) {
-    if (Date.now() - started > options.sweepBudgetMs) break; // the next pass goes on from here
-    const from = sweep.minutes[i] as number;
-    const chunkEnd =
-      (sweep.minutes[Math.min(i + options.sweepChunkMinutes, sweep.minutes.length) - 1] as number) + 60_000;
-    let held = Number.POSITIVE_INFINITY;
+  const sweepRead = new Set<number>();
+  /** Sweeps the jobs created in [from, to); false when they could not be read. */
+  const sweepWindow = async (from: number, to: number): Promise<boolean> => {
     try {
       const found = (
-        await mapLimit(partitions, options.concurrency * 2, (partition) =>
-          deps.index.created(partition, from, chunkEnd),
-        )
+        await mapLimit(partitions, options.concurrency * 2, (partition) => deps.index.created(partition, from, to))
       ).flat();
       const createdAt = new Map(found.map((job) => [job.id, job.createdAt]));
       const unfinished = found.length > 0 ? await deps.index.unfinished(found.map((job) => job.id)) : [];
@@ -230,31 +234,65 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
           await repairJob(deps, { pk: keys.job(id), dueAt: minute + SWEEP_AGE_MS }, now, report, true);
         } catch (error) {
           report.failed += 1;
-          held = Math.min(held, minute);
+          sweepFailed.add(minute);
           deps.log.error('supervisor repair failed; the next pass tries again', {
             pk: keys.job(id),
             ...errorFields(error),
           });
         }
       });
+      for (let minute = from; minute < to; minute += 60_000) sweepRead.add(minute);
+      return true;
     } catch (error) {
       deps.log.error('could not sweep the jobs created in a window; the next pass reads it again', {
         from: new Date(from).toISOString(),
-        to: new Date(chunkEnd).toISOString(),
+        to: new Date(to).toISOString(),
         ...errorFields(error),
       });
-      held = from;
+      return false;
     }
-    report.sweepCheckpoint = Math.min(chunkEnd, held);
-    if (held === Number.POSITIVE_INFINITY) report.swept += (chunkEnd - from) / 60_000;
-    if (held !== Number.POSITIVE_INFINITY) break;
+  };
+  for (const minute of sweepAgain) {
+    if (Date.now() - started > options.sweepBudgetMs) break;
+    if (!(await sweepWindow(minute, minute + 60_000))) sweepFailed.add(minute);
+  }
+  let sweepTo = savedSweep?.minute ?? sweep.minutes[0] ?? sweep.checkpoint;
+  for (let i = 0; i < sweep.minutes.length; i += options.sweepChunkMinutes) {
+    if (Date.now() - started > options.sweepBudgetMs) break; // the next pass goes on from here
+    const from = sweep.minutes[i] as number;
+    const chunkEnd =
+      (sweep.minutes[Math.min(i + options.sweepChunkMinutes, sweep.minutes.length) - 1] as number) + 60_000;
+    if (!(await sweepWindow(from, chunkEnd))) break;
+    sweepTo = chunkEnd;
+    report.swept += (chunkEnd - from) / 60_000;
   }
   lap('sweep');
 
-  report.checkpoint = Math.min(plan.checkpoint, oldestFailure);
+  const dueRead = new Set([...dueAgain, ...plan.minutes]);
+  const dueChange = retryChange({
+    saved: saved?.retry ?? [],
+    read: (m) => dueRead.has(m),
+    failed: dueFailed,
+    checkpoint: plan.checkpoint,
+  });
+  const sweepChange = retryChange({
+    saved: savedSweep?.retry ?? [],
+    read: (m) => sweepRead.has(m),
+    failed: sweepFailed,
+    checkpoint: sweepTo,
+  });
+  report.checkpoint = dueChange.checkpoint;
+  report.sweepCheckpoint = sweepChange.checkpoint;
+  report.retryMinutes = {
+    due: (saved?.retry.length ?? 0) - dueChange.done.length + dueChange.failed.length,
+    sweep: (savedSweep?.retry.length ?? 0) - sweepChange.done.length + sweepChange.failed.length,
+  };
   await Promise.all([
-    deps.index.setCheckpoint(report.checkpoint, 'due'),
-    deps.index.setCheckpoint(report.sweepCheckpoint, 'sweep'),
+    deps.index.setCheckpoint({ minute: dueChange.checkpoint, done: dueChange.done, failed: dueChange.failed }, 'due'),
+    deps.index.setCheckpoint(
+      { minute: sweepChange.checkpoint, done: sweepChange.done, failed: sweepChange.failed },
+      'sweep',
+    ),
   ]);
   if (report.resent.length + report.fired.length + report.failed > 0) {
     deps.log.info('supervisor pass repaired items', {

@@ -253,6 +253,21 @@ describe('the supervisor re-drives lost work', () => {
     expect(f.executions.map((e) => e.id)).toEqual([id]);
   });
 
+  it('keeps the checkpoint’s retry list as set changes, so passes that overlap merge their failures', async () => {
+    f = await startSchedulingFixture({ label: 'retrylist' });
+    const index = new DynamoDueIndex(f.platform.clients.dynamo, f.platform.config.tableName);
+    const M = 60_000;
+    expect(await index.getCheckpoint('due')).toBeUndefined();
+    await index.setCheckpoint({ minute: 10 * M, done: [], failed: [2 * M, 3 * M] }, 'due');
+    // an overlapping pass that saw other failures, and one that read 2 again without one
+    await index.setCheckpoint({ minute: 12 * M, done: [], failed: [5 * M] }, 'due');
+    await index.setCheckpoint({ minute: 11 * M, done: [2 * M], failed: [7 * M] }, 'due');
+    expect(await index.getCheckpoint('due')).toEqual({ minute: 11 * M, retry: [3 * M, 5 * M, 7 * M] });
+    await index.setCheckpoint({ minute: 13 * M, done: [3 * M, 5 * M, 7 * M], failed: [] }, 'due');
+    expect(await index.getCheckpoint('due')).toEqual({ minute: 13 * M, retry: [] });
+    expect(await index.getCheckpoint('sweep')).toBeUndefined(); // its own position
+  });
+
   it('a repair that keeps failing holds back no later repair: a job due hours after it is still re-sent', async () => {
     f = await startSchedulingFixture({ label: 'poison' });
     const t0 = f.clock.now();

@@ -16,6 +16,7 @@ import {
   DEFAULT_SUPERVISOR_OPTIONS,
   planJobRepair,
   resendBackoffMs,
+  retryChange,
   SWEEP_LAG_MS,
   sweepMinutesToRead,
 } from '../../shared/supervisor/plan';
@@ -171,6 +172,31 @@ describe('bucketsToRead', () => {
   it('never moves the checkpoint past the safety window', () => {
     const ahead = bucketsToRead(NOW + 3600_000, NOW, options);
     expect(ahead.checkpoint).toBe(Date.parse('2026-03-01T12:29:00Z'));
+  });
+});
+
+describe('retryChange', () => {
+  const M = 60_000;
+  it('drops the minutes read again without a failure, keeps the unread ones, adds the failed ones before the position', () => {
+    const change = retryChange({
+      saved: [1 * M, 2 * M, 50 * M],
+      read: (m) => m !== 50 * M,
+      failed: new Set([2 * M, 7 * M, 30 * M]),
+      checkpoint: 20 * M,
+    });
+    // 1 done; 2 failed again (kept, not re-added); 50 not read (kept); 7 added; 30 is read anyway
+    expect(change).toEqual({ checkpoint: 20 * M, done: [1 * M], failed: [7 * M] });
+  });
+
+  it('holds the position at the oldest failed minute that does not fit in the list', () => {
+    const change = retryChange({
+      saved: [1 * M],
+      read: () => true,
+      failed: new Set([1 * M, 4 * M, 3 * M, 5 * M]),
+      checkpoint: 20 * M,
+      max: 3,
+    });
+    expect(change).toEqual({ checkpoint: 5 * M, done: [], failed: [3 * M, 4 * M] });
   });
 });
 
