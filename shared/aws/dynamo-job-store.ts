@@ -283,6 +283,13 @@ export function fromItem(item: Item): Job {
   if (typeof raw.waitSignal === 'string') job.waitSignal = raw.waitSignal;
   if (typeof raw.resumes === 'number') job.resumes = raw.resumes;
   if (typeof raw.pendingParents === 'number') job.pendingParents = raw.pendingParents;
+  // the edges counted so far (`rel`: index → 1), while it waits for its parents
+  const rel = raw.rel as Record<string, unknown> | undefined;
+  if (rel && typeof rel === 'object' && Object.keys(rel).length > 0) {
+    job.parentsResolved = Object.keys(rel)
+      .map(Number)
+      .sort((a, b) => a - b);
+  }
   if (typeof raw.childCount === 'number') job.childCount = raw.childCount;
   if (typeof raw.childrenReleased === 'number') job.childrenReleased = raw.childrenReleased;
   if (typeof raw.skipReason === 'string') job.skipReason = JSON.parse(raw.skipReason);

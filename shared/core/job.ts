@@ -99,8 +99,8 @@ export interface Job {
    */
   pendingParents?: number;
   /**
-   * Indexes (in its `dependsOn`) of the parents already finished when the job was created, so
-   * counted then: written into the status item's record of counted edges, never read back.
+   * While the job waits for its parents: the indexes (in its `dependsOn`) of the edges counted so
+   * far (parents already finished at its creation, and releases since). The status item's `rel`.
    */
   parentsResolved?: number[];
   /** Children registered with this job (`dependsOn` naming it): the slots of its registry. */

@@ -381,6 +381,27 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       expect((await leg.graph.release({ ...base, index: 1 })).kind).toBe('ready');
     });
 
+    it('a waiting child read back lists the edges counted so far, at its creation and by releases', async () => {
+      const leg = await setup();
+      const child = await put(leg, { state: 'waiting', pendingParents: 2, parentsResolved: [1] });
+      const base = {
+        child: child.id,
+        outcome: resolve,
+        parent: 'p',
+        parentState: 'succeeded' as const,
+        now: T0,
+        expiresAt: TTL,
+      };
+      expect((await leg.graph.jobs([child.id])).get(child.id)?.parentsResolved).toEqual([1]);
+      expect((await leg.graph.release({ ...base, index: 2 })).kind).toBe('counted');
+      const read = (await leg.graph.jobs([child.id])).get(child.id);
+      expect(read?.parentsResolved).toEqual([1, 2]);
+      expect((await leg.store.get(child.id))?.parentsResolved).toEqual([1, 2]);
+      // gone once it leaves waiting
+      expect((await leg.graph.release({ ...base, index: 0 })).kind).toBe('ready');
+      expect((await leg.graph.jobs([child.id])).get(child.id)?.parentsResolved).toBeUndefined();
+    });
+
     it('reads many status items at once, with their results; missing ones left out', async () => {
       const leg = await setup();
       const jobs = await Promise.all(

@@ -157,7 +157,12 @@ export class FakeJobGraph implements JobGraph {
     }
     counted.add(index);
     this.rel.set(child, counted);
-    const next: Job = { ...job, pendingParents: job.pendingParents - 1, updatedAt: at };
+    const next: Job = {
+      ...job,
+      pendingParents: job.pendingParents - 1,
+      parentsResolved: [...counted].sort((a, b) => a - b),
+      updatedAt: at,
+    };
     this.put(next);
     if (next.pendingParents === 0) return this.wake(next, now);
     return { kind: 'counted', job: this.store.peek(child) as Job };
