@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
+import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
@@ -252,6 +253,55 @@ describe('the supervisor re-drives lost work', () => {
     await f.waitFor(id, ['succeeded']);
     expect(f.executions.map((e) => e.id)).toEqual([id]);
   });
+
+  it.each([
+    ['had finished', true],
+    ['was still running', false],
+  ])(
+    'releases a waiting child whose registration was lost (the API died after writing it), when its parent %s',
+    async (_label, finishedFirst) => {
+      f = await startSchedulingFixture({ label: finishedFirst ? 'lostreg-done' : 'lostreg-live' });
+      const now = f.clock.now();
+      const graph = new DynamoJobGraph(f.platform.clients.dynamo, f.platform.config.tableName);
+      const parent = `parent-${now}`;
+      const child = `child-${now}`;
+      if (finishedFirst) {
+        expect((await f.request('POST', '/jobs', { id: parent, type: 'echo', payload: { p: 1 } })).status).toBe(201);
+        await f.waitFor(parent, ['succeeded']);
+      } else {
+        await createQueued(parent, now, { p: 1 }); // its send lost too: the supervisor re-sends it
+      }
+      // What an enqueue with dependsOn writes before it registers the child with its parent: the
+      // parents item and the waiting status item. The API died there, and no replay came.
+      await graph.putParents({
+        child,
+        parents: [{ id: parent, policy: 'fail' }],
+        expiresAt: Math.floor(now / 1000) + 86_400,
+      });
+      await f.platform.store.create({
+        id: child,
+        type: 'echo',
+        state: 'waiting',
+        pendingParents: 1,
+        payload: { c: 1 },
+        payloadHash: payloadHash('echo', { c: 1 }),
+        attempts: 0,
+        maxAttempts: 3,
+        createdAt: iso(now),
+        updatedAt: iso(now),
+        runAt: iso(now),
+        leaseToken: 0,
+        errors: [],
+      });
+      // The creation sweep looks at both 9–10 minutes after their creation.
+      f.clock.advance(11 * 60_000);
+      await f.platform.supervise();
+      await f.waitFor(parent, ['succeeded']);
+      await f.waitFor(child, ['succeeded']);
+      expect(f.executions.filter((e) => e.id === child)).toHaveLength(1);
+      expect(f.executions.filter((e) => e.id === parent)).toHaveLength(1);
+    },
+  );
 
   it('keeps the checkpoint’s retry list as set changes, so passes that overlap merge their failures', async () => {
     f = await startSchedulingFixture({ label: 'retrylist' });
