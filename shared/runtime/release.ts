@@ -203,6 +203,59 @@ export async function resolveFinishedParents(
   });
 }
 
+/**
+ * The supervisor's look at a child still waiting for its parents when the creation sweep reaches
+ * it, 9–10 minutes after its creation. It heals a registration that was lost: the API died
+ * between the child's write and its registrations, and no replay of the request came. Each
+ * parent whose edge is not counted yet is looked at: a finished one has its edge released here
+ * (the same conditional write a release makes), and a live one that does not list the child in
+ * its registry gets it registered. When nothing was lost it only reads: the parents item, the
+ * parents' status items, and the registry chunks of the live ones. Throws when a write fails
+ * (the sweep tries the minute again).
+ */
+export async function reconcileChild(
+  deps: ReleaseDeps,
+  child: Job,
+  now: number,
+  log: Logger,
+): Promise<{ released: number; registered: number }> {
+  const edges = await deps.graph.parents(child.id);
+  if (!edges) {
+    log.error('a job waits for parents but has no parents item; it cannot be released', { jobId: child.id });
+    return { released: 0, registered: 0 };
+  }
+  const counted = new Set(child.parentsResolved ?? []);
+  const open = edges.flatMap((_, i) => (counted.has(i) ? [] : [i]));
+  const parents = await deps.graph.jobs(open.map((i) => (edges[i] as ParentEdge).id));
+  let released = 0;
+  const unregistered: number[] = [];
+  await eachLimited(open, RELEASE_CONCURRENCY, async (index) => {
+    const edge = edges[index] as ParentEdge;
+    const parent = parents.get(edge.id);
+    if (!parent) {
+      log.error('a parent of a waiting job is gone; the job cannot be released', { jobId: child.id, parent: edge.id });
+      return;
+    }
+    if (isTerminal(parent.state)) {
+      const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: edges.length };
+      await releaseEdge(deps, parent.id, parent.state, entry, now);
+      released += 1;
+      return;
+    }
+    const entries = await deps.graph.children({ parent: parent.id, count: parent.childCount ?? 0, seal: false });
+    if (!entries.some((e) => e.child === child.id && e.index === index)) unregistered.push(index);
+  });
+  if (unregistered.length > 0) await registerChild(deps, child, edges, unregistered, now);
+  if (released + unregistered.length > 0) {
+    log.warn('healed a waiting job whose registration was lost', {
+      jobId: child.id,
+      released,
+      registered: unregistered.length,
+    });
+  }
+  return { released, registered: unregistered.length };
+}
+
 /** What a new child's parents say about its start, read with one batch read. */
 export async function startOfChild(
   graph: JobGraph,

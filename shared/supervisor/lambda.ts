@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { DynamoDueIndex } from '../aws/dynamo-due-index';
+import { DynamoJobGraph } from '../aws/dynamo-job-graph';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
@@ -28,6 +29,7 @@ export function createSupervisorHandler(
       queue: new SqsJobQueue(clients.sqs),
       scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
       log: runtime.logger.child({ component: 'supervisor' }),
+      graph: new DynamoJobGraph(clients.dynamo, config.tableName),
     };
     return { runtime, deps };
   });

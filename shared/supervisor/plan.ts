@@ -147,7 +147,13 @@ export type JobRepair =
   /** Not overdue after all (a live lease, a later runAt): look again at `dueAt`. */
   | { kind: 'reschedule'; dueAt: number }
   /** Lost: send its message again, look again at `dueAt`. */
-  | { kind: 'resend'; dueAt: number; reason: string };
+  | { kind: 'resend'; dueAt: number; reason: string }
+  /**
+   * Waiting for its parents: check that each live parent has it registered and release the edges
+   * of finished ones (a registration lost with the API call that wrote the child). No due entry:
+   * from then on its parents' releases, repaired as any job's, bring it on.
+   */
+  | { kind: 'reconcile' };
 
 /** A job that slept or waits for a signal is due at its runAt (its wake, or its wait's timeout), as a retry is. */
 function planWaitRepair(job: Job, now: number, resend: (reason: string) => JobRepair): JobRepair {
@@ -162,7 +168,8 @@ function planWaitRepair(job: Job, now: number, resend: (reason: string) => JobRe
  *   still not started: the send was lost (a job waiting for its parents is not due by time);
  * - `running` a minute after its lease (and its Lambda) ran out: the worker died and its
  *   message is not coming back (deleted, or in the DLQ);
- * - finished 10 minutes ago with children it never released (`needsRelease`).
+ * - finished 10 minutes ago with children it never released (`needsRelease`);
+ * - `waiting` for its parents: looked at once, by the creation sweep, for a lost registration.
  * A re-sent message is harmless if the original turns up: the claim lets one delivery run.
  */
 export function planJobRepair(job: Job, repairs: number, now: number): JobRepair {
@@ -180,8 +187,9 @@ export function planJobRepair(job: Job, repairs: number, now: number): JobRepair
       return due > now ? { kind: 'reschedule', dueAt: due } : resend('scheduled job past its runAt never started');
     }
     case 'waiting':
-      // waiting for its parents: their release makes it due (nothing to look at by time)
-      if (job.pendingParents !== undefined) return { kind: 'clear' };
+      // waiting for its parents: their release makes it due (nothing to look at by time), once
+      // it is registered with each of them
+      if (job.pendingParents !== undefined) return { kind: 'reconcile' };
       return planWaitRepair(job, now, resend);
     case 'queued':
     case 'retrying': {

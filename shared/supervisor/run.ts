@@ -20,12 +20,14 @@
  */
 import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
+import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import { fireMessage } from '../core/fire-message';
 import type { Job, JobMessage } from '../core/job';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { keys, SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
+import { reconcileChild } from '../runtime/release';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
 import { type Schedule, scheduleDueAt, withDue } from '../schedules/model';
 import { catchUpSlot } from '../schedules/planner';
@@ -51,6 +53,11 @@ export interface SupervisorDeps {
   scheduler: JobScheduler;
   log: Logger;
   options?: Partial<SupervisorOptions>;
+  /**
+   * Job dependencies: with it, a child the creation sweep finds still waiting for its parents is
+   * checked for a lost registration (`reconcileChild`). @default such a child is left to its parents' releases
+   */
+  graph?: JobGraph;
 }
 
 /** What one pass did. */
@@ -75,6 +82,8 @@ export interface SupervisorReport {
   cleared: number;
   /** Items that were not overdue after all (moved to their real due time). */
   rescheduled: number;
+  /** Children waiting for their parents that were checked for a lost registration. */
+  reconciled: number;
   /** Items another writer changed first (nothing to do). */
   raced: number;
   /** Items whose repair failed (left for the next pass). */
@@ -120,6 +129,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     cleared: 0,
     rescheduled: 0,
     raced: 0,
+    reconciled: 0,
     failed: 0,
     checkpoint: plan.checkpoint,
     sweepCheckpoint: sweep.checkpoint,
@@ -346,6 +356,26 @@ async function repairJob(
   switch (repair.kind) {
     case 'clear':
       report.cleared += 1;
+      return;
+    case 'reconcile':
+      if (!deps.graph) {
+        report.cleared += 1;
+        return;
+      }
+      await reconcileChild(
+        {
+          graph: deps.graph,
+          queue: deps.queue,
+          // no Scheduler: the supervisor may only delete schedules; a child due later is sent
+          // with SQS's longest delay and hidden again until its runAt
+          routes: deps.config.routes,
+          retentionDays: deps.config.retentionDays,
+        },
+        job,
+        now,
+        deps.log.child({ jobId: job.id }),
+      );
+      report.reconciled += 1;
       return;
     case 'reschedule':
       if (await deps.index.moveDue(entry.pk, seen, repair.dueAt)) report.rescheduled += 1;

@@ -5,6 +5,7 @@
  */
 import type { AwsClients } from '../../shared/aws/clients';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
+import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { PlatformConfig } from '../../shared/config';
@@ -51,6 +52,7 @@ export function startLocalSupervisor(input: {
       input.config.schedulerRoleArn,
     ),
     log: input.logger.child({ component: 'supervisor' }),
+    graph: new DynamoJobGraph(input.clients.dynamo, input.config.tableName),
     ...(input.settings?.options ? { options: input.settings.options } : {}),
   };
   let tail: Promise<unknown> = Promise.resolve();

@@ -207,6 +207,17 @@ describe('planJobRepair', () => {
     }
   });
 
+  it('looks at a child waiting for its parents for a lost registration, whatever its times', () => {
+    const child = newJob({
+      id: 'j',
+      type: 'echo',
+      state: 'waiting',
+      pendingParents: 2,
+      runAt: new Date(NOW - 3600_000).toISOString(),
+    });
+    expect(planJobRepair(child, 0, NOW)).toEqual({ kind: 'reconcile' });
+  });
+
   it('re-sends a finished job whose children were never released, once its end is 10 minutes old', () => {
     const ended = (at: number, released?: number) =>
       newJob({

@@ -92,6 +92,7 @@ export function depsPlatform() {
     jobs.enqueue({ type: 'node', id, payload: fail ? { fail } : {}, ...(dependsOn ? { dependsOn } : {}) });
 
   return {
+    config,
     store,
     graph,
     queue,

@@ -1,0 +1,64 @@
+/**
+ * The supervisor's look at a child still waiting for its parents (`reconcileChild`), on the
+ * in-memory ports: it writes nothing when every edge is registered or counted, and heals a lost
+ * registration with a live parent, or a lost release of a finished one.
+ */
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../shared/logger';
+import { reconcileChild } from '../../shared/runtime/release';
+import { newJob } from '../support/fakes';
+import { depsPlatform, T0 } from './workflow-deps-harness';
+
+const log = createLogger({ level: 'silent' });
+const WRITES = ['putParents', 'addChild', 'fillSlot', 'putChildren', 'release', 'markReleased', 'putFlow'];
+
+function setup() {
+  const p = depsPlatform();
+  const releaseDeps = { graph: p.graph, queue: p.queue, routes: p.config.routes, retentionDays: 30 };
+  return { p, releaseDeps };
+}
+
+describe('reconcileChild', () => {
+  it('only reads when the child is registered with its live parents and counted by its finished ones', async () => {
+    const { p, releaseDeps } = setup();
+    await p.enqueue('done');
+    await p.enqueue('live');
+    await p.drain(1); // `done` runs and succeeds; `live` waits in the queue
+    await p.enqueue('child', ['done', 'live']);
+    const child = await p.store.get('child');
+    expect(child).toMatchObject({ state: 'waiting', pendingParents: 1, parentsResolved: [0] });
+    const before = p.graph.calls.length;
+    const out = await reconcileChild(releaseDeps, child as NonNullable<typeof child>, T0, log);
+    expect(out).toEqual({ released: 0, registered: 0 });
+    const calls = p.graph.calls.slice(before).map((c) => c.method);
+    expect(calls.filter((m) => WRITES.includes(m))).toEqual([]);
+    expect(calls).toContain('children'); // the live parent's registry was looked at
+  });
+
+  it('registers a child with a live parent that lost its registration; the parent’s end then releases it', async () => {
+    const { p, releaseDeps } = setup();
+    await p.enqueue('parent');
+    // the child as the API wrote it before it died: parents item and waiting status, no registration
+    await p.graph.putParents({ child: 'child', parents: [{ id: 'parent', policy: 'fail' }], expiresAt: 0 });
+    const child = newJob({ id: 'child', type: 'node', state: 'waiting', pendingParents: 1 }, T0);
+    await p.store.create(child);
+    expect(await reconcileChild(releaseDeps, child, T0, log)).toEqual({ released: 0, registered: 1 });
+    await p.drain();
+    expect(p.runs).toEqual(['parent', 'child']);
+  });
+
+  it('releases the edge of a finished parent whose release never knew the child', async () => {
+    const { p, releaseDeps } = setup();
+    await p.enqueue('parent');
+    await p.drain();
+    await p.graph.putParents({ child: 'child', parents: [{ id: 'parent', policy: 'fail' }], expiresAt: 0 });
+    const child = newJob({ id: 'child', type: 'node', state: 'waiting', pendingParents: 1 }, T0);
+    await p.store.create(child);
+    expect(await reconcileChild(releaseDeps, child, T0 + 1000, log)).toEqual({ released: 1, registered: 0 });
+    await p.drain();
+    expect(p.runs).toEqual(['parent', 'child']);
+    // a second look changes nothing: the child no longer waits
+    const again = await p.store.get('child');
+    expect(again?.state).toBe('succeeded');
+  });
+});
