@@ -413,6 +413,11 @@ export function createWorker(
       // the write says whether it has children (a store that does not say: the release reads it)
       const children = written ? written.childCount > 0 : true;
       if (release && children && !(await release.afterEnd(job.id, log))) return 'retry';
+      if (!release && written && written.childCount > 0) {
+        log.error('job has children but this worker has no job graph (WorkerDeps.graph): they are not released', {
+          children: written.childCount,
+        });
+      }
       return 'done';
     }
     const reason = outcome.error instanceof JobTimeoutError ? 'timeout' : 'error';

@@ -4,10 +4,12 @@
  * registration with a live parent, or a lost release of a finished one.
  */
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../shared/core/clock';
 import { createLogger } from '../../shared/logger';
 import { reconcileChild } from '../../shared/runtime/release';
-import { newJob } from '../support/fakes';
-import { depsPlatform, T0 } from './workflow-deps-harness';
+import { createWorker } from '../../shared/runtime/worker';
+import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
+import { depsPlatform, nodeSpec, T0 } from './workflow-deps-harness';
 
 const log = createLogger({ level: 'silent' });
 const WRITES = ['putParents', 'addChild', 'fillSlot', 'putChildren', 'release', 'markReleased', 'putFlow'];
@@ -60,5 +62,29 @@ describe('reconcileChild', () => {
     // a second look changes nothing: the child no longer waits
     const again = await p.store.get('child');
     expect(again?.state).toBe('succeeded');
+  });
+});
+
+describe('a worker without the job graph', () => {
+  it('logs an error when a job it ran has children it cannot release', async () => {
+    const store = new FakeJobStore();
+    const logs = captureLogs();
+    const worker = createWorker(
+      { spec: nodeSpec, run: async () => ({ ok: true }) },
+      {
+        config: testConfig(['node']),
+        store,
+        queue: new FakeJobQueue(),
+        clock: new ManualClock(T0),
+        owner: 'w',
+        logger: createLogger({ level: 'info', sink: logs.sink }),
+      },
+    );
+    await store.create(newJob({ id: 'parent', type: 'node', childCount: 2 }, T0));
+    await worker({ Records: [sqsRecord({ v: 1, id: 'parent', type: 'node' })] });
+    expect((await store.get('parent'))?.state).toBe('succeeded');
+    expect(logs.lines.filter((l) => l.level === 'error').map((l) => l.message)).toEqual([
+      'job has children but this worker has no job graph (WorkerDeps.graph): they are not released',
+    ]);
   });
 });
