@@ -3,6 +3,7 @@
  * local AWS through the real SDK (DynamoDB Local, fauxqs, the Scheduler stand-in), with a clock
  * the tests move forward.
  */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
@@ -316,6 +317,32 @@ describe('the supervisor re-drives lost work', () => {
     await index.setCheckpoint({ minute: 13 * M, done: [3 * M, 5 * M, 7 * M], failed: [] }, 'due');
     expect(await index.getCheckpoint('due')).toEqual({ minute: 13 * M, retry: [] });
     expect(await index.getCheckpoint('sweep')).toBeUndefined(); // its own position
+  });
+
+  it('a checkpoint save cut short between its two writes never moves past a failed minute it did not list', async () => {
+    f = await startSchedulingFixture({ label: 'retrycut' });
+    const M = 60_000;
+    const client = new DynamoDBClient({});
+    let updates = 0;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand' && ++updates === 2)
+          throw new Error('injected: the second write fails');
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const index = new DynamoDueIndex(client, f.platform.config.tableName);
+    const plain = new DynamoDueIndex(f.platform.clients.dynamo, f.platform.config.tableName);
+    await plain.setCheckpoint({ minute: 10 * M, done: [], failed: [1 * M] }, 'due');
+    // a pass that read minute 1 again without a failure, and failed at minute 5
+    await expect(index.setCheckpoint({ minute: 20 * M, done: [1 * M], failed: [5 * M] }, 'due')).rejects.toThrow(
+      'injected',
+    );
+    const saved = await plain.getCheckpoint('due');
+    // minute 5 is read again by the next pass: listed, or not passed
+    expect(saved !== undefined && (saved.retry.includes(5 * M) || saved.minute <= 5 * M)).toBe(true);
+    client.destroy();
   });
 
   it('a repair that keeps failing holds back no later repair: a job due hours after it is still re-sent', async () => {
