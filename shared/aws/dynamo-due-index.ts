@@ -189,9 +189,11 @@ export class DynamoDueIndex implements DueIndex {
       }
     };
     if (done.length === 0 && failed.length === 0) return write();
-    // the deletes first: a minute that failed again in an overlapping pass is added after them
-    if (done.length > 0) await write({ op: 'DELETE', minutes: done });
+    // The adds first, with the move: a save cut short after it still lists every failed minute
+    // it moved past (a delete not made only costs a re-read). A pass's done and failed minutes
+    // never overlap, so the order changes nothing for passes that overlap.
     if (failed.length > 0) await write({ op: 'ADD', minutes: failed });
+    if (done.length > 0) await write({ op: 'DELETE', minutes: done });
   }
 
   async loadJob(id: string): Promise<{ job: Job; dueAt?: number; repairs: number } | undefined> {

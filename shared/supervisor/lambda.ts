@@ -13,7 +13,7 @@ import { runSupervisorOnce, type SupervisorDeps, type SupervisorReport } from '.
  * The supervisor's Lambda entry point (an EventBridge rule invokes it every minute):
  * configuration from the environment, SDK clients from the default chain, logger and metrics,
  * built once per container on first use. Each invocation is one pass; a pass that throws is retried by the
- * next minute's invocation (the checkpoint only moves forward on success).
+ * next minute's invocation (a save of the checkpoint lists every failed minute it moves past).
  */
 export function createSupervisorHandler(
   clock: Clock = systemClock,

@@ -297,13 +297,15 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     due: (saved?.retry.length ?? 0) - dueChange.done.length + dueChange.failed.length,
     sweep: (savedSweep?.retry.length ?? 0) - sweepChange.done.length + sweepChange.failed.length,
   };
-  await Promise.all([
+  // both saves run to their end before a failure of either is thrown
+  const saves = await Promise.allSettled([
     deps.index.setCheckpoint({ minute: dueChange.checkpoint, done: dueChange.done, failed: dueChange.failed }, 'due'),
     deps.index.setCheckpoint(
       { minute: sweepChange.checkpoint, done: sweepChange.done, failed: sweepChange.failed },
       'sweep',
     ),
   ]);
+  for (const save of saves) if (save.status === 'rejected') throw save.reason;
   if (report.resent.length + report.fired.length + report.failed > 0) {
     deps.log.info('supervisor pass repaired items', {
       resent: report.resent.length,
