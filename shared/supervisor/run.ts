@@ -208,7 +208,8 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
           await catchUpSchedule(deps, options, item.entry, now, report);
       } catch (error) {
         report.failed += 1;
-        if (item.entry.pk.startsWith(JOB_PREFIX)) dueFailed.add(item.minute);
+        if (item.entry.pk.startsWith(JOB_PREFIX) && !(await deferRepair(deps, item.entry.pk, item.entry.dueAt, now)))
+          dueFailed.add(item.minute);
         deps.log.error('supervisor repair failed; the next pass tries again', {
           pk: item.entry.pk,
           ...errorFields(error),
@@ -220,10 +221,10 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   lap('repairs');
 
   // The creation sweep, last and within a time budget: each job once, SWEEP_AGE_MS after its
-  // creation minute. First the minutes an earlier pass failed at, one by one; then a chunk of
-  // minutes at a time, in one range query per partition (a backlog of hours is a few pages, not
-  // a query per minute). A job whose repair fails puts its creation minute on the retry list; a
-  // chunk that cannot be read holds the checkpoint there.
+  // creation minute: a chunk of minutes at a time, in one range query per partition (a backlog
+  // of hours is a few pages, not a query per minute), then the minutes an earlier pass failed
+  // at, one by one. A job whose repair fails gets a due entry (or, when that fails too, its
+  // creation minute goes on the retry list); a chunk that cannot be read holds the checkpoint.
   const types = Object.keys(deps.config.routes).sort();
   const partitions = types.flatMap((type) =>
     Array.from({ length: SHARD_COUNT }, (_, shard) => keys.byTypeShard(type, shard)),
@@ -244,7 +245,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
           await repairJob(deps, { pk: keys.job(id), dueAt: minute + SWEEP_AGE_MS }, now, report, true);
         } catch (error) {
           report.failed += 1;
-          sweepFailed.add(minute);
+          if (!(await deferRepair(deps, keys.job(id), undefined, now))) sweepFailed.add(minute);
           deps.log.error('supervisor repair failed; the next pass tries again', {
             pk: keys.job(id),
             ...errorFields(error),
@@ -262,10 +263,6 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       return false;
     }
   };
-  for (const minute of sweepAgain) {
-    if (Date.now() - started > options.sweepBudgetMs) break;
-    if (!(await sweepWindow(minute, minute + 60_000))) sweepFailed.add(minute);
-  }
   let sweepTo = savedSweep?.minute ?? sweep.minutes[0] ?? sweep.checkpoint;
   for (let i = 0; i < sweep.minutes.length; i += options.sweepChunkMinutes) {
     if (Date.now() - started > options.sweepBudgetMs) break; // the next pass goes on from here
@@ -275,6 +272,11 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     if (!(await sweepWindow(from, chunkEnd))) break;
     sweepTo = chunkEnd;
     report.swept += (chunkEnd - from) / 60_000;
+  }
+  // then the minutes an earlier pass failed at, with what is left of the budget
+  for (const minute of sweepAgain) {
+    if (Date.now() - started > options.sweepBudgetMs) break;
+    if (!(await sweepWindow(minute, minute + 60_000))) sweepFailed.add(minute);
   }
   lap('sweep');
 
@@ -314,6 +316,29 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     });
   }
   return report;
+}
+
+/** How long after a failed repair the job's due entry brings it back. */
+export const FAILED_REPAIR_RETRY_MS = 5 * 60_000;
+
+/**
+ * After a job's repair failed: moves its due entry (from `seen`, what the pass read; undefined
+ * for a job the sweep found) to {@link FAILED_REPAIR_RETRY_MS} from now, so the entry owns the
+ * next try and the pass need not read its minute again. True when the entry moved, or changed
+ * first (then whoever changed it owns it); false when the move failed too (the caller lists the
+ * minute).
+ */
+async function deferRepair(deps: SupervisorDeps, pk: string, seen: number | undefined, now: number): Promise<boolean> {
+  try {
+    await deps.index.moveDue(pk, seen, now + FAILED_REPAIR_RETRY_MS);
+    return true;
+  } catch (error) {
+    deps.log.warn('could not move the due entry of a job whose repair failed; its minute is read again', {
+      pk,
+      ...errorFields(error),
+    });
+    return false;
+  }
 }
 
 /** `fn` over `items`, at most `limit` at once, results in order. */
