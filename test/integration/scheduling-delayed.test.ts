@@ -10,6 +10,7 @@ import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
+import type { Job } from '../../shared/core/job';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { createLogger } from '../../shared/logger';
 import { MAX_RETRY_MINUTES } from '../../shared/supervisor/plan';
@@ -188,7 +189,12 @@ describe('bad times on POST /jobs', () => {
 });
 
 /** What the API writes for an immediate job, without its message (lost, or taken by a worker that died). */
-async function createQueued(id: string, now: number, payload: Record<string, unknown> = {}): Promise<void> {
+async function createQueued(
+  id: string,
+  now: number,
+  payload: Record<string, unknown> = {},
+  overrides: Partial<Job> = {},
+): Promise<void> {
   await f.platform.store.create({
     id,
     type: 'echo',
@@ -202,6 +208,7 @@ async function createQueued(id: string, now: number, payload: Record<string, unk
     runAt: iso(now),
     leaseToken: 0,
     errors: [],
+    ...overrides,
   });
 }
 
@@ -280,21 +287,7 @@ describe('the supervisor re-drives lost work', () => {
         parents: [{ id: parent, policy: 'fail' }],
         expiresAt: Math.floor(now / 1000) + 86_400,
       });
-      await f.platform.store.create({
-        id: child,
-        type: 'echo',
-        state: 'waiting',
-        pendingParents: 1,
-        payload: { c: 1 },
-        payloadHash: payloadHash('echo', { c: 1 }),
-        attempts: 0,
-        maxAttempts: 3,
-        createdAt: iso(now),
-        updatedAt: iso(now),
-        runAt: iso(now),
-        leaseToken: 0,
-        errors: [],
-      });
+      await createQueued(child, now, { c: 1 }, { state: 'waiting', pendingParents: 1 });
       // The creation sweep looks at both 9–10 minutes after their creation.
       f.clock.advance(11 * 60_000);
       await f.platform.supervise();
