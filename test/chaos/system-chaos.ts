@@ -766,6 +766,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         firesMissed: observer.logged('schedule fires were missed'),
         supervisorRepairFailed: observer.logged('supervisor repair failed; the next pass tries again'),
         sweepFailed: observer.logged('could not sweep the jobs created in a window; the next pass reads it again'),
+        registrationsHealed: observer.logged('healed a waiting job whose registration was lost'),
       },
     };
     const durationMs = Date.now() - started;
