@@ -11,6 +11,7 @@ import type { Route } from '../config';
 import {
   type ChildEntry,
   childStart,
+  type EdgeRelease,
   edgeOutcome,
   type JobGraph,
   needsRelease,
@@ -33,6 +34,13 @@ export interface ReleaseDeps {
   /** Retention of a finished job, in days: a child ended by its parent keeps it. */
   retentionDays: number;
 }
+
+/**
+ * Most registry slots of a live parent the supervisor's look at a waiting child reads (10 chunk
+ * items); past it, the child is registered again without a read (2 WU), so a look costs the
+ * same for a fan-out of 10,000 as for one of 100.
+ */
+export const RECONCILE_READ_SLOTS = 100;
 
 /** Releases at once per parent. */
 const RELEASE_CONCURRENCY = 16;
@@ -95,21 +103,21 @@ export async function releaseChildren(
   const entries = await deps.graph.children({ parent: parentId, count });
   let released = 0;
   await eachLimited(entries, RELEASE_CONCURRENCY, async (entry) => {
-    if (await releaseEdge(deps, parent.id, parent.state, entry, now)) released += 1;
+    if ((await releaseEdge(deps, parent.id, parent.state, entry, now)) === 'ready') released += 1;
   });
   await deps.graph.markReleased({ parent: parentId, count });
   log.info('children released', { children: entries.length, due: released, parentState: parent.state });
   return { released };
 }
 
-/** One edge of a finished parent: true when it made the child due. */
+/** One edge of a finished parent: what its write did (`ready`: it made the child due). */
 async function releaseEdge(
   deps: ReleaseDeps,
   parentId: string,
   parentState: JobState,
   entry: ChildEntry,
   now: number,
-): Promise<boolean> {
+): Promise<EdgeRelease['kind']> {
   const result = await deps.graph.release({
     child: entry.child,
     index: entry.index,
@@ -123,12 +131,12 @@ async function releaseEdge(
   switch (result.kind) {
     case 'ready':
       await dispatchJob(deps, result.job, now);
-      return true;
+      return 'ready';
     case 'ended':
       // its own children wait for its release: its worker runs it (the claim finds it finished)
       if ((result.job.childCount ?? 0) > 0)
         await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
-      return false;
+      return 'ended';
     case 'refused':
       // Counted before: a release that died after the wake and before the send left the child
       // due with no message; send it again (a spare copy is harmless: the lease lets one run).
@@ -138,9 +146,9 @@ async function releaseEdge(
       // Hand it off again (a spare copy finds the release done and changes nothing).
       else if (result.job && needsRelease(result.job))
         await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
-      return false;
+      return 'refused';
     case 'counted':
-      return false;
+      return 'counted';
   }
 }
 
@@ -238,11 +246,18 @@ export async function reconcileChild(
     }
     if (isTerminal(parent.state)) {
       const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: edges.length };
-      await releaseEdge(deps, parent.id, parent.state, entry, now);
-      released += 1;
+      // refused: the parent's own release counted it since the child was read (nothing was lost)
+      if ((await releaseEdge(deps, parent.id, parent.state, entry, now)) !== 'refused') released += 1;
       return;
     }
-    const entries = await deps.graph.children({ parent: parent.id, count: parent.childCount ?? 0, seal: false });
+    // A big registry is not read (a read per chunk of 10 slots, for each of its children): the
+    // child is registered again, and the duplicate entry is counted once (`rel`).
+    const count = parent.childCount ?? 0;
+    if (count > RECONCILE_READ_SLOTS) {
+      unregistered.push(index);
+      return;
+    }
+    const entries = await deps.graph.children({ parent: parent.id, count, seal: false });
     if (!entries.some((e) => e.child === child.id && e.index === index)) unregistered.push(index);
   });
   if (unregistered.length > 0) await registerChild(deps, child, edges, unregistered, now);

@@ -36,6 +36,7 @@ import {
   bucketsToRead,
   DEFAULT_SUPERVISOR_OPTIONS,
   planJobRepair,
+  resendBackoffMs,
   retryChange,
   type SupervisorOptions,
   sweepMinutesToRead,
@@ -241,6 +242,12 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       report.sweptUnfinished += unfinished.length;
       await mapLimit(unfinished, options.concurrency, async (id) => {
         const minute = minuteStart(createdAt.get(id) ?? from);
+        // Late in the pass, a job not yet looked at gets a due entry (5 minutes on) instead, so
+        // a window of many slow repairs cannot run the pass into its Lambda's timeout.
+        if (Date.now() - started > options.sweepBudgetMs * 1.5) {
+          if (!(await deferRepair(deps, keys.job(id), undefined, now))) sweepFailed.add(minute);
+          return;
+        }
         try {
           await repairJob(deps, { pk: keys.job(id), dueAt: minute + SWEEP_AGE_MS }, now, report, true);
         } catch (error) {
@@ -387,6 +394,15 @@ async function repairJob(
     case 'reconcile':
       if (!deps.graph) {
         report.cleared += 1;
+        return;
+      }
+      // Found through a due entry (a look that failed before): claim it first, as every repair
+      // does, so that passes reading its minute again do not look too.
+      if (
+        seen !== undefined &&
+        !(await deps.index.moveDue(entry.pk, seen, now + resendBackoffMs(loaded.repairs), { repair: true }))
+      ) {
+        report.raced += 1;
         return;
       }
       await reconcileChild(

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/core/clock';
 import { createLogger } from '../../shared/logger';
-import { reconcileChild } from '../../shared/runtime/release';
+import { RECONCILE_READ_SLOTS, reconcileChild } from '../../shared/runtime/release';
 import { createWorker } from '../../shared/runtime/worker';
 import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
 import { depsPlatform, nodeSpec, T0 } from './workflow-deps-harness';
@@ -62,6 +62,35 @@ describe('reconcileChild', () => {
     // a second look changes nothing: the child no longer waits
     const again = await p.store.get('child');
     expect(again?.state).toBe('succeeded');
+  });
+});
+
+describe('reconcileChild, costs and races', () => {
+  it('registers a child again without reading the registry of a parent with more than 100 children', async () => {
+    const { p, releaseDeps } = setup();
+    await p.enqueue('parent');
+    for (let i = 0; i < RECONCILE_READ_SLOTS; i++) await p.enqueue(`c${i}`, ['parent']);
+    const child = (await p.store.get('c0')) as NonNullable<Awaited<ReturnType<typeof p.store.get>>>;
+    await p.enqueue('one-more', ['parent']); // 101 children
+    const before = p.graph.calls.length;
+    expect(await reconcileChild(releaseDeps, child, T0, log)).toEqual({ released: 0, registered: 1 });
+    expect(p.graph.calls.slice(before).map((c) => c.method)).not.toContain('children');
+    await p.drain();
+    // the duplicate entry is counted once: each child ran once, after the parent
+    expect(p.runs[0]).toBe('parent');
+    expect(p.runs.filter((id) => id === 'c0')).toHaveLength(1);
+    expect(p.runs).toHaveLength(RECONCILE_READ_SLOTS + 2);
+  });
+
+  it('counts nothing healed when the parent’s own release counted the edge after the child was read', async () => {
+    const { p, releaseDeps } = setup();
+    await p.enqueue('parent');
+    await p.enqueue('child', ['parent']);
+    const stale = (await p.store.get('child')) as NonNullable<Awaited<ReturnType<typeof p.store.get>>>;
+    p.queue.sent.splice(0); // hold the messages: the release runs below, as the worker would
+    await p.worker({ Records: [sqsRecord({ v: 1, id: 'parent', type: 'node' })] });
+    expect((await p.store.get('child'))?.state).toBe('queued');
+    expect(await reconcileChild(releaseDeps, stale, T0, log)).toEqual({ released: 0, registered: 0 });
   });
 });
 
