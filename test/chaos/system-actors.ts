@@ -91,6 +91,11 @@ export class Actors {
   /** HTTP attempts the typed client made, calls made through it, and attempts it timed out. */
   readonly http = { attempts: 0, calls: 0, timeouts: 0 };
   private readonly client: OrreryClient;
+  /**
+   * For `POST /flows`: a flow writes its jobs level by level, so it gets four times the timeout
+   * of a single enqueue (a client of a flow API would allow for that too). Replays still meet it.
+   */
+  private readonly flowClient: OrreryClient;
   /** A client with a long timeout, for reads that explain what a control call met. */
   private readonly reader: OrreryClient;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -115,6 +120,12 @@ export class Actors {
       url: world.platform.url,
       fetch: counting,
       timeoutMs: options.clientTimeoutMs,
+      retry: { retries: options.clientRetries ?? 3, baseDelayMs: 50, maxDelayMs: 500 },
+    });
+    this.flowClient = createClient({
+      url: world.platform.url,
+      fetch: counting,
+      timeoutMs: options.clientTimeoutMs * 4,
       retry: { retries: options.clientRetries ?? 3, baseDelayMs: 50, maxDelayMs: 500 },
     });
     this.reader = createClient({ url: world.platform.url, timeoutMs: 30_000 });
@@ -236,7 +247,7 @@ export class Actors {
       this.stats.flowCalls += 1;
       this.http.calls += 1;
       try {
-        const out = await this.client.createFlow(
+        const out = await this.flowClient.createFlow(
           jobs.map((j) => ({
             id: j.id,
             type: j.type,

@@ -421,7 +421,8 @@ export function checkInvariants(input: CheckInput): CheckResult {
   // `fail` or `cancel`, ends the child that way without it ever starting; when every parent ended
   // and none ended it, the child is not left waiting for them.
   for (const job of input.jobs) {
-    if (!job.dependsOn || !observer.acks.has(job.id)) continue;
+    // every child written, acknowledged or not: a flow cut short still runs what it wrote
+    if (!job.dependsOn || !stored.has(job.id)) continue;
     counts[INVARIANTS[12]].checked += 1;
     const child = stored.get(job.id);
     const parents = job.dependsOn.map((edge) => ({ edge, job: stored.get(edge.id) }));
