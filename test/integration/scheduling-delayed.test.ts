@@ -14,7 +14,7 @@ import type { Job } from '../../shared/core/job';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { createLogger } from '../../shared/logger';
 import { MAX_RETRY_MINUTES } from '../../shared/supervisor/plan';
-import { runSupervisorOnce, type SupervisorDeps } from '../../shared/supervisor/run';
+import { FAILED_REPAIR_RETRY_MS, runSupervisorOnce, type SupervisorDeps } from '../../shared/supervisor/run';
 import { startLocalSupervisor } from '../local-aws/supervisor-loop';
 import { type SchedulingFixture, sleepReal, startSchedulingFixture } from './scheduling-fixture';
 
@@ -389,6 +389,46 @@ describe('the supervisor re-drives lost work', () => {
     // each failing repair is tried again, at a later pass, not dropped
     for (const id of poison) expect(loads.get(id) ?? 0).toBeGreaterThanOrEqual(2);
     await f.waitFor(later, ['succeeded']);
+  });
+
+  it('a sweep window still being read late in the pass gives its jobs due entries instead of looks', async () => {
+    f = await startSchedulingFixture({ label: 'sweeplate' });
+    const now = f.clock.now();
+    const id = `late-${now}`;
+    await createQueued(id, now);
+    const index = new DynamoDueIndex(f.platform.clients.dynamo, f.platform.config.tableName);
+    const deps = (slow: boolean): SupervisorDeps => ({
+      config: f.platform.config,
+      // a window whose read runs past one and a half times the sweep's budget
+      index: Object.assign(Object.create(index) as DynamoDueIndex, {
+        unfinished: async (ids: readonly string[]) => {
+          const out = await index.unfinished(ids);
+          if (slow) await sleepReal(1_600);
+          return out;
+        },
+      }),
+      jobs: f.platform.store,
+      schedules: f.platform.schedules,
+      queue: new SqsJobQueue(f.platform.clients.sqs),
+      scheduler: new EventBridgeJobScheduler(
+        f.platform.clients.scheduler,
+        f.platform.config.scheduleGroup,
+        f.platform.config.schedulerRoleArn,
+      ),
+      log: createLogger({ level: 'silent' }),
+      options: { sweepBudgetMs: 1_000 },
+    });
+    await runSupervisorOnce(deps(false), now); // the checkpoints
+    f.clock.advance(11 * 60_000);
+    const at = f.clock.now();
+    const late = await runSupervisorOnce(deps(true), at);
+    expect(late.swept).toBeGreaterThanOrEqual(1); // the window was read (its checkpoint moves on)
+    expect(late.resent).toEqual([]); // but its job was not looked at: it got a due entry
+    const dueAt = Number((await f.items()).find((i) => i.id === id)?.dueAt);
+    expect(dueAt).toBe(at + FAILED_REPAIR_RETRY_MS);
+    f.clock.advance(FAILED_REPAIR_RETRY_MS + 60_000);
+    expect((await runSupervisorOnce(deps(false), f.clock.now())).resent).toEqual([id]);
+    await f.waitFor(id, ['succeeded']);
   });
 
   it('a re-send that fails after the due entry was written holds no sweep: the due entry brings the job back', async () => {
