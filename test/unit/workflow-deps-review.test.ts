@@ -134,3 +134,41 @@ describe('dependencies: a registration replayed after it applied', () => {
     expect(p.store.peek('B')?.state).toBe('succeeded');
   });
 });
+
+describe('dependencies: an id taken by a job with parents', () => {
+  it('a request with the id of an existing job and other parents is a 409, and leaves its parents item as it was', async () => {
+    const p = depsPlatform();
+    await p.enqueue('P1');
+    await p.enqueue('P2');
+    await p.enqueue('C', ['P1']);
+    // the same id and payload, other parents: not a replay
+    await expect(p.enqueue('C', ['P2'])).rejects.toMatchObject({ status: 409, code: 'id_conflict' });
+    // another payload under the same id: the 409 of any enqueue, and still nothing rewritten
+    await expect(p.enqueue('C', ['P2'], true)).rejects.toMatchObject({ status: 409, code: 'id_conflict' });
+    expect(await p.graph.parents('C')).toEqual([{ id: 'P1', policy: 'fail' }]);
+    // a true replay still answers as before
+    expect((await p.enqueue('C', ['P1'])).created).toBe(false);
+    await p.drain();
+    expect(p.runs.filter((id) => id === 'C')).toHaveLength(1);
+    expect(p.runs.indexOf('C')).toBeGreaterThan(p.runs.indexOf('P1'));
+  });
+
+  it('a flow replay that changes an existing job’s parents is a 409 before anything is written', async () => {
+    const p = depsPlatform();
+    const jobs = (parent: string) => [
+      { id: 'A', type: 'node', payload: {} },
+      { id: 'B', type: 'node', payload: {} },
+      { id: 'C', type: 'node', payload: {}, dependsOn: [parent] },
+    ];
+    await p.flows.create({ id: 'f', jobs: jobs('A') });
+    const writes = p.graph.calls.length;
+    await expect(p.flows.create({ id: 'f', jobs: jobs('B') })).rejects.toMatchObject({
+      status: 409,
+      code: 'id_conflict',
+    });
+    expect(p.graph.calls.slice(writes).filter((c) => c.method === 'putParents' || c.method === 'putChildren')).toEqual(
+      [],
+    );
+    expect(await p.graph.parents('C')).toEqual([{ id: 'A', policy: 'fail' }]);
+  });
+});
