@@ -8,6 +8,7 @@ import type { JobState } from '../core/states';
 import { parseOrThrow } from '../core/validation';
 import { ConfigError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
+import { sameEdges } from '../runtime/release';
 import { mapWithConcurrency } from './concurrency';
 import type { JobsService, PendingSend } from './jobs-service';
 
@@ -118,13 +119,22 @@ export class FlowsService {
 
     // A job id taken by another job (another type or payload) is a 409 before anything is written.
     const taken = await graph.jobs(nodes.map((n) => n.id));
-    const conflicts = nodes.flatMap((node, i) => {
-      const other = taken.get(node.id);
-      return other && other.payloadHash !== hashes[i] && !pastRetention(other, this.deps.clock.now()) ? [i] : [];
+    const live = (i: number) => {
+      const other = taken.get(nodes[i]?.id ?? '');
+      return other && !pastRetention(other, this.deps.clock.now()) ? other : undefined;
+    };
+    // A job of the flow that exists with the same type and payload is a replay only if its parents
+    // are the same too (one read of its parents item, on a replay only).
+    const sameJobs = nodes.flatMap((_, i) => (live(i)?.payloadHash === hashes[i] ? [i] : []));
+    const storedParents = await Promise.all(sameJobs.map((i) => graph.parents(nodes[i]?.id ?? '')));
+    const otherParents = new Set(sameJobs.filter((i, k) => !sameEdges(storedParents[k] ?? [], edges[i] ?? [])));
+    const conflicts = nodes.flatMap((_, i) => {
+      const other = live(i);
+      return other && (other.payloadHash !== hashes[i] || otherParents.has(i)) ? [i] : [];
     });
     if (conflicts.length > 0) {
       throw new ConflictError(
-        `job ids of the flow already exist with a different type or payload: ${conflicts.map((i) => nodes[i]?.id).join(', ')}`,
+        `job ids of the flow already exist with a different type, payload or parents: ${conflicts.map((i) => nodes[i]?.id).join(', ')}`,
         'id_conflict',
         { jobIds: conflicts.map((i) => nodes[i]?.id), paths: conflicts.map((i) => `jobs.${i}.id`) },
       );

@@ -42,6 +42,7 @@ import {
   registerChild,
   releaseOrHandOff,
   resolveFinishedParents,
+  sameEdges,
   startOfChild,
 } from '../runtime/release';
 
@@ -219,8 +220,21 @@ export class JobsService {
     }
 
     const graph = this.deps.graph;
+    // A job of this id exists (read with the parents): its parents item is never rewritten. With
+    // the same type and payload but other parents it is not a replay: a 409, nothing written.
+    const taken = parents?.existing && !pastRetention(parents.existing, now) ? parents.existing : undefined;
+    if (taken && parents && graph && taken.payloadHash === job.payloadHash) {
+      const stored = (await graph.parents(id)) ?? [];
+      if (!sameEdges(stored, parents.edges)) {
+        throw new ConflictError(
+          `job ${id} already exists with other parents (dependsOn); a replay must name the same ones`,
+          'id_conflict',
+          { jobIds: [id], paths: ['dependsOn'] },
+        );
+      }
+    }
     // The parents item is written before the status item, so a job with parents never lacks it.
-    if (parents && graph) {
+    if (parents && graph && !taken) {
       await graph.putParents({
         child: id,
         parents: parents.edges,
@@ -538,7 +552,7 @@ export class JobsService {
     refs: NonNullable<EnqueueRequest['dependsOn']>,
     id: string,
     options: EnqueueOptions,
-  ): Promise<{ edges: ParentEdge[]; start: Awaited<ReturnType<typeof startOfChild>>['start'] }> {
+  ): Promise<{ edges: ParentEdge[]; start: Awaited<ReturnType<typeof startOfChild>>['start']; existing?: Job }> {
     const graph = this.deps.graph;
     if (!graph) {
       throw new ValidationError(
@@ -555,7 +569,7 @@ export class JobsService {
       );
     }
     const edges = parentEdges(refs, id);
-    const { start, missing } = await startOfChild(graph, edges, options.sameRequest);
+    const { start, missing, existing } = await startOfChild(graph, edges, options.sameRequest, id);
     if (missing.length > 0) {
       throw new ValidationError(
         `unknown parent job${missing.length > 1 ? 's' : ''}: ${missing.map((i) => edges[i]?.id).join(', ')}`,
@@ -563,7 +577,7 @@ export class JobsService {
         'unknown_parent',
       );
     }
-    return { edges, start };
+    return { edges, start, ...(existing ? { existing } : {}) };
   }
 
   /** A new job's state from its parents: waiting for them, or ended by one at once. */

@@ -271,16 +271,27 @@ export async function reconcileChild(
   return { released, registered: unregistered.length };
 }
 
-/** What a new child's parents say about its start, read with one batch read. */
+/**
+ * What a new child's parents say about its start, read with one batch read; with `self`, the
+ * same read also fetches the job of that id, if it exists (a replay, or an id already taken).
+ */
 export async function startOfChild(
   graph: JobGraph,
   parents: readonly ParentEdge[],
   sameRequest: ReadonlySet<string> = new Set(),
-): Promise<{ start: ReturnType<typeof childStart>; missing: number[] }> {
-  const found = await graph.jobs(parents.filter((p) => !sameRequest.has(p.id)).map((p) => p.id));
+  self?: string,
+): Promise<{ start: ReturnType<typeof childStart>; missing: number[]; existing?: Job }> {
+  const ids = parents.filter((p) => !sameRequest.has(p.id)).map((p) => p.id);
+  const found = await graph.jobs(self === undefined ? ids : [...ids, self]);
   const missing = parents.flatMap((p, i) => (!sameRequest.has(p.id) && !found.has(p.id) ? [i] : []));
   const states = parents.map((p) => (sameRequest.has(p.id) ? undefined : found.get(p.id)?.state));
-  return { start: childStart(parents, states), missing };
+  const existing = self === undefined ? undefined : found.get(self);
+  return { start: childStart(parents, states), missing, ...(existing ? { existing } : {}) };
+}
+
+/** Whether two `dependsOn` lists are the same edges, in the same order (an edge's index is its key). */
+export function sameEdges(a: readonly ParentEdge[], b: readonly ParentEdge[]): boolean {
+  return a.length === b.length && a.every((edge, i) => edge.id === b[i]?.id && edge.policy === b[i]?.policy);
 }
 
 /**
