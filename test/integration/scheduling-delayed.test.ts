@@ -188,6 +188,22 @@ describe('bad times on POST /jobs', () => {
   });
 });
 
+/** The supervisor's dependencies on the fixture's platform, but its due index (which a test wraps). */
+function supervisorParts(): Omit<SupervisorDeps, 'index'> {
+  return {
+    config: f.platform.config,
+    jobs: f.platform.store,
+    schedules: f.platform.schedules,
+    queue: new SqsJobQueue(f.platform.clients.sqs),
+    scheduler: new EventBridgeJobScheduler(
+      f.platform.clients.scheduler,
+      f.platform.config.scheduleGroup,
+      f.platform.config.schedulerRoleArn,
+    ),
+    log: createLogger({ level: 'silent' }),
+  };
+}
+
 /** What the API writes for an immediate job, without its message (lost, or taken by a worker that died). */
 async function createQueued(
   id: string,
@@ -356,7 +372,6 @@ describe('the supervisor re-drives lost work', () => {
     expect(await index.moveDue(`job#${later}`, undefined, t0 + 340 * 60_000)).toBe(true);
     const loads = new Map<string, number>();
     const deps: SupervisorDeps = {
-      config: f.platform.config,
       index: Object.assign(Object.create(index) as DynamoDueIndex, {
         loadJob: async (id: string) => {
           if (poison.includes(id)) {
@@ -366,15 +381,7 @@ describe('the supervisor re-drives lost work', () => {
           return index.loadJob(id);
         },
       }),
-      jobs: f.platform.store,
-      schedules: f.platform.schedules,
-      queue: new SqsJobQueue(f.platform.clients.sqs),
-      scheduler: new EventBridgeJobScheduler(
-        f.platform.clients.scheduler,
-        f.platform.config.scheduleGroup,
-        f.platform.config.schedulerRoleArn,
-      ),
-      log: createLogger({ level: 'silent' }),
+      ...supervisorParts(),
     };
     await runSupervisorOnce(deps, t0); // the checkpoint, just before t0
     // Six hours later (a long outage): more than one pass's worth of minutes to read back.
@@ -398,7 +405,6 @@ describe('the supervisor re-drives lost work', () => {
     await createQueued(id, now);
     const index = new DynamoDueIndex(f.platform.clients.dynamo, f.platform.config.tableName);
     const deps = (slow: boolean): SupervisorDeps => ({
-      config: f.platform.config,
       // a window whose read runs past one and a half times the sweep's budget
       index: Object.assign(Object.create(index) as DynamoDueIndex, {
         unfinished: async (ids: readonly string[]) => {
@@ -407,15 +413,7 @@ describe('the supervisor re-drives lost work', () => {
           return out;
         },
       }),
-      jobs: f.platform.store,
-      schedules: f.platform.schedules,
-      queue: new SqsJobQueue(f.platform.clients.sqs),
-      scheduler: new EventBridgeJobScheduler(
-        f.platform.clients.scheduler,
-        f.platform.config.scheduleGroup,
-        f.platform.config.schedulerRoleArn,
-      ),
-      log: createLogger({ level: 'silent' }),
+      ...supervisorParts(),
       options: { sweepBudgetMs: 1_000 },
     });
     await runSupervisorOnce(deps(false), now); // the checkpoints
