@@ -115,7 +115,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   const [saved, savedSweep] = await Promise.all([deps.index.getCheckpoint('due'), deps.index.getCheckpoint('sweep')]);
   const plan = bucketsToRead(saved?.minute, now, options);
   const sweep = sweepMinutesToRead(savedSweep?.minute, now, options);
-  // Minutes whose read or repair failed at an earlier pass, read again before the rest.
+  // Minutes whose read or repair failed at an earlier pass, read again in this one.
   const dueAgain = (saved?.retry ?? []).filter((m) => !plan.minutes.includes(m));
   const sweepAgain = (savedSweep?.retry ?? []).filter((m) => !sweep.minutes.includes(m));
   const report: SupervisorReport = {
