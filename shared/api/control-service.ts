@@ -11,7 +11,7 @@ import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wak
 import type { JobState } from '../core/states';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import { releaseOrHandOff } from '../runtime/release';
+import { releaseDepsOf, releaseOrHandOff } from '../runtime/release';
 
 export interface ControlServiceDeps {
   config: PlatformConfig;
@@ -116,13 +116,12 @@ export class ControlService {
   private async releaseCancelled(job: Job, now: number, log: Logger): Promise<void> {
     const graph = this.deps.graph;
     if (!graph) return;
-    const deps = {
+    const deps = releaseDepsOf({
+      config: this.deps.config,
       graph,
       queue: this.deps.queue,
       scheduler: this.deps.scheduler,
-      routes: this.deps.config.routes,
-      retentionDays: this.deps.config.retentionDays,
-    };
+    });
     await releaseOrHandOff(deps, job, now, log);
   }
 

@@ -178,6 +178,7 @@ export class FlowsService {
         if (children.length > 0) await graph.putChildren({ parent: node.id, entries: children, expiresAt: ttl });
         const registered = new Set((edges[i] ?? []).flatMap((e) => (childrenOf.has(e.id) ? [e.id] : [])));
         const out = await this.deps.jobs.write(node, {
+          parentsChecked: true,
           ...(registered.size > 0 ? { sameRequest: registered } : {}),
           ...(children.length > 0 ? { childCount: children.length } : {}),
         });

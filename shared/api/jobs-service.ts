@@ -40,6 +40,7 @@ import { errorFields, type Logger } from '../logger';
 import {
   type ReleaseDeps,
   registerChild,
+  releaseDepsOf,
   releaseOrHandOff,
   resolveFinishedParents,
   sameEdges,
@@ -102,6 +103,12 @@ export interface EnqueueOptions {
   sameRequest?: ReadonlySet<string>;
   /** Children registered with this job at its creation (a flow's `putChildren`). @default none */
   childCount?: number;
+  /**
+   * The caller compared an existing job of this id with the request's parents already (a flow
+   * checks all its jobs before it writes any), so the write does not read its parents again.
+   * @default false
+   */
+  parentsChecked?: boolean;
 }
 
 /** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
@@ -223,7 +230,7 @@ export class JobsService {
     // A job of this id exists (read with the parents): its parents item is never rewritten. With
     // the same type and payload but other parents it is not a replay: a 409, nothing written.
     const taken = parents?.existing && !pastRetention(parents.existing, now) ? parents.existing : undefined;
-    if (taken && parents && graph && taken.payloadHash === job.payloadHash) {
+    if (taken && parents && graph && taken.payloadHash === job.payloadHash && !options.parentsChecked) {
       const stored = (await graph.parents(id)) ?? [];
       if (!sameEdges(stored, parents.edges)) {
         throw new ConflictError(
@@ -533,13 +540,7 @@ export class JobsService {
   private releaseDeps(): ReleaseDeps {
     const graph = this.deps.graph;
     if (!graph) throw new ConfigError('job dependencies need the job graph');
-    return {
-      graph,
-      queue: this.deps.queue,
-      scheduler: this.deps.scheduler,
-      routes: this.deps.config.routes,
-      retentionDays: this.deps.config.retentionDays,
-    };
+    return releaseDepsOf({ config: this.deps.config, graph, queue: this.deps.queue, scheduler: this.deps.scheduler });
   }
 
   /**

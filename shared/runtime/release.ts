@@ -36,6 +36,25 @@ export interface ReleaseDeps {
 }
 
 /**
+ * The release's dependencies from a platform's: its routes and retention, its graph and queue,
+ * and a Scheduler when the caller may create schedules.
+ */
+export function releaseDepsOf(input: {
+  config: Pick<ReleaseDeps, 'routes'> & { retentionDays: number };
+  graph: JobGraph;
+  queue: JobQueue;
+  scheduler?: JobScheduler | undefined;
+}): ReleaseDeps {
+  return {
+    graph: input.graph,
+    queue: input.queue,
+    ...(input.scheduler ? { scheduler: input.scheduler } : {}),
+    routes: input.config.routes,
+    retentionDays: input.config.retentionDays,
+  };
+}
+
+/**
  * Most registry slots of a live parent the supervisor's look at a waiting child reads (10 chunk
  * items); past it, the child is registered again without a read (2 WU), so a look costs the
  * same for a fan-out of 10,000 as for one of 100.

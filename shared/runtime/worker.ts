@@ -39,7 +39,7 @@ import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 import { keepLease } from './lease-keeper';
 import { createPaceGate } from './pace-gate';
-import { createRelease, parentsReader } from './release';
+import { createRelease, parentsReader, releaseDepsOf } from './release';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 import { createWorkflow } from './workflow';
 
@@ -227,13 +227,7 @@ export function createWorker(
 
   const release = deps.graph
     ? createRelease(
-        {
-          graph: deps.graph,
-          queue: deps.queue,
-          ...(deps.scheduler ? { scheduler: deps.scheduler } : {}),
-          routes: deps.config.routes,
-          retentionDays: deps.config.retentionDays,
-        },
+        releaseDepsOf({ config: deps.config, graph: deps.graph, queue: deps.queue, scheduler: deps.scheduler }),
         clock,
       )
     : undefined;

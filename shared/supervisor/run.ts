@@ -27,7 +27,7 @@ import type { Job, JobMessage } from '../core/job';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { keys, SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
-import { reconcileChild } from '../runtime/release';
+import { reconcileChild, releaseDepsOf } from '../runtime/release';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
 import { type Schedule, scheduleDueAt, withDue } from '../schedules/model';
 import { catchUpSlot } from '../schedules/planner';
@@ -302,10 +302,9 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
   });
   report.checkpoint = dueChange.checkpoint;
   report.sweepCheckpoint = sweepChange.checkpoint;
-  report.retryMinutes = {
-    due: (saved?.retry.length ?? 0) - dueChange.done.length + dueChange.failed.length,
-    sweep: (savedSweep?.retry.length ?? 0) - sweepChange.done.length + sweepChange.failed.length,
-  };
+  const listed = (saved: number[] | undefined, change: { done: number[]; failed: number[] }) =>
+    (saved?.length ?? 0) - change.done.length + change.failed.length;
+  report.retryMinutes = { due: listed(saved?.retry, dueChange), sweep: listed(savedSweep?.retry, sweepChange) };
   // both saves run to their end before a failure of either is thrown
   const saves = await Promise.allSettled([
     deps.index.setCheckpoint({ minute: dueChange.checkpoint, done: dueChange.done, failed: dueChange.failed }, 'due'),
@@ -406,14 +405,9 @@ async function repairJob(
         return;
       }
       await reconcileChild(
-        {
-          graph: deps.graph,
-          queue: deps.queue,
-          // no Scheduler: the supervisor may only delete schedules; a child due later is sent
-          // with SQS's longest delay and hidden again until its runAt
-          routes: deps.config.routes,
-          retentionDays: deps.config.retentionDays,
-        },
+        // no Scheduler: the supervisor may only delete schedules; a child due later is sent with
+        // SQS's longest delay and hidden again until its runAt
+        releaseDepsOf({ config: deps.config, graph: deps.graph, queue: deps.queue }),
         job,
         now,
         deps.log.child({ jobId: job.id }),

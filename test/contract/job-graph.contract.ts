@@ -33,6 +33,15 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
   const waitingChild = (leg: GraphLeg, pending: number, runAt = T0) =>
     put(leg, { state: 'waiting', pendingParents: pending, runAt: new Date(runAt).toISOString() });
   const resolve = edgeOutcome('succeeded', 'fail');
+  /** A release of `child`'s edges by a parent `parent` that succeeded (add `index`). */
+  const resolvedBy = (parent: string, child: string, now = T0) => ({
+    child,
+    outcome: resolve,
+    parent,
+    parentState: 'succeeded' as const,
+    now,
+    expiresAt: TTL,
+  });
 
   describe('parents item', () => {
     it('keeps a child’s parents and policies; none for a job without parents', async () => {
@@ -149,14 +158,7 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       const leg = await setup();
       const child = await waitingChild(leg, 2, T0 + 60_000);
       const now = T0 + 1000;
-      const base = {
-        child: child.id,
-        outcome: resolve,
-        parent: 'p',
-        parentState: 'succeeded' as const,
-        now,
-        expiresAt: TTL,
-      };
+      const base = resolvedBy('p', child.id, now);
       const first = await leg.graph.release({ ...base, index: 0 });
       expect(first.kind).toBe('counted');
       expect((await leg.store.get(child.id))?.pendingParents).toBe(1);
@@ -368,14 +370,7 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
     it('a child created with parents already counted (finished at enqueue) refuses their edges', async () => {
       const leg = await setup();
       const child = await put(leg, { state: 'waiting', pendingParents: 1, parentsResolved: [0] });
-      const base = {
-        child: child.id,
-        outcome: resolve,
-        parent: 'p',
-        parentState: 'succeeded' as const,
-        now: T0,
-        expiresAt: TTL,
-      };
+      const base = resolvedBy('p', child.id);
       expect((await leg.graph.release({ ...base, index: 0 })).kind).toBe('refused');
       expect((await leg.store.get(child.id))?.pendingParents).toBe(1);
       expect((await leg.graph.release({ ...base, index: 1 })).kind).toBe('ready');
@@ -384,14 +379,7 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
     it('a waiting child read back lists the edges counted so far, at its creation and by releases', async () => {
       const leg = await setup();
       const child = await put(leg, { state: 'waiting', pendingParents: 2, parentsResolved: [1] });
-      const base = {
-        child: child.id,
-        outcome: resolve,
-        parent: 'p',
-        parentState: 'succeeded' as const,
-        now: T0,
-        expiresAt: TTL,
-      };
+      const base = resolvedBy('p', child.id);
       expect((await leg.graph.jobs([child.id])).get(child.id)?.parentsResolved).toEqual([1]);
       expect((await leg.graph.release({ ...base, index: 2 })).kind).toBe('counted');
       const read = (await leg.graph.jobs([child.id])).get(child.id);
