@@ -237,8 +237,9 @@ export async function resolveFinishedParents(
  * parent whose edge is not counted yet is looked at: a finished one has its edge released here
  * (the same conditional write a release makes), and a live one that does not list the child in
  * its registry gets it registered. When nothing was lost it only reads: the parents item, the
- * parents' status items, and the registry chunks of the live ones. Throws when a write fails
- * (the sweep tries the minute again).
+ * parents' status items, and the registry chunks of the live ones with at most
+ * {@link RECONCILE_READ_SLOTS} children (a bigger one gets the child registered again, unread).
+ * Throws when a write fails (the supervisor gives the child a due entry and looks again).
  */
 export async function reconcileChild(
   deps: ReleaseDeps,
