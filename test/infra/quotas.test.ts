@@ -1,29 +1,11 @@
-import { App, Stack } from 'aws-cdk-lib';
+import { App } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { JobPlatform } from '../../infra/constructs/job-platform';
 import { OrreryStack } from '../../infra/stack';
 import { defineJobType } from '../../shared/core/job-type';
 import { z } from '../../shared/core/zod-mini';
-import { type Figure, largest, measure, overQuota, readAssembly } from './quotas';
+import { appWithTypes, type Figure, largest, measure, overQuota, readAssembly } from './quotas';
 import { SKIP_BUNDLING, tempOutdir } from './support';
-
-/** A job type name of the longest length allowed (40), so names, ARNs and URLs are as long as they get. */
-export function longTypeName(i: number): string {
-  const head = `type-${String(i).padStart(3, '0')}-`;
-  return `${head}${'x'.repeat(40 - head.length)}`;
-}
-
-/** An app with `count` job types of 40-character names in one JobPlatform, synthesized without bundling. */
-export function appWithTypes(count: number, outdir: string): App {
-  const app = new App({ outdir, context: SKIP_BUNDLING });
-  const stack = new Stack(app, 'OrreryGenerated');
-  const platform = new JobPlatform(stack, 'Platform');
-  for (let i = 0; i < count; i++) {
-    const spec = defineJobType({ type: longTypeName(i), payload: z.object({ n: z.number() }) });
-    platform.addJobType({ spec, entry: 'functions/jobs/echo.ts' });
-  }
-  return app;
-}
 
 function describeOver(figures: Figure[]): string[] {
   return overQuota(figures).map((f) => `${f.stack}: ${f.what} is ${f.value} (limit ${f.limit})`);

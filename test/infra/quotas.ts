@@ -16,7 +16,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
+import { JobPlatform } from '../../infra/constructs/job-platform';
+import { defineJobType } from '../../shared/core/job-type';
+import { z } from '../../shared/core/zod-mini';
+import { SKIP_BUNDLING } from './support';
 
 export const QUOTAS = {
   lambdaEnvironmentBytes: 4096,
@@ -172,7 +176,7 @@ export class Resolver {
     };
     if (pseudo[id] !== undefined) return pseudo[id];
     if (this.stack.parameters[id] !== undefined) return this.stack.parameters[id];
-    const parameter = (this.stack.template.Parameters ?? {})[id] as { Default?: string } | undefined;
+    const parameter = this.stack.template.Parameters?.[id] as { Default?: string } | undefined;
     if (parameter) {
       if (parameter.Default !== undefined) return String(parameter.Default);
       throw new Error(`${this.stack.name}: parameter ${id} has no value`);
@@ -376,4 +380,22 @@ export function largest(figures: Figure[], kind: string): Figure | undefined {
   return figures
     .filter((figure) => figure.what.startsWith(kind))
     .reduce<Figure | undefined>((top, figure) => (!top || figure.value > top.value ? figure : top), undefined);
+}
+
+/** A job type name of the longest length allowed (40), so names, ARNs and URLs are as long as they get. */
+export function longTypeName(i: number): string {
+  const head = `type-${String(i).padStart(3, '0')}-`;
+  return `${head}${'x'.repeat(40 - head.length)}`;
+}
+
+/** An app with `count` job types of 40-character names in one JobPlatform, synthesized without bundling. */
+export function appWithTypes(count: number, outdir: string): App {
+  const app = new App({ outdir, context: SKIP_BUNDLING });
+  const stack = new Stack(app, 'OrreryGenerated');
+  const platform = new JobPlatform(stack, 'Platform');
+  for (let i = 0; i < count; i++) {
+    const spec = defineJobType({ type: longTypeName(i), payload: z.object({ n: z.number() }) });
+    platform.addJobType({ spec, entry: 'functions/jobs/echo.ts' });
+  }
+  return app;
 }
