@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { isMetricsNamespace, METRICS_NAMESPACE } from './core/metrics';
+import { isQueueNamePrefix, queueNames } from './core/queue-settings';
 import { ConfigError } from './errors';
 import type { LogLevel } from './logger';
 
@@ -10,8 +12,23 @@ import type { LogLevel } from './logger';
 export const ENV = {
   /** DynamoDB job table name. */
   table: 'ORRERY_TABLE',
-  /** JSON `{ [type]: { queueUrl, queueArn, dlqUrl?, dlqArn? } }`: where each deployed job type is sent. */
-  routes: 'ORRERY_ROUTES',
+  /**
+   * What every queue URL of the deployment starts with: `https://sqs.<region>.<suffix>/<account>/`.
+   * Each job type's queues have names derived from {@link ENV.queuePrefix} (`queueNames`), so no
+   * variable grows with the number of job types (Lambda allows 4 KB for all of them).
+   */
+  queueUrlBase: 'ORRERY_QUEUE_URL_BASE',
+  /** What every queue ARN of the deployment starts with: `arn:<partition>:sqs:<region>:<account>:`. */
+  queueArnBase: 'ORRERY_QUEUE_ARN_BASE',
+  /** The deployment's queue-name prefix: a type's ready queue is `<prefix>_ready_<type>`, its DLQ `<prefix>_dlq_<type>`. */
+  queuePrefix: 'ORRERY_QUEUE_PREFIX',
+  /**
+   * The digest of the deployed job types (see {@link typesDigest}): lets the API check its
+   * catalog against what was deployed, and the supervisor its listing, without the list itself.
+   */
+  typesDigest: 'ORRERY_TYPES_DIGEST',
+  /** A worker's: receives after which SQS moves its messages to the DLQ (it counts what it dead-letters). */
+  maxReceiveCount: 'ORRERY_MAX_RECEIVE_COUNT',
   /** Scheduler group for one-time job schedules. */
   scheduleGroup: 'ORRERY_SCHEDULE_GROUP',
   /** IAM role Scheduler assumes to send to the ready queues. */
@@ -37,10 +54,30 @@ export interface Route {
   maxReceiveCount?: number;
 }
 
+/** How a deployment names its queues (see `queueNames` in shared/core/queue-settings.ts). */
+export interface QueueNaming {
+  /** `https://sqs.<region>.<suffix>/<account>/`, or an emulator's equivalent. */
+  urlBase: string;
+  /** `arn:<partition>:sqs:<region>:<account>:`. */
+  arnBase: string;
+  /** Letters, digits and `-`, 1–32 characters. */
+  prefix: string;
+}
+
 /** What the enqueue API needs to know about its deployment. */
 export interface PlatformConfig {
   tableName: string;
+  /**
+   * The job types this function serves, with their queues: the API's catalog, a worker's own
+   * type, every deployed type for the supervisor. Another type's queue is found with {@link routeOf}.
+   */
   routes: Record<string, Route>;
+  /** How the deployment names its queues, for {@link routeOf}. @default only `routes` are known */
+  queues?: QueueNaming;
+  /** {@link typesDigest} of the deployed types. @default not checked */
+  typesDigest?: string;
+  /** A worker's: receives after which SQS dead-letters its messages. @default unknown (not counted) */
+  maxReceiveCount?: number;
   scheduleGroup: string;
   schedulerRoleArn: string;
   /** @default 30 */
@@ -73,34 +110,62 @@ function retentionDays(env: Env): number {
   return days;
 }
 
-function parseRoutes(raw: string): Record<string, Route> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new ConfigError(`${ENV.routes} is not valid JSON`);
+/** A job type's route under a deployment's queue naming. */
+export function namedRoute(queues: QueueNaming, type: string, maxReceiveCount?: number): Route {
+  const names = queueNames(queues.prefix, type);
+  return {
+    queueUrl: `${queues.urlBase}${names.ready}`,
+    queueArn: `${queues.arnBase}${names.ready}`,
+    dlqUrl: `${queues.urlBase}${names.dlq}`,
+    dlqArn: `${queues.arnBase}${names.dlq}`,
+    ...(maxReceiveCount !== undefined ? { maxReceiveCount } : {}),
+  };
+}
+
+/**
+ * Where jobs of `type` go: this function's own route for it, or one derived from the
+ * deployment's queue naming (a worker releasing a child of another type, a singleton shared
+ * with another type). Undefined only when neither is known.
+ */
+export function routeOf(config: Pick<PlatformConfig, 'routes' | 'queues'>, type: string): Route | undefined {
+  return config.routes[type] ?? (config.queues ? namedRoute(config.queues, type) : undefined);
+}
+
+/**
+ * The first 20 hex digits of the SHA-256 of the sorted names: constant in size, so it fits an
+ * environment variable whatever the number of types.
+ */
+export function typesDigest(types: readonly string[]): string {
+  const sorted = [...new Set(types)].sort();
+  return createHash('sha256').update(sorted.join('\n')).digest('hex').slice(0, 20);
+}
+
+function queueNaming(env: Env): QueueNaming {
+  const prefix = requireEnv(env, ENV.queuePrefix);
+  if (!isQueueNamePrefix(prefix)) {
+    throw new ConfigError(`${ENV.queuePrefix} must be 1-32 letters, digits or - (got ${prefix})`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError(`${ENV.routes} must be a JSON object of { type: { queueUrl, queueArn } }`);
+  const urlBase = requireEnv(env, ENV.queueUrlBase);
+  if (!/^https?:\/\/.+\/$/.test(urlBase)) {
+    throw new ConfigError(`${ENV.queueUrlBase} must be an http(s) URL ending with / (got ${urlBase})`);
   }
-  const routes: Record<string, Route> = {};
-  for (const [type, value] of Object.entries(parsed as Record<string, unknown>)) {
-    const route = value as Partial<Route> | null;
-    if (!route || typeof route.queueUrl !== 'string' || typeof route.queueArn !== 'string') {
-      throw new ConfigError(`${ENV.routes}.${type} needs string queueUrl and queueArn`);
-    }
-    routes[type] = { queueUrl: route.queueUrl, queueArn: route.queueArn };
-    if (typeof route.dlqUrl === 'string' && typeof route.dlqArn === 'string') {
-      Object.assign(routes[type], { dlqUrl: route.dlqUrl, dlqArn: route.dlqArn });
-    }
-    if (route.maxReceiveCount !== undefined) {
-      if (!Number.isInteger(route.maxReceiveCount) || route.maxReceiveCount < 1) {
-        throw new ConfigError(`${ENV.routes}.${type}.maxReceiveCount must be a positive integer`);
-      }
-      Object.assign(routes[type], { maxReceiveCount: route.maxReceiveCount });
-    }
+  const arnBase = requireEnv(env, ENV.queueArnBase);
+  if (!/^arn:[^:]+:sqs:[^:]*:[^:]*:$/.test(arnBase)) {
+    throw new ConfigError(
+      `${ENV.queueArnBase} must look like arn:<partition>:sqs:<region>:<account>: (got ${arnBase})`,
+    );
   }
-  return routes;
+  return { urlBase, arnBase, prefix };
+}
+
+function maxReceiveCount(env: Env): number | undefined {
+  const raw = env[ENV.maxReceiveCount];
+  if (raw === undefined || raw === '') return undefined;
+  const count = Number(raw);
+  if (!Number.isInteger(count) || count < 1 || count > 1000) {
+    throw new ConfigError(`${ENV.maxReceiveCount} must be an integer from 1 to 1000 (got ${raw})`);
+  }
+  return count;
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -131,13 +196,21 @@ function metricsNamespace(env: Env): string {
 }
 
 /**
- * Reads the configuration shared by the enqueue API and the workers (a worker's routes hold
- * its own type); throws {@link ConfigError} naming a missing or malformed variable.
+ * Reads the configuration shared by the enqueue API, the workers and the supervisor, with
+ * routes for `types` (the API's catalog, a worker's own type; the supervisor lists its types
+ * and calls {@link withTypes}); throws {@link ConfigError} naming a missing or malformed variable.
  */
-export function platformConfigFromEnv(env: Env = process.env): PlatformConfig {
+export function platformConfigFromEnv(env: Env = process.env, types: readonly string[] = []): PlatformConfig {
+  const tableName = requireEnv(env, ENV.table);
+  const queues = queueNaming(env);
+  const receives = maxReceiveCount(env);
+  const digest = env[ENV.typesDigest];
   return {
-    tableName: requireEnv(env, ENV.table),
-    routes: parseRoutes(requireEnv(env, ENV.routes)),
+    tableName,
+    routes: Object.fromEntries(types.map((type) => [type, namedRoute(queues, type, receives)])),
+    queues,
+    ...(digest ? { typesDigest: digest } : {}),
+    ...(receives !== undefined ? { maxReceiveCount: receives } : {}),
     scheduleGroup: requireEnv(env, ENV.scheduleGroup),
     schedulerRoleArn: requireEnv(env, ENV.schedulerRoleArn),
     retentionDays: retentionDays(env),
@@ -147,11 +220,41 @@ export function platformConfigFromEnv(env: Env = process.env): PlatformConfig {
   };
 }
 
-/** Serialises configuration back into environment variables (used by CDK and the local harness). */
+/** The configuration with routes for exactly `types`, named by its queue naming. */
+export function withTypes(config: PlatformConfig, types: readonly string[]): PlatformConfig {
+  const { queues } = config;
+  if (!queues) throw new ConfigError('the configuration has no queue naming to route job types by');
+  return {
+    ...config,
+    routes: Object.fromEntries(types.map((type) => [type, namedRoute(queues, type, config.maxReceiveCount)])),
+  };
+}
+
+/**
+ * Serialises configuration back into environment variables (used by the local harness): the
+ * queue naming, and the digest of the routed types. Every route must follow the naming.
+ */
 export function platformConfigToEnv(config: PlatformConfig): Record<string, string> {
+  const { queues } = config;
+  if (!queues) throw new ConfigError('a configuration without queue naming has no environment form');
+  const counts = new Set(Object.values(config.routes).map((route) => route.maxReceiveCount));
+  if (config.maxReceiveCount !== undefined) counts.add(config.maxReceiveCount);
+  counts.delete(undefined);
+  for (const [type, route] of Object.entries(config.routes)) {
+    const named = namedRoute(queues, type, route.maxReceiveCount);
+    if (named.queueUrl !== route.queueUrl || named.queueArn !== route.queueArn) {
+      throw new ConfigError(`the route of "${type}" does not follow the queue naming (${route.queueUrl})`);
+    }
+  }
+  if (counts.size > 1) throw new ConfigError('routes with different maxReceiveCount have no environment form');
+  const [receives] = [...counts];
   return {
     [ENV.table]: config.tableName,
-    [ENV.routes]: JSON.stringify(config.routes),
+    [ENV.queueUrlBase]: queues.urlBase,
+    [ENV.queueArnBase]: queues.arnBase,
+    [ENV.queuePrefix]: queues.prefix,
+    [ENV.typesDigest]: config.typesDigest ?? typesDigest(Object.keys(config.routes)),
+    ...(receives !== undefined ? { [ENV.maxReceiveCount]: String(receives) } : {}),
     [ENV.scheduleGroup]: config.scheduleGroup,
     [ENV.schedulerRoleArn]: config.schedulerRoleArn,
     [ENV.retentionDays]: String(config.retentionDays),

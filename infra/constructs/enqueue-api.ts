@@ -1,14 +1,14 @@
-import { Duration, Lazy, Stack } from 'aws-cdk-lib';
+import { Duration, Lazy } from 'aws-cdk-lib';
 import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, type Route } from '../../shared/config';
+import { ENV, typesDigest } from '../../shared/config';
 import { FROM_SOURCES, platformEntry } from '../paths';
-import { acknowledge } from './acknowledge';
+import { acknowledge, resourceFinding } from './acknowledge';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
+import type { QueueNaming } from './queue-naming';
 import type { SchedulerAccess } from './scheduler-access';
 
 /** Item and query actions the API needs; no Scan, no table management. */
@@ -39,6 +39,8 @@ const API_DLQ_ACTIONS = [
 export interface EnqueueApiProps {
   readonly jobTable: JobTable;
   readonly scheduler: SchedulerAccess;
+  /** How the platform names its queues: the API sends to its ready queues and manages its DLQs by these names. */
+  readonly naming: QueueNaming;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
   /**
@@ -60,12 +62,15 @@ export interface EnqueueApiProps {
  * The enqueue API: a Lambda behind a Function URL with `AWS_IAM` auth, so AWS rejects every
  * request that is not SigV4-signed by a principal holding `lambda:InvokeFunctionUrl` (see
  * {@link grantInvoke}). It reads and writes job items and queries the GSIs, sends to the ready
- * queues added with {@link addRoute}, and manages one-time schedules in the platform's group.
+ * ready queues and peeks at and redrives the DLQs of the platform's queue naming (IAM patterns
+ * `<prefix>_ready_*` and `<prefix>_dlq_*`: constant in size whatever the number of types), and
+ * manages one-time schedules in the platform's group.
  *
- * `ORRERY_ROUTES` is computed at synthesis, so routes added after construction are included.
+ * Its environment holds no route per type: the types are its catalog's, checked at cold start
+ * against `ORRERY_TYPES_DIGEST`, the digest of the types added with {@link addRoute}.
  *
  * @example
- * const api = new EnqueueApi(this, 'Api', { jobTable, scheduler, environment });
+ * const api = new EnqueueApi(this, 'Api', { jobTable, scheduler, naming, environment });
  * api.addRoute('send-email', emailQueue);
  * api.grantInvoke(backendRole);
  */
@@ -73,22 +78,18 @@ export class EnqueueApi extends Construct {
   readonly handler: OrreryFunction;
   /** The HTTPS endpoint (`url.url`). */
   readonly url: FunctionUrl;
-  private readonly routes = new Map<string, IQueue>();
-  private readonly deadLetterQueues = new Map<string, IQueue>();
-  private readonly sendStatement = new PolicyStatement({ actions: ['sqs:SendMessage'] });
-  /** Peek and redrive (`GET /dlq`, `POST /dlq/redrive`); no SendMessage on a DLQ. */
-  private readonly dlqStatement = new PolicyStatement({ actions: API_DLQ_ACTIONS });
+  private readonly types = new Set<string>();
 
   constructor(scope: Construct, id: string, props: EnqueueApiProps) {
     super(scope, id);
-    const routes = Lazy.string({ produce: () => Stack.of(this).toJsonString(this.routeConfig()) });
+    const digest = Lazy.string({ produce: () => typesDigest([...this.types]) });
     this.handler = new OrreryFunction(this, 'Handler', {
       entry: props.entry ?? defaultApiEntry(),
       description: 'Orrery enqueue API (Function URL, AWS_IAM auth)',
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
       logGroupRetention: props.logGroupRetention,
-      environment: { ...props.environment, [ENV.routes]: routes },
+      environment: { ...props.environment, [ENV.typesDigest]: digest },
     });
     this.url = this.handler.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
 
@@ -98,6 +99,25 @@ export class EnqueueApi extends Construct {
       new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn, ...indexArns] }),
     );
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');
+    this.handler.addToRolePolicy(
+      new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.naming.readyQueueArns] }),
+    );
+    // Peek and redrive (`GET /dlq`, `POST /dlq/redrive`); no SendMessage on a DLQ.
+    this.handler.addToRolePolicy(
+      new PolicyStatement({ actions: API_DLQ_ACTIONS, resources: [props.naming.deadLetterQueueArns] }),
+    );
+    acknowledge(
+      this.handler.executionRole,
+      `AwsSolutions-IAM5[${resourceFinding(this, props.naming.readyQueueArns)}]`,
+      "The platform's ready queues, named <prefix>_ready_<type>: the pattern matches exactly them (no DLQ, no " +
+        "other platform's queue) and stays one line whatever the number of job types.",
+    );
+    acknowledge(
+      this.handler.executionRole,
+      `AwsSolutions-IAM5[${resourceFinding(this, props.naming.deadLetterQueueArns)}]`,
+      "The platform's dead-letter queues, named <prefix>_dlq_<type>: the pattern matches exactly them and stays " +
+        'one line whatever the number of job types.',
+    );
     acknowledge(
       this.handler,
       'Serverless-LambdaDLQ',
@@ -108,39 +128,17 @@ export class EnqueueApi extends Construct {
   }
 
   /**
-   * Makes jobs of `type` enqueueable: adds the route to `ORRERY_ROUTES` and allows SendMessage.
-   * With its `deadLetterQueue`, the API may also peek at and redrive that DLQ.
+   * Counts `type` among the deployed types (`ORRERY_TYPES_DIGEST`). Its queues need no grant of
+   * their own: the API's statements cover every queue of the platform's naming.
    */
-  addRoute(type: string, queue: IQueue, deadLetterQueue?: IQueue): void {
-    if (this.routes.has(type)) throw new Error(`EnqueueApi: route for job type "${type}" exists already`);
-    this.routes.set(type, queue);
-    const first = this.sendStatement.resources.length === 0;
-    this.sendStatement.addResources(queue.queueArn);
-    if (first) this.handler.addToRolePolicy(this.sendStatement);
-    if (deadLetterQueue) {
-      this.deadLetterQueues.set(type, deadLetterQueue);
-      const firstDlq = this.dlqStatement.resources.length === 0;
-      this.dlqStatement.addResources(deadLetterQueue.queueArn);
-      if (firstDlq) this.handler.addToRolePolicy(this.dlqStatement);
-    }
+  addRoute(type: string): void {
+    if (this.types.has(type)) throw new Error(`EnqueueApi: route for job type "${type}" exists already`);
+    this.types.add(type);
   }
 
   /** Lets `grantee` call the API (`lambda:InvokeFunctionUrl`, plus the InvokeFunction it implies). */
   grantInvoke(grantee: IGrantable): Grant {
     return this.handler.grantInvokeUrl(grantee);
-  }
-
-  private routeConfig(): Record<string, Route> {
-    const config: Record<string, Route> = {};
-    for (const [type, queue] of this.routes) {
-      const dlq = this.deadLetterQueues.get(type);
-      config[type] = {
-        queueUrl: queue.queueUrl,
-        queueArn: queue.queueArn,
-        ...(dlq ? { dlqUrl: dlq.queueUrl, dlqArn: dlq.queueArn } : {}),
-      };
-    }
-    return config;
   }
 }
 

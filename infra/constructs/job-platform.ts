@@ -14,6 +14,7 @@ import { type JobTypeOptions, pascalCase, resolveJobTypeOptions } from './job-ty
 import { JobWorker } from './job-worker';
 import { PlatformAlarms } from './platform-alarms';
 import { PlatformDashboard } from './platform-dashboard';
+import { QueueNaming } from './queue-naming';
 import { SchedulerAccess } from './scheduler-access';
 import { Supervisor } from './supervisor';
 
@@ -105,6 +106,15 @@ export interface JobPlatformProps {
    */
   readonly oldestMessageAgeThreshold?: Duration;
   /**
+   * Prefix of every queue's name: a job type's ready queue is `<prefix>_ready_<type>`, its DLQ
+   * `<prefix>_dlq_<type>`. Functions derive queue URLs and ARNs from it, so their environment does
+   * not grow with the job types. Queue names are unique per account and Region: give each
+   * platform there its own. Changing it replaces every queue (messages in them are lost; the
+   * supervisor re-sends the jobs that were waiting).
+   * @default the stack name (up to 32 characters; a longer one is cut to 23 and a hash added)
+   */
+  readonly queueNamePrefix?: string;
+  /**
    * Name of the CloudWatch dashboard.
    * @default a name CloudFormation generates
    */
@@ -138,6 +148,8 @@ export class JobPlatform extends Construct {
   readonly alarms: PlatformAlarms;
   /** The CloudWatch dashboard; each job type adds its rows. */
   readonly dashboard: PlatformDashboard;
+  /** How the platform names its queues (`<prefix>_ready_<type>`, `<prefix>_dlq_<type>`). */
+  readonly queueNaming: QueueNaming;
   private readonly types = new Map<string, JobTypeResources>();
   private readonly environment: Record<string, string>;
   private readonly logRetention: RetentionDays;
@@ -165,7 +177,11 @@ export class JobPlatform extends Construct {
       deletionProtection: props.deletionProtection,
     });
     this.scheduler = new SchedulerAccess(this, 'Scheduler', { scheduleGroupName: props.scheduleGroupName });
+    this.queueNaming = new QueueNaming(this, props.queueNamePrefix);
+    claimPrefix(this, this.queueNaming.prefix);
+    this.scheduler.allowSendTo(this.queueNaming.readyQueueArns);
     this.environment = {
+      ...this.queueNaming.environment(),
       [ENV.table]: this.jobTable.table.tableName,
       [ENV.scheduleGroup]: this.scheduler.group.scheduleGroupName,
       [ENV.schedulerRoleArn]: this.scheduler.role.roleArn,
@@ -177,6 +193,7 @@ export class JobPlatform extends Construct {
     this.api = new EnqueueApi(this, 'Api', {
       jobTable: this.jobTable,
       scheduler: this.scheduler,
+      naming: this.queueNaming,
       environment: this.environment,
       entry: props.apiEntry,
       memorySize: apiMemoryMb,
@@ -186,6 +203,7 @@ export class JobPlatform extends Construct {
     this.supervisor = new Supervisor(this, 'Supervisor', {
       jobTable: this.jobTable,
       scheduler: this.scheduler,
+      naming: this.queueNaming,
       environment: this.environment,
       logGroupRetention: this.logRetention,
     });
@@ -247,6 +265,7 @@ export class JobPlatform extends Construct {
     const queues = new JobQueue(group, 'Queues', {
       workerTimeoutSeconds: timeoutSeconds,
       maxReceiveCount: resolved.maxReceiveCount,
+      names: this.queueNaming.names(type),
     });
     const worker = new JobWorker(group, 'Worker', {
       type,
@@ -255,17 +274,17 @@ export class JobPlatform extends Construct {
       queues,
       jobTable: this.jobTable,
       scheduler: this.scheduler,
+      naming: this.queueNaming,
       environment: this.environment,
       concurrency: resolved.concurrency,
       batchSize: resolved.batchSize,
       memorySize: resolved.memorySize,
       logGroupRetention: this.logRetention,
     });
-    this.api.addRoute(type, queues.queue, queues.deadLetterQueue);
+    this.api.addRoute(type);
     const watched = { type, queue: queues.queue, deadLetterQueue: queues.deadLetterQueue, worker: worker.handler };
     this.dashboard.addJobType({ ...watched, alarms: this.alarms.addJobType(watched) });
-    this.supervisor.addRoute(type, queues.queue);
-    this.scheduler.allowSendTo(queues.queue);
+    this.supervisor.addRoute(type);
 
     if (this.outputs) {
       const stack = Stack.of(this);
@@ -284,4 +303,19 @@ export class JobPlatform extends Construct {
   grantEnqueue(grantee: IGrantable): Grant {
     return this.api.grantInvoke(grantee);
   }
+}
+
+/** Queue-name prefixes taken in each stack: two platforms with one prefix would name the same queues. */
+const PREFIXES = new WeakMap<Stack, Set<string>>();
+
+function claimPrefix(scope: Construct, prefix: string): void {
+  const stack = Stack.of(scope);
+  const taken = PREFIXES.get(stack) ?? new Set<string>();
+  if (taken.has(prefix)) {
+    throw new Error(
+      `JobPlatform: queue-name prefix "${prefix}" is used by another JobPlatform of stack ${stack.stackName}: give each its own queueNamePrefix`,
+    );
+  }
+  taken.add(prefix);
+  PREFIXES.set(stack, taken);
 }

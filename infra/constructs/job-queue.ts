@@ -12,6 +12,12 @@ export interface JobQueueProps {
    * @default MAX_RECEIVE_COUNT (30) from shared/core/queue-settings.ts
    */
   readonly maxReceiveCount?: number;
+  /**
+   * Physical names of the ready queue and the DLQ (the platform derives them from the type, so
+   * its functions find a queue without a list of URLs).
+   * @default names CloudFormation generates
+   */
+  readonly names?: { ready: string; dlq: string };
 }
 
 /**
@@ -38,11 +44,13 @@ export class JobQueue extends Construct {
     this.maxReceiveCount = maxReceiveCount;
     const retentionPeriod = Duration.seconds(RETENTION_SECONDS);
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      ...(props.names ? { queueName: props.names.dlq } : {}),
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod,
     });
     this.queue = new Queue(this, 'ReadyQueue', {
+      ...(props.names ? { queueName: props.names.ready } : {}),
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod,

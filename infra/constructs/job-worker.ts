@@ -1,13 +1,14 @@
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { ENV, type Route } from '../../shared/config';
-import { acknowledge } from './acknowledge';
+import { ENV } from '../../shared/config';
+import { acknowledge, resourceFinding } from './acknowledge';
 import type { JobQueue } from './job-queue';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
+import type { QueueNaming } from './queue-naming';
 import type { SchedulerAccess } from './scheduler-access';
 
 /** Item actions a worker needs to claim, heartbeat and finish its jobs. No queries, no deletes. */
@@ -24,6 +25,8 @@ export interface JobWorkerProps {
   readonly queues: JobQueue;
   readonly jobTable: JobTable;
   readonly scheduler: SchedulerAccess;
+  /** How the platform names its queues: a worker sends to any ready queue (the children it releases, the waiting jobs it hands a slot to). */
+  readonly naming: QueueNaming;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
   /** Event source mapping `MaximumConcurrency` (2–1000). */
@@ -39,14 +42,15 @@ export interface JobWorkerProps {
 /**
  * The Lambda that runs one job type, fed by its ready queue through an SQS event source mapping
  * with partial batch responses (`ReportBatchItemFailures`) and a concurrency cap. Its role may
- * get, put and update job items (nothing else in DynamoDB), consume only its own queue, and
+ * get, put and update job items (nothing else in DynamoDB), consume only its own queue, send to
+ * the platform's ready queues (children it releases, a freed slot's next holder), and
  * create schedules in the platform's group for retries longer than SQS can delay.
  * Use {@link JobPlatform.addJobType} rather than creating workers directly.
  *
  * @example
  * new JobWorker(this, 'EmailWorker', {
  *   type: 'send-email', entry: 'functions/jobs/send-email.ts', timeoutSeconds: 40,
- *   queues, jobTable, scheduler, environment, concurrency: 5, batchSize: 10,
+ *   queues, jobTable, scheduler, naming, environment, concurrency: 5, batchSize: 10,
  * });
  */
 export class JobWorker extends Construct {
@@ -55,21 +59,14 @@ export class JobWorker extends Construct {
   constructor(scope: Construct, id: string, props: JobWorkerProps) {
     super(scope, id);
     const { queue } = props.queues;
-    // with the DLQ's receive count, so that the worker counts the messages it dead-letters
-    const ownRoute = Stack.of(this).toJsonString({
-      [props.type]: {
-        queueUrl: queue.queueUrl,
-        queueArn: queue.queueArn,
-        maxReceiveCount: props.queues.maxReceiveCount,
-      } satisfies Route,
-    });
     this.handler = new OrreryFunction(this, 'Handler', {
       entry: props.entry,
       description: `Orrery worker for job type "${props.type}"`,
       memorySize: props.memorySize ?? 512,
       timeout: Duration.seconds(props.timeoutSeconds),
       logGroupRetention: props.logGroupRetention,
-      environment: { ...props.environment, [ENV.routes]: ownRoute },
+      // the DLQ's receive count, so that the worker counts the messages it dead-letters
+      environment: { ...props.environment, [ENV.maxReceiveCount]: String(props.queues.maxReceiveCount) },
     });
     this.handler.addEventSource(
       new SqsEventSource(queue, {
@@ -82,6 +79,16 @@ export class JobWorker extends Construct {
       new PolicyStatement({ actions: WORKER_TABLE_ACTIONS, resources: [props.jobTable.table.tableArn] }),
     );
     props.scheduler.grantSchedules(this.handler.executionRole, 'create');
+    // A finished job's children and a freed slot's next holder may be of any type.
+    this.handler.addToRolePolicy(
+      new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.naming.readyQueueArns] }),
+    );
+    acknowledge(
+      this.handler.executionRole,
+      `AwsSolutions-IAM5[${resourceFinding(this, props.naming.readyQueueArns)}]`,
+      "The platform's ready queues, named <prefix>_ready_<type>: a worker sends the children it releases and " +
+        'the waiting jobs it hands a slot to, of any type; the pattern matches exactly those queues.',
+    );
 
     acknowledge(
       this.handler,

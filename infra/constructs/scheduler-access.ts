@@ -71,11 +71,19 @@ export class SchedulerAccess extends Construct {
     });
   }
 
-  /** Lets Scheduler deliver to `queue` (called for every ready queue). */
-  allowSendTo(queue: IQueue): void {
+  /** Lets Scheduler deliver to `queue`, or to every queue an ARN pattern matches. */
+  allowSendTo(queue: IQueue | string): void {
     const first = this.sendStatement.resources.length === 0;
-    this.sendStatement.addResources(queue.queueArn);
+    this.sendStatement.addResources(typeof queue === 'string' ? queue : queue.queueArn);
     if (first) this.role.addToPrincipalPolicy(this.sendStatement);
+    if (typeof queue === 'string') {
+      acknowledge(
+        this.role,
+        `AwsSolutions-IAM5[${resourceFinding(this, queue)}]`,
+        "The platform's ready queues, named <prefix>_ready_<type>: Scheduler delivers due jobs of any type, and " +
+          'the pattern matches exactly those queues, in one line whatever the number of types.',
+      );
+    }
   }
 
   /**

@@ -1,16 +1,16 @@
-import { Duration, Lazy, Stack } from 'aws-cdk-lib';
+import { Duration, Lazy } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV } from '../../shared/config';
+import { ENV, typesDigest } from '../../shared/config';
 import { JOB_TABLE } from '../../shared/core/table';
 import { platformEntry } from '../paths';
-import { acknowledge } from './acknowledge';
+import { acknowledge, resourceFinding } from './acknowledge';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
+import type { QueueNaming } from './queue-naming';
 import type { SchedulerAccess } from './scheduler-access';
 
 /** Item actions a supervisor pass needs: read items, create runs and its checkpoint, move due times. */
@@ -35,6 +35,8 @@ export interface SupervisorProps {
    * does not fire.
    */
   readonly scheduler?: SchedulerAccess;
+  /** How the platform names its queues: the supervisor lists its ready queues and re-sends to them. */
+  readonly naming: QueueNaming;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
   /**
@@ -60,29 +62,30 @@ export interface SupervisorProps {
  *
  * It runs on an EventBridge rule, not on EventBridge Scheduler, so it keeps running when the
  * thing it backs up fails (and on LocalStack, whose Scheduler never fires). Its role may read and
- * write items, query the due index and `byType` only, send to the ready queues added with {@link addRoute},
- * and delete schedules of the job schedule group (those that never fired).
+ * write items, query the due index and `byType` only, list queues (to find the deployed types:
+ * ListQueues takes no resource-level permission) and send to the platform's ready queues, and
+ * delete schedules of the job schedule group (those that never fired). Its environment holds the
+ * digest of the types added with {@link addRoute}, which its listing is checked against.
  *
  * @example
- * const supervisor = new Supervisor(this, 'Supervisor', { jobTable, environment });
+ * const supervisor = new Supervisor(this, 'Supervisor', { jobTable, naming, environment });
  * supervisor.addRoute('send-email', emailQueue);
  */
 export class Supervisor extends Construct {
   readonly handler: OrreryFunction;
   readonly rule: Rule;
-  private readonly routes = new Map<string, IQueue>();
-  private readonly sendStatement = new PolicyStatement({ actions: ['sqs:SendMessage'] });
+  private readonly types = new Set<string>();
 
   constructor(scope: Construct, id: string, props: SupervisorProps) {
     super(scope, id);
-    const routes = Lazy.string({ produce: () => Stack.of(this).toJsonString(this.routeConfig()) });
+    const digest = Lazy.string({ produce: () => typesDigest([...this.types]) });
     this.handler = new OrreryFunction(this, 'Handler', {
       entry: props.entry ?? platformEntry('supervisor'),
       description: 'Orrery supervisor: repairs lost jobs and fires missed schedule fires (every minute)',
       memorySize: 512,
       timeout: Duration.seconds(60),
       logGroupRetention: props.logGroupRetention,
-      environment: { ...props.environment, [ENV.routes]: routes },
+      environment: { ...props.environment, [ENV.typesDigest]: digest },
     });
     const table = props.jobTable.table;
     this.handler.addToRolePolicy(
@@ -96,6 +99,23 @@ export class Supervisor extends Construct {
     );
 
     props.scheduler?.grantSchedules(this.handler.executionRole, 'delete');
+    this.handler.addToRolePolicy(
+      new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.naming.readyQueueArns] }),
+    );
+    this.handler.addToRolePolicy(new PolicyStatement({ actions: ['sqs:ListQueues'], resources: ['*'] }));
+    acknowledge(
+      this.handler.executionRole,
+      `AwsSolutions-IAM5[${resourceFinding(this, props.naming.readyQueueArns)}]`,
+      "The platform's ready queues, named <prefix>_ready_<type>: the pattern matches exactly them and stays one " +
+        'line whatever the number of job types.',
+    );
+    acknowledge(
+      this.handler.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      'sqs:ListQueues has no resource-level permission (IAM grants it per Region). The supervisor lists the ' +
+        "platform's ready queues by name prefix to find the deployed job types, which its environment cannot " +
+        "hold within Lambda's 4 KB. The same role's X-Ray statement also needs *.",
+    );
 
     this.rule = new Rule(this, 'Every', {
       description: 'Runs the Orrery supervisor',
@@ -119,18 +139,9 @@ export class Supervisor extends Construct {
     );
   }
 
-  /** Lets the supervisor send job messages to `queue` (called for every job type). */
-  addRoute(type: string, queue: IQueue): void {
-    if (this.routes.has(type)) throw new Error(`Supervisor: route for job type "${type}" exists already`);
-    this.routes.set(type, queue);
-    const first = this.sendStatement.resources.length === 0;
-    this.sendStatement.addResources(queue.queueArn);
-    if (first) this.handler.addToRolePolicy(this.sendStatement);
-  }
-
-  private routeConfig(): Record<string, { queueUrl: string; queueArn: string }> {
-    const config: Record<string, { queueUrl: string; queueArn: string }> = {};
-    for (const [type, queue] of this.routes) config[type] = { queueUrl: queue.queueUrl, queueArn: queue.queueArn };
-    return config;
+  /** Counts `type` among the deployed types (`ORRERY_TYPES_DIGEST`), which the supervisor's listing is checked against. */
+  addRoute(type: string): void {
+    if (this.types.has(type)) throw new Error(`Supervisor: route for job type "${type}" exists already`);
+    this.types.add(type);
   }
 }

@@ -13,7 +13,7 @@ import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger'
 import { SqsDeadLetterQueues } from '../aws/sqs-dead-letters';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import type { JobTypeSpec } from '../core/job-type';
-import { invocation, once, startLambdaRuntime } from '../runtime/lambda-runtime';
+import { deployedConfig, invocation, once, startLambdaRuntime } from '../runtime/lambda-runtime';
 import { type ApiHandler, createApiHandler } from './handler';
 
 /** The API as Lambda calls it: the Function URL event and the invocation context. */
@@ -27,7 +27,12 @@ export type LambdaApiHandler = (event: Parameters<ApiHandler>[0], context?: Cont
 export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaApiHandler {
   const start = once(async () => {
     const runtime = await startLambdaRuntime();
-    const { config, clients } = runtime;
+    const { clients } = runtime;
+    // The catalog's types, checked against the deployed ones by their digest (no call when equal).
+    const { config } = await deployedConfig(
+      runtime,
+      catalog.map((spec) => spec.type),
+    );
     const api = createApiHandler({
       config,
       catalog,

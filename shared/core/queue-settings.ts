@@ -31,7 +31,30 @@ export function visibilityTimeoutSeconds(lambdaTimeout: number): number {
   return Math.min(43_200, lambdaTimeout * VISIBILITY_FACTOR);
 }
 
-/** Physical queue names for a job type inside a deployment (`prefix`). */
+/** Longest queue-name prefix: with `_ready_` and a 40-character type, a name stays within SQS's 80. */
+export const MAX_QUEUE_PREFIX = 32;
+
+const QUEUE_PREFIX_PATTERN = /^[A-Za-z0-9-]{1,32}$/;
+
+/** Whether `prefix` can prefix a deployment's queue names (letters, digits, `-`; no `_`). */
+export function isQueueNamePrefix(prefix: string): boolean {
+  return QUEUE_PREFIX_PATTERN.test(prefix);
+}
+
+/**
+ * Physical queue names of a job type inside a deployment: `<prefix>_ready_<type>` and
+ * `<prefix>_dlq_<type>`. Derived, not configured, so a function finds any type's queue with no
+ * list of URLs in its environment. A prefix has no `_` and a type is lower-case letters, digits
+ * and `-`, so `<prefix>_ready_*` names exactly the deployment's ready queues (an IAM resource
+ * pattern that matches no DLQ and no other deployment's queue), and `<prefix>_dlq_*` its DLQs.
+ */
 export function queueNames(prefix: string, type: string): { ready: string; dlq: string } {
-  return { ready: `${prefix}-${type}`, dlq: `${prefix}-${type}-dlq` };
+  return { ready: `${prefix}_ready_${type}`, dlq: `${prefix}_dlq_${type}` };
+}
+
+/** The job type of a ready queue's name or URL under `prefix`, or undefined for any other queue. */
+export function typeOfReadyQueue(prefix: string, nameOrUrl: string): string | undefined {
+  const name = nameOrUrl.slice(nameOrUrl.lastIndexOf('/') + 1);
+  const head = `${prefix}_ready_`;
+  return name.startsWith(head) ? name.slice(head.length) : undefined;
 }

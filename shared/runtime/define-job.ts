@@ -40,7 +40,8 @@ export function defineJob<Schema extends PayloadSchema>(
     ...(options.onFailure ? { onFailure: options.onFailure } : {}),
   };
   const start = once(async () => {
-    const runtime = await startLambdaRuntime({ meterCost: true });
+    // Its own type's route; another type's queue (a child it releases) is found by its name.
+    const runtime = await startLambdaRuntime({ meterCost: true, types: [spec.type] });
     const { config, clients } = runtime;
     const worker = createWorker(definition, {
       config,

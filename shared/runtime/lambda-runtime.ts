@@ -1,8 +1,9 @@
 import type { Context } from 'aws-lambda';
 import { type AwsClients, createAwsClients } from '../aws/clients';
 import { PowertoolsMetrics } from '../aws/powertools-metrics';
+import { listDeployedTypes } from '../aws/sqs-queue-lister';
 import { traceClients } from '../aws/tracing';
-import { type PlatformConfig, platformConfigFromEnv } from '../config';
+import { type PlatformConfig, platformConfigFromEnv, typesDigest, withTypes } from '../config';
 import { createLogger, type RootLogger } from '../logger';
 import { CostMeter } from './cost-meter';
 
@@ -24,8 +25,10 @@ export interface LambdaRuntime {
  * @example
  * const runtime = await startLambdaRuntime({ meterCost: true });
  */
-export async function startLambdaRuntime(options: { meterCost?: boolean } = {}): Promise<LambdaRuntime> {
-  const config = platformConfigFromEnv();
+export async function startLambdaRuntime(
+  options: { meterCost?: boolean; types?: readonly string[] } = {},
+): Promise<LambdaRuntime> {
+  const config = platformConfigFromEnv(process.env, options.types ?? []);
   const meter = options.meterCost ? new CostMeter() : undefined;
   const clients = createAwsClients(meter ? { cost: meter } : {});
   if (config.tracing) await traceClients(clients);
@@ -67,5 +70,50 @@ export function once<T>(build: () => Promise<T>): () => Promise<T> {
       throw error;
     });
     return pending;
+  };
+}
+
+/**
+ * The configuration with routes for the deployed job types, found without a list of them in
+ * the environment (which would grow past Lambda's 4 KB):
+ * - with `candidates` (the API's catalog) whose digest is the deployed one: those, at no cost;
+ * - otherwise the types whose ready queue exists (one ListQueues call), intersected with the
+ *   candidates when given. A catalog that differs from what was deployed is logged as an error
+ *   naming the difference, and only its deployed types are served.
+ *
+ * `settled` is false when the listing's digest is not the deployed one (a queue created or
+ * deleted a moment ago, as ListQueues is eventually consistent): the caller lists again later.
+ */
+export async function deployedConfig(
+  runtime: Pick<LambdaRuntime, 'config' | 'clients' | 'logger'>,
+  candidates?: readonly string[],
+): Promise<{ config: PlatformConfig; settled: boolean }> {
+  const { config } = runtime;
+  const expected = config.typesDigest;
+  if (candidates && (expected === undefined || typesDigest(candidates) === expected)) {
+    return { config: withTypes(config, candidates), settled: true };
+  }
+  const prefix = config.queues?.prefix;
+  if (!prefix) return { config: withTypes(config, candidates ?? []), settled: true };
+  const listed = await listDeployedTypes(runtime.clients.sqs, prefix);
+  const settled = expected === undefined || typesDigest(listed) === expected;
+  if (!settled) {
+    runtime.logger.warn('the listed ready queues are not the deployed job types (a deploy in progress?)', {
+      listed: listed.length,
+      deployed: expected,
+    });
+  }
+  if (!candidates) return { config: withTypes(config, listed), settled };
+  const deployed = new Set(listed);
+  runtime.logger.error("the API's catalog is not the set of deployed job types: add each type with addJobType", {
+    notDeployed: candidates.filter((type) => !deployed.has(type)),
+    notInCatalog: listed.filter((type) => !candidates.includes(type)),
+  });
+  return {
+    config: withTypes(
+      config,
+      candidates.filter((type) => deployed.has(type)),
+    ),
+    settled,
   };
 }

@@ -7,7 +7,7 @@
  * complete (`needsRelease`): its message came back because a release failed half way, so it is
  * run again; every write in it is conditional and counts an edge at most once.
  */
-import type { Route } from '../config';
+import { type QueueNaming, type Route, routeOf } from '../config';
 import {
   type ChildEntry,
   childStart,
@@ -31,6 +31,8 @@ export interface ReleaseDeps {
   /** For a child due more than 15 minutes ahead. @default such a child's message is sent with SQS's longest delay, and hidden again when it comes early */
   scheduler?: JobScheduler;
   routes: Readonly<Record<string, Route>>;
+  /** The deployment's queue naming: a child of a type not in `routes` is sent by it. @default only `routes` */
+  queues?: QueueNaming;
   /** Retention of a finished job, in days: a child ended by its parent keeps it. */
   retentionDays: number;
 }
@@ -40,7 +42,7 @@ export interface ReleaseDeps {
  * and a Scheduler when the caller may create schedules.
  */
 export function releaseDepsOf(input: {
-  config: Pick<ReleaseDeps, 'routes'> & { retentionDays: number };
+  config: Pick<ReleaseDeps, 'routes' | 'queues'> & { retentionDays: number };
   graph: JobGraph;
   queue: JobQueue;
   scheduler?: JobScheduler | undefined;
@@ -50,6 +52,7 @@ export function releaseDepsOf(input: {
     queue: input.queue,
     ...(input.scheduler ? { scheduler: input.scheduler } : {}),
     routes: input.config.routes,
+    ...(input.config.queues ? { queues: input.config.queues } : {}),
     retentionDays: input.config.retentionDays,
   };
 }
@@ -82,7 +85,7 @@ const expiresAtOf = (now: number, retentionDays: number) => Math.floor(now / 100
  * minutes, or a one-time schedule for a later runAt, as an enqueue does.
  */
 export async function dispatchJob(deps: ReleaseDeps, job: Job, now: number): Promise<void> {
-  const route = deps.routes[job.type];
+  const route = routeOf(deps, job.type);
   if (!route) throw new Error(`job type "${job.type}" has no route: job ${job.id} cannot be sent`);
   const message: JobMessage = { v: 1, id: job.id, type: job.type };
   const remaining = Math.max(0, Math.ceil((Date.parse(job.runAt) - now) / 1000));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { PlatformConfig } from '../config';
+import { type PlatformConfig, routeOf } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
 import { type Clock, systemClock } from '../core/clock';
 import { CANCELLABLE_STATES } from '../core/control';
@@ -211,7 +211,7 @@ export function createWorker(
           slots: deps.flow,
           store: deps.store,
           queue: deps.queue,
-          queueUrlOf: (type) => deps.config.routes[type]?.queueUrl,
+          queueUrlOf: (type) => routeOf(deps.config, type)?.queueUrl,
           clock,
           ...(control
             ? {

@@ -6,7 +6,7 @@ import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { type Clock, systemClock } from '../core/clock';
-import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../runtime/lambda-runtime';
+import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../runtime/lambda-runtime';
 import { runSupervisorOnce, type SupervisorDeps, type SupervisorReport } from './run';
 
 /**
@@ -18,9 +18,10 @@ import { runSupervisorOnce, type SupervisorDeps, type SupervisorReport } from '.
 export function createSupervisorHandler(
   clock: Clock = systemClock,
 ): (event?: unknown, context?: Context) => Promise<SupervisorReport> {
-  const start = once(async (): Promise<{ runtime: LambdaRuntime; deps: SupervisorDeps }> => {
+  const start = once(async (): Promise<{ runtime: LambdaRuntime; deps: SupervisorDeps; settled: boolean }> => {
     const runtime = await startLambdaRuntime();
-    const { config, clients } = runtime;
+    const { clients } = runtime;
+    const { config, settled } = await deployedConfig(runtime);
     const deps: SupervisorDeps = {
       config,
       index: new DynamoDueIndex(clients.dynamo, config.tableName),
@@ -31,10 +32,18 @@ export function createSupervisorHandler(
       log: runtime.logger.child({ component: 'supervisor' }),
       graph: new DynamoJobGraph(clients.dynamo, config.tableName),
     };
-    return { runtime, deps };
+    return { runtime, deps, settled };
   });
   return async (_event, context) => {
-    const { runtime, deps } = await start();
+    const started = await start();
+    const { runtime, deps } = started;
+    // The deployed types are listed from their ready queues (ListQueues); a listing taken while a
+    // deploy was creating or deleting queues is taken again before each pass until it matches.
+    if (!started.settled) {
+      const again = await deployedConfig(runtime);
+      deps.config = again.config;
+      started.settled = again.settled;
+    }
     return invocation(runtime, context, () => runSupervisorOnce(deps, clock.now()));
   };
 }

@@ -18,7 +18,7 @@
  * fails half-way is retried when the new `dueAt` comes. Sending a job message twice is harmless:
  * the claim lets only one delivery run.
  */
-import type { PlatformConfig } from '../config';
+import { type PlatformConfig, routeOf } from '../config';
 import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
@@ -362,7 +362,7 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 async function send(deps: SupervisorDeps, message: JobMessage): Promise<void> {
-  const route = deps.config.routes[message.type];
+  const route = routeOf(deps.config, message.type);
   if (!route) throw new Error(`job type ${message.type} has no route (not deployed)`);
   await deps.queue.send(route.queueUrl, message);
 }

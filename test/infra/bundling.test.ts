@@ -94,9 +94,9 @@ describe('bundling with local esbuild', () => {
     const env = {
       AWS_REGION: 'us-east-1',
       ORRERY_TABLE: 'jobs',
-      ORRERY_ROUTES: JSON.stringify({
-        echo: { queueUrl: 'https://sqs.local/q', queueArn: 'arn:aws:sqs:us-east-1:1:q' },
-      }),
+      ORRERY_QUEUE_URL_BASE: 'https://sqs.us-east-1.amazonaws.com/123456789012/',
+      ORRERY_QUEUE_ARN_BASE: 'arn:aws:sqs:us-east-1:123456789012:',
+      ORRERY_QUEUE_PREFIX: 'Orrery',
       ORRERY_SCHEDULE_GROUP: 'g',
       ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::1:role/r',
     };

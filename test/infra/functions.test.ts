@@ -1,7 +1,9 @@
+import type { App } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { catalog } from '../../functions/jobs/catalog';
-import { ENV, platformConfigFromEnv, platformConfigToEnv } from '../../shared/config';
+import { ENV, platformConfigFromEnv, platformConfigToEnv, routeOf, typesDigest } from '../../shared/config';
+import { Resolver, readAssembly } from './quotas';
 import { functionEnv, logicalId, prop, render, resource, resources, synthOrrery } from './support';
 
 const { stack, template } = synthOrrery();
@@ -49,33 +51,68 @@ describe('Lambda functions', () => {
     );
   });
 
-  it('give the API every table/scheduler variable and a route for every type, including types added after it', () => {
+  it('give the API the table, Scheduler and queue-naming variables, and the digest of every type, including types added after it', () => {
     const env = functionEnv(template, apiId);
     expect(Object.keys(env)).toEqual(
-      expect.arrayContaining([ENV.table, ENV.routes, ENV.scheduleGroup, ENV.schedulerRoleArn, ENV.retentionDays]),
+      expect.arrayContaining([
+        ENV.table,
+        ENV.scheduleGroup,
+        ENV.schedulerRoleArn,
+        ENV.retentionDays,
+        ENV.queueUrlBase,
+        ENV.queueArnBase,
+        ENV.queuePrefix,
+        ENV.typesDigest,
+      ]),
     );
     expect(env[ENV.retentionDays]).toBe('30');
-    const routes = JSON.parse(render(env[ENV.routes])) as Record<string, { queueUrl: string; queueArn: string }>;
-    expect(Object.keys(routes)).toEqual(workers.map((w) => w.spec.type));
-    for (const worker of workers) {
-      expect(routes[worker.spec.type]).toEqual({
-        queueUrl: `\${Ref:${worker.queueId}}`,
-        queueArn: `\${${worker.queueId}.Arn}`,
-        dlqUrl: `\${Ref:${worker.dlqId}}`,
-        dlqArn: `\${${worker.dlqId}.Arn}`,
-      });
+    expect(env[ENV.queuePrefix]).toBe('Orrery');
+    expect(env[ENV.typesDigest]).toBe(typesDigest(workers.map((w) => w.spec.type)));
+    expect(Object.keys(env).filter((name) => name.startsWith('ORRERY_ROUTES'))).toEqual([]);
+  });
+
+  it("resolve, as CloudFormation resolves them, to each type's real queue URL and ARN in every function", () => {
+    const [stackUnderTest] = readAssembly(stack.node.root as App).filter((s) => s.name === 'Orrery');
+    if (!stackUnderTest) throw new Error('no Orrery stack in the assembly');
+    const resolver = new Resolver(stackUnderTest);
+    const resolvedEnv = (id: string) =>
+      Object.fromEntries(Object.entries(functionEnv(template, id)).map(([k, v]) => [k, resolver.resolve(v)]));
+    const types = workers.map((w) => w.spec.type);
+    for (const id of [apiId, logicalId(platform.supervisor.handler), ...workers.map((w) => w.id)]) {
+      const config = platformConfigFromEnv(resolvedEnv(id));
+      for (const worker of workers) {
+        // a worker sends to other types' queues: the children it releases, a freed slot's next holder
+        expect(routeOf(config, worker.spec.type), `${id} → ${worker.spec.type}`).toEqual({
+          queueUrl: resolver.resolve({ Ref: worker.queueId }),
+          queueArn: resolver.resolve({ 'Fn::GetAtt': [worker.queueId, 'Arn'] }),
+          dlqUrl: resolver.resolve({ Ref: worker.dlqId }),
+          dlqArn: resolver.resolve({ 'Fn::GetAtt': [worker.dlqId, 'Arn'] }),
+        });
+      }
+      expect(platformConfigFromEnv(resolvedEnv(id), types).routes[types[0] ?? '']?.queueUrl).toMatch(
+        /^https:\/\/sqs\.ap-southeast-3\.amazonaws\.com\/123456789012\/Orrery_ready_/,
+      );
     }
   });
 
-  it('give each worker the table, retention, Scheduler settings and only its own route', () => {
+  it('give each worker the table, retention, Scheduler and queue-naming settings and its receive count, and no digest', () => {
     const apiEnv = functionEnv(template, apiId);
     for (const worker of workers) {
       const env = functionEnv(template, worker.id);
-      for (const name of [ENV.table, ENV.retentionDays, ENV.scheduleGroup, ENV.schedulerRoleArn]) {
+      for (const name of [
+        ENV.table,
+        ENV.retentionDays,
+        ENV.scheduleGroup,
+        ENV.schedulerRoleArn,
+        ENV.queueUrlBase,
+        ENV.queueArnBase,
+        ENV.queuePrefix,
+      ]) {
         expect(env[name], `${worker.spec.type} ${name}`).toEqual(apiEnv[name]);
       }
-      const routes = JSON.parse(render(env[ENV.routes])) as Record<string, unknown>;
-      expect(Object.keys(routes)).toEqual([worker.spec.type]);
+      expect(env[ENV.maxReceiveCount]).toBe(String(worker.group.queues.maxReceiveCount));
+      // a worker's configuration does not change when a type is added
+      expect(env[ENV.typesDigest]).toBeUndefined();
     }
   });
 
@@ -83,14 +120,22 @@ describe('Lambda functions', () => {
     const sample = platformConfigToEnv({
       tableName: 't',
       routes: {},
+      queues: { urlBase: 'https://sqs.eu-west-1.amazonaws.com/1/', arnBase: 'arn:aws:sqs:eu-west-1:1:', prefix: 'p' },
       scheduleGroup: 'g',
       schedulerRoleArn: 'r',
       retentionDays: 30,
       logLevel: 'info',
     });
+    const [stackUnderTest] = readAssembly(stack.node.root as App).filter((s) => s.name === 'Orrery');
+    if (!stackUnderTest) throw new Error('no Orrery stack in the assembly');
+    const resolver = new Resolver(stackUnderTest);
     for (const id of [apiId, ...workers.map((w) => w.id)]) {
-      const env = Object.fromEntries(Object.entries(functionEnv(template, id)).map(([k, v]) => [k, render(v)]));
-      expect(Object.keys(env), id).toEqual(expect.arrayContaining(Object.keys(sample)));
+      const env = Object.fromEntries(
+        Object.entries(functionEnv(template, id)).map(([k, v]) => [k, resolver.resolve(v)]),
+      );
+      // the digest of the deployed types is the API's and the supervisor's, not a worker's
+      const expected = Object.keys(sample).filter((name) => id === apiId || name !== ENV.typesDigest);
+      expect(Object.keys(env), id).toEqual(expect.arrayContaining(expected));
       const config = platformConfigFromEnv(env);
       expect(config.retentionDays).toBe(30);
       expect(config.logLevel).toBe('info');

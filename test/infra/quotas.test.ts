@@ -20,13 +20,23 @@ describe("AWS's deploy-time quotas, on the template with every value resolved as
     expect(describeOver(figures)).toEqual([]);
   });
 
-  it('an app with 200 job types of 40-character names synthesizes within every quota', () => {
-    const figures = measure(readAssembly(appWithTypes(200, tempOutdir('quotas-200'))));
+  it('an app with 200 job types of 40-character names: every function environment and role policy within its quota', () => {
+    // CDK's own check would stop the synthesis at the stack's 500 resources: measured below
+    const figures = measure(readAssembly(appWithTypes(200, tempOutdir('quotas-200'), { resourceLimit: false })));
     // all 200 workers, the API and the supervisor were measured
-    expect(figures.filter((f) => f.what.startsWith('environment of')).length).toBeGreaterThanOrEqual(202);
-    expect(describeOver(figures)).toEqual([]);
-    const env = largest(figures, 'environment of');
-    expect(env?.value).toBeLessThan(2048); // far under 4 KB, and not growing with the types (next test)
+    expect(figures.filter((f) => f.what.startsWith('environment of')).length).toBe(202);
+    const perFunction = figures.filter((f) => f.what.startsWith('environment of') || f.what.includes('polic'));
+    expect(describeOver(perFunction)).toEqual([]);
+    expect(largest(figures, 'environment of')?.value).toBeLessThan(2048);
+    expect(largest(figures, 'inline policies of role')?.value).toBeLessThan(5120);
+  });
+
+  it('one stack holds at most 36 job types today (13 resources each, 20 fixed, 500 at most)', () => {
+    const fits = measure(readAssembly(appWithTypes(36, tempOutdir('quotas-36'))));
+    expect(describeOver(fits)).toEqual([]);
+    expect(() => readAssembly(appWithTypes(37, tempOutdir('quotas-37')))).toThrow(
+      /: 501 is greater than allowed maximum of 500/,
+    );
   });
 
   it('no function environment grows with the number of job types', () => {

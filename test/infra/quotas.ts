@@ -389,8 +389,10 @@ export function longTypeName(i: number): string {
 }
 
 /** An app with `count` job types of 40-character names in one JobPlatform, synthesized without bundling. */
-export function appWithTypes(count: number, outdir: string): App {
-  const app = new App({ outdir, context: SKIP_BUNDLING });
+export function appWithTypes(count: number, outdir: string, options: { resourceLimit?: boolean } = {}): App {
+  // `@aws-cdk/core:stackResourceLimit` 0 turns off CDK's own check of CloudFormation's 500 resources
+  const limit = options.resourceLimit === false ? { '@aws-cdk/core:stackResourceLimit': 0 } : {};
+  const app = new App({ outdir, context: { ...SKIP_BUNDLING, ...limit } });
   const stack = new Stack(app, 'OrreryGenerated');
   const platform = new JobPlatform(stack, 'Platform');
   for (let i = 0; i < count; i++) {

@@ -3,8 +3,9 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Schedule } from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
 import { JobTable } from '../../infra/constructs/job-table';
+import { QueueNaming } from '../../infra/constructs/queue-naming';
 import { DUE_INDEX_NAME, Supervisor, SWEEP_INDEX_NAME } from '../../infra/constructs/supervisor';
-import { ENV, platformConfigFromEnv } from '../../shared/config';
+import { ENV, platformConfigFromEnv, typesDigest } from '../../shared/config';
 import {
   allowedActions,
   functionEnv,
@@ -98,27 +99,43 @@ describe('supervisor', () => {
     const actions = allowedActions(statements);
     const send = actions.filter((a) => a.action === 'sqs:SendMessage');
     expect(send).toHaveLength(1);
-    for (const t of types) {
-      expect(send[0]?.resources).toContain(arn(t.readyId));
-      expect(send[0]?.resources).not.toContain(t.dlqId);
-    }
+    // one pattern, whatever the number of types: <prefix>_ready_* matches every ready queue and no DLQ
+    expect(send[0]?.resources).toContain('Orrery_ready_*');
+    expect(send[0]?.resources).not.toContain('dlq');
     const scheduler = actions.filter((a) => a.action.startsWith('scheduler:') || a.action === 'iam:PassRole');
     expect(scheduler.map((a) => a.action)).toEqual(['scheduler:DeleteSchedule']);
     expect(JSON.stringify(scheduler[0]?.resources)).toContain(':schedule/');
-    expect(actions.filter((a) => a.action.startsWith('sqs:')).map((a) => a.action)).toEqual(['sqs:SendMessage']);
+    expect(actions.filter((a) => a.action.startsWith('sqs:')).map((a) => a.action)).toEqual([
+      'sqs:SendMessage',
+      'sqs:ListQueues', // to find the deployed types: no resource-level permission exists for it
+    ]);
   });
 
-  it('gets the route of every type, including types added after it, in a form the runtime config accepts', () => {
-    const env = Object.fromEntries(Object.entries(functionEnv(template, supervisorId)).map(([k, v]) => [k, render(v)]));
+  it('gets the queue naming and the digest of every type, including types added after it, in a form the runtime config accepts', () => {
+    const rendered = Object.fromEntries(
+      Object.entries(functionEnv(template, supervisorId)).map(([k, v]) => [k, render(v)]),
+    );
+    // as CloudFormation gives them: the bases with the pseudo parameters filled in
+    const env: Record<string, string> = {
+      ...rendered,
+      [ENV.queueUrlBase]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/',
+      [ENV.queueArnBase]: 'arn:aws:sqs:eu-west-1:123456789012:',
+    };
     const config = platformConfigFromEnv(env);
-    expect(Object.keys(config.routes)).toEqual(types.map((t) => t.type));
+    expect(config.typesDigest).toBe(typesDigest(types.map((t) => t.type)));
+    expect(config.queues?.prefix).toBe('Orrery');
     expect(env[ENV.table]).toBe(`\${Ref:${tableId}}`);
   });
 
   it('can run on another schedule', () => {
     const s = new Stack(testApp(), 'Custom');
     const jobTable = new JobTable(s, 'Jobs');
-    new Supervisor(s, 'Supervisor', { jobTable, environment: {}, schedule: Schedule.rate(Duration.minutes(5)) });
+    new Supervisor(s, 'Supervisor', {
+      jobTable,
+      naming: new QueueNaming(s),
+      environment: {},
+      schedule: Schedule.rate(Duration.minutes(5)),
+    });
     Template.fromStack(s).hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
   });
 });

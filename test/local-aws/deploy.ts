@@ -149,8 +149,17 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
       group,
     ]);
     const queues = Object.fromEntries(queueList);
+    const first = queueList[0]?.[1];
+    if (!first) throw new Error('deployLocal needs at least one job type');
     const config: PlatformConfig = {
       tableName,
+      // As the stack names them: the functions derive any type's queue from the naming.
+      queues: {
+        urlBase: first.url.slice(0, first.url.lastIndexOf('/') + 1),
+        arnBase: first.arn.slice(0, first.arn.lastIndexOf(':') + 1),
+        prefix: options.prefix,
+      },
+      maxReceiveCount: options.maxReceiveCount ?? MAX_RECEIVE_COUNT,
       routes: Object.fromEntries(
         queueList.map(([type, q]) => [
           type,

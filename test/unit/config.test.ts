@@ -1,17 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import { ENV, type PlatformConfig, platformConfigFromEnv, platformConfigToEnv, requireEnv } from '../../shared/config';
+import {
+  ENV,
+  namedRoute,
+  type PlatformConfig,
+  platformConfigFromEnv,
+  platformConfigToEnv,
+  requireEnv,
+  routeOf,
+  typesDigest,
+  withTypes,
+} from '../../shared/config';
 import { ConfigError } from '../../shared/errors';
 
+const queues = {
+  urlBase: 'https://sqs.eu-west-1.amazonaws.com/123456789012/',
+  arnBase: 'arn:aws:sqs:eu-west-1:123456789012:',
+  prefix: 'Orrery',
+};
 const routes = {
   echo: {
-    queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orrery-echo',
-    queueArn: 'arn:aws:sqs:eu-west-1:123456789012:orrery-echo',
+    queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Orrery_ready_echo',
+    queueArn: 'arn:aws:sqs:eu-west-1:123456789012:Orrery_ready_echo',
+    dlqUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Orrery_dlq_echo',
+    dlqArn: 'arn:aws:sqs:eu-west-1:123456789012:Orrery_dlq_echo',
   },
 };
 
 const env = (overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> => ({
   ORRERY_TABLE: 'orrery-jobs',
-  ORRERY_ROUTES: JSON.stringify(routes),
+  ORRERY_QUEUE_URL_BASE: queues.urlBase,
+  ORRERY_QUEUE_ARN_BASE: queues.arnBase,
+  ORRERY_QUEUE_PREFIX: queues.prefix,
   ORRERY_SCHEDULE_GROUP: 'orrery',
   ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::123456789012:role/orrery-scheduler',
   ...overrides,
@@ -28,10 +47,11 @@ function configError(fn: () => unknown): ConfigError {
 }
 
 describe('platformConfigFromEnv', () => {
-  it('reads every variable and applies the defaults', () => {
-    expect(platformConfigFromEnv(env())).toEqual({
+  it('reads every variable and applies the defaults, with routes for the types it is given', () => {
+    expect(platformConfigFromEnv(env(), ['echo'])).toEqual({
       tableName: 'orrery-jobs',
       routes,
+      queues,
       scheduleGroup: 'orrery',
       schedulerRoleArn: 'arn:aws:iam::123456789012:role/orrery-scheduler',
       retentionDays: 30,
@@ -44,7 +64,11 @@ describe('platformConfigFromEnv', () => {
   it('uses the documented variable names', () => {
     expect(ENV).toEqual({
       table: 'ORRERY_TABLE',
-      routes: 'ORRERY_ROUTES',
+      queueUrlBase: 'ORRERY_QUEUE_URL_BASE',
+      queueArnBase: 'ORRERY_QUEUE_ARN_BASE',
+      queuePrefix: 'ORRERY_QUEUE_PREFIX',
+      typesDigest: 'ORRERY_TYPES_DIGEST',
+      maxReceiveCount: 'ORRERY_MAX_RECEIVE_COUNT',
       scheduleGroup: 'ORRERY_SCHEDULE_GROUP',
       schedulerRoleArn: 'ORRERY_SCHEDULER_ROLE_ARN',
       retentionDays: 'ORRERY_RETENTION_DAYS',
@@ -54,16 +78,20 @@ describe('platformConfigFromEnv', () => {
     });
   });
 
-  it.each(['ORRERY_TABLE', 'ORRERY_ROUTES', 'ORRERY_SCHEDULE_GROUP', 'ORRERY_SCHEDULER_ROLE_ARN'])(
-    'throws a ConfigError naming %s when it is missing or empty',
-    (name) => {
-      for (const value of [undefined, '']) {
-        const error = configError(() => platformConfigFromEnv(env({ [name]: value })));
-        expect(error.message).toBe(`environment variable ${name} is not set`);
-        expect(error.code).toBe('config_error');
-      }
-    },
-  );
+  it.each([
+    'ORRERY_TABLE',
+    'ORRERY_QUEUE_URL_BASE',
+    'ORRERY_QUEUE_ARN_BASE',
+    'ORRERY_QUEUE_PREFIX',
+    'ORRERY_SCHEDULE_GROUP',
+    'ORRERY_SCHEDULER_ROLE_ARN',
+  ])('throws a ConfigError naming %s when it is missing or empty', (name) => {
+    for (const value of [undefined, '']) {
+      const error = configError(() => platformConfigFromEnv(env({ [name]: value })));
+      expect(error.message).toBe(`environment variable ${name} is not set`);
+      expect(error.code).toBe('config_error');
+    }
+  });
 
   it('requireEnv returns the value when set', () => {
     expect(requireEnv({ X: 'y' }, 'X')).toBe('y');
@@ -71,31 +99,54 @@ describe('platformConfigFromEnv', () => {
   });
 
   it.each([
-    ['not JSON', '{echo', 'ORRERY_ROUTES is not valid JSON'],
-    ['an array', '[]', 'ORRERY_ROUTES must be a JSON object of { type: { queueUrl, queueArn } }'],
-    ['null', 'null', 'ORRERY_ROUTES must be a JSON object of { type: { queueUrl, queueArn } }'],
-    ['a string', '"echo"', 'ORRERY_ROUTES must be a JSON object of { type: { queueUrl, queueArn } }'],
-    ['a route without queueArn', '{"echo":{"queueUrl":"u"}}', 'ORRERY_ROUTES.echo needs string queueUrl and queueArn'],
-    ['a null route', '{"echo":null}', 'ORRERY_ROUTES.echo needs string queueUrl and queueArn'],
     [
-      'a numeric queueUrl',
-      '{"echo":{"queueUrl":1,"queueArn":"a"}}',
-      'ORRERY_ROUTES.echo needs string queueUrl and queueArn',
+      'ORRERY_QUEUE_PREFIX',
+      'has_underscore',
+      'ORRERY_QUEUE_PREFIX must be 1-32 letters, digits or - (got has_underscore)',
     ],
-  ])('rejects ORRERY_ROUTES that is %s', (_label, raw, message) => {
-    expect(configError(() => platformConfigFromEnv(env({ ORRERY_ROUTES: raw }))).message).toBe(message);
+    [
+      'ORRERY_QUEUE_PREFIX',
+      'x'.repeat(33),
+      `ORRERY_QUEUE_PREFIX must be 1-32 letters, digits or - (got ${'x'.repeat(33)})`,
+    ],
+    [
+      'ORRERY_QUEUE_URL_BASE',
+      'https://sqs.eu-west-1.amazonaws.com/1',
+      'ORRERY_QUEUE_URL_BASE must be an http(s) URL ending with / (got https://sqs.eu-west-1.amazonaws.com/1)',
+    ],
+    [
+      'ORRERY_QUEUE_ARN_BASE',
+      'arn:aws:sqs:eu-west-1:1',
+      'ORRERY_QUEUE_ARN_BASE must look like arn:<partition>:sqs:<region>:<account>: (got arn:aws:sqs:eu-west-1:1)',
+    ],
+    ['ORRERY_MAX_RECEIVE_COUNT', '0', 'ORRERY_MAX_RECEIVE_COUNT must be an integer from 1 to 1000 (got 0)'],
+    ['ORRERY_MAX_RECEIVE_COUNT', 'x', 'ORRERY_MAX_RECEIVE_COUNT must be an integer from 1 to 1000 (got x)'],
+  ])('rejects %s=%j', (name, raw, message) => {
+    expect(configError(() => platformConfigFromEnv(env({ [name]: raw }))).message).toBe(message);
   });
 
-  it('keeps only queueUrl and queueArn of each route', () => {
-    const raw = JSON.stringify({ echo: { ...routes.echo, extra: 'x' }, sleep: { queueUrl: 'u2', queueArn: 'a2' } });
-    expect(platformConfigFromEnv(env({ ORRERY_ROUTES: raw })).routes).toEqual({
-      echo: routes.echo,
-      sleep: { queueUrl: 'u2', queueArn: 'a2' },
+  it("derives any type's queues from the naming, and the worker's receive count for its own", () => {
+    const config = platformConfigFromEnv(env({ ORRERY_MAX_RECEIVE_COUNT: '12' }), ['echo']);
+    expect(config.routes).toEqual({ echo: { ...routes.echo, maxReceiveCount: 12 } });
+    // another type (a child the worker releases) is found by its name, without a list of URLs
+    expect(routeOf(config, 'send-email')).toEqual({
+      queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Orrery_ready_send-email',
+      queueArn: 'arn:aws:sqs:eu-west-1:123456789012:Orrery_ready_send-email',
+      dlqUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Orrery_dlq_send-email',
+      dlqArn: 'arn:aws:sqs:eu-west-1:123456789012:Orrery_dlq_send-email',
     });
+    expect(withTypes(config, ['a', 'b']).routes.b).toEqual({ ...namedRoute(queues, 'b'), maxReceiveCount: 12 });
+    expect(routeOf({ routes: {} }, 'echo')).toBeUndefined();
   });
 
-  it('accepts an empty route table', () => {
-    expect(platformConfigFromEnv(env({ ORRERY_ROUTES: '{}' })).routes).toEqual({});
+  it('digests the deployed types in constant size, whatever their order or number', () => {
+    expect(typesDigest(['b', 'a'])).toBe(typesDigest(['a', 'b', 'a']));
+    expect(typesDigest(['a', 'b'])).not.toBe(typesDigest(['a', 'c']));
+    expect(typesDigest(['a', 'b'])).toMatch(/^[0-9a-f]{20}$/);
+    const many = Array.from({ length: 1000 }, (_, i) => `type-${i}-${'x'.repeat(30)}`);
+    expect(typesDigest(many)).toMatch(/^[0-9a-f]{20}$/);
+    const digest = typesDigest(['echo']);
+    expect(platformConfigFromEnv(env({ ORRERY_TYPES_DIGEST: digest })).typesDigest).toBe(digest);
   });
 
   it.each([
@@ -148,15 +199,6 @@ describe('platformConfigFromEnv', () => {
     }
   });
 
-  it("reads a route's maxReceiveCount, and rejects one that is not a positive integer", () => {
-    const withCount = { echo: { ...routes.echo, maxReceiveCount: 30 } };
-    expect(platformConfigFromEnv(env({ ORRERY_ROUTES: JSON.stringify(withCount) })).routes).toEqual(withCount);
-    const bad = { echo: { ...routes.echo, maxReceiveCount: 0 } };
-    expect(configError(() => platformConfigFromEnv(env({ ORRERY_ROUTES: JSON.stringify(bad) }))).message).toBe(
-      'ORRERY_ROUTES.echo.maxReceiveCount must be a positive integer',
-    );
-  });
-
   it('reports the first missing variable before malformed optional ones', () => {
     const error = configError(() => platformConfigFromEnv({ ORRERY_RETENTION_DAYS: 'x' }));
     expect(error.message).toBe('environment variable ORRERY_TABLE is not set');
@@ -166,7 +208,9 @@ describe('platformConfigFromEnv', () => {
 describe('platformConfigToEnv', () => {
   const config: PlatformConfig = {
     tableName: 't',
-    routes: { echo: routes.echo, 'send-email': { queueUrl: 'u', queueArn: 'a' } },
+    routes: { echo: routes.echo, 'send-email': namedRoute(queues, 'send-email') },
+    queues,
+    typesDigest: typesDigest(['echo', 'send-email']),
     scheduleGroup: 'g',
     schedulerRoleArn: 'arn:aws:iam::1:role/r',
     retentionDays: 14,
@@ -178,7 +222,10 @@ describe('platformConfigToEnv', () => {
   it('writes every variable as a string', () => {
     expect(platformConfigToEnv(config)).toEqual({
       ORRERY_TABLE: 't',
-      ORRERY_ROUTES: JSON.stringify(config.routes),
+      ORRERY_QUEUE_URL_BASE: queues.urlBase,
+      ORRERY_QUEUE_ARN_BASE: queues.arnBase,
+      ORRERY_QUEUE_PREFIX: 'Orrery',
+      ORRERY_TYPES_DIGEST: typesDigest(['echo', 'send-email']),
       ORRERY_SCHEDULE_GROUP: 'g',
       ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::1:role/r',
       ORRERY_RETENTION_DAYS: '14',
@@ -189,8 +236,22 @@ describe('platformConfigToEnv', () => {
   });
 
   it('round-trips through platformConfigFromEnv', () => {
-    expect(platformConfigFromEnv(platformConfigToEnv(config))).toEqual(config);
-    const read = platformConfigFromEnv(env({ ORRERY_RETENTION_DAYS: '90', ORRERY_LOG_LEVEL: 'warn' }));
-    expect(platformConfigFromEnv(platformConfigToEnv(read))).toEqual(read);
+    expect(platformConfigFromEnv(platformConfigToEnv(config), ['echo', 'send-email'])).toEqual(config);
+    const read = platformConfigFromEnv(env({ ORRERY_RETENTION_DAYS: '90', ORRERY_LOG_LEVEL: 'warn' }), ['echo']);
+    expect(platformConfigFromEnv(platformConfigToEnv(read), ['echo'])).toEqual({
+      ...read,
+      typesDigest: typesDigest(['echo']),
+    });
+  });
+
+  it('refuses routes that do not follow the queue naming, or a configuration without one', () => {
+    const odd = { ...config, routes: { echo: { queueUrl: 'https://elsewhere/q', queueArn: 'arn:aws:sqs:x:1:q' } } };
+    expect(configError(() => platformConfigToEnv(odd)).message).toBe(
+      'the route of "echo" does not follow the queue naming (https://elsewhere/q)',
+    );
+    const { queues: _none, ...bare } = config;
+    expect(configError(() => platformConfigToEnv(bare)).message).toBe(
+      'a configuration without queue naming has no environment form',
+    );
   });
 });

@@ -11,7 +11,9 @@ import { FakeJobQueue, FakeJobScheduler, FakeJobStore, MemoryMetrics, testConfig
 
 const ENV = {
   ORRERY_TABLE: 'orrery-jobs',
-  ORRERY_ROUTES: JSON.stringify({ echo: { queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q', queueArn: 'arn' } }),
+  ORRERY_QUEUE_URL_BASE: 'https://sqs.eu-west-1.amazonaws.com/123456789012/',
+  ORRERY_QUEUE_ARN_BASE: 'arn:aws:sqs:eu-west-1:123456789012:',
+  ORRERY_QUEUE_PREFIX: 'orrery',
   ORRERY_SCHEDULE_GROUP: 'orrery',
   ORRERY_SCHEDULER_ROLE_ARN: 'arn:aws:iam::123456789012:role/orrery-scheduler',
   AWS_REGION: 'eu-west-1',
