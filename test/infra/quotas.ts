@@ -20,7 +20,6 @@ import { App, Stack } from 'aws-cdk-lib';
 import { JobPlatform } from '../../infra/constructs/job-platform';
 import { defineJobType } from '../../shared/core/job-type';
 import { z } from '../../shared/core/zod-mini';
-import { SKIP_BUNDLING } from './support';
 
 export const QUOTAS = {
   lambdaEnvironmentBytes: 4096,
@@ -36,6 +35,8 @@ export const QUOTAS = {
 /** A long real Region and a real-looking account: names and URLs as long as they get. */
 const REGION = 'ap-southeast-3';
 const ACCOUNT = '123456789012';
+/** Context that makes every NodejsFunction skip bundling (as `SKIP_BUNDLING` in ./support.ts; kept here so scripts outside vitest can use this module). */
+const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 const PARTITION = 'aws';
 const URL_SUFFIX = 'amazonaws.com';
 
@@ -392,7 +393,7 @@ export function longTypeName(i: number): string {
 export function appWithTypes(count: number, outdir: string, options: { resourceLimit?: boolean } = {}): App {
   // `@aws-cdk/core:stackResourceLimit` 0 turns off CDK's own check of CloudFormation's 500 resources
   const limit = options.resourceLimit === false ? { '@aws-cdk/core:stackResourceLimit': 0 } : {};
-  const app = new App({ outdir, context: { ...SKIP_BUNDLING, ...limit } });
+  const app = new App({ outdir, context: { ...NO_BUNDLING, ...limit } });
   const stack = new Stack(app, 'OrreryGenerated');
   const platform = new JobPlatform(stack, 'Platform');
   for (let i = 0; i < count; i++) {
