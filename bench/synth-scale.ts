@@ -25,7 +25,11 @@ function row(count: number): string {
   }
 }
 
-console.log('| job types | stacks | synth | template bytes (largest) | resources (largest stack) | outputs | environment bytes (largest function) | role inline policy chars (largest) | dashboard widgets |');
+console.log(
+  '| job types | stacks | synth | template bytes (largest) | resources (largest stack) | outputs | environment bytes (largest function) | role inline policy chars (largest) | dashboard widgets |',
+);
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const count of COUNTS) console.log(row(count));
-console.log(`\nLimits: environment ${QUOTAS.lambdaEnvironmentBytes} B, resources ${QUOTAS.stackResources}, outputs ${QUOTAS.stackOutputs}, template ${QUOTAS.templateBytes} B, role policies ${QUOTAS.roleInlinePolicyChars} chars, widgets ${QUOTAS.dashboardWidgets}.`);
+console.log(
+  `\nLimits: environment ${QUOTAS.lambdaEnvironmentBytes} B, resources ${QUOTAS.stackResources}, outputs ${QUOTAS.stackOutputs}, template ${QUOTAS.templateBytes} B, role policies ${QUOTAS.roleInlinePolicyChars} chars, widgets ${QUOTAS.dashboardWidgets}.`,
+);

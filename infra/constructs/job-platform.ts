@@ -1,4 +1,4 @@
-import { CfnOutput, type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, type Duration, NestedStack, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { Grant, IGrantable } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -70,7 +70,9 @@ export interface JobPlatformProps {
   readonly logRetention?: RetentionDays;
   /**
    * Add stack outputs `ApiUrl`, `TableName`, `ScheduleGroupName`, and per type
-   * `Queue<Type>Url` / `Dlq<Type>Url`. Output ids are stack-wide, so one platform per stack.
+   * `QueueUrlBase` and `QueueNamePrefix` (a type's ready queue URL is
+   * `<QueueUrlBase><QueueNamePrefix>_ready_<type>`, its DLQ's `…_dlq_<type>`). Output ids are
+   * stack-wide, so one platform per stack.
    * @default true
    */
   readonly outputs?: boolean;
@@ -105,6 +107,12 @@ export interface JobPlatformProps {
    * @default Duration.hours(1)
    */
   readonly oldestMessageAgeThreshold?: Duration;
+  /**
+   * Job types with rows of their own on the dashboard (8 widgets each; at most 60): the ones
+   * past it are named in a note, and the dashboard's "every type" graphs show all types.
+   * @default 40
+   */
+  readonly dashboardTypeRows?: number;
   /**
    * Prefix of every queue's name: a job type's ready queue is `<prefix>_ready_<type>`, its DLQ
    * `<prefix>_dlq_<type>`. Functions derive queue URLs and ARNs from it, so their environment does
@@ -222,6 +230,7 @@ export class JobPlatform extends Construct {
     this.dashboard = new PlatformDashboard(this, 'Dashboard', {
       ...watched,
       dashboardName: props.dashboardName,
+      ...(props.dashboardTypeRows !== undefined ? { maxTypeRows: props.dashboardTypeRows } : {}),
       alarms: [...this.alarms.alarms.values()],
     });
     this.node.addValidation({
@@ -235,6 +244,16 @@ export class JobPlatform extends Construct {
         description: 'Enqueue API (SigV4-signed requests only)',
       });
       new CfnOutput(stack, 'TableName', { value: this.jobTable.table.tableName, description: 'DynamoDB job table' });
+      // Queue URLs are <QueueUrlBase><QueueNamePrefix>_ready_<type> (and _dlq_<type>): two outputs
+      // for any number of types (CloudFormation allows 200 outputs per stack)
+      new CfnOutput(stack, 'QueueUrlBase', {
+        value: this.environment[ENV.queueUrlBase] ?? '',
+        description: 'What every queue URL of the platform starts with',
+      });
+      new CfnOutput(stack, 'QueueNamePrefix', {
+        value: this.queueNaming.prefix,
+        description: "A type's ready queue is <prefix>_ready_<type>, its DLQ <prefix>_dlq_<type>",
+      });
       new CfnOutput(stack, 'ScheduleGroupName', {
         value: this.scheduler.group.scheduleGroupName,
         description: 'EventBridge Scheduler group of delayed jobs',
@@ -260,7 +279,10 @@ export class JobPlatform extends Construct {
     const clash = [...this.types.keys()].find((other) => pascalCase(other) === id);
     if (clash) throw new Error(`job type "${type}" and "${clash}" map to the same construct id "${id}"`);
 
-    const group = new Construct(this, `Type${id}`);
+    // Each type in a nested stack of its own: 13 resources there and one here, so an app holds
+    // hundreds of types within CloudFormation's 500 resources per stack, and adding or removing a
+    // type never moves another type's resources (its named queues) between stacks.
+    const group = new NestedStack(this, `Type${id}`, { description: `Orrery job type "${type}"` });
     const timeoutSeconds = lambdaTimeoutSeconds(resolved.spec.timeoutMs);
     const queues = new JobQueue(group, 'Queues', {
       workerTimeoutSeconds: timeoutSeconds,
@@ -283,17 +305,9 @@ export class JobPlatform extends Construct {
     });
     this.api.addRoute(type);
     const watched = { type, queue: queues.queue, deadLetterQueue: queues.deadLetterQueue, worker: worker.handler };
-    this.dashboard.addJobType({ ...watched, alarms: this.alarms.addJobType(watched) });
+    this.dashboard.addJobType({ ...watched, alarms: this.alarms.addJobType({ ...watched, scope: group }) });
     this.supervisor.addRoute(type);
 
-    if (this.outputs) {
-      const stack = Stack.of(this);
-      new CfnOutput(stack, `Queue${id}Url`, { value: queues.queue.queueUrl, description: `Ready queue of "${type}"` });
-      new CfnOutput(stack, `Dlq${id}Url`, {
-        value: queues.deadLetterQueue.queueUrl,
-        description: `Dead-letter queue of "${type}"`,
-      });
-    }
     const resources: JobTypeResources = { type, queues, worker };
     this.types.set(type, resources);
     return resources;

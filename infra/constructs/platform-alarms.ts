@@ -55,6 +55,12 @@ export interface JobTypeAlarmTargets {
   readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
   readonly worker: IFunction;
+  /**
+   * Where the type's alarms are created (its own nested stack, so that the parent stack does not
+   * grow by four resources per type).
+   * @default this construct
+   */
+  readonly scope?: Construct;
 }
 
 /**
@@ -120,7 +126,7 @@ export class PlatformAlarms extends Construct {
   addJobType(targets: JobTypeAlarmTargets): Alarm[] {
     const { type, queue, deadLetterQueue, worker } = targets;
     const added: Alarm[] = [];
-    const add = (name: string, spec: AlarmSpec) => added.push(this.add(`${type}:${name}`, spec));
+    const add = (name: string, spec: AlarmSpec) => added.push(this.add(`${type}:${name}`, spec, targets.scope));
     add('DeadLetters', {
       metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({
         period: Duration.minutes(1),
@@ -159,10 +165,10 @@ export class PlatformAlarms extends Construct {
     };
   }
 
-  private add(name: string, spec: AlarmSpec): Alarm {
+  private add(name: string, spec: AlarmSpec, scope: Construct = this): Alarm {
     // `<type>:<what>` → `<PascalType><what>`: JobPlatform refuses types whose Pascal case collides
     const [type, what] = name.includes(':') ? name.split(':') : ['', name];
-    const alarm = new Alarm(this, `${pascalCase(type ?? '')}${what ?? ''}`, {
+    const alarm = new Alarm(scope, scope === this ? `${pascalCase(type ?? '')}${what ?? ''}` : `Alarm${what ?? ''}`, {
       ...spec,
       alarmDescription: spec.description,
       evaluationPeriods: 1,

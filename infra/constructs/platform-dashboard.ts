@@ -1,17 +1,18 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Lazy } from 'aws-cdk-lib';
 import {
   type Alarm,
   AlarmStatusWidget,
   Dashboard,
   GraphWidget,
   type IMetric,
+  MathExpression,
   TextWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRIC } from '../../shared/core/metrics';
+import { METRIC, TYPE_DIMENSION } from '../../shared/core/metrics';
 import {
   DEFAULT_METRICS_PERIOD,
   failureRate,
@@ -42,6 +43,14 @@ export interface PlatformDashboardProps {
    * @default none
    */
   readonly alarms?: readonly Alarm[];
+  /**
+   * Job types that get rows of their own (8 widgets each), in the order they are added. A
+   * dashboard holds 500 widgets, and its body counts toward the stack template's 1 MB; the
+   * types past this number are named in a note at the end, and the "every type" graphs of the
+   * platform row (CloudWatch SEARCH over the job metrics' `type` dimension) show them all.
+   * @default 40
+   */
+  readonly maxTypeRows?: number;
 }
 
 /** What {@link PlatformDashboard.addJobType} shows of a job type. */
@@ -70,10 +79,18 @@ const WIDTH = 24;
 export class PlatformDashboard extends Construct {
   readonly dashboard: Dashboard;
   private readonly scope: JobMetricsScope;
+  private readonly maxTypeRows: number;
+  /** Types added past `maxTypeRows`: named in the closing note. */
+  private readonly withoutRows: string[] = [];
+  private rows = 0;
 
   constructor(scope: Construct, id: string, props: PlatformDashboardProps) {
     super(scope, id);
     this.scope = { namespace: props.namespace, period: props.period ?? DEFAULT_METRICS_PERIOD };
+    this.maxTypeRows = props.maxTypeRows ?? 40;
+    if (!Number.isInteger(this.maxTypeRows) || this.maxTypeRows < 0 || this.maxTypeRows > 60) {
+      throw new Error(`PlatformDashboard: maxTypeRows must be an integer from 0 to 60 (got ${this.maxTypeRows})`);
+    }
     const period = this.scope.period;
     this.dashboard = new Dashboard(this, 'Dashboard', {
       ...(props.dashboardName ? { dashboardName: props.dashboardName } : {}),
@@ -97,6 +114,31 @@ export class PlatformDashboard extends Construct {
       graph('Job table: throttled requests', [tableThrottles(props.table, period)], 8),
     ];
     this.dashboard.addWidgets(...row);
+    // Every type at once, whatever their number: one SEARCH expression each, constant in size.
+    const everyType = (metric: string, label: string) =>
+      new MathExpression({
+        expression: `SEARCH('{${props.namespace},${TYPE_DIMENSION}} MetricName="${metric}"', 'Sum', ${period.toSeconds()})`,
+        label,
+        period,
+      });
+    this.dashboard.addWidgets(
+      graph('Every type: jobs succeeded', [everyType(METRIC.succeeded, 'succeeded')], 8),
+      graph('Every type: jobs failed', [everyType(METRIC.failed, 'failed')], 8),
+      graph('Every type: jobs dead-lettered', [everyType(METRIC.deadLettered, 'dead-lettered')], 8),
+    );
+    this.dashboard.addWidgets(
+      new TextWidget({
+        markdown: Lazy.string({
+          produce: () =>
+            this.withoutRows.length === 0
+              ? 'Each job type has its rows below.'
+              : `The first ${this.maxTypeRows} job types have rows below; the "every type" graphs above show all of them. ` +
+                `Without rows of their own (${this.withoutRows.length}): ${this.withoutRows.join(', ')}.`,
+        }),
+        width: WIDTH,
+        height: 1,
+      }),
+    );
     if (props.alarms && props.alarms.length > 0) {
       this.dashboard.addWidgets(
         new AlarmStatusWidget({ title: 'Platform alarms', alarms: [...props.alarms], width: WIDTH, height: 2 }),
@@ -104,9 +146,14 @@ export class PlatformDashboard extends Construct {
     }
   }
 
-  /** Adds a job type's rows. */
+  /** Adds a job type's rows (or, past `maxTypeRows`, names it in the note). */
   addJobType(targets: JobTypeDashboardTargets): void {
     const { type, queue, deadLetterQueue, worker } = targets;
+    if (this.rows >= this.maxTypeRows) {
+      this.withoutRows.push(type);
+      return;
+    }
+    this.rows += 1;
     const m = (name: Parameters<typeof jobMetric>[1], statistic?: string, label?: string) =>
       jobMetric(this.scope, name, type, statistic, label);
     const period = this.scope.period;

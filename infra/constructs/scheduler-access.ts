@@ -1,4 +1,4 @@
-import { ArnFormat, Names, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { Aws, Fn, Names, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { ScheduleGroup } from 'aws-cdk-lib/aws-scheduler';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
@@ -63,12 +63,19 @@ export class SchedulerAccess extends Construct {
       }),
     });
     this.sendStatement = new PolicyStatement({ actions: ['sqs:SendMessage'] });
-    this.scheduleArns = stack.formatArn({
-      service: 'scheduler',
-      resource: 'schedule',
-      resourceName: `${this.group.scheduleGroupName}/*`,
-      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-    });
+    // The name as given (not the group's Ref) when it is known at synthesis: a grant in another
+    // stack (a job type's nested stack) then needs no cross-stack reference.
+    const groupName = Token.isUnresolved(scheduleGroupName) ? this.group.scheduleGroupName : scheduleGroupName;
+    // Unscoped pseudo parameters (Aws.*): the same value in any stack, so no reference either.
+    this.scheduleArns = Fn.join('', [
+      'arn:',
+      Aws.PARTITION,
+      ':scheduler:',
+      Aws.REGION,
+      ':',
+      Aws.ACCOUNT_ID,
+      `:schedule/${groupName}/*`,
+    ]);
   }
 
   /** Lets Scheduler deliver to `queue`, or to every queue an ARN pattern matches. */

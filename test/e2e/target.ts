@@ -6,9 +6,11 @@ import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-s
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { inject } from 'vitest';
+import { catalog } from '../../functions/jobs/catalog';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { sleep } from '../../functions/jobs/sleep';
+import { queueNames } from '../../shared/core/queue-settings';
 import { createLogger } from '../../shared/logger';
 import { type AwsTargetKind, awsTargetFromEnv, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
@@ -226,16 +228,19 @@ async function deployedTarget(outputsPath: string): Promise<E2ETarget> {
     region,
     tableName: need('TableName'),
     scheduleGroup: need('ScheduleGroupName'),
-    queueUrls: Object.entries(stack)
-      .filter(([key]) => /^Queue.*Url$/.test(key))
-      .map(([, value]) => value),
-    // Output ids are `Queue<PascalType>Url` and `Dlq<PascalType>Url`: lower-cased, the type without hyphens.
+    queueUrls: [],
+    // Keys are the type without hyphens, as the local target's.
     readyUrls: {},
     dlqUrls: {},
   };
-  for (const [key, value] of Object.entries(stack)) {
-    if (/^Queue.*Url$/.test(key)) resources.readyUrls[key.slice(5, -3).toLowerCase()] = value;
-    if (/^Dlq.*Url$/.test(key)) resources.dlqUrls[key.slice(3, -3).toLowerCase()] = value;
+  // Queue URLs are <QueueUrlBase><QueueNamePrefix>_ready_<type> and _dlq_<type>.
+  const base = need('QueueUrlBase');
+  const prefix = need('QueueNamePrefix');
+  for (const type of catalog.map((spec) => spec.type)) {
+    const names = queueNames(prefix, type);
+    resources.queueUrls.push(`${base}${names.ready}`);
+    resources.readyUrls[type.replace(/-/g, '')] = `${base}${names.ready}`;
+    resources.dlqUrls[type.replace(/-/g, '')] = `${base}${names.dlq}`;
   }
   const clients = { dynamo: new DynamoDBClient({}), sqs: new SQSClient({}), scheduler: new SchedulerClient({}) };
   const signer = new SignatureV4({ service: 'lambda', region, credentials: defaultProvider(), sha256: Sha256 });

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { catalog } from '../../functions/jobs/catalog';
@@ -31,10 +31,17 @@ describe('infra/app.ts', () => {
     });
     expect(result.stderr).not.toMatch(/AwsSolutions-|Serverless-|Error/);
     expect(result.status).toBe(0);
-    const template = JSON.parse(readFileSync(join(outdir, 'Orrery.template.json'), 'utf8')) as {
-      Resources: Record<string, { Type: string }>;
-    };
-    const types = Object.values(template.Resources).map((r) => r.Type);
+    // The stack, and a nested stack per job type (`*.nested.template.json` beside it).
+    const files = readdirSync(outdir).filter(
+      (f) => f === 'Orrery.template.json' || f.endsWith('.nested.template.json'),
+    );
+    expect(files).toHaveLength(1 + catalog.length);
+    const types = files.flatMap((file) => {
+      const template = JSON.parse(readFileSync(join(outdir, file), 'utf8')) as {
+        Resources: Record<string, { Type: string }>;
+      };
+      return Object.values(template.Resources).map((r) => r.Type);
+    });
     // The API, the supervisor and one worker for each example type.
     expect(types.filter((t) => t === 'AWS::Lambda::Function')).toHaveLength(2 + catalog.length);
     const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {

@@ -3,12 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalog, echoJob } from '../../functions/jobs/catalog';
 import { JobPlatform } from '../../infra/constructs/job-platform';
 import { OrreryStack } from '../../infra/stack';
-import { resources } from './support';
+import { flatTemplate, resources } from './support';
 
 /**
  * The one infra test that really bundles: every function's entry through the local esbuild.
@@ -26,7 +25,7 @@ describe('bundling with local esbuild', () => {
     const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true } });
     const stack = new OrreryStack(app, 'Orrery');
     app.synth();
-    const functions = resources(Template.fromStack(stack), 'AWS::Lambda::Function');
+    const functions = resources(flatTemplate(stack), 'AWS::Lambda::Function');
     bundles = Object.entries(functions).map(([id, fn]) => {
       const metadata = (fn as { Metadata?: Record<string, string> }).Metadata ?? {};
       const assetPath = metadata['aws:asset:path'];
@@ -80,7 +79,7 @@ describe('bundling with local esbuild', () => {
       entry: 'functions/jobs/echo.ts',
     });
     app.synth();
-    const functions = resources(Template.fromStack(traced), 'AWS::Lambda::Function');
+    const functions = resources(flatTemplate(traced), 'AWS::Lambda::Function');
     expect(Object.keys(functions)).toHaveLength(3);
     for (const [id, fn] of Object.entries(functions)) {
       const assetPath = (fn as { Metadata?: Record<string, string> }).Metadata?.['aws:asset:path'] ?? '';

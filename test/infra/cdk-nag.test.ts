@@ -6,11 +6,11 @@ import { AwsSolutionsChecks, type NagPack, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { OrreryStack } from '../../infra/stack';
-import { SKIP_BUNDLING, tempOutdir } from './support';
+import { ASSET_METADATA, SKIP_BUNDLING, tempOutdir } from './support';
 
 /** The real stack, in an app with both rule packs registered the way infra/app.ts does. */
 function nagApp(): App {
-  const app = new App({ context: SKIP_BUNDLING, outdir: tempOutdir('nag') });
+  const app = new App({ context: { ...SKIP_BUNDLING, ...ASSET_METADATA }, outdir: tempOutdir('nag') });
   new OrreryStack(app, 'Orrery');
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
   return app;

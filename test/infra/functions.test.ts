@@ -1,10 +1,11 @@
-import type { App } from 'aws-cdk-lib';
+import { type App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { catalog } from '../../functions/jobs/catalog';
 import { ENV, platformConfigFromEnv, platformConfigToEnv, routeOf, typesDigest } from '../../shared/config';
 import { Resolver, readAssembly } from './quotas';
-import { functionEnv, logicalId, prop, render, resource, resources, synthOrrery } from './support';
+import { functionEnv, logicalId, prop, resource, resources, synthOrrery } from './support';
 
 const { stack, template } = synthOrrery();
 const platform = stack.platform;
@@ -72,27 +73,52 @@ describe('Lambda functions', () => {
   });
 
   it("resolve, as CloudFormation resolves them, to each type's real queue URL and ARN in every function", () => {
-    const [stackUnderTest] = readAssembly(stack.node.root as App).filter((s) => s.name === 'Orrery');
-    if (!stackUnderTest) throw new Error('no Orrery stack in the assembly');
-    const resolver = new Resolver(stackUnderTest);
-    const resolvedEnv = (id: string) =>
-      Object.fromEntries(Object.entries(functionEnv(template, id)).map(([k, v]) => [k, resolver.resolve(v)]));
-    const types = workers.map((w) => w.spec.type);
-    for (const id of [apiId, logicalId(platform.supervisor.handler), ...workers.map((w) => w.id)]) {
-      const config = platformConfigFromEnv(resolvedEnv(id));
-      for (const worker of workers) {
-        // a worker sends to other types' queues: the children it releases, a freed slot's next holder
-        expect(routeOf(config, worker.spec.type), `${id} → ${worker.spec.type}`).toEqual({
-          queueUrl: resolver.resolve({ Ref: worker.queueId }),
-          queueArn: resolver.resolve({ 'Fn::GetAtt': [worker.queueId, 'Arn'] }),
-          dlqUrl: resolver.resolve({ Ref: worker.dlqId }),
-          dlqArn: resolver.resolve({ 'Fn::GetAtt': [worker.dlqId, 'Arn'] }),
-        });
+    const stacks = readAssembly(stack.node.root as App);
+    // each function's environment, resolved in the stack it lives in (a worker's: its type's nested stack)
+    const resolvers = new Map(stacks.map((s) => [s.name, new Resolver(s)]));
+    for (const s of stacks) {
+      const resolver = resolvers.get(s.name) as Resolver;
+      for (const [nestedId, nested] of stacks
+        .filter((n) => n.name.startsWith(`${s.name}/`))
+        .map((n) => [n.name.slice(s.name.length + 1), n] as const)) {
+        if (!nestedId.includes('/')) resolver.nested.set(nestedId, nested);
       }
-      expect(platformConfigFromEnv(resolvedEnv(id), types).routes[types[0] ?? '']?.queueUrl).toMatch(
-        /^https:\/\/sqs\.ap-southeast-3\.amazonaws\.com\/123456789012\/Orrery_ready_/,
-      );
     }
+    const queueOf = (w: (typeof workers)[number], construct: IConstruct) => {
+      const home = stacks.find((s) => s.name === `Orrery/${w.queueId.split('/')[0]}`);
+      if (!home) throw new Error(`no nested stack of ${w.spec.type}`);
+      const id = Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnElement);
+      const resolver = resolvers.get(home.name) as Resolver;
+      return { url: resolver.resolve({ Ref: id }), arn: resolver.resolve({ 'Fn::GetAtt': [id, 'Arn'] }) };
+    };
+    const types = workers.map((w) => w.spec.type);
+    let functions = 0;
+    for (const s of stacks) {
+      const resolver = resolvers.get(s.name) as Resolver;
+      for (const [id, res] of Object.entries(s.template.Resources ?? {})) {
+        if (res.Type !== 'AWS::Lambda::Function') continue;
+        functions += 1;
+        const environment = res.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined;
+        const variables = environment?.Variables ?? {};
+        const env = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, resolver.resolve(v)]));
+        const config = platformConfigFromEnv(env);
+        for (const worker of workers) {
+          // a worker sends to other types' queues: the children it releases, a freed slot's next holder
+          const ready = queueOf(worker, worker.group.queues.queue);
+          const dlq = queueOf(worker, worker.group.queues.deadLetterQueue);
+          expect(routeOf(config, worker.spec.type), `${s.name} ${id} → ${worker.spec.type}`).toEqual({
+            queueUrl: ready.url,
+            queueArn: ready.arn,
+            dlqUrl: dlq.url,
+            dlqArn: dlq.arn,
+          });
+        }
+        expect(platformConfigFromEnv(env, types).routes[types[0] ?? '']?.queueUrl).toMatch(
+          /^https:\/\/sqs\.ap-southeast-3\.amazonaws\.com\/123456789012\/Orrery_ready_/,
+        );
+      }
+    }
+    expect(functions).toBe(2 + workers.length);
   });
 
   it('give each worker the table, retention, Scheduler and queue-naming settings and its receive count, and no digest', () => {

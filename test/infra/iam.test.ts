@@ -1,5 +1,4 @@
 import { Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { echoJob } from '../../functions/jobs/catalog';
@@ -7,6 +6,7 @@ import { JobPlatform } from '../../infra/constructs/job-platform';
 import {
   allowedActions,
   asArray,
+  flatTemplate,
   logicalId,
   type PolicyStatementJson,
   prop,
@@ -168,7 +168,7 @@ describe('IAM least privilege', () => {
     p.addJobType({ spec: echoJob, entry: 'functions/jobs/echo.ts' });
     const caller = new Role(s, 'Caller', { assumedBy: new AccountRootPrincipal() });
     p.grantEnqueue(caller);
-    const statements = roleStatements(Template.fromStack(s), logicalId(caller));
+    const statements = roleStatements(flatTemplate(s), logicalId(caller));
     const invokeUrl = statements.find((st) => asArray(st.Action).includes('lambda:InvokeFunctionUrl'));
     expect(invokeUrl?.Resource).toEqual({ 'Fn::GetAtt': [logicalId(p.api.handler), 'Arn'] });
     expect(invokeUrl?.Condition).toEqual({ StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } });

@@ -1,10 +1,8 @@
 import { Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { catalog, echoJob } from '../../functions/jobs/catalog';
+import { echoJob } from '../../functions/jobs/catalog';
 import { JobPlatform, type JobTypeInfo, type JobTypeOptions } from '../../infra/constructs/job-platform';
-import { pascalCase } from '../../infra/constructs/job-type-options';
-import { logicalId, synthOrrery, testApp } from './support';
+import { flatTemplate, logicalId, render, synthOrrery, testApp } from './support';
 
 const entry = 'functions/jobs/echo.ts';
 const spec = (type: string, extra: Partial<JobTypeInfo> = {}): JobTypeInfo => ({ type, timeoutMs: 10_000, ...extra });
@@ -72,7 +70,7 @@ describe('JobPlatform.addJobType validation', () => {
 
   it('refuses to synthesize a platform without job types', () => {
     const { stack } = platform();
-    expect(() => Template.fromStack(stack)).toThrow(/JobPlatform has no job types/);
+    expect(() => flatTemplate(stack)).toThrow(/JobPlatform has no job types/);
   });
 
   it('rejects retentionDays outside 1-3650', () => {
@@ -82,47 +80,33 @@ describe('JobPlatform.addJobType validation', () => {
 });
 
 describe('JobPlatform outputs', () => {
-  it('outputs the API URL, table, schedule group and every queue URL', () => {
+  it('outputs the API URL, table, schedule group and the queue naming: two outputs for any number of types', () => {
     const { stack, template } = synthOrrery();
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
     expect(Object.keys(outputs).sort()).toEqual(
-      [
-        'ApiUrl',
-        'TableName',
-        'ScheduleGroupName',
-        ...[...catalog].flatMap((s) => {
-          const name = pascalCase(s.type);
-          return [`Queue${name}Url`, `Dlq${name}Url`];
-        }),
-      ].sort(),
+      ['ApiUrl', 'TableName', 'ScheduleGroupName', 'QueueUrlBase', 'QueueNamePrefix'].sort(),
     );
     const p = stack.platform;
     expect(outputs.ApiUrl?.Value).toEqual({ 'Fn::GetAtt': [logicalId(p.api.url), 'FunctionUrl'] });
     expect(outputs.TableName?.Value).toEqual({ Ref: logicalId(p.jobTable.table) });
     expect(outputs.ScheduleGroupName?.Value).toBe('Orrery-jobs');
-    const sleep = p.jobTypes.get('sleep');
-    expect(outputs.QueueSleepUrl?.Value).toEqual({ Ref: logicalId(sleep?.queues.queue ?? p) });
-    expect(outputs.DlqSleepUrl?.Value).toEqual({ Ref: logicalId(sleep?.queues.deadLetterQueue ?? p) });
-  });
-
-  it('sanitises hyphenated type names into output ids', () => {
-    const { stack, platform: p } = platform();
-    p.addJobType({ spec: spec('send-email'), entry });
-    const outputs = Template.fromStack(stack).toJSON().Outputs as Record<string, unknown>;
-    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['QueueSendEmailUrl', 'DlqSendEmailUrl']));
+    expect(outputs.QueueNamePrefix?.Value).toBe('Orrery');
+    expect(render(outputs.QueueUrlBase?.Value)).toBe(
+      `https://sqs.\${Ref:AWS::Region}.\${Ref:AWS::URLSuffix}/\${Ref:AWS::AccountId}/`,
+    );
   });
 
   it('can leave outputs to the caller', () => {
     const stack = new Stack(testApp(), 'T');
     new JobPlatform(stack, 'P', { outputs: false }).addJobType({ spec: spec('email'), entry });
-    expect(Template.fromStack(stack).toJSON().Outputs).toBeUndefined();
+    expect(flatTemplate(stack).toJSON().Outputs).toBeUndefined();
   });
 
   it('honours retentionDays, log level and API sizing', () => {
     const stack = new Stack(testApp(), 'T');
     const p = new JobPlatform(stack, 'P', { retentionDays: 7, logLevel: 'debug', apiMemoryMb: 1024 });
     p.addJobType({ spec: spec('email'), entry, memorySize: 2048 });
-    const template = Template.fromStack(stack);
+    const template = flatTemplate(stack);
     template.hasResourceProperties('AWS::Lambda::Function', {
       MemorySize: 1024,
       Environment: { Variables: { ORRERY_RETENTION_DAYS: '7', ORRERY_LOG_LEVEL: 'debug' } },

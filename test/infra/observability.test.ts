@@ -1,5 +1,5 @@
 import { App, Duration, type PolicyViolation } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import type { Template } from 'aws-cdk-lib/assertions';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
@@ -10,7 +10,9 @@ import { OrreryStack } from '../../infra/stack';
 import { ENV } from '../../shared/config';
 import { METRIC } from '../../shared/core/metrics';
 import {
+  ASSET_METADATA,
   type CfnResourceJson,
+  flatTemplate,
   functionEnv,
   logicalId,
   render,
@@ -197,7 +199,7 @@ describe('alarms', () => {
         metricsNamespace: 'Orrery/prod',
       },
     });
-    const t = Template.fromStack(custom);
+    const t = flatTemplate(custom);
     expect(alarm('echo:FailureRate', t, custom.platform).Threshold).toBe(0.25);
     expect(alarm('echo:OldestMessage', t, custom.platform).Threshold).toBe(1200);
     const namespaces = (alarm('echo:FailureRate', t, custom.platform).Metrics ?? []).flatMap((m) =>
@@ -253,7 +255,7 @@ describe('dashboard', () => {
 
   it('takes its name from dashboardName', () => {
     const named = new OrreryStack(testApp(), 'Named', { platform: { dashboardName: 'orrery-prod' } });
-    Template.fromStack(named).hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'orrery-prod' });
+    flatTemplate(named).hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'orrery-prod' });
   });
 });
 
@@ -274,7 +276,7 @@ describe('tracing and metrics settings of the functions', () => {
 
   it('tracing: true turns on the Tracer in every function (active tracing is on either way)', () => {
     const traced = new OrreryStack(testApp(), 'Traced', { platform: { tracing: true } });
-    const t = Template.fromStack(traced);
+    const t = flatTemplate(traced);
     for (const [id, fn] of Object.entries(resources(t, 'AWS::Lambda::Function'))) {
       expect(functionEnv(t, id)[ENV.tracing], id).toBe('true');
       expect(fn.Properties?.TracingConfig).toEqual({ Mode: 'Active' });
@@ -292,7 +294,7 @@ describe('tracing and metrics settings of the functions', () => {
 
 describe('cdk-nag with an alarm topic', () => {
   it('stays clean (AwsSolutions + Serverless) with a second platform whose alarms notify an encrypted, TLS-only topic', () => {
-    const app = new App({ context: SKIP_BUNDLING, outdir: tempOutdir('nag-alarms') });
+    const app = new App({ context: { ...SKIP_BUNDLING, ...ASSET_METADATA }, outdir: tempOutdir('nag-alarms') });
     const s = new OrreryStack(app, 'Orrery');
     const key = new Key(s, 'AlarmKey', { enableKeyRotation: true });
     const topic = new Topic(s, 'AlarmTopic', { masterKey: key, enforceSSL: true });
@@ -312,7 +314,7 @@ describe('cdk-nag with an alarm topic', () => {
         v.violatingResources.map((r) => `${v.ruleName} at ${r.constructPath ?? r.resourceLogicalId}`),
       ),
     ).toEqual([]);
-    const t = Template.fromStack(s);
+    const t = flatTemplate(s);
     for (const name of p.alarms.alarms.keys()) {
       const a = alarm(name, t, p);
       expect(a.AlarmActions, name).toEqual([{ Ref: logicalId(topic) }]);

@@ -36,7 +36,7 @@ export const QUOTAS = {
 const REGION = 'ap-southeast-3';
 const ACCOUNT = '123456789012';
 /** Context that makes every NodejsFunction skip bundling (as `SKIP_BUNDLING` in ./support.ts; kept here so scripts outside vitest can use this module). */
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [], 'aws:cdk:enable-asset-metadata': true };
 const PARTITION = 'aws';
 const URL_SUFFIX = 'amazonaws.com';
 
@@ -116,7 +116,11 @@ function visit(
   for (const [id, resource] of Object.entries(template.Resources ?? {})) {
     if (resource.Type !== 'AWS::CloudFormation::Stack') continue;
     const nestedFile = resource.Metadata?.['aws:asset:path'];
-    if (typeof nestedFile !== 'string') throw new Error(`nested stack ${id} of ${name} has no asset path`);
+    if (typeof nestedFile !== 'string') {
+      throw new Error(
+        `nested stack ${id} of ${name} has no asset path (synthesize with 'aws:cdk:enable-asset-metadata')`,
+      );
+    }
     const given = (resource.Properties?.Parameters ?? {}) as Record<string, unknown>;
     const nestedParams = Object.fromEntries(Object.entries(given).map(([k, v]) => [k, resolver.resolve(v)]));
     const nested = visit(

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, type CfnElement, Stack } from 'aws-cdk-lib';
+import { App, type CfnElement, NestedStack, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { onTestFinished } from 'vitest';
@@ -9,6 +9,9 @@ import { OrreryStack } from '../../infra/stack';
 
 /** Context that makes every NodejsFunction skip bundling (no esbuild run, no entry imports). */
 export const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+
+/** Asset metadata names each nested stack's template file (as the CDK CLI enables it). */
+export const ASSET_METADATA = { 'aws:cdk:enable-asset-metadata': true };
 
 /** A temporary cloud assembly directory, removed when the current test finishes. */
 export function tempOutdir(prefix: string): string {
@@ -19,13 +22,76 @@ export function tempOutdir(prefix: string): string {
 
 /** A fresh app whose stacks synthesize without bundling. */
 export function testApp(): App {
-  return new App({ context: SKIP_BUNDLING });
+  return new App({ context: { ...SKIP_BUNDLING, ...ASSET_METADATA } });
 }
 
-/** The deployable stack with the example job types, synthesized without bundling. */
+/** The deployable stack with the example job types, synthesized without bundling, seen flat. */
 export function synthOrrery(): { stack: OrreryStack; template: Template } {
   const stack = new OrreryStack(testApp(), 'Orrery');
-  return { stack, template: Template.fromStack(stack) };
+  return { stack, template: flatTemplate(stack) };
+}
+
+type Json = unknown;
+
+/**
+ * The stack and its nested stacks (each job type's) as one template, as if they were one stack:
+ * a nested stack's resources keep their logical ids behind a `<nested stack resource id>/`
+ * prefix (what {@link logicalId} gives for a construct inside it), its parameters are replaced
+ * by the values the parent passes, and the parent's `Outputs.X` of it by the output's value.
+ * Assertions then read the same whichever stack a resource lives in.
+ */
+export function flatTemplate(stack: Stack): Template {
+  const app = stack.node.root as App;
+  const assembly = app.synth();
+  const artifact = assembly.getStackByName(stack.stackName);
+  const read = (file: string) =>
+    JSON.parse(readFileSync(join(assembly.directory, file), 'utf8')) as Record<string, Json>;
+  return Template.fromJSON(flatten(read(artifact.templateFile), '', read) as Record<string, Json>);
+}
+
+function flatten(template: Record<string, Json>, prefix: string, read: (file: string) => Record<string, Json>): Json {
+  const resources = (template.Resources ?? {}) as Record<string, CfnResourceJson & { Metadata?: Record<string, Json> }>;
+  const nestedOutputs = new Map<string, Record<string, Json>>();
+  const merged: Record<string, Json> = {};
+  for (const [id, res] of Object.entries(resources)) {
+    if (res.Type !== 'AWS::CloudFormation::Stack') continue;
+    const file = res.Metadata?.['aws:asset:path'];
+    if (typeof file !== 'string') throw new Error(`nested stack ${id} has no asset path (enable asset metadata)`);
+    const nested = read(file);
+    const params = (res.Properties?.Parameters ?? {}) as Record<string, Json>;
+    const substituted = substitute(nested, params) as Record<string, Json>;
+    const flat = flatten(substituted, `${prefix}${id}/`, read) as Record<string, Json>;
+    Object.assign(merged, flat.Resources as Record<string, Json>);
+    const outputs = (flat.Outputs ?? {}) as Record<string, { Value: Json }>;
+    nestedOutputs.set(id, Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, v.Value])));
+  }
+  const rename = (value: Json): Json => {
+    if (Array.isArray(value)) return value.map(rename);
+    if (!value || typeof value !== 'object') return value;
+    const node = value as Record<string, Json>;
+    if (typeof node.Ref === 'string' && resources[node.Ref]) return { Ref: `${prefix}${node.Ref}` };
+    const getAtt = node['Fn::GetAtt'];
+    if (Array.isArray(getAtt) && typeof getAtt[0] === 'string' && resources[getAtt[0]]) {
+      const [target, attribute] = getAtt as [string, string];
+      if (attribute.startsWith('Outputs.')) return nestedOutputs.get(target)?.[attribute.slice(8)] ?? value;
+      return { 'Fn::GetAtt': [`${prefix}${target}`, attribute] };
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, rename(v)]));
+  };
+  for (const [id, res] of Object.entries(resources)) {
+    if (res.Type === 'AWS::CloudFormation::Stack') continue;
+    merged[`${prefix}${id}`] = rename(res);
+  }
+  return { ...template, Resources: merged, ...(template.Outputs ? { Outputs: rename(template.Outputs) } : {}) };
+}
+
+/** Replaces `{ Ref: <parameter> }` by the value the parent passes. */
+function substitute(value: Json, params: Record<string, Json>): Json {
+  if (Array.isArray(value)) return value.map((v) => substitute(v, params));
+  if (!value || typeof value !== 'object') return value;
+  const node = value as Record<string, Json>;
+  if (typeof node.Ref === 'string' && params[node.Ref] !== undefined) return params[node.Ref];
+  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, substitute(v, params)]));
 }
 
 /** A CloudFormation resource as it appears in a synthesized template. */
@@ -48,9 +114,17 @@ export function prop<T>(res: CfnResourceJson | undefined, name: string): T {
   return value as T;
 }
 
+/** The logical id of a construct's resource, as {@link flatTemplate} names it (nested ones prefixed). */
 export function logicalId(construct: IConstruct): string {
   const cfn = construct.node.defaultChild ?? construct;
-  return Stack.of(construct).getLogicalId(cfn as CfnElement);
+  const stack = Stack.of(construct);
+  return `${nestedPrefix(stack)}${stack.getLogicalId(cfn as CfnElement)}`;
+}
+
+function nestedPrefix(stack: Stack): string {
+  if (!(stack instanceof NestedStack) || !stack.nestedStackResource) return '';
+  const parent = Stack.of(stack.nestedStackResource);
+  return `${nestedPrefix(parent)}${parent.getLogicalId(stack.nestedStackResource)}/`;
 }
 
 export function resources(template: Template, type: string): Record<string, CfnResourceJson> {
