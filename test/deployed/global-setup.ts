@@ -30,6 +30,7 @@ import type { AwsEndpoint } from './aws-api';
 import { summariseCalls } from './call-summary';
 import { deployAssembly } from './deploy';
 import { createLambdaHost } from './lambda-host';
+import { hostTimeoutFactor } from './moto-patches';
 import { startRecordingProxy } from './recording-proxy';
 
 /** moto server's account. */
@@ -90,6 +91,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     cleanups.push(async () => clients.destroy());
 
     const callerSecret = randomBytes(20).toString('hex');
+    const timeoutFactor = hostTimeoutFactor();
     proxy.register(CALLER_ACCESS_KEY, { name: 'e2e-caller', via: 'caller' });
     const host = createLambdaHost({
       api,
@@ -99,6 +101,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       functionUrlHost: FUNCTION_URL_HOST,
       callerSecrets: { [CALLER_ACCESS_KEY]: callerSecret },
       scheduleIntervalMs: Number(process.env.ORRERY_DEPLOYED_SCHEDULE_MS ?? 5_000),
+      timeoutFactor,
     });
     cleanups.push(() => host.stop());
 
@@ -122,7 +125,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
     writeFileSync(outputsFile, `${JSON.stringify(Object.fromEntries(stacks), null, 2)}\n`);
     writeFileSync(
       join(outDir, 'deployment.json'),
-      `${JSON.stringify({ patches: app.patches, wiring: host.wiring(), functions: app.functions.map((f) => ({ logicalId: f.logicalId, bundleDir: f.bundleDir, configuration: f.configuration })) }, null, 2)}\n`,
+      `${JSON.stringify(
+        {
+          patches: app.patches,
+          wiring: host.wiring(),
+          functions: app.functions.map((f) => ({
+            logicalId: f.logicalId,
+            bundleDir: f.bundleDir,
+            configuration: f.configuration,
+          })),
+          roles: app.roles,
+          functionUrls: app.functionUrls,
+          mappings: app.mappings,
+          rules: app.rules,
+        },
+        null,
+        2,
+      )}\n`,
     );
 
     // What the test workers (forked after this) inherit: a deployed target, signing as the caller.
@@ -142,7 +161,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     delete process.env.ORRERY_AWS;
     project.provide('dynamodbEndpoint', '');
     project.provide('dynamodbPid', 0);
-    log(`ready: API ${Object.values(app.outputs).find((o) => o.ApiUrl)?.ApiUrl ?? '(none)'} (${lap()})`);
+    log(
+      `ready: API ${Object.values(app.outputs).find((o) => o.ApiUrl)?.ApiUrl ?? '(none)'}; function timeouts ×${timeoutFactor} ` +
+        `(moto-patches.ts); patches: ${app.patches.map((p) => `${p.id} ${p.places}`).join(', ')} (${lap()})`,
+    );
 
     return async () => {
       await host.stop().catch((error) => log(`teardown: ${String(error)}`));

@@ -45,6 +45,8 @@ export interface LambdaHostOptions {
   callerSecrets: LocalSecrets;
   /** Execution environments per function at most. @default 8 */
   maxEnvironments?: number;
+  /** Each function's deployed Timeout is enforced times this (see moto-patches.ts). @default 1 */
+  timeoutFactor?: number;
 }
 
 /** Counters of one function. */
@@ -139,6 +141,7 @@ export function createLambdaHost(options: LambdaHostOptions): LambdaHost {
           new FunctionEnvironments(fn, lambdaEnvironment(fn, credentials, region), {
             awsEndpoint: options.proxy.endpoint,
             logFile: join(options.logDir, `${fn.logicalId}.log`),
+            timeoutMs: (fn.configuration.Timeout ?? 3) * 1000 * (options.timeoutFactor ?? 1),
             maxEnvironments: Math.min(
               options.maxEnvironments ?? 8,
               fn.configuration.ReservedConcurrentExecutions ?? Number.POSITIVE_INFINITY,
@@ -194,7 +197,7 @@ export function createLambdaHost(options: LambdaHostOptions): LambdaHost {
             maxConcurrency,
             waitTimeSeconds: 2,
             // The environment ends a timed-out invocation first; this is the runner's backstop.
-            timeoutMs: (fn.configuration.Timeout ?? 3) * 1000 + 5_000,
+            timeoutMs: (fn.configuration.Timeout ?? 3) * 1000 * (options.timeoutFactor ?? 1) + 5_000,
             sqs,
           }),
         );
@@ -328,7 +331,7 @@ class FunctionEnvironments {
   constructor(
     private readonly fn: DeployedFunction,
     private readonly env: Record<string, string>,
-    private readonly options: { awsEndpoint: string; logFile: string; maxEnvironments: number },
+    private readonly options: { awsEndpoint: string; logFile: string; maxEnvironments: number; timeoutMs: number },
   ) {
     this.logFd = openSync(options.logFile, 'a');
     this.stats = {
@@ -347,11 +350,12 @@ class FunctionEnvironments {
   async invoke(event: unknown, given?: Context): Promise<unknown> {
     if (this.stopped) throw new Error(`${this.fn.logicalId} is stopped`);
     this.stats.invocations += 1;
-    const timeoutMs = (this.fn.configuration.Timeout ?? 3) * 1000;
+    const timeoutMs = this.options.timeoutMs;
     const env = await this.acquire();
     try {
       return await this.run(env, event, timeoutMs, given);
     } catch (error) {
+      if (this.stopped) throw error; // ended by the host's teardown, not by the function
       this.stats.errors += 1;
       this.stats.lastErrors.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
       if (this.stats.lastErrors.length > 20) this.stats.lastErrors.shift();

@@ -40,6 +40,8 @@ export interface MotoPatch {
   template?: (template: Template, ctx: PatchContext) => number;
   /** Runs against moto after the stack is created; returns how many things it changed. */
   afterDeploy?: (moto: { api: AwsEndpoint; clients: LocalClients }) => Promise<number>;
+  /** What the Lambda host does differently from AWS on this target (it reads these). */
+  host?: { timeoutFactor: number };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -92,7 +94,24 @@ export const MOTO_PATCHES: readonly MotoPatch[] = [
       return changed;
     },
   },
+  {
+    id: 'function-timeouts-scaled',
+    reason:
+      "moto's DynamoDB is several times slower than DynamoDB (enqueue p50 ~1.8 s against 0.26 s measured under load), and the harness sends every DynamoDB call through one serialising proxy (moto does not serialise conditional writes to one item). A 100-job batch replay took over 10 s there (the API's deployed timeout), where AWS takes well under a second. The Lambda host enforces each function's deployed Timeout times this factor (the context's remaining time counts down from the same); ORRERY_DEPLOYED_TIMEOUT_FACTOR=1 runs with the deployed timeouts as they are.",
+    host: { timeoutFactor: 3 },
+  },
 ];
+
+/** The factor the Lambda host applies to the deployed timeouts (`ORRERY_DEPLOYED_TIMEOUT_FACTOR` overrides). */
+export function hostTimeoutFactor(env: NodeJS.ProcessEnv = process.env): number {
+  const given = env.ORRERY_DEPLOYED_TIMEOUT_FACTOR;
+  if (given !== undefined && given !== '') {
+    const factor = Number(given);
+    if (!(factor >= 1)) throw new Error(`ORRERY_DEPLOYED_TIMEOUT_FACTOR must be a number ≥ 1 (got ${given})`);
+    return factor;
+  }
+  return MOTO_PATCHES.find((patch) => patch.host)?.host?.timeoutFactor ?? 1;
+}
 
 /** Applies every template patch to a deep copy of `template`; returns the copy and the counts. */
 export function patchTemplate(
