@@ -436,3 +436,38 @@ export async function describeRule(target: AwsEndpoint, name: string): Promise<S
     targets: (targets.Targets ?? []).map((t) => ({ id: t.Id, arn: t.Arn, ...(t.Input ? { input: t.Input } : {}) })),
   };
 }
+
+/** A role's policies as IAM resolved them (documents parsed): inline by name, and attached managed ones. */
+export interface RolePolicies {
+  roleArn: string;
+  inline: Record<string, unknown>;
+  managed: { arn: string; document?: unknown }[];
+}
+
+const IAM_VERSION = '2010-05-08';
+
+export async function getRolePolicies(target: AwsEndpoint, roleArn: string): Promise<RolePolicies> {
+  const roleName = roleArn.slice(roleArn.lastIndexOf('/') + 1);
+  const iam = (action: string, params: Record<string, string>) => queryCall(target, 'iam', IAM_VERSION, action, params);
+  const decode = (text: string | undefined) => (text ? JSON.parse(decodeURIComponent(text)) : undefined);
+  const inline: Record<string, unknown> = {};
+  const names = xmlList(await iam('ListRolePolicies', { RoleName: roleName }), 'PolicyNames').map((n) => n.text.trim());
+  for (const name of names) {
+    const answer = await iam('GetRolePolicy', { RoleName: roleName, PolicyName: name });
+    inline[name] = decode(xmlText(answer, 'PolicyDocument'));
+  }
+  const managed: RolePolicies['managed'] = [];
+  const attached = xmlList(await iam('ListAttachedRolePolicies', { RoleName: roleName }), 'AttachedPolicies');
+  for (const policy of attached.map(xmlRecord)) {
+    if (!policy.PolicyArn) continue;
+    try {
+      const meta = await iam('GetPolicy', { PolicyArn: policy.PolicyArn });
+      const version = xmlText(meta, 'DefaultVersionId') ?? 'v1';
+      const doc = await iam('GetPolicyVersion', { PolicyArn: policy.PolicyArn, VersionId: version });
+      managed.push({ arn: policy.PolicyArn, document: decode(xmlText(doc, 'Document')) });
+    } catch {
+      managed.push({ arn: policy.PolicyArn }); // an AWS managed policy moto does not hold
+    }
+  }
+  return { roleArn, inline, managed };
+}

@@ -22,10 +22,12 @@ import {
   type EventSourceMapping,
   type FunctionConfiguration,
   getFunctionConfiguration,
+  getRolePolicies,
   listEventSourceMappings,
   listStackResources,
   putObject,
   putParameter,
+  type RolePolicies,
   type ScheduledRule,
   stackFailures,
 } from './aws-api';
@@ -65,6 +67,8 @@ export interface DeployedApp {
   functionUrls: DeployedFunctionUrl[];
   mappings: EventSourceMapping[];
   rules: ScheduledRule[];
+  /** Each function's role with its policies as deployed (resolved), for the IAM check. */
+  roles: RolePolicies[];
   /** Which patches changed how many places, per stack; and what each after-deploy patch did. */
   patches: { stackName: string; id: string; places: number }[];
 }
@@ -127,7 +131,15 @@ export async function deployAssembly(options: DeployOptions): Promise<DeployedAp
   }
   const served = await options.serveFunctionUrls(wanted);
 
-  const app: DeployedApp = { outputs: {}, functions: [], functionUrls: [], mappings: [], rules: [], patches: [] };
+  const app: DeployedApp = {
+    outputs: {},
+    functions: [],
+    functionUrls: [],
+    mappings: [],
+    rules: [],
+    roles: [],
+    patches: [],
+  };
   for (const stack of assembly.stacks) {
     const ctx = contextFor(stack, (logicalId) => {
       const url = served.get(functionUrlKey(stack.stackName, logicalId));
@@ -155,6 +167,9 @@ export async function deployAssembly(options: DeployOptions): Promise<DeployedAp
     await readBack(options, stack, template, served, app);
   }
   app.mappings = await listEventSourceMappings(api);
+  for (const roleArn of new Set(app.functions.map((fn) => fn.configuration.Role))) {
+    app.roles.push(await getRolePolicies(api, roleArn));
+  }
 
   for (const patch of MOTO_PATCHES) {
     if (!patch.afterDeploy) continue;
