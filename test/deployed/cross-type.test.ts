@@ -29,7 +29,7 @@ describe("a parent's end releases its children (dependsOn)", () => {
     expect(child.status).toBe(201);
     expect(child.job.state).toBe('waiting');
     expect((await waitForState(target, parent.job.id, ['succeeded', 'failed'])).state).toBe('succeeded');
-    expect((await waitForState(target, child.job.id, ['succeeded', 'failed'], 30_000)).state).toBe('succeeded');
+    expect((await waitForState(target, child.job.id, ['succeeded', 'failed'], 20_000)).state).toBe('succeeded');
   });
 
   it('a child of another type runs once its parent succeeded (the parent type’s worker sends to the child type’s queue)', async () => {
@@ -38,7 +38,7 @@ describe("a parent's end releases its children (dependsOn)", () => {
     expect(child.status).toBe(201);
     expect(child.job.state).toBe('waiting');
     expect((await waitForState(target, parent.job.id, ['succeeded', 'failed'])).state).toBe('succeeded');
-    expect((await waitForState(target, child.job.id, ['succeeded', 'failed'], 30_000)).state).toBe('succeeded');
+    expect((await waitForState(target, child.job.id, ['succeeded', 'failed'], 20_000)).state).toBe('succeeded');
   });
 
   it('a flow across types runs to its end (POST /flows)', async () => {
@@ -54,7 +54,7 @@ describe("a parent's end releases its children (dependsOn)", () => {
     });
     expect(response.status, await response.clone().text()).toBe(201);
     for (const id of [ids.a, ids.b, ids.c]) {
-      expect((await waitForState(target, id, ['succeeded', 'failed', 'cancelled'], 30_000)).state, id).toBe(
+      expect((await waitForState(target, id, ['succeeded', 'failed', 'cancelled'], 20_000)).state, id).toBe(
         'succeeded',
       );
     }

@@ -16,7 +16,9 @@
  * the IAM check) and host-stats.json (invocations, errors), and prints a summary.
  *
  * Environment: `ORRERY_DEPLOYED_CDK_OUT=<dir>` reuses a synthesized assembly (skips step 1);
- * `ORRERY_DEPLOYED_SCHEDULE_MS` sets the scheduled rules' period (default 5000);
+ * `ORRERY_DEPLOYED_SCHEDULE_MS` sets the scheduled rules' period (default: each rule's own rate,
+ * one minute for the supervisor; the e2e suite does not wait for it);
+ * `ORRERY_DEPLOYED_TIMEOUT_FACTOR` (see moto-patches.ts);
  * `ORRERY_DEPLOYED_OUT` moves the output directory.
  */
 import { randomBytes } from 'node:crypto';
@@ -100,7 +102,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       logDir: join(outDir, 'logs'),
       functionUrlHost: FUNCTION_URL_HOST,
       callerSecrets: { [CALLER_ACCESS_KEY]: callerSecret },
-      scheduleIntervalMs: Number(process.env.ORRERY_DEPLOYED_SCHEDULE_MS ?? 5_000),
+      ...(process.env.ORRERY_DEPLOYED_SCHEDULE_MS
+        ? { scheduleIntervalMs: Number(process.env.ORRERY_DEPLOYED_SCHEDULE_MS) }
+        : {}),
       timeoutFactor,
     });
     cleanups.push(() => host.stop());

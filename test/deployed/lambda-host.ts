@@ -37,7 +37,7 @@ export interface LambdaHostOptions {
   account: string;
   /** One log file per function (stdout and stderr of its environments, as CloudWatch Logs would hold). */
   logDir: string;
-  /** Period of the scheduled rules' events. @default 5_000 */
+  /** Period of every scheduled rule's events. @default each rule's own `rate(...)` (a `cron(...)`: 60 s) */
   scheduleIntervalMs?: number;
   /** Loopback address the Function URLs listen on. */
   functionUrlHost: string;
@@ -210,9 +210,9 @@ export function createLambdaHost(options: LambdaHostOptions): LambdaHost {
         });
       }
 
-      const intervalMs = options.scheduleIntervalMs ?? 5_000;
       for (const rule of app.rules) {
         if (rule.state === 'DISABLED' || !rule.scheduleExpression) continue;
+        const intervalMs = options.scheduleIntervalMs ?? ratePeriodMs(rule.scheduleExpression) ?? 60_000;
         for (const target of rule.targets) {
           const fn = byArn.get(target.arn);
           if (!fn) continue;
@@ -256,6 +256,14 @@ export function createLambdaHost(options: LambdaHostOptions): LambdaHost {
       return stopping;
     },
   };
+}
+
+/** The period of `rate(5 minutes)`-style expressions, in ms; undefined for anything else. */
+export function ratePeriodMs(expression: string): number | undefined {
+  const match = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression.trim());
+  if (!match) return undefined;
+  const unit = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[match[2]?.replace(/s$/, '') as 'minute'];
+  return Number(match[1]) * unit;
 }
 
 /** An EventBridge scheduled event, as a rule's `rate(...)`/`cron(...)` delivers it. */

@@ -267,6 +267,9 @@ export function describeCall(input: CallInput): {
     if (queue) resources.add(queue);
     const name = json.QueueName ?? form?.get('QueueName');
     if (typeof name === 'string') resources.add(arn('sqs', name));
+    // Message move tasks name their source queue (the DLQ) by ARN; IAM checks that ARN.
+    if (typeof json.SourceArn === 'string') resources.add(json.SourceArn);
+    if (typeof json.DestinationArn === 'string') context.destinationArn = json.DestinationArn;
     if (Array.isArray(json.Entries)) context.entries = json.Entries.length;
   } else if (input.service === 'scheduler') {
     const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
