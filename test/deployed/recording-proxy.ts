@@ -271,6 +271,12 @@ export function describeCall(input: CallInput): {
     if (typeof json.SourceArn === 'string') resources.add(json.SourceArn);
     if (typeof json.DestinationArn === 'string') context.destinationArn = json.DestinationArn;
     if (Array.isArray(json.Entries)) context.entries = json.Entries.length;
+  } else if (input.service === 'ssm') {
+    const parameter = (name: unknown) => {
+      if (typeof name === 'string') resources.add(arn('ssm', `parameter/${name.replace(/^\//, '')}`));
+    };
+    parameter(json.Name ?? json.Path);
+    if (Array.isArray(json.Names)) json.Names.forEach(parameter);
   } else if (input.service === 'scheduler') {
     const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
     if (segments[0] === 'schedules' && segments[1]) {
