@@ -8,8 +8,8 @@
  * - each Function URL: an HTTP server building payload-format-2.0 events (test/local-aws/function-url.ts);
  * - each SQS event source mapping: a poll loop with its batch size, maximum concurrency and
  *   batch item failures (test/local-aws/lambda-runner.ts), polling with the function's role;
- * - each scheduled EventBridge rule: a scheduled event every `scheduleIntervalMs` (the rule's
- *   rate, compressed for tests).
+ * - each scheduled EventBridge rule: a scheduled event at start (awaited), then at the rule's
+ *   rate (or every `scheduleIntervalMs`).
  *
  * Every AWS call of the functions (and of the pollers) goes through the recording proxy.
  */
@@ -216,18 +216,21 @@ export function createLambdaHost(options: LambdaHostOptions): LambdaHost {
         for (const target of rule.targets) {
           const fn = byArn.get(target.arn);
           if (!fn) continue;
-          let running = false;
+          let running: Promise<unknown> | undefined;
           const fire = () => {
-            if (running) return; // the previous pass is still running: skip this tick
-            running = true;
+            if (running) return running; // the previous pass is still running: skip this tick
             const event = target.input ? JSON.parse(target.input) : scheduledEvent(rule.arn, options.account, region);
-            poolOf(fn)
+            running = poolOf(fn)
               .invoke(event)
               .catch(() => undefined) // counted in the function's stats
               .finally(() => {
-                running = false;
+                running = undefined;
               });
+            return running;
           };
+          // A first event at once, finished before the tests start: what the target writes on its
+          // first run (the supervisor's cursors) is then there before any test counts items.
+          await fire();
           const timer = setInterval(fire, intervalMs);
           timer.unref();
           timers.push(timer);
