@@ -8,6 +8,8 @@ import { defineConfig } from 'vitest/config';
  * - e2e: the HTTP API and workers end to end, against local AWS or a deployed stack;
  * - moto (`npm run test:moto`): the e2e suite and the supervisor-only scenarios (test/moto) on
  *   moto server, a second AWS implementation whose Scheduler never fires (each file starts its own);
+ * - deployed (`npm run test:deployed`): the e2e suite against the app's `cdk.out` as deployed onto
+ *   moto's CloudFormation, its bundles run as the functions (test/deployed/global-setup.ts);
  * - package (`npm run test:package`): the packed `orrery-jobs` tarball, installed into a clean consumer;
  * - ui (`npm run test:ui`): the dashboard in headless Chromium (Debian's `chromium`, driven by
  *   playwright-core) against the local platform, one file at a time (a browser each).
@@ -70,6 +72,20 @@ export default defineConfig({
           globalSetup: ['test/local-aws/moto-global-setup.ts'],
           env: { ORRERY_AWS: 'moto' },
           pool: 'forks',
+          testTimeout: 240_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'deployed',
+          include: ['test/e2e/**/*.test.ts', 'test/deployed/**/*.test.ts'],
+          globalSetup: ['test/deployed/global-setup.ts'],
+          setupFiles: ['test/deployed/network-setup.mjs', 'test/deployed/skip-setup.ts'],
+          pool: 'forks',
+          // One stack for every file: tests that count what the platform wrote (footprint, queue
+          // depth) must not see another file's jobs.
+          fileParallelism: false,
           testTimeout: 240_000,
           hookTimeout: 120_000,
         },
