@@ -184,7 +184,10 @@ describe('orrery CLI (built)', () => {
     const unknown = await orrery(['enqueue', 'nope']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('unknown_type');
-    expect(unknown.stderr).toContain('- type: must be one of: echo, flaky, sleep');
+    // the deployed types, sorted: the local platform's three, or every type of a deployed stack
+    const listed = /- type: must be one of: (.+)/.exec(unknown.stderr)?.[1]?.split(', ') ?? [];
+    expect(listed).toEqual(expect.arrayContaining(['echo', 'flaky', 'sleep']));
+    expect(listed).toEqual([...listed].sort());
 
     const missing = await orrery(['get', uid('missing'), '--json']);
     expect(missing.code).toBe(1);
