@@ -52,10 +52,14 @@ describe('POST /jobs/{id}/cancel', () => {
   });
 
   it('cancels a running job: the handler is aborted at its next heartbeat, and it is not retried', async () => {
+    // Messages other tests left in the queue (a deployed stack is shared: a job delayed 15 min
+    // stays there) count in the depth; this test waits for its own message to go.
+    const total = (d: { visible: number; inFlight: number; delayed: number }) => d.visible + d.inFlight + d.delayed;
+    const before = await target.queueDepth('sleep');
     const job = await enqueue({ type: 'sleep', payload: { ms: 120_000 } });
     await waitForJob(target, job.id, ['running']);
     await waitFor('the sleep message in flight', async () =>
-      (await target.queueDepth('sleep')).inFlight === 1 ? true : undefined,
+      (await target.queueDepth('sleep')).inFlight === before.inFlight + 1 ? true : undefined,
     );
     const cancelledAt = Date.now();
     const cancelled = await cancel(job.id);
@@ -67,7 +71,7 @@ describe('POST /jobs/{id}/cancel', () => {
       'the sleep message to be deleted',
       async () => {
         const depth = await target.queueDepth('sleep');
-        return depth.visible + depth.inFlight + depth.delayed === 0 ? true : undefined;
+        return total(depth) === total(before) ? true : undefined;
       },
       60_000,
     );
