@@ -139,6 +139,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
             configuration: f.configuration,
           })),
           roles: app.roles,
+          queuePolicies: app.queuePolicies,
           functionUrls: app.functionUrls,
           mappings: app.mappings,
           rules: app.rules,
