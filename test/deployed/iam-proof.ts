@@ -730,13 +730,18 @@ function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string
   return groups;
 }
 
-/** Why the run fails, one line each (empty: proven). */
-export function iamFailures(proof: IamProof): string[] {
+/**
+ * Why the run fails, one line each (empty: proven). `unusedLines: false` leaves out the unused
+ * lines without a justification and the stale justifications (a run of part of the suite).
+ */
+export function iamFailures(proof: IamProof, { unusedLines = true }: { unusedLines?: boolean } = {}): string[] {
+  const denied = proof.denied.map(
+    (d) =>
+      `${d.function} (${d.kind}, ${d.via}): ${d.call} → ${d.action} on ${d.resource}: ${d.result}; missing: ${d.missing} (${d.count}×)`,
+  );
+  if (!unusedLines) return denied;
   return [
-    ...proof.denied.map(
-      (d) =>
-        `${d.function} (${d.kind}, ${d.via}): ${d.call} → ${d.action} on ${d.resource}: ${d.result}; missing: ${d.missing} (${d.count}×)`,
-    ),
+    ...denied,
     ...[...groupBy(proof.unjustified, (g) => g.key).entries()].map(
       ([key, grants]) =>
         `unused and unjustified: ${key} (${grants.length} role(s), e.g. ${grants[0]?.functionId}: ${grants[0]?.action} on ` +
