@@ -12,8 +12,10 @@
  * 5. the e2e suite (test/e2e) then runs as against any deployed stack: `ORRERY_E2E_OUTPUTS`
  *    names the outputs file, requests are signed with SigV4 (the caller's credentials here).
  *
- * On teardown it writes .orrery/deployed/aws-calls.json (every AWS call each function made, for
- * the IAM check) and host-stats.json (invocations, errors), and prints a summary.
+ * On teardown it writes .orrery/deployed/aws-calls.json (every AWS call each function made) and
+ * host-stats.json (invocations, errors), then proves IAM from the calls (iam-proof.ts): every
+ * call evaluated against its function's role and queue policies, iam-report.md written, a
+ * summary printed; a denied call, or an unused policy line without a justification, fails the run.
  *
  * Environment: `ORRERY_DEPLOYED_CDK_OUT=<dir>` reuses a synthesized assembly (skips step 1);
  * `ORRERY_DEPLOYED_SCHEDULE_MS` sets the scheduled rules' period (default: each rule's own rate,
@@ -250,7 +252,10 @@ async function proveIamOfRun(
     join(run.outDir, 'iam-report.md'),
     renderIamReport(proof, { writtenAt: run.writtenAt, calls: run.calls.length }),
   );
-  log(`${summariseIamProof(proof)}\n  report: ${join(run.outDir, 'iam-report.md')}`);
+  log(
+    `${summariseIamProof(proof)}\n  report: ${join(run.outDir, 'iam-report.md')} ` +
+      `(${whole ? 'the whole suite ran: unused lines enforced' : 'part of the suite ran: only denied calls enforced'})`,
+  );
   if (!whole) {
     const skipped = iamFailures(proof).length - iamFailures(proof, { unusedLines: false }).length;
     if (skipped > 0) log(`IAM: a run of part of the suite: ${skipped} unused-line findings reported, not enforced`);
