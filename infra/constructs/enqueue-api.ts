@@ -4,6 +4,7 @@ import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ENV, typesDigest } from '../../shared/config';
+import { JOB_TABLE } from '../../shared/core/table';
 import { FROM_SOURCES, platformEntry } from '../paths';
 import { acknowledge, resourceFinding } from './acknowledge';
 import type { JobTable } from './job-table';
@@ -11,16 +12,22 @@ import { OrreryFunction } from './orrery-function';
 import type { QueueNaming } from './queue-naming';
 import type { SchedulerAccess } from './scheduler-access';
 
-/** Item and query actions the API needs; no Scan, no table management. */
+/**
+ * Item actions the API needs, on the table; no Scan, no table management. (DeleteItem: a
+ * schedule's items go in a transaction; no transaction has a ConditionCheck item.)
+ */
 const API_TABLE_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:BatchGetItem',
-  'dynamodb:Query',
-  'dynamodb:ConditionCheckItem',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
   'dynamodb:DeleteItem',
 ];
+
+/** The indexes the API queries (the listings, and the schedules' on `byType`); the due index is the supervisor's. */
+export const API_QUERY_INDEXES = JOB_TABLE.indexes
+  .filter((index) => index.partitionKey !== 'dueBucket')
+  .map((index) => index.name);
 
 /**
  * What the API does with a job type's DLQ: peek (receive with visibility 0), count (`GET /dlq`,
@@ -61,7 +68,7 @@ export interface EnqueueApiProps {
 /**
  * The enqueue API: a Lambda behind a Function URL with `AWS_IAM` auth, so AWS rejects every
  * request that is not SigV4-signed by a principal holding `lambda:InvokeFunctionUrl` (see
- * {@link grantInvoke}). It reads and writes job items and queries the GSIs, sends to the ready
+ * {@link grantInvoke}). It reads and writes job items and queries the listing GSIs, sends to the ready
  * ready queues and peeks at and redrives the DLQs of the platform's queue naming (IAM patterns
  * `<prefix>_ready_*` and `<prefix>_dlq_*`: constant in size whatever the number of types), and
  * manages one-time schedules in the platform's group.
@@ -94,10 +101,9 @@ export class EnqueueApi extends Construct {
     this.url = this.handler.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
 
     const table = props.jobTable.table;
-    const indexArns = props.jobTable.indexNames.map((name) => `${table.tableArn}/index/${name}`);
-    this.handler.addToRolePolicy(
-      new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn, ...indexArns] }),
-    );
+    const indexArns = API_QUERY_INDEXES.map((name) => `${table.tableArn}/index/${name}`);
+    this.handler.addToRolePolicy(new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn] }));
+    this.handler.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: indexArns }));
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');
     this.handler.addToRolePolicy(
       new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.naming.readyQueueArns] }),

@@ -19,8 +19,9 @@ export interface SchedulerAccessProps {
 
 /**
  * Which Scheduler actions {@link SchedulerAccess.grantSchedules} allows: `create` (the API's
- * delayed jobs, the workers' long retries), `manage` (also get, delete, update: recurring
- * schedules), `delete` (only delete: the supervisor removes a schedule that never fired).
+ * delayed jobs, the workers' long retries), `manage` (also delete and update: recurring
+ * schedules; no get, their state is the job table's), `delete` (only delete: the supervisor
+ * removes a schedule that never fired).
  */
 export type ScheduleAccess = 'create' | 'manage' | 'delete';
 
@@ -94,7 +95,7 @@ export class SchedulerAccess extends Construct {
   }
 
   /**
-   * Lets `role` create (and for `manage` also get, delete and update: recurring schedules are
+   * Lets `role` create (and for `manage` also delete and update: recurring schedules are
    * paused, resumed and changed in place) schedules in this group, and pass
    * the Scheduler role, to Scheduler only. Acknowledges the one wildcard this needs.
    */
@@ -103,12 +104,7 @@ export class SchedulerAccess extends Construct {
       access === 'delete'
         ? ['scheduler:DeleteSchedule']
         : access === 'manage'
-          ? [
-              'scheduler:CreateSchedule',
-              'scheduler:GetSchedule',
-              'scheduler:DeleteSchedule',
-              'scheduler:UpdateSchedule',
-            ]
+          ? ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule', 'scheduler:UpdateSchedule']
           : ['scheduler:CreateSchedule'];
     role.addToPrincipalPolicy(new PolicyStatement({ actions, resources: [this.scheduleArns] }));
     // Only a role that creates or updates schedules passes the Scheduler role to them.

@@ -32,6 +32,7 @@ import {
   stackFailures,
 } from './aws-api';
 import { MOTO_PATCHES, type PatchContext, patchTemplate } from './moto-patches';
+import { type QueuePolicy, queuePoliciesOf } from './queue-policies';
 
 const run = promisify(execFile);
 
@@ -69,6 +70,8 @@ export interface DeployedApp {
   rules: ScheduledRule[];
   /** Each function's role with its policies as deployed (resolved), for the IAM check. */
   roles: RolePolicies[];
+  /** The queues' resource policies, resolved from the templates (moto does not apply them), for the IAM check. */
+  queuePolicies: QueuePolicy[];
   /** Which patches changed how many places, per stack; and what each after-deploy patch did. */
   patches: { stackName: string; id: string; places: number }[];
 }
@@ -138,6 +141,7 @@ export async function deployAssembly(options: DeployOptions): Promise<DeployedAp
     mappings: [],
     rules: [],
     roles: [],
+    queuePolicies: [],
     patches: [],
   };
   for (const stack of assembly.stacks) {
@@ -257,6 +261,15 @@ async function readBack(
   for (const resource of await listStackResources(api, stack.stackName)) {
     physical.set(resource.logicalId, resource.physicalId);
   }
+  app.queuePolicies.push(
+    ...queuePoliciesOf({
+      stackName: stack.stackName,
+      region: api.region,
+      account: options.account,
+      physical,
+      template,
+    }),
+  );
   for (const [logicalId, resource] of Object.entries(template.Resources)) {
     if (resource.Type === 'AWS::Lambda::Function') {
       const name = physical.get(logicalId);

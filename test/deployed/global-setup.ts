@@ -12,8 +12,10 @@
  * 5. the e2e suite (test/e2e) then runs as against any deployed stack: `ORRERY_E2E_OUTPUTS`
  *    names the outputs file, requests are signed with SigV4 (the caller's credentials here).
  *
- * On teardown it writes .orrery/deployed/aws-calls.json (every AWS call each function made, for
- * the IAM check) and host-stats.json (invocations, errors), and prints a summary.
+ * On teardown it writes .orrery/deployed/aws-calls.json (every AWS call each function made) and
+ * host-stats.json (invocations, errors), then proves IAM from the calls (iam-proof.ts): every
+ * call evaluated against its function's role and queue policies, iam-report.md written, a
+ * summary printed; a denied call, or an unused policy line without a justification, fails the run.
  *
  * Environment: `ORRERY_DEPLOYED_CDK_OUT=<dir>` reuses a synthesized assembly (skips step 1);
  * `ORRERY_DEPLOYED_SCHEDULE_MS` sets the scheduled rules' period (default: each rule's own rate,
@@ -22,7 +24,7 @@
  * `ORRERY_DEPLOYED_OUT` moves the output directory.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { localClients } from '../local-aws/clients';
@@ -30,10 +32,11 @@ import { findMotoServer, MOTO_INSTALL_HINT, startMotoServer, startSerialProxy } 
 import { REPO_ROOT, readAssembly, synthesize } from './assembly';
 import type { AwsEndpoint } from './aws-api';
 import { summariseCalls } from './call-summary';
-import { deployAssembly } from './deploy';
+import { type DeployedApp, deployAssembly } from './deploy';
+import { iamFailures, proveIam, renderIamReport, summariseIamProof } from './iam-proof';
 import { createLambdaHost } from './lambda-host';
 import { hostTimeoutFactor } from './moto-patches';
-import { startRecordingProxy } from './recording-proxy';
+import { type AwsCallRecord, type Principal, startRecordingProxy } from './recording-proxy';
 
 /** moto server's account. */
 const ACCOUNT = '123456789012';
@@ -139,6 +142,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
             configuration: f.configuration,
           })),
           roles: app.roles,
+          queuePolicies: app.queuePolicies,
           functionUrls: app.functionUrls,
           mappings: app.mappings,
           rules: app.rules,
@@ -182,10 +186,79 @@ export default async function setup(project: TestProject): Promise<() => Promise
           `invocations: ${host.stats().reduce((n, s) => n + s.invocations, 0)}, functions with errors: ` +
           `${failing.map((s) => `${s.logicalId} (${s.errors}: ${s.lastErrors.at(-1)})`).join('; ') || 'none'}`,
       );
+      // IAM proven from the calls (iam-proof.ts): fails the run after the cleanup.
+      let iamFailed: string[] = [];
+      try {
+        iamFailed = await proveIamOfRun(project, {
+          calls: proxy.calls,
+          principals: proxy.principals(),
+          app,
+          outDir,
+          writtenAt: summary.run.writtenAt,
+        });
+      } catch (error) {
+        iamFailed = [
+          `the IAM proof could not run: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        ];
+      }
       await cleanup();
+      if (iamFailed.length > 0) {
+        throw new Error(`IAM not proven (${join(outDir, 'iam-report.md')}):\n  ${iamFailed.join('\n  ')}`);
+      }
     };
   } catch (error) {
     await cleanup();
     throw error;
   }
+}
+
+/**
+ * Evaluates every call of the run's functions against their roles (iam-proof.ts), writes
+ * iam-report.md, prints a summary, and says why the run fails (empty: proven). Unused lines
+ * without a justification fail only a run of the whole suite: a run of some files leaves paths
+ * untaken that the justifications do not (and should not) cover; denied calls fail any run.
+ */
+async function proveIamOfRun(
+  project: TestProject,
+  run: {
+    calls: readonly AwsCallRecord[];
+    principals: ReadonlyMap<string, Principal>;
+    app: DeployedApp;
+    outDir: string;
+    writtenAt: string;
+  },
+): Promise<string[]> {
+  const version = (
+    JSON.parse(
+      readFileSync(join(REPO_ROOT, 'node_modules', '@cloud-copilot', 'iam-simulate', 'package.json'), 'utf8'),
+    ) as { version: string }
+  ).version;
+  const proof = await proveIam({
+    calls: run.calls,
+    principals: run.principals,
+    app: run.app,
+    account: ACCOUNT,
+    simulator: `@cloud-copilot/iam-simulate ${version}`,
+  });
+  const all = (await project.globTestFiles()).testFiles.map((file) => resolve(file));
+  const ran = new Set(
+    project.vitest.state
+      .getFiles()
+      .filter((file) => file.projectName === project.name)
+      .map((file) => resolve(file.filepath)),
+  );
+  const whole = all.every((file) => ran.has(file)) && !project.vitest.config.testNamePattern;
+  writeFileSync(
+    join(run.outDir, 'iam-report.md'),
+    renderIamReport(proof, { writtenAt: run.writtenAt, calls: run.calls.length }),
+  );
+  log(
+    `${summariseIamProof(proof)}\n  report: ${join(run.outDir, 'iam-report.md')} ` +
+      `(${whole ? 'the whole suite ran: unused lines enforced' : 'part of the suite ran: only denied calls enforced'})`,
+  );
+  if (!whole) {
+    const skipped = iamFailures(proof).length - iamFailures(proof, { unusedLines: false }).length;
+    if (skipped > 0) log(`IAM: a run of part of the suite: ${skipped} unused-line findings reported, not enforced`);
+  }
+  return iamFailures(proof, { unusedLines: whole });
 }
