@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { deflateRawSync } from 'node:zlib';
 import { App, Stack } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalog, echoJob } from '../../functions/jobs/catalog';
@@ -45,6 +46,19 @@ describe('bundling with local esbuild', () => {
     for (const { id, dir } of bundles) {
       expect(existsSync(join(dir, 'index.mjs')), id).toBe(true);
       expect(existsSync(join(dir, 'index.mjs.map')), id).toBe(true);
+    }
+  });
+
+  it("fits Lambda's deployment package limits: 250 MB unzipped, 50 MB zipped", () => {
+    for (const { id, dir } of bundles) {
+      const files = readdirSync(dir).map((name) => join(dir, name));
+      const unzipped = files.reduce((sum, file) => sum + statSync(file).size, 0);
+      // deflate as a zip would (an upper bound of the zip: its headers are a few bytes a file)
+      const zipped = files.reduce((sum, file) => sum + deflateRawSync(readFileSync(file)).length + 100, 0);
+      expect(unzipped, `${id} unzipped bytes`).toBeLessThan(250 * 1024 * 1024);
+      expect(zipped, `${id} zipped bytes`).toBeLessThan(50 * 1024 * 1024);
+      // far under both: a bundle is a few MB at most (see docs/observability.md, cold start)
+      expect(unzipped, `${id} unzipped bytes`).toBeLessThan(10 * 1024 * 1024);
     }
   });
 
