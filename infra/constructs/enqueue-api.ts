@@ -124,6 +124,16 @@ export class EnqueueApi extends Construct {
       "The platform's dead-letter queues, named <prefix>_dlq_<type>: the pattern matches exactly them and stays " +
         'one line whatever the number of job types.',
     );
+    // Only when the catalog it was built with differs from the deployed types (ORRERY_TYPES_DIGEST):
+    // it lists the ready queues once to serve only the deployed ones (deployedConfig).
+    this.handler.addToRolePolicy(new PolicyStatement({ actions: ['sqs:ListQueues'], resources: ['*'] }));
+    acknowledge(
+      this.handler.executionRole,
+      'AwsSolutions-IAM5[Resource::*]',
+      "sqs:ListQueues has no resource-level permission (IAM grants it per Region). The API lists the platform's " +
+        'ready queues by name prefix only when its catalog differs from the deployed job types, to serve just the ' +
+        "deployed ones. The same role's X-Ray statement also needs *.",
+    );
     acknowledge(
       this.handler,
       'Serverless-LambdaDLQ',

@@ -66,6 +66,14 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
     fate: 'kept (moto lacks it)',
   },
 
+  'api sqs:ListQueues *': {
+    verdict:
+      "Only when the API's catalog differs from the deployed job types (ORRERY_TYPES_DIGEST): it lists the ready " +
+      "queues once at cold start to serve only the deployed ones (deployedConfig). The repository's catalog is the " +
+      'deployed set, so the run never lists; test/integration/deployed-types.test.ts takes that path on local SQS.',
+    fate: 'kept (not in the suite)',
+  },
+
   // The supervisor: repairs that a healthy run of a few minutes never needs.
   'supervisor sqs:SendMessage ready queues': {
     verdict:
