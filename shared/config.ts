@@ -122,6 +122,11 @@ export function namedRoute(queues: QueueNaming, type: string, maxReceiveCount?: 
   };
 }
 
+/** The routes of `types` under a deployment's queue naming. */
+function namedRoutes(queues: QueueNaming, types: readonly string[], maxReceiveCount?: number): Record<string, Route> {
+  return Object.fromEntries(types.map((type) => [type, namedRoute(queues, type, maxReceiveCount)]));
+}
+
 /**
  * Where jobs of `type` go: this function's own route for it, or one derived from the
  * deployment's queue naming (a worker releasing a child of another type, a singleton shared
@@ -207,7 +212,7 @@ export function platformConfigFromEnv(env: Env = process.env, types: readonly st
   const digest = env[ENV.typesDigest];
   return {
     tableName,
-    routes: Object.fromEntries(types.map((type) => [type, namedRoute(queues, type, receives)])),
+    routes: namedRoutes(queues, types, receives),
     queues,
     ...(digest ? { typesDigest: digest } : {}),
     ...(receives !== undefined ? { maxReceiveCount: receives } : {}),
@@ -226,7 +231,7 @@ export function withTypes(config: PlatformConfig, types: readonly string[]): Pla
   if (!queues) throw new ConfigError('the configuration has no queue naming to route job types by');
   return {
     ...config,
-    routes: Object.fromEntries(types.map((type) => [type, namedRoute(queues, type, config.maxReceiveCount)])),
+    routes: namedRoutes(queues, types, config.maxReceiveCount),
   };
 }
 

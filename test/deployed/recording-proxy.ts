@@ -10,7 +10,7 @@
  * serialise conditional writes to one item, DynamoDB does); the rest go to moto directly.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from '../local-aws/loopback';
 
 /** Who a set of credentials belongs to. */
 export interface Principal {
@@ -147,11 +147,7 @@ export async function startRecordingProxy(options: RecordingProxyOptions): Promi
     });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const endpoint = await listenOnLoopback(server);
   return {
     endpoint,
     calls,

@@ -18,7 +18,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { delimiter, join } from 'node:path';
 import {
   CreateTableCommand,
@@ -31,6 +30,7 @@ import { DEFAULT_LEASE_MS } from '../../shared/core/lease';
 import { JOB_TABLE } from '../../shared/core/table';
 import { LOCAL_CREDENTIALS } from './clients';
 import { createTableInput } from './deploy';
+import { listenOnLoopback } from './loopback';
 import { trackChild, untrackChild } from './process-guard';
 
 /** Which AWS implementation the harness runs against. */
@@ -335,11 +335,7 @@ export async function startSerialProxy(upstream: string): Promise<SerialProxy> {
       tail = turn.catch(() => undefined);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const endpoint = await listenOnLoopback(server);
   return {
     endpoint,
     get forwarded() {
