@@ -233,16 +233,34 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     expect((await store.get(id))?.errors).toEqual([1, 2, 3, 4, 5, 6].map(bigError));
   });
 
-  it('a lost error item loses that entry only: the history skips it and lastError is the summary', async () => {
-    const job = newJob();
+  it('a missing last error item (not written yet, or lost) leaves its summary as the last entry: a failed job shows every attempt', async () => {
+    // The fenced write counts the error before its item is written, so a reader in between (or
+    // after a lost item write) finds the count ahead of the items.
+    const job = newJob({ maxAttempts: 2 });
     await store.create(job);
-    const mine = await claimed(job, 'w', T0);
-    await store.fail({ job: mine, now: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w' });
+    const first = await claimed(job, 'w1', T0);
+    await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
+    const second = await claimed(job, 'w2', T0 + 1);
+    await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 2) } } }));
+    const stored = await store.get(job.id);
+    expect(stored).toMatchObject({ state: 'failed', attempts: 2 });
+    expect(stored?.errors).toEqual([bigError(1), errorSummary(bigError(2))]);
+    expect(stored?.lastError).toEqual(errorSummary(bigError(2)));
+    expect(stored?.lastError?.stack).toBeUndefined();
+  });
+
+  it('a lost error item before the last loses that entry only: the history skips it', async () => {
+    const job = newJob({ maxAttempts: 2 });
+    await store.create(job);
+    const first = await claimed(job, 'w1', T0);
+    await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
+    const second = await claimed(job, 'w2', T0 + 1);
+    await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
     await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 1) } } }));
     const stored = await store.get(job.id);
-    expect(stored?.errors).toEqual([]);
-    expect(stored?.lastError).toEqual(errorSummary(bigError(1)));
-    expect(stored?.lastError?.stack).toBeUndefined();
+    expect(stored?.errors).toEqual([bigError(2)]);
+    expect(stored?.lastError).toEqual(bigError(2));
   });
 
   it('a replayed fail (its response lost) writes the error item only if it is missing', async () => {
