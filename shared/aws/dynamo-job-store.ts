@@ -306,7 +306,7 @@ export function fromItem(item: Item): Job {
  * The job of a status item with its error history: the last {@link ERROR_HISTORY_LIMIT} error
  * items, read with one strongly consistent BatchGetItem (only for a job that has errors).
  * `lastError` is the last stored error in full when its item is there, else the status item's
- * summary (an error item whose write was lost).
+ * summary (an error item not written yet, or whose write was lost), which then also ends `errors`.
  */
 export async function withHistory(client: DynamoDBClient, tableName: string, item: Item): Promise<Job> {
   const job = fromItem(item);
@@ -346,9 +346,13 @@ export async function withHistory(client: DynamoDBClient, tableName: string, ite
     const entry = found.get(n);
     return entry ? [entry] : [];
   });
-  job.errors = [...job.errors, ...stored].slice(-ERROR_HISTORY_LIMIT);
+  // The fenced write counts an error before its item is written: a reader in between (or after a
+  // lost item write) gets the status item's summary as the last entry, so the history always ends
+  // with the attempt that ended the job.
   const last = found.get(count);
   if (last) job.lastError = last;
+  else if (count > 0 && job.lastError) stored.push(job.lastError);
+  job.errors = [...job.errors, ...stored].slice(-ERROR_HISTORY_LIMIT);
   return job;
 }
 
