@@ -4,11 +4,12 @@
  *
  * A handler is re-run from the top by every later attempt, and after every sleep or wait: each
  * step that was recorded gives back its recorded result without running again, so only the
- * steps not recorded yet run. A sleep or a wait that has to last ends the attempt: the handler's
- * promise is abandoned (the call throws a {@link Suspension} that the handler should let through;
- * the worker suspends the job even if the handler catches it), the job waits in state `waiting`
- * with no Lambda running and no attempt spent, and it resumes at its wake time, or when its signal
- * arrives.
+ * steps not recorded yet run. A sleep or a wait that has to last ends the attempt: the call
+ * throws a {@link Suspension} that the handler should let through (the worker suspends the job
+ * even if the handler catches it), `ctx.signal` aborts with that Suspension as its reason, and
+ * the worker waits for the handler to stop, as after a timeout, before the job waits in state
+ * `waiting` with no Lambda running and no attempt spent. It resumes at its wake time, or when its
+ * signal arrives.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../core/clock';
@@ -77,6 +78,9 @@ export interface WorkflowSteps {
 /**
  * Thrown by a sleep or signal wait that ends the attempt. Let it through: the attempt is over
  * (the worker suspends the job even if the handler catches it, and ignores what it returns).
+ * It is also the reason `ctx.signal` aborts with, so work beside the wait (the other half of a
+ * `Promise.all`) stops before the job waits: `ctx.signal.reason instanceof Suspension` tells this
+ * end of the attempt from a timeout or a lost lease.
  */
 export class Suspension extends Error {
   constructor(readonly wait: WakeWait) {
@@ -102,6 +106,11 @@ export interface WorkflowOptions {
   signal: AbortSignal;
   /** Epoch seconds an entry written at `now` expires. */
   expiresAt(now: number): number;
+  /**
+   * Called when a sleep or a wait ends the attempt (before its call throws the Suspension): the
+   * worker then stops the handler, as after a timeout. Called again when a second wait joins it.
+   */
+  onSuspend?(wait: WakeWait): void;
 }
 
 /** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
@@ -179,6 +188,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       misuse = error as StepUsageError;
       throw error;
     }
+    options.onSuspend?.(pending);
     throw new Suspension(pending);
   }
 

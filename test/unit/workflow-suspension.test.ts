@@ -79,7 +79,14 @@ describe('a wait that ends the attempt stops the work beside it first', () => {
     // the next job of the key (limit 1) takes the slot only now
     await h.worker(sqsEvent(messageFor('b')));
     await w.seen.done;
-    expect(events).toEqual(['work started', 'work stopped', 'suspend a', 'slot released', 'b started']);
+    expect(events).toEqual([
+      'work started',
+      'work stopped',
+      'suspend a',
+      'slot released',
+      'b started',
+      'slot released',
+    ]);
     expect(w.seen.reason).toMatchObject({ name: 'Suspension', wait: { kind: 'sleep', key: 'nap' } });
     expect(h.store.peek('b')).toMatchObject({ state: 'succeeded' });
   });
