@@ -5,6 +5,7 @@
  * test), the system clock, and the signals service the API runs, on the same table.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { signalRoutes } from '../../shared/api/routes/signals';
 import { SignalsService } from '../../shared/api/signals-service';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
@@ -58,6 +59,7 @@ export function dynamoWorker(options: DynamoWorkerOptions) {
     clock: systemClock,
     log: createLogger({ level: 'error' }),
   });
+  const signalRoute = signalRoutes(signals)[0]?.methods.POST;
   let deliveries = 0;
   return {
     store,
@@ -73,6 +75,22 @@ export function dynamoWorker(options: DynamoWorkerOptions) {
         newJob({ id, type: spec.type, maxAttempts: 3, expiresAt: Math.floor(now / 1000) + 86_400, ...overrides }, now),
       );
       if (!created.created) throw new Error(`job ${id} exists`);
+    },
+    /** `POST /jobs/{id}/signals/{name}` through its route, as the API answers it: the status and the body. */
+    async post(id: string, name: string, payload: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+      if (!signalRoute) throw new Error('no signal route');
+      const response = await signalRoute(
+        {
+          method: 'POST',
+          path: `/jobs/${id}/signals/${name}`,
+          query: {},
+          headers: { 'content-type': 'application/json' },
+          requestId: `r-${id}-${name}`,
+          bodyText: JSON.stringify({ payload }),
+        },
+        { id, name },
+      );
+      return { status: response.statusCode ?? 0, body: JSON.parse(response.body ?? '{}') as Record<string, unknown> };
     },
     /** Delivers the job's message once, as a new SQS message; resolves when the worker is done with it. */
     deliver(id: string) {
