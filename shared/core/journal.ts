@@ -48,7 +48,11 @@ export interface InboxDelivery {
   expiresAt: number;
 }
 
-/** What `POST /jobs/{id}/signals/{name}` (and the client's `signal`) answers. */
+/**
+ * What `POST /jobs/{id}/signals/{name}` (and the client's `signal`) answers. A signal accepted is
+ * either returned by the job's `ctx.waitForSignal(name)` (`late: false`: now if `resumed`, else
+ * when the job waits for it), or came after that wait had recorded its timeout (`late: true`).
+ */
 export interface SignalReceipt {
   jobId: string;
   signal: string;
@@ -56,8 +60,28 @@ export interface SignalReceipt {
   receivedAt: string;
   /** The job was waiting for this signal: it is due now, and its message was sent. */
   resumed: boolean;
+  /**
+   * The job's wait for this signal had already timed out (its outcome, `null` or a
+   * `SignalTimeoutError`, was recorded first): no wait returns this signal, and the job was not
+   * woken. `false`: the wait returns it.
+   */
+  late: boolean;
   /** A replay of a send already stored (same payload): nothing new was stored. */
   duplicate: boolean;
+}
+
+/**
+ * The outcome of a signal wait, as its `signal` entry records it. Written once, the first write
+ * wins, by whichever comes first: the wait that took the signal from the inbox (`payload`), the
+ * send that stored it (`received`: the signal in the inbox, received then, is the outcome; its
+ * payload is not copied), or the wait whose deadline passed (`timedOutAt`).
+ */
+export type SignalOutcome = { payload: unknown } | { received: string } | { timedOutAt: string };
+
+/** The time a recorded signal outcome says the wait timed out, or undefined when a signal is its outcome. */
+export function timedOutAt(outcome: unknown): string | undefined {
+  const at = (outcome as { timedOutAt?: unknown } | null)?.timedOutAt;
+  return typeof at === 'string' ? at : undefined;
 }
 
 /** Persistence of job journals and signal inboxes. */
