@@ -234,10 +234,10 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
           if (waitOptions.onTimeout === 'throw') throw new SignalTimeoutError(name, timedOut);
           return null;
         }
+        const o = (value ?? {}) as { payload?: unknown; received?: string };
         // recorded by the send: the signal is the inbox's
-        if ((value as { received?: unknown }).received !== undefined) arrived ??= await look();
-        const payload = 'payload' in (value as object) ? (value as { payload: unknown }).payload : arrived?.payload;
-        return (payload ?? null) as T | null;
+        if (o.received !== undefined) arrived ??= await look();
+        return (('payload' in o ? o.payload : arrived?.payload) ?? null) as T | null;
       };
       const done = await read('signal', name);
       if (done) return outcome(done.value);

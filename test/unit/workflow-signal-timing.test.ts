@@ -145,8 +145,14 @@ describe('what a send answers', () => {
     expect(await signals.send('lt-5', 'paid', { payload: 5 })).toMatchObject({
       receipt: { resumed: true, late: false, duplicate: true },
     });
+    const before = h.journal.calls.length;
     await h.worker(redelivery('lt-5'));
     expect(h.store.peek('lt-5')).toMatchObject({ state: 'succeeded', result: { got: 5 } });
+    // the resumed run reads the outcome the send recorded, and the inbox for its payload: no write
+    expect(h.journal.calls.slice(before)).toEqual([
+      { method: 'get', key: 'job#lt-5#signal#paid' },
+      { method: 'signal', key: 'job#lt-5#inbox#paid' },
+    ]);
   });
 
   it('neither, before the job waits: the wait returns it when it comes', async () => {
