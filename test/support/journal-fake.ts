@@ -9,7 +9,7 @@ import type {
   JournalKind,
   JournalRecord,
 } from '../../shared/core/journal';
-import { journalKey } from '../../shared/core/journal';
+import { inboxOf, journalKey } from '../../shared/core/journal';
 
 const copy = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
@@ -50,7 +50,7 @@ export class FakeJournal implements Journal {
     const existing = this.inbox.get(key);
     if (existing) return { stored: false as const, existing: copy(existing) };
     this.inbox.set(key, copy({ ...input.signal, payload: input.signal.payload ?? null }));
-    const { dueAt } = input as InboxDelivery & { dueAt?: number };
+    const { dueAt } = input;
     if (dueAt !== undefined)
       this.inboxDue.set(key, { jobId: input.jobId, dueBucket: dueBucket(dueAt, input.jobId), dueAt });
     return { stored: true as const };
@@ -66,7 +66,7 @@ export class FakeJournal implements Journal {
     const signal = this.inbox.get(pk);
     const due = this.inboxDue.get(pk);
     if (!signal || due?.dueAt !== from) return false;
-    const jobId = due?.jobId ?? pk.split('#')[1] ?? '';
+    const jobId = due?.jobId ?? inboxOf(pk)?.jobId ?? '';
     this.inboxDue.set(pk, { jobId, dueBucket: dueBucket(to, jobId), dueAt: to });
     return true;
   }

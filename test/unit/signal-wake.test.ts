@@ -137,7 +137,7 @@ describe('a stored signal whose wake is lost still resumes its job within the su
     expect(w.h.store.peek('lw-4')).toMatchObject({ state: 'succeeded', result: { got: 4 } });
   });
 
-  it('a woken job whose resent message is lost too is sent again at the next back-off', async () => {
+  it('a woken job whose message is lost again is sent again by its own due entry, 10 minutes after the wake', async () => {
     const w = world();
     await w.waiting('lw-5');
     w.h.store.failNext('wake', new Error('InternalServerError'));
@@ -146,6 +146,9 @@ describe('a stored signal whose wake is lost still resumes its job within the su
     w.h.clock.advance(BOUND_MS);
     await w.supervise();
     expect(w.sentFor('lw-5')).toBe(sent + 1); // this message is lost: nobody delivers it
+    w.h.clock.advance(5 * MIN);
+    await w.supervise();
+    expect(w.sentFor('lw-5')).toBe(sent + 1);
     w.h.clock.advance(5 * MIN);
     await w.supervise();
     expect(w.sentFor('lw-5')).toBe(sent + 2);
