@@ -1,6 +1,7 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
+import { SIGNAL_LOOK_MS } from '../core/due';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
 import {
@@ -33,12 +34,14 @@ export interface SignalsServiceDeps {
 
 /**
  * `POST /jobs/{id}/signals/{name}`: puts the signal in the job's inbox (one conditional write,
- * 1 write unit up to 1 KB), records it as the outcome of the job's wait for it unless that wait
- * timed out first (one conditional write of 1 write unit; then the answer is `late`), then, if
- * the job waits for it, makes the job due now (one more conditional write) and sends its
- * message. A signal sent before the job waits stays in the inbox: the wait finds it there. One
- * signal per name per job: a replay with the same payload answers 200 and stores nothing;
- * another payload is refused (409 `signal_exists`).
+ * 1 write unit up to 1 KB, and 1 for its due entry), records it as the outcome of the job's wait
+ * for it unless that wait timed out first (one conditional write of 1 write unit; then the answer
+ * is `late`), then, if the job waits for it, makes the job due now (one more conditional write)
+ * and sends its message. The inbox item's due entry brings the supervisor to the job
+ * {@link SIGNAL_LOOK_MS} later: if the wake or the send was lost (this call died after the inbox
+ * write, or failed and was not sent again), it wakes the job then. A signal sent before the job
+ * waits stays in the inbox: the wait finds it there. One signal per name per job: a replay with
+ * the same payload answers 200 and stores nothing; another payload is refused (409 `signal_exists`).
  */
 export class SignalsService {
   private readonly specs: Map<string, JobTypeSpec>;
@@ -93,6 +96,8 @@ export class SignalsService {
       name,
       signal: { payload, payloadHash: hash, at },
       expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+      // the supervisor's look, in case the wake below is lost (this call dies, or its writes fail)
+      dueAt: now + SIGNAL_LOOK_MS,
     });
     if (!stored.stored && stored.existing.payloadHash !== hash) {
       throw new ConflictError(`job ${id} already has a signal "${name}" with another payload`, 'signal_exists', {
@@ -147,7 +152,7 @@ export class SignalsService {
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)
       // may not come before then: the caller sends the signal again, whose wake finds the job
-      // woken and sends the message.
+      // woken and sends the message; else the supervisor sends it at the signal's due entry.
       this.deps.log.warn('could not send the message of a job its signal woke', { jobId: id, ...errorFields(error) });
       throw new DependencyError(
         `the signal was stored and job ${id} woken, but its message could not be sent (${error instanceof Error ? error.message : String(error)}). Send the same signal again to resume it now.`,

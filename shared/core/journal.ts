@@ -46,6 +46,12 @@ export interface InboxDelivery {
   signal: InboxSignal;
   /** Epoch seconds: TTL of the signal. */
   expiresAt: number;
+  /**
+   * Epoch ms when the supervisor looks whether the job resumed (`SIGNAL_LOOK_MS` after the
+   * signal): the inbox item's due entry, written with it at no extra request (1 index write
+   * unit), so a job whose wake after this write is lost is found. @default no due entry
+   */
+  dueAt?: number;
 }
 
 /**
@@ -131,6 +137,15 @@ export function checkName(name: unknown, what: 'step' | 'sleep' | 'signal', path
 /** The key of a journal entry's item. */
 export function journalKey(jobId: string, kind: JournalKind | 'inbox', name: string): string {
   return `job#${jobId}#${kind}#${name}`;
+}
+
+/**
+ * The job and signal of an inbox item's key ({@link journalKey} of kind `inbox`), or undefined
+ * for any other key: the supervisor tells the due entry of a signal from a job's by its key.
+ */
+export function inboxOf(key: string): { jobId: string; name: string } | undefined {
+  const match = /^job#([^#]+)#inbox#([^#]+)$/.exec(key);
+  return match ? { jobId: match[1] as string, name: match[2] as string } : undefined;
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
