@@ -7,6 +7,7 @@ import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES, type
 import { jsonBytes } from '../core/limits';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
+import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
 import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
@@ -79,7 +80,9 @@ export class SignalsService {
     const hash = payloadHash(`signal:${name}`, payload);
     const at = new Date(now).toISOString();
     const stored = await journal.deliver({
+      // the inbox of this job: a later job of the same id has an inbox of its own
       jobId: id,
+      incarnation: incarnationOf(job.createdAt),
       name,
       signal: { payload, payloadHash: hash, at },
       expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,

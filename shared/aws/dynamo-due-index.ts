@@ -14,7 +14,7 @@ import type { Job } from '../core/job';
 import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys } from '../core/table';
 import type { Checkpoint, CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
-import { N, S } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -116,7 +116,7 @@ export class DynamoDueIndex implements DueIndex {
   /** {@link unfinished} for at most 100 ids (one BatchGetItem, and its unprocessed keys). */
   private async unfinishedOf(ids: readonly string[]): Promise<string[]> {
     const out: string[] = [];
-    let pending: Item[] = ids.map((id) => ({ pk: S(keys.job(id)) }));
+    let pending: Item[] = ids.map((id) => keyOf(keys.job(id)));
     try {
       for (let round = 0; pending.length > 0; round++) {
         if (round >= 8) throw new Error('DynamoDB BatchGetItem (creation sweep) left keys unprocessed');
@@ -149,7 +149,7 @@ export class DynamoDueIndex implements DueIndex {
   async getCheckpoint(name: CheckpointName = 'due'): Promise<Checkpoint | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(checkpointKey(name)) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(checkpointKey(name)), ConsistentRead: true }),
       );
       const item = out.Item ? (unmarshall(out.Item) as { minute?: unknown; retry?: unknown }) : undefined;
       if (typeof item?.minute !== 'number') return undefined;
@@ -170,7 +170,7 @@ export class DynamoDueIndex implements DueIndex {
         await this.client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(checkpointKey(name)) },
+            Key: keyOf(checkpointKey(name)),
             UpdateExpression: `SET #minute = :minute, #at = :at${change ? ` ${change.op} #retry :change` : ''}`,
             ExpressionAttributeNames: {
               '#minute': 'minute',
@@ -199,7 +199,7 @@ export class DynamoDueIndex implements DueIndex {
   async loadJob(id: string): Promise<{ job: Job; dueAt?: number; repairs: number } | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(keys.job(id)) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(keys.job(id)), ConsistentRead: true }),
       );
       if (!out.Item) return undefined;
       const raw = unmarshall(out.Item) as { dueAt?: unknown; repairs?: unknown };
@@ -240,7 +240,7 @@ export class DynamoDueIndex implements DueIndex {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(pk) },
+          Key: keyOf(pk),
           UpdateExpression: update,
           ConditionExpression: condition,
           ExpressionAttributeValues: values,

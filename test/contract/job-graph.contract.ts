@@ -402,7 +402,9 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       expect(await leg.graph.children({ parent: old.id, incarnation: INC0(), count: 1, seal: false })).toEqual([
         oldChild,
       ]);
-      expect(await leg.graph.parents({ child: old.id, incarnation: INC0() })).toEqual([{ id: 'p-old', policy: 'fail' }]);
+      expect(await leg.graph.parents({ child: old.id, incarnation: INC0() })).toEqual([
+        { id: 'p-old', policy: 'fail' },
+      ]);
     });
   });
 

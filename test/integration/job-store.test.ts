@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
+import { keyOf } from '../../shared/aws/attributes';
 import {
   DynamoJobStore,
   errorKey,
@@ -211,7 +212,7 @@ describe('DynamoJobStore against DynamoDB Local', () => {
 
 describe('DynamoJobStore: the error history lives in items of its own', () => {
   const rawStatus = async (id: string) =>
-    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(id)) }))).Item ?? {};
   const bigError = (attempt: number) => ({
     attempt,
     at: new Date(T0 + attempt).toISOString(),
@@ -274,7 +275,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
     const second = await claimed(job, 'w2', T0 + 1);
     await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
-    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 2) } } }));
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(errorKey(job.id, job.createdAt, 2)) }));
     const stored = await store.get(job.id);
     expect(stored).toMatchObject({ state: 'failed', attempts: 2 });
     expect(stored?.errors).toEqual([bigError(1), errorSummary(bigError(2))]);
@@ -289,7 +290,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
     const second = await claimed(job, 'w2', T0 + 1);
     await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
-    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 1) } } }));
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(errorKey(job.id, job.createdAt, 1)) }));
     const stored = await store.get(job.id);
     expect(stored?.errors).toEqual([bigError(2)]);
     expect(stored?.lastError).toEqual(bigError(2));
@@ -340,7 +341,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
 
 describe('DynamoJobStore: a payload too large for the status item has its own item', () => {
   const rawStatus = async (id: string) =>
-    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(id)) }))).Item ?? {};
 
   it('writes a 10 KB payload once, keeps the status item under 1 KB, and gives the payload back from claim and get', async () => {
     const payload = { blob: 'p'.repeat(10 * 1024) };
@@ -348,7 +349,7 @@ describe('DynamoJobStore: a payload too large for the status item has its own it
     expect(await store.create(job)).toEqual({ created: true });
     const status = await rawStatus(job.id);
     expect(status.payload).toBeUndefined();
-    expect(status.payloadKey?.S).toBe(payloadKey(job.id, job.payloadHash));
+    expect(status.payloadKey?.S).toBe(payloadKey(job.id, job.createdAt, job.payloadHash));
     expect(itemBytes(status)).toBeLessThan(1024 - STATUS_ITEM_GROWTH_BYTES);
     const mine = await claimed(job, 'w', T0);
     expect(mine.payload).toEqual(payload);

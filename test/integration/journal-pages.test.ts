@@ -27,7 +27,11 @@ function countedClient() {
   const counted = { requests: 0 };
   const client = meterCost(
     new DynamoDBClient({ endpoint: inject('dynamodbEndpoint'), region: 'us-east-1', credentials: LOCAL_CREDENTIALS }),
-    { record: (cost) => void (counted.requests += cost.requests) },
+    {
+      record: (cost) => {
+        counted.requests += cost.requests;
+      },
+    },
   );
   return { client, counted };
 }

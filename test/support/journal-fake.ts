@@ -6,52 +6,81 @@ import type {
   JournalEntry,
   JournalKind,
   JournalRecord,
+  JournalScope,
+  RecordedEntries,
 } from '../../shared/core/journal';
-import { journalKey } from '../../shared/core/journal';
+import { inboxKey, journalKey } from '../../shared/core/journal';
+import { incarnationOf } from '../../shared/core/table';
 
 const copy = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
 export class FakeJournal implements Journal {
-  private readonly entries = new Map<string, JournalEntry>();
+  /** Entries by partition key (one incarnation's journal), then by sort key (`<kind>#<name>`), as the table holds them. */
+  private readonly entries = new Map<string, Map<string, JournalEntry>>();
   private readonly inbox = new Map<string, InboxSignal>();
   /** Every call, in order. */
-  readonly calls: { method: 'get' | 'record' | 'signal' | 'deliver'; key: string }[] = [];
+  readonly calls: { method: 'get' | 'load' | 'record' | 'signal' | 'deliver'; key: string }[] = [];
 
-  async get({ jobId, kind, name }: { jobId: string; kind: JournalKind; name: string }) {
-    const key = journalKey(jobId, kind, name);
-    this.calls.push({ method: 'get', key });
-    const entry = this.entries.get(key);
+  private journalOf(scope: JournalScope): Map<string, JournalEntry> {
+    const { pk } = journalKey(scope, 'step', '');
+    const journal = this.entries.get(pk) ?? new Map<string, JournalEntry>();
+    this.entries.set(pk, journal);
+    return journal;
+  }
+
+  async get(input: JournalScope & { kind: JournalKind; name: string }) {
+    const { pk, sk } = journalKey(input, input.kind, input.name);
+    this.calls.push({ method: 'get', key: `${pk}/${sk}` });
+    const entry = this.journalOf(input).get(sk);
     return entry ? copy(entry) : undefined;
   }
 
+  async load(scope: JournalScope): Promise<RecordedEntries> {
+    const { pk } = journalKey(scope, 'step', '');
+    this.calls.push({ method: 'load', key: pk });
+    return new Map([...this.journalOf(scope)].map(([sk, entry]) => [sk, copy(entry)]));
+  }
+
   async record(input: JournalRecord) {
-    const key = journalKey(input.jobId, input.kind, input.name);
-    this.calls.push({ method: 'record', key });
-    const existing = this.entries.get(key);
+    const { pk, sk } = journalKey(input, input.kind, input.name);
+    this.calls.push({ method: 'record', key: `${pk}/${sk}` });
+    const journal = this.journalOf(input);
+    const existing = journal.get(sk);
     if (existing) return { recorded: false as const, existing: copy(existing) };
-    this.entries.set(key, { value: copy(input.value ?? null), at: new Date(input.at).toISOString() });
+    journal.set(sk, { value: copy(input.value ?? null), at: new Date(input.at).toISOString() });
     return { recorded: true as const };
   }
 
-  async signal({ jobId, name }: { jobId: string; name: string }) {
-    const key = journalKey(jobId, 'inbox', name);
-    this.calls.push({ method: 'signal', key });
-    const signal = this.inbox.get(key);
+  async signal(input: JournalScope & { name: string }) {
+    const { pk, sk } = inboxKey(input, input.name);
+    this.calls.push({ method: 'signal', key: `${pk}/${sk}` });
+    const signal = this.inbox.get(`${pk}/${sk}`);
     return signal ? copy(signal) : undefined;
   }
 
   async deliver(input: InboxDelivery) {
-    const key = journalKey(input.jobId, 'inbox', input.name);
-    this.calls.push({ method: 'deliver', key });
-    const existing = this.inbox.get(key);
+    const { pk, sk } = inboxKey(input, input.name);
+    this.calls.push({ method: 'deliver', key: `${pk}/${sk}` });
+    const existing = this.inbox.get(`${pk}/${sk}`);
     if (existing) return { stored: false as const, existing: copy(existing) };
-    this.inbox.set(key, copy({ ...input.signal, payload: input.signal.payload ?? null }));
+    this.inbox.set(`${pk}/${sk}`, copy({ ...input.signal, payload: input.signal.payload ?? null }));
     return { stored: true as const };
   }
 
-  /** How many entries of `kind` were recorded for the job. Not a call. */
-  count(jobId: string, kind: JournalKind): number {
-    const prefix = journalKey(jobId, kind, '');
-    return [...this.entries.keys()].filter((k) => k.startsWith(prefix)).length;
+  /**
+   * How many entries of `kind` were recorded for the job: of the incarnation created at
+   * `createdAt`, or of every incarnation of the id. Not a call.
+   */
+  count(jobId: string, kind: JournalKind, createdAt?: string): number {
+    const prefix =
+      createdAt === undefined
+        ? `job#${jobId}#`
+        : journalKey({ jobId, incarnation: incarnationOf(createdAt) }, kind, '').pk;
+    let n = 0;
+    for (const [pk, journal] of this.entries) {
+      if (!pk.startsWith(prefix) || !pk.endsWith('#journal')) continue;
+      for (const sk of journal.keys()) if (sk.startsWith(`${kind}#`)) n += 1;
+    }
+    return n;
   }
 }

@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SignalsService } from '../../shared/api/signals-service';
-import type { JobContext } from '../../shared/runtime/job-definition';
 import { createLogger } from '../../shared/logger';
+import type { JobContext } from '../../shared/runtime/job-definition';
 import { newJob, testConfig } from '../support/fakes';
-import { depsPlatform } from './workflow-deps-harness';
 import { echoJob, harness, redelivery } from './worker-harness';
+import { depsPlatform } from './workflow-deps-harness';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
