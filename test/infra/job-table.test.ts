@@ -87,7 +87,7 @@ describe('job table', () => {
 
   it('rejects a definition whose key attribute has no declared type', () => {
     const stack = new Stack(testApp(), 'T');
-    const broken = { ...JOB_TABLE, attributes: { pk: 'S' as const } };
+    const broken = { ...JOB_TABLE, attributes: { pk: 'S' as const, sk: 'S' as const } };
     expect(() => new JobTable(stack, 'Jobs', { definition: broken })).toThrow(/key attribute "gsi1pk" has no entry/);
   });
 });

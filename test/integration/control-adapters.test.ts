@@ -114,7 +114,15 @@ describe('DynamoJobIndex against DynamoDB Local', () => {
         ExpressionAttributeValues: { ':pk': { S: partition.key }, ':sk': { S: keys.created(job.createdAt, job.id) } },
       }),
     );
-    expect(Object.keys(raw.Items?.[0] ?? {}).sort()).toEqual(['createdAt', 'gsi1pk', 'gsi1sk', 'id', 'pk', 'sk', 'type']);
+    expect(Object.keys(raw.Items?.[0] ?? {}).sort()).toEqual([
+      'createdAt',
+      'gsi1pk',
+      'gsi1sk',
+      'id',
+      'pk',
+      'sk',
+      'type',
+    ]);
     const listed = async () =>
       (await index.query({ partition, limit: 100 })).entries.find((e) => e.summary.id === job.id)?.summary;
     expect(await listed()).toMatchObject({
