@@ -4,6 +4,7 @@
 import type { ColdStartResult } from './cold-start';
 import type { CostBreakdown, CostModel, Range } from './cost-model';
 import type { Goal } from './goals';
+import type { JournalBench } from './journal';
 import { kb, table, usd } from './markdown';
 import type { OverheadResult } from './overhead';
 import type { PathResult } from './paths';
@@ -31,6 +32,8 @@ export interface BenchResults {
   overhead: OverheadResult;
   coldStart: ColdStartResult;
   throughput: ThroughputRun[];
+  /** The journal: resume reads and sequential steps (bench/journal.ts). */
+  journal?: JournalBench;
 }
 
 function goalsTable(goals: Goal[]): string {
@@ -162,6 +165,34 @@ function coldStartTable(c: ColdStartResult): string {
   );
 }
 
+function journalTable(journal: JournalBench | undefined): string {
+  if (!journal) return '';
+  return table(
+    [
+      'resume of',
+      'journal bytes',
+      'bound',
+      'paged Query: round trips',
+      'RCU',
+      'ms',
+      'GetItem per step: round trips',
+      'RCU',
+      'ms',
+    ],
+    journal.resumes.map((r) => [
+      `${r.steps} steps`,
+      r.journalBytes,
+      r.boundRoundTrips,
+      r.paged.roundTrips,
+      r.paged.readUnits,
+      Math.round(r.paged.ms),
+      r.perStep.roundTrips,
+      r.perStep.readUnits,
+      Math.round(r.perStep.ms),
+    ]),
+  );
+}
+
 function throughputTable(runs: ThroughputRun[]): string {
   return table(
     [
@@ -218,5 +249,14 @@ export function renderReport(r: BenchResults): string {
     coldStartTable(r.coldStart),
     '## Throughput on local AWS (our code + emulators on this machine)',
     throughputTable(r.throughput),
+    '## Workflow journal on local AWS (resume reads, before and after, in the same run)',
+    'A resumed run loads its journal with one paged Query (1 MB pages); the earlier data model read one ' +
+      'strongly consistent GetItem per recorded step, in order (rebuilt here over the same items).',
+    journalTable(r.journal),
+    r.journal
+      ? `Sequential steps: ${Math.round(r.journal.stepRate.workflowPerSecond)}/s through ctx.step, ` +
+        `${Math.round(r.journal.stepRate.barePerSecond)}/s for a bare conditional-PutItem loop ` +
+        `(${r.journal.stepRate.ratio.toFixed(2)}×).`
+      : '',
   ].join('\n\n');
 }

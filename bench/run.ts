@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureColdStart } from './cold-start';
 import { costModel } from './cost-model';
-import { checkGoals } from './goals';
+import { checkGoals, journalGoals } from './goals';
+import { type JournalBench, measureJournal } from './journal';
 import { startBenchAws } from './local';
 import { measureOverhead } from './overhead';
 import { measurePaths } from './paths';
@@ -18,7 +19,16 @@ import { type BenchResults, renderReport } from './report';
 import { measureThroughput } from './throughput';
 
 const SIZES = {
-  quick: { jobsPerPath: 2, peerJobs: 100, overheadJobs: 300, overheadRounds: 3, coldStartRuns: 5, throughputJobs: 300 },
+  quick: {
+    jobsPerPath: 2,
+    peerJobs: 100,
+    overheadJobs: 300,
+    overheadRounds: 3,
+    coldStartRuns: 5,
+    throughputJobs: 300,
+    resumeSteps: [1000],
+    sequentialSteps: 300,
+  },
   full: {
     jobsPerPath: 10,
     peerJobs: 100,
@@ -26,6 +36,8 @@ const SIZES = {
     overheadRounds: 3,
     coldStartRuns: 15,
     throughputJobs: 5000,
+    resumeSteps: [1000, 10_000],
+    sequentialSteps: 2000,
   },
 } as const;
 const CONCURRENCY = [1, 4, 16];
@@ -55,6 +67,7 @@ async function main(): Promise<void> {
   let paths: Awaited<ReturnType<typeof measurePaths>>;
   let handmade: Awaited<ReturnType<typeof measurePowertoolsPeer>>;
   let throughput: Awaited<ReturnType<typeof measureThroughput>>;
+  let journal: JournalBench;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
     paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath, mode === 'full');
@@ -62,6 +75,8 @@ async function main(): Promise<void> {
     handmade = await measurePowertoolsPeer(bench.aws, size.peerJobs);
     step(`throughput (${size.throughputJobs} jobs at ${CONCURRENCY.join(', ')} pollers)`);
     throughput = await measureThroughput(bench.aws, size.throughputJobs, CONCURRENCY, bench.dynamodbPid);
+    step(`journal: resume of ${size.resumeSteps.join(', ')} recorded steps; ${size.sequentialSteps} sequential steps`);
+    journal = await measureJournal(bench.aws, size);
   } finally {
     step('stopping local AWS');
     await bench.stop();
@@ -79,13 +94,14 @@ async function main(): Promise<void> {
       seconds: (performance.now() - started) / 1000,
       loadAverage: [loadBefore, loadavg()[0] ?? 0].map((n) => Math.round(n * 100) / 100),
     },
-    goals: checkGoals(paths, overhead, coldStart, cost),
+    goals: [...checkGoals(paths, overhead, coldStart, cost), ...journalGoals(journal)],
     paths,
     peers: [handmade],
     cost,
     overhead,
     coldStart,
     throughput,
+    journal,
   };
   const out = join(
     dirname(fileURLToPath(import.meta.url)),

@@ -5,10 +5,12 @@
  * job's success write has returned; then the table is checked (every job `succeeded`).
  * It measures our code plus DynamoDB Local and fauxqs sharing this machine's cores.
  */
+
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { type AttributeValue, BatchGetItemCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { keyOf } from '../shared/aws/attributes';
 import type { JobStore } from '../shared/core/ports';
 import { keys } from '../shared/core/table';
 import { createLogger } from '../shared/logger';
@@ -156,7 +158,7 @@ async function run(aws: LocalAws, jobs: number, concurrency: number, jvmPid?: nu
     // Read back every job's state (succeeded is not indexed: only rare states are).
     let verified = 0;
     for (let i = 0; i < ids.length; i += 100) {
-      let pending: Record<string, AttributeValue>[] = ids.slice(i, i + 100).map((id) => ({ pk: { S: keys.job(id) } }));
+      let pending: Record<string, AttributeValue>[] = ids.slice(i, i + 100).map((id) => keyOf(keys.job(id)));
       for (let round = 0; pending.length > 0 && round < 10; round++) {
         const out = await harness.dynamo.send(
           new BatchGetItemCommand({

@@ -62,6 +62,7 @@ export class JobTable extends Construct {
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     this.table = new Table(this, 'Table', {
       partitionKey: keyAttribute(definition, definition.partitionKey),
+      sortKey: keyAttribute(definition, definition.sortKey),
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: TableEncryption.AWS_MANAGED,

@@ -78,6 +78,15 @@ export class JobWorker extends Construct {
     this.handler.addToRolePolicy(
       new PolicyStatement({ actions: WORKER_TABLE_ACTIONS, resources: [props.jobTable.table.tableArn] }),
     );
+    // A resumed workflow loads its journal with one Query (docs/data-model.md, "Journal items"):
+    // only journal partitions (`job#<id>#<incarnation>#journal`), no index.
+    this.handler.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: [props.jobTable.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal'] } },
+      }),
+    );
     props.scheduler.grantSchedules(this.handler.executionRole, 'create');
     // A finished job's children and a freed slot's next holder may be of any type.
     this.handler.addToRolePolicy(

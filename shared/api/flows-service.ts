@@ -4,7 +4,9 @@ import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { type ChildEntry, type FlowRecord, findCycle, type JobGraph, parentEdges } from '../core/dependencies';
 import { enqueueRequestSchema, jobIdSchema } from '../core/enqueue';
+import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
+import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
 import { ConfigError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
@@ -126,7 +128,12 @@ export class FlowsService {
     // A job of the flow that exists with the same type and payload is a replay only if its parents
     // are the same too (one read of its parents item, on a replay only).
     const sameJobs = nodes.flatMap((_, i) => (live(i)?.payloadHash === hashes[i] ? [i] : []));
-    const storedParents = await Promise.all(sameJobs.map((i) => graph.parents(nodes[i]?.id ?? '')));
+    const storedParents = await Promise.all(
+      sameJobs.map((i) => {
+        const job = live(i) as Job;
+        return graph.parents({ child: job.id, incarnation: incarnationOf(job.createdAt) });
+      }),
+    );
     const otherParents = new Set(sameJobs.filter((i, k) => !sameEdges(storedParents[k] ?? [], edges[i] ?? [])));
     const conflicts = nodes.flatMap((_, i) => {
       const other = live(i);
@@ -175,9 +182,15 @@ export class FlowsService {
       await mapWithConcurrency(indexes ?? [], FLOW_CONCURRENCY, async (i) => {
         const node = nodes[i] as FlowRequest['jobs'][number];
         const children = childrenOf.get(node.id) ?? [];
-        if (children.length > 0) await graph.putChildren({ parent: node.id, entries: children, expiresAt: ttl });
+        // the registry of the job this write creates: its incarnation is the time it is created at
+        const at = this.deps.clock.now();
+        if (children.length > 0) {
+          const incarnation = incarnationOf(new Date(at).toISOString());
+          await graph.putChildren({ parent: node.id, incarnation, entries: children, expiresAt: ttl });
+        }
         const registered = new Set((edges[i] ?? []).flatMap((e) => (childrenOf.has(e.id) ? [e.id] : [])));
         const out = await this.deps.jobs.write(node, {
+          at,
           parentsChecked: true,
           ...(registered.size > 0 ? { sameRequest: registered } : {}),
           ...(children.length > 0 ? { childCount: children.length } : {}),

@@ -27,6 +27,7 @@ import { METRIC, type Metrics } from '../core/metrics';
 import { type Pacer, paceScope, rateLimitPace, resolvePaceKey } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
+import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
 import {
   ConfigError,
@@ -109,6 +110,11 @@ export interface EnqueueOptions {
    * @default false
    */
   parentsChecked?: boolean;
+  /**
+   * The time (epoch ms) the job is created at, hence its incarnation: a flow writes the registry of
+   * a parent it creates under that incarnation before it writes the parent. @default the clock's now
+   */
+  at?: number;
 }
 
 /** Enqueue and read jobs: the logic behind `POST /jobs` and `GET /jobs/{id}`. */
@@ -179,7 +185,7 @@ export class JobsService {
   ): Promise<{ created: boolean; job: JobView; send?: PendingSend }> {
     const { config, store, clock } = this.deps;
     const { spec, payload, flowKeys, singletonKey, throttleKey } = this.checked(request);
-    const now = clock.now();
+    const now = options.at ?? clock.now();
     const id = request.id ?? randomUUID();
     if (spec.debounce) refuseDebouncedDelay(spec, request);
     // Parents are checked before anything is written: an unknown one is a 400.
@@ -231,7 +237,8 @@ export class JobsService {
     // the same type and payload but other parents it is not a replay: a 409, nothing written.
     const taken = parents?.existing && !pastRetention(parents.existing, now) ? parents.existing : undefined;
     if (taken && parents && graph && taken.payloadHash === job.payloadHash && !options.parentsChecked) {
-      const stored = (await graph.parents(id)) ?? [];
+      // the existing job's own parents item: its incarnation, not the one this request would create
+      const stored = (await graph.parents({ child: id, incarnation: incarnationOf(taken.createdAt) })) ?? [];
       if (!sameEdges(stored, parents.edges)) {
         throw new ConflictError(
           `job ${id} already exists with other parents (dependsOn); a replay must name the same ones`,
@@ -242,8 +249,11 @@ export class JobsService {
     }
     // The parents item is written before the status item, so a job with parents never lacks it.
     if (parents && graph && !taken) {
+      // The job's own incarnation: a replay whose create is refused leaves this item an orphan
+      // (under an incarnation no job has), which only waits for its TTL.
       await graph.putParents({
         child: id,
+        incarnation: incarnationOf(job.createdAt),
         parents: parents.edges,
         expiresAt: Math.floor(now / 1000) + PARENTS_RETENTION_DAYS * 86_400,
       });
@@ -529,10 +539,16 @@ export class JobsService {
   private async withGraph(view: JobView, job: Job): Promise<void> {
     const graph = this.deps.graph;
     if (!graph) return;
-    const parents = await graph.parents(job.id);
+    const incarnation = incarnationOf(job.createdAt);
+    const parents = await graph.parents({ child: job.id, incarnation });
     if (parents) view.parents = parents.map((p) => ({ id: p.id, onParentFailure: p.policy }));
     if ((job.childCount ?? 0) > 0) {
-      const children = await graph.children({ parent: job.id, count: job.childCount ?? 0, seal: false });
+      const children = await graph.children({
+        parent: job.id,
+        incarnation,
+        count: job.childCount ?? 0,
+        seal: false,
+      });
       if (children.length > 0) view.children = [...new Set(children.map((c) => c.child))];
     }
   }

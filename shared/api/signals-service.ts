@@ -8,6 +8,7 @@ import {
   checkName,
   JOURNAL_RETENTION_DAYS,
   type Journal,
+  type JournalScope,
   MAX_SIGNAL_BYTES,
   type SignalOutcome,
   type SignalReceipt,
@@ -16,6 +17,7 @@ import {
 import { jsonBytes } from '../core/limits';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
+import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
 import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
@@ -91,8 +93,10 @@ export class SignalsService {
     }
     const hash = payloadHash(`signal:${name}`, payload);
     const at = new Date(now).toISOString();
+    // the inbox and journal of this job: a later job of the same id has its own
+    const scope: JournalScope = { jobId: id, incarnation: incarnationOf(job.createdAt) };
     const stored = await journal.deliver({
-      jobId: id,
+      ...scope,
       name,
       signal: { payload, payloadHash: hash, at },
       expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
@@ -106,7 +110,7 @@ export class SignalsService {
       });
     }
     const receivedAt = stored.stored ? at : stored.existing.at;
-    const late = await this.tooLate(id, name, receivedAt, now);
+    const late = await this.tooLate(scope, name, receivedAt, now);
     // A replay wakes too: the first send's wake or message may have been lost.
     const resumed = late ? false : await this.wake(job.type, id, name, now);
     return {
@@ -128,10 +132,10 @@ export class SignalsService {
    * write would not do: it could come between the wait's look and its timeout write, see
    * nothing, and answer "not late" for a signal the wait then never returns.
    */
-  private async tooLate(id: string, name: string, receivedAt: string, now: number): Promise<boolean> {
+  private async tooLate(scope: JournalScope, name: string, receivedAt: string, now: number): Promise<boolean> {
     const outcome: SignalOutcome = { received: receivedAt };
     const recorded = await this.deps.journal.record({
-      jobId: id,
+      ...scope,
       kind: 'signal',
       name,
       value: outcome,

@@ -12,7 +12,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { type Debouncer, type DebounceWindow, MAX_DEBOUNCE_WAIT_SECONDS } from '../core/debounce';
-import { N, S } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 export const debounceKey = (scope: string, key: string) => `deb#${scope}#${key}`;
@@ -28,7 +28,7 @@ export class DynamoDebouncer implements Debouncer {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(debounceKey(scope, key)) },
+          Key: keyOf(debounceKey(scope, key)),
           UpdateExpression: 'SET run = :id, #first = if_not_exists(#first, :now), expiresAt = :exp ADD seq :one',
           ExpressionAttributeNames: { '#first': 'first' },
           ExpressionAttributeValues: {
@@ -55,7 +55,7 @@ export class DynamoDebouncer implements Debouncer {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(debounceKey(scope, key)) },
+          Key: keyOf(debounceKey(scope, key)),
           UpdateExpression: 'SET lastRun = run, lastFirst = #first REMOVE run, #first',
           ConditionExpression: 'run = :id',
           ExpressionAttributeNames: { '#first': 'first' },
@@ -73,7 +73,7 @@ export class DynamoDebouncer implements Debouncer {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(debounceKey(scope, key)) },
+          Key: keyOf(debounceKey(scope, key)),
           UpdateExpression: 'SET run = :to',
           ConditionExpression: 'run = :from',
           ExpressionAttributeValues: { ':from': S(from), ':to': S(to) },
@@ -91,7 +91,7 @@ export class DynamoDebouncer implements Debouncer {
       const out = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(debounceKey(scope, key)) },
+          Key: keyOf(debounceKey(scope, key)),
           ConsistentRead: true,
         }),
       );

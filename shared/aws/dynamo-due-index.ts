@@ -13,9 +13,9 @@ import { dueBucket } from '../core/due';
 import type { Job } from '../core/job';
 import { inboxOf } from '../core/journal';
 import { isTerminal } from '../core/states';
-import { JOB_TABLE, keys } from '../core/table';
-import type { Checkpoint, CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
-import { N, S } from './attributes';
+import { JOB_TABLE, keys, SINGLE_SK } from '../core/table';
+import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../supervisor/ports';
+import { keyOf, N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -77,8 +77,8 @@ export class DynamoDueIndex implements DueIndex {
       'due index',
     );
     return items.map((item) => {
-      const raw = unmarshall(item) as { pk: string; dueAt: number };
-      return { pk: raw.pk, dueAt: raw.dueAt };
+      const raw = unmarshall(item) as { pk: string; sk?: string; dueAt: number };
+      return { pk: raw.pk, ...(raw.sk !== undefined && raw.sk !== SINGLE_SK ? { sk: raw.sk } : {}), dueAt: raw.dueAt };
     });
   }
 
@@ -117,7 +117,7 @@ export class DynamoDueIndex implements DueIndex {
   /** {@link unfinished} for at most 100 ids (one BatchGetItem, and its unprocessed keys). */
   private async unfinishedOf(ids: readonly string[]): Promise<string[]> {
     const out: string[] = [];
-    let pending: Item[] = ids.map((id) => ({ pk: S(keys.job(id)) }));
+    let pending: Item[] = ids.map((id) => keyOf(keys.job(id)));
     try {
       for (let round = 0; pending.length > 0; round++) {
         if (round >= 8) throw new Error('DynamoDB BatchGetItem (creation sweep) left keys unprocessed');
@@ -150,7 +150,7 @@ export class DynamoDueIndex implements DueIndex {
   async getCheckpoint(name: CheckpointName = 'due'): Promise<Checkpoint | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(checkpointKey(name)) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(checkpointKey(name)), ConsistentRead: true }),
       );
       const item = out.Item ? (unmarshall(out.Item) as { minute?: unknown; retry?: unknown }) : undefined;
       if (typeof item?.minute !== 'number') return undefined;
@@ -171,7 +171,7 @@ export class DynamoDueIndex implements DueIndex {
         await this.client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(checkpointKey(name)) },
+            Key: keyOf(checkpointKey(name)),
             UpdateExpression: `SET #minute = :minute, #at = :at${change ? ` ${change.op} #retry :change` : ''}`,
             ExpressionAttributeNames: {
               '#minute': 'minute',
@@ -200,7 +200,7 @@ export class DynamoDueIndex implements DueIndex {
   async loadJob(id: string): Promise<{ job: Job; dueAt?: number; repairs: number } | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(keys.job(id)) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(keys.job(id)), ConsistentRead: true }),
       );
       if (!out.Item) return undefined;
       const raw = unmarshall(out.Item) as { dueAt?: unknown; repairs?: unknown };
@@ -215,7 +215,7 @@ export class DynamoDueIndex implements DueIndex {
   }
 
   async moveDue(
-    pk: string,
+    key: DueKey,
     from: number | undefined,
     to: number,
     options: { repair?: boolean } = {},
@@ -223,10 +223,11 @@ export class DynamoDueIndex implements DueIndex {
     const values: Record<string, AttributeValue> = { ':to': N(to) };
     // A job's entry is in the due index; a schedule's dueAt is read by listing the schedules.
     let update = 'SET dueAt = :to';
-    // (a signal's inbox item, `job#<id>#inbox#<name>`, is in the due index too, sharded by its job's id)
+    // (a signal's inbox item, `job#<id>#<incarnation>#inbox`, is in the due index too, sharded by its job's id)
+    const { pk, sk } = typeof key === 'string' ? { pk: key, sk: undefined } : key;
     if (pk.startsWith('job#')) {
       update += ', dueBucket = :bucket';
-      values[':bucket'] = S(dueBucket(to, inboxOf(pk)?.jobId ?? pk.slice('job#'.length)));
+      values[':bucket'] = S(dueBucket(to, inboxOf({ pk, sk })?.jobId ?? pk.slice('job#'.length)));
     }
     if (options.repair) {
       update += ', repairs = if_not_exists(repairs, :zero) + :one';
@@ -242,7 +243,7 @@ export class DynamoDueIndex implements DueIndex {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(pk) },
+          Key: keyOf(sk === undefined ? pk : { pk, sk }),
           UpdateExpression: update,
           ConditionExpression: condition,
           ExpressionAttributeValues: values,

@@ -27,7 +27,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../core/flow';
 import { ThrottledError } from '../errors';
-import { N, S } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
@@ -82,7 +82,7 @@ export class DynamoFlowSlots implements FlowSlots {
       this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { pk: S(flowKeys.slot(slot.scope, slot.key)), hs: { M: {} }, iss: N(0), adm: N(0) },
+          Item: { ...keyOf(flowKeys.slot(slot.scope, slot.key)), hs: { M: {} }, iss: N(0), adm: N(0) },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),
@@ -103,7 +103,7 @@ export class DynamoFlowSlots implements FlowSlots {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(flowKeys.slot(slot.scope, slot.key)) },
+          Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           UpdateExpression: 'SET hs.#id = :entry',
           ConditionExpression:
             '(attribute_exists(hs.#id) AND hs.#id.t <= :t) OR (attribute_not_exists(hs.#id) AND size(hs) < :limit AND iss = adm)',
@@ -128,7 +128,7 @@ export class DynamoFlowSlots implements FlowSlots {
       this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(flowKeys.slot(slot.scope, slot.key)) },
+          Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           UpdateExpression: 'SET iss = iss + :one',
           ConditionExpression: 'attribute_not_exists(hs.#id) AND (size(hs) >= :limit OR iss > adm)',
           ExpressionAttributeNames: { '#id': jobId },
@@ -149,7 +149,7 @@ export class DynamoFlowSlots implements FlowSlots {
         new PutItemCommand({
           TableName: this.tableName,
           Item: {
-            pk: S(flowKeys.ticket(slot.scope, ticket, slot.key)),
+            ...keyOf(flowKeys.ticket(slot.scope, ticket, slot.key)),
             jobId: S(jobId),
             type: S(type),
             at: N(now),
@@ -202,7 +202,7 @@ export class DynamoFlowSlots implements FlowSlots {
       this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(flowKeys.slot(input.slot.scope, input.slot.key)) },
+          Key: keyOf(flowKeys.slot(input.slot.scope, input.slot.key)),
           UpdateExpression: 'REMOVE hs.#id',
           ConditionExpression: input.token === undefined ? 'attribute_exists(hs.#id)' : 'hs.#id.t = :t',
           ExpressionAttributeNames: { '#id': input.jobId },
@@ -215,7 +215,7 @@ export class DynamoFlowSlots implements FlowSlots {
 
   private async read(pk: string): Promise<Record<string, AttributeValue> | undefined> {
     const out = await this.send('GetItem (flow)', () =>
-      this.client.send(new GetItemCommand({ TableName: this.tableName, Key: { pk: S(pk) }, ConsistentRead: true })),
+      this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keyOf(pk), ConsistentRead: true })),
     );
     return out === 'refused' ? undefined : out.Item;
   }
@@ -233,7 +233,11 @@ export class DynamoFlowSlots implements FlowSlots {
       this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { pk: S(pk), skipped: { BOOL: true }, expiresAt: N(Math.floor(now / 1000) + TICKET_RETENTION_SECONDS) },
+          Item: {
+            ...keyOf(pk),
+            skipped: { BOOL: true },
+            expiresAt: N(Math.floor(now / 1000) + TICKET_RETENTION_SECONDS),
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),
@@ -245,11 +249,11 @@ export class DynamoFlowSlots implements FlowSlots {
   async admit(input: { slot: Slot; now: number }): Promise<Admitted[]> {
     const { slot } = input;
     const admitted: Admitted[] = [];
-    const slotKey = { pk: S(flowKeys.slot(slot.scope, slot.key)) };
+    const slotKey = keyOf(flowKeys.slot(slot.scope, slot.key));
     // Marks the entries this call writes, to tell its own write (applied, answer lost) from another admitter's.
     const me = randomUUID();
     for (let guard = 0; guard < slot.limit + 64; guard++) {
-      const item = slotItem(await this.read(slotKey.pk.S as string));
+      const item = slotItem(await this.read(flowKeys.slot(slot.scope, slot.key)));
       if (item.admitted >= item.issued || item.holders.length >= slot.limit) break;
       const n = item.admitted;
       const holder = await this.ticketHolder(slot, n, input.now);
@@ -288,7 +292,7 @@ export class DynamoFlowSlots implements FlowSlots {
       // its answer lost (the SDK's retry is refused). Ours when the entry carries our mark: then
       // the job is named, so it is sent its message (a lost wake would leave the slot held by a job
       // that never starts). Then look again.
-      const after = await this.read(slotKey.pk.S as string);
+      const after = await this.read(flowKeys.slot(slot.scope, slot.key));
       if (after?.hs?.M?.[holder.jobId]?.M?.a?.S === me) admitted.push({ ...holder, ticket: n });
     }
     return admitted;

@@ -10,7 +10,7 @@ import { jobDueAttributes } from '../core/due';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
-import { N, S } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { CANCELLED_KEY, withHistory } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -86,7 +86,7 @@ export class DynamoJobControl implements JobControl {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(input.id)) },
+          Key: keyOf(keys.job(input.id)),
           UpdateExpression: input.update,
           ConditionExpression: `attribute_exists(pk) AND ${input.condition}`,
           ExpressionAttributeNames: names,

@@ -20,8 +20,8 @@ import {
 } from '../core/dependencies';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
-import { keys } from '../core/table';
-import { N, S } from './attributes';
+import { incarnationOf, keys, owned } from '../core/table';
+import { keyOf, N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -34,14 +34,17 @@ export function flowKey(id: string): string {
   return `flow#${id}`;
 }
 
-/** Key of a job's parents item: its `dependsOn`, as JSON. */
-export function parentsKey(id: string): string {
-  return `${keys.job(id)}#parents`;
+/** Key of the parents item of one incarnation of a job: its `dependsOn`, as JSON. */
+export function parentsKey(id: string, incarnation: string): string {
+  return owned(id, incarnation, 'parents');
 }
 
-/** Key of the `k`-th chunk of a parent's registry of children (slots `k*CHUNK+1 .. (k+1)*CHUNK`). */
-export function childrenKey(id: string, chunk: number): string {
-  return `${keys.job(id)}#children#${chunk}`;
+/**
+ * Key of the `k`-th chunk of the registry of children of one incarnation of a parent (slots
+ * `k*CHUNK+1 .. (k+1)*CHUNK`).
+ */
+export function childrenKey(id: string, incarnation: string, chunk: number): string {
+  return owned(id, incarnation, `children#${chunk}`);
 }
 
 const chunkOf = (slot: number) => Math.floor((slot - 1) / CHILDREN_CHUNK);
@@ -79,8 +82,9 @@ function sameEntry(found: ChildEntry | undefined, entry: ChildEntry): boolean {
 }
 
 /**
- * {@link JobGraph} on the job table. A child's parents are one item (`job#<id>#parents`); a
- * parent's children are chunk items (`job#<id>#children#<k>`, {@link CHILDREN_CHUNK} slots each,
+ * {@link JobGraph} on the job table. A child's parents are one item
+ * (`job#<id>#<incarnation>#parents`); a parent's children are chunk items
+ * (`job#<id>#<incarnation>#children#<k>`, {@link CHILDREN_CHUNK} slots each,
  * ≤ 1 KB) numbered by the parent's `childCount`; the release's counts live on the child's status
  * item (`pendingParents`, and `rel`: the edges counted, by index, removed when it leaves `waiting`).
  *
@@ -95,10 +99,12 @@ export class DynamoJobGraph implements JobGraph {
 
   async putParents({
     child,
+    incarnation,
     parents,
     expiresAt,
   }: {
     child: string;
+    incarnation: string;
     parents: readonly ParentEdge[];
     expiresAt: number;
   }): Promise<void> {
@@ -106,7 +112,11 @@ export class DynamoJobGraph implements JobGraph {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { pk: S(parentsKey(child)), parents: S(JSON.stringify(parents)), expiresAt: N(expiresAt) },
+          Item: {
+            ...keyOf(parentsKey(child, incarnation)),
+            parents: S(JSON.stringify(parents)),
+            expiresAt: N(expiresAt),
+          },
         }),
       );
     } catch (error) {
@@ -114,10 +124,14 @@ export class DynamoJobGraph implements JobGraph {
     }
   }
 
-  async parents(child: string): Promise<ParentEdge[] | undefined> {
+  async parents({ child, incarnation }: { child: string; incarnation: string }): Promise<ParentEdge[] | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(parentsKey(child)) }, ConsistentRead: true }),
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(parentsKey(child, incarnation)),
+          ConsistentRead: true,
+        }),
       );
       const text = out.Item?.parents?.S;
       return text === undefined ? undefined : (JSON.parse(text) as ParentEdge[]);
@@ -126,12 +140,16 @@ export class DynamoJobGraph implements JobGraph {
     }
   }
 
-  async addChild({ parent }: { parent: string }): Promise<{ slot: number } | { slot?: undefined; parent?: Job }> {
+  async addChild({
+    parent,
+  }: {
+    parent: string;
+  }): Promise<{ slot: number; incarnation: string } | { slot?: undefined; parent?: Job }> {
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(parent)) },
+          Key: keyOf(keys.job(parent)),
           UpdateExpression: 'ADD childCount :one',
           ConditionExpression: `attribute_exists(pk) AND #state IN (${NOT_FINISHED.map((s) => `:${s}`).join(', ')})`,
           ExpressionAttributeNames: { '#state': 'state' },
@@ -139,11 +157,15 @@ export class DynamoJobGraph implements JobGraph {
             ':one': N(1),
             ...Object.fromEntries(NOT_FINISHED.map((s) => [`:${s}`, S(s)])),
           },
-          ReturnValues: 'UPDATED_NEW',
+          // the whole item (no extra cost): its createdAt names the registry the slot is in
+          ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { slot: Number(out.Attributes?.childCount?.N) };
+      return {
+        slot: Number(out.Attributes?.childCount?.N),
+        incarnation: incarnationOf(out.Attributes?.createdAt?.S ?? ''),
+      };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return error.Item ? { parent: fromItem(error.Item) } : {};
       return translateAwsError(error, 'DynamoDB UpdateItem (count child)');
@@ -152,11 +174,13 @@ export class DynamoJobGraph implements JobGraph {
 
   async fillSlot({
     parent,
+    incarnation,
     slot,
     entry,
     expiresAt,
   }: {
     parent: string;
+    incarnation: string;
     slot: number;
     entry: ChildEntry;
     expiresAt: number;
@@ -165,7 +189,7 @@ export class DynamoJobGraph implements JobGraph {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(childrenKey(parent, chunkOf(slot))) },
+          Key: keyOf(childrenKey(parent, incarnation, chunkOf(slot))),
           UpdateExpression: 'SET #slot = :entry, expiresAt = if_not_exists(expiresAt, :ttl)',
           ConditionExpression: 'attribute_not_exists(#slot)',
           ExpressionAttributeNames: { '#slot': slotName(slot) },
@@ -188,10 +212,12 @@ export class DynamoJobGraph implements JobGraph {
 
   async putChildren({
     parent,
+    incarnation,
     entries,
     expiresAt,
   }: {
     parent: string;
+    incarnation: string;
     entries: readonly ChildEntry[];
     expiresAt: number;
   }): Promise<void> {
@@ -209,7 +235,7 @@ export class DynamoJobGraph implements JobGraph {
         await this.client.send(
           new UpdateItemCommand({
             TableName: this.tableName,
-            Key: { pk: S(childrenKey(parent, chunkOf(start + 1))) },
+            Key: keyOf(childrenKey(parent, incarnation, chunkOf(start + 1))),
             UpdateExpression: `SET ${sets.join(', ')}, expiresAt = if_not_exists(expiresAt, :ttl)`,
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
@@ -223,38 +249,40 @@ export class DynamoJobGraph implements JobGraph {
 
   async children({
     parent,
+    incarnation,
     count,
     seal = true,
   }: {
     parent: string;
+    incarnation: string;
     count: number;
     seal?: boolean;
   }): Promise<ChildEntry[]> {
     if (count <= 0) return [];
-    const chunkKeys = Array.from({ length: chunkOf(count) + 1 }, (_, k) => childrenKey(parent, k));
+    const chunkKeys = Array.from({ length: chunkOf(count) + 1 }, (_, k) => childrenKey(parent, incarnation, k));
     const items = await this.batchGet(chunkKeys);
     const entries: ChildEntry[] = [];
     for (let slot = 1; slot <= count; slot++) {
-      const value = items.get(childrenKey(parent, chunkOf(slot)))?.[slotName(slot)];
+      const value = items.get(childrenKey(parent, incarnation, chunkOf(slot)))?.[slotName(slot)];
       const entry = entryOf(value);
       if (entry) {
         entries.push(entry);
         continue;
       }
       if (value?.S === TOMBSTONE || !seal) continue;
-      const late = await this.seal(parent, slot);
+      const late = await this.seal(parent, incarnation, slot);
       if (late) entries.push(late);
     }
     return entries;
   }
 
   /** Seals an empty slot; returns the entry that landed first, if one did. */
-  private async seal(parent: string, slot: number): Promise<ChildEntry | undefined> {
+  private async seal(parent: string, incarnation: string, slot: number): Promise<ChildEntry | undefined> {
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(childrenKey(parent, chunkOf(slot))) },
+          Key: keyOf(childrenKey(parent, incarnation, chunkOf(slot))),
           UpdateExpression: 'SET #slot = :tomb',
           ConditionExpression: 'attribute_not_exists(#slot)',
           ExpressionAttributeNames: { '#slot': slotName(slot) },
@@ -294,7 +322,7 @@ export class DynamoJobGraph implements JobGraph {
     if (outcome.kind === 'resolve') {
       command = new UpdateItemCommand({
         TableName: this.tableName,
-        Key: { pk: S(keys.job(child)) },
+        Key: keyOf(keys.job(child)),
         UpdateExpression: 'SET rel.#i = :one, updatedAt = :now ADD pendingParents :minusOne',
         // never below zero: a child at zero waits only for the wake a dead release left undone
         ConditionExpression: `${condition} AND pendingParents > :zero`,
@@ -313,7 +341,7 @@ export class DynamoJobGraph implements JobGraph {
       const error = parentFailedError(parent, parentState, now);
       command = new UpdateItemCommand({
         TableName: this.tableName,
-        Key: { pk: S(keys.job(child)) },
+        Key: keyOf(keys.job(child)),
         UpdateExpression:
           'SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, lastError = :error, ' +
           '#errors = :history, gsi2pk = #cancelledKey REMOVE pendingParents, rel',
@@ -353,7 +381,7 @@ export class DynamoJobGraph implements JobGraph {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(child)) },
+          Key: keyOf(keys.job(child)),
           UpdateExpression: 'SET #state = :queued, runAt = :now, updatedAt = :now REMOVE pendingParents, rel',
           ConditionExpression:
             '#state = :waiting AND pendingParents = :one AND attribute_not_exists(rel.#i) AND runAt <= :now',
@@ -390,7 +418,7 @@ export class DynamoJobGraph implements JobGraph {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(child)) },
+          Key: keyOf(keys.job(child)),
           UpdateExpression:
             'SET #state = :failed, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, lastError = :error, ' +
             '#errors = :history, gsi2pk = :gsi2pk REMOVE pendingParents, rel',
@@ -433,7 +461,7 @@ export class DynamoJobGraph implements JobGraph {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(child)) },
+          Key: keyOf(keys.job(child)),
           UpdateExpression: 'SET #state = :queued, runAt = :runAt, updatedAt = :now REMOVE pendingParents, rel',
           ConditionExpression: '#state = :waiting AND pendingParents = :zero',
           ExpressionAttributeNames: { '#state': 'state' },
@@ -462,7 +490,7 @@ export class DynamoJobGraph implements JobGraph {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(keys.job(parent)) },
+          Key: keyOf(keys.job(parent)),
           UpdateExpression: 'SET childrenReleased = :n',
           ConditionExpression:
             'attribute_exists(pk) AND (attribute_not_exists(childrenReleased) OR childrenReleased < :n)',
@@ -481,7 +509,7 @@ export class DynamoJobGraph implements JobGraph {
         new PutItemCommand({
           TableName: this.tableName,
           Item: {
-            pk: S(flowKey(flow.id)),
+            ...keyOf(flowKey(flow.id)),
             createdAt: S(flow.createdAt),
             nodes: S(JSON.stringify(flow.nodes)),
             expiresAt: N(flow.expiresAt),
@@ -496,7 +524,7 @@ export class DynamoJobGraph implements JobGraph {
   async flow(id: string): Promise<FlowRecord | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(flowKey(id)) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(flowKey(id)), ConsistentRead: true }),
       );
       if (!out.Item?.nodes?.S || !out.Item.createdAt?.S) return undefined;
       return { id, createdAt: out.Item.createdAt.S, nodes: JSON.parse(out.Item.nodes.S) as FlowRecord['nodes'] };
@@ -519,7 +547,7 @@ export class DynamoJobGraph implements JobGraph {
   private async batchGet(pks: readonly string[]): Promise<Map<string, Item>> {
     const found = new Map<string, Item>();
     for (let start = 0; start < pks.length; start += 100) {
-      let pending: Item[] = pks.slice(start, start + 100).map((pk) => ({ pk: S(pk) }));
+      let pending: Item[] = pks.slice(start, start + 100).map((pk) => keyOf(pk));
       for (let round = 0; pending.length > 0; round++) {
         if (round > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** round)));
         if (round > 8) throw new Error(`DynamoDB BatchGetItem left ${pending.length} keys unprocessed`);

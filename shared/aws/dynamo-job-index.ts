@@ -10,6 +10,7 @@ import type { IndexEntry, IndexPage, IndexQuery, JobIndex, JobSummary } from '..
 import type { JobState } from '../core/states';
 import { JOB_TABLE, keys } from '../core/table';
 import { DependencyError } from '../errors';
+import { keyOf } from './attributes';
 import { translateAwsError } from './errors';
 
 /** Pages a partition may take when DynamoDB answers with no items but a LastEvaluatedKey. */
@@ -170,7 +171,7 @@ export class DynamoJobIndex implements JobIndex {
     const found = new Map<string, Record<string, unknown>>();
     const projected = attributes.includes('pk') ? attributes : ['pk', ...attributes];
     const names = Object.fromEntries(projected.map((name, i) => [`#a${i}`, name]));
-    const all: Record<string, AttributeValue>[] = pks.map((pk) => ({ pk: { S: pk } }));
+    const all: Record<string, AttributeValue>[] = pks.map((pk) => keyOf(pk));
     // BatchGetItem takes at most 100 keys: a page between two bounds asks for limit + 1 entries.
     for (let start = 0; start < all.length; start += 100) {
       let pending = all.slice(start, start + 100);

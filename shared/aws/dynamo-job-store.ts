@@ -23,9 +23,9 @@ import { addCost, type JobCost, NO_COST } from '../core/metrics';
 import type { ClaimResult, EndWritten, JobStore, SkipInput, SuspendInput } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import type { JobState } from '../core/states';
-import { isSparseState, keys } from '../core/table';
+import { incarnationOf, isSparseState, keys, owned, SINGLE_SK } from '../core/table';
 import { LeaseLostError } from '../errors';
-import { N, S } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
@@ -38,9 +38,12 @@ export const CANCELLED_KEY = 'gsi2pkCancelled';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Key of the item holding a job's payload when it is too large for the status item. */
-export function payloadKey(id: string, payloadHash: string): string {
-  return `${keys.job(id)}#payload#${payloadHash.slice(0, 8)}`;
+/**
+ * Key of the item holding a job's payload when it is too large for the status item: the job's
+ * incarnation ({@link incarnationOf} its `createdAt`) and the payload's hash name it.
+ */
+export function payloadKey(id: string, createdAt: string, payloadHash: string): string {
+  return owned(id, incarnationOf(createdAt), `payload#${payloadHash.slice(0, 8)}`);
 }
 
 /**
@@ -95,7 +98,7 @@ export function summaryMessageRoom(after: Job, error: AttemptError): number {
   const payloadPart =
     Buffer.byteLength(payloadJson, 'utf8') <= ONE_WRITE_UNIT_BYTES
       ? 'payload'.length + Buffer.byteLength(payloadJson, 'utf8')
-      : 'payloadKey'.length + payloadKey(after.id, after.payloadHash).length;
+      : 'payloadKey'.length + payloadKey(after.id, after.createdAt, after.payloadHash).length;
   const without = itemBytes(toItem({ ...rest, payload: null, errors: [] }, true)) + payloadPart;
   const room = ONE_WRITE_UNIT_BYTES - UNSEEN_ATTRIBUTE_BYTES - without;
   const bytes = (limit: number) =>
@@ -115,11 +118,12 @@ export function toItem(job: Job, external = false): Item {
   return marshall(
     {
       pk: keys.job(job.id),
+      sk: SINGLE_SK,
       id: job.id,
       type: job.type,
       state: job.state,
       payload: external ? undefined : JSON.stringify(job.payload),
-      payloadKey: external ? payloadKey(job.id, job.payloadHash) : undefined,
+      payloadKey: external ? payloadKey(job.id, job.createdAt, job.payloadHash) : undefined,
       payloadHash: job.payloadHash,
       attempts: job.attempts,
       maxAttempts: job.maxAttempts,
@@ -175,9 +179,12 @@ export function toItem(job: Job, external = false): Item {
   );
 }
 
-/** Key of a job's `n`-th stored error (1-based, counted over the job's whole life). */
-export function errorKey(id: string, n: number): string {
-  return `${keys.job(id)}#err#${n}`;
+/**
+ * Key of the `n`-th stored error of one incarnation of a job (1-based, counted over the job's whole
+ * life): a later job of the same id, whose count starts again at 1, never reads it.
+ */
+export function errorKey(id: string, createdAt: string, n: number): string {
+  return owned(id, incarnationOf(createdAt), `err#${n}`);
 }
 
 /** The write units of a write of `bytes`: 1 per KB started, at least 1. */
@@ -221,11 +228,16 @@ export function statusWriteUnits(before: Job, after: Job): number {
 export const PAYLOAD_RETENTION_DAYS = 2 * 366;
 
 /** The item of a job's `n`-th error. */
-function errorItemOf(id: string, n: number, error: AttemptError, expiresAt: number): Item {
-  return { pk: S(errorKey(id, n)), n: N(n), error: S(JSON.stringify(error)), expiresAt: N(expiresAt) };
+function errorItemOf(job: Job, n: number, error: AttemptError, expiresAt: number): Item {
+  return {
+    ...keyOf(errorKey(job.id, job.createdAt, n)),
+    n: N(n),
+    error: S(JSON.stringify(error)),
+    expiresAt: N(expiresAt),
+  };
 }
 
-/** A job's status item (`job#<id>`), not one of its error or payload items (`job#<id>#err#<n>`). */
+/** A job's status item (`job#<id>`), not an item it owns (`job#<id>#<incarnation>#err#<n>`, ...). */
 export function isStatusItem(item: Item): boolean {
   const pk = item.pk?.S ?? '';
   return pk.startsWith('job#') && !pk.includes('#', 4);
@@ -316,9 +328,9 @@ export async function withHistory(client: DynamoDBClient, tableName: string, ite
   const first = Math.max(1, count - ERROR_HISTORY_LIMIT + 1);
   const wanted = count === 0 ? [] : Array.from({ length: count - first + 1 }, (_, i) => first + i);
   const found = new Map<number, AttemptError>();
-  let pending: Item[] = wanted.map((n) => ({ pk: S(errorKey(job.id, n)) }));
+  let pending: Item[] = wanted.map((n) => keyOf(errorKey(job.id, job.createdAt, n)));
   // A payload too large for the status item comes in the same BatchGetItem.
-  if (payloadAt !== undefined) pending.push({ pk: S(payloadAt) });
+  if (payloadAt !== undefined) pending.push(keyOf(payloadAt));
   try {
     for (let round = 0; pending.length > 0 && round < 5; round++) {
       const out = await client.send(
@@ -386,7 +398,7 @@ export class DynamoJobStore implements JobStore {
   ) {}
 
   private key(id: string): Item {
-    return { pk: S(keys.job(id)) };
+    return keyOf(keys.job(id));
   }
 
   private withHistory(item: Item): Promise<Job> {
@@ -404,7 +416,7 @@ export class DynamoJobStore implements JobStore {
         new PutItemCommand({
           TableName: this.tableName,
           Item: {
-            pk: S(payloadKey(job.id, job.payloadHash)),
+            ...keyOf(payloadKey(job.id, job.createdAt, job.payloadHash)),
             payload: S(JSON.stringify(job.payload)),
             expiresAt: N(ttl),
           },
@@ -420,12 +432,12 @@ export class DynamoJobStore implements JobStore {
    * that counted it), retained until `expiresAt`. A replay of that write (`replay`) writes it
    * only if it is not there yet: the first try's error stands, as the status item's does.
    */
-  private async putError(id: string, n: number, error: AttemptError, expiresAt: number, replay = false): Promise<void> {
+  private async putError(job: Job, n: number, error: AttemptError, expiresAt: number, replay = false): Promise<void> {
     try {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: errorItemOf(id, n, error, expiresAt),
+          Item: errorItemOf(job, n, error, expiresAt),
           ...(replay ? { ConditionExpression: 'attribute_not_exists(pk)' } : {}),
         }),
       );
@@ -458,7 +470,7 @@ export class DynamoJobStore implements JobStore {
       );
       // A job is created without errors; a history given anyway (a test's seed) gets its items.
       const ttl = job.expiresAt ?? Math.floor(Date.parse(job.createdAt) / 1000) + 400 * 86_400;
-      for (const [i, entry] of job.errors.entries()) await this.putError(job.id, i + 1, entry, ttl);
+      for (const [i, entry] of job.errors.entries()) await this.putError(job, i + 1, entry, ttl);
       return { created: true };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
@@ -650,7 +662,7 @@ export class DynamoJobStore implements JobStore {
     const last = errors.at(-1);
     let own: JobCost = { requests: 1, writeUnits: statusWriteUnits(job, { ...after, cost: before }) };
     if (last) {
-      const item = errorItemOf(job.id, job.errors.length + 1, last, expiresAt);
+      const item = errorItemOf(job, job.errors.length + 1, last, expiresAt);
       own = addCost(own, { requests: 1, writeUnits: writeUnits(itemBytes(item)) });
     }
     return addCost(before, own);
@@ -667,7 +679,7 @@ export class DynamoJobStore implements JobStore {
     const n = written ? errorCountOf(written) : 0;
     // `written` is the whole item (not just what was updated) when the write was a replay
     const replay = written?.pk !== undefined;
-    if (last && n > 0) await this.putError(job.id, n, last, expiresAt, replay);
+    if (last && n > 0) await this.putError(job, n, last, expiresAt, replay);
   }
 
   async heartbeat({ job, now, leaseMs }: { job: Job; now: number; leaseMs: number }): Promise<void> {

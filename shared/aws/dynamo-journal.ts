@@ -1,9 +1,11 @@
 /**
- * {@link Journal} on the job table: one item per entry, `job#<id>#<kind>#<name>` (`value` as JSON
- * text, `at`, `expiresAt`), and one per inbox signal, `job#<id>#inbox#<name>` (with a `byDue`
- * entry when the sender asks for one). Each is written
- * once, with `attribute_not_exists(pk)` (the first write wins; a refused write returns the stored
- * item at no read cost), and read with a strongly consistent GetItem.
+ * {@link Journal} on the job table: one item per entry, `pk` = `job#<id>#<incarnation>#journal`,
+ * `sk` = `<kind>#<name>` (`value` as JSON text, `at`, `expiresAt`), and one per inbox signal,
+ * `pk` = `job#<id>#<incarnation>#inbox`, `sk` = `<name>` (with a `byDue` entry when the sender
+ * asks for one). Each is written once, with `attribute_not_exists(pk)` (the first write wins; a
+ * refused write returns the stored item at no read cost). A run loads its journal with one
+ * strongly consistent Query (pages of 1 MB); an entry or a signal alone is read with a strongly
+ * consistent GetItem.
  */
 
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -13,11 +15,22 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  QueryCommand,
 } from '@aws-sdk/client-dynamodb';
 import { dueBucket } from '../core/due';
-import type { InboxDelivery, InboxSignal, Journal, JournalEntry, JournalKind, JournalRecord } from '../core/journal';
-import { journalKey } from '../core/journal';
-import { N, S } from './attributes';
+import type {
+  InboxDelivery,
+  InboxSignal,
+  Journal,
+  JournalEntry,
+  JournalKind,
+  JournalRecord,
+  JournalScope,
+  RecordedEntries,
+} from '../core/journal';
+import { inboxKey, journalKey } from '../core/journal';
+import type { ItemKey } from '../core/table';
+import { keyOf, N, S } from './attributes';
 import { itemBytes, ONE_WRITE_UNIT_BYTES } from './dynamo-job-store';
 import { translateAwsError } from './errors';
 
@@ -48,7 +61,7 @@ function valueAttribute(value: unknown, rest: Item): Item {
 /** The item a journal entry is written as. */
 export function journalEntryItem(input: JournalRecord): Item {
   return valueAttribute(input.value, {
-    pk: S(journalKey(input.jobId, input.kind, input.name)),
+    ...keyOf(journalKey(input, input.kind, input.name)),
     at: S(new Date(input.at).toISOString()),
     expiresAt: N(input.expiresAt),
   });
@@ -68,9 +81,36 @@ export class DynamoJournal implements Journal {
     private readonly tableName: string,
   ) {}
 
-  async get({ jobId, kind, name }: { jobId: string; kind: JournalKind; name: string }) {
-    const item = await this.read(journalKey(jobId, kind, name), 'journal entry');
+  async get(input: JournalScope & { kind: JournalKind; name: string }) {
+    const item = await this.read(journalKey(input, input.kind, input.name), 'journal entry');
     return item ? journalEntryOf(item) : undefined;
+  }
+
+  async load(scope: JournalScope): Promise<RecordedEntries> {
+    const { pk } = journalKey(scope, 'step', '');
+    const entries = new Map<string, JournalEntry>();
+    let from: Item | undefined;
+    do {
+      try {
+        const out = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': S(pk) },
+            ConsistentRead: true,
+            ...(from ? { ExclusiveStartKey: from } : {}),
+          }),
+        );
+        for (const item of out.Items ?? []) {
+          const sk = item.sk?.S;
+          if (sk !== undefined) entries.set(sk, journalEntryOf(item));
+        }
+        from = out.LastEvaluatedKey;
+      } catch (error) {
+        return translateAwsError(error, 'DynamoDB Query (journal)');
+      }
+    } while (from);
+    return entries;
   }
 
   async record(input: JournalRecord): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }> {
@@ -79,14 +119,14 @@ export class DynamoJournal implements Journal {
     return existing ? { recorded: false, existing: journalEntryOf(existing) } : { recorded: true };
   }
 
-  async signal({ jobId, name }: { jobId: string; name: string }) {
-    const item = await this.read(journalKey(jobId, 'inbox', name), 'signal');
+  async signal(input: JournalScope & { name: string }) {
+    const item = await this.read(inboxKey(input, input.name), 'signal');
     return item ? signalOf(item) : undefined;
   }
 
   async deliver(input: InboxDelivery): Promise<{ stored: true } | { stored: false; existing: InboxSignal }> {
     const item: Item = {
-      pk: S(journalKey(input.jobId, 'inbox', input.name)),
+      ...keyOf(inboxKey(input, input.name)),
       payload: S(JSON.stringify(input.signal.payload ?? null)),
       payloadHash: S(input.signal.payloadHash),
       at: S(input.signal.at),
@@ -100,10 +140,10 @@ export class DynamoJournal implements Journal {
     return existing ? { stored: false, existing: signalOf(existing) } : { stored: true };
   }
 
-  private async read(pk: string, what: string): Promise<Item | undefined> {
+  private async read(key: ItemKey, what: string): Promise<Item | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(pk) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
       );
       return out.Item;
     } catch (error) {

@@ -21,7 +21,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { Pace, Pacer } from '../core/pace';
 import { ThrottledError } from '../errors';
-import { N, S } from './attributes';
+import { keyOf, N } from './attributes';
 import { translateAwsError } from './errors';
 
 /** How long an idle key's item is kept. */
@@ -62,7 +62,7 @@ export class DynamoPacer implements Pacer {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(pk) },
+          Key: keyOf(pk),
           UpdateExpression: `${expression}, expiresAt = :exp`,
           ConditionExpression: condition,
           ExpressionAttributeValues: { ...values, ':exp': N(Math.floor(now / 1000) + PACE_RETENTION_SECONDS) },
@@ -137,7 +137,7 @@ export class DynamoPacer implements Pacer {
   async state({ scope, key }: { scope: string; key: string }): Promise<number | undefined> {
     try {
       const out = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: S(paceKey(scope, key)) }, ConsistentRead: true }),
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(paceKey(scope, key)), ConsistentRead: true }),
       );
       const tat = out.Item?.tat?.N;
       return tat === undefined ? undefined : Number(tat);

@@ -11,11 +11,11 @@ import {
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { JOB_TABLE } from '../core/table';
+import { JOB_TABLE, SINGLE_SK } from '../core/table';
 import { ValidationError } from '../errors';
 import { type OverlapPolicy, type Schedule, type ScheduleState, scheduleDueAt } from '../schedules/model';
 import type { SchedulePayload, ScheduleStore } from '../schedules/ports';
-import { N, S } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 type Item = Record<string, AttributeValue>;
@@ -37,6 +37,7 @@ export function toScheduleItem(schedule: Schedule): Item {
     {
       ...schedule,
       pk: scheduleKeys.schedule(schedule.name),
+      sk: SINGLE_SK,
       kind: 'schedule',
       gsi1pk: scheduleKeys.listing,
       gsi1sk: schedule.name,
@@ -93,6 +94,7 @@ export function fromScheduleItem(item: Item): Schedule {
 function payloadItem(name: string, payload: SchedulePayload): Item {
   return marshall({
     pk: scheduleKeys.payload(name),
+    sk: SINGLE_SK,
     kind: 'schedule-payload',
     name,
     payload: JSON.stringify(payload.payload),
@@ -128,7 +130,7 @@ export class DynamoScheduleStore implements ScheduleStore {
       const out = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(scheduleKeys.schedule(name)) },
+          Key: keyOf(scheduleKeys.schedule(name)),
           ConsistentRead: true,
         }),
       );
@@ -143,7 +145,7 @@ export class DynamoScheduleStore implements ScheduleStore {
       const out = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
-          Key: { pk: S(scheduleKeys.payload(name)) },
+          Key: keyOf(scheduleKeys.payload(name)),
           ConsistentRead: true,
         }),
       );
@@ -216,11 +218,11 @@ export class DynamoScheduleStore implements ScheduleStore {
             {
               Delete: {
                 TableName: this.tableName,
-                Key: { pk: S(scheduleKeys.schedule(name)) },
+                Key: keyOf(scheduleKeys.schedule(name)),
                 ConditionExpression: 'attribute_exists(pk)',
               },
             },
-            { Delete: { TableName: this.tableName, Key: { pk: S(scheduleKeys.payload(name)) } } },
+            { Delete: { TableName: this.tableName, Key: keyOf(scheduleKeys.payload(name)) } },
           ],
         }),
       );
@@ -241,7 +243,12 @@ export class DynamoScheduleStore implements ScheduleStore {
     let start: Item | undefined;
     if (cursor !== undefined) {
       try {
-        start = marshall({ pk: scheduleKeys.schedule(cursor), gsi1pk: scheduleKeys.listing, gsi1sk: cursor });
+        start = marshall({
+          pk: scheduleKeys.schedule(cursor),
+          sk: SINGLE_SK,
+          gsi1pk: scheduleKeys.listing,
+          gsi1sk: cursor,
+        });
       } catch {
         throw new ValidationError('invalid cursor', [{ path: 'cursor', message: 'use the cursor of a previous page' }]);
       }
@@ -270,7 +277,7 @@ export class DynamoScheduleStore implements ScheduleStore {
   private async batchGet(names: string[]): Promise<Schedule[]> {
     const found = new Map<string, Schedule>();
     for (let i = 0; i < names.length; i += 100) {
-      let keys: Item[] = names.slice(i, i + 100).map((name) => ({ pk: S(scheduleKeys.schedule(name)) }));
+      let keys: Item[] = names.slice(i, i + 100).map((name) => keyOf(scheduleKeys.schedule(name)));
       for (let round = 0; keys.length > 0 && round < 10; round++) {
         const out = await this.client.send(
           new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),

@@ -17,7 +17,7 @@ import type { JobState } from './states';
 export const MAX_PARENTS = 1000;
 
 /**
- * Children slots per chunk item of a parent's registry (`job#<parent>#children#<k>`): a full
+ * Children slots per chunk item of a parent's registry (`job#<parent>#<incarnation>#children#<k>`): a full
  * chunk of entries with 64-character ids (about 86 bytes a slot) stays under 1 KB, so a write
  * of one slot, billed at the whole item's size, is one write unit.
  */
@@ -199,29 +199,52 @@ export type EdgeRelease =
  * of any of them (a worker that died half way, a message that came back) changes nothing twice.
  */
 export interface JobGraph {
-  /** Writes the child's parents item (its `dependsOn`), before its status item. One write. */
-  putParents(input: { child: string; parents: readonly ParentEdge[]; expiresAt: number }): Promise<void>;
-  /** The child's parents, or undefined when it has none (or the item is gone). One read. */
-  parents(child: string): Promise<ParentEdge[] | undefined>;
+  /**
+   * Writes the child's parents item (its `dependsOn`), before its status item. It belongs to the
+   * child's incarnation (`incarnationOf` the `createdAt` the child is created with): a later job
+   * of the same id has parents of its own. One write.
+   */
+  putParents(input: {
+    child: string;
+    incarnation: string;
+    parents: readonly ParentEdge[];
+    expiresAt: number;
+  }): Promise<void>;
+  /** The parents of that incarnation of the child, or undefined when it has none (or the item is gone). One read. */
+  parents(input: { child: string; incarnation: string }): Promise<ParentEdge[] | undefined>;
   /**
    * The first half of a registration: the parent's `childCount` + 1, only while the parent exists
-   * and is not finished; returns the new count (the child's slot). Refused when the parent is
-   * finished or missing (`parent`: the job as it is): the caller resolves the edge itself. One write.
+   * and is not finished; returns the new count (the child's slot) and the parent's incarnation
+   * (whose registry the slot is in), from the same write. Refused when the parent is finished or
+   * missing (`parent`: the job as it is): the caller resolves the edge itself. One write.
    */
-  addChild(input: { parent: string }): Promise<{ slot: number } | { slot?: undefined; parent?: Job }>;
+  addChild(input: {
+    parent: string;
+  }): Promise<{ slot: number; incarnation: string } | { slot?: undefined; parent?: Job }>;
   /**
    * The second half: the entry into `slot` of the parent's registry, only while the slot is empty.
    * False when the parent's release sealed it first (the parent is finished by then): the caller
    * resolves the edge itself. True when the slot already holds this entry (a replay of a fill
    * that applied, its response lost). One write.
    */
-  fillSlot(input: { parent: string; slot: number; entry: ChildEntry; expiresAt: number }): Promise<boolean>;
+  fillSlot(input: {
+    parent: string;
+    incarnation: string;
+    slot: number;
+    entry: ChildEntry;
+    expiresAt: number;
+  }): Promise<boolean>;
   /**
    * Registers children known when their parent is created (a flow): `entries` go into slots
    * 1..n of the parent's registry, each only if that slot is empty; the parent's status item is
    * then created with `childCount` = n. One write per chunk of {@link CHILDREN_CHUNK} slots.
    */
-  putChildren(input: { parent: string; entries: readonly ChildEntry[]; expiresAt: number }): Promise<void>;
+  putChildren(input: {
+    parent: string;
+    incarnation: string;
+    entries: readonly ChildEntry[];
+    expiresAt: number;
+  }): Promise<void>;
   /**
    * The registry of a finished parent, slots 1..`count`; every empty slot is sealed (a
    * tombstone), so a registration still in flight for it is refused and resolves its edge
@@ -229,6 +252,7 @@ export interface JobGraph {
    */
   children(input: {
     parent: string;
+    incarnation: string;
     count: number;
     /** Seal the empty slots (the release does); false only reads (a view). @default true */
     seal?: boolean;

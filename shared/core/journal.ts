@@ -1,12 +1,15 @@
 /**
  * A job's journal: what its handler recorded as it went (`ctx.step` results, the wake time of a
  * `ctx.sleep`, the deadline and outcome of a `ctx.waitForSignal`), and its signal inbox. Each
- * entry is an item of its own (`job#<id>#<kind>#<name>`), written once (the first write wins)
- * and never rewritten, so a job's entries are bound by neither the 400 KB item limit nor a count,
- * and the status item stays small. See docs/workflows.md.
+ * entry is an item of its own, written once (the first write wins) and never rewritten, so a
+ * job's entries are bound by neither the 400 KB item limit nor a count, and the status item stays
+ * small. The entries of one incarnation of a job id ({@link incarnationOf}) share a partition key
+ * and are read together, in pages ({@link Journal.load}); a later job of the same id has a journal
+ * and an inbox of its own. See docs/workflows.md.
  */
 import { ValidationError } from '../errors';
 import { jsonBytes } from './limits';
+import { type ItemKey, owned } from './table';
 
 /** What an entry records: a step's result, a sleep's wake time, a signal wait's deadline or outcome. */
 export type JournalKind = 'step' | 'sleep' | 'wait' | 'signal';
@@ -27,9 +30,20 @@ export interface InboxSignal {
   at: string;
 }
 
-/** What {@link Journal.record} writes. */
-export interface JournalRecord {
+/**
+ * Whose journal: one incarnation of a job id. `incarnation` is {@link incarnationOf} the job's
+ * `createdAt`; the journal takes it as an opaque name.
+ */
+export interface JournalScope {
   jobId: string;
+  incarnation: string;
+}
+
+/** A journal's recorded entries by {@link entryName} (`<kind>#<name>`), as {@link Journal.load} reads them. */
+export type RecordedEntries = ReadonlyMap<string, JournalEntry>;
+
+/** What {@link Journal.record} writes. */
+export interface JournalRecord extends JournalScope {
   kind: JournalKind;
   name: string;
   value: unknown;
@@ -40,8 +54,7 @@ export interface JournalRecord {
 }
 
 /** What {@link Journal.deliver} writes. */
-export interface InboxDelivery {
-  jobId: string;
+export interface InboxDelivery extends JournalScope {
   name: string;
   signal: InboxSignal;
   /** Epoch seconds: TTL of the signal. */
@@ -93,14 +106,20 @@ export function timedOutAt(outcome: unknown): string | undefined {
 /** Persistence of job journals and signal inboxes. */
 export interface Journal {
   /** The entry, or undefined when none was recorded. Strongly consistent: one read unit up to 4 KB. */
-  get(input: { jobId: string; kind: JournalKind; name: string }): Promise<JournalEntry | undefined>;
+  get(input: JournalScope & { kind: JournalKind; name: string }): Promise<JournalEntry | undefined>;
+  /**
+   * Every entry the incarnation recorded (not its inbox), strongly consistent, read in pages of
+   * 1 MB: at most ⌈bytes / 1 MB⌉ + 1 round trips, one read unit per 4 KB. A run that replays
+   * loads it once, at its first call that needs a recorded entry.
+   */
+  load(input: JournalScope): Promise<RecordedEntries>;
   /**
    * Records an entry unless one exists: the first write wins, and a later one gets the recorded
    * entry back (`recorded: false`) without changing it. One conditional write: 1 write unit per KB.
    */
   record(input: JournalRecord): Promise<{ recorded: true } | { recorded: false; existing: JournalEntry }>;
   /** The signal of that name in the job's inbox, if one arrived. */
-  signal(input: { jobId: string; name: string }): Promise<InboxSignal | undefined>;
+  signal(input: JournalScope & { name: string }): Promise<InboxSignal | undefined>;
   /**
    * Puts a signal in the job's inbox unless one of that name is there: the first send wins, and a
    * later one gets the stored signal back (`stored: false`). One conditional write.
@@ -134,18 +153,35 @@ export function checkName(name: unknown, what: 'step' | 'sleep' | 'signal', path
   return name;
 }
 
-/** The key of a journal entry's item. */
-export function journalKey(jobId: string, kind: JournalKind | 'inbox', name: string): string {
-  return `job#${jobId}#${kind}#${name}`;
+/** An entry's name in its journal, and its item's sort key: `<kind>#<name>`. */
+export function entryName(kind: JournalKind, name: string): string {
+  return `${kind}#${name}`;
 }
 
 /**
- * The job and signal of an inbox item's key ({@link journalKey} of kind `inbox`), or undefined
- * for any other key: the supervisor tells the due entry of a signal from a job's by its key.
+ * The key of a journal entry's item: `pk` = `job#<id>#<incarnation>#journal` (one item collection
+ * per incarnation, read with one Query), `sk` = `<kind>#<name>`.
  */
-export function inboxOf(key: string): { jobId: string; name: string } | undefined {
-  const match = /^job#([^#]+)#inbox#([^#]+)$/.exec(key);
-  return match ? { jobId: match[1] as string, name: match[2] as string } : undefined;
+export function journalKey(scope: JournalScope, kind: JournalKind, name: string): ItemKey {
+  return { pk: owned(scope.jobId, scope.incarnation, 'journal'), sk: entryName(kind, name) };
+}
+
+/**
+ * The key of an inbox signal's item: `pk` = `job#<id>#<incarnation>#inbox`, `sk` = `<name>`. Apart
+ * from the journal: the API writes it while the job runs, so a wait reads it fresh (a GetItem).
+ */
+export function inboxKey(scope: JournalScope, name: string): ItemKey {
+  return { pk: owned(scope.jobId, scope.incarnation, 'inbox'), sk: name };
+}
+
+/**
+ * The job incarnation and signal of an inbox item's key ({@link inboxKey}), or undefined for any
+ * other key: the supervisor tells the due entry of a signal from a job's by its key.
+ */
+export function inboxOf(key: { pk: string; sk?: string }): (JournalScope & { name: string }) | undefined {
+  const match = /^job#([^#]+)#([^#]+)#inbox$/.exec(key.pk);
+  if (!match || key.sk === undefined) return undefined;
+  return { jobId: match[1] as string, incarnation: match[2] as string, name: key.sk };
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

@@ -4,7 +4,14 @@
  *
  * Key design (see docs/data-model.md): every index projects only attributes that never change
  * after they are written, so a write that changes a job's state touches no index entry.
- * - `pk` = `job#<id>`: one item per job, spread by id.
+ * - `pk` = `job#<id>`, `sk` = {@link SINGLE_SK}: one status item per job, spread by id. Every item
+ *   is keyed by `pk` and `sk` (see {@link itemKey}); all but a job's journal entries and inbox
+ *   signals are alone under their `pk`, with the constant sort key {@link SINGLE_SK}.
+ * - Items a job owns (its journal, inbox, error items, payload item, parents item, registry of
+ *   children) are keyed by the job's **incarnation** too ({@link owned}): a job that later takes
+ *   the same id (once this one is past its retention) reads none of them.
+ * - A job incarnation's journal entries share one partition key ({@link journalKey}), so a resume
+ *   reads them all with one Query (1 MB a page) instead of one GetItem per entry.
  * - GSI `byType`: `gsi1pk` = `<type>#<shard>`, `gsi1sk` = `<createdAt>#<id>`. Written once, at
  *   enqueue; lists a type's jobs newest first, and the supervisor sweeps it by creation minute.
  * - GSI `byTypeState` (sparse): `gsi2pk` = `<type>#<state>#<shard>`, sort key `gsi1sk`. Only
@@ -34,6 +41,7 @@ export interface IndexDefinition {
 
 export interface TableDefinition {
   partitionKey: string;
+  sortKey: string;
   attributes: Record<string, KeyType>;
   indexes: IndexDefinition[];
   ttlAttribute: string;
@@ -59,7 +67,8 @@ export function isSparseState(state: string): boolean {
 
 export const JOB_TABLE: TableDefinition = {
   partitionKey: 'pk',
-  attributes: { pk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', dueBucket: 'S', dueAt: 'N' },
+  sortKey: 'sk',
+  attributes: { pk: 'S', sk: 'S', gsi1pk: 'S', gsi1sk: 'S', gsi2pk: 'S', dueBucket: 'S', dueAt: 'N' },
   indexes: [
     { name: 'byType', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', include: BY_TYPE_INCLUDE },
     // Sparse: only jobs in a SPARSE_STATES state carry gsi2pk.
@@ -85,6 +94,7 @@ export function shardOf(id: string): number {
 }
 
 export const keys = {
+  /** The partition key of a job's status item (its sort key is {@link SINGLE_SK}). */
   job: (id: string) => `job#${id}`,
   byType: (type: string, id: string) => `${type}#${shardOf(id)}`,
   byTypeState: (type: string, state: string, id: string) => `${type}#${state}#${shardOf(id)}`,
@@ -93,3 +103,47 @@ export const keys = {
   byTypeStateShard: (type: string, state: string, shard: number) => `${type}#${state}#${shard}`,
   created: (createdAt: string, id: string) => `${createdAt}#${id}`,
 };
+
+/**
+ * The version of the data model items are written in. 1 was the table keyed by `pk` alone; 2 (this
+ * one) added the sort key `sk` and the incarnation in the keys of the items a job owns. Items carry
+ * no version attribute: the rule for the next version is in docs/data-model.md ("Versions"): a
+ * change a reader of version 2 cannot read writes `v` = 3 on the items it changes, and its readers
+ * take an item without `v` as version 2.
+ */
+export const DATA_MODEL_VERSION = 2;
+
+/** The sort key of every item that is alone under its partition key (all but journal and inbox entries). */
+export const SINGLE_SK = '-';
+
+/** The primary key of an item: its partition key and its sort key. */
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+/** The key of an item alone under `pk` (the constant sort key {@link SINGLE_SK}). */
+export function itemKey(pk: string, sk: string = SINGLE_SK): ItemKey {
+  return { pk, sk };
+}
+
+/**
+ * The incarnation of a job id: its status item's `createdAt`, as epoch ms in base 36 (8
+ * characters until the year 2059). It names the items a job owns, so that a later job of the same
+ * id reads none of them. It is unique per incarnation: an id is taken again only when its job
+ * has finished and is past its retention (the create's condition `expiresAt < :createdAt`), and
+ * `expiresAt` is at least a day after the job's finish (`retentionDays` ≥ 1), so the new job's
+ * `createdAt` is more than a day after the old one's, whatever the clocks of two API instances
+ * disagree by within that day. A job's `createdAt` is never rewritten: its retries, operator
+ * retries and resumes keep the incarnation, hence the journal.
+ */
+export function incarnationOf(createdAt: string): string {
+  const ms = Date.parse(createdAt);
+  if (!Number.isFinite(ms)) throw new Error(`not a job's createdAt: ${JSON.stringify(createdAt)}`);
+  return ms.toString(36);
+}
+
+/** The partition key of an item owned by one incarnation of a job: `job#<id>#<incarnation>#<part>`. */
+export function owned(id: string, incarnation: string, part: string): string {
+  return `job#${id}#${incarnation}#${part}`;
+}

@@ -22,6 +22,7 @@ import { SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import type { JobQueue, JobScheduler } from '../core/ports';
 import { scheduleFireAt } from '../core/scheduling';
 import { isTerminal, type JobState } from '../core/states';
+import { incarnationOf } from '../core/table';
 import { errorFields, type Logger } from '../logger';
 
 /** What the release needs: the graph, the queues of every job type, and a scheduler for far runAts. */
@@ -122,7 +123,7 @@ export async function releaseChildren(
   const parent = (await deps.graph.jobs([parentId])).get(parentId);
   if (!parent || !needsRelease(parent)) return { released: 0 };
   const count = parent.childCount ?? 0;
-  const entries = await deps.graph.children({ parent: parentId, count });
+  const entries = await deps.graph.children({ parent: parentId, incarnation: incarnationOf(parent.createdAt), count });
   let released = 0;
   await eachLimited(entries, RELEASE_CONCURRENCY, async (entry) => {
     if ((await releaseEdge(deps, parent.id, parent.state, entry, now)) === 'ready') released += 1;
@@ -194,7 +195,13 @@ export async function registerChild(
     const added = await deps.graph.addChild({ parent: edge.id });
     if (
       added.slot !== undefined &&
-      (await deps.graph.fillSlot({ parent: edge.id, slot: added.slot, entry, expiresAt }))
+      (await deps.graph.fillSlot({
+        parent: edge.id,
+        incarnation: added.incarnation,
+        slot: added.slot,
+        entry,
+        expiresAt,
+      }))
     )
       return;
     // The parent finished first: its release does not know this child. Resolve the edge here.
@@ -250,7 +257,7 @@ export async function reconcileChild(
   now: number,
   log: Logger,
 ): Promise<{ released: number; registered: number }> {
-  const edges = await deps.graph.parents(child.id);
+  const edges = await deps.graph.parents({ child: child.id, incarnation: incarnationOf(child.createdAt) });
   if (!edges) {
     log.error('a job waits for parents but has no parents item; it cannot be released', { jobId: child.id });
     return { released: 0, registered: 0 };
@@ -280,7 +287,12 @@ export async function reconcileChild(
       unregistered.push(index);
       return;
     }
-    const entries = await deps.graph.children({ parent: parent.id, count, seal: false });
+    const entries = await deps.graph.children({
+      parent: parent.id,
+      incarnation: incarnationOf(parent.createdAt),
+      count,
+      seal: false,
+    });
     if (!entries.some((e) => e.child === child.id && e.index === index)) unregistered.push(index);
   });
   if (unregistered.length > 0) await registerChild(deps, child, edges, unregistered, now);
@@ -323,10 +335,10 @@ export function sameEdges(a: readonly ParentEdge[], b: readonly ParentEdge[]): b
  */
 export function parentsReader(
   graph: JobGraph,
-  jobId: string,
+  job: Pick<Job, 'id' | 'createdAt'>,
 ): () => Promise<Record<string, { state: JobState; result: unknown }>> {
   return async () => {
-    const edges = (await graph.parents(jobId)) ?? [];
+    const edges = (await graph.parents({ child: job.id, incarnation: incarnationOf(job.createdAt) })) ?? [];
     const jobs = await graph.jobs(edges.map((e) => e.id));
     const out: Record<string, { state: JobState; result: unknown }> = {};
     for (const edge of edges) {

@@ -27,6 +27,7 @@ import {
 } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
+import { incarnationOf } from '../core/table';
 import * as z from '../core/zod-mini';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
@@ -352,7 +353,7 @@ export function createWorker(
           signal: controller.signal,
           log,
           progress: progress.report,
-          ...(deps.graph ? { parents: parentsReader(deps.graph, job.id) } : {}),
+          ...(deps.graph ? { parents: parentsReader(deps.graph, job) } : {}),
           step: workflow.step,
           sleep: workflow.sleep,
           waitForSignal: workflow.waitForSignal,
@@ -552,11 +553,13 @@ export function createWorker(
    * again. True when the message comes back so (the caller answers `retry`); false when no signal
    * is there.
    */
-  async function backIfSignalled(id: string, signal: string, record: SQSRecord, log: Logger): Promise<boolean> {
+  async function backIfSignalled(job: Job, signal: string, record: SQSRecord, log: Logger): Promise<boolean> {
     if (!deps.journal) return false;
+    const id = job.id;
     let seconds = SIGNAL_LOOK_AGAIN_SECONDS;
     try {
-      if (!(await deps.journal.signal({ jobId: id, name: signal }))) return false;
+      const inbox = { jobId: id, incarnation: incarnationOf(job.createdAt), name: signal };
+      if (!(await deps.journal.signal(inbox))) return false;
       if (await deps.store.wake({ id, signal, now: clock.now() })) {
         log.info('its signal had arrived: resuming now', { name: signal });
         seconds = 0;
@@ -586,7 +589,7 @@ export function createWorker(
     );
     metrics.add(METRIC.suspended, type);
     log.info(wait.kind === 'sleep' ? 'job sleeps' : 'job waits for a signal', { name: wait.key, until: wait.until });
-    if (wait.kind === 'signal' && (await backIfSignalled(job.id, wait.key, record, log))) return 'retry';
+    if (wait.kind === 'signal' && (await backIfSignalled(job, wait.key, record, log))) return 'retry';
     const viaScheduler = runAt - now > MAX_VISIBILITY_DELAY_MS && deps.scheduler !== undefined;
     return await deferMessage({
       job,
@@ -898,7 +901,7 @@ export function createWorker(
           claim.kind === 'early' &&
           waiting.state === 'waiting' &&
           waiting.waitSignal !== undefined &&
-          (await backIfSignalled(waiting.id, waiting.waitSignal, record, log))
+          (await backIfSignalled(waiting, waiting.waitSignal, record, log))
         )
           return 'retry';
         // Not due yet, or an earlier attempt (cancelled, then retried) may still be running.

@@ -16,17 +16,21 @@ import type { Clock } from '../core/clock';
 import type { WakeWait } from '../core/job';
 import {
   checkName,
+  entryName,
   type InboxSignal,
   type Journal,
   type JournalKind,
+  type JournalScope,
   MAX_STEP_RESULT_BYTES,
   MAX_WAIT_MS,
   parseDuration,
+  type RecordedEntries,
   type SignalOutcome,
   storableValue,
   timedOutAt,
   wakeTime,
 } from '../core/journal';
+import { incarnationOf } from '../core/table';
 import { SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
 
 /** Waits this short are waited out in the attempt: ending it would cost more and gain nothing. */
@@ -54,8 +58,9 @@ export interface WorkflowSteps {
    * under `name`, and every later run of the handler gets the recorded result back instead of
    * running `fn` again. A step that throws records nothing: the error follows the job's retry
    * policy, and the next attempt runs the step again. Names are unique within a run.
-   * Costs 1 write unit for a result up to about 900 bytes (1 per KB above), and 1 read unit per
-   * recorded step on a later run (none on the job's first run).
+   * Costs 1 write unit for a result up to about 900 bytes (1 per KB above). A later run reads the
+   * whole journal once, at its first call that needs a recorded entry: one Query per 1 MB of
+   * entries (1 read unit per 4 KB), not a read per step; the job's first run reads nothing.
    * @example
    * const charge = await ctx.step('charge', () => payments.charge(order.id, order.total));
    */
@@ -97,6 +102,8 @@ export class Suspension extends Error {
 /** The job the steps belong to, as its attempt was claimed. */
 interface JobRun {
   id: string;
+  /** Names the incarnation of the id whose journal this is (a later job of the same id has its own). */
+  createdAt: string;
   attempts: number;
   retries?: number;
   resumes?: number;
@@ -135,6 +142,9 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   };
   // The job's first run ever: nothing can have been recorded yet, so nothing is read.
   const fresh = job.attempts === 1 && !job.retries && !job.resumes;
+  const scope: JournalScope = { jobId: job.id, incarnation: incarnationOf(job.createdAt) };
+  /** The recorded entries, loaded once per attempt at the first call that needs one. */
+  let recorded: Promise<RecordedEntries> | undefined;
   const used = new Set<string>();
   let pending: WakeWait | undefined;
   /** A misuse that must fail the job even if the handler swallowed it (two signal waits at once). */
@@ -160,7 +170,9 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   }
 
   async function read(kind: JournalKind, name: string) {
-    return fresh ? undefined : await journalOf().get({ jobId: job.id, kind, name });
+    if (fresh) return undefined;
+    recorded ??= journalOf().load(scope);
+    return (await recorded).get(entryName(kind, name));
   }
 
   /** Records `value` under the name unless it was recorded first; returns what stands. */
@@ -168,7 +180,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     if (signal.aborted) throw signal.reason;
     const now = clock.now();
     const out = await journalOf().record({
-      jobId: job.id,
+      ...scope,
       kind,
       name,
       value,
@@ -225,7 +237,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
 
     async waitForSignal<T = unknown>(name: string, waitOptions: WaitForSignalOptions = {}): Promise<T | null> {
       const journal = begin('signal', name);
-      const look = () => journal.signal({ jobId: job.id, name });
+      const look = () => journal.signal({ ...scope, name });
       let arrived: InboxSignal | undefined;
       /** What the recorded outcome (a SignalOutcome) makes the wait return. */
       const outcome = async (value: unknown): Promise<T | null> => {

@@ -2,10 +2,15 @@ import type { Job } from '../core/job';
 
 /** One entry of the due index: an item whose `dueAt` passed. */
 export interface DueEntry {
-  /** The item's partition key: `job#<id>` or `schedule#<name>`. */
+  /** The item's partition key: `job#<id>`, `schedule#<name>`, or a signal's inbox `job#<id>#<incarnation>#inbox`. */
   pk: string;
+  /** The item's sort key, for an item that shares its partition key (a signal's: its name); absent for one alone under it. */
+  sk?: string;
   dueAt: number;
 }
+
+/** The key of an item with a due attribute: a partition key alone, or an entry's key. */
+export type DueKey = string | Pick<DueEntry, 'pk' | 'sk'>;
 
 /** The supervisor's two read positions: the due index's minute buckets, and the creation sweep's minutes. */
 export type CheckpointName = 'due' | 'sweep';
@@ -55,5 +60,5 @@ export interface DueIndex {
    * index; a schedule's `dueAt` is a plain attribute. False when the item changed first (a
    * worker, the API or another supervisor got there).
    */
-  moveDue(pk: string, from: number | undefined, to: number, options?: { repair?: boolean }): Promise<boolean>;
+  moveDue(key: DueKey, from: number | undefined, to: number, options?: { repair?: boolean }): Promise<boolean>;
 }

@@ -27,9 +27,9 @@ import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import { fireMessage } from '../core/fire-message';
 import type { Job, JobMessage } from '../core/job';
-import { inboxOf } from '../core/journal';
+import { inboxOf, type JournalScope } from '../core/journal';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
-import { keys, SHARD_COUNT } from '../core/table';
+import { incarnationOf, keys, SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
 import { reconcileChild, releaseDepsOf } from '../runtime/release';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
@@ -46,7 +46,7 @@ import {
   type SupervisorOptions,
   sweepMinutesToRead,
 } from './plan';
-import type { DueEntry, DueIndex } from './ports';
+import type { DueEntry, DueIndex, DueKey } from './ports';
 
 export interface SupervisorDeps {
   /** Routes of every job type (queue URLs to send to). */
@@ -212,14 +212,14 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       const item = all[next++];
       if (!item) break;
       try {
-        const signal = inboxOf(item.entry.pk);
+        const signal = inboxOf(item.entry);
         if (signal) await repairSignal(deps, signal, now, report);
         else if (item.entry.pk.startsWith(JOB_PREFIX)) await repairJob(deps, item.entry, now, report, false);
         else if (item.entry.pk.startsWith(SCHEDULE_PREFIX))
           await catchUpSchedule(deps, options, item.entry, now, report);
       } catch (error) {
         report.failed += 1;
-        if (item.entry.pk.startsWith(JOB_PREFIX) && !(await deferRepair(deps, item.entry.pk, item.entry.dueAt, now)))
+        if (item.entry.pk.startsWith(JOB_PREFIX) && !(await deferRepair(deps, item.entry, item.entry.dueAt, now)))
           dueFailed.add(item.minute);
         deps.log.error('supervisor repair failed; the next pass tries again', {
           pk: item.entry.pk,
@@ -344,13 +344,13 @@ export const FAILED_REPAIR_RETRY_MS = 5 * 60_000;
  * first (then whoever changed it owns it); false when the move failed too (the caller lists the
  * minute).
  */
-async function deferRepair(deps: SupervisorDeps, pk: string, seen: number | undefined, now: number): Promise<boolean> {
+async function deferRepair(deps: SupervisorDeps, key: DueKey, seen: number | undefined, now: number): Promise<boolean> {
   try {
-    await deps.index.moveDue(pk, seen, now + FAILED_REPAIR_RETRY_MS);
+    await deps.index.moveDue(key, seen, now + FAILED_REPAIR_RETRY_MS);
     return true;
   } catch (error) {
     deps.log.warn('could not move the due entry of a job whose repair failed; its minute is read again', {
-      pk,
+      ...(typeof key === 'string' ? { pk: key } : key),
       ...errorFields(error),
     });
     return false;
@@ -469,11 +469,13 @@ async function repairJob(
  */
 async function repairSignal(
   deps: SupervisorDeps,
-  signal: { jobId: string; name: string },
+  signal: JournalScope & { name: string },
   now: number,
   report: SupervisorReport,
 ): Promise<void> {
-  const loaded = await deps.index.loadJob(signal.jobId);
+  const found = await deps.index.loadJob(signal.jobId);
+  // the signal of an earlier job of the same id (past its retention) wakes no later one
+  const loaded = found && incarnationOf(found.job.createdAt) === signal.incarnation ? found : undefined;
   const repair = planInboxRepair(loaded, signal.name, now);
   if (repair.kind === 'clear' || !loaded) {
     report.cleared += 1;

@@ -479,12 +479,14 @@ export async function startWorld(input: {
     },
     async scanSteps() {
       const out = new Map<string, Map<string, unknown>>();
-      for (const item of await scanItems('#step#')) {
-        const match = /^job#(.+)#step#(.+)$/.exec(item.pk?.S ?? '');
-        if (!match?.[1] || !match[2]) continue;
-        const steps = out.get(match[1]) ?? new Map<string, unknown>();
-        steps.set(match[2], journalEntryOf(item).value);
-        out.set(match[1], steps);
+      // journal items: pk `job#<id>#<incarnation>#journal`, sk `step#<name>` (docs/data-model.md)
+      for (const item of await scanItems('#journal')) {
+        const id = /^job#(.+)#[0-9a-z]+#journal$/.exec(item.pk?.S ?? '')?.[1];
+        const name = /^step#(.+)$/.exec(item.sk?.S ?? '')?.[1];
+        if (!id || !name) continue;
+        const steps = out.get(id) ?? new Map<string, unknown>();
+        steps.set(name, journalEntryOf(item).value);
+        out.set(id, steps);
       }
       return out;
     },

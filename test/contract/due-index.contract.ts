@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { dueBucket } from '../../shared/core/due';
-import { inboxOf, type Journal, journalKey } from '../../shared/core/journal';
+import { inboxKey, inboxOf, type Journal, journalKey } from '../../shared/core/journal';
 import type { JobStore } from '../../shared/core/ports';
-import { keys } from '../../shared/core/table';
-import type { DueIndex } from '../../shared/supervisor/ports';
+import { incarnationOf, keys } from '../../shared/core/table';
+import type { DueIndex, DueKey } from '../../shared/supervisor/ports';
 import { newJob } from '../support/fakes';
 
 const T0 = Date.parse('2026-06-01T00:00:00.000Z');
@@ -28,22 +28,26 @@ export function dueIndexContract(setup: () => Promise<DueIndexLeg>): void {
   let seq = 0;
   const jobId = () => `d-${run}-${++seq}`;
   const signal = { payload: { amount: 1 }, payloadHash: 'h1', at: iso(T0) };
-  /** The entries of `pk` in the bucket of `dueAt` (for `pk`'s job), due by `upTo`. */
-  const entriesOf = async (index: DueIndex, pk: string, jobOf: string, dueAt: number, upTo = dueAt) =>
-    (await index.query(dueBucket(dueAt, jobOf), upTo)).filter((entry) => entry.pk === pk);
+  /** The entries of the item `key` in the bucket of `dueAt` (for its job), due by `upTo`. */
+  const entriesOf = async (index: DueIndex, key: DueKey, jobOf: string, dueAt: number, upTo = dueAt) => {
+    const { pk, sk } = typeof key === 'string' ? { pk: key, sk: undefined } : key;
+    return (await index.query(dueBucket(dueAt, jobOf), upTo)).filter((entry) => entry.pk === pk && entry.sk === sk);
+  };
+  /** One incarnation of the job `id`. */
+  const scopeOf = (id: string) => ({ jobId: id, incarnation: incarnationOf(iso(T0)) });
 
   describe('due index', () => {
     it('lists a signal delivered with a dueAt in its minute bucket, by its inbox key, once it is due', async () => {
       const { index, journal } = await setup();
       const id = jobId();
       const dueAt = T0 + 10 * MIN;
-      await journal.deliver({ jobId: id, name: 'paid', signal, expiresAt: 0, dueAt });
-      const pk = journalKey(id, 'inbox', 'paid');
-      expect(await entriesOf(index, pk, id, dueAt, dueAt - 1)).toEqual([]);
-      expect(await entriesOf(index, pk, id, dueAt)).toEqual([{ pk, dueAt }]);
-      expect(inboxOf(pk)).toEqual({ jobId: id, name: 'paid' });
-      expect(inboxOf(keys.job(id))).toBeUndefined();
-      expect(inboxOf(journalKey(id, 'signal', 'paid'))).toBeUndefined();
+      await journal.deliver({ ...scopeOf(id), name: 'paid', signal, expiresAt: 0, dueAt });
+      const key = inboxKey(scopeOf(id), 'paid');
+      expect(await entriesOf(index, key, id, dueAt, dueAt - 1)).toEqual([]);
+      expect(await entriesOf(index, key, id, dueAt)).toEqual([{ ...key, dueAt }]);
+      expect(inboxOf(key)).toEqual({ ...scopeOf(id), name: 'paid' });
+      expect(inboxOf({ pk: keys.job(id) })).toBeUndefined();
+      expect(inboxOf(journalKey(scopeOf(id), 'signal', 'paid'))).toBeUndefined();
     });
 
     it('keeps the first send’s entry: a refused replay writes none, and a send without a dueAt has none', async () => {
@@ -51,15 +55,15 @@ export function dueIndexContract(setup: () => Promise<DueIndexLeg>): void {
       const id = jobId();
       const first = T0 + 10 * MIN;
       const later = T0 + 30 * MIN;
-      await journal.deliver({ jobId: id, name: 'paid', signal, expiresAt: 0, dueAt: first });
-      expect(await journal.deliver({ jobId: id, name: 'paid', signal, expiresAt: 0, dueAt: later })).toMatchObject({
-        stored: false,
-      });
-      const pk = journalKey(id, 'inbox', 'paid');
-      expect(await entriesOf(index, pk, id, first)).toEqual([{ pk, dueAt: first }]);
-      expect(await entriesOf(index, pk, id, later)).toEqual([]);
-      await journal.deliver({ jobId: id, name: 'shipped', signal, expiresAt: 0 });
-      const plain = journalKey(id, 'inbox', 'shipped');
+      await journal.deliver({ ...scopeOf(id), name: 'paid', signal, expiresAt: 0, dueAt: first });
+      expect(await journal.deliver({ ...scopeOf(id), name: 'paid', signal, expiresAt: 0, dueAt: later })).toMatchObject(
+        { stored: false },
+      );
+      const key = inboxKey(scopeOf(id), 'paid');
+      expect(await entriesOf(index, key, id, first)).toEqual([{ ...key, dueAt: first }]);
+      expect(await entriesOf(index, key, id, later)).toEqual([]);
+      await journal.deliver({ ...scopeOf(id), name: 'shipped', signal, expiresAt: 0 });
+      const plain = inboxKey(scopeOf(id), 'shipped');
       expect(await entriesOf(index, plain, id, first, later)).toEqual([]);
     });
 
@@ -68,14 +72,14 @@ export function dueIndexContract(setup: () => Promise<DueIndexLeg>): void {
       const id = jobId();
       const dueAt = T0 + 10 * MIN;
       const to = T0 + 15 * MIN;
-      await journal.deliver({ jobId: id, name: 'paid', signal, expiresAt: 0, dueAt });
-      const pk = journalKey(id, 'inbox', 'paid');
-      expect(await index.moveDue(pk, dueAt - 1, to)).toBe(false);
-      expect(await index.moveDue(pk, dueAt, to)).toBe(true);
-      expect(await entriesOf(index, pk, id, dueAt)).toEqual([]);
-      expect(await entriesOf(index, pk, id, to)).toEqual([{ pk, dueAt: to }]);
-      expect(await journal.signal({ jobId: id, name: 'paid' })).toEqual(signal);
-      expect(await index.moveDue(journalKey(id, 'inbox', 'never-sent'), undefined, to)).toBe(false);
+      await journal.deliver({ ...scopeOf(id), name: 'paid', signal, expiresAt: 0, dueAt });
+      const key = inboxKey(scopeOf(id), 'paid');
+      expect(await index.moveDue(key, dueAt - 1, to)).toBe(false);
+      expect(await index.moveDue(key, dueAt, to)).toBe(true);
+      expect(await entriesOf(index, key, id, dueAt)).toEqual([]);
+      expect(await entriesOf(index, key, id, to)).toEqual([{ ...key, dueAt: to }]);
+      expect(await journal.signal({ ...scopeOf(id), name: 'paid' })).toEqual(signal);
+      expect(await index.moveDue(inboxKey(scopeOf(id), 'never-sent'), undefined, to)).toBe(false);
     });
 
     it('loads a job with its due entry and repairs, and moves the entry only from the value read', async () => {

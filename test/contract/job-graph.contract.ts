@@ -8,6 +8,7 @@ import { CHILDREN_CHUNK, type ChildEntry, edgeOutcome, type JobGraph } from '../
 import type { Job } from '../../shared/core/job';
 import type { JobStore } from '../../shared/core/ports';
 import type { JobState } from '../../shared/core/states';
+import { incarnationOf } from '../../shared/core/table';
 import { newJob } from '../support/fakes';
 
 /** One implementation: the graph and the job store on the same table. */
@@ -18,6 +19,8 @@ export interface GraphLeg {
 
 const T0 = Date.parse('2026-06-01T00:00:00.000Z');
 const TTL = Math.floor(T0 / 1000) + 86_400;
+/** The incarnation of a job the contract creates (at T0, unless told). */
+const INC0 = () => incarnationOf(new Date(T0).toISOString());
 
 export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
   const run = Math.random().toString(36).slice(2, 8);
@@ -49,17 +52,18 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       const child = id('child');
       await graph.putParents({
         child,
+        incarnation: INC0(),
         parents: [
           { id: 'a', policy: 'fail' },
           { id: 'b', policy: 'ignore' },
         ],
         expiresAt: TTL,
       });
-      expect(await graph.parents(child)).toEqual([
+      expect(await graph.parents({ child, incarnation: INC0() })).toEqual([
         { id: 'a', policy: 'fail' },
         { id: 'b', policy: 'ignore' },
       ]);
-      expect(await graph.parents(id('nobody'))).toBeUndefined();
+      expect(await graph.parents({ child: id('nobody'), incarnation: INC0() })).toBeUndefined();
     });
   });
 
@@ -67,8 +71,8 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
     it('numbers the children of a live parent 1, 2, …; refuses a finished or missing parent', async () => {
       const leg = await setup();
       const parent = await put(leg, { state: 'running' });
-      expect(await leg.graph.addChild({ parent: parent.id })).toEqual({ slot: 1 });
-      expect(await leg.graph.addChild({ parent: parent.id })).toEqual({ slot: 2 });
+      expect(await leg.graph.addChild({ parent: parent.id })).toEqual({ slot: 1, incarnation: INC0() });
+      expect(await leg.graph.addChild({ parent: parent.id })).toEqual({ slot: 2, incarnation: INC0() });
       expect((await leg.store.get(parent.id))?.childCount).toBe(2);
       const done = await put(leg, { state: 'succeeded', result: { ok: 1 } });
       const refused = await leg.graph.addChild({ parent: done.id });
@@ -86,15 +90,25 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
         policy: 'ignore',
         index: i % 4,
       }));
-      await leg.graph.putChildren({ parent, entries, expiresAt: TTL });
+      await leg.graph.putChildren({ parent, incarnation: INC0(), entries, expiresAt: TTL });
       // a replay writes nothing over them
-      await leg.graph.putChildren({ parent, entries: entries.map((e) => ({ ...e, child: 'other' })), expiresAt: TTL });
+      await leg.graph.putChildren({
+        parent,
+        incarnation: INC0(),
+        entries: entries.map((e) => ({ ...e, child: 'other' })),
+        expiresAt: TTL,
+      });
       await put(leg, { state: 'queued', childCount: entries.length, id: parent });
       const later = await leg.graph.addChild({ parent });
       expect(later.slot).toBe(entries.length + 1);
       const late: ChildEntry = { child: 'late', policy: 'fail', index: 0 };
-      expect(await leg.graph.fillSlot({ parent, slot: later.slot ?? 0, entry: late, expiresAt: TTL })).toBe(true);
-      expect(await leg.graph.children({ parent, count: entries.length + 1 })).toEqual([...entries, late]);
+      expect(
+        await leg.graph.fillSlot({ parent, incarnation: INC0(), slot: later.slot ?? 0, entry: late, expiresAt: TTL }),
+      ).toBe(true);
+      expect(await leg.graph.children({ parent, incarnation: INC0(), count: entries.length + 1 })).toEqual([
+        ...entries,
+        late,
+      ]);
     });
 
     it('a registration that lands before the release reads the registry is released with it', async () => {
@@ -106,14 +120,19 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
         const added = await leg.graph.addChild({ parent: parent.id });
         expect(added.slot).toBe(i + 1);
         const entry: ChildEntry = { child: `k${i}`, policy: i % 2 ? 'ignore' : 'cancel', index: i % 3 };
-        expect(await leg.graph.fillSlot({ parent: parent.id, slot: i + 1, entry, expiresAt: TTL })).toBe(true);
+        expect(
+          await leg.graph.fillSlot({ parent: parent.id, incarnation: INC0(), slot: i + 1, entry, expiresAt: TTL }),
+        ).toBe(true);
         entries.push(entry);
       }
-      expect(await leg.graph.children({ parent: parent.id, count: CHILDREN_CHUNK + 2 })).toEqual(entries);
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: CHILDREN_CHUNK + 2 })).toEqual(
+        entries,
+      );
       // a slot is filled once
       expect(
         await leg.graph.fillSlot({
           parent: parent.id,
+          incarnation: INC0(),
           slot: 1,
           entry: { child: 'z', policy: 'fail', index: 0 },
           expiresAt: TTL,
@@ -126,14 +145,36 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       const parent = await put(leg, { state: 'running' });
       const added = await leg.graph.addChild({ parent: parent.id });
       const entry: ChildEntry = { child: 'mine', policy: 'ignore', index: 1, parents: 2 };
-      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry, expiresAt: TTL })).toBe(true);
-      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry, expiresAt: TTL })).toBe(true);
+      expect(
+        await leg.graph.fillSlot({
+          parent: parent.id,
+          incarnation: INC0(),
+          slot: added.slot ?? 0,
+          entry,
+          expiresAt: TTL,
+        }),
+      ).toBe(true);
+      expect(
+        await leg.graph.fillSlot({
+          parent: parent.id,
+          incarnation: INC0(),
+          slot: added.slot ?? 0,
+          entry,
+          expiresAt: TTL,
+        }),
+      ).toBe(true);
       // another child's entry, or the same child at another index, is still refused
       const other = { ...entry, index: 0 };
-      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry: other, expiresAt: TTL })).toBe(
-        false,
-      );
-      expect(await leg.graph.children({ parent: parent.id, count: 1 })).toEqual([entry]);
+      expect(
+        await leg.graph.fillSlot({
+          parent: parent.id,
+          incarnation: INC0(),
+          slot: added.slot ?? 0,
+          entry: other,
+          expiresAt: TTL,
+        }),
+      ).toBe(false);
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 1 })).toEqual([entry]);
     });
 
     it('a registration still in flight when the release reads finds its slot sealed, and is refused', async () => {
@@ -143,13 +184,17 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       const second = await leg.graph.addChild({ parent: parent.id });
       expect([first.slot, second.slot]).toEqual([1, 2]);
       const entry: ChildEntry = { child: 'early', policy: 'fail', index: 0 };
-      expect(await leg.graph.fillSlot({ parent: parent.id, slot: 1, entry, expiresAt: TTL })).toBe(true);
+      expect(await leg.graph.fillSlot({ parent: parent.id, incarnation: INC0(), slot: 1, entry, expiresAt: TTL })).toBe(
+        true,
+      );
       // the release reads now: slot 2 is counted but empty, so it is sealed
-      expect(await leg.graph.children({ parent: parent.id, count: 2 })).toEqual([entry]);
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 2 })).toEqual([entry]);
       const late: ChildEntry = { child: 'late', policy: 'fail', index: 0 };
-      expect(await leg.graph.fillSlot({ parent: parent.id, slot: 2, entry: late, expiresAt: TTL })).toBe(false);
+      expect(
+        await leg.graph.fillSlot({ parent: parent.id, incarnation: INC0(), slot: 2, entry: late, expiresAt: TTL }),
+      ).toBe(false);
       // and a later read of the registry still does not list it
-      expect(await leg.graph.children({ parent: parent.id, count: 2 })).toEqual([entry]);
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 2 })).toEqual([entry]);
     });
   });
 
@@ -318,6 +363,51 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
     });
   });
 
+  describe('identity', () => {
+    it('a reused id has parents and a registry of its own: none of the old incarnation’s', async () => {
+      const leg = await setup();
+      // the first job of the id: a parent that registered one child, then ended past its
+      // retention (only its expiresAt matters to the create condition)
+      const old = await put(leg, { state: 'running', expiresAt: Math.floor(T0 / 1000) + 60 });
+      const first = await leg.graph.addChild({ parent: old.id });
+      expect(first).toEqual({ slot: 1, incarnation: INC0() });
+      const oldChild: ChildEntry = { child: 'c-old', policy: 'fail', index: 0, parents: 1 };
+      expect(
+        await leg.graph.fillSlot({ parent: old.id, incarnation: INC0(), slot: 1, entry: oldChild, expiresAt: TTL }),
+      ).toBe(true);
+      await leg.graph.putParents({
+        child: old.id,
+        incarnation: INC0(),
+        parents: [{ id: 'p-old', policy: 'fail' }],
+        expiresAt: TTL,
+      });
+
+      // a day later the id is taken by a new job
+      const later = T0 + 86_400_000;
+      const reborn = newJob({ id: old.id, type: 'echo', state: 'running' }, later);
+      expect((await leg.store.create(reborn)).created).toBe(true);
+      const incarnation = incarnationOf(reborn.createdAt);
+      expect(incarnation).not.toBe(INC0());
+      expect(await leg.graph.parents({ child: old.id, incarnation })).toBeUndefined();
+      expect(await leg.graph.children({ parent: old.id, incarnation, count: 1, seal: false })).toEqual([]);
+      // its first child takes slot 1 of its own registry
+      const added = await leg.graph.addChild({ parent: old.id });
+      expect(added).toEqual({ slot: 1, incarnation });
+      const mine: ChildEntry = { child: 'd-new', policy: 'fail', index: 0, parents: 1 };
+      expect(await leg.graph.fillSlot({ parent: old.id, incarnation, slot: 1, entry: mine, expiresAt: TTL })).toBe(
+        true,
+      );
+      expect(await leg.graph.children({ parent: old.id, incarnation, count: 1 })).toEqual([mine]);
+      // the old incarnation's items are untouched (they end at their own TTL)
+      expect(await leg.graph.children({ parent: old.id, incarnation: INC0(), count: 1, seal: false })).toEqual([
+        oldChild,
+      ]);
+      expect(await leg.graph.parents({ child: old.id, incarnation: INC0() })).toEqual([
+        { id: 'p-old', policy: 'fail' },
+      ]);
+    });
+  });
+
   describe('release record and reads', () => {
     it('the success write tells the children count, so a job without any needs no read', async () => {
       const leg = await setup();
@@ -345,10 +435,20 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       const leg = await setup();
       const parent = await put(leg, { state: 'running' });
       const added = await leg.graph.addChild({ parent: parent.id });
-      expect(await leg.graph.children({ parent: parent.id, count: 1, seal: false })).toEqual([]);
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 1, seal: false })).toEqual([]);
       const entry: ChildEntry = { child: 'c', policy: 'fail', index: 0 };
-      expect(await leg.graph.fillSlot({ parent: parent.id, slot: added.slot ?? 0, entry, expiresAt: TTL })).toBe(true);
-      expect(await leg.graph.children({ parent: parent.id, count: 1, seal: false })).toEqual([entry]);
+      expect(
+        await leg.graph.fillSlot({
+          parent: parent.id,
+          incarnation: INC0(),
+          slot: added.slot ?? 0,
+          entry,
+          expiresAt: TTL,
+        }),
+      ).toBe(true);
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 1, seal: false })).toEqual([
+        entry,
+      ]);
     });
 
     it('keeps a flow’s record', async () => {

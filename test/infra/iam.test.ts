@@ -69,9 +69,13 @@ describe('IAM least privilege', () => {
         'dynamodb:BatchGetItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
+        'dynamodb:Query',
         'dynamodb:UpdateItem',
       ]);
       for (const a of dynamo) expect(a.resources, t.type).toBe(arn(tableId)); // the table only, no index/*
+      // the Query loads a resumed workflow's journal: journal partitions only
+      const query = statements.find((s) => JSON.stringify(s.Action) === JSON.stringify('dynamodb:Query'));
+      expect(query?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal'] } });
       const sqs = actions.filter((a) => a.action.startsWith('sqs:'));
       expect(sqs.map((a) => a.action)).toContain('sqs:ChangeMessageVisibility');
       // the children it releases and the waiting jobs it hands a slot to may be of any type

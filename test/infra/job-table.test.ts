@@ -24,9 +24,12 @@ describe('job table', () => {
     template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('has the partition key, attributes and TTL attribute of JOB_TABLE', () => {
+  it('has the partition and sort keys, attributes and TTL attribute of JOB_TABLE', () => {
     const table = Object.values(resources(template, 'AWS::DynamoDB::Table'))[0];
-    expect(table?.Properties?.KeySchema).toEqual([{ AttributeName: JOB_TABLE.partitionKey, KeyType: 'HASH' }]);
+    expect(table?.Properties?.KeySchema).toEqual([
+      { AttributeName: JOB_TABLE.partitionKey, KeyType: 'HASH' },
+      { AttributeName: JOB_TABLE.sortKey, KeyType: 'RANGE' },
+    ]);
     const expectedAttributes = Object.entries(JOB_TABLE.attributes).map(([AttributeName, AttributeType]) => ({
       AttributeName,
       AttributeType,
@@ -84,7 +87,7 @@ describe('job table', () => {
 
   it('rejects a definition whose key attribute has no declared type', () => {
     const stack = new Stack(testApp(), 'T');
-    const broken = { ...JOB_TABLE, attributes: { pk: 'S' as const } };
+    const broken = { ...JOB_TABLE, attributes: { pk: 'S' as const, sk: 'S' as const } };
     expect(() => new JobTable(stack, 'Jobs', { definition: broken })).toThrow(/key attribute "gsi1pk" has no entry/);
   });
 });

@@ -3,9 +3,11 @@
  * (DynamoJobStore, DynamoJobControl) on DynamoDB Local: the same cases the fakes pass in
  * test/unit/contract-fakes.test.ts.
  */
+
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe } from 'vitest';
+import { keyOf } from '../../shared/aws/attributes';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
@@ -32,7 +34,7 @@ const { dynamo, tableName } = useJobTable('contract');
 /** The item's `dueBucket` and `dueAt`, as the supervisor's `DynamoDueIndex` reads them. */
 async function readDue(client: DynamoDBClient, table: string, id: string): Promise<DueAttributes | undefined> {
   const out = await client.send(
-    new GetItemCommand({ TableName: table, Key: { pk: { S: keys.job(id) } }, ConsistentRead: true }),
+    new GetItemCommand({ TableName: table, Key: keyOf(keys.job(id)), ConsistentRead: true }),
   );
   if (!out.Item) return undefined;
   const raw = unmarshall(out.Item) as { dueBucket?: unknown; dueAt?: unknown };
@@ -59,7 +61,7 @@ describe('flow slots contract: DynamoFlowSlots on DynamoDB Local', () => {
       await dynamo.send(
         new UpdateItemCommand({
           TableName: tableName,
-          Key: { pk: { S: flowKeys.slot(slot.scope, slot.key) } },
+          Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           UpdateExpression: 'ADD iss :one',
           ExpressionAttributeValues: { ':one': { N: '1' } },
         }),

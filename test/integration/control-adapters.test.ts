@@ -2,6 +2,7 @@ import { DeleteItemCommand, GetItemCommand, PutItemCommand, QueryCommand } from 
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
+import { keyOf } from '../../shared/aws/attributes';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { CANCELLED_KEY, DynamoJobStore, toItem } from '../../shared/aws/dynamo-job-store';
@@ -113,7 +114,15 @@ describe('DynamoJobIndex against DynamoDB Local', () => {
         ExpressionAttributeValues: { ':pk': { S: partition.key }, ':sk': { S: keys.created(job.createdAt, job.id) } },
       }),
     );
-    expect(Object.keys(raw.Items?.[0] ?? {}).sort()).toEqual(['createdAt', 'gsi1pk', 'gsi1sk', 'id', 'pk', 'type']);
+    expect(Object.keys(raw.Items?.[0] ?? {}).sort()).toEqual([
+      'createdAt',
+      'gsi1pk',
+      'gsi1sk',
+      'id',
+      'pk',
+      'sk',
+      'type',
+    ]);
     const listed = async () =>
       (await index.query({ partition, limit: 100 })).entries.find((e) => e.summary.id === job.id)?.summary;
     expect(await listed()).toMatchObject({
@@ -121,7 +130,7 @@ describe('DynamoJobIndex against DynamoDB Local', () => {
       attempts: 1,
       finishedAt: new Date(T0 + 2).toISOString(),
     });
-    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(job.id) } } }));
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(keys.job(job.id)) }));
     // gone: not listed, whether its index entry is gone yet or the item lookup leaves it out
     expect(await listed()).toBeUndefined();
   });
@@ -177,7 +186,7 @@ describe('DynamoJobControl against DynamoDB Local', () => {
     const stored = await store.get(job.id);
     expect(stored).toMatchObject({ state: 'cancelled', leaseToken: 4, expiresAt: 2_000_000_000 });
     expect(stored?.finishedAt).toBe(new Date(T0 + 5000).toISOString());
-    const raw = await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(job.id) } } }));
+    const raw = await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(job.id)) }));
     expect(raw.Item?.gsi2pk?.S).toBe(keys.byTypeState('echo', 'cancelled', job.id));
   });
 
@@ -237,7 +246,7 @@ describe('DynamoJobControl against DynamoDB Local', () => {
 
 describe('DynamoJobControl without the type (no read before the write)', () => {
   const gsi2pk = async (id: string) =>
-    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item?.gsi2pk?.S;
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(id)) }))).Item?.gsi2pk?.S;
 
   it('moves the state index entry from the keys the create stored', async () => {
     const job = newJob({ id: 'untyped' });

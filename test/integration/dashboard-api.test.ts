@@ -5,6 +5,7 @@
  * on GET /jobs (inline payloads and payloads in their own item). Each test deploys its own
  * namespace; no worker runs, so every job stays where the test put it.
  */
+
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -17,6 +18,7 @@ import {
   overviewSchema,
   runScheduleResponseSchema,
 } from '../../shared/api/schemas';
+import { keyOf } from '../../shared/aws/attributes';
 import { defineJobType } from '../../shared/core/job-type';
 import { JOB_STATES } from '../../shared/core/states';
 import { keys } from '../../shared/core/table';
@@ -254,7 +256,7 @@ describe('GET /jobs?payload.<path>=', () => {
     await enqueue(platform, 'echo', 'p4', { tenant: 'acme', n: 2 });
     // p3's payload is in an item of its own
     const raw = await platform.clients.dynamo.send(
-      new GetItemCommand({ TableName: platform.config.tableName, Key: { pk: { S: keys.job('p3') } } }),
+      new GetItemCommand({ TableName: platform.config.tableName, Key: keyOf(keys.job('p3')) }),
     );
     expect(raw.Item?.payloadKey?.S).toBeDefined();
     expect(raw.Item?.payload).toBeUndefined();

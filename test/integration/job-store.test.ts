@@ -1,6 +1,13 @@
-import { DeleteItemCommand, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { describe, expect, it } from 'vitest';
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+} from '@aws-sdk/client-dynamodb';
+import { describe, expect, inject, it } from 'vitest';
 import { payloadHash } from '../../shared/api/jobs-service';
+import { keyOf } from '../../shared/aws/attributes';
 import {
   DynamoJobStore,
   errorKey,
@@ -20,6 +27,7 @@ import {
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import { keys } from '../../shared/core/table';
 import { LeaseLostError } from '../../shared/errors';
+import { LOCAL_CREDENTIALS } from '../local-aws/clients';
 import { useJobTable } from '../local-aws/job-table';
 import { newJob as baseJob } from '../support/fakes';
 
@@ -38,6 +46,31 @@ function newJob(overrides: Partial<Job> = {}): Job {
     { id: `job-${seq}`, type: 'echo', payload, payloadHash: payloadHash('echo', payload), ...overrides },
     T0,
   );
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A client on the same table whose PutItem of an error item answers success without writing (a lost write). */
+function withoutErrorItems(): DynamoDBClient {
+  const client = new DynamoDBClient({
+    endpoint: inject('dynamodbEndpoint'),
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+  });
+  type Next = (args: { input: Record<string, unknown> }) => Promise<unknown>;
+  (
+    client.middlewareStack as unknown as {
+      add(m: (next: Next, context: { commandName?: string }) => Next, o: object): void;
+    }
+  ).add(
+    (next, context) => async (args) => {
+      const item = args.input.Item as Record<string, unknown> | undefined;
+      if (context.commandName === 'PutItemCommand' && item?.error !== undefined) return { output: { $metadata: {} } };
+      return next(args);
+    },
+    { step: 'initialize', name: 'dropErrorItems' },
+  );
+  return client;
 }
 
 async function claimed(job: Job, owner: string, now: number): Promise<Job> {
@@ -179,7 +212,7 @@ describe('DynamoJobStore against DynamoDB Local', () => {
 
 describe('DynamoJobStore: the error history lives in items of its own', () => {
   const rawStatus = async (id: string) =>
-    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(id)) }))).Item ?? {};
   const bigError = (attempt: number) => ({
     attempt,
     at: new Date(T0 + attempt).toISOString(),
@@ -242,7 +275,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
     const second = await claimed(job, 'w2', T0 + 1);
     await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
-    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 2) } } }));
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(errorKey(job.id, job.createdAt, 2)) }));
     const stored = await store.get(job.id);
     expect(stored).toMatchObject({ state: 'failed', attempts: 2 });
     expect(stored?.errors).toEqual([bigError(1), errorSummary(bigError(2))]);
@@ -257,7 +290,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
     const second = await claimed(job, 'w2', T0 + 1);
     await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
-    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: { pk: { S: errorKey(job.id, 1) } } }));
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(errorKey(job.id, job.createdAt, 1)) }));
     const stored = await store.get(job.id);
     expect(stored?.errors).toEqual([bigError(2)]);
     expect(stored?.lastError).toEqual(bigError(2));
@@ -270,6 +303,27 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     await store.fail({ job: mine, now: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w' });
     await store.fail({ job: mine, now: T0, errors: [bigError(7)], expiresAt: 2e9, writer: 'w' });
     expect((await store.get(job.id))?.errors).toEqual([bigError(1)]);
+  });
+
+  it('a reused id whose error item write was lost shows its own error summary, never the old job’s error', async () => {
+    // the first job of the id fails once, and is past its retention a day later
+    const job = newJob({ maxAttempts: 1 });
+    await store.create(job);
+    const old = await claimed(job, 'w1', T0);
+    await store.fail({ job: old, now: T0, errors: [bigError(1)], expiresAt: Math.floor(T0 / 1000) + 60, writer: 'w1' });
+    expect((await store.get(job.id))?.errors).toEqual([bigError(1)]);
+    // a new job takes the id; its failure's error item is never written (the worker died)
+    const later = T0 + 86_400_000;
+    const reborn = newJob({ id: job.id, maxAttempts: 1, payload: job.payload, payloadHash: job.payloadHash });
+    expect(await store.create({ ...reborn, createdAt: iso(later), updatedAt: iso(later), runAt: iso(later) })).toEqual({
+      created: true,
+    });
+    const lossy = new DynamoJobStore(withoutErrorItems(), tableName);
+    const mine = await claimed(reborn, 'w2', later);
+    await lossy.fail({ job: mine, now: later, errors: [bigError(2)], expiresAt: 2e9, writer: 'w2' });
+    const stored = await store.get(job.id);
+    expect(stored?.errors).toEqual([errorSummary(bigError(2))]);
+    expect(stored?.lastError).toEqual(errorSummary(bigError(2)));
   });
 
   it('reads the history of an item written before error items existed', async () => {
@@ -287,7 +341,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
 
 describe('DynamoJobStore: a payload too large for the status item has its own item', () => {
   const rawStatus = async (id: string) =>
-    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } } }))).Item ?? {};
+    (await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(id)) }))).Item ?? {};
 
   it('writes a 10 KB payload once, keeps the status item under 1 KB, and gives the payload back from claim and get', async () => {
     const payload = { blob: 'p'.repeat(10 * 1024) };
@@ -295,7 +349,7 @@ describe('DynamoJobStore: a payload too large for the status item has its own it
     expect(await store.create(job)).toEqual({ created: true });
     const status = await rawStatus(job.id);
     expect(status.payload).toBeUndefined();
-    expect(status.payloadKey?.S).toBe(payloadKey(job.id, job.payloadHash));
+    expect(status.payloadKey?.S).toBe(payloadKey(job.id, job.createdAt, job.payloadHash));
     expect(itemBytes(status)).toBeLessThan(1024 - STATUS_ITEM_GROWTH_BYTES);
     const mine = await claimed(job, 'w', T0);
     expect(mine.payload).toEqual(payload);

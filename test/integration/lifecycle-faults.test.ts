@@ -4,9 +4,11 @@
  * faults are applied before their response is lost, `before` faults are not, escaping faults
  * reach the caller as the SDK's own errors, and a killed scope's calls never complete.
  */
+
 import { DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { keyOf } from '../../shared/aws/attributes';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { ThrottledError } from '../../shared/errors';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
@@ -55,7 +57,7 @@ async function increment(client: DynamoDBClient, key: string) {
   return client.send(
     new UpdateItemCommand({
       TableName: table(),
-      Key: { pk: { S: `job#${key}` } },
+      Key: keyOf(`job#${key}`),
       UpdateExpression: 'ADD n :one',
       ExpressionAttributeValues: { ':one': { N: '1' } },
     }),
@@ -64,7 +66,7 @@ async function increment(client: DynamoDBClient, key: string) {
 
 async function countOf(key: string): Promise<number> {
   const out = await dynamo.send(
-    new GetItemCommand({ TableName: table(), Key: { pk: { S: `job#${key}` } }, ConsistentRead: true }),
+    new GetItemCommand({ TableName: table(), Key: keyOf(`job#${key}`), ConsistentRead: true }),
   );
   return Number(out.Item?.n?.N ?? 0);
 }

@@ -115,7 +115,10 @@ describe('environment-only SDK clients (as production builds them)', () => {
 describe('deployLocal', () => {
   it('creates the job table from JOB_TABLE with its GSIs, INCLUDE projections and TTL', async () => {
     const { Table } = await clients.dynamo.send(new DescribeTableCommand({ TableName: deployment.config.tableName }));
-    expect(Table?.KeySchema).toEqual([{ AttributeName: JOB_TABLE.partitionKey, KeyType: 'HASH' }]);
+    expect(Table?.KeySchema).toEqual([
+      { AttributeName: JOB_TABLE.partitionKey, KeyType: 'HASH' },
+      { AttributeName: JOB_TABLE.sortKey, KeyType: 'RANGE' },
+    ]);
     expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');
     const gsis = Object.fromEntries((Table?.GlobalSecondaryIndexes ?? []).map((g) => [g.IndexName, g]));
     for (const index of JOB_TABLE.indexes) {
@@ -188,7 +191,7 @@ describe('deployLocal', () => {
 
 describe('DynamoDB Local semantics', () => {
   it('fails a conditional write with ConditionalCheckFailedException carrying the ALL_OLD item', async () => {
-    const item = { pk: { S: 'job#cond' }, state: { S: 'queued' } };
+    const item = { pk: { S: 'job#cond' }, sk: { S: '-' }, state: { S: 'queued' } };
     const put = (Item: typeof item) =>
       clients.dynamo.send(
         new PutItemCommand({
@@ -199,7 +202,9 @@ describe('DynamoDB Local semantics', () => {
         }),
       );
     await put(item);
-    const error = await put({ pk: { S: 'job#cond' }, state: { S: 'running' } }).catch((e: unknown) => e);
+    const error = await put({ pk: { S: 'job#cond' }, sk: { S: '-' }, state: { S: 'running' } }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ name: 'ConditionalCheckFailedException', Item: item });
   });
 });

@@ -12,6 +12,7 @@ import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-schedule
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { Job } from '../../shared/core/job';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
+import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
 import { MAX_RETRY_MINUTES } from '../../shared/supervisor/plan';
 import { FAILED_REPAIR_RETRY_MS, runSupervisorOnce, type SupervisorDeps } from '../../shared/supervisor/run';
@@ -300,6 +301,7 @@ describe('the supervisor re-drives lost work', () => {
       // parents item and the waiting status item. The API died there, and no replay came.
       await graph.putParents({
         child,
+        incarnation: incarnationOf(new Date(now).toISOString()),
         parents: [{ id: parent, policy: 'fail' }],
         expiresAt: Math.floor(now / 1000) + 86_400,
       });

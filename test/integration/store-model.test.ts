@@ -11,10 +11,12 @@
  * (default 25). On failure fast-check prints the seed and path; replay with
  * ORRERY_MODEL_SEED=<seed> ORRERY_MODEL_PATH=<path>.
  */
+
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { keyOf } from '../../shared/aws/attributes';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore, fromItem } from '../../shared/aws/dynamo-job-store';
 import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
@@ -63,7 +65,7 @@ const adapters: Leg = {
   control: new DynamoJobControl(dynamo, tableName),
   async read(id) {
     const out = await dynamo.send(
-      new GetItemCommand({ TableName: tableName, Key: { pk: { S: keys.job(id) } }, ConsistentRead: true }),
+      new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(id)), ConsistentRead: true }),
     );
     if (!out.Item) return undefined;
     const raw = unmarshall(out.Item) as { dueBucket?: unknown; dueAt?: unknown };

@@ -186,7 +186,13 @@ describe('write units of the dependency writes, as DynamoDB Local reports them',
     expect(
       await units(async () => {
         const added = await graph.addChild({ parent: `${tag}-p` });
-        await graph.fillSlot({ parent: `${tag}-p`, slot: added.slot ?? 0, entry, expiresAt: ttl });
+        await graph.fillSlot({
+          parent: `${tag}-p`,
+          incarnation: 'incarnation' in added ? added.incarnation : '',
+          slot: added.slot ?? 0,
+          entry,
+          expiresAt: ttl,
+        });
       }),
     ).toBe(2);
     const release = () =>

@@ -74,7 +74,7 @@ export interface LocalDeployment {
  * await dynamo.send(new CreateTableCommand(createTableInput('dev-jobs', JOB_TABLE)));
  */
 export function createTableInput(name: string, definition: TableDefinition): CreateTableCommandInput {
-  const keyAttributes = new Set([definition.partitionKey]);
+  const keyAttributes = new Set([definition.partitionKey, definition.sortKey]);
   for (const index of definition.indexes) {
     keyAttributes.add(index.partitionKey).add(index.sortKey);
   }
@@ -89,7 +89,10 @@ export function createTableInput(name: string, definition: TableDefinition): Cre
     AttributeDefinitions: Object.entries(definition.attributes)
       .filter(([attribute]) => keyAttributes.has(attribute))
       .map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType })),
-    KeySchema: [{ AttributeName: definition.partitionKey, KeyType: 'HASH' }],
+    KeySchema: [
+      { AttributeName: definition.partitionKey, KeyType: 'HASH' },
+      { AttributeName: definition.sortKey, KeyType: 'RANGE' },
+    ],
     GlobalSecondaryIndexes: definition.indexes.map((index) => ({
       IndexName: index.name,
       KeySchema: [

@@ -27,7 +27,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_LEASE_MS } from '../../shared/core/lease';
-import { JOB_TABLE } from '../../shared/core/table';
+import { JOB_TABLE, SINGLE_SK } from '../../shared/core/table';
 import { LOCAL_CREDENTIALS } from './clients';
 import { createTableInput } from './deploy';
 import { listenOnLoopback } from './loopback';
@@ -201,6 +201,7 @@ export async function measureWriteLatency(endpoint: string, region: string, samp
   try {
     await dynamo.send(new CreateTableCommand(createTableInput(table, JOB_TABLE)));
     const pk = { S: 'job#probe' };
+    const sk = { S: SINGLE_SK };
     const timed = async (write: () => Promise<unknown>) => {
       const start = performance.now();
       await write();
@@ -212,6 +213,7 @@ export async function measureWriteLatency(endpoint: string, region: string, samp
           TableName: table,
           Item: {
             pk,
+            sk,
             token: { N: '0' },
             gsi1pk: { S: 'probe#0' },
             gsi1sk: { S: new Date().toISOString() },
@@ -227,7 +229,7 @@ export async function measureWriteLatency(endpoint: string, region: string, samp
         dynamo.send(
           new UpdateItemCommand({
             TableName: table,
-            Key: { pk },
+            Key: { pk, sk },
             UpdateExpression: 'SET #token = :next, dueBucket = :bucket, dueAt = :at',
             ConditionExpression: '#token = :current',
             ExpressionAttributeNames: { '#token': 'token' },

@@ -9,7 +9,7 @@ import { dueBucket } from '../../shared/core/due';
 import type { Job } from '../../shared/core/job';
 import { isTerminal } from '../../shared/core/states';
 import { keys } from '../../shared/core/table';
-import type { Checkpoint, CheckpointName, DueEntry, DueIndex } from '../../shared/supervisor/ports';
+import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../../shared/supervisor/ports';
 import type { FakeJobStore } from './fakes';
 import type { FakeJournal } from './journal-fake';
 
@@ -33,7 +33,7 @@ export class FakeDueIndex implements DueIndex {
         : [];
     });
     const inbox = (this.journal?.dueEntries() ?? []).flatMap((entry) =>
-      entry.dueBucket === bucket && entry.dueAt <= upTo ? [{ pk: entry.pk, dueAt: entry.dueAt }] : [],
+      entry.dueBucket === bucket && entry.dueAt <= upTo ? [{ pk: entry.pk, sk: entry.sk, dueAt: entry.dueAt }] : [],
     );
     return [...jobs, ...inbox].sort((a, b) => a.dueAt - b.dueAt);
   }
@@ -76,19 +76,21 @@ export class FakeDueIndex implements DueIndex {
     return { job, ...(dueAt !== undefined ? { dueAt } : {}), repairs: this.repairs.get(keys.job(id)) ?? 0 };
   }
 
-  async moveDue(pk: string, from: number | undefined, to: number, options: { repair?: boolean } = {}) {
+  async moveDue(key: DueKey, from: number | undefined, to: number, options: { repair?: boolean } = {}) {
+    const { pk, sk } = typeof key === 'string' ? { pk: key, sk: undefined } : key;
     const id = pk.slice(JOB_PREFIX.length);
-    const job = pk === keys.job(id) ? this.store.peek(id) : undefined;
+    const job = pk === keys.job(id) && sk === undefined ? this.store.peek(id) : undefined;
     let moved = false;
     if (job) {
       const current = this.store.due(id)?.dueAt;
       if (current !== from) return false;
       this.store.seed(job, { dueBucket: dueBucket(to, id), dueAt: to });
       moved = true;
-    } else if (this.journal) {
-      moved = this.journal.moveDue(pk, from, to);
+    } else if (this.journal && sk !== undefined) {
+      moved = this.journal.moveDue({ pk, sk }, from, to);
     }
-    if (moved && options.repair) this.repairs.set(pk, (this.repairs.get(pk) ?? 0) + 1);
+    const at = sk === undefined ? pk : `${pk}/${sk}`;
+    if (moved && options.repair) this.repairs.set(at, (this.repairs.get(at) ?? 0) + 1);
     return moved;
   }
 }

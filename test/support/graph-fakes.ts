@@ -16,6 +16,7 @@ import {
 } from '../../shared/core/dependencies';
 import type { Job } from '../../shared/core/job';
 import { isTerminal, type JobState } from '../../shared/core/states';
+import { incarnationOf } from '../../shared/core/table';
 import type { FakeJobStore } from './fakes';
 
 type Slot = ChildEntry | 'tombstone';
@@ -33,7 +34,11 @@ export type GraphMethod =
   | 'putChildren'
   | 'flow';
 
+/** The key an incarnation's items are held under here, as the adapter's keys name it. */
+const owner = (id: string, incarnation: string) => `${id}#${incarnation}`;
+
 export class FakeJobGraph implements JobGraph {
+  /** Parents items and registries by job id and incarnation, as the adapter keys them. */
   private readonly parentItems = new Map<string, ParentEdge[]>();
   private readonly slots = new Map<string, Map<number, Slot>>();
   /** The edges counted on each waiting child (`rel` on the adapter's status item). */
@@ -61,30 +66,60 @@ export class FakeJobGraph implements JobGraph {
     this.store.seed(job, this.store.due(job.id) ?? {});
   }
 
-  async putParents({ child, parents }: { child: string; parents: readonly ParentEdge[]; expiresAt: number }) {
+  async putParents({
+    child,
+    incarnation,
+    parents,
+  }: {
+    child: string;
+    incarnation: string;
+    parents: readonly ParentEdge[];
+    expiresAt: number;
+  }) {
     this.enter('putParents', child);
-    this.parentItems.set(child, JSON.parse(JSON.stringify(parents)) as ParentEdge[]);
+    this.parentItems.set(owner(child, incarnation), JSON.parse(JSON.stringify(parents)) as ParentEdge[]);
   }
 
-  async parents(child: string): Promise<ParentEdge[] | undefined> {
+  async parents({ child, incarnation }: { child: string; incarnation: string }): Promise<ParentEdge[] | undefined> {
     this.enter('parents', child);
-    const edges = this.parentItems.get(child);
+    const edges = this.parentItems.get(owner(child, incarnation));
     return edges ? (JSON.parse(JSON.stringify(edges)) as ParentEdge[]) : undefined;
   }
 
-  async addChild({ parent }: { parent: string }): Promise<{ slot: number } | { slot?: undefined; parent?: Job }> {
+  async addChild({
+    parent,
+  }: {
+    parent: string;
+  }): Promise<{ slot: number; incarnation: string } | { slot?: undefined; parent?: Job }> {
     this.enter('addChild', parent);
     const job = this.store.peek(parent);
     if (!job || isTerminal(job.state)) return job ? { parent: job } : {};
     const slot = (job.childCount ?? 0) + 1;
     this.put({ ...job, childCount: slot });
-    return { slot };
+    return { slot, incarnation: incarnationOf(job.createdAt) };
   }
 
-  async fillSlot({ parent, slot, entry }: { parent: string; slot: number; entry: ChildEntry; expiresAt: number }) {
+  private registryOf(parent: string, incarnation: string): Map<number, Slot> {
+    const key = owner(parent, incarnation);
+    const slots = this.slots.get(key) ?? new Map<number, Slot>();
+    this.slots.set(key, slots);
+    return slots;
+  }
+
+  async fillSlot({
+    parent,
+    incarnation,
+    slot,
+    entry,
+  }: {
+    parent: string;
+    incarnation: string;
+    slot: number;
+    entry: ChildEntry;
+    expiresAt: number;
+  }) {
     this.enter('fillSlot', parent);
-    const slots = this.slots.get(parent) ?? new Map<number, Slot>();
-    this.slots.set(parent, slots);
+    const slots = this.registryOf(parent, incarnation);
     const found = slots.get(slot);
     // as the adapter: a slot holding this very entry is a replay of this fill
     if (found) return found !== 'tombstone' && found.child === entry.child && found.index === entry.index;
@@ -92,19 +127,36 @@ export class FakeJobGraph implements JobGraph {
     return true;
   }
 
-  async putChildren({ parent, entries }: { parent: string; entries: readonly ChildEntry[]; expiresAt: number }) {
+  async putChildren({
+    parent,
+    incarnation,
+    entries,
+  }: {
+    parent: string;
+    incarnation: string;
+    entries: readonly ChildEntry[];
+    expiresAt: number;
+  }) {
     this.enter('putChildren', parent);
-    const slots = this.slots.get(parent) ?? new Map<number, Slot>();
-    this.slots.set(parent, slots);
+    const slots = this.registryOf(parent, incarnation);
     entries.forEach((entry, i) => {
       if (!slots.has(i + 1)) slots.set(i + 1, { ...entry });
     });
   }
 
-  async children({ parent, count, seal = true }: { parent: string; count: number; seal?: boolean }) {
+  async children({
+    parent,
+    incarnation,
+    count,
+    seal = true,
+  }: {
+    parent: string;
+    incarnation: string;
+    count: number;
+    seal?: boolean;
+  }) {
     this.enter('children', parent);
-    const slots = this.slots.get(parent) ?? new Map<number, Slot>();
-    this.slots.set(parent, slots);
+    const slots = this.registryOf(parent, incarnation);
     const entries: ChildEntry[] = [];
     for (let slot = 1; slot <= count; slot++) {
       const value = slots.get(slot);
@@ -216,10 +268,18 @@ export class FakeJobGraph implements JobGraph {
     return out;
   }
 
-  /** The registry slots of a parent (a copy), for tests. Not a call. */
+  /** The parents item of the job's current incarnation (undefined without a job or an item), for tests. Not a call. */
+  storedParents(child: string): ParentEdge[] | undefined {
+    const job = this.store.peek(child);
+    const edges = job ? this.parentItems.get(owner(child, incarnationOf(job.createdAt))) : undefined;
+    return edges ? (JSON.parse(JSON.stringify(edges)) as ParentEdge[]) : undefined;
+  }
+
+  /** The registry slots of a parent's current incarnation (a copy), for tests. Not a call. */
   registry(parent: string): (ChildEntry | 'tombstone' | undefined)[] {
-    const slots = this.slots.get(parent);
-    const count = this.store.peek(parent)?.childCount ?? 0;
+    const job = this.store.peek(parent);
+    const slots = job ? this.slots.get(owner(parent, incarnationOf(job.createdAt))) : undefined;
+    const count = job?.childCount ?? 0;
     return Array.from({ length: count }, (_, i) => slots?.get(i + 1));
   }
 }

@@ -50,7 +50,7 @@ function dynamo(answer: (target: string, body: Record<string, unknown>) => Answe
 }
 
 const ok = (body: Record<string, unknown> = {}): Answer => ({ status: 200, body });
-const key = { pk: { S: 'job#a' } };
+const key = { pk: { S: 'job#a' }, sk: { S: '-' } };
 
 describe('cost metering (CostMeter + meterCost on real SDK clients)', () => {
   it('asks DynamoDB writes for ReturnConsumedCapacity TOTAL and counts the units reported; reads are only requests', async () => {
@@ -105,7 +105,7 @@ describe('cost metering (CostMeter + meterCost on real SDK clients)', () => {
   });
 
   it('bills a refused conditional write as AWS does: the existing item in KB (ALL_OLD), at least 1 unit', async () => {
-    const big = { pk: { S: 'job#a' }, blob: { S: 'x'.repeat(3000) } };
+    const big = { pk: { S: 'job#a' }, sk: { S: '-' }, blob: { S: 'x'.repeat(3000) } };
     const { client } = dynamo((_target, body) => ({
       status: 400,
       body: {

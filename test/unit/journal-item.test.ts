@@ -8,6 +8,7 @@ import { jsonBytes } from '../../shared/core/limits';
 const entry = (value: unknown) =>
   journalEntryItem({
     jobId: 'order-1234567890-abcdef',
+    incarnation: 'mbx3k2p4',
     kind: 'step',
     name: 'reserve-stock',
     value,
@@ -32,7 +33,17 @@ describe('journal entry items', () => {
     expect(item.valueGz?.B).toBeDefined();
     expect(itemBytes(item)).toBeLessThanOrEqual(ONE_WRITE_UNIT_BYTES);
     expect(
-      itemBytes(journalEntryItem({ jobId: 'x', kind: 'step', name: 'y', value: 'z', at: 0, expiresAt: 0 })),
+      itemBytes(
+        journalEntryItem({
+          jobId: 'x',
+          incarnation: 'mbx3k2p4',
+          kind: 'step',
+          name: 'y',
+          value: 'z',
+          at: 0,
+          expiresAt: 0,
+        }),
+      ),
     ).toBeLessThan(100);
   });
 

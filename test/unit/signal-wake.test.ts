@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SignalsService } from '../../shared/api/signals-service';
+import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
 import { runSupervisorOnce } from '../../shared/supervisor/run';
 import { FakeDueIndex } from '../support/due-index-fake';
@@ -91,7 +92,13 @@ describe('a stored signal whose wake is lost still resumes its job within the su
     w.h.store.wake = () => new Promise(() => {});
     void w.api.send('lw-2', 'paid', { payload: 2 });
     await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(await w.h.journal.signal({ jobId: 'lw-2', name: 'paid' })).toMatchObject({ payload: 2 });
+    expect(
+      await w.h.journal.signal({
+        jobId: 'lw-2',
+        incarnation: incarnationOf(w.h.store.peek('lw-2')?.createdAt ?? ''),
+        name: 'paid',
+      }),
+    ).toMatchObject({ payload: 2 });
     const sent = w.sentFor('lw-2');
     // a new API instance (and the supervisor) wake as usual
     w.h.store.wake = Object.getPrototypeOf(w.h.store).wake.bind(w.h.store);

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/core/clock';
+import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
 import { RECONCILE_READ_SLOTS, reconcileChild } from '../../shared/runtime/release';
 import { createWorker } from '../../shared/runtime/worker';
@@ -12,6 +13,8 @@ import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig 
 import { depsPlatform, nodeSpec, T0 } from './workflow-deps-harness';
 
 const log = createLogger({ level: 'silent' });
+/** The incarnation of a job created at T0. */
+const INC0 = incarnationOf(new Date(T0).toISOString());
 const WRITES = ['putParents', 'addChild', 'fillSlot', 'putChildren', 'release', 'markReleased', 'putFlow'];
 
 function setup() {
@@ -41,8 +44,13 @@ describe('reconcileChild', () => {
     const { p, releaseDeps } = setup();
     await p.enqueue('parent');
     // the child as the API wrote it before it died: parents item and waiting status, no registration
-    await p.graph.putParents({ child: 'child', parents: [{ id: 'parent', policy: 'fail' }], expiresAt: 0 });
     const child = newJob({ id: 'child', type: 'node', state: 'waiting', pendingParents: 1 }, T0);
+    await p.graph.putParents({
+      child: 'child',
+      incarnation: INC0,
+      parents: [{ id: 'parent', policy: 'fail' }],
+      expiresAt: 0,
+    });
     await p.store.create(child);
     expect(await reconcileChild(releaseDeps, child, T0, log)).toEqual({ released: 0, registered: 1 });
     await p.drain();
@@ -53,8 +61,13 @@ describe('reconcileChild', () => {
     const { p, releaseDeps } = setup();
     await p.enqueue('parent');
     await p.drain();
-    await p.graph.putParents({ child: 'child', parents: [{ id: 'parent', policy: 'fail' }], expiresAt: 0 });
     const child = newJob({ id: 'child', type: 'node', state: 'waiting', pendingParents: 1 }, T0);
+    await p.graph.putParents({
+      child: 'child',
+      incarnation: INC0,
+      parents: [{ id: 'parent', policy: 'fail' }],
+      expiresAt: 0,
+    });
     await p.store.create(child);
     expect(await reconcileChild(releaseDeps, child, T0 + 1000, log)).toEqual({ released: 1, registered: 0 });
     await p.drain();

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SignalsService } from '../../shared/api/signals-service';
+import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { testConfig } from '../support/fakes';
@@ -81,6 +82,7 @@ describe('a signal is never held until the timeout', () => {
     // the signal is stored, but its wake was lost (the sender died before it)
     await h.journal.deliver({
       jobId: 'ls-1',
+      incarnation: incarnationOf(new Date(T0).toISOString()),
       name: 'paid',
       signal: { payload: 9, payloadHash: 'h', at: iso(T0) },
       expiresAt: 0,

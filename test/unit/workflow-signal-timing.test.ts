@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SignalsService } from '../../shared/api/signals-service';
 import { defineJobType } from '../../shared/core/job-type';
-import type { JournalRecord } from '../../shared/core/journal';
+import { inboxKey, type JournalRecord, journalKey } from '../../shared/core/journal';
+import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { testConfig } from '../support/fakes';
@@ -148,10 +149,12 @@ describe('what a send answers', () => {
     const before = h.journal.calls.length;
     await h.worker(redelivery('lt-5'));
     expect(h.store.peek('lt-5')).toMatchObject({ state: 'succeeded', result: { got: 5 } });
-    // the resumed run reads the outcome the send recorded, and the inbox for its payload: no write
+    // the resumed run loads its journal (the outcome the send recorded), and reads the inbox for
+    // its payload: no write
+    const inc = incarnationOf(h.store.peek('lt-5')?.createdAt ?? '');
     expect(h.journal.calls.slice(before)).toEqual([
-      { method: 'get', key: 'job#lt-5#signal#paid' },
-      { method: 'signal', key: 'job#lt-5#inbox#paid' },
+      { method: 'load', key: journalKey({ jobId: 'lt-5', incarnation: inc }, 'signal', '').pk },
+      { method: 'signal', key: `${inboxKey({ jobId: 'lt-5', incarnation: inc }, 'paid').pk}/paid` },
     ]);
   });
 

@@ -9,6 +9,7 @@ import { type Job, toView } from '../../shared/core/job';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import type { JobStore } from '../../shared/core/ports';
 import { wakeScheduleName } from '../../shared/core/ports';
+import { incarnationOf } from '../../shared/core/table';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { sqsEvent, testConfig } from '../support/fakes';
@@ -16,6 +17,8 @@ import { echoJob, echoSpec, harness, messageFor, redelivery, T0 } from './worker
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const HOUR = 3_600_000;
+/** The incarnation of a job the tests seed (created at T0). */
+const INC0 = incarnationOf(iso(T0));
 
 /** A store whose every call after `freeze()` never settles: a worker process that was killed. */
 function freezable(store: JobStore) {
@@ -131,7 +134,7 @@ describe('ctx.step', () => {
     ]);
   });
 
-  it('reads nothing on the job’s first run, and one entry per recorded step on a later one', async () => {
+  it('reads nothing on the job’s first run, and its whole journal once (one load) on a later one', async () => {
     let fail = true;
     const h = harness({
       run: async (_p, ctx) => {
@@ -147,7 +150,7 @@ describe('ctx.step', () => {
     fail = false;
     h.clock.advance(2000);
     await h.worker(redelivery('wf-3'));
-    expect(h.journal.calls.map((c) => c.method)).toEqual(['record', 'record', 'get', 'get']);
+    expect(h.journal.calls.map((c) => c.method)).toEqual(['record', 'record', 'load']);
   });
 
   it('fails the job at once, recording nothing, for a result over 64 KiB or a name used twice in a run', async () => {
@@ -243,6 +246,7 @@ describe('ctx.sleep', () => {
     h.store.seed(echoJob('sl-2', { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 - 10_000 }));
     await h.journal.record({
       jobId: 'sl-2',
+      incarnation: INC0,
       kind: 'sleep',
       name: 'nap',
       value: T0 + 60_000,
@@ -304,6 +308,7 @@ describe('ctx.waitForSignal', () => {
     h.store.seed(echoJob('sg-1'));
     await h.journal.deliver({
       jobId: 'sg-1',
+      incarnation: INC0,
       name: 'paid',
       signal: { payload: { amount: 5 }, payloadHash: 'h', at: iso(T0) },
       expiresAt: 0,
@@ -326,6 +331,7 @@ describe('ctx.waitForSignal', () => {
     // what POST /jobs/{id}/signals/{name} does: into the inbox, then wake the job
     await h.journal.deliver({
       jobId: 'sg-2',
+      incarnation: INC0,
       name: 'paid',
       signal: { payload: 7, payloadHash: 'h', at: iso(T0) },
       expiresAt: 0,
@@ -347,7 +353,7 @@ describe('ctx.waitForSignal', () => {
       const seen = await look(input);
       h.journal.signal = look;
       const signal = { payload: 'late', payloadHash: 'h', at: iso(T0) };
-      await h.journal.deliver({ jobId: 'sg-3', name: 'paid', signal, expiresAt: 0 });
+      await h.journal.deliver({ jobId: 'sg-3', incarnation: INC0, name: 'paid', signal, expiresAt: 0 });
       woke = await h.store.wake({ id: 'sg-3', signal: 'paid', now: h.clock.now() });
       return seen;
     };
@@ -381,6 +387,7 @@ describe('ctx.waitForSignal', () => {
       // a signal after the timeout changes nothing: the outcome was recorded
       await h.journal.deliver({
         jobId: id,
+        incarnation: INC0,
         name: 'paid',
         signal: { payload: 1, payloadHash: 'h', at: iso(T0) },
         expiresAt: 0,
