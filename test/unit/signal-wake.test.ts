@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SignalsService } from '../../shared/api/signals-service';
+import { SIGNAL_LOOK_MS } from '../../shared/core/due';
 import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
 import { runSupervisorOnce } from '../../shared/supervisor/run';
@@ -241,5 +242,31 @@ describe('the worker side: a signal that lands between the wait’s inbox read a
     await w.supervise();
     await w.deliver('ws-2', sent);
     expect(w.h.store.peek('ws-2')).toMatchObject({ state: 'succeeded', result: { got: 'late' } });
+  });
+});
+
+describe('a signal of an earlier job of the same id', () => {
+  it('wakes no later job that took the id: the supervisor’s look at its inbox entry finds another incarnation', async () => {
+    const w = world();
+    await w.waiting('lw-r');
+    const job = w.h.store.peek('lw-r');
+    if (!job) throw new Error('no job');
+    // the inbox item of the id's earlier job (created a year before), due for its look now
+    const earlier = incarnationOf(new Date(Date.parse(job.createdAt) - 365 * 86_400_000).toISOString());
+    await w.h.journal.deliver({
+      jobId: 'lw-r',
+      incarnation: earlier,
+      name: 'paid',
+      signal: { payload: 'old', payloadHash: 'h-old', at: new Date(w.h.clock.now()).toISOString() },
+      expiresAt: 0,
+      dueAt: w.h.clock.now() + SIGNAL_LOOK_MS,
+    });
+    const sent = w.sentFor('lw-r');
+
+    w.h.clock.advance(BOUND_MS);
+    const report = await w.supervise();
+    expect(report.woken).toEqual([]);
+    expect(w.sentFor('lw-r')).toBe(sent);
+    expect(w.h.store.peek('lw-r')).toMatchObject({ state: 'waiting', waitSignal: 'paid' });
   });
 });
