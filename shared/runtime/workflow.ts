@@ -18,6 +18,7 @@ import {
   checkName,
   entryName,
   type InboxSignal,
+  JOURNAL_RETENTION_DAYS,
   type Journal,
   type JournalKind,
   type JournalScope,
@@ -150,6 +151,23 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   /** A misuse that must fail the job even if the handler swallowed it (two signal waits at once). */
   let misuse: StepUsageError | undefined;
   const iso = (ms: number) => new Date(ms).toISOString();
+  /**
+   * When the job's waits must have ended: {@link MAX_WAIT_MS} after its creation. Its journal
+   * entries are kept {@link JOURNAL_RETENTION_DAYS} (two years) after they are written, a year of
+   * waits plus a year of retries and retention, so a job that slept on past a year could replay a
+   * step whose entry is gone, and run it again.
+   */
+  const lifeEnd = Date.parse(job.createdAt) + MAX_WAIT_MS;
+  /** `until`, checked against {@link lifeEnd}. */
+  const withinLife = (until: number, what: string): number => {
+    if (until > lifeEnd) {
+      throw new ValidationError(
+        `${what} would end ${iso(until)}, but a job's waits must end within 366 days of its creation (${iso(lifeEnd)})`,
+        [{ path: 'duration', message: "must end within 366 days of the job's creation" }],
+      );
+    }
+    return until;
+  };
 
   function journalOf(): Journal {
     if (!options.journal) throw new StepUsageError('this worker has no journal: steps, sleeps and waits need one');
@@ -229,7 +247,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
         until = (await record(
           'sleep',
           name,
-          asUsage(() => wakeTime(duration, clock.now())),
+          asUsage(() => withinLife(wakeTime(duration, clock.now()), `sleep "${name}"`)),
         )) as number;
       }
       await waitUntil({ kind: 'sleep', key: name, until: iso(until) });
@@ -258,16 +276,18 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       if (arrived) return outcome(await record('signal', name, { payload: arrived.payload }));
       let until = (await read('wait', name))?.value as number | undefined;
       if (until === undefined) {
-        const timeoutMs = asUsage(() => {
-          const ms = parseDuration(waitOptions.timeout ?? MAX_WAIT_MS);
+        const deadline = asUsage(() => {
+          // without a timeout, the wait lasts as long as the job may live
+          if (waitOptions.timeout === undefined) return Math.min(clock.now() + MAX_WAIT_MS, lifeEnd);
+          const ms = parseDuration(waitOptions.timeout);
           if (ms > MAX_WAIT_MS) {
             throw new ValidationError('a signal wait may last at most 366 days', [
               { path: 'timeout', message: 'must be at most 366 days' },
             ]);
           }
-          return ms;
+          return withinLife(clock.now() + ms, `signal wait "${name}"`);
         });
-        until = (await record('wait', name, clock.now() + timeoutMs)) as number;
+        until = (await record('wait', name, deadline)) as number;
       }
       const over = await waitUntil({ kind: 'signal', key: name, until: iso(until) });
       // No signal is lost to timing. A wait waited out here (its last second) kept the job

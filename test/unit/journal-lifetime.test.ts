@@ -58,7 +58,9 @@ describe('journal entries outlive the job that recorded them', () => {
     await h.worker(redelivery('long-2'));
     const job = h.store.peek('long-2');
     expect(job?.state).toBe('waiting');
-    expect(Date.parse(job?.waitingFor?.until ?? '')).toBe(Date.parse(job?.createdAt ?? '') + 366 * DAY);
+    expect(job?.waitingFor).toMatchObject({ kind: 'signal', key: 'go' });
+    const until = (job?.waitingFor as { until?: string } | undefined)?.until ?? '';
+    expect(Date.parse(until)).toBe(Date.parse(job?.createdAt ?? '') + 366 * DAY);
 
     const strict = harness({
       run: async (_payload, ctx) => {
