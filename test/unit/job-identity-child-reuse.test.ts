@@ -4,6 +4,7 @@
  * a far-future runAt) must not release a later job that took that child's id.
  */
 import { describe, expect, it } from 'vitest';
+import { incarnationOf } from '../../shared/core/table';
 import { sqsRecord } from '../support/fakes';
 import { depsPlatform } from './workflow-deps-harness';
 
@@ -30,5 +31,30 @@ describe('a reused child id', () => {
     expect(p.store.peek('X')?.state).toBe('queued');
     // the new C waits for X alone: P's release of its old edge must not count
     expect(p.store.peek('C')).toMatchObject({ state: 'waiting', pendingParents: 1 });
+  });
+
+  it('a flow’s registry names each child’s incarnation, fixed before the child is written (a slow write between levels)', async () => {
+    const p = depsPlatform();
+    // each registry write takes a second: a child written later must still be the job its entry names
+    const putChildren = p.graph.putChildren.bind(p.graph);
+    p.graph.putChildren = async (input) => {
+      await putChildren(input);
+      p.clock.advance(1000);
+    };
+    const node = (id: string, dependsOn?: string[]) => ({
+      id,
+      type: 'node',
+      payload: {},
+      ...(dependsOn ? { dependsOn } : {}),
+    });
+    await p.flows.create({ id: 'f', jobs: [node('A'), node('B', ['A']), node('C', ['A', 'B'])] });
+    const incarnation = (id: string) => incarnationOf(p.store.peek(id)?.createdAt ?? '');
+    expect(p.graph.registry('A')).toMatchObject([
+      { child: 'B', incarnation: incarnation('B') },
+      { child: 'C', incarnation: incarnation('C') },
+    ]);
+    expect(p.graph.registry('B')).toMatchObject([{ child: 'C', incarnation: incarnation('C') }]);
+    await p.drain();
+    expect(p.runs).toEqual(['A', 'B', 'C']);
   });
 });
