@@ -166,13 +166,25 @@ export class FlowsService {
     // chunks first (one write per 10 children), then its status item with their count; each
     // child then counts it as pending without registering. A parent that exists already (a
     // replay, a job outside the flow) is registered with as by any enqueue.
+    // Every job the flow creates is created at `now0`, fixed here: a parent's registry, written
+    // before its children, names each child's incarnation (a job of the flow that exists already
+    // keeps its own).
     const now0 = this.deps.clock.now();
     const ttl = Math.floor(now0 / 1000) + FLOW_RETENTION_DAYS * 86_400;
+    const createdNow = incarnationOf(new Date(now0).toISOString());
     const childrenOf = new Map<string, ChildEntry[]>();
     nodes.forEach((node, i) => {
+      const existing = live(i);
+      const incarnation = existing ? incarnationOf(existing.createdAt) : createdNow;
       (edges[i] ?? []).forEach((edge, at) => {
         if (!index.has(edge.id) || taken.has(edge.id)) return;
-        const entry: ChildEntry = { child: node.id, policy: edge.policy, index: at, parents: edges[i]?.length ?? 0 };
+        const entry: ChildEntry = {
+          child: node.id,
+          policy: edge.policy,
+          index: at,
+          parents: edges[i]?.length ?? 0,
+          incarnation,
+        };
         childrenOf.set(edge.id, [...(childrenOf.get(edge.id) ?? []), entry]);
       });
     });
@@ -183,10 +195,9 @@ export class FlowsService {
         const node = nodes[i] as FlowRequest['jobs'][number];
         const children = childrenOf.get(node.id) ?? [];
         // the registry of the job this write creates: its incarnation is the time it is created at
-        const at = this.deps.clock.now();
+        const at = now0;
         if (children.length > 0) {
-          const incarnation = incarnationOf(new Date(at).toISOString());
-          await graph.putChildren({ parent: node.id, incarnation, entries: children, expiresAt: ttl });
+          await graph.putChildren({ parent: node.id, incarnation: createdNow, entries: children, expiresAt: ttl });
         }
         const registered = new Set((edges[i] ?? []).flatMap((e) => (childrenOf.has(e.id) ? [e.id] : [])));
         const out = await this.deps.jobs.write(node, {

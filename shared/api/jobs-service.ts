@@ -111,8 +111,9 @@ export interface EnqueueOptions {
    */
   parentsChecked?: boolean;
   /**
-   * The time (epoch ms) the job is created at, hence its incarnation: a flow writes the registry of
-   * a parent it creates under that incarnation before it writes the parent. @default the clock's now
+   * The time (epoch ms) the job is created at, hence its incarnation: a flow fixes it for all its
+   * jobs up front, and writes the registry of a parent it creates under that incarnation, naming
+   * its children's, before it writes the parent and them. @default the clock's now
    */
   at?: number;
 }

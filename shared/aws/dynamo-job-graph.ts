@@ -20,7 +20,7 @@ import {
 } from '../core/dependencies';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
-import { incarnationOf, keys, owned } from '../core/table';
+import { createdAtOf, incarnationOf, keys, owned } from '../core/table';
 import { keyOf, N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
@@ -55,13 +55,17 @@ const TOMBSTONE = 'x';
 
 const NOT_FINISHED = ['scheduled', 'queued', 'running', 'retrying', 'waiting'] as const;
 
-/** A slot's value: child, policy, index, and the child's parent count when known. */
+/**
+ * A slot's value: child, policy, index, the child's parent count and its incarnation (`t`, 8
+ * characters) when known.
+ */
 function slotValue(entry: ChildEntry): Record<string, AttributeValue> {
   return {
     c: S(entry.child),
     p: S(entry.policy),
     i: N(entry.index),
     ...(entry.parents === undefined ? {} : { k: N(entry.parents) }),
+    ...(entry.incarnation === undefined ? {} : { t: S(entry.incarnation) }),
   };
 }
 
@@ -73,7 +77,25 @@ function entryOf(value: AttributeValue | undefined): ChildEntry | undefined {
     policy: m.p.S as ParentPolicy,
     index: Number(m.i.N),
     ...(m.k?.N === undefined ? {} : { parents: Number(m.k.N) }),
+    ...(m.t?.S === undefined ? {} : { incarnation: m.t.S }),
   };
+}
+
+/**
+ * The condition that the child is the incarnation an edge names (`:createdAt`), and its value;
+ * nothing for an entry written before entries named it.
+ */
+function sameChild(incarnation: string | undefined): { condition: string; values: Record<string, AttributeValue> } {
+  return incarnation === undefined ? { condition: '', values: {} } : createdAtIs(createdAtOf(incarnation));
+}
+
+function createdAtIs(createdAt: string): { condition: string; values: Record<string, AttributeValue> } {
+  return { condition: ' AND createdAt = :createdAt', values: { ':createdAt': S(createdAt) } };
+}
+
+/** Whether a job read back is another incarnation than the one an edge names. */
+function otherIncarnation(job: Job, incarnation: string | undefined): boolean {
+  return incarnation !== undefined && incarnationOf(job.createdAt) !== incarnation;
 }
 
 /** Whether a slot holds this very entry (a replay of its fill): the same child at the same index. */
@@ -85,8 +107,10 @@ function sameEntry(found: ChildEntry | undefined, entry: ChildEntry): boolean {
  * {@link JobGraph} on the job table. A child's parents are one item
  * (`job#<id>#<incarnation>#parents`); a parent's children are chunk items
  * (`job#<id>#<incarnation>#children#<k>`, {@link CHILDREN_CHUNK} slots each,
- * ≤ 1 KB) numbered by the parent's `childCount`; the release's counts live on the child's status
- * item (`pendingParents`, and `rel`: the edges counted, by index, removed when it leaves `waiting`).
+ * ≤ 1 KB with ids of up to 55 characters) numbered by the parent's `childCount`; each entry names
+ * its child's incarnation, and every release write on the child is conditioned on that
+ * incarnation's `createdAt`; the release's counts live on the child's status item
+ * (`pendingParents`, and `rel`: the edges counted, by index, removed when it leaves `waiting`).
  *
  * @example
  * const graph = new DynamoJobGraph(new DynamoDBClient({}), 'orrery-jobs');
@@ -306,18 +330,20 @@ export class DynamoJobGraph implements JobGraph {
     now: number;
     expiresAt: number;
     only?: boolean;
+    incarnation?: string;
   }): Promise<EdgeRelease> {
-    const { child, index, outcome, parent, parentState, now, expiresAt } = input;
+    const { child, index, outcome, parent, parentState, now, expiresAt, incarnation } = input;
     if (input.only && outcome.kind === 'resolve') {
-      const woken = await this.releaseOnly(child, index, now);
+      const woken = await this.releaseOnly(child, index, now, incarnation);
       if (woken) return woken;
     }
     const names = { '#state': 'state', '#i': String(index) };
     if (outcome.kind === 'end' && outcome.state === 'failed') {
       // the failed state's index key names the type: read it first (a rare path)
-      return this.endFailed(child, index, parent, parentState, now, expiresAt);
+      return this.endFailed(child, index, parent, parentState, now, expiresAt, incarnation);
     }
-    const condition = '#state = :waiting AND attribute_exists(pendingParents) AND attribute_not_exists(rel.#i)';
+    const same = sameChild(incarnation);
+    const condition = `#state = :waiting AND attribute_exists(pendingParents) AND attribute_not_exists(rel.#i)${same.condition}`;
     let command: UpdateItemCommand;
     if (outcome.kind === 'resolve') {
       command = new UpdateItemCommand({
@@ -333,6 +359,7 @@ export class DynamoJobGraph implements JobGraph {
           ':now': S(iso(now)),
           ':minusOne': N(-1),
           ':zero': N(0),
+          ...same.values,
         },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -354,6 +381,7 @@ export class DynamoJobGraph implements JobGraph {
           ':ttl': N(expiresAt),
           ':error': S(JSON.stringify(error)),
           ':history': S(JSON.stringify([error])),
+          ...same.values,
         },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -366,7 +394,7 @@ export class DynamoJobGraph implements JobGraph {
       if (job.pendingParents === 0) return this.wake(job, now);
       return { kind: 'counted', job };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return this.refused(error.Item, now);
+      if (error instanceof ConditionalCheckFailedException) return this.refused(error.Item, now, incarnation);
       return translateAwsError(error, 'DynamoDB UpdateItem (release edge)');
     }
   }
@@ -376,21 +404,27 @@ export class DynamoJobGraph implements JobGraph {
    * parent alone and is due by now. Undefined when refused (a later runAt, a replay, a child that
    * does not wait): the caller then takes the two-write path, which tells them apart.
    */
-  private async releaseOnly(child: string, index: number, now: number): Promise<EdgeRelease | undefined> {
+  private async releaseOnly(
+    child: string,
+    index: number,
+    now: number,
+    incarnation: string | undefined,
+  ): Promise<EdgeRelease | undefined> {
+    const same = sameChild(incarnation);
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keyOf(keys.job(child)),
           UpdateExpression: 'SET #state = :queued, runAt = :now, updatedAt = :now REMOVE pendingParents, rel',
-          ConditionExpression:
-            '#state = :waiting AND pendingParents = :one AND attribute_not_exists(rel.#i) AND runAt <= :now',
+          ConditionExpression: `#state = :waiting AND pendingParents = :one AND attribute_not_exists(rel.#i) AND runAt <= :now${same.condition}`,
           ExpressionAttributeNames: { '#state': 'state', '#i': String(index) },
           ExpressionAttributeValues: {
             ':queued': S('queued'),
             ':waiting': S('waiting'),
             ':one': N(1),
             ':now': S(iso(now)),
+            ...same.values,
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -410,10 +444,14 @@ export class DynamoJobGraph implements JobGraph {
     parentState: JobState,
     now: number,
     expiresAt: number,
+    incarnation: string | undefined,
   ): Promise<EdgeRelease> {
     const current = (await this.jobs([child])).get(child);
-    if (!current) return { kind: 'refused' };
+    // gone, or a later job that took the id: nothing to do for this edge
+    if (!current || otherIncarnation(current, incarnation)) return { kind: 'refused' };
     const error = parentFailedError(parent, parentState, now);
+    // the job read: its type names the index key, its createdAt the incarnation the write may touch
+    const same = createdAtIs(current.createdAt);
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
@@ -422,8 +460,7 @@ export class DynamoJobGraph implements JobGraph {
           UpdateExpression:
             'SET #state = :failed, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, lastError = :error, ' +
             '#errors = :history, gsi2pk = :gsi2pk REMOVE pendingParents, rel',
-          ConditionExpression:
-            '#state = :waiting AND attribute_exists(pendingParents) AND attribute_not_exists(rel.#i)',
+          ConditionExpression: `#state = :waiting AND attribute_exists(pendingParents) AND attribute_not_exists(rel.#i)${same.condition}`,
           ExpressionAttributeNames: { '#state': 'state', '#i': String(index), '#errors': 'errors' },
           ExpressionAttributeValues: {
             ':waiting': S('waiting'),
@@ -433,6 +470,7 @@ export class DynamoJobGraph implements JobGraph {
             ':error': S(JSON.stringify(error)),
             ':history': S(JSON.stringify([error])),
             ':gsi2pk': S(keys.byTypeState(current.type, 'failed', child)),
+            ...same.values,
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -440,30 +478,35 @@ export class DynamoJobGraph implements JobGraph {
       );
       return { kind: 'ended', job: fromItem(out.Attributes ?? {}) };
     } catch (e) {
-      if (e instanceof ConditionalCheckFailedException) return this.refused(e.Item, now);
+      if (e instanceof ConditionalCheckFailedException) return this.refused(e.Item, now, incarnation);
       return translateAwsError(e, 'DynamoDB UpdateItem (end child)');
     }
   }
 
-  /** A refused release: finishes a wake a release died before, else reports the child as it is. */
-  private async refused(item: Item | undefined, now: number): Promise<EdgeRelease> {
+  /**
+   * A refused release: finishes a wake a release died before, else reports the child as it is;
+   * a later job that took the id is nothing to do for this edge (no job: no wake, no send).
+   */
+  private async refused(item: Item | undefined, now: number, incarnation: string | undefined): Promise<EdgeRelease> {
     if (!item) return { kind: 'refused' };
     const job = fromItem(item);
+    if (otherIncarnation(job, incarnation)) return { kind: 'refused' };
     if (job.state === 'waiting' && job.pendingParents === 0) return this.wake(job, now);
     return { kind: 'refused', job };
   }
 
-  /** The second write of the last release: `queued`, due at max(runAt, now). */
+  /** The second write of the last release: `queued`, due at max(runAt, now); that incarnation only. */
   private async wake(current: Job, now: number): Promise<EdgeRelease> {
     const child = current.id;
     const runAt = Math.max(Date.parse(current.runAt), now);
+    const same = createdAtIs(current.createdAt);
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keyOf(keys.job(child)),
           UpdateExpression: 'SET #state = :queued, runAt = :runAt, updatedAt = :now REMOVE pendingParents, rel',
-          ConditionExpression: '#state = :waiting AND pendingParents = :zero',
+          ConditionExpression: `#state = :waiting AND pendingParents = :zero${same.condition}`,
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
             ':queued': S('queued'),
@@ -471,6 +514,7 @@ export class DynamoJobGraph implements JobGraph {
             ':zero': N(0),
             ':runAt': S(iso(runAt)),
             ':now': S(iso(now)),
+            ...same.values,
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -479,7 +523,8 @@ export class DynamoJobGraph implements JobGraph {
       return { kind: 'ready', job: fromItem(out.Attributes ?? {}) };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        return { kind: 'refused', ...(error.Item ? { job: fromItem(error.Item) } : {}) };
+        const found = error.Item ? fromItem(error.Item) : undefined;
+        return { kind: 'refused', ...(found && found.createdAt === current.createdAt ? { job: found } : {}) };
       }
       return translateAwsError(error, 'DynamoDB UpdateItem (wake child)');
     }

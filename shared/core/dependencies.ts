@@ -18,8 +18,9 @@ export const MAX_PARENTS = 1000;
 
 /**
  * Children slots per chunk item of a parent's registry (`job#<parent>#<incarnation>#children#<k>`): a full
- * chunk of entries with 64-character ids (about 86 bytes a slot) stays under 1 KB, so a write
- * of one slot, billed at the whole item's size, is one write unit.
+ * chunk of entries with ids of up to 55 characters (a slot is about 36 bytes + the id) stays
+ * under 1 KB, so a write of one slot, billed at the whole item's size, is one write unit (with
+ * 64-character ids a full chunk is about 1.1 KB: its last slot or two cost 2 units).
  */
 export const CHILDREN_CHUNK = 10;
 
@@ -81,6 +82,14 @@ export interface ChildEntry {
   index: number;
   /** How many parents the child has: with one, its release is one write. @default unknown */
   parents?: number;
+  /**
+   * The child's incarnation (`incarnationOf` its `createdAt`, core/table.ts): the release touches that job
+   * only, never a later job that took the id once the child was past its retention (the parent
+   * may outlive it: a long sleep, a far-future runAt). Every registration writes it; an entry
+   * without it was written before it existed, and its release checks the id alone.
+   * @default unknown
+   */
+  incarnation?: string;
 }
 
 /** What a parent's end does to one child. */
@@ -189,7 +198,8 @@ export type EdgeRelease =
   | { kind: 'ended'; job: Job }
   /**
    * Refused: the edge was counted before (a replay), or the child no longer waits (cancelled,
-   * ended by another parent). `job` is the child as it is, when it exists.
+   * ended by another parent). `job` is the child as it is, when it exists and is the incarnation
+   * the edge names (none for a later job that took the id: nothing to do for this edge).
    */
   | { kind: 'refused'; job?: Job };
 
@@ -276,6 +286,13 @@ export interface JobGraph {
      * child is due by now), saving the second. @default false
      */
     only?: boolean;
+    /**
+     * The child's incarnation (its registry entry's): every write of the release is conditioned
+     * on the child's `createdAt` being that incarnation's, so a later job that took the id is
+     * refused (`refused`, with no job: nothing to do for this edge). @default any (an entry
+     * written before entries named it)
+     */
+    incarnation?: string;
   }): Promise<EdgeRelease>;
   /** Records that the parent's children up to slot `count` were released. One write. */
   markReleased(input: { parent: string; count: number }): Promise<void>;

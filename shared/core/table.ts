@@ -143,6 +143,19 @@ export function incarnationOf(createdAt: string): string {
   return ms.toString(36);
 }
 
+/**
+ * The `createdAt` of an incarnation: the inverse of {@link incarnationOf}, exact because a job's
+ * `createdAt` is always written as `Date.prototype.toISOString()` (a registry entry keeps the
+ * 8-character incarnation, and the release's condition compares the child's `createdAt`).
+ */
+export function createdAtOf(incarnation: string): string {
+  const ms = Number.parseInt(incarnation, 36);
+  if (!Number.isFinite(ms) || ms.toString(36) !== incarnation) {
+    throw new Error(`not an incarnation: ${JSON.stringify(incarnation)}`);
+  }
+  return new Date(ms).toISOString();
+}
+
 /** The partition key of an item owned by one incarnation of a job: `job#<id>#<incarnation>#<part>`. */
 export function owned(id: string, incarnation: string, part: string): string {
   return `job#${id}#${incarnation}#${part}`;

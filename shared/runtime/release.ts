@@ -150,6 +150,8 @@ async function releaseEdge(
     now,
     expiresAt: expiresAtOf(now, deps.retentionDays),
     ...(entry.parents === 1 ? { only: true } : {}),
+    // the child this edge belongs to: a later job that took its id is refused (nothing to do)
+    ...(entry.incarnation === undefined ? {} : { incarnation: entry.incarnation }),
   });
   switch (result.kind) {
     case 'ready':
@@ -175,6 +177,11 @@ async function releaseEdge(
   }
 }
 
+/** The registry entry of `child`'s edge at `index`: it names the child's incarnation. */
+function entryOf(child: Job, edge: ParentEdge, index: number, parents: number): ChildEntry {
+  return { child: child.id, policy: edge.policy, index, parents, incarnation: incarnationOf(child.createdAt) };
+}
+
 /**
  * Registers a new child (already written, `waiting`) with each of its parents still pending.
  * An edge whose parent finished first (refused) is resolved here, by the parent's state and the
@@ -191,7 +198,7 @@ export async function registerChild(
   const expiresAt = expiresAtOf(now, 2 * 366);
   await eachLimited(pending, RELEASE_CONCURRENCY, async (index) => {
     const edge = parents[index] as ParentEdge;
-    const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: parents.length };
+    const entry = entryOf(child, edge, index, parents.length);
     const added = await deps.graph.addChild({ parent: edge.id });
     if (
       added.slot !== undefined &&
@@ -235,7 +242,7 @@ export async function resolveFinishedParents(
     const edge = parents[index] as ParentEdge;
     const parent = found.get(edge.id);
     if (!parent || !isTerminal(parent.state)) return;
-    const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: parents.length };
+    const entry = entryOf(child, edge, index, parents.length);
     await releaseEdge(deps, parent.id, parent.state, entry, now);
   });
 }
@@ -275,7 +282,7 @@ export async function reconcileChild(
       return;
     }
     if (isTerminal(parent.state)) {
-      const entry: ChildEntry = { child: child.id, policy: edge.policy, index, parents: edges.length };
+      const entry = entryOf(child, edge, index, edges.length);
       // refused: the parent's own release counted it since the child was read (nothing was lost)
       if ((await releaseEdge(deps, parent.id, parent.state, entry, now)) !== 'refused') released += 1;
       return;
@@ -293,7 +300,12 @@ export async function reconcileChild(
       count,
       seal: false,
     });
-    if (!entries.some((e) => e.child === child.id && e.index === index)) unregistered.push(index);
+    // an entry of an earlier job of the id (the parent outlived it) is not this child's
+    const mine = incarnationOf(child.createdAt);
+    const listed = entries.some(
+      (e) => e.child === child.id && e.index === index && (e.incarnation === undefined || e.incarnation === mine),
+    );
+    if (!listed) unregistered.push(index);
   });
   if (unregistered.length > 0) await registerChild(deps, child, edges, unregistered, now);
   if (released + unregistered.length > 0) {

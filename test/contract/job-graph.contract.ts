@@ -406,6 +406,71 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
         { id: 'p-old', policy: 'fail' },
       ]);
     });
+
+    it('a release whose child is another incarnation changes nothing (the parent outlived the child’s retention)', async () => {
+      const leg = await setup();
+      // the edge names the job of the id created at T0; the id now belongs to a job created a day later
+      const later = T0 + 86_400_000;
+      const create = async (pending: number) => {
+        const job = newJob(
+          {
+            id: id('reused'),
+            type: 'echo',
+            state: 'waiting',
+            pendingParents: pending,
+            runAt: new Date(T0).toISOString(),
+          },
+          later,
+        );
+        expect((await leg.store.create(job)).created).toBe(true);
+        return job;
+      };
+      const reused = await create(1);
+      const stale = { index: 0, parent: 'p', now: later + 1000, expiresAt: TTL, incarnation: INC0() };
+      const succeeded = { outcome: resolve, parentState: 'succeeded' as const };
+      const outcomes = [
+        { ...succeeded, only: true },
+        succeeded,
+        { outcome: edgeOutcome('failed', 'fail'), parentState: 'failed' as const },
+        { outcome: edgeOutcome('failed', 'cancel'), parentState: 'failed' as const },
+      ];
+      for (const edge of outcomes) {
+        // refused with no job: nothing to do for this edge (no wake, no send)
+        expect(await leg.graph.release({ ...stale, ...edge, child: reused.id })).toEqual({ kind: 'refused' });
+      }
+      const stored = await leg.store.get(reused.id);
+      expect(stored).toMatchObject({ state: 'waiting', pendingParents: 1, createdAt: reused.createdAt });
+      expect(stored?.parentsResolved).toBeUndefined();
+      // a job of the id whose count is at zero (a wake left undone) is not woken by the old edge either
+      const atZero = await create(0);
+      expect(await leg.graph.release({ ...stale, ...succeeded, child: atZero.id })).toEqual({ kind: 'refused' });
+      expect((await leg.store.get(atZero.id))?.state).toBe('waiting');
+      // its own edge (its incarnation) is released as usual
+      const own = { ...stale, ...succeeded, child: reused.id, incarnation: incarnationOf(reused.createdAt) };
+      expect((await leg.graph.release(own)).kind).toBe('ready');
+      expect((await leg.store.get(reused.id))?.state).toBe('queued');
+    });
+
+    it('a registry entry keeps the child’s incarnation', async () => {
+      const leg = await setup();
+      const parent = await put(leg, { state: 'running' });
+      const added = await leg.graph.addChild({ parent: parent.id });
+      const entry: ChildEntry = { child: 'c', policy: 'fail', index: 0, parents: 1, incarnation: INC0() };
+      expect(
+        await leg.graph.fillSlot({
+          parent: parent.id,
+          incarnation: INC0(),
+          slot: added.slot ?? 0,
+          entry,
+          expiresAt: TTL,
+        }),
+      ).toBe(true);
+      const flowParent = id('flow-parent');
+      const flowEntry: ChildEntry = { child: 'd', policy: 'ignore', index: 1, parents: 2, incarnation: INC0() };
+      await leg.graph.putChildren({ parent: flowParent, incarnation: INC0(), entries: [flowEntry], expiresAt: TTL });
+      expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 1 })).toEqual([entry]);
+      expect(await leg.graph.children({ parent: flowParent, incarnation: INC0(), count: 1 })).toEqual([flowEntry]);
+    });
   });
 
   describe('release record and reads', () => {

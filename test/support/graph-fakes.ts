@@ -177,11 +177,13 @@ export class FakeJobGraph implements JobGraph {
     expiresAt: number;
     /** Same outcome either way here: the fake's two writes are one atomic step. */
     only?: boolean;
+    incarnation?: string;
   }): Promise<EdgeRelease> {
-    const { child, index, outcome, parent, parentState, now, expiresAt } = input;
+    const { child, index, outcome, parent, parentState, now, expiresAt, incarnation } = input;
     this.enter('release', child);
     const job = this.store.peek(child);
-    if (!job) return { kind: 'refused' };
+    // as the adapter's `createdAt = :createdAt`: a later job that took the id is nothing to do
+    if (!job || (incarnation !== undefined && incarnationOf(job.createdAt) !== incarnation)) return { kind: 'refused' };
     const counted = this.rel.get(child) ?? new Set<number>(job.parentsResolved ?? []);
     if (
       job.state !== 'waiting' ||

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ParentPolicy } from '../../shared/core/dependencies';
+import { incarnationOf } from '../../shared/core/table';
 import { releaseChildren } from '../../shared/runtime/release';
 import { depsPlatform } from './workflow-deps-harness';
 
@@ -245,7 +246,8 @@ describe('dependsOn at enqueue', () => {
     const p = depsPlatform();
     await p.enqueue('A');
     await p.enqueue('B', ['A']);
-    expect(p.graph.registry('A')).toEqual([{ child: 'B', policy: 'fail', index: 0, parents: 1 }]);
+    const incarnation = incarnationOf(p.store.peek('B')?.createdAt ?? '');
+    expect(p.graph.registry('A')).toEqual([{ child: 'B', policy: 'fail', index: 0, parents: 1, incarnation }]);
     await p.drain();
     expect(p.runs).toEqual(['A', 'B']);
     expect(sendsOf(p, 'B')).toBe(1);
