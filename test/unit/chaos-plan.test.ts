@@ -2,11 +2,19 @@
  * The chaos run's plan: a small run (as in `npm test`) must plan the kills its coverage check
  * counts, whatever its random seed. With 200 jobs and a 3% kill rate a seed can plan none.
  * Likewise the system run's plan must aim cancels at running and retrying jobs.
+ *
+ * The system run's coverage checks must not depend on timing either: what they count is planned
+ * so that it happens however loaded the machine is (CI failed on "throttleWaits exercised: 0",
+ * "cancelsOfRetrying exercised: 0" and "killedAttempts: 0"). So a plan holds an aimed job in the
+ * aimed state for as long as the cancel may take (a pending retry hours away on the driven clock,
+ * a handler held until the cancel is answered, an SQS delay of minutes, a Scheduler runAt),
+ * kills on first attempts early in the handler, and sends bursts of flow-controlled jobs on one
+ * key in one batch call (more than the throttle allows in one interval).
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CHAOS, MIN_PLANNED_KILLS, planChaosJobs } from '../chaos/chaos';
 import { seeded } from '../chaos/seeded';
-import { MIN_AIMED_CANCELS, type PlanOptions, planSystem } from '../chaos/system-plan';
+import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
 
 const kills = (seed: number, jobs: number) =>
   planChaosJobs({ ...DEFAULT_CHAOS, jobs, seed, stallMs: 0 }, seeded(seed), ['chaos-a', 'chaos-b']).filter(
@@ -66,6 +74,85 @@ describe('system chaos plan', () => {
           }
         }
       }
+    }
+  });
+
+  it('holds every aimed job in its aimed state however long the cancel takes, for every seed', () => {
+    for (let seed = 0; seed < 1000; seed++) {
+      const { jobs } = planSystem(options, seeded(seed));
+      for (const aim of ['running', 'retrying', 'queued', 'scheduled'] as const) {
+        const aimed = jobs.filter((j) => j.control?.aim === aim);
+        expect(aimed.length, `seed ${seed} ${aim}`).toBeGreaterThanOrEqual(MIN_AIMED_CANCELS);
+        for (const job of aimed) {
+          const at = `seed ${seed} ${job.id}`;
+          // nothing else ends the aimed state first
+          expect(job.payload.killOnAttempts, at).toBeUndefined();
+          if (aim === 'running') {
+            // its first attempt waits for the cancel's answer (or its abort), not for a clock
+            expect(job.timing, at).toBe('now');
+            expect(job.payload.holdOnAttempts, at).toEqual([1]);
+            expect(job.payload.holdAbortable, at).toBe(true);
+          }
+          if (aim === 'retrying') {
+            // its retry is hours away on the driven clock, which stands still until the cancel is done
+            expect(job.timing, at).toBe('now');
+            expect(['flaky', 'always-fail']).toContain(job.behaviour);
+            expect(job.backoffKind, at).toBe('hours');
+            expect((job.backoff as { delayMs: number }).delayMs, at).toBeGreaterThanOrEqual(3600_000);
+          }
+          if (aim === 'queued') {
+            expect(job.timing, at).toBe('sqs-long');
+            expect(job.delaySeconds, at).toBeGreaterThanOrEqual(300);
+          }
+          if (aim === 'scheduled') {
+            expect(job.timing, at).toBe('scheduler');
+            expect(job.runAtOffsetMs, at).toBeGreaterThanOrEqual(16 * 60_000);
+          }
+        }
+      }
+    }
+  });
+
+  it(`kills at least ${MIN_SYSTEM_KILLS} first attempts early in the handler, for every seed`, () => {
+    for (let seed = 0; seed < 1000; seed++) {
+      const { jobs } = planSystem(options, seeded(seed));
+      const sure = jobs.filter(
+        (j) =>
+          j.payload.killOnAttempts?.[0] === 1 &&
+          j.timing === 'now' &&
+          j.control === undefined &&
+          (j.payload.killAfterMs ?? 0) <= 200,
+      );
+      expect(sure.length, `seed ${seed}`).toBeGreaterThanOrEqual(MIN_SYSTEM_KILLS);
+    }
+  });
+
+  it('sends each burst type more jobs on one key, in one batch call, than its flow lets through at once', () => {
+    const bursts = { 'flo-t': 10, 'flo-r': 4 };
+    for (let seed = 0; seed < 300; seed++) {
+      const { jobs } = planSystem(
+        {
+          ...options,
+          jobs: 60,
+          types: ['flo-t', 'flo-r', 'flo-d'],
+          schedules: 0,
+          tagged: { 'flo-t': 2, 'flo-r': 3, 'flo-d': 1 },
+          bursts,
+        },
+        seeded(seed),
+      );
+      for (const [type, size] of Object.entries(bursts)) {
+        const burst = jobs.filter((j) => j.together !== undefined && j.type === type);
+        expect(burst.length, `seed ${seed} ${type}`).toBe(size);
+        expect(new Set(burst.map((j) => j.together)).size).toBe(1);
+        expect(new Set(burst.map((j) => j.payload.tag)).size).toBe(1);
+        for (const job of burst) {
+          expect(job.via).toBe('batch');
+          expect(job.timing).toBe('now');
+          expect(job.control).toBeUndefined();
+        }
+      }
+      expect(jobs.filter((j) => j.type === 'flo-d' && j.together !== undefined)).toEqual([]);
     }
   });
 
