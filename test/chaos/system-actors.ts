@@ -7,6 +7,7 @@
 import { createClient, OrreryApiError, type OrreryClient } from '../../shared/client/index';
 import type { BatchResult } from '../../shared/client/types';
 import { TERMINAL_STATES } from '../../shared/core/states';
+import type { ProbeTracker } from '../support/probes';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
 import type { World } from './system-world';
@@ -45,6 +46,11 @@ export interface ActorOptions {
   enqueueTries: number;
   /** The typed client's own retries per call. @default 3 */
   clientRetries?: number;
+  /**
+   * The probes' tracker: a cancel aimed at a running attempt waits until its handler runs (the
+   * plan holds it there), then releases it once the cancel was answered.
+   */
+  tracker?: ProbeTracker;
 }
 
 const bump = (record: Record<string, number>, key: string) => {
@@ -56,8 +62,12 @@ function errorKey(error: unknown): string {
   return error instanceof Error ? error.name : 'unknown';
 }
 
-/** How long an aimed cancel waits for its job to reach the aimed state, and how often it looks. */
-const AIM_WAIT_MS = 20_000;
+/**
+ * How long an aimed cancel waits at most for its job to reach the aimed state (its first attempt
+ * may start late on a busy machine; the plan holds the job there once it is), and how often it
+ * looks.
+ */
+const AIM_WAIT_MS = 120_000;
 const AIM_POLL_MS = 150;
 
 /** Marker of the job-message copies this run puts into a DLQ (they stay valid job messages). */
@@ -167,7 +177,15 @@ export class Actors {
     const units: PlannedJob[][] = [];
     let batch: PlannedJob[] = [];
     const flows = new Map<string, PlannedJob[]>();
+    const bursts = new Map<string, PlannedJob[]>();
     for (const job of jobs) {
+      if (job.together !== undefined) {
+        const burst = bursts.get(job.together) ?? [];
+        if (burst.length === 0) units.push(burst);
+        burst.push(job);
+        bursts.set(job.together, burst);
+        continue;
+      }
       if (job.flow !== undefined) {
         const flow = flows.get(job.flow) ?? [];
         if (flow.length === 0) units.push(flow);
@@ -327,8 +345,21 @@ export class Actors {
     if (job.control) {
       const { cancelAfterMs, retryAfterMs, aim } = job.control;
       this.later(cancelAfterMs, async () => {
-        if (aim !== undefined) await this.awaitState(job.id, aim);
-        await this.cancel(job.id);
+        const tracker = this.options.tracker;
+        if (aim === 'running' && tracker && job.payload.holdOnAttempts) {
+          // Its handler holds until released or aborted: cancel while it does, then let the
+          // cancel abort it (or its timeout, when the cancel was not applied).
+          await this.awaitHandler(tracker, job.id);
+          try {
+            await this.cancel(job.id);
+            await tracker.waitFor(() => (tracker.jobs.get(job.id)?.running ?? 0) === 0, AIM_WAIT_MS).catch(() => {});
+          } finally {
+            tracker.release(job.id);
+          }
+        } else {
+          if (aim !== undefined) await this.awaitState(job.id, aim);
+          await this.cancel(job.id);
+        }
         if (retryAfterMs !== undefined) this.later(retryAfterMs, () => this.retry(job.id));
       });
     }
@@ -361,6 +392,17 @@ export class Actors {
     while (Date.now() < until) {
       const now = await this.stateOf(id);
       if (now === state || (TERMINAL_STATES as readonly string[]).includes(now)) return;
+      await sleep(AIM_POLL_MS);
+    }
+  }
+
+  /** Waits until a handler of the job runs, the job has finished, or `AIM_WAIT_MS` has passed. */
+  private async awaitHandler(tracker: ProbeTracker, id: string): Promise<void> {
+    const until = Date.now() + AIM_WAIT_MS;
+    for (let look = 0; Date.now() < until; look++) {
+      if ((tracker.jobs.get(id)?.running ?? 0) > 0) return;
+      // the store is asked now and then only: the tracker sees the handler start at once
+      if (look % 10 === 9 && (TERMINAL_STATES as readonly string[]).includes(await this.stateOf(id))) return;
       await sleep(AIM_POLL_MS);
     }
   }

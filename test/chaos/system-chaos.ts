@@ -347,6 +347,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       schedules: 0,
       tagged: Object.fromEntries(flowed.map((f) => [f.type, f.keys])),
       tagRuns: Object.fromEntries(flowed.map((f) => [f.type, f.run ?? 1])),
+      bursts: Object.fromEntries(flowed.flatMap((f) => (f.burst ? [[f.type, f.burst]] : []))),
       undelayed: debouncedTypes,
       idPrefix: 'flo',
     },
@@ -460,6 +461,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       clientRetries: options.clientRetries,
       producers: options.producers,
       enqueueTries: 8,
+      tracker,
     });
     await actors.createSchedules(plan.schedules);
     const produceStarted = Date.now();

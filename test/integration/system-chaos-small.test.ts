@@ -11,6 +11,10 @@
  * The seed is fixed, so `npm test` plans the same run every time (timing still varies) and every
  * kind of fault and action is known to occur in it: a random plan of this size can miss one (a
  * seed that plans no backoff of days), which would fail the coverage checks below by chance.
+ * What the checks count must not hang on timing either: the plan holds each aimed cancel's job in
+ * its state for as long as the cancel takes, kills first attempts early in the handler, and sends
+ * the throttled, rate-limited and debounced types a burst on one key in one batch call (see
+ * system-plan.ts; test/unit/chaos-plan.test.ts checks it for every seed).
  * Explore others with `ORRERY_CHAOS_SEED=<seed>` (or `random`), e.g.
  * `ORRERY_CHAOS_SEED=random npx vitest run --project integration test/integration/system-chaos-small.test.ts`.
  */

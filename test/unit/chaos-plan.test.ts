@@ -55,29 +55,7 @@ describe('system chaos plan', () => {
     dlqCopyRate: 0.03,
   };
 
-  it(`aims at least ${MIN_AIMED_CANCELS} cancels at running attempts and at pending retries, for every seed`, () => {
-    for (let seed = 0; seed < 1000; seed++) {
-      const { jobs } = planSystem(options, seeded(seed));
-      for (const aim of ['running', 'retrying'] as const) {
-        const aimed = jobs.filter((j) => j.control?.aim === aim);
-        expect(aimed.length, `seed ${seed} ${aim}`).toBeGreaterThanOrEqual(MIN_AIMED_CANCELS);
-        for (const job of aimed) {
-          // started at once, and in the aimed state for seconds
-          expect(job.timing, `seed ${seed} ${job.id}`).toBe('now');
-          expect(job.delaySeconds).toBeUndefined();
-          expect(job.runAtOffsetMs).toBeUndefined();
-          if (aim === 'running') expect(job.payload.sleepMs).toBeGreaterThanOrEqual(2500);
-          else {
-            expect(['flaky', 'always-fail']).toContain(job.behaviour);
-            expect(job.backoff).toMatchObject({ kind: 'constant' });
-            expect((job.backoff as { delayMs: number }).delayMs).toBeGreaterThanOrEqual(4000);
-          }
-        }
-      }
-    }
-  });
-
-  it('holds every aimed job in its aimed state however long the cancel takes, for every seed', () => {
+  it(`aims at least ${MIN_AIMED_CANCELS} cancels at each aimed state and holds the job there however long the cancel takes, for every seed`, () => {
     for (let seed = 0; seed < 1000; seed++) {
       const { jobs } = planSystem(options, seeded(seed));
       for (const aim of ['running', 'retrying', 'queued', 'scheduled'] as const) {
