@@ -12,7 +12,7 @@
  * key in one batch call (more than the throttle allows in one interval).
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CHAOS, MIN_PLANNED_KILLS, planChaosJobs } from '../chaos/chaos';
+import { chaosLease, DEFAULT_CHAOS, MIN_PLANNED_KILLS, planChaosJobs } from '../chaos/chaos';
 import { seeded } from '../chaos/seeded';
 import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
 
@@ -34,6 +34,25 @@ describe('chaos plan', () => {
         const at = job.payload.killOnAttempts?.[0] ?? 0;
         expect(at).toBeGreaterThanOrEqual(1);
         expect(job.maxAttempts).toBeGreaterThan(at);
+      }
+    }
+  });
+});
+
+describe('chaos lease', () => {
+  // Seed 474965035 lost a long job on each of its 3 attempts: its 2 s lease (a heartbeat every
+  // 666 ms) did not survive one slow or retried heartbeat. The run keeps the production rule.
+  it('is at least 10 × the p99 of a conditional write under the run\'s faults, and long jobs fit in the timeout', () => {
+    for (const p99 of [5, 60, 180, 350, 420, 900]) {
+      const { leaseMs, timeoutMs } = chaosLease({ ...DEFAULT_CHAOS, seed: 1, stallMs: 0 }, p99);
+      expect(leaseMs, `p99 ${p99}`).toBeGreaterThanOrEqual(10 * p99);
+      expect(leaseMs).toBeGreaterThanOrEqual(DEFAULT_CHAOS.leaseMs);
+      // a long job works 1.2 to 2 leases, and ends a second before its timeout
+      expect(timeoutMs - 1000, `p99 ${p99}`).toBeGreaterThanOrEqual(Math.round(leaseMs * 1.2));
+      const jobs = planChaosJobs({ ...DEFAULT_CHAOS, leaseMs, timeoutMs, seed: 3, stallMs: 0 }, seeded(3), ['a']);
+      for (const job of jobs.filter((j) => j.behaviour === 'long')) {
+        expect(job.payload.sleepMs ?? 0).toBeGreaterThan(leaseMs);
+        expect(job.payload.sleepMs ?? 0).toBeLessThanOrEqual(timeoutMs - 1000);
       }
     }
   });
