@@ -29,6 +29,7 @@ import { createWorker } from '../../shared/runtime/worker';
 import { type LocalAws, localClients, startLocalAws } from '../local-aws/index';
 import { type QueueRunner, type SqsLambdaHandler, startQueueRunner } from '../local-aws/lambda-runner';
 import { startLocalPlatform } from '../local-aws/local-platform';
+import { measureWriteLatency } from '../local-aws/moto';
 import { uniquePrefix } from '../local-aws/namespace';
 import { type CallInfo, crashable, DeadZones, FaultInjector, interceptStore } from '../support/faults';
 import { countEnds, type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
@@ -48,11 +49,15 @@ export interface ChaosOptions {
   maxConcurrency: number;
   /** @default 10 */
   batchSize: number;
-  /** @default 2000 */
+  /**
+   * Shortest lease; the run raises it to keep the production rule, at least 10 × the p99 of a
+   * conditional write as its workers see it (measured at its start, under its per-attempt faults;
+   * see {@link chaosLease}). @default 2000
+   */
   leaseMs: number;
   /** Ready-queue visibility timeout. @default 5 */
   visibilitySeconds: number;
-  /** Job type timeout. @default 5000 */
+  /** Job type timeout; raised with the lease so that a long job (up to 2 leases) fits. @default 5000 */
   timeoutMs: number;
   /** Probability that one HTTP attempt fails (retried by the SDK). @default 0.04 */
   faultRate: number;
@@ -146,6 +151,23 @@ const NON_IDEMPOTENT_AFTER = new Set(['UpdateItem:claim', 'UpdateItem:retry', 'U
 /** Planned kills a run with a kill rate always has, so a small run never goes without (its check counts them). */
 export const MIN_PLANNED_KILLS = 3;
 
+/**
+ * The lease and timeout of a run whose conditional writes (SDK retries of its injected faults
+ * included) take `writeP99Ms` at the 99th percentile: the production rule, lease ≥ 10 × that p99
+ * (shared/runtime/worker.ts; the lease keeper warns below it), in whole seconds and never below
+ * `leaseMs`; and a timeout a long job (up to 2 leases of work) fits in, a second to spare.
+ * With a 2 s lease one heartbeat that met a throttle (the SDK waits up to 500 ms before its retry)
+ * on a busy DynamoDB Local lost the attempt. A heartbeat that fails on every SDK attempt
+ * (an escaping fault) loses the attempt whatever the lease: the check recognises that apart.
+ */
+export function chaosLease(options: ChaosOptions, writeP99Ms: number): { leaseMs: number; timeoutMs: number } {
+  const leaseMs = Math.max(options.leaseMs, Math.ceil((10 * writeP99Ms) / 1000) * 1000);
+  return { leaseMs, timeoutMs: Math.max(options.timeoutMs, 2 * leaseMs + 1000) };
+}
+
+/** Conditional writes timed at a run's start, for its lease. */
+const LEASE_SAMPLES = 200;
+
 /** The jobs of a run, from its seeded randomness. */
 export function planChaosJobs(options: ChaosOptions, random: () => number, types: string[]): PlannedJob[] {
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
@@ -237,8 +259,6 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
   const random = seeded(seed);
   const started = Date.now();
   const types = Array.from({ length: options.types }, (_, i) => `chaos-${String.fromCharCode(97 + i)}`);
-  const jobs = planChaosJobs(options, random, types);
-  const byId = new Map(jobs.map((j) => [j.id, j]));
 
   // ---- observation ------------------------------------------------------------------------
   const tracker = new ProbeTracker();
@@ -334,6 +354,21 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
   const aws: LocalAws = await startLocalAws(
     options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {},
   );
+  // The lease by the production rule, from conditional writes timed under the run's own
+  // per-attempt faults (escaping ones are failures, not latency).
+  const writeLatency = await measureWriteLatency(aws.endpoints.dynamodb, aws.region, LEASE_SAMPLES, (dynamo) =>
+    new FaultInjector({
+      random: seeded(seed ^ 0x1ea5e),
+      profile: { rate: options.faultRate, afterShare: options.afterShare },
+    }).install(dynamo, 'dynamodb'),
+  );
+  Object.assign(options, chaosLease(options, writeLatency.p99));
+  if (input.stallMs === undefined) options.stallMs = options.visibilitySeconds * 3000 + options.leaseMs;
+  progress(
+    `chaos: conditional writes under faults p50 ${writeLatency.p50} ms, p99 ${writeLatency.p99} ms: lease ${options.leaseMs} ms, timeout ${options.timeoutMs} ms`,
+  );
+  const jobs = planChaosJobs(options, random, types);
+  const byId = new Map(jobs.map((j) => [j.id, j]));
   const inspect = localClients(aws);
   const runners: QueueRunner[] = [];
   const loopDelay = monitorEventLoopDelay({ resolution: 20 });

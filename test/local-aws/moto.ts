@@ -194,8 +194,15 @@ export interface WriteLatency {
  * @example
  * const latency = await measureWriteLatency(moto.endpoint, 'us-east-1'); // { p50: 9, p99: 41, ... }
  */
-export async function measureWriteLatency(endpoint: string, region: string, samples = 40): Promise<WriteLatency> {
+export async function measureWriteLatency(
+  endpoint: string,
+  region: string,
+  samples = 40,
+  /** Prepares the client before the writes, e.g. installs a run's fault injection. */
+  prepare?: (dynamo: DynamoDBClient) => void,
+): Promise<WriteLatency> {
   const dynamo = new DynamoDBClient({ endpoint, region, credentials: LOCAL_CREDENTIALS });
+  prepare?.(dynamo);
   const table = `latency-probe-${process.pid}-${Date.now().toString(36)}`;
   const times: number[] = [];
   try {
