@@ -225,7 +225,9 @@ export async function measureWriteLatency(
             gsi2pk: { S: 'probe#running#0' },
             payload: { S: 'x'.repeat(512) },
           },
-          ConditionExpression: 'attribute_not_exists(pk)',
+          ConditionExpression: 'attribute_not_exists(pk) OR #token = :zero',
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':zero': { N: '0' } },
         }),
       ),
     );
@@ -236,7 +238,8 @@ export async function measureWriteLatency(
             TableName: table,
             Key: { pk },
             UpdateExpression: 'SET #token = :next, dueBucket = :bucket, dueAt = :at',
-            ConditionExpression: '#token = :current',
+            // or already :next: a write applied whose answer was lost (injected faults) is retried
+            ConditionExpression: '#token = :current OR #token = :next',
             ExpressionAttributeNames: { '#token': 'token' },
             ExpressionAttributeValues: {
               ':current': { N: String(i - 1) },
