@@ -51,8 +51,8 @@ export interface ChaosOptions {
   batchSize: number;
   /**
    * Shortest lease; the run raises it to keep the production rule, at least 10 × the p99 of a
-   * conditional write as its workers see it (measured at its start, under its per-attempt faults;
-   * see {@link chaosLease}). @default 2000
+   * conditional write on its DynamoDB Local (timed at its start; see {@link chaosLease}).
+   * @default 2000
    */
   leaseMs: number;
   /** Ready-queue visibility timeout. @default 5 */
@@ -152,13 +152,14 @@ const NON_IDEMPOTENT_AFTER = new Set(['UpdateItem:claim', 'UpdateItem:retry', 'U
 export const MIN_PLANNED_KILLS = 3;
 
 /**
- * The lease and timeout of a run whose conditional writes (SDK retries of its injected faults
- * included) take `writeP99Ms` at the 99th percentile: the production rule, lease ≥ 10 × that p99
- * (shared/runtime/worker.ts; the lease keeper warns below it), in whole seconds and never below
- * `leaseMs`; and a timeout a long job (up to 2 leases of work) fits in, a second to spare.
- * With a 2 s lease one heartbeat that met a throttle (the SDK waits up to 500 ms before its retry)
- * on a busy DynamoDB Local lost the attempt. A heartbeat that fails on every SDK attempt
- * (an escaping fault) loses the attempt whatever the lease: the check recognises that apart.
+ * The lease and timeout of a run whose storage answers conditional writes in `writeP99Ms` at the
+ * 99th percentile: the production rule, lease ≥ 10 × that p99 (shared/runtime/worker.ts; the lease
+ * keeper warns below it), in whole seconds and never below `leaseMs`; and a timeout a long job
+ * (up to 2 leases of work) fits in, a second to spare. A heartbeat slowed by the machine alone
+ * then never loses an attempt. The injected faults are apart: a heartbeat the SDK retries after a
+ * throttle waits up to 500 ms more, and one that fails on every SDK attempt (an escaping fault)
+ * loses the attempt whatever the lease (the keeper stops a handler it cannot renew), so the
+ * outcome check recognises a job whose every lost attempt met an injected heartbeat fault.
  */
 export function chaosLease(options: ChaosOptions, writeP99Ms: number): { leaseMs: number; timeoutMs: number } {
   const leaseMs = Math.max(options.leaseMs, Math.ceil((10 * writeP99Ms) / 1000) * 1000);
@@ -354,18 +355,12 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
   const aws: LocalAws = await startLocalAws(
     options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {},
   );
-  // The lease by the production rule, from conditional writes timed under the run's own
-  // per-attempt faults (escaping ones are failures, not latency).
-  const writeLatency = await measureWriteLatency(aws.endpoints.dynamodb, aws.region, LEASE_SAMPLES, (dynamo) =>
-    new FaultInjector({
-      random: seeded(seed ^ 0x1ea5e),
-      profile: { rate: options.faultRate, afterShare: options.afterShare },
-    }).install(dynamo, 'dynamodb'),
-  );
+  // The lease by the production rule, from conditional writes timed on this storage.
+  const writeLatency = await measureWriteLatency(aws.endpoints.dynamodb, aws.region, LEASE_SAMPLES);
   Object.assign(options, chaosLease(options, writeLatency.p99));
   if (input.stallMs === undefined) options.stallMs = options.visibilitySeconds * 3000 + options.leaseMs;
   progress(
-    `chaos: conditional writes under faults p50 ${writeLatency.p50} ms, p99 ${writeLatency.p99} ms: lease ${options.leaseMs} ms, timeout ${options.timeoutMs} ms`,
+    `chaos: conditional writes p50 ${writeLatency.p50} ms, p99 ${writeLatency.p99} ms: lease ${options.leaseMs} ms, timeout ${options.timeoutMs} ms`,
   );
   const jobs = planChaosJobs(options, random, types);
   const byId = new Map(jobs.map((j) => [j.id, j]));
