@@ -366,15 +366,20 @@ export const OPERATIONS: ApiOperation[] = [
     summary: 'Send a signal to a job',
     description:
       "Puts the signal in the job's inbox: a handler waiting for it (`ctx.waitForSignal(name)`) resumes now, and one " +
-      'that waits for it later gets it at once. One signal per name and job: the same payload again answers 200 ' +
-      '(`duplicate`), another payload 409 `signal_exists`. A finished job answers 409 `job_finished`; a name or payload ' +
-      'the job type does not declare, 400 (`unknown_signal`, `invalid_payload`). Costs 1 write unit, and 1 more ' +
-      'when it wakes the job.',
+      'that waits for it later gets it at once. A signal accepted is either returned by the wait, or came after ' +
+      'the wait had recorded its timeout: then the answer says `late: true`, and the job is not woken. One signal ' +
+      'per name and job: the same payload again answers 200 (`duplicate`), another payload 409 `signal_exists`. A ' +
+      'finished job answers 409 `job_finished`; a name or payload the job type does not declare, 400 ' +
+      '(`unknown_signal`, `invalid_payload`). Costs 2 write units (the inbox, and the outcome of the wait), and 1 ' +
+      'more when it wakes the job.',
     pathParams: { ...jobIdParam, name: 'The signal name: 1-200 printable characters without "#"' },
     body: signalRequestSchema,
     bodyOptional: true,
     responses: {
-      '202': { description: 'Stored; `resumed` says whether the job was waiting for it', schema: signalReceiptSchema },
+      '202': {
+        description: 'Stored; `resumed` says whether the job was waiting for it, `late` whether its wait had timed out',
+        schema: signalReceiptSchema,
+      },
       '200': { description: 'A replay of a signal already stored', schema: signalReceiptSchema },
       ...errors('400', '404', '409', '413', '415', '429', '503'),
     },

@@ -542,6 +542,11 @@ export const signalReceiptSchema = z.object({
   resumed: z
     .boolean()
     .meta({ description: 'The job was waiting for this signal: it is due now, and its message was sent' }),
+  late: z.boolean().meta({
+    description:
+      "The job's wait for this signal had already timed out (its outcome was recorded first): no wait returns " +
+      'this signal, and the job was not woken. `false`: the wait returns it (now if `resumed`, else when the job waits for it)',
+  }),
   duplicate: z
     .boolean()
     .meta({ description: 'A replay of a send already stored (same payload): nothing new was stored' }),

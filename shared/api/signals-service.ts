@@ -1,9 +1,18 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
+import { SIGNAL_LOOK_MS } from '../core/due';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
-import { checkName, JOURNAL_RETENTION_DAYS, type Journal, MAX_SIGNAL_BYTES, type SignalReceipt } from '../core/journal';
+import {
+  checkName,
+  JOURNAL_RETENTION_DAYS,
+  type Journal,
+  MAX_SIGNAL_BYTES,
+  type SignalOutcome,
+  type SignalReceipt,
+  timedOutAt,
+} from '../core/journal';
 import { jsonBytes } from '../core/limits';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
@@ -25,10 +34,14 @@ export interface SignalsServiceDeps {
 
 /**
  * `POST /jobs/{id}/signals/{name}`: puts the signal in the job's inbox (one conditional write,
- * 1 write unit up to 1 KB), then, if the job waits for it, makes the job due now (one more
- * conditional write) and sends its message. A signal sent before the job waits stays in the
- * inbox: the wait finds it there. One signal per name per job: a replay with the same payload
- * answers 200 and stores nothing; another payload is refused (409 `signal_exists`).
+ * 1 write unit up to 1 KB, and 1 for its due entry), records it as the outcome of the job's wait
+ * for it unless that wait timed out first (one conditional write of 1 write unit; then the answer
+ * is `late`), then, if the job waits for it, makes the job due now (one more conditional write)
+ * and sends its message. The inbox item's due entry brings the supervisor to the job
+ * {@link SIGNAL_LOOK_MS} later: if the wake or the send was lost (this call died after the inbox
+ * write, or failed and was not sent again), it wakes the job then. A signal sent before the job
+ * waits stays in the inbox: the wait finds it there. One signal per name per job: a replay with
+ * the same payload answers 200 and stores nothing; another payload is refused (409 `signal_exists`).
  */
 export class SignalsService {
   private readonly specs: Map<string, JobTypeSpec>;
@@ -83,6 +96,8 @@ export class SignalsService {
       name,
       signal: { payload, payloadHash: hash, at },
       expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+      // the supervisor's look, in case the wake below is lost (this call dies, or its writes fail)
+      dueAt: now + SIGNAL_LOOK_MS,
     });
     if (!stored.stored && stored.existing.payloadHash !== hash) {
       throw new ConflictError(`job ${id} already has a signal "${name}" with another payload`, 'signal_exists', {
@@ -90,18 +105,40 @@ export class SignalsService {
         signal: name,
       });
     }
+    const receivedAt = stored.stored ? at : stored.existing.at;
+    const late = await this.tooLate(id, name, receivedAt, now);
     // A replay wakes too: the first send's wake or message may have been lost.
-    const resumed = await this.wake(job.type, id, name, now);
+    const resumed = late ? false : await this.wake(job.type, id, name, now);
     return {
       created: stored.stored,
-      receipt: {
-        jobId: id,
-        signal: name,
-        receivedAt: stored.stored ? at : stored.existing.at,
-        resumed,
-        duplicate: !stored.stored,
-      },
+      receipt: { jobId: id, signal: name, receivedAt, resumed, late, duplicate: !stored.stored },
     };
+  }
+
+  /**
+   * Records the stored signal as the outcome of the job's wait for it (`{ received }`, one
+   * conditional write of 1 write unit; the payload stays in the inbox), unless the wait recorded
+   * its outcome first. True when that outcome is a timeout: the signal is late.
+   *
+   * Why this is exact: the outcome is written once, and the first write wins. The wait records
+   * its timeout only after its last look at the inbox (shared/runtime/workflow.ts). A signal in
+   * the inbox before that look is returned by the wait. One stored after it is recorded here
+   * either before the timeout (the wait's write is refused and it returns this signal: not late)
+   * or after it (refused here, finding the timeout: late). A read of the outcome instead of this
+   * write would not do: it could come between the wait's look and its timeout write, see
+   * nothing, and answer "not late" for a signal the wait then never returns.
+   */
+  private async tooLate(id: string, name: string, receivedAt: string, now: number): Promise<boolean> {
+    const outcome: SignalOutcome = { received: receivedAt };
+    const recorded = await this.deps.journal.record({
+      jobId: id,
+      kind: 'signal',
+      name,
+      value: outcome,
+      at: now,
+      expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+    });
+    return !recorded.recorded && timedOutAt(recorded.existing.value) !== undefined;
   }
 
   /** Makes the job due now if it waits for this signal, and sends its message. */
@@ -115,7 +152,7 @@ export class SignalsService {
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)
       // may not come before then: the caller sends the signal again, whose wake finds the job
-      // woken and sends the message.
+      // woken and sends the message; else the supervisor sends it at the signal's due entry.
       this.deps.log.warn('could not send the message of a job its signal woke', { jobId: id, ...errorFields(error) });
       throw new DependencyError(
         `the signal was stored and job ${id} woken, but its message could not be sent (${error instanceof Error ? error.message : String(error)}). Send the same signal again to resume it now.`,

@@ -11,6 +11,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { dueBucket } from '../core/due';
 import type { Job } from '../core/job';
+import { inboxOf } from '../core/journal';
 import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys } from '../core/table';
 import type { Checkpoint, CheckpointName, DueEntry, DueIndex } from '../supervisor/ports';
@@ -222,9 +223,10 @@ export class DynamoDueIndex implements DueIndex {
     const values: Record<string, AttributeValue> = { ':to': N(to) };
     // A job's entry is in the due index; a schedule's dueAt is read by listing the schedules.
     let update = 'SET dueAt = :to';
+    // (a signal's inbox item, `job#<id>#inbox#<name>`, is in the due index too, sharded by its job's id)
     if (pk.startsWith('job#')) {
       update += ', dueBucket = :bucket';
-      values[':bucket'] = S(dueBucket(to, pk.slice('job#'.length)));
+      values[':bucket'] = S(dueBucket(to, inboxOf(pk)?.jobId ?? pk.slice('job#'.length)));
     }
     if (options.repair) {
       update += ', repairs = if_not_exists(repairs, :zero) + :one';

@@ -1,6 +1,7 @@
 /**
  * {@link Journal} on the job table: one item per entry, `job#<id>#<kind>#<name>` (`value` as JSON
- * text, `at`, `expiresAt`), and one per inbox signal, `job#<id>#inbox#<name>`. Each is written
+ * text, `at`, `expiresAt`), and one per inbox signal, `job#<id>#inbox#<name>` (with a `byDue`
+ * entry when the sender asks for one). Each is written
  * once, with `attribute_not_exists(pk)` (the first write wins; a refused write returns the stored
  * item at no read cost), and read with a strongly consistent GetItem.
  */
@@ -13,6 +14,7 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { dueBucket } from '../core/due';
 import type { InboxDelivery, InboxSignal, Journal, JournalEntry, JournalKind, JournalRecord } from '../core/journal';
 import { journalKey } from '../core/journal';
 import { N, S } from './attributes';
@@ -89,6 +91,10 @@ export class DynamoJournal implements Journal {
       payloadHash: S(input.signal.payloadHash),
       at: S(input.signal.at),
       expiresAt: N(input.expiresAt),
+      // its due entry (byDue): the supervisor looks whether the job was woken
+      ...(input.dueAt === undefined
+        ? {}
+        : { dueAt: N(input.dueAt), dueBucket: S(dueBucket(input.dueAt, input.jobId)) }),
     };
     const existing = await this.putOnce(item, 'signal');
     return existing ? { stored: false, existing: signalOf(existing) } : { stored: true };

@@ -201,11 +201,14 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   retry(id: string): Promise<JobView>;
   /**
    * `POST /jobs/{id}/signals/{name}`: sends the signal a handler waits for with
-   * `ctx.waitForSignal(name)` (or will wait for: the job's inbox keeps it). Sending the same
-   * payload again is harmless (`duplicate: true`); another payload is refused (409 `signal_exists`).
+   * `ctx.waitForSignal(name)` (or will wait for: the job's inbox keeps it). The receipt says
+   * whether the job resumed now (`resumed`), or whether its wait had already timed out (`late`:
+   * no wait returns the signal). Sending the same payload again is harmless (`duplicate: true`);
+   * another payload is refused (409 `signal_exists`).
    * @default payload null
    * @example
-   * const { resumed } = await client.signal('order-1234', 'payment', { amount: 42 });
+   * const { resumed, late } = await client.signal('order-1234', 'payment', { amount: 42 });
+   * if (late) await refund('order-1234'); // the order had been abandoned
    */
   signal(id: string, name: string, payload?: unknown): Promise<SignalReceipt>;
   /**

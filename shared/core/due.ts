@@ -15,6 +15,10 @@
  * If a job is still in the same state when it is looked at, something was lost (a schedule
  * that never fired, a send that never arrived, a worker that died with its message) and the
  * supervisor repairs it.
+ *
+ * A signal's inbox item carries a due entry too, written with it ({@link SIGNAL_LOOK_MS} on):
+ * the supervisor then looks whether the job that waits for it was woken, in case the wake after
+ * the inbox write was lost.
  */
 import type { Job } from './job';
 import { fnv1a, SHARD_COUNT } from './table';
@@ -30,6 +34,14 @@ export const DUE_GRACE_MS = {
   /** A recurring schedule's fire: Scheduler fires within about a minute. */
   fire: 2 * 60_000,
 } as const;
+
+/**
+ * How long after a signal's inbox write the supervisor looks whether its job resumed: the
+ * signal's own due entry, written with the inbox item. A job still waiting for the signal then
+ * lost its wake (the sender died after the inbox write, or its wake write failed); one woken for
+ * it but not started lost its message, as a queued job that is {@link DUE_GRACE_MS}.queued late.
+ */
+export const SIGNAL_LOOK_MS = DUE_GRACE_MS.queued;
 
 /**
  * How long after the end of a job's creation minute the creation sweep may read it (the sweep

@@ -46,9 +46,19 @@ export interface InboxDelivery {
   signal: InboxSignal;
   /** Epoch seconds: TTL of the signal. */
   expiresAt: number;
+  /**
+   * Epoch ms when the supervisor looks whether the job resumed (`SIGNAL_LOOK_MS` after the
+   * signal): the inbox item's due entry, written with it at no extra request (1 index write
+   * unit), so a job whose wake after this write is lost is found. @default no due entry
+   */
+  dueAt?: number;
 }
 
-/** What `POST /jobs/{id}/signals/{name}` (and the client's `signal`) answers. */
+/**
+ * What `POST /jobs/{id}/signals/{name}` (and the client's `signal`) answers. A signal accepted is
+ * either returned by the job's `ctx.waitForSignal(name)` (`late: false`: now if `resumed`, else
+ * when the job waits for it), or came after that wait had recorded its timeout (`late: true`).
+ */
 export interface SignalReceipt {
   jobId: string;
   signal: string;
@@ -56,8 +66,28 @@ export interface SignalReceipt {
   receivedAt: string;
   /** The job was waiting for this signal: it is due now, and its message was sent. */
   resumed: boolean;
+  /**
+   * The job's wait for this signal had already timed out (its outcome, `null` or a
+   * `SignalTimeoutError`, was recorded first): no wait returns this signal, and the job was not
+   * woken. `false`: the wait returns it.
+   */
+  late: boolean;
   /** A replay of a send already stored (same payload): nothing new was stored. */
   duplicate: boolean;
+}
+
+/**
+ * The outcome of a signal wait, as its `signal` entry records it. Written once, the first write
+ * wins, by whichever comes first: the wait that took the signal from the inbox (`payload`), the
+ * send that stored it (`received`: the signal in the inbox, received then, is the outcome; its
+ * payload is not copied), or the wait whose deadline passed (`timedOutAt`).
+ */
+export type SignalOutcome = { payload: unknown } | { received: string } | { timedOutAt: string };
+
+/** The time a recorded signal outcome says the wait timed out, or undefined when a signal is its outcome. */
+export function timedOutAt(outcome: unknown): string | undefined {
+  const at = (outcome as { timedOutAt?: unknown } | null)?.timedOutAt;
+  return typeof at === 'string' ? at : undefined;
 }
 
 /** Persistence of job journals and signal inboxes. */
@@ -107,6 +137,15 @@ export function checkName(name: unknown, what: 'step' | 'sleep' | 'signal', path
 /** The key of a journal entry's item. */
 export function journalKey(jobId: string, kind: JournalKind | 'inbox', name: string): string {
   return `job#${jobId}#${kind}#${name}`;
+}
+
+/**
+ * The job and signal of an inbox item's key ({@link journalKey} of kind `inbox`), or undefined
+ * for any other key: the supervisor tells the due entry of a signal from a job's by its key.
+ */
+export function inboxOf(key: string): { jobId: string; name: string } | undefined {
+  const match = /^job#([^#]+)#inbox#([^#]+)$/.exec(key);
+  return match ? { jobId: match[1] as string, name: match[2] as string } : undefined;
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

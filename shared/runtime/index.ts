@@ -38,3 +38,4 @@ export * from '../errors';
 export type { Logger, LogLevel } from '../logger';
 export { defineJob, type LambdaSqsHandler } from './define-job';
 export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from './job-definition';
+export { Suspension, type WaitForSignalOptions } from './workflow';

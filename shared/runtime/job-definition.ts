@@ -18,8 +18,14 @@ export interface JobContext extends WorkflowSteps {
   /** When this job (or this retry) was due, ISO 8601. */
   scheduledAt: string;
   /**
-   * Aborts when the attempt times out or the lease is lost (another worker took over, or the
-   * job was cancelled). Pass it to fetch / timers and stop work when it fires.
+   * Aborts when the attempt ends before the handler does: it times out (reason: a
+   * `JobTimeoutError`), the lease is lost (another worker took over, or the job was cancelled:
+   * a `LeaseLostError`), or a sleep or signal wait ends the attempt (a `Suspension`: the job
+   * waits, and no work of this attempt may run on beside the next one). Pass it to fetch /
+   * timers and stop work when it fires: the worker waits up to a heartbeat interval for the
+   * handler to stop before it records the attempt, and logs a warning when it does not.
+   * @example
+   * await Promise.all([ctx.sleep('cool-off', '2h'), warmCache({ signal: ctx.signal })]);
    */
   signal: AbortSignal;
   /** Logger with `jobId`, `type` and `attempt` on every line. */

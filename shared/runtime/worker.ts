@@ -41,7 +41,7 @@ import { keepLease } from './lease-keeper';
 import { createPaceGate } from './pace-gate';
 import { createRelease, parentsReader, releaseDepsOf } from './release';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
-import { createWorkflow } from './workflow';
+import { createWorkflow, Suspension } from './workflow';
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
@@ -112,7 +112,12 @@ function resultProblem(result: unknown): string | undefined {
  * Waits up to `withinMs` for an aborted handler to settle. A handler that honours its signal has
  * stopped by then; one that does not is logged (the guarantees assume it stops).
  */
-async function handlerStopped(running: Promise<unknown>, withinMs: number, log: Logger): Promise<void> {
+async function handlerStopped(
+  running: Promise<unknown>,
+  withinMs: number,
+  log: Logger,
+  reason: unknown,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const stopped = await Promise.race([
     running.then(
@@ -127,6 +132,8 @@ async function handlerStopped(running: Promise<unknown>, withinMs: number, log: 
   if (!stopped) {
     log.warn('the handler did not stop within a heartbeat interval of its abort signal; pass ctx.signal on', {
       waitedMs: withinMs,
+      // why ctx.signal aborted: JobTimeoutError, LeaseLostError, or Suspension (a wait ended the attempt)
+      reason: reason instanceof Error ? reason.name : String(reason),
     });
   }
 }
@@ -313,12 +320,20 @@ export function createWorker(
       ok: false,
       error: new LeaseLostError(job.id, job.leaseToken),
     };
+    // Rejects when a sleep or a wait ends the attempt: the worker stops waiting for the handler
+    // then, as at a timeout (a handler that catches the Suspension and goes on cannot hold it).
+    let onSuspend: (wait: WakeWait) => void = () => {};
+    const suspended = new Promise<never>((_, reject) => {
+      onSuspend = (wait) => reject(new Suspension(wait));
+    });
+    suspended.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
     const workflow = createWorkflow({
       job,
       ...(deps.journal ? { journal: deps.journal } : {}),
       clock,
       signal: controller.signal,
       expiresAt: (now) => Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+      onSuspend: (wait) => onSuspend(wait),
     });
     try {
       await holdUntilRunAt(job, () => clock.now()); // claimed up to 1 s before its runAt
@@ -346,7 +361,7 @@ export function createWorker(
         const runStart = clock.now();
         const running = Promise.resolve().then(() => def.run(parsed.data, ctx));
         try {
-          outcome = { ok: true, result: await Promise.race([running, aborted]) };
+          outcome = { ok: true, result: await Promise.race([running, aborted, suspended]) };
         } catch (error) {
           outcome = { ok: false, error };
         }
@@ -354,7 +369,23 @@ export function createWorker(
         // Aborted (timeout, lost lease): give the handler its heartbeat interval to stop, while
         // the lease is still kept, before anything is recorded or the message comes back, so the
         // next attempt never starts beside it (nor a frozen Lambda resumes it later).
-        if (controller.signal.aborted) await handlerStopped(running, keeper.intervalMs, log);
+        if (controller.signal.aborted) {
+          await handlerStopped(running, keeper.intervalMs, log, controller.signal.reason);
+        } else {
+          const wait = workflow.suspended();
+          if (wait) {
+            // A sleep or a wait ended the attempt: the same end as a timeout, before the job is
+            // written waiting and its slots are given back (so neither the next attempt nor the
+            // next holder of a slot runs beside anything of this one). The calls it left running
+            // get their interval first (a step that finishes is recorded; a second wait joins the
+            // first), then ctx.signal aborts, with the Suspension as its reason: work beside the
+            // wait that the handler no longer awaits (the rest of a rejected Promise.all) stops
+            // too. The handler itself is waited for up to an interval, and logged if it runs on.
+            await workflow.settle(keeper.intervalMs);
+            controller.abort(new Suspension(workflow.suspended() ?? wait));
+            await handlerStopped(running, keeper.intervalMs, log, controller.signal.reason);
+          }
+        }
         // Steps or waits the handler did not wait for (a Promise.all that rejected early) end, or
         // are stopped, while the lease is still kept: none outlives the attempt.
         if (!(await workflow.settle(keeper.intervalMs))) {

@@ -4,23 +4,27 @@
  *
  * A handler is re-run from the top by every later attempt, and after every sleep or wait: each
  * step that was recorded gives back its recorded result without running again, so only the
- * steps not recorded yet run. A sleep or a wait that has to last ends the attempt: the handler's
- * promise is abandoned (the call throws a {@link Suspension} that the handler should let through;
- * the worker suspends the job even if the handler catches it), the job waits in state `waiting`
- * with no Lambda running and no attempt spent, and it resumes at its wake time, or when its signal
- * arrives.
+ * steps not recorded yet run. A sleep or a wait that has to last ends the attempt: the call
+ * throws a {@link Suspension} that the handler should let through (the worker suspends the job
+ * even if the handler catches it), `ctx.signal` aborts with that Suspension as its reason, and
+ * the worker waits for the handler to stop, as after a timeout, before the job waits in state
+ * `waiting` with no Lambda running and no attempt spent. It resumes at its wake time, or when its
+ * signal arrives.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../core/clock';
 import type { WakeWait } from '../core/job';
 import {
   checkName,
+  type InboxSignal,
   type Journal,
   type JournalKind,
   MAX_STEP_RESULT_BYTES,
   MAX_WAIT_MS,
   parseDuration,
+  type SignalOutcome,
   storableValue,
+  timedOutAt,
   wakeTime,
 } from '../core/journal';
 import { SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
@@ -67,7 +71,9 @@ export interface WorkflowSteps {
   /**
    * Waits for the signal `name` (`POST /jobs/{id}/signals/{name}`) and returns its payload. A
    * signal sent before the wait is kept in the job's inbox and returned at once. Returns `null`
-   * when the timeout passes first (or throws, with `onTimeout: 'throw'`).
+   * when the timeout passes first (or throws, with `onTimeout: 'throw'`). Whichever comes first is
+   * recorded, and no signal is lost between them, even in the wait's last second: a send answered
+   * `late: false` is returned by this wait, one answered `late: true` came after its timeout.
    * @example
    * const payment = await ctx.waitForSignal<{ amount: number }>('payment', { timeout: '3d' });
    */
@@ -77,6 +83,9 @@ export interface WorkflowSteps {
 /**
  * Thrown by a sleep or signal wait that ends the attempt. Let it through: the attempt is over
  * (the worker suspends the job even if the handler catches it, and ignores what it returns).
+ * It is also the reason `ctx.signal` aborts with, so work beside the wait (the other half of a
+ * `Promise.all`) stops before the job waits: `ctx.signal.reason instanceof Suspension` tells this
+ * end of the attempt from a timeout or a lost lease.
  */
 export class Suspension extends Error {
   constructor(readonly wait: WakeWait) {
@@ -102,6 +111,11 @@ export interface WorkflowOptions {
   signal: AbortSignal;
   /** Epoch seconds an entry written at `now` expires. */
   expiresAt(now: number): number;
+  /**
+   * Called when a sleep or a wait ends the attempt (before its call throws the Suspension): the
+   * worker then stops the handler, as after a timeout. Called again when a second wait joins it.
+   */
+  onSuspend?(wait: WakeWait): void;
 }
 
 /** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
@@ -164,14 +178,17 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     return out.recorded ? value : out.existing.value;
   }
 
-  /** Ends the attempt to wait until `until` (or waits it out here when it is that close). */
-  async function waitUntil(wait: Omit<WakeWait, 'since'>): Promise<'over'> {
+  /**
+   * Ends the attempt to wait until `until`, or waits it out here when it is that close: `over`
+   * when it was over already, `waited` when it was waited out here.
+   */
+  async function waitUntil(wait: Omit<WakeWait, 'since'>): Promise<'over' | 'waited'> {
     const now = clock.now();
     const remaining = Date.parse(wait.until) - now;
     if (remaining <= 0) return 'over';
     if (remaining <= IN_ATTEMPT_WAIT_MS) {
       await sleep(remaining, undefined, { signal });
-      return 'over';
+      return 'waited';
     }
     try {
       pending = merged(pending, { ...wait, since: iso(now) });
@@ -179,6 +196,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       misuse = error as StepUsageError;
       throw error;
     }
+    options.onSuspend?.(pending);
     throw new Suspension(pending);
   }
 
@@ -207,16 +225,24 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
 
     async waitForSignal<T = unknown>(name: string, waitOptions: WaitForSignalOptions = {}): Promise<T | null> {
       const journal = begin('signal', name);
-      const outcome = (value: unknown): T | null => {
-        const o = value as { payload?: unknown; timedOutAt?: string };
-        if (o.timedOutAt === undefined) return (o.payload ?? null) as T | null;
-        if (waitOptions.onTimeout === 'throw') throw new SignalTimeoutError(name, o.timedOutAt);
-        return null;
+      const look = () => journal.signal({ jobId: job.id, name });
+      let arrived: InboxSignal | undefined;
+      /** What the recorded outcome (a SignalOutcome) makes the wait return. */
+      const outcome = async (value: unknown): Promise<T | null> => {
+        const timedOut = timedOutAt(value);
+        if (timedOut !== undefined) {
+          if (waitOptions.onTimeout === 'throw') throw new SignalTimeoutError(name, timedOut);
+          return null;
+        }
+        const o = (value ?? {}) as { payload?: unknown; received?: string };
+        // recorded by the send: the signal is the inbox's
+        if (o.received !== undefined) arrived ??= await look();
+        return (('payload' in o ? o.payload : arrived?.payload) ?? null) as T | null;
       };
       const done = await read('signal', name);
       if (done) return outcome(done.value);
       // a signal may have come before the job ever ran: the inbox is read on every run
-      const arrived = await journal.signal({ jobId: job.id, name });
+      arrived = await look();
       if (arrived) return outcome(await record('signal', name, { payload: arrived.payload }));
       let until = (await read('wait', name))?.value as number | undefined;
       if (until === undefined) {
@@ -231,10 +257,17 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
         });
         until = (await record('wait', name, clock.now() + timeoutMs)) as number;
       }
-      if ((await waitUntil({ kind: 'signal', key: name, until: iso(until) })) === 'over') {
-        return outcome(await record('signal', name, { timedOutAt: iso(until) }));
-      }
-      return null;
+      const over = await waitUntil({ kind: 'signal', key: name, until: iso(until) });
+      // No signal is lost to timing. A wait waited out here (its last second) kept the job
+      // running, so no send could wake it: it looks at the inbox again. Then the outcome is
+      // recorded, and the first write of it wins, the send's included (SignalsService records
+      // the signal it stored as the outcome before it answers). So a signal stored before this
+      // look is returned; one stored after it either recorded itself first (the timeout below is
+      // refused, and the wait returns the signal) or finds the timeout recorded and is answered
+      // `late`. (A wait already over when it began read the inbox just above.)
+      if (over === 'waited') arrived = await look();
+      const ended: SignalOutcome = arrived ? { payload: arrived.payload } : { timedOutAt: iso(until) };
+      return outcome(await record('signal', name, ended));
     },
   };
 

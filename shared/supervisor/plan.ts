@@ -5,6 +5,7 @@
 import { needsRelease } from '../core/dependencies';
 import { DUE_GRACE_MS, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import type { Job } from '../core/job';
+import { wokenFor } from '../core/lease';
 import { isTerminal } from '../core/states';
 import { MAX_CATCH_UP_AGE_MS } from '../schedules/planner';
 
@@ -209,4 +210,51 @@ export function planJobRepair(job: Job, repairs: number, now: number): JobRepair
     default:
       return { kind: 'clear' };
   }
+}
+
+/** What to do with a signal whose inbox item's due entry came (`SIGNAL_LOOK_MS` after it was stored). */
+export type InboxRepair =
+  /**
+   * Nothing waits for it now: the job resumed (running, finished), or will find it in its inbox
+   * when its wait begins (queued, sleeping, waiting for something else); a job suspending right
+   * now looks at its inbox after its suspend write.
+   */
+  | { kind: 'clear' }
+  /**
+   * The job waits for it and was never woken (the sender died after the inbox write, or its wake
+   * write failed): claim the job's due entry (moved to `dueAt`), wake it, send its message.
+   */
+  | { kind: 'wake'; dueAt: number }
+  /**
+   * Woken for it, but its message never brought it to a worker (the send failed, and the sender
+   * was not retried): claim the job's due entry (moved to `dueAt`, one more repair), send again.
+   */
+  | { kind: 'resend'; dueAt: number }
+  /**
+   * Woken for it a short while ago (a late replay of the signal, a worker's look): its own due
+   * entry is moved to when it will be overdue, where the job's repair (`planJobRepair`) takes over.
+   */
+  | { kind: 'hand-over'; dueAt: number };
+
+/**
+ * Decides the look at a signal's due entry from its job as stored now (`jobDueAt`: the job's own
+ * due entry, `repairs` its re-sends). After a wake or a re-send the job's own due entry owns the
+ * next look, so a pass that reads the signal's entry again (the safety window) finds it covered
+ * and does nothing more.
+ */
+export function planInboxRepair(
+  loaded: { job: Job; dueAt?: number; repairs: number } | undefined,
+  signal: string,
+  now: number,
+): InboxRepair {
+  if (!loaded) return { kind: 'clear' };
+  const { job } = loaded;
+  if (job.state !== 'waiting' || job.pendingParents !== undefined) return { kind: 'clear' };
+  // a woken job is lost if it is still waiting this long after its wake (its runAt), as a queued job is
+  if (job.waitSignal === signal) return { kind: 'wake', dueAt: now + DUE_GRACE_MS.queued };
+  if (!wokenFor(job, signal, now)) return { kind: 'clear' };
+  const overdue = Date.parse(job.runAt) + DUE_GRACE_MS.queued;
+  if (loaded.dueAt !== undefined && loaded.dueAt <= overdue) return { kind: 'clear' }; // its own entry covers it
+  if (overdue <= now) return { kind: 'resend', dueAt: now + resendBackoffMs(loaded.repairs) };
+  return { kind: 'hand-over', dueAt: overdue };
 }

@@ -11,6 +11,9 @@
  *   with the same run ids Scheduler's fires would create.
  * - A finished job in the due index is left as it is: its entry is in a minute the index is not
  *   read at again.
+ * - A signal's inbox item has a due entry too, `SIGNAL_LOOK_MS` after it was stored: a job still
+ *   waiting for it then lost its wake (the sender died after the inbox write, or its wake write
+ *   failed), and is woken and sent here; one woken but never started has its message sent again.
  *
  * Every repair first moves the item's `dueAt` with a write conditioned on the value it read (or
  * on there being none, for a job the sweep found), so
@@ -24,6 +27,7 @@ import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import { fireMessage } from '../core/fire-message';
 import type { Job, JobMessage } from '../core/job';
+import { inboxOf } from '../core/journal';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { keys, SHARD_COUNT } from '../core/table';
 import { errorFields, type Logger } from '../logger';
@@ -35,6 +39,7 @@ import type { ScheduleStore } from '../schedules/ports';
 import {
   bucketsToRead,
   DEFAULT_SUPERVISOR_OPTIONS,
+  planInboxRepair,
   planJobRepair,
   resendBackoffMs,
   retryChange,
@@ -73,6 +78,8 @@ export interface SupervisorReport {
   sweptUnfinished: number;
   /** Jobs whose message was sent again, by id. */
   resent: string[];
+  /** Of those, jobs woken for a signal in their inbox whose wake was lost, by id. */
+  woken: string[];
   /** Runs created for schedule fires that Scheduler missed, by id. */
   fired: string[];
   /** Schedule fires skipped by their overlap policy while catching up. */
@@ -124,6 +131,7 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
     swept: 0,
     sweptUnfinished: 0,
     resent: [],
+    woken: [],
     fired: [],
     skipped: 0,
     schedulesDeleted: 0,
@@ -204,7 +212,9 @@ export async function runSupervisorOnce(deps: SupervisorDeps, now: number): Prom
       const item = all[next++];
       if (!item) break;
       try {
-        if (item.entry.pk.startsWith(JOB_PREFIX)) await repairJob(deps, item.entry, now, report, false);
+        const signal = inboxOf(item.entry.pk);
+        if (signal) await repairSignal(deps, signal, now, report);
+        else if (item.entry.pk.startsWith(JOB_PREFIX)) await repairJob(deps, item.entry, now, report, false);
         else if (item.entry.pk.startsWith(SCHEDULE_PREFIX))
           await catchUpSchedule(deps, options, item.entry, now, report);
       } catch (error) {
@@ -447,6 +457,65 @@ async function repairJob(
       return;
     }
   }
+}
+
+/**
+ * Looks at a signal whose inbox item's due entry came: wakes the job that still waits for it and
+ * sends its message, or sends again the message of one woken but never started. Every act is
+ * claimed first by moving the job's own due entry (conditioned on the value read), which then
+ * owns the next look: of passes that read the signal's entry again (the safety window) and of
+ * concurrent supervisors, one acts. A wake that fails throws (the caller moves the signal's
+ * entry 5 minutes on); a send that fails is left to the job's due entry, as a re-send's is.
+ */
+async function repairSignal(
+  deps: SupervisorDeps,
+  signal: { jobId: string; name: string },
+  now: number,
+  report: SupervisorReport,
+): Promise<void> {
+  const loaded = await deps.index.loadJob(signal.jobId);
+  const repair = planInboxRepair(loaded, signal.name, now);
+  if (repair.kind === 'clear' || !loaded) {
+    report.cleared += 1;
+    return;
+  }
+  const { job } = loaded;
+  const claimed = await deps.index.moveDue(keys.job(job.id), loaded.dueAt, repair.dueAt, {
+    repair: repair.kind !== 'hand-over',
+  });
+  if (!claimed) {
+    report.raced += 1;
+    return;
+  }
+  if (repair.kind === 'hand-over') {
+    report.rescheduled += 1;
+    return;
+  }
+  // Refused only when the job changed first (a worker's look or the sender's replay woke it, a
+  // cancel): a job woken for the signal counts as woken, and a spare message is harmless.
+  if (repair.kind === 'wake' && !(await deps.jobs.wake({ id: job.id, signal: signal.name, now }))) {
+    report.raced += 1;
+    return;
+  }
+  try {
+    await send(deps, { v: 1, id: job.id, type: job.type });
+  } catch (error) {
+    report.failed += 1;
+    deps.log.error('could not send the message of a job woken for its signal; its due entry brings it back', {
+      jobId: job.id,
+      ...errorFields(error),
+    });
+    return;
+  }
+  report.resent.push(job.id);
+  if (repair.kind === 'wake') report.woken.push(job.id);
+  deps.log.warn(
+    repair.kind === 'wake'
+      ? 'woke a job whose signal was stored but whose wake was lost'
+      : 're-sent the message of a job woken for its signal but never started',
+    { jobId: job.id, signal: signal.name },
+  );
+  await deleteLeftSchedule(deps, job, report);
 }
 
 /**

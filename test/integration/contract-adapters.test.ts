@@ -7,6 +7,7 @@ import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe } from 'vitest';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
+import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
@@ -16,6 +17,7 @@ import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
+import { dueIndexContract } from '../contract/due-index.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
@@ -90,4 +92,12 @@ describe('job graph contract: DynamoJobGraph on DynamoDB Local', () => {
 
 describe('journal contract: DynamoJournal on DynamoDB Local', () => {
   journalContract(async () => new DynamoJournal(dynamo, tableName));
+});
+
+describe('due index contract: DynamoDueIndex, DynamoJournal and DynamoJobStore on DynamoDB Local', () => {
+  dueIndexContract(async () => ({
+    index: new DynamoDueIndex(dynamo, tableName),
+    journal: new DynamoJournal(dynamo, tableName),
+    store: new DynamoJobStore(dynamo, tableName),
+  }));
 });

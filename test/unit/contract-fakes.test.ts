@@ -6,6 +6,7 @@
 
 import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
+import { dueIndexContract } from '../contract/due-index.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
@@ -13,6 +14,7 @@ import { jobStoreContract } from '../contract/job-store.contract';
 import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
+import { FakeDueIndex } from '../support/due-index-fake';
 import { FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 import { FakeJobGraph } from '../support/graph-fakes';
@@ -58,4 +60,12 @@ describe('job graph contract: FakeJobGraph', () => {
 
 describe('journal contract: FakeJournal', () => {
   journalContract(async () => new FakeJournal());
+});
+
+describe('due index contract: FakeDueIndex over FakeJobStore and FakeJournal', () => {
+  dueIndexContract(async () => {
+    const store = new FakeJobStore();
+    const journal = new FakeJournal();
+    return { index: new FakeDueIndex(store, journal), journal, store };
+  });
 });

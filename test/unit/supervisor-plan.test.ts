@@ -14,6 +14,7 @@ import { SHARD_COUNT } from '../../shared/core/table';
 import {
   bucketsToRead,
   DEFAULT_SUPERVISOR_OPTIONS,
+  planInboxRepair,
   planJobRepair,
   resendBackoffMs,
   retryChange,
@@ -304,5 +305,65 @@ describe('leftScheduleOf', () => {
     expect(leftScheduleOf(shortRetry)).toBeUndefined();
     expect(leftScheduleOf({ ...base, state: 'queued', runAt: base.updatedAt })).toBeUndefined();
     expect(leftScheduleOf({ ...base, state: 'running', attempts: 1, runAt: base.updatedAt })).toBeUndefined();
+  });
+});
+
+describe('planInboxRepair (a signal’s due entry came)', () => {
+  const waiting = newJob({
+    id: 'w',
+    type: 'echo',
+    state: 'waiting',
+    runAt: iso(NOW + 366 * 86_400_000),
+    updatedAt: iso(NOW - 20 * MIN),
+    resumes: 1,
+    waitingFor: { kind: 'signal', key: 'paid', until: iso(NOW + 366 * 86_400_000), since: iso(NOW - 20 * MIN) },
+    waitSignal: 'paid',
+  });
+  const { waitSignal: _, ...wokenJob } = waiting;
+  const woken = (at: number) => ({ ...wokenJob, runAt: iso(at) });
+
+  it('wakes a job still waiting for the signal (its wake was lost), its own entry moved 10 minutes on', () => {
+    expect(planInboxRepair({ job: waiting, repairs: 0 }, 'paid', NOW)).toEqual({
+      kind: 'wake',
+      dueAt: NOW + DUE_GRACE_MS.queued,
+    });
+    expect(planInboxRepair({ job: waiting, dueAt: NOW + 366 * 86_400_000, repairs: 3 }, 'paid', NOW)).toMatchObject({
+      kind: 'wake',
+    });
+  });
+
+  it('re-sends a job woken for it and not started 10 minutes on, unless its own entry comes by then', () => {
+    const at = NOW - DUE_GRACE_MS.queued;
+    expect(planInboxRepair({ job: woken(at), repairs: 2 }, 'paid', NOW)).toEqual({
+      kind: 'resend',
+      dueAt: NOW + resendBackoffMs(2),
+    });
+    expect(planInboxRepair({ job: woken(at), dueAt: NOW + 366 * 86_400_000, repairs: 0 }, 'paid', NOW)).toMatchObject({
+      kind: 'resend',
+    });
+    // the supervisor's own wake (or an earlier look) put the job's entry there: nothing more to do
+    expect(planInboxRepair({ job: woken(at), dueAt: NOW, repairs: 1 }, 'paid', NOW)).toEqual({ kind: 'clear' });
+  });
+
+  it('hands a job woken just now over to its own entry, at the time it would be overdue', () => {
+    const at = NOW - MIN;
+    expect(planInboxRepair({ job: woken(at), repairs: 0 }, 'paid', NOW)).toEqual({
+      kind: 'hand-over',
+      dueAt: at + DUE_GRACE_MS.queued,
+    });
+  });
+
+  it('leaves alone a job that no longer waits for it, or waits for something else', () => {
+    const clear = { kind: 'clear' };
+    expect(planInboxRepair(undefined, 'paid', NOW)).toEqual(clear);
+    expect(planInboxRepair({ job: waiting, repairs: 0 }, 'shipped', NOW)).toEqual(clear);
+    for (const state of ['queued', 'running', 'retrying', 'scheduled', 'succeeded', 'failed', 'cancelled'] as const)
+      expect(planInboxRepair({ job: { ...waiting, state }, repairs: 0 }, 'paid', NOW)).toEqual(clear);
+    const sleeping = {
+      ...wokenJob,
+      waitingFor: { kind: 'sleep' as const, key: 'nap', until: iso(NOW + MIN), since: iso(NOW) },
+    };
+    expect(planInboxRepair({ job: sleeping, repairs: 0 }, 'paid', NOW)).toEqual(clear);
+    expect(planInboxRepair({ job: { ...waiting, pendingParents: 1 }, repairs: 0 }, 'paid', NOW)).toEqual(clear);
   });
 });

@@ -22,16 +22,20 @@ describe('a step body never outlives its attempt', () => {
           seen.runs += 1;
           seen.running += 1;
           seen.maxRunning = Math.max(seen.maxRunning, seen.running);
+          // aborts while the body runs (ctx.signal also aborts once the attempt ends, after it)
+          let onAbort = () => {};
           try {
             await new Promise<void>((resolve, reject) => {
               const timer = setTimeout(resolve, stepMs);
-              ctx.signal.addEventListener('abort', () => {
+              onAbort = () => {
                 clearTimeout(timer);
                 seen.aborted += 1;
                 reject(ctx.signal.reason);
-              });
+              };
+              ctx.signal.addEventListener('abort', onAbort, { once: true });
             });
           } finally {
+            ctx.signal.removeEventListener('abort', onAbort);
             seen.running -= 1;
           }
           return 'charged';

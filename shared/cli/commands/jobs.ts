@@ -188,7 +188,11 @@ const signal: Command = {
       return EXIT.ok;
     }
     const what = receipt.duplicate ? 'already had' : 'sent';
-    const after = receipt.resumed ? 'it resumes now' : 'it gets it when it waits for it';
+    const after = receipt.late
+      ? 'too late: its wait for it had already timed out'
+      : receipt.resumed
+        ? 'it resumes now'
+        : 'it gets it when it waits for it';
     println(
       context.stdout,
       `${what} signal ${context.style.bold(receipt.signal)} to ${context.style.bold(receipt.jobId)}: ${after}`,
