@@ -14,6 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import { chaosLease, DEFAULT_CHAOS, MIN_PLANNED_KILLS, planChaosJobs } from '../chaos/chaos';
 import { seeded } from '../chaos/seeded';
+import { flowTypes, singletonLines } from '../chaos/system-flow';
 import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
 
 const kills = (seed: number, jobs: number) =>
@@ -125,7 +126,7 @@ describe('system chaos plan', () => {
   });
 
   it('sends each burst type more jobs on one key, in one batch call, than its flow lets through at once', () => {
-    const bursts = { 'flo-t': 10, 'flo-r': 4 };
+    const bursts = { 'flo-t': 10, 'flo-r': 4, 'flo-d': 4 };
     for (let seed = 0; seed < 300; seed++) {
       const { jobs } = planSystem(
         {
@@ -149,7 +150,73 @@ describe('system chaos plan', () => {
           expect(job.control).toBeUndefined();
         }
       }
-      expect(jobs.filter((j) => j.type === 'flo-d' && j.together !== undefined)).toEqual([]);
+    }
+  });
+
+  // CI's coverage checks of singleton waits, skips and cancels and of concurrency waits counted
+  // what the timing gave: a key held when the next job of it came. A planned line holds it.
+  it('plans a line on one key for a concurrency limit: its limit of holders, held, then one job that must wait', () => {
+    for (let seed = 0; seed < 300; seed++) {
+      const { jobs } = planSystem(
+        {
+          ...options,
+          tagged: { 'sys-b': 8 },
+          lines: [{ holderType: 'sys-b', holders: 2, stages: [['sys-b']] }],
+        },
+        seeded(seed),
+      );
+      const holders = jobs.filter((j) => j.payload.holdOnAttempts && j.control === undefined);
+      expect(holders.length, `seed ${seed}`).toBe(2);
+      const followers = jobs.filter((j) => j.arrival !== undefined);
+      expect(followers.length, `seed ${seed}`).toBe(1);
+      const [follower] = followers;
+      expect(follower?.arrival).toEqual({ holders: holders.map((h) => h.id), stage: 0 });
+      for (const job of [...holders, ...followers]) {
+        const at = `seed ${seed} ${job.id}`;
+        expect(job.type, at).toBe('sys-b');
+        expect(job.payload.tag, at).toBe(holders[0]?.payload.tag);
+        expect(job.timing, at).toBe('now');
+        expect(job.control, at).toBeUndefined();
+        expect(job.payload.killOnAttempts, at).toBeUndefined();
+      }
+      for (const holder of holders) {
+        expect(holder.payload.holdOnAttempts).toEqual([1]);
+        expect(holder.payload.holdAbortable).toBe(true);
+      }
+      expect(follower?.payload.holdOnAttempts).toBeUndefined();
+    }
+  });
+
+  it('plans a line on one singleton key: a queue job holds it while a queue and a skip job arrive, then a cancel-running job', () => {
+    const flowed = flowTypes(60);
+    const lines = singletonLines(flowed);
+    expect(lines).toEqual([{ holderType: 'flo-q', holders: 1, stages: [['flo-q', 'flo-k'], ['flo-x']] }]);
+    for (let seed = 0; seed < 300; seed++) {
+      const { jobs } = planSystem(
+        {
+          ...options,
+          jobs: 60,
+          types: flowed.map((f) => f.type),
+          schedules: 0,
+          tagged: Object.fromEntries(flowed.map((f) => [f.type, f.keys])),
+          tagRuns: Object.fromEntries(flowed.map((f) => [f.type, f.run ?? 1])),
+          lines,
+        },
+        seeded(seed),
+      );
+      const followers = jobs.filter((j) => j.arrival !== undefined);
+      const [holderId] = followers[0]?.arrival?.holders ?? [];
+      const holder = jobs.find((j) => j.id === holderId);
+      expect(holder?.type, `seed ${seed}`).toBe('flo-q');
+      expect(holder?.payload.holdOnAttempts).toEqual([1]);
+      expect(followers.map((j) => `${j.arrival?.stage} ${j.type}`).sort()).toEqual(['0 flo-k', '0 flo-q', '1 flo-x']);
+      for (const job of followers) {
+        expect(job.payload.tag).toBe(holder?.payload.tag);
+        expect(job.arrival?.holders).toEqual([holderId]);
+        expect(job.timing).toBe('now');
+        expect(job.control).toBeUndefined();
+        expect(job.payload.killOnAttempts).toBeUndefined();
+      }
     }
   });
 
