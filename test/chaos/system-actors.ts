@@ -34,6 +34,11 @@ export interface ActorStats {
   duplicatesSent: number;
   schedulesCreated: number;
   scheduleErrors: number;
+  /**
+   * The waits of aimed cancels and planned lines for their job's state (real ms): how many, the
+   * longest, and how many ran out at AIM_WAIT_MS (then the action goes ahead as it is).
+   */
+  aimWaits: { count: number; longestMs: number; runOut: number };
 }
 
 /** Settings of the actors. */
@@ -63,11 +68,14 @@ function errorKey(error: unknown): string {
 }
 
 /**
- * How long an aimed cancel waits at most for its job to reach the aimed state (its first attempt
- * may start late on a busy machine; the plan holds the job there once it is), and how often it
- * looks.
+ * How long an aimed cancel or a planned line waits at most for its job to reach the aimed state,
+ * and how often it looks. The plan holds the job there once it is, so only the start is waited
+ * for: a first attempt due now, which starts within seconds even on a loaded machine (the small
+ * run's longest wait on 2 cores beside a CPU-heavy job is in its report, `aimWaits`). Bounded so
+ * that a job that never gets there (its enqueue not acknowledged until late) cannot hold the
+ * run's real-time phase: the actors' pending actions keep it from settling.
  */
-const AIM_WAIT_MS = 120_000;
+const AIM_WAIT_MS = 30_000;
 const AIM_POLL_MS = 150;
 
 /** Marker of the job-message copies this run puts into a DLQ (they stay valid job messages). */
@@ -95,6 +103,7 @@ export class Actors {
     duplicatesSent: 0,
     schedulesCreated: 0,
     scheduleErrors: 0,
+    aimWaits: { count: 0, longestMs: 0, runOut: 0 },
   };
   /** Schedules whose creation was acknowledged. */
   readonly schedules: PlannedSchedule[] = [];
@@ -178,7 +187,15 @@ export class Actors {
     let batch: PlannedJob[] = [];
     const flows = new Map<string, PlannedJob[]>();
     const bursts = new Map<string, PlannedJob[]>();
+    const lines = new Map<string, PlannedJob[][]>();
     for (const job of jobs) {
+      if (job.arrival !== undefined) {
+        const key = job.arrival.holders.join(' ');
+        const stages = lines.get(key) ?? [];
+        stages[job.arrival.stage] = [...(stages[job.arrival.stage] ?? []), job];
+        lines.set(key, stages);
+        continue;
+      }
       if (job.together !== undefined) {
         const burst = bursts.get(job.together) ?? [];
         if (burst.length === 0) units.push(burst);
@@ -203,6 +220,7 @@ export class Actors {
       }
     }
     if (batch.length > 0) units.push(batch);
+    for (const [key, stages] of lines) this.later(0, () => this.line(key.split(' '), stages));
     let next = 0;
     await Promise.all(
       Array.from({ length: this.options.producers }, async () => {
@@ -215,6 +233,57 @@ export class Actors {
         }
       }),
     );
+  }
+
+  /**
+   * A planned line: once every holder's handler runs (each holds its first attempt), each stage's
+   * followers are sent in one batch call and awaited until they have arrived (see awaitArrival);
+   * then the holders are released. Every wait is bounded by {@link AIM_WAIT_MS}.
+   */
+  private async line(holders: string[], stages: PlannedJob[][]): Promise<void> {
+    const tracker = this.options.tracker;
+    try {
+      if (tracker) for (const id of holders) await this.awaitHandler(tracker, id);
+      for (const stage of stages) {
+        if (!stage || stage.length === 0) continue;
+        await this.enqueueBatch(stage);
+        for (const job of stage) {
+          if (this.observer.acks.has(job.id)) await this.awaitArrival(job.id);
+        }
+      }
+    } finally {
+      for (const id of holders) tracker?.release(id);
+    }
+  }
+
+  /**
+   * Polls until the job has arrived at its held key: it waits in line, has ended (skipped), or its
+   * handler ran; or until `AIM_WAIT_MS` has passed. (A job claimed but not yet through its gate
+   * is `running` for a moment: not arrived yet.)
+   */
+  private async awaitArrival(id: string): Promise<void> {
+    const terminal = TERMINAL_STATES as readonly string[];
+    await this.waitUntil(async () => {
+      if ((this.options.tracker?.jobs.get(id)?.executions.length ?? 0) > 0) return true;
+      const now = await this.stateOf(id);
+      return now === 'waiting' || terminal.includes(now);
+    });
+  }
+
+  /** Polls `reached` every AIM_POLL_MS until it holds or AIM_WAIT_MS has passed; counted in `aimWaits`. */
+  private async waitUntil(reached: (look: number) => Promise<boolean> | boolean): Promise<void> {
+    const began = Date.now();
+    const waits = this.stats.aimWaits;
+    waits.count += 1;
+    try {
+      for (let look = 0; Date.now() < began + AIM_WAIT_MS; look++) {
+        if (await reached(look)) return;
+        await sleep(AIM_POLL_MS);
+      }
+      waits.runOut += 1;
+    } finally {
+      waits.longestMs = Math.max(waits.longestMs, Date.now() - began);
+    }
   }
 
   private requestOf(job: PlannedJob, runAt: string | undefined) {
@@ -388,23 +457,19 @@ export class Actors {
    * machine the first attempt may not have started, or failed, by the planned moment).
    */
   private async awaitState(id: string, state: string): Promise<void> {
-    const until = Date.now() + AIM_WAIT_MS;
-    while (Date.now() < until) {
+    await this.waitUntil(async () => {
       const now = await this.stateOf(id);
-      if (now === state || (TERMINAL_STATES as readonly string[]).includes(now)) return;
-      await sleep(AIM_POLL_MS);
-    }
+      return now === state || (TERMINAL_STATES as readonly string[]).includes(now);
+    });
   }
 
   /** Waits until a handler of the job runs, the job has finished, or `AIM_WAIT_MS` has passed. */
   private async awaitHandler(tracker: ProbeTracker, id: string): Promise<void> {
-    const until = Date.now() + AIM_WAIT_MS;
-    for (let look = 0; Date.now() < until; look++) {
-      if ((tracker.jobs.get(id)?.running ?? 0) > 0) return;
+    await this.waitUntil(async (look) => {
+      if ((tracker.jobs.get(id)?.running ?? 0) > 0) return true;
       // the store is asked now and then only: the tracker sees the handler start at once
-      if (look % 10 === 9 && (TERMINAL_STATES as readonly string[]).includes(await this.stateOf(id))) return;
-      await sleep(AIM_POLL_MS);
-    }
+      return look % 10 === 9 && (TERMINAL_STATES as readonly string[]).includes(await this.stateOf(id));
+    });
   }
 
   private async cancel(id: string): Promise<void> {

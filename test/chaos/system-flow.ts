@@ -6,6 +6,7 @@
  */
 import { rateLimitPace, throttlePace } from '../../shared/core/pace';
 import type { ProbeJobOptions, ProbePayload } from '../support/probes';
+import type { PlannedLine } from './system-plan';
 
 /** The singleton scope the three singleton types share. */
 export const SINGLETON_SCOPE = 'sys-one';
@@ -88,6 +89,20 @@ export function flowTypes(jobs: number): FlowType[] {
       flow: { debounce: { ...CHAOS_DEBOUNCE, key: tag } },
     },
   ];
+}
+
+/**
+ * The planned line on the singleton scope: a `queue` job holds a key while a `queue` job (it
+ * must wait) and a `skip` job (it must be skipped) arrive, then a `cancel-running` job (it
+ * must cancel the holder).
+ */
+export function singletonLines(types: readonly FlowType[]): PlannedLine[] {
+  const mode = (m: string) => types.find((f) => f.flow.singleton?.mode === m)?.type;
+  const queue = mode('queue');
+  const skip = mode('skip');
+  const cancel = mode('cancel-running');
+  if (!queue || !skip || !cancel) return [];
+  return [{ holderType: queue, holders: 1, stages: [[queue, skip], [cancel]] }];
 }
 
 /** The paced types among `types`, with their GCRA parameters. */

@@ -54,6 +54,13 @@ export interface PlannedJob {
   control?: { cancelAfterMs: number; retryAfterMs?: number; aim?: Aim };
   /** Jobs with the same value are enqueued together, in one batch call (a burst on one key). */
   together?: string;
+  /**
+   * A follower in a planned line: enqueued (with the rest of its stage, in one batch call) only
+   * once every one of `holders` runs its held first attempt on the same key, and once the
+   * followers of the earlier stages have arrived (left `queued`); the holders are released once
+   * every follower has. So it meets a held key whatever the machine's load.
+   */
+  arrival?: { holders: string[]; stage: number };
   /** A copy of its message is put into the DLQ (and redriven) this long after the acknowledgement. */
   dlqCopyAfterMs?: number;
   /** The flow (`POST /flows`) the job is created in, instead of alone or in a batch. */
@@ -98,8 +105,23 @@ export interface PlanOptions {
    * no controls (so a throttle must make some wait, a rate limit must skip some). @default none
    */
   bursts?: Readonly<Record<string, number>>;
+  /**
+   * Lines planned on one key: `holders` jobs of `holderType` hold their first attempt until
+   * released, while one job of each type of each stage arrives on their key, stage after stage
+   * (see {@link PlannedJob.arrival}). A concurrency limit of n needs n holders for a wait; a
+   * singleton scope one holder for a wait (`queue`), a skip (`skip`) and a cancel
+   * (`cancel-running`). @default none
+   */
+  lines?: readonly PlannedLine[];
   /** Prefix of the job ids. @default 'sys' */
   idPrefix?: string;
+}
+
+/** One planned line: see {@link PlanOptions.lines}. */
+export interface PlannedLine {
+  holderType: string;
+  holders: number;
+  stages: readonly (readonly string[])[];
 }
 
 const HOUR = 3600_000;
@@ -267,7 +289,12 @@ export function planSystem(
   // What a small run's coverage checks count is topped up where a seed drew too little of it
   // (after every other draw, so the rest of its plan stays the same), and only on jobs no burst,
   // control or kill has shaped already.
-  const free = (job: PlannedJob) => !job.control && !job.payload.killOnAttempts && job.together === undefined;
+  const free = (job: PlannedJob) =>
+    !job.control &&
+    !job.payload.killOnAttempts &&
+    job.together === undefined &&
+    job.arrival === undefined &&
+    !job.payload.holdOnAttempts;
   for (const [type, size] of Object.entries(options.bursts ?? {})) {
     const burst = jobs.filter((j) => j.type === type).slice(0, size);
     const tag = burst[0]?.payload.tag;
@@ -279,6 +306,38 @@ export function planSystem(
       delete job.runAtOffsetMs;
       delete job.control;
       if (tag !== undefined) job.payload.tag = tag;
+    }
+  }
+  for (const [n, line] of (options.lines ?? []).entries()) {
+    const take = (type: string) => {
+      const job = jobs.find((j) => j.type === type && free(j) && j.dependsOn === undefined);
+      if (!job) return undefined;
+      job.timing = 'now';
+      delete job.delaySeconds;
+      delete job.runAtOffsetMs;
+      return job;
+    };
+    const holders: PlannedJob[] = [];
+    for (let h = 0; h < line.holders; h++) {
+      const holder = take(line.holderType);
+      if (!holder) break;
+      // held until its followers have arrived (or a cancel-running follower aborts it)
+      holder.payload.holdOnAttempts = [1];
+      holder.payload.holdAbortable = true;
+      holders.push(holder);
+    }
+    const tag = holders[0]?.payload.tag;
+    if (holders.length < line.holders || tag === undefined) continue;
+    for (const holder of holders) holder.payload.tag = tag;
+    for (const [stage, types] of line.stages.entries()) {
+      for (const type of types) {
+        const follower = take(type);
+        if (!follower) continue;
+        follower.together = `line-${n}-${stage}`;
+        follower.via = 'batch';
+        follower.payload.tag = tag;
+        follower.arrival = { holders: holders.map((h) => h.id), stage };
+      }
     }
   }
   if (options.controlRate > 0) {

@@ -224,6 +224,12 @@ export interface ProbeJobOptions {
   backoff?: BackoffInput;
   /** Needed for `killOnAttempts`: the kill ends the dead zone the handler runs in. */
   deadZones?: DeadZones;
+  /**
+   * A killed handler stops this long after its kill at the latest, as its process's own timer
+   * would (a type whose timeout is long for held handlers still frees its invocation soon).
+   * @default until the runtime aborts it (its timeout)
+   */
+  killedStopsAfterMs?: number;
   /** Record `onFailure` calls in the tracker. @default true */
   onFailure?: boolean;
   /** Concurrency limits of the probe type (keys usually from `tag`). @default none */
@@ -307,7 +313,10 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
         tracker.end(execution, 'killed');
         // The process is gone: this handler never returns a result. Wait for the runtime's
         // own timer to fire (it cannot reach AWS any more), then stop.
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        await new Promise<void>((resolve) => {
+          ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+          if (options.killedStopsAfterMs !== undefined) setTimeout(resolve, options.killedStopsAfterMs);
+        });
         throw new Error('killed worker: handler stopped without a result');
       }
       if (payload.holdOnAttempts?.includes(ctx.attempt)) {
