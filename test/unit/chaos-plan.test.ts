@@ -12,7 +12,18 @@
  * key in one batch call (more than the throttle allows in one interval).
  */
 import { describe, expect, it } from 'vitest';
-import { chaosLease, DEFAULT_CHAOS, MIN_PLANNED_KILLS, planChaosJobs } from '../chaos/chaos';
+import type { Job } from '../../shared/core/job';
+import {
+  attemptsUsedUp,
+  chaosLease,
+  DEFAULT_CHAOS,
+  type FailedClaim,
+  MIN_PLANNED_KILLS,
+  type PlannedJob as ChaosJob,
+  planChaosJobs,
+} from '../chaos/chaos';
+import type { FaultEvent } from '../support/faults';
+import type { Execution } from '../support/probes';
 import { seeded } from '../chaos/seeded';
 import { flowTypes, singletonLines } from '../chaos/system-flow';
 import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
@@ -56,6 +67,69 @@ describe('chaos lease', () => {
         expect(job.payload.sleepMs ?? 0).toBeLessThanOrEqual(timeoutMs - 1000);
       }
     }
+  });
+});
+
+describe('chaos outcome check', () => {
+  // A flaky job (1 planned failure, 4 attempts) that ends failed. Seed 474965035: three claims
+  // were applied but their answers lost on every SDK attempt (escaping), so attempts 1 to 3 were
+  // counted with no handler run, and attempt 4 ran into the planned failure.
+  const job: ChaosJob = {
+    id: 'chaos-00001-x',
+    type: 'chaos-a',
+    behaviour: 'flaky',
+    payload: { failTimes: 1, sleepMs: 10 },
+    maxAttempts: 4,
+    expected: 'succeeded',
+  };
+  const item = { id: job.id, state: 'failed', attempts: 4, maxAttempts: 4 } as Job;
+  const fault = (at: number, op: string, phase: 'before' | 'after'): FaultEvent => ({
+    op,
+    jobId: job.id,
+    kind: 'server',
+    phase,
+    escaping: true,
+    attempt: 1,
+    at,
+  });
+  const run = (attempt: number, end: Execution['end'], at: number): Execution => ({
+    jobId: job.id,
+    attempt,
+    startedAt: at,
+    endedAt: at + 50,
+    end,
+  });
+  const lostClaims: FailedClaim[] = [1000, 2000, 3000].map((at) => ({ jobId: job.id, startedAt: at, endedAt: at + 400 }));
+  const lostClaimFaults = [1100, 2100, 3100].map((at) => fault(at, 'UpdateItem:claim', 'after'));
+
+  it('recognises attempts used by claims applied with their answers lost, and by the planned failure', () => {
+    const cause = attemptsUsedUp(job, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims);
+    expect(cause).toMatch(/3 claims applied, their answers lost/);
+    expect(cause).toMatch(/1 planned failure/);
+  });
+
+  it('recognises an attempt lost to heartbeat faults beside them', () => {
+    const executions = [run(3, 'aborted', 3500), run(4, 'failed', 4000)];
+    const faults = [...lostClaimFaults.slice(0, 2), fault(3520, 'UpdateItem:heartbeat', 'before')];
+    const cause = attemptsUsedUp(job, item, executions, faults, lostClaims.slice(0, 2));
+    expect(cause).toMatch(/1 lost its lease to heartbeat faults/);
+  });
+
+  it('recognises nothing it cannot account for, attempt by attempt', () => {
+    // a claim that threw with no answer lost (never applied) used no attempt
+    const notApplied = [1100, 2100, 3100].map((at) => fault(at, 'UpdateItem:claim', 'before'));
+    expect(attemptsUsedUp(job, item, [run(4, 'failed', 4000)], notApplied, lostClaims)).toBeUndefined();
+    // two lost claims do not explain three missing attempts
+    expect(attemptsUsedUp(job, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims.slice(0, 2))).toBeUndefined();
+    // an abort with no heartbeat fault in it: the lease was lost to the machine, not to a fault
+    const executions = [run(3, 'aborted', 3500), run(4, 'failed', 4000)];
+    expect(attemptsUsedUp(job, item, executions, lostClaimFaults.slice(0, 2), lostClaims.slice(0, 2))).toBeUndefined();
+    // a second failure beyond the planned one
+    const twice = [run(3, 'failed', 3500), run(4, 'failed', 4000)];
+    expect(attemptsUsedUp(job, item, twice, lostClaimFaults.slice(0, 2), lostClaims.slice(0, 2))).toBeUndefined();
+    // a job that did not use all its attempts, or ended otherwise
+    expect(attemptsUsedUp(job, { ...item, attempts: 3 }, [run(3, 'failed', 3500)], lostClaimFaults, lostClaims)).toBeUndefined();
+    expect(attemptsUsedUp({ ...job, expected: 'failed' }, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims)).toBeUndefined();
   });
 });
 
