@@ -15,18 +15,18 @@ import { describe, expect, it } from 'vitest';
 import type { Job } from '../../shared/core/job';
 import {
   attemptsUsedUp,
+  type PlannedJob as ChaosJob,
   chaosLease,
   DEFAULT_CHAOS,
   type FailedClaim,
   MIN_PLANNED_KILLS,
-  type PlannedJob as ChaosJob,
   planChaosJobs,
 } from '../chaos/chaos';
-import type { FaultEvent } from '../support/faults';
-import type { Execution } from '../support/probes';
 import { seeded } from '../chaos/seeded';
 import { flowTypes, singletonLines } from '../chaos/system-flow';
 import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
+import type { FaultEvent } from '../support/faults';
+import type { Execution } from '../support/probes';
 
 const kills = (seed: number, jobs: number) =>
   planChaosJobs({ ...DEFAULT_CHAOS, jobs, seed, stallMs: 0 }, seeded(seed), ['chaos-a', 'chaos-b']).filter(
@@ -52,6 +52,14 @@ describe('chaos plan', () => {
 });
 
 describe('chaos lease', () => {
+  // Seed 487647141 lost attempts with a 2 s lease on a loaded machine (load average 11): its
+  // p99, timed at the start, was low, and the machine slowed down later. The floor has headroom.
+  it('has a floor of 4 s whatever the p99 timed at the start, with a timeout a long job fits in', () => {
+    const { leaseMs, timeoutMs } = chaosLease({ ...DEFAULT_CHAOS, seed: 1, stallMs: 0 }, 5);
+    expect(leaseMs).toBeGreaterThanOrEqual(4000);
+    expect(timeoutMs - 1000).toBeGreaterThanOrEqual(2 * leaseMs);
+  });
+
   // Seed 474965035 lost a long job on each of its 3 attempts: its 2 s lease (a heartbeat every
   // 666 ms) did not survive one slow or retried heartbeat. The run keeps the production rule.
   it('is at least 10 × the p99 of a conditional write, and long jobs fit in the timeout', () => {
@@ -99,7 +107,11 @@ describe('chaos outcome check', () => {
     endedAt: at + 50,
     end,
   });
-  const lostClaims: FailedClaim[] = [1000, 2000, 3000].map((at) => ({ jobId: job.id, startedAt: at, endedAt: at + 400 }));
+  const lostClaims: FailedClaim[] = [1000, 2000, 3000].map((at) => ({
+    jobId: job.id,
+    startedAt: at,
+    endedAt: at + 400,
+  }));
   const lostClaimFaults = [1100, 2100, 3100].map((at) => fault(at, 'UpdateItem:claim', 'after'));
 
   it('recognises attempts used by claims applied with their answers lost, and by the planned failure', () => {
@@ -120,7 +132,9 @@ describe('chaos outcome check', () => {
     const notApplied = [1100, 2100, 3100].map((at) => fault(at, 'UpdateItem:claim', 'before'));
     expect(attemptsUsedUp(job, item, [run(4, 'failed', 4000)], notApplied, lostClaims)).toBeUndefined();
     // two lost claims do not explain three missing attempts
-    expect(attemptsUsedUp(job, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims.slice(0, 2))).toBeUndefined();
+    expect(
+      attemptsUsedUp(job, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims.slice(0, 2)),
+    ).toBeUndefined();
     // an abort with no heartbeat fault in it: the lease was lost to the machine, not to a fault
     const executions = [run(3, 'aborted', 3500), run(4, 'failed', 4000)];
     expect(attemptsUsedUp(job, item, executions, lostClaimFaults.slice(0, 2), lostClaims.slice(0, 2))).toBeUndefined();
@@ -128,8 +142,12 @@ describe('chaos outcome check', () => {
     const twice = [run(3, 'failed', 3500), run(4, 'failed', 4000)];
     expect(attemptsUsedUp(job, item, twice, lostClaimFaults.slice(0, 2), lostClaims.slice(0, 2))).toBeUndefined();
     // a job that did not use all its attempts, or ended otherwise
-    expect(attemptsUsedUp(job, { ...item, attempts: 3 }, [run(3, 'failed', 3500)], lostClaimFaults, lostClaims)).toBeUndefined();
-    expect(attemptsUsedUp({ ...job, expected: 'failed' }, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims)).toBeUndefined();
+    expect(
+      attemptsUsedUp(job, { ...item, attempts: 3 }, [run(3, 'failed', 3500)], lostClaimFaults, lostClaims),
+    ).toBeUndefined();
+    expect(
+      attemptsUsedUp({ ...job, expected: 'failed' }, item, [run(4, 'failed', 4000)], lostClaimFaults, lostClaims),
+    ).toBeUndefined();
   });
 });
 
