@@ -51,13 +51,15 @@ export interface ChaosOptions {
   batchSize: number;
   /**
    * Shortest lease; the run raises it to keep the production rule, at least 10 × the p99 of a
-   * conditional write on its DynamoDB Local (timed at its start; see {@link chaosLease}).
-   * @default 2000
+   * conditional write on its DynamoDB Local (timed at its start; see {@link chaosLease}). The
+   * floor is headroom for a machine that gets busier after the start (a 2 s lease lost attempts
+   * at a load average of 11); the report gives the heartbeats' own latency during the run.
+   * @default 4000
    */
   leaseMs: number;
   /** Ready-queue visibility timeout. @default 5 */
   visibilitySeconds: number;
-  /** Job type timeout; raised with the lease so that a long job (up to 2 leases) fits. @default 5000 */
+  /** Job type timeout; raised with the lease so that a long job (up to 2 leases) fits: 2 × lease + 1 s. @default 5000 */
   timeoutMs: number;
   /** Probability that one HTTP attempt fails (retried by the SDK). @default 0.04 */
   faultRate: number;
@@ -95,7 +97,7 @@ export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'stallMs'> = {
   runnersPerQueue: 4,
   maxConcurrency: 4,
   batchSize: 10,
-  leaseMs: 2000,
+  leaseMs: 4000,
   visibilitySeconds: 5,
   timeoutMs: 5000,
   faultRate: 0.04,
@@ -822,6 +824,8 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
       lateWritesRejected: log('late write rejected: the lease was taken over or the job changed'),
       leaseLostAborts: logPrefix('lease lost'),
       heartbeatFailures: log('heartbeat failed; will try again'),
+      heartbeatMs: percentiles(storeStats.heartbeatMs),
+      leaseOverHeartbeatP99: Number((options.leaseMs / Math.max(1, percentiles(storeStats.heartbeatMs).p99 ?? 1)).toFixed(1)),
       recordsLeftForRedelivery: log('could not process message; it will be delivered again'),
       retryDelayNotSet: log('could not set retry delay on the message; it returns after the queue visibility timeout'),
       enqueueApiRetries: enqueueStats.retried,
