@@ -825,7 +825,9 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
       leaseLostAborts: logPrefix('lease lost'),
       heartbeatFailures: log('heartbeat failed; will try again'),
       heartbeatMs: percentiles(storeStats.heartbeatMs),
-      leaseOverHeartbeatP99: Number((options.leaseMs / Math.max(1, percentiles(storeStats.heartbeatMs).p99 ?? 1)).toFixed(1)),
+      leaseOverHeartbeatP99: Number(
+        (options.leaseMs / Math.max(1, percentiles(storeStats.heartbeatMs).p99 ?? 1)).toFixed(1),
+      ),
       recordsLeftForRedelivery: log('could not process message; it will be delivered again'),
       retryDelayNotSet: log('could not set retry delay on the message; it returns after the queue visibility timeout'),
       enqueueApiRetries: enqueueStats.retried,
