@@ -77,6 +77,8 @@ function errorKey(error: unknown): string {
  */
 const AIM_WAIT_MS = 30_000;
 const AIM_POLL_MS = 150;
+/** Tries of one operator action (cancel, retry) that got no answer, a 5xx or a 429. */
+const ACTION_TRIES = 4;
 
 /** Marker of the job-message copies this run puts into a DLQ (they stay valid job messages). */
 export const DLQ_COPY_MARK = 'chaos-dlq-copy';
@@ -475,29 +477,45 @@ export class Actors {
   private async cancel(id: string): Promise<void> {
     const state = await this.stateOf(id);
     bump(this.stats.cancels, state);
-    try {
-      await this.client.cancel(id);
-      bump(this.stats.cancelAnswers, '200');
-      this.observer.acknowledge(id, 200, 'cancel');
-      this.observer.note(id, `cancel acknowledged (was ${state})`);
-    } catch (error) {
-      bump(this.stats.cancelAnswers, errorKey(error));
-      this.observer.note(id, `cancel answered ${errorKey(error)} (was ${state})`);
-    }
+    const answer = await this.untilAnswered(() => this.client.cancel(id));
+    bump(this.stats.cancelAnswers, answer);
+    if (answer === '200') this.observer.acknowledge(id, 200, 'cancel');
+    this.observer.note(
+      id,
+      answer === '200' ? `cancel acknowledged (was ${state})` : `cancel answered ${answer} (was ${state})`,
+    );
   }
 
   private async retry(id: string): Promise<void> {
     const state = await this.stateOf(id);
     bump(this.stats.retries, state);
-    try {
-      await this.client.retry(id);
-      bump(this.stats.retryAnswers, '200');
-      this.observer.acknowledge(id, 200, 'retry');
-      this.observer.note(id, `retry acknowledged (was ${state}): a new series`);
-    } catch (error) {
-      bump(this.stats.retryAnswers, errorKey(error));
-      this.observer.note(id, `retry answered ${errorKey(error)} (was ${state})`);
+    const answer = await this.untilAnswered(() => this.client.retry(id));
+    bump(this.stats.retryAnswers, answer);
+    if (answer === '200') this.observer.acknowledge(id, 200, 'retry');
+    this.observer.note(
+      id,
+      answer === '200' ? `retry acknowledged (was ${state}): a new series` : `retry answered ${answer} (was ${state})`,
+    );
+  }
+
+  /**
+   * Calls an operator action until the API answers it (as an operator would: a call that got no
+   * answer, a 5xx or a 429 is sent again, up to ACTION_TRIES times); '200' or the last error.
+   * On a loaded machine the API can answer slower than the client's timeout for a while.
+   */
+  private async untilAnswered(call: () => Promise<unknown>): Promise<string> {
+    let answer = 'none';
+    for (let tries = 0; tries < ACTION_TRIES; tries++) {
+      try {
+        await call();
+        return '200';
+      } catch (error) {
+        answer = errorKey(error);
+        if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) return answer;
+        await sleep(200 + tries * 300);
+      }
     }
+    return answer;
   }
 
   /** `POST /dlq/redrive` for a type; also used at the end of the run. */
