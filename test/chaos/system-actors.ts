@@ -190,7 +190,11 @@ export class Actors {
     const flows = new Map<string, PlannedJob[]>();
     const bursts = new Map<string, PlannedJob[]>();
     const lines = new Map<string, PlannedJob[][]>();
+    // a line's holders are sent by the line itself, so their hold starts with it
+    const holderIds = new Set(jobs.flatMap((j) => j.arrival?.holders ?? []));
+    const holderJobs = new Map(jobs.filter((j) => holderIds.has(j.id)).map((j) => [j.id, j]));
     for (const job of jobs) {
+      if (holderJobs.has(job.id)) continue;
       if (job.arrival !== undefined) {
         const key = job.arrival.holders.join(' ');
         const stages = lines.get(key) ?? [];
@@ -222,7 +226,10 @@ export class Actors {
       }
     }
     if (batch.length > 0) units.push(batch);
-    for (const [key, stages] of lines) this.later(0, () => this.line(key.split(' '), stages));
+    for (const [key, stages] of lines) {
+      const held = key.split(' ').flatMap((id) => holderJobs.get(id) ?? []);
+      this.later(0, () => this.line(held, stages));
+    }
     let next = 0;
     await Promise.all(
       Array.from({ length: this.options.producers }, async () => {
@@ -238,14 +245,20 @@ export class Actors {
   }
 
   /**
-   * A planned line: once every holder's handler runs (each holds its first attempt), each stage's
-   * followers are sent in one batch call and awaited until they have arrived (see awaitArrival);
-   * then the holders are released. Every wait is bounded by {@link AIM_WAIT_MS}.
+   * A planned line: its holders are sent (in one batch call); once every holder's handler runs
+   * (each holds its first attempt), each stage's followers are sent in one batch call and awaited
+   * until they have arrived (see awaitArrival); then the holders are released. Every wait is
+   * bounded by {@link AIM_WAIT_MS}.
    */
-  private async line(holders: string[], stages: PlannedJob[][]): Promise<void> {
+  private async line(holders: PlannedJob[], stages: PlannedJob[][]): Promise<void> {
     const tracker = this.options.tracker;
     try {
-      if (tracker) for (const id of holders) await this.awaitHandler(tracker, id);
+      await this.enqueueBatch(holders);
+      if (tracker) {
+        for (const holder of holders) {
+          if (this.observer.acks.has(holder.id)) await this.awaitHandler(tracker, holder.id);
+        }
+      }
       for (const stage of stages) {
         if (!stage || stage.length === 0) continue;
         await this.enqueueBatch(stage);
@@ -254,7 +267,7 @@ export class Actors {
         }
       }
     } finally {
-      for (const id of holders) tracker?.release(id);
+      for (const holder of holders) tracker?.release(holder.id);
     }
   }
 
