@@ -57,7 +57,10 @@ describe('system chaos (small)', () => {
       // about 6 diamonds (POST /flows), two of them with a parent that fails for good
       dagShare: 0.1,
       dynamodbEndpoint: inject('dynamodbEndpoint'),
-      deadlineMs: 240_000,
+      // About 175 s on an idle 2-core machine, and 230 to 260 s beside a CPU-heavy job (its
+      // enqueueing and real-time phase take twice as long); short of real time, the run jumps
+      // straight past its horizon, so it ends before this unless a closing cycle runs over.
+      deadlineMs: 300_000,
     });
     console.log(report.text);
     expect(report.timedOut, `seed ${seed}`).toBe(false);
@@ -74,5 +77,5 @@ describe('system chaos (small)', () => {
     expect(violated, `seed ${seed}: invariants violated (stories printed above)`).toEqual(
       Object.fromEntries(INVARIANTS.map((name) => [name, 0])),
     );
-  }, 330_000);
+  }, 390_000);
 });
