@@ -36,9 +36,9 @@ export interface ActorStats {
   scheduleErrors: number;
   /**
    * The waits of aimed cancels and planned lines for their job's state (real ms): how many, the
-   * longest, and how many ran out at AIM_WAIT_MS (then the action goes ahead as it is).
+   * longest, and how many ran out at AIM_WAIT_MS (then the action goes ahead as it is), and which.
    */
-  aimWaits: { count: number; longestMs: number; runOut: number };
+  aimWaits: { count: number; longestMs: number; runOut: number; runOutOf: string[] };
 }
 
 /** Settings of the actors. */
@@ -105,7 +105,7 @@ export class Actors {
     duplicatesSent: 0,
     schedulesCreated: 0,
     scheduleErrors: 0,
-    aimWaits: { count: 0, longestMs: 0, runOut: 0 },
+    aimWaits: { count: 0, longestMs: 0, runOut: 0, runOutOf: [] },
   };
   /** Schedules whose creation was acknowledged. */
   readonly schedules: PlannedSchedule[] = [];
@@ -278,7 +278,7 @@ export class Actors {
    */
   private async awaitArrival(id: string): Promise<void> {
     const terminal = TERMINAL_STATES as readonly string[];
-    await this.waitUntil(async () => {
+    await this.waitUntil(`${id} arrival`, async () => {
       if ((this.options.tracker?.jobs.get(id)?.executions.length ?? 0) > 0) return true;
       const now = await this.stateOf(id);
       return now === 'waiting' || terminal.includes(now);
@@ -286,7 +286,7 @@ export class Actors {
   }
 
   /** Polls `reached` every AIM_POLL_MS until it holds or AIM_WAIT_MS has passed; counted in `aimWaits`. */
-  private async waitUntil(reached: (look: number) => Promise<boolean> | boolean): Promise<void> {
+  private async waitUntil(what: string, reached: (look: number) => Promise<boolean> | boolean): Promise<void> {
     const began = Date.now();
     const waits = this.stats.aimWaits;
     waits.count += 1;
@@ -296,6 +296,7 @@ export class Actors {
         await sleep(AIM_POLL_MS);
       }
       waits.runOut += 1;
+      waits.runOutOf.push(what);
     } finally {
       waits.longestMs = Math.max(waits.longestMs, Date.now() - began);
     }
@@ -472,7 +473,7 @@ export class Actors {
    * machine the first attempt may not have started, or failed, by the planned moment).
    */
   private async awaitState(id: string, state: string): Promise<void> {
-    await this.waitUntil(async () => {
+    await this.waitUntil(`${id} ${state}`, async () => {
       const now = await this.stateOf(id);
       return now === state || (TERMINAL_STATES as readonly string[]).includes(now);
     });
@@ -480,7 +481,7 @@ export class Actors {
 
   /** Waits until a handler of the job runs, the job has finished, or `AIM_WAIT_MS` has passed. */
   private async awaitHandler(tracker: ProbeTracker, id: string): Promise<void> {
-    await this.waitUntil(async (look) => {
+    await this.waitUntil(`${id} handler`, async (look) => {
       if ((tracker.jobs.get(id)?.running ?? 0) > 0) return true;
       // the store is asked now and then only: the tracker sees the handler start at once
       return look % 10 === 9 && (TERMINAL_STATES as readonly string[]).includes(await this.stateOf(id));
