@@ -57,7 +57,7 @@ describe('system chaos (small)', () => {
       // about 6 diamonds (POST /flows), two of them with a parent that fails for good
       dagShare: 0.1,
       dynamodbEndpoint: inject('dynamodbEndpoint'),
-      // About 175 s on an idle 2-core machine, and 230 to 260 s beside a CPU-heavy job (its
+      // About 175 s on an idle 2-core machine, and 230 to 270 s beside a CPU-heavy job (its
       // enqueueing and real-time phase take twice as long); short of real time, the run jumps
       // straight past its horizon, so it ends before this unless a closing cycle runs over.
       deadlineMs: 300_000,
