@@ -7,6 +7,7 @@
 import { createClient, OrreryApiError, type OrreryClient } from '../../shared/client/index';
 import type { BatchResult } from '../../shared/client/types';
 import { TERMINAL_STATES } from '../../shared/core/states';
+import type { ProbeTracker } from '../support/probes';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
 import type { World } from './system-world';
@@ -33,6 +34,11 @@ export interface ActorStats {
   duplicatesSent: number;
   schedulesCreated: number;
   scheduleErrors: number;
+  /**
+   * The waits of aimed cancels and planned lines for their job's state (real ms): how many, the
+   * longest, and how many ran out at AIM_WAIT_MS (then the action goes ahead as it is), and which.
+   */
+  aimWaits: { count: number; longestMs: number; runOut: number; runOutOf: string[] };
 }
 
 /** Settings of the actors. */
@@ -45,6 +51,11 @@ export interface ActorOptions {
   enqueueTries: number;
   /** The typed client's own retries per call. @default 3 */
   clientRetries?: number;
+  /**
+   * The probes' tracker: a cancel aimed at a running attempt waits until its handler runs (the
+   * plan holds it there), then releases it once the cancel was answered.
+   */
+  tracker?: ProbeTracker;
 }
 
 const bump = (record: Record<string, number>, key: string) => {
@@ -56,9 +67,18 @@ function errorKey(error: unknown): string {
   return error instanceof Error ? error.name : 'unknown';
 }
 
-/** How long an aimed cancel waits for its job to reach the aimed state, and how often it looks. */
-const AIM_WAIT_MS = 20_000;
+/**
+ * How long an aimed cancel or a planned line waits at most for its job to reach the aimed state,
+ * and how often it looks. The plan holds the job there once it is, so only the start is waited
+ * for: a first attempt due now, which starts within seconds even on a loaded machine (the small
+ * run's longest wait on 2 cores beside a CPU-heavy job is in its report, `aimWaits`). Bounded so
+ * that a job that never gets there (its enqueue not acknowledged until late) cannot hold the
+ * run's real-time phase: the actors' pending actions keep it from settling.
+ */
+const AIM_WAIT_MS = 30_000;
 const AIM_POLL_MS = 150;
+/** Tries of one operator action (cancel, retry) that got no answer, a 5xx or a 429. */
+const ACTION_TRIES = 4;
 
 /** Marker of the job-message copies this run puts into a DLQ (they stay valid job messages). */
 export const DLQ_COPY_MARK = 'chaos-dlq-copy';
@@ -85,6 +105,7 @@ export class Actors {
     duplicatesSent: 0,
     schedulesCreated: 0,
     scheduleErrors: 0,
+    aimWaits: { count: 0, longestMs: 0, runOut: 0, runOutOf: [] },
   };
   /** Schedules whose creation was acknowledged. */
   readonly schedules: PlannedSchedule[] = [];
@@ -167,7 +188,27 @@ export class Actors {
     const units: PlannedJob[][] = [];
     let batch: PlannedJob[] = [];
     const flows = new Map<string, PlannedJob[]>();
+    const bursts = new Map<string, PlannedJob[]>();
+    const lines = new Map<string, PlannedJob[][]>();
+    // a line's holders are sent by the line itself, so their hold starts with it
+    const holderIds = new Set(jobs.flatMap((j) => j.arrival?.holders ?? []));
+    const holderJobs = new Map(jobs.filter((j) => holderIds.has(j.id)).map((j) => [j.id, j]));
     for (const job of jobs) {
+      if (holderJobs.has(job.id)) continue;
+      if (job.arrival !== undefined) {
+        const key = job.arrival.holders.join(' ');
+        const stages = lines.get(key) ?? [];
+        stages[job.arrival.stage] = [...(stages[job.arrival.stage] ?? []), job];
+        lines.set(key, stages);
+        continue;
+      }
+      if (job.together !== undefined) {
+        const burst = bursts.get(job.together) ?? [];
+        if (burst.length === 0) units.push(burst);
+        burst.push(job);
+        bursts.set(job.together, burst);
+        continue;
+      }
       if (job.flow !== undefined) {
         const flow = flows.get(job.flow) ?? [];
         if (flow.length === 0) units.push(flow);
@@ -185,6 +226,10 @@ export class Actors {
       }
     }
     if (batch.length > 0) units.push(batch);
+    for (const [key, stages] of lines) {
+      const held = key.split(' ').flatMap((id) => holderJobs.get(id) ?? []);
+      this.later(0, () => this.line(held, stages));
+    }
     let next = 0;
     await Promise.all(
       Array.from({ length: this.options.producers }, async () => {
@@ -197,6 +242,64 @@ export class Actors {
         }
       }),
     );
+  }
+
+  /**
+   * A planned line: its holders are sent (in one batch call); once every holder's handler runs
+   * (each holds its first attempt), each stage's followers are sent in one batch call and awaited
+   * until they have arrived (see awaitArrival); then the holders are released. Every wait is
+   * bounded by {@link AIM_WAIT_MS}.
+   */
+  private async line(holders: PlannedJob[], stages: PlannedJob[][]): Promise<void> {
+    const tracker = this.options.tracker;
+    try {
+      await this.enqueueBatch(holders);
+      if (tracker) {
+        for (const holder of holders) {
+          if (this.observer.acks.has(holder.id)) await this.awaitHandler(tracker, holder.id);
+        }
+      }
+      for (const stage of stages) {
+        if (!stage || stage.length === 0) continue;
+        await this.enqueueBatch(stage);
+        for (const job of stage) {
+          if (this.observer.acks.has(job.id)) await this.awaitArrival(job.id);
+        }
+      }
+    } finally {
+      for (const holder of holders) tracker?.release(holder.id);
+    }
+  }
+
+  /**
+   * Polls until the job has arrived at its held key: it waits in line, has ended (skipped), or its
+   * handler ran; or until `AIM_WAIT_MS` has passed. (A job claimed but not yet through its gate
+   * is `running` for a moment: not arrived yet.)
+   */
+  private async awaitArrival(id: string): Promise<void> {
+    const terminal = TERMINAL_STATES as readonly string[];
+    await this.waitUntil(`${id} arrival`, async () => {
+      if ((this.options.tracker?.jobs.get(id)?.executions.length ?? 0) > 0) return true;
+      const now = await this.stateOf(id);
+      return now === 'waiting' || terminal.includes(now);
+    });
+  }
+
+  /** Polls `reached` every AIM_POLL_MS until it holds or AIM_WAIT_MS has passed; counted in `aimWaits`. */
+  private async waitUntil(what: string, reached: (look: number) => Promise<boolean> | boolean): Promise<void> {
+    const began = Date.now();
+    const waits = this.stats.aimWaits;
+    waits.count += 1;
+    try {
+      for (let look = 0; Date.now() < began + AIM_WAIT_MS; look++) {
+        if (await reached(look)) return;
+        await sleep(AIM_POLL_MS);
+      }
+      waits.runOut += 1;
+      waits.runOutOf.push(what);
+    } finally {
+      waits.longestMs = Math.max(waits.longestMs, Date.now() - began);
+    }
   }
 
   private requestOf(job: PlannedJob, runAt: string | undefined) {
@@ -327,8 +430,21 @@ export class Actors {
     if (job.control) {
       const { cancelAfterMs, retryAfterMs, aim } = job.control;
       this.later(cancelAfterMs, async () => {
-        if (aim !== undefined) await this.awaitState(job.id, aim);
-        await this.cancel(job.id);
+        const tracker = this.options.tracker;
+        if (aim === 'running' && tracker && job.payload.holdOnAttempts) {
+          // Its handler holds until released or aborted: cancel while it does, then let the
+          // cancel abort it (or its timeout, when the cancel was not applied).
+          await this.awaitHandler(tracker, job.id);
+          try {
+            await this.cancel(job.id);
+            await tracker.waitFor(() => (tracker.jobs.get(job.id)?.running ?? 0) === 0, AIM_WAIT_MS).catch(() => {});
+          } finally {
+            tracker.release(job.id);
+          }
+        } else {
+          if (aim !== undefined) await this.awaitState(job.id, aim);
+          await this.cancel(job.id);
+        }
         if (retryAfterMs !== undefined) this.later(retryAfterMs, () => this.retry(job.id));
       });
     }
@@ -357,40 +473,63 @@ export class Actors {
    * machine the first attempt may not have started, or failed, by the planned moment).
    */
   private async awaitState(id: string, state: string): Promise<void> {
-    const until = Date.now() + AIM_WAIT_MS;
-    while (Date.now() < until) {
+    await this.waitUntil(`${id} ${state}`, async () => {
       const now = await this.stateOf(id);
-      if (now === state || (TERMINAL_STATES as readonly string[]).includes(now)) return;
-      await sleep(AIM_POLL_MS);
-    }
+      return now === state || (TERMINAL_STATES as readonly string[]).includes(now);
+    });
+  }
+
+  /** Waits until a handler of the job runs, the job has finished, or `AIM_WAIT_MS` has passed. */
+  private async awaitHandler(tracker: ProbeTracker, id: string): Promise<void> {
+    await this.waitUntil(`${id} handler`, async (look) => {
+      if ((tracker.jobs.get(id)?.running ?? 0) > 0) return true;
+      // the store is asked now and then only: the tracker sees the handler start at once
+      return look % 10 === 9 && (TERMINAL_STATES as readonly string[]).includes(await this.stateOf(id));
+    });
   }
 
   private async cancel(id: string): Promise<void> {
     const state = await this.stateOf(id);
     bump(this.stats.cancels, state);
-    try {
-      await this.client.cancel(id);
-      bump(this.stats.cancelAnswers, '200');
-      this.observer.acknowledge(id, 200, 'cancel');
-      this.observer.note(id, `cancel acknowledged (was ${state})`);
-    } catch (error) {
-      bump(this.stats.cancelAnswers, errorKey(error));
-      this.observer.note(id, `cancel answered ${errorKey(error)} (was ${state})`);
-    }
+    const answer = await this.untilAnswered(() => this.client.cancel(id));
+    bump(this.stats.cancelAnswers, answer);
+    if (answer === '200') this.observer.acknowledge(id, 200, 'cancel');
+    this.observer.note(
+      id,
+      answer === '200' ? `cancel acknowledged (was ${state})` : `cancel answered ${answer} (was ${state})`,
+    );
   }
 
   private async retry(id: string): Promise<void> {
     const state = await this.stateOf(id);
     bump(this.stats.retries, state);
-    try {
-      await this.client.retry(id);
-      bump(this.stats.retryAnswers, '200');
-      this.observer.acknowledge(id, 200, 'retry');
-      this.observer.note(id, `retry acknowledged (was ${state}): a new series`);
-    } catch (error) {
-      bump(this.stats.retryAnswers, errorKey(error));
-      this.observer.note(id, `retry answered ${errorKey(error)} (was ${state})`);
+    const answer = await this.untilAnswered(() => this.client.retry(id));
+    bump(this.stats.retryAnswers, answer);
+    if (answer === '200') this.observer.acknowledge(id, 200, 'retry');
+    this.observer.note(
+      id,
+      answer === '200' ? `retry acknowledged (was ${state}): a new series` : `retry answered ${answer} (was ${state})`,
+    );
+  }
+
+  /**
+   * Calls an operator action until the API answers it (as an operator would: a call that got no
+   * answer, a 5xx or a 429 is sent again, up to ACTION_TRIES times); '200' or the last error.
+   * On a loaded machine the API can answer slower than the client's timeout for a while.
+   */
+  private async untilAnswered(call: () => Promise<unknown>): Promise<string> {
+    let answer = 'none';
+    for (let tries = 0; tries < ACTION_TRIES; tries++) {
+      try {
+        await call();
+        return '200';
+      } catch (error) {
+        answer = errorKey(error);
+        if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) return answer;
+        await sleep(200 + tries * 300);
+      }
     }
+    return answer;
   }
 
   /** `POST /dlq/redrive` for a type; also used at the end of the run. */

@@ -32,7 +32,7 @@ import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
-import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE } from './system-flow';
+import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE, singletonLines } from './system-flow';
 import { SystemObserver } from './system-observer';
 import { DIAMOND_JOBS, type PlannedJob, planDiamonds, planSystem } from './system-plan';
 import { startWorld, type World } from './system-world';
@@ -113,6 +113,13 @@ export interface SystemChaosOptions {
   dynamodbEndpoint?: string;
   progress?: (line: string) => void;
 }
+
+/**
+ * The probe types' timeout: a handler the plan holds (a cancel aimed at a running attempt, the
+ * holder of a planned line) is held until the cancel or the line's followers have come, which
+ * on a loaded machine can take longer than the run's `timeoutMs` (its long jobs are sized by it).
+ */
+const HELD_TIMEOUT_MS = 45_000;
 
 /** Real time kept at the end of a run for its two closing cycles and the checks. */
 const CLOSING_RESERVE_MS = 60_000;
@@ -335,7 +342,13 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       jobs: options.jobs,
       types,
       schedules: options.schedules,
-      ...(limitedType ? { tagged: { [limitedType]: flowKeys } } : {}),
+      ...(limitedType
+        ? {
+            tagged: { [limitedType]: flowKeys },
+            // its limit of holders on one key, then one more job of the key arrives: it must wait
+            lines: [{ holderType: limitedType, holders: options.flow.limit, stages: [[limitedType]] }],
+          }
+        : {}),
     },
     random,
   );
@@ -347,7 +360,9 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       schedules: 0,
       tagged: Object.fromEntries(flowed.map((f) => [f.type, f.keys])),
       tagRuns: Object.fromEntries(flowed.map((f) => [f.type, f.run ?? 1])),
+      bursts: Object.fromEntries(flowed.flatMap((f) => (f.burst ? [[f.type, f.burst]] : []))),
       undelayed: debouncedTypes,
+      lines: singletonLines(flowed),
       idPrefix: 'flo',
     },
     seeded(seed ^ 0xf10),
@@ -413,7 +428,9 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         type,
         tracker,
         deadZones,
-        timeoutMs: options.timeoutMs,
+        // a held handler (an aimed cancel's, a planned line's holder) outlasts its cancel or line
+        timeoutMs: Math.max(options.timeoutMs, HELD_TIMEOUT_MS),
+        killedStopsAfterMs: options.timeoutMs,
         maxAttempts: 3,
         backoff: { kind: 'constant', delayMs: 300 },
         ...(type === limitedType
@@ -460,6 +477,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       clientRetries: options.clientRetries,
       producers: options.producers,
       enqueueTries: 8,
+      tracker,
     });
     await actors.createSchedules(plan.schedules);
     const produceStarted = Date.now();

@@ -6,6 +6,7 @@
  */
 import { rateLimitPace, throttlePace } from '../../shared/core/pace';
 import type { ProbeJobOptions, ProbePayload } from '../support/probes';
+import type { PlannedLine } from './system-plan';
 
 /** The singleton scope the three singleton types share. */
 export const SINGLETON_SCOPE = 'sys-one';
@@ -30,6 +31,12 @@ export interface FlowType {
   keys: number;
   /** Its jobs take their keys in runs of this many, so that each key gets bursts. @default 1 */
   run?: number;
+  /**
+   * Its first this many jobs are sent on one key in one batch call, due now: more than its flow
+   * lets through at once, so that the run's coverage check of it holds however slow the machine.
+   * @default none
+   */
+  burst?: number;
   flow: NonNullable<ProbeJobOptions['flow']>;
 }
 
@@ -57,15 +64,45 @@ export function flowTypes(jobs: number): FlowType[] {
       flow: { singleton: { mode: 'cancel-running', scope: SINGLETON_SCOPE, key: tag } },
     },
     // in runs of 10: a key's jobs come in bursts that fill its throttle
-    { type: 'flo-t', keys: Math.ceil(perType / 20), run: 10, flow: { throttle: { ...CHAOS_THROTTLE, key: tag } } },
+    // a burst of 10: 8 beyond the throttle's burst of 2 must wait (unless 16 s passed between their claims)
+    {
+      type: 'flo-t',
+      keys: Math.ceil(perType / 20),
+      run: 10,
+      burst: 10,
+      flow: { throttle: { ...CHAOS_THROTTLE, key: tag } },
+    },
     {
       type: 'flo-r',
       keys: Math.max(2, Math.ceil(perType / 30)),
+      // a burst of 4 in one call: 2 beyond the limit of 2 a minute are skipped
+      burst: 4,
       flow: { rateLimit: { ...CHAOS_RATE_LIMIT, key: tag } },
     },
     // in runs of 8: a key's jobs come in bursts for its debounce to absorb
-    { type: 'flo-d', keys: Math.ceil(perType / 40), run: 8, flow: { debounce: { ...CHAOS_DEBOUNCE, key: tag } } },
+    // a burst of 4 in one call (well within the 3 s of quiet): all but one absorbed
+    {
+      type: 'flo-d',
+      keys: Math.ceil(perType / 40),
+      run: 8,
+      burst: 4,
+      flow: { debounce: { ...CHAOS_DEBOUNCE, key: tag } },
+    },
   ];
+}
+
+/**
+ * The planned line on the singleton scope: a `queue` job holds a key while a `queue` job (it
+ * must wait) and a `skip` job (it must be skipped) arrive, then a `cancel-running` job (it
+ * must cancel the holder).
+ */
+export function singletonLines(types: readonly FlowType[]): PlannedLine[] {
+  const mode = (m: string) => types.find((f) => f.flow.singleton?.mode === m)?.type;
+  const queue = mode('queue');
+  const skip = mode('skip');
+  const cancel = mode('cancel-running');
+  if (!queue || !skip || !cancel) return [];
+  return [{ holderType: queue, holders: 1, stages: [[queue, skip], [cancel]] }];
 }
 
 /** The paced types among `types`, with their GCRA parameters. */

@@ -18,6 +18,13 @@ export type Timing =
   /** `runAt` more than 15 minutes ahead: a one-time Scheduler schedule. */
   | 'scheduler';
 
+/**
+ * The state an aimed cancel waits for; the plan holds its job there for as long as the cancel may
+ * take: a handler held until the cancel is answered (`running`), a retry hours away on the driven
+ * clock (`retrying`), an SQS delay of minutes (`queued`), a Scheduler `runAt` (`scheduled`).
+ */
+export type Aim = 'running' | 'retrying' | 'queued' | 'scheduled';
+
 /** Backoff between attempts. */
 export type BackoffKind = 'short' | 'hours' | 'days';
 
@@ -44,7 +51,16 @@ export interface PlannedJob {
    * With `aim`, the cancel first waits (polling, bounded) until the job is in that state, so a
    * cancel aimed at a running attempt or a pending retry lands there however slow the machine is.
    */
-  control?: { cancelAfterMs: number; retryAfterMs?: number; aim?: 'running' | 'retrying' };
+  control?: { cancelAfterMs: number; retryAfterMs?: number; aim?: Aim };
+  /** Jobs with the same value are enqueued together, in one batch call (a burst on one key). */
+  together?: string;
+  /**
+   * A follower in a planned line: enqueued (with the rest of its stage, in one batch call) only
+   * once every one of `holders` runs its held first attempt on the same key, and once the
+   * followers of the earlier stages have arrived (left `queued`); the holders are released once
+   * every follower has. So it meets a held key whatever the machine's load.
+   */
+  arrival?: { holders: string[]; stage: number };
   /** A copy of its message is put into the DLQ (and redriven) this long after the acknowledgement. */
   dlqCopyAfterMs?: number;
   /** The flow (`POST /flows`) the job is created in, instead of alone or in a batch. */
@@ -84,14 +100,40 @@ export interface PlanOptions {
   tagRuns?: Readonly<Record<string, number>>;
   /** Types whose jobs are all due now (a debounced type refuses a delay). */
   undelayed?: readonly string[];
+  /**
+   * Types whose first `n` jobs are a burst: due now, on one key, enqueued in one batch call, with
+   * no controls (so a throttle must make some wait, a rate limit must skip some). @default none
+   */
+  bursts?: Readonly<Record<string, number>>;
+  /**
+   * Lines planned on one key: `holders` jobs of `holderType` hold their first attempt until
+   * released, while one job of each type of each stage arrives on their key, stage after stage
+   * (see {@link PlannedJob.arrival}). A concurrency limit of n needs n holders for a wait; a
+   * singleton scope one holder for a wait (`queue`), a skip (`skip`) and a cancel
+   * (`cancel-running`). @default none
+   */
+  lines?: readonly PlannedLine[];
   /** Prefix of the job ids. @default 'sys' */
   idPrefix?: string;
 }
 
+/** One planned line: see {@link PlanOptions.lines}. */
+export interface PlannedLine {
+  holderType: string;
+  holders: number;
+  stages: readonly (readonly string[])[];
+}
+
 const HOUR = 3600_000;
 
-/** Cancels aimed at a running attempt, and at a pending retry, that a plan with controls always has. */
+/** Cancels aimed at each of the states of {@link Aim} that a plan with controls always has. */
 export const MIN_AIMED_CANCELS = 2;
+
+/** Kills early in a first attempt of a job due now that a plan with a kill rate always has. */
+export const MIN_SYSTEM_KILLS = 3;
+
+/** Latest point of a sure kill in its handler: well within a lease, however slow the heartbeats. */
+const SURE_KILL_MAX_MS = 200;
 
 /**
  * Draws the jobs and schedules of a run.
@@ -105,20 +147,39 @@ export function planSystem(
 ): { jobs: PlannedJob[]; schedules: PlannedSchedule[] } {
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-  /** A cancel aimed at a running attempt or a pending retry: the job is shaped so that it has one. */
-  const aimCancel = (job: PlannedJob, aim: 'running' | 'retrying'): NonNullable<PlannedJob['control']> => {
-    // Started at once: an aimed cancel waits for the aimed state only so long.
-    job.timing = 'now';
+  /**
+   * A cancel aimed at `aim`: the job is shaped so that it reaches that state and stays there for
+   * as long as the cancel may take, however slow the machine (no kill ends it first).
+   */
+  const aimCancel = (job: PlannedJob, aim: Aim): NonNullable<PlannedJob['control']> => {
+    delete job.payload.killOnAttempts;
+    delete job.payload.killAfterMs;
+    delete job.payload.killAfterSteps;
     delete job.delaySeconds;
     delete job.runAtOffsetMs;
-    if (aim === 'running') {
-      job.payload.sleepMs = int(2500, Math.min(options.timeoutMs - 1000, 4500));
-      return { cancelAfterMs: int(300, 1500), aim };
+    if (aim === 'queued') {
+      job.timing = 'sqs-long';
+      job.delaySeconds = int(300, 900);
+      return { cancelAfterMs: int(0, 3000), aim };
     }
-    job.backoffKind = 'short';
-    job.backoff = { kind: 'constant', delayMs: int(4000, 8000) };
+    if (aim === 'scheduled') {
+      job.timing = 'scheduler';
+      job.runAtOffsetMs = int(16 * 60_000, Math.max(17 * 60_000, options.horizonMs / 2));
+      return { cancelAfterMs: int(0, 3000), aim };
+    }
+    job.timing = 'now';
+    if (aim === 'running') {
+      // Its first attempt holds until the cancel is answered (or its signal fires).
+      job.payload.holdOnAttempts = [1];
+      job.payload.holdAbortable = true;
+      job.payload.sleepMs = int(0, 100);
+      return { cancelAfterMs: int(0, 500), aim };
+    }
+    // The retry is hours away on the driven clock, which does not move while an action is pending.
+    job.backoffKind = 'hours';
+    job.backoff = { kind: 'constant', delayMs: int(2 * HOUR, 4 * HOUR) };
     job.payload.sleepMs = int(0, 100);
-    return { cancelAfterMs: int(1000, 3000), aim };
+    return { cancelAfterMs: int(0, 1000), aim };
   };
   const jobs: PlannedJob[] = [];
   for (let i = 0; i < options.jobs; i++) {
@@ -196,12 +257,16 @@ export function planSystem(
     if (random() < options.controlRate) {
       // Aim the cancel at a running attempt, at a job waiting for its retry, or anywhere.
       const aim = random();
-      const aimAt =
+      const aimAt: Aim | undefined =
         aim < 0.35 && !payload.alwaysFail
           ? 'running'
           : aim < 0.7 && (behaviour === 'flaky' || behaviour === 'always-fail')
             ? 'retrying'
-            : undefined;
+            : timing === 'sqs-long'
+              ? 'queued'
+              : timing === 'scheduler'
+                ? 'scheduled'
+                : undefined;
       job.control = aimAt !== undefined ? aimCancel(job, aimAt) : { cancelAfterMs: int(0, 5000) };
       if (random() < 0.7) job.control.retryAfterMs = int(0, 3000);
     }
@@ -221,18 +286,91 @@ export function planSystem(
       maxAttempts: 3,
     });
   }
+  // What a small run's coverage checks count is topped up where a seed drew too little of it
+  // (after every other draw, so the rest of its plan stays the same), and only on jobs no burst,
+  // control or kill has shaped already.
+  const free = (job: PlannedJob) =>
+    !job.control &&
+    !job.payload.killOnAttempts &&
+    job.together === undefined &&
+    job.arrival === undefined &&
+    !job.payload.holdOnAttempts;
+  for (const [type, size] of Object.entries(options.bursts ?? {})) {
+    const burst = jobs.filter((j) => j.type === type).slice(0, size);
+    const tag = burst[0]?.payload.tag;
+    for (const job of burst) {
+      job.together = `burst-${type}`;
+      job.via = 'batch';
+      job.timing = 'now';
+      delete job.delaySeconds;
+      delete job.runAtOffsetMs;
+      delete job.control;
+      if (tag !== undefined) job.payload.tag = tag;
+    }
+  }
+  for (const [n, line] of (options.lines ?? []).entries()) {
+    const take = (type: string) => {
+      const job = jobs.find((j) => j.type === type && free(j) && j.dependsOn === undefined);
+      if (!job) return undefined;
+      job.timing = 'now';
+      delete job.delaySeconds;
+      delete job.runAtOffsetMs;
+      return job;
+    };
+    const holders: PlannedJob[] = [];
+    for (let h = 0; h < line.holders; h++) {
+      const holder = take(line.holderType);
+      if (!holder) break;
+      // held until its followers have arrived (or a cancel-running follower aborts it)
+      holder.payload.holdOnAttempts = [1];
+      holder.payload.holdAbortable = true;
+      holders.push(holder);
+    }
+    const tag = holders[0]?.payload.tag;
+    if (holders.length < line.holders || tag === undefined) continue;
+    for (const holder of holders) holder.payload.tag = tag;
+    for (const [stage, types] of line.stages.entries()) {
+      for (const type of types) {
+        const follower = take(type);
+        if (!follower) continue;
+        follower.together = `line-${n}-${stage}`;
+        follower.via = 'batch';
+        follower.payload.tag = tag;
+        follower.arrival = { holders: holders.map((h) => h.id), stage };
+      }
+    }
+  }
   if (options.controlRate > 0) {
-    // A small run's coverage check counts cancels of running and retrying jobs: a seed that aims
-    // too few is topped up (after every other draw, so the rest of its plan stays the same).
-    for (const aim of ['running', 'retrying'] as const) {
+    for (const aim of ['running', 'retrying', 'queued', 'scheduled'] as const) {
       let aimed = jobs.filter((j) => j.control?.aim === aim).length;
       for (const job of jobs) {
         if (aimed >= MIN_AIMED_CANCELS) break;
         const fails = job.behaviour === 'flaky' || job.behaviour === 'always-fail';
-        if (job.control || (aim === 'running' ? job.payload.alwaysFail : !fails)) continue;
+        if (!free(job) || (aim === 'running' && job.payload.alwaysFail) || (aim === 'retrying' && !fails)) continue;
+        // a debounced type refuses a delay
+        if ((aim === 'queued' || aim === 'scheduled') && options.undelayed?.includes(job.type)) continue;
         job.control = aimCancel(job, aim);
         aimed += 1;
       }
+    }
+  }
+  if (options.killRate > 0) {
+    // Kills early in a first attempt of a job due now: that attempt starts, and nothing (a lost
+    // lease, a cancel) stops its handler before the kill.
+    const sure = (j: PlannedJob) =>
+      j.payload.killOnAttempts?.[0] === 1 &&
+      j.timing === 'now' &&
+      !j.control &&
+      (j.payload.killAfterMs ?? 0) <= SURE_KILL_MAX_MS;
+    let planned = jobs.filter(sure).length;
+    for (const job of jobs) {
+      if (planned >= MIN_SYSTEM_KILLS) break;
+      if (!free(job) || job.timing !== 'now' || job.behaviour === 'always-fail') continue;
+      job.payload.killOnAttempts = [1];
+      job.payload.killAfterMs = int(0, SURE_KILL_MAX_MS);
+      if ((job.payload.steps ?? 0) > 0) job.payload.killAfterSteps = 0;
+      job.maxAttempts += 1;
+      planned += 1;
     }
   }
   return { jobs, schedules };

@@ -17,7 +17,10 @@ async function run(options: Partial<ChaosOptions>): Promise<{ report: ChaosRepor
     seed,
     runnersPerQueue: 2,
     dynamodbEndpoint: inject('dynamodbEndpoint'),
-    deadlineMs: 45_000,
+    // A claim applied with its answer lost late in the run leaves the job running under a lease
+    // no handler holds; after a few returns its own message is hidden until the attempt must have
+    // ended (claim + timeout + 30 s, shared/runtime/worker.ts): up to about 55 s into the run.
+    deadlineMs: 90_000,
     ...options,
   });
   if (!report.ok) console.log(report.text);
@@ -39,11 +42,11 @@ function expectHeld({ report, seed }: { report: ChaosReport; seed: number }): vo
 describe('chaos (small)', () => {
   it('keeps every lifecycle guarantee for 200 jobs under AWS faults, duplicate deliveries and killed workers', async () => {
     expectHeld(await run({}));
-  }, 60_000);
+  }, 120_000);
 
   // The same without lost responses on the claim, retry and fail writes (the sequences the
   // failing tests in lifecycle.test.ts pin down): guards every other guarantee meanwhile.
   it('keeps every lifecycle guarantee when only idempotent calls lose their responses', async () => {
     expectHeld(await run({ lostResponses: 'idempotent' }));
-  }, 60_000);
+  }, 120_000);
 });

@@ -194,8 +194,15 @@ export interface WriteLatency {
  * @example
  * const latency = await measureWriteLatency(moto.endpoint, 'us-east-1'); // { p50: 9, p99: 41, ... }
  */
-export async function measureWriteLatency(endpoint: string, region: string, samples = 40): Promise<WriteLatency> {
+export async function measureWriteLatency(
+  endpoint: string,
+  region: string,
+  samples = 40,
+  /** Prepares the client before the writes, e.g. installs a run's fault injection. */
+  prepare?: (dynamo: DynamoDBClient) => void,
+): Promise<WriteLatency> {
   const dynamo = new DynamoDBClient({ endpoint, region, credentials: LOCAL_CREDENTIALS });
+  prepare?.(dynamo);
   const table = `latency-probe-${process.pid}-${Date.now().toString(36)}`;
   const times: number[] = [];
   try {
@@ -220,7 +227,9 @@ export async function measureWriteLatency(endpoint: string, region: string, samp
             gsi2pk: { S: 'probe#running#0' },
             payload: { S: 'x'.repeat(512) },
           },
-          ConditionExpression: 'attribute_not_exists(pk)',
+          ConditionExpression: 'attribute_not_exists(pk) OR #token = :zero',
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':zero': { N: '0' } },
         }),
       ),
     );
@@ -231,7 +240,8 @@ export async function measureWriteLatency(endpoint: string, region: string, samp
             TableName: table,
             Key: { pk, sk },
             UpdateExpression: 'SET #token = :next, dueBucket = :bucket, dueAt = :at',
-            ConditionExpression: '#token = :current',
+            // or already :next: a write applied whose answer was lost (injected faults) is retried
+            ConditionExpression: '#token = :current OR #token = :next',
             ExpressionAttributeNames: { '#token': 'token' },
             ExpressionAttributeValues: {
               ':current': { N: String(i - 1) },

@@ -201,6 +201,8 @@ export const probePayload = z
     killAfterMs: z.int().min(0).max(60_000).optional(),
     /** On these attempts, wait for `tracker.release(jobId)` before going on. */
     holdOnAttempts: z.array(z.int().min(1)).optional(),
+    /** The hold of `holdOnAttempts` also ends when the signal fires (then the execution is aborted). */
+    holdAbortable: z.boolean().optional(),
     /** Durable steps (`ctx.step('s<i>')`) each execution runs first, before anything else. */
     steps: z.int().min(0).max(5).optional(),
     /** On a kill attempt, the worker dies after this many steps (@default all of them). */
@@ -222,6 +224,12 @@ export interface ProbeJobOptions {
   backoff?: BackoffInput;
   /** Needed for `killOnAttempts`: the kill ends the dead zone the handler runs in. */
   deadZones?: DeadZones;
+  /**
+   * A killed handler stops this long after its kill at the latest, as its process's own timer
+   * would (a type whose timeout is long for held handlers still frees its invocation soon).
+   * @default until the runtime aborts it (its timeout)
+   */
+  killedStopsAfterMs?: number;
   /** Record `onFailure` calls in the tracker. @default true */
   onFailure?: boolean;
   /** Concurrency limits of the probe type (keys usually from `tag`). @default none */
@@ -239,6 +247,21 @@ async function sleepFor(ms: number, signal: AbortSignal, ignoreSignal: boolean):
   await delay(ms, undefined, { signal }).catch((error: unknown) => {
     throw signal.aborted ? signal.reason : error;
   });
+}
+
+/** Waits for `gate`, or until `signal` fires (then throws its reason). */
+async function holdOrAbort(gate: Promise<void>, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([gate, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 function reasonOf(signal: AbortSignal): string {
@@ -290,10 +313,16 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
         tracker.end(execution, 'killed');
         // The process is gone: this handler never returns a result. Wait for the runtime's
         // own timer to fire (it cannot reach AWS any more), then stop.
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        await new Promise<void>((resolve) => {
+          ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+          if (options.killedStopsAfterMs !== undefined) setTimeout(resolve, options.killedStopsAfterMs);
+        });
         throw new Error('killed worker: handler stopped without a result');
       }
-      if (payload.holdOnAttempts?.includes(ctx.attempt)) await tracker.gate(ctx.jobId);
+      if (payload.holdOnAttempts?.includes(ctx.attempt)) {
+        if (payload.holdAbortable) await holdOrAbort(tracker.gate(ctx.jobId), ctx.signal);
+        else await tracker.gate(ctx.jobId);
+      }
       if (payload.overrunOnAttempts?.includes(ctx.attempt)) {
         await sleepFor(spec.timeoutMs * 2, ctx.signal, payload.ignoreSignal ?? false);
       }
