@@ -266,15 +266,21 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
     expect((await store.get(id))?.errors).toEqual([1, 2, 3, 4, 5, 6].map(bigError));
   });
 
-  it('a missing last error item (not written yet, or lost) leaves its summary as the last entry: a failed job shows every attempt', async () => {
-    // The fenced write counts the error before its item is written, so a reader in between (or
-    // after a lost item write) finds the count ahead of the items.
+  /** A job whose first attempt was retried and whose second failed, each with its error item. */
+  const failedTwice = async (): Promise<Job> => {
     const job = newJob({ maxAttempts: 2 });
     await store.create(job);
     const first = await claimed(job, 'w1', T0);
     await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
     const second = await claimed(job, 'w2', T0 + 1);
     await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
+    return job;
+  };
+
+  it('a missing last error item (not written yet, or lost) leaves its summary as the last entry: a failed job shows every attempt', async () => {
+    // The fenced write counts the error before its item is written, so a reader in between (or
+    // after a lost item write) finds the count ahead of the items.
+    const job = await failedTwice();
     await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(errorKey(job.id, job.createdAt, 2)) }));
     const stored = await store.get(job.id);
     expect(stored).toMatchObject({ state: 'failed', attempts: 2 });
@@ -284,12 +290,7 @@ describe('DynamoJobStore: the error history lives in items of its own', () => {
   });
 
   it('a lost error item before the last loses that entry only: the history skips it', async () => {
-    const job = newJob({ maxAttempts: 2 });
-    await store.create(job);
-    const first = await claimed(job, 'w1', T0);
-    await store.retry({ job: first, now: T0, runAt: T0, errors: [bigError(1)], expiresAt: 2e9, writer: 'w1' });
-    const second = await claimed(job, 'w2', T0 + 1);
-    await store.fail({ job: second, now: T0 + 1, errors: [bigError(1), bigError(2)], expiresAt: 2e9, writer: 'w2' });
+    const job = await failedTwice();
     await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(errorKey(job.id, job.createdAt, 1)) }));
     const stored = await store.get(job.id);
     expect(stored?.errors).toEqual([bigError(2)]);
