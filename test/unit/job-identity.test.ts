@@ -6,11 +6,9 @@
  * (test/contract/journal.contract.ts, test/contract/job-graph.contract.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { SignalsService } from '../../shared/api/signals-service';
-import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { newJob, testConfig } from '../support/fakes';
-import { echoJob, harness, redelivery } from './worker-harness';
+import { newJob } from '../support/fakes';
+import { echoJob, harness, redelivery, signalsOf } from './worker-harness';
 import { depsPlatform } from './workflow-deps-harness';
 
 const HOUR = 3_600_000;
@@ -30,18 +28,6 @@ function orderFlow() {
     return { charge, payment };
   };
   return { run, charged };
-}
-
-function signalsOf(h: ReturnType<typeof harness>) {
-  return new SignalsService({
-    config: testConfig(['echo']),
-    catalog: [],
-    store: h.store,
-    journal: h.journal,
-    queue: h.queue,
-    clock: h.clock,
-    log: createLogger({ level: 'error' }),
-  });
 }
 
 /** Runs `order-7` once to success (step, sleep, signal), then lets it pass its 30-day retention. */

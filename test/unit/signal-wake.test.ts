@@ -8,7 +8,6 @@
  * DynamoDB Local and the local SQS.
  */
 import { describe, expect, it } from 'vitest';
-import { SignalsService } from '../../shared/api/signals-service';
 import { SIGNAL_LOOK_MS } from '../../shared/core/due';
 import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';
@@ -16,7 +15,7 @@ import { runSupervisorOnce } from '../../shared/supervisor/run';
 import { FakeDueIndex } from '../support/due-index-fake';
 import { testConfig } from '../support/fakes';
 import { FakeScheduleStore } from '../support/scheduling-fakes';
-import { echoJob, harness, redelivery, T0 } from './worker-harness';
+import { echoJob, harness, redelivery, signalsOf, T0 } from './worker-harness';
 
 const MIN = 60_000;
 /** The supervisor's bound for a signal whose wake was lost: its look, 10 minutes on, and a pass. */
@@ -31,15 +30,7 @@ function world() {
   });
   const log = createLogger({ level: 'silent' });
   const config = testConfig(['echo']);
-  const api = new SignalsService({
-    config,
-    catalog: [],
-    store: h.store,
-    journal: h.journal,
-    queue: h.queue,
-    clock: h.clock,
-    log,
-  });
+  const api = signalsOf(h, log);
   const index = new FakeDueIndex(h.store, h.journal);
   const schedules = new FakeScheduleStore();
   const supervise = () =>

@@ -1,5 +1,7 @@
 /** Shared set-up for the worker tests: a worker on in-memory ports, a manual clock and captured logs. */
+
 import { z } from 'zod';
+import { SignalsService } from '../../shared/api/signals-service';
 import { ManualClock } from '../../shared/core/clock';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
@@ -144,5 +146,18 @@ export function meteredStore(store: JobStore, meter: CostMeter): JobStore {
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
+  });
+}
+
+/** The signals API (`POST /jobs/{id}/signals/{name}`) over a harness's fakes, for the `echo` type. */
+export function signalsOf(h: ReturnType<typeof harness>, log = createLogger({ level: 'error' })): SignalsService {
+  return new SignalsService({
+    config: testConfig(['echo']),
+    catalog: [],
+    store: h.store,
+    journal: h.journal,
+    queue: h.queue,
+    clock: h.clock,
+    log,
   });
 }

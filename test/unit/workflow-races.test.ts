@@ -4,12 +4,9 @@
  * dispatchBy, and two waits at once.
  */
 import { describe, expect, it } from 'vitest';
-import { SignalsService } from '../../shared/api/signals-service';
 import { incarnationOf } from '../../shared/core/table';
-import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { testConfig } from '../support/fakes';
-import { echoJob, harness, redelivery, T0 } from './worker-harness';
+import { echoJob, harness, redelivery, signalsOf, T0 } from './worker-harness';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -185,15 +182,7 @@ describe('POST /jobs/{id}/signals/{name} when the message of the job it woke can
     const h = harness({ run: async (_p, ctx) => ({ got: await ctx.waitForSignal('paid', { timeout: '1d' }) }) });
     h.store.seed(echoJob('sg-503'));
     await h.worker(redelivery('sg-503'));
-    const service = new SignalsService({
-      config: testConfig(['echo']),
-      catalog: [],
-      store: h.store,
-      journal: h.journal,
-      queue: h.queue,
-      clock: h.clock,
-      log: createLogger({ level: 'error' }),
-    });
+    const service = signalsOf(h);
     h.queue.failNext('send', new Error('SQS unavailable'));
     await expect(service.send('sg-503', 'paid', { payload: 1 })).rejects.toMatchObject({
       name: 'DependencyError',

@@ -7,14 +7,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SignalsService } from '../../shared/api/signals-service';
+import type { SignalsService } from '../../shared/api/signals-service';
 import { defineJobType } from '../../shared/core/job-type';
 import { inboxKey, type JournalRecord, journalKey } from '../../shared/core/journal';
 import { incarnationOf } from '../../shared/core/table';
-import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { testConfig } from '../support/fakes';
-import { echoJob, harness, redelivery } from './worker-harness';
+import { echoJob, harness, redelivery, signalsOf } from './worker-harness';
 
 const HOUR = 3_600_000;
 
@@ -28,15 +26,7 @@ const spec = defineJobType({
 
 function setup(run: (payload: unknown, ctx: JobContext) => Promise<unknown>) {
   const h = harness({ spec, run });
-  const signals = new SignalsService({
-    config: testConfig(['echo']),
-    catalog: [],
-    store: h.store,
-    journal: h.journal,
-    queue: h.queue,
-    clock: h.clock,
-    log: createLogger({ level: 'error' }),
-  });
+  const signals = signalsOf(h);
   /** Runs `around(record)` in place of the journal's record of the wait's timeout, once. */
   const aroundTimeout = (around: (record: () => Promise<unknown>) => Promise<unknown>) => {
     const record = h.journal.record.bind(h.journal);
