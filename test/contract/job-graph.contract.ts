@@ -145,35 +145,12 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       const parent = await put(leg, { state: 'running' });
       const added = await leg.graph.addChild({ parent: parent.id });
       const entry: ChildEntry = { child: 'mine', policy: 'ignore', index: 1, parents: 2 };
-      expect(
-        await leg.graph.fillSlot({
-          parent: parent.id,
-          incarnation: INC0(),
-          slot: added.slot ?? 0,
-          entry,
-          expiresAt: TTL,
-        }),
-      ).toBe(true);
-      expect(
-        await leg.graph.fillSlot({
-          parent: parent.id,
-          incarnation: INC0(),
-          slot: added.slot ?? 0,
-          entry,
-          expiresAt: TTL,
-        }),
-      ).toBe(true);
+      const fill = (e: ChildEntry) =>
+        leg.graph.fillSlot({ parent: parent.id, incarnation: INC0(), slot: added.slot ?? 0, entry: e, expiresAt: TTL });
+      expect(await fill(entry)).toBe(true);
+      expect(await fill(entry)).toBe(true);
       // another child's entry, or the same child at another index, is still refused
-      const other = { ...entry, index: 0 };
-      expect(
-        await leg.graph.fillSlot({
-          parent: parent.id,
-          incarnation: INC0(),
-          slot: added.slot ?? 0,
-          entry: other,
-          expiresAt: TTL,
-        }),
-      ).toBe(false);
+      expect(await fill({ ...entry, index: 0 })).toBe(false);
       expect(await leg.graph.children({ parent: parent.id, incarnation: INC0(), count: 1 })).toEqual([entry]);
     });
 
