@@ -9,7 +9,7 @@
  *
  * Options (defaults in DEFAULT_SYSTEM_CHAOS): --jobs --seed --types --runners --concurrency
  * --lease-ms --timeout-ms --schedules --horizon-hours --client-timeout-ms --kill-rate
- * --dup-rate --control-rate --deadline-ms --json FILE (the whole report, with every story)
+ * --dup-rate --control-rate --workflows --deadline-ms --json FILE (the whole report, with every story)
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -34,6 +34,7 @@ if (process.argv.includes('--worker-only')) {
       'kill-rate': { type: 'string' },
       'dup-rate': { type: 'string' },
       'control-rate': { type: 'string' },
+      workflows: { type: 'string' },
       'deadline-ms': { type: 'string' },
       json: { type: 'string' },
     },
@@ -61,6 +62,7 @@ if (process.argv.includes('--worker-only')) {
       killRate: num('kill-rate'),
       duplicateRate: num('dup-rate'),
       controlRate: num('control-rate'),
+      workflows: num('workflows'),
       deadlineMs: num('deadline-ms'),
     }).filter(([, v]) => v !== undefined),
   );

@@ -17,8 +17,10 @@
  * clock forward, lets the Scheduler stand-in fire and the supervisors repair, and resumes.
  * SQS delays and visibility stay real time: messages hidden for hours must be recovered by the
  * supervisor. Beside the plain job types run flow-controlled ones (system-flow.ts): a concurrency
- * limit, singletons of every mode sharing one scope, a throttle, a rate limit and a debounce.
- * See system-checks.ts for the invariants.
+ * limit, singletons of every mode sharing one scope, a throttle, a rate limit and a debounce; and
+ * workflows (system-workflows.ts): steps, sleeps, signals sent before, during, in the last second
+ * of and after a wait, API calls killed between two of their writes, and, once the driven clock
+ * is past their retention, their ids reused by new jobs. See system-checks.ts for the invariants.
  */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
@@ -35,6 +37,16 @@ import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } f
 import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE, singletonLines } from './system-flow';
 import { SystemObserver } from './system-observer';
 import { DIAMOND_JOBS, type PlannedJob, planDiamonds, planSystem } from './system-plan';
+import {
+  type CycleRecord,
+  checkWorkflows,
+  type PlannedWorkflow,
+  planReuse,
+  planWorkflows,
+  WORKFLOW_KINDS,
+  WorkflowActors,
+  WorkflowRecords,
+} from './system-workflows';
 import { startWorld, type World } from './system-world';
 
 export interface SystemChaosOptions {
@@ -110,6 +122,12 @@ export interface SystemChaosOptions {
   flowShare: number;
   /** Share of the jobs created in flows (`POST /flows`): diamonds A → (B, C) → D of a plain type. @default 0.02 */
   dagShare: number;
+  /**
+   * Workflow units (system-workflows.ts: steps, sleeps, signals at every moment of a wait, API
+   * calls killed between their writes, ids reused after retention); 0 for none.
+   * @default 1.5 % of `jobs`, at least 2 of each kind (24)
+   */
+  workflows?: number;
   dynamodbEndpoint?: string;
   progress?: (line: string) => void;
 }
@@ -125,6 +143,13 @@ const HELD_TIMEOUT_MS = 45_000;
 const CLOSING_RESERVE_MS = 60_000;
 /** Real time one cycle of jump, fire, supervise and settle takes at most on a busy machine. */
 const ONE_CYCLE_RESERVE_MS = 30_000;
+/** Real time kept for the workflows' second round: the jump past retention, and its real-time phase. */
+const REUSE_RESERVE_MS = 60_000;
+/**
+ * Days a finished job is kept in a run with workflows: the least allowed, so that their ids can be
+ * reused once the driven clock is a day past their end.
+ */
+const RETENTION_DAYS = 1;
 
 export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   jobs: 10_000,
@@ -373,6 +398,10 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     seeded(seed ^ 0xda6),
   );
   const plan = { jobs: [...interleave(plain.jobs, flowPlan.jobs), ...diamonds], schedules: plain.schedules };
+  const workflowUnits = options.workflows ?? Math.max(2 * WORKFLOW_KINDS, Math.round(options.jobs * 0.015));
+  const round1 = planWorkflows(workflowUnits, seeded(seed ^ 0x3f1));
+  let round2: PlannedWorkflow[] = [];
+  const workflowRecords = new WorkflowRecords();
   const singletonKeys = flowed.find((f) => f.flow.singleton)?.keys ?? 0;
   const slotScopes = [
     ...(limitedType ? [{ scope: `${limitedType}#0`, keys: flowKeys }] : []),
@@ -439,9 +468,15 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         ...(flowOf.has(type) ? { flow: flowOf.get(type) } : {}),
       }),
     );
+    if (round1.length > 0) {
+      // the handlers run once the world is up: its driven clock, unskewed
+      const driven = { now: () => world?.driven.now() ?? Date.now() };
+      defs.push(workflowRecords.definition(tracker, driven, Math.max(options.timeoutMs, 10_000)));
+    }
     world = await startWorld({
       options: {
         seed,
+        ...(round1.length > 0 ? { retentionDays: RETENTION_DAYS } : {}),
         runnersPerQueue: options.runnersPerQueue,
         maxConcurrency: options.maxConcurrency,
         batchSize: options.batchSize,
@@ -479,9 +514,12 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       enqueueTries: 8,
       tracker,
     });
+    const workflows = new WorkflowActors(w.platform.url, workflowRecords, apiFaults, w.driven, seeded(seed ^ 0x3f2), {
+      clientTimeoutMs: options.clientTimeoutMs,
+    });
     await actors.createSchedules(plan.schedules);
     const produceStarted = Date.now();
-    await actors.produce(plan.jobs);
+    await Promise.all([actors.produce(plan.jobs), workflows.produce(round1)]);
     const produceMs = Date.now() - produceStarted;
     progress(
       `system chaos: enqueued in ${(produceMs / 1000).toFixed(1)} s: ${actors.stats.acknowledged} acknowledged, ${actors.stats.notAcknowledged} not; ${actors.stats.enqueueRetries} retries`,
@@ -516,7 +554,12 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         await sleep(500);
         const running = [...tracker.jobs.values()].reduce((n, t) => n + t.running, 0);
         const queues = w.queueState(options.soonMs);
-        const idle = running === 0 && actors.busy === 0 && w.fireStats.pending === 0 && queues.visible === 0;
+        const idle =
+          running === 0 &&
+          actors.busy === 0 &&
+          workflows.busy === 0 &&
+          w.fireStats.pending === 0 &&
+          queues.visible === 0;
         if (!idle) quietSince = Date.now();
         if (Date.now() - lastProgress > 15_000) {
           lastProgress = Date.now();
@@ -571,6 +614,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       }
     };
     const phaseMs = { quiesce: 0, fire: 0, supervise: 0, settle: 0 };
+    const cycleLog: CycleRecord[] = [];
     const cycle = async (stepMs: number) => {
       let t = Date.now();
       const lap = (key: keyof typeof phaseMs) => {
@@ -579,7 +623,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       };
       await quiesce();
       lap('quiesce');
-      w.driven.jump(stepMs);
+      const from = w.driven.now();
+      const to = w.driven.jump(stepMs);
       await w.aws.scheduler.fireDue();
       lap('fire');
       w.startRunners();
@@ -589,6 +634,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       w.startSupervisors();
       await settle(`after jump to +${((w.driven.now() - t0Driven) / 3600_000).toFixed(2)} h`);
       lap('settle');
+      cycleLog.push({ from, to, settledAt: w.driven.now() });
     };
     let cycles = 0;
     const horizonEnd = t0Driven + options.horizonMs;
@@ -603,7 +649,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       // Short of real time (a slow or busy machine), the next cycle is the last and jumps
       // straight past the horizon: stopping short would leave the work due late in the run
       // (backoffs beyond 12 h) never exercised.
-      const last = cycles >= 59 || Date.now() > deadline - CLOSING_RESERVE_MS - ONE_CYCLE_RESERVE_MS;
+      const reserve = CLOSING_RESERVE_MS + ONE_CYCLE_RESERVE_MS + (round1.length > 0 ? REUSE_RESERVE_MS : 0);
+      const last = cycles >= 59 || Date.now() > deadline - reserve;
       const nextDue = Math.min(...open.map((j) => Date.parse(j.runAt)).filter((t) => t > now), horizonEnd);
       const step = last
         ? horizonEnd - now + 60_000
@@ -614,6 +661,33 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         `system chaos: cycle ${cycles} at +${((w.driven.now() - t0Driven) / 3600_000).toFixed(2)} h after ${Math.round((Date.now() - started) / 1000)} s: ${openCount()} acknowledged jobs open ${JSON.stringify(stateCounts())}; real ms so far ${JSON.stringify(phaseMs)}; supervisor ${JSON.stringify(w.supervisorStats)}`,
       );
     }
+    // ---- the workflows' ids reused once their first jobs are past retention ----------------------
+    let storedBeforeReuse = stored;
+    if (round1.length > 0 && !timedOut) {
+      // only ids whose first job ended (one that did not is a violation of its own), and a child
+      // only with its new parent
+      const ended = (id: string) => {
+        const job = stored.get(id);
+        return job !== undefined && isTerminal(job.state) && job.finishedAt !== undefined;
+      };
+      const reusable = planReuse(round1, seeded(seed ^ 0x3f3)).filter((j) => ended(j.id));
+      round2 = reusable.filter((j) =>
+        Object.keys(j.payload.parents ?? {}).every((p) => reusable.some((r) => r.id === p)),
+      );
+      const lastEnd = Math.max(0, ...round2.map((j) => Date.parse(stored.get(j.id)?.finishedAt ?? '')));
+      const reuseAt = lastEnd + RETENTION_DAYS * 86_400_000 + 3600_000;
+      if (reuseAt > w.driven.now()) {
+        await cycle(reuseAt - w.driven.now());
+        cycles += 1;
+      }
+      storedBeforeReuse = stored;
+      await workflows.produce(round2);
+      await settle('ids reused');
+      progress(
+        `system chaos: ${round2.length} workflow ids reused at +${((w.driven.now() - t0Driven) / 3600_000).toFixed(2)} h after ${Math.round((Date.now() - started) / 1000)} s: ${JSON.stringify(workflows.stats)}`,
+      );
+    }
+
     // Two short jumps (past the supervisor's grace) so that every slot up to here is handled;
     // the last without Scheduler faults, nor faults of the supervisors' calls: a repair that a
     // fault deferred past the run's end would leave work overdue that the system does repair.
@@ -648,7 +722,22 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const slots = await slotsAtEnd(w, slotScopes);
     const steps = await w.scanSteps();
     const stepFigures = stepsExercised(plan.jobs, tracker, steps);
+    const workflowCheck =
+      round1.length > 0
+        ? checkWorkflows({
+            planned: [...round1, ...round2],
+            records: workflowRecords,
+            actors: workflows,
+            stored,
+            storedBeforeReuse,
+            cycles: cycleLog,
+            maxSkewMs: options.maxSkewMs,
+            supervisorIntervalMs: options.supervisorIntervalMs,
+            finalNow,
+          })
+        : undefined;
     const result = checkInvariants({
+      ...(workflowCheck ? { workflows: workflowCheck } : {}),
       jobs: plan.jobs,
       schedules: actors.schedules,
       stored,
@@ -743,6 +832,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       workerSkewSpreadMs: Math.max(...w.skews.workers) - Math.min(...w.skews.workers),
       ...(limitedType ? { concurrencyWaits: slots.tickets[`${limitedType}#0`] ?? 0 } : {}),
       ...(flowJobs > 0 ? flowExercised(stored, observer, slots.tickets[`@${SINGLETON_SCOPE}`] ?? 0) : {}),
+      ...workflowCheck?.exercised,
     };
     const finalStates: Record<string, number> = {};
     for (const id of observer.acks.keys()) {
@@ -757,6 +847,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       legitimatelyPendingAtEnd: result.pendingAtEnd,
       handlerExecutions: executions.length,
       actors: actors.stats,
+      ...(round1.length > 0 ? { workflows: { ...workflows.stats, round1: round1.length, round2: round2.length } } : {}),
+      apiCallsKilled: apiFaults.hung,
       apiFaults: apiKinds,
       workerFaults: workerKinds,
       supervisorFaults: byKind(supervisorFaults),

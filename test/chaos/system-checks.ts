@@ -16,6 +16,7 @@ import type { ProbeTracker } from '../support/probes';
 import type { PacedType } from './system-flow';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
+import { WORKFLOW_TYPE, type WorkflowCheck, type WorkflowInvariant } from './system-workflows';
 
 /** The invariants, in the order they are printed. */
 export const INVARIANTS = [
@@ -32,6 +33,9 @@ export const INVARIANTS = [
   '11 no job skipped by flow control ran; every debounced job leads to its run',
   '12 no step body runs again once a run of it completed; every run gets the recorded result',
   '13 a child starts only after its parents ended, and as its edge policies say',
+  '14 no job reads an entry written by another incarnation of its id',
+  '15 every signal accepted with 2xx is returned by its wait, or was answered late',
+  '16 every waiting job resumes within its stated bound, and every workflow written ends',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -83,6 +87,8 @@ export interface CheckInput {
   debounced?: readonly string[];
   /** The recorded step results at the end, by job id and step name (`s<i>` → `{ by }`). */
   steps?: Map<string, Map<string, unknown>>;
+  /** The workflows' checks (system-workflows.ts), counted under invariants 13 to 16. */
+  workflows?: WorkflowCheck;
 }
 
 export interface CheckResult {
@@ -167,10 +173,13 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const bySeries = new Map<number, number[]>();
     for (const s of starts) bySeries.set(s.series, [...(bySeries.get(s.series) ?? []), s.attempt]);
     const hooks = observer.failureHooks.get(id) ?? [];
+    // a workflow's resume runs its attempt again (a wait gives the attempt back), and its id may
+    // have been reused (a new job, with attempts of its own): count its attempts, not its starts
+    const workflow = job?.type === WORKFLOW_TYPE;
     for (const [series, attempts] of bySeries) {
       counts[INVARIANTS[3]].checked += 1;
       const highest = Math.max(...attempts);
-      if (highest > max || attempts.length > max) {
+      if (highest > max || (workflow ? new Set(attempts).size : attempts.length) > max) {
         violate(
           INVARIANTS[3],
           id,
@@ -448,6 +457,19 @@ export function checkInvariants(input: CheckInput): CheckResult {
                 ? `still waits for ${child.pendingParents} parent(s), though all ended`
                 : undefined;
     if (problem) violate(INVARIANTS[12], job.id, problem);
+  }
+
+  // 13 to 16 for the workflows (system-workflows.ts checks them; their numbers are here).
+  if (input.workflows) {
+    const number: Record<WorkflowInvariant, Invariant> = {
+      parents: INVARIANTS[12],
+      identity: INVARIANTS[13],
+      signals: INVARIANTS[14],
+      resume: INVARIANTS[15],
+    };
+    for (const [name, n] of Object.entries(input.workflows.checked))
+      counts[number[name as WorkflowInvariant]].checked += n;
+    for (const v of input.workflows.violations) violate(number[v.invariant], v.subject, v.detail);
   }
 
   return { counts, violations, pendingAtEnd };

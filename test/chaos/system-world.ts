@@ -53,6 +53,8 @@ export interface WorldOptions {
   fireDuplicateRate: number;
   /** Real-time pause between two passes of each supervisor. */
   supervisorIntervalMs: number;
+  /** Days a finished job is kept, so that a run can reuse ids after it on the driven clock. @default 30 */
+  retentionDays?: number;
   /** Overrides of the supervisors' options (e.g. `maxMinutesPerRun`). */
   supervisorOptions?: Partial<SupervisorOptions>;
   dynamodbEndpoint?: string;
@@ -238,6 +240,7 @@ export async function startWorld(input: {
       visibilityTimeoutSeconds: options.visibilitySeconds,
       runWorkers: false,
       logger,
+      ...(options.retentionDays ? { retentionDays: options.retentionDays } : {}),
     });
   } catch (error) {
     inspect.destroy();

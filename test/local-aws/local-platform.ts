@@ -51,6 +51,8 @@ export interface LocalPlatformOptions {
   runner?: { batchSize?: number; maxConcurrency?: number; waitTimeSeconds?: number };
   /** Receives before a message moves to its DLQ. @default MAX_RECEIVE_COUNT */
   maxReceiveCount?: number;
+  /** Days a finished job is kept (`ORRERY_RETENTION_DAYS`), passed to `deployLocal`. @default 30 */
+  retentionDays?: number;
   /**
    * Ready-queue visibility timeout (seconds), for every job type or per type (passed to
    * `deployLocal`). Short values let tests see abandoned messages come back quickly.
@@ -133,6 +135,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       };
     }),
     ...(options.maxReceiveCount ? { maxReceiveCount: options.maxReceiveCount } : {}),
+    ...(options.retentionDays ? { retentionDays: options.retentionDays } : {}),
   });
   const config = deployment.config;
   const clients = options.clients ?? createAwsClients(options.meter ? { cost: options.meter } : {});

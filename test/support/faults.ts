@@ -104,6 +104,12 @@ export interface ScriptedFault {
   phase: FaultPhase;
   /** HTTP attempts to fail; `Infinity` fails every attempt of the matched calls. @default 1 */
   times?: number;
+  /**
+   * The matched call never settles and is never sent: the process that made it died there (as
+   * a Lambda that is killed or times out mid-request), so nothing after it runs. Counted in
+   * {@link FaultInjector.hung}, not in `events` (`kind` and `phase` are then unused). @default false
+   */
+  hang?: boolean;
 }
 
 const NEVER = new Promise<never>(() => {});
@@ -177,6 +183,8 @@ export class FaultInjector {
   private readonly random: () => number;
   private readonly deadZones: DeadZones | undefined;
   private readonly scripted: (ScriptedFault & { left: number })[] = [];
+  /** Calls a scripted `hang` swallowed. */
+  hung = 0;
   private readonly escaping = new WeakSet<object>();
   private readonly decided = new WeakSet<object>();
   /** Receipt handle → job id, learned from ReceiveMessage outputs (for diagnosis). */
@@ -252,6 +260,10 @@ export class FaultInjector {
       }
     }
     const fault = this.decide(call, context as object);
+    if (fault?.hang) {
+      this.hung += 1;
+      return NEVER;
+    }
     if (fault) {
       this.events.push({ op: call.op, jobId: call.jobId, ...fault, attempt: attemptNo, at: Date.now() });
       if (fault.phase === 'after') {
@@ -281,11 +293,11 @@ export class FaultInjector {
   private decide(
     call: CallInfo,
     context: object,
-  ): { kind: FaultKind; phase: FaultPhase; escaping: boolean } | undefined {
+  ): { kind: FaultKind; phase: FaultPhase; escaping: boolean; hang?: true } | undefined {
     for (const s of this.scripted) {
       if (s.left > 0 && s.match(call)) {
         s.left -= 1;
-        return { kind: s.kind, phase: s.phase, escaping: false };
+        return { kind: s.kind, phase: s.phase, escaping: false, ...(s.hang ? { hang: true as const } : {}) };
       }
     }
     if (!this.enabled) return undefined;

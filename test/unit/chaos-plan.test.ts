@@ -25,6 +25,7 @@ import {
 import { seeded } from '../chaos/seeded';
 import { flowTypes, singletonLines } from '../chaos/system-flow';
 import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
+import { API_KILLS, planReuse, planWorkflows, WORKFLOW_KINDS } from '../chaos/system-workflows';
 import type { FaultEvent } from '../support/faults';
 import type { Execution } from '../support/probes';
 
@@ -315,5 +316,68 @@ describe('system chaos plan', () => {
   it('plans no controls at all with a control rate of 0', () => {
     const { jobs } = planSystem({ ...options, controlRate: 0 }, seeded(7));
     expect(jobs.filter((j) => j.control)).toEqual([]);
+  });
+});
+
+describe('system chaos workflows plan', () => {
+  const units = 2 * WORKFLOW_KINDS;
+
+  it('plans every signal timing and every API kill at least twice, for every seed', () => {
+    for (let seed = 0; seed < 500; seed++) {
+      const plan = planWorkflows(units, seeded(seed));
+      for (const timing of ['before', 'during', 'last-second', 'after'] as const) {
+        // a killed signal is sent during a wait too; these are the ones answered
+        expect(
+          plan.filter((j) => j.signal === timing && !j.kill).length,
+          `seed ${seed} ${timing}`,
+        ).toBeGreaterThanOrEqual(2);
+      }
+      for (const kill of API_KILLS) {
+        expect(plan.filter((j) => j.kill === kill).length, `seed ${seed} ${kill}`).toBeGreaterThanOrEqual(2);
+      }
+      expect(plan.filter((j) => j.flow?.replay === true && j.kill).length, `seed ${seed}`).toBeGreaterThanOrEqual(1);
+      expect(plan.filter((j) => j.flow?.replay === false && j.kill).length, `seed ${seed}`).toBeGreaterThanOrEqual(1);
+      expect(new Set(plan.map((j) => j.id)).size, `seed ${seed}: ids`).toBe(plan.length);
+      expect(new Set(plan.map((j) => j.token)).size, `seed ${seed}: tokens`).toBe(plan.length);
+    }
+  });
+
+  it('waits out a last-second wait inside the attempt, and sends an after signal to a job that lives on', () => {
+    const plan = planWorkflows(units, seeded(7));
+    for (const j of plan.filter((x) => x.signal === 'last-second')) expect(j.payload.waitMs).toBeLessThanOrEqual(1000);
+    for (const j of plan.filter((x) => x.signal === 'after')) {
+      expect(j.payload.waitMs).toBeLessThanOrEqual(1000);
+      expect(j.payload.afterMs).toBeGreaterThan(15 * 60_000);
+    }
+    // a child registers with a parent that has not ended
+    for (const j of plan.filter((x) => x.kill === 'enqueue-after-create')) {
+      const parent = plan.find((p) => p.id === Object.keys(j.payload.parents ?? {})[0]);
+      expect(parent?.payload.sleepMs).toBeGreaterThan(15 * 60_000);
+    }
+  });
+
+  it('reuses ids with new nonces, signals before, during and in the last second, and another parent for each child', () => {
+    for (let seed = 0; seed < 200; seed++) {
+      const round1 = planWorkflows(units, seeded(seed));
+      const round2 = planReuse(round1, seeded(seed + 1));
+      const first = new Map(round1.map((j) => [j.id, j]));
+      for (const j of round2) {
+        const old = first.get(j.id);
+        expect(old, `seed ${seed}: ${j.id} reused`).toBeDefined();
+        expect(j.payload.nonce).not.toBe(old?.payload.nonce);
+        expect(j.token).not.toBe(old?.token);
+      }
+      for (const timing of ['before', 'during', 'last-second'] as const) {
+        expect(round2.filter((j) => j.signal === timing).length, `seed ${seed} ${timing}`).toBeGreaterThanOrEqual(1);
+      }
+      const children = round2.filter((j) => j.via === 'child');
+      expect(children.length, `seed ${seed}`).toBeGreaterThanOrEqual(2);
+      for (const child of children) {
+        const before = Object.keys(first.get(child.id)?.payload.parents ?? {});
+        const now = Object.keys(child.payload.parents ?? {});
+        expect(now, `seed ${seed}: ${child.id}`).not.toEqual(before);
+        expect(round2.some((p) => p.id === now[0])).toBe(true);
+      }
+    }
   });
 });
