@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DeployedApp } from '../deployed/deploy';
-import { type IamProofInput, iamFailures, iamRequestsOf, proveIam } from '../deployed/iam-proof';
+import { type IamProofInput, iamFailures, iamRequestsOf, proveIam, renderIamReport } from '../deployed/iam-proof';
 import { type AwsCallRecord, describeCall, type Principal } from '../deployed/recording-proxy';
 
 const ACCOUNT = '123456789012';
@@ -408,6 +408,9 @@ describe('dynamodb:LeadingKeys: the partition key values a DynamoDB request name
     ]);
     expect(proof.grants.find((g) => g.action === 'dynamodb:Query')?.uses).toBe(1);
     expect(proof.calls.leadingKeys).toEqual({ 'dynamodb:Query': 2 });
+    expect(renderIamReport(proof, { writtenAt: 'now', calls: 2 })).toContain(
+      'DynamoDB requests evaluated with `dynamodb:LeadingKeys` (the partition key values they name): dynamodb:Query 2.',
+    );
   });
 
   it("reads a Query's partition key from its key condition: names, a sort key condition, an index's key", () => {
