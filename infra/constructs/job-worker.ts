@@ -79,7 +79,8 @@ export class JobWorker extends Construct {
       new PolicyStatement({ actions: WORKER_TABLE_ACTIONS, resources: [props.jobTable.table.tableArn] }),
     );
     // A resumed workflow loads its journal with one Query (docs/data-model.md, "Journal items"):
-    // only journal partitions (`job#<id>#<incarnation>#journal`), no index.
+    // only journal partitions (`job#<id>#<incarnation>#journal`), no index. The deployed run's
+    // IAM proof evaluates that Query with its partition key (test/deployed/workflow-resume.test.ts).
     this.handler.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:Query'],

@@ -122,12 +122,6 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
       "goes to a waiting job; the suite's dependsOn tests do both, a run without them would not.",
     fate: 'kept (not in the suite)',
   },
-  'worker dynamodb:Query table': {
-    verdict:
-      "Loads a resumed workflow's journal (DynamoJournal.load), limited to journal partitions by a LeadingKeys " +
-      'condition; only a run whose workflows replay recorded steps calls it.',
-    fate: 'kept (not in the suite)',
-  },
   'worker dynamodb:GetItem table': {
     verdict:
       "Reads outside the claim (a step's journal entry, a flow slot, a pace or debounce item, a job after a lost " +

@@ -13,7 +13,27 @@
  *
  * Request context: `aws:SecureTransport` = true (the functions call AWS over HTTPS; the queues'
  * enforce-SSL policies deny anything else), `aws:PrincipalArn` (the role), `aws:PrincipalAccount`,
- * `aws:RequestedRegion`, and `iam:PassedToService` for the role a schedule is given.
+ * `aws:RequestedRegion`, `iam:PassedToService` for the role a schedule is given, and
+ * `dynamodb:LeadingKeys` for a DynamoDB request on items (below).
+ *
+ * `dynamodb:LeadingKeys` is the partition key of the items a request names, a multivalued key
+ * (DynamoDB Developer Guide, "Using IAM policy conditions for fine-grained access control",
+ * table "Specifying conditions: Using condition keys",
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html#FGAC_DDB.ConditionKeys:
+ * it stands for the table's first key attribute, the partition key; it is plural even for a
+ * single-item action, and a condition on it takes `ForAllValues`). A `ForAllValues:` condition
+ * holds when the key is absent, so without it a grant limited to some partitions would allow a
+ * request on any. Each request carries the partition key values it names: a Query's, from the
+ * equality on the partition key in its key condition; GetItem, PutItem, UpdateItem, DeleteItem
+ * the key's (or item's) `pk`; BatchGetItem / BatchWriteItem each key of the items on that table;
+ * a transaction's item its own. The recording proxy reads them from the request
+ * (recording-proxy.ts); a call of those actions whose partition key was not recorded is not
+ * evaluated (it fails the run) rather than allowed for want of the key. Scan names no partition
+ * and the Service Authorization Reference lists no LeadingKeys for it. A Query on an index
+ * carries the index's partition key value (the only one it names; the guide defines the key for
+ * tables, and no policy of ours conditions an index query on it). The simulator takes the values
+ * as an array (`Record<string, string | string[]>`; `ArrayOfString` keys such as this one are
+ * evaluated value by value under `ForAllValues` / `ForAnyValue`).
  *
  * How an API call maps to the IAM actions AWS authorizes (sources):
  * - DynamoDB BatchGetItem / BatchWriteItem: `dynamodb:BatchGetItem` / `dynamodb:BatchWriteItem`
@@ -57,8 +77,8 @@ export type RoleKind = 'api' | 'worker' | 'supervisor' | 'function';
 export interface IamRequest {
   action: string;
   resource: string;
-  /** Context keys beyond the ones every request carries. */
-  context?: Record<string, string>;
+  /** Context keys beyond the ones every request carries (a multivalued key as an array). */
+  context?: Record<string, string | string[]>;
   /** What part of the call this is (a transaction's item, the role a schedule is given). */
   part?: string;
 }
@@ -96,7 +116,7 @@ export interface IamDenial {
   call: string;
   action: string;
   resource: string;
-  context: Record<string, string>;
+  context: Record<string, string | string[]>;
   result: string;
   /** What would allow it, or why it could not be evaluated. */
   missing: string;
@@ -106,7 +126,14 @@ export interface IamDenial {
 export interface IamProof {
   simulator: string;
   /** Calls by each kind of principal. */
-  calls: { evaluated: number; requests: number; distinctRequests: number; notEvaluated: Record<string, number> };
+  calls: {
+    evaluated: number;
+    requests: number;
+    distinctRequests: number;
+    notEvaluated: Record<string, number>;
+    /** DynamoDB requests evaluated with `dynamodb:LeadingKeys`, by IAM action. */
+    leadingKeys: Record<string, number>;
+  };
   /** SQS requests on a queue, and how many had a queue policy to evaluate with. */
   queuePolicies: { requests: number; withPolicy: number; policies: number; queuesWithout: string[] };
   roles: { roleArn: string; kind: RoleKind; functionId: string; type?: string; calls: number }[];
@@ -156,6 +183,18 @@ const WILDCARD_ONLY = new Set([
 ]);
 /** DynamoDB actions that take an index ARN; the other item actions authorize on the table. */
 const DYNAMODB_INDEX_ACTIONS = new Set(['dynamodb:Query', 'dynamodb:Scan']);
+const LEADING_KEYS = 'dynamodb:LeadingKeys';
+/** DynamoDB calls AWS authorizes with the partition keys they name (besides transactions, per item). */
+const DYNAMODB_KEYED = new Set(['Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem']);
+const DYNAMODB_BATCH = new Set(['BatchGetItem', 'BatchWriteItem']);
+
+/** A batch's or a transaction's item, as the recording proxy writes it down. */
+interface RecordedOperation {
+  operation: string;
+  table: string;
+  /** The item's partition key value. */
+  leadingKey?: string;
+}
 
 /**
  * The IAM requests AWS authorizes for one recorded call, or why it cannot tell.
@@ -176,22 +215,45 @@ export function iamRequestsOf(
       : on.map((resource) => ({ action: iamAction, resource }));
 
   if (service === 'dynamodb') {
+    const operations = (context.operations ?? []) as RecordedOperation[];
     if (action === 'TransactWriteItems' || action === 'TransactGetItems') {
-      const operations = (context.operations ?? []) as { operation: string; table: string }[];
       if (operations.length === 0) return { unmapped: `${action} without its items recorded` };
       const requests: IamRequest[] = [];
-      for (const [i, { operation, table }] of operations.entries()) {
+      for (const [i, { operation, table, leadingKey }] of operations.entries()) {
         const item = TRANSACT_ITEM[operation];
         if (!item) return { unmapped: `${action} item ${i} is a ${operation}` };
+        if (leadingKey === undefined) return { unmapped: `${action} item ${i + 1} without its partition key recorded` };
         requests.push({
           action: `dynamodb:${item}`,
           resource: `arn:aws:dynamodb:${call.region}:${account}:table/${table}`,
+          context: { [LEADING_KEYS]: [leadingKey] },
           part: `item ${i + 1} (${operation})`,
         });
       }
       return requests;
     }
-    // BatchGetItem and BatchWriteItem are actions of their own, on each table of the request.
+    // BatchGetItem and BatchWriteItem are actions of their own, on each table of the request,
+    // with the partition keys of that table's items.
+    if (DYNAMODB_BATCH.has(action)) {
+      const requests: IamRequest[] = [];
+      for (const request of each(`dynamodb:${action}`)) {
+        const table = request.resource.slice(request.resource.indexOf(':table/') + ':table/'.length);
+        const items = operations.filter((o) => o.table === table);
+        const keys = [...new Set(items.flatMap((o) => (o.leadingKey === undefined ? [] : [o.leadingKey])))];
+        if (items.length === 0 || keys.length === 0 || items.some((o) => o.leadingKey === undefined)) {
+          return { unmapped: `${action} on ${table} without the partition keys of its items recorded` };
+        }
+        requests.push({ ...request, context: { [LEADING_KEYS]: keys } });
+      }
+      return requests;
+    }
+    if (DYNAMODB_KEYED.has(action)) {
+      const keys = context.leadingKeys;
+      if (!Array.isArray(keys) || keys.length === 0 || !keys.every((k) => typeof k === 'string')) {
+        return { unmapped: `${action} without its partition key recorded` };
+      }
+      return each(`dynamodb:${action}`).map((request) => ({ ...request, context: { [LEADING_KEYS]: keys } }));
+    }
     return each(`dynamodb:${action}`);
   }
   if (service === 'sqs') {
@@ -386,6 +448,7 @@ export async function proveIam(input: IamProofInput): Promise<IamProof> {
     denied.set(key, entry);
   };
   const cache = new Map<string, Promise<Outcome>>();
+  const leadingKeys: Record<string, number> = {};
   let evaluated = 0;
   let requestCount = 0;
   let sqsQueueRequests = 0;
@@ -435,7 +498,8 @@ export async function proveIam(input: IamProofInput): Promise<IamProof> {
     }
     for (const request of requests) {
       requestCount += 1;
-      const context: Record<string, string> = {
+      if (request.context?.[LEADING_KEYS]) leadingKeys[request.action] = (leadingKeys[request.action] ?? 0) + 1;
+      const context: Record<string, string | string[]> = {
         'aws:SecureTransport': 'true',
         'aws:PrincipalArn': role.roleArn,
         'aws:PrincipalAccount': account,
@@ -525,7 +589,7 @@ export async function proveIam(input: IamProofInput): Promise<IamProof> {
 
   return {
     simulator: input.simulator ?? '@cloud-copilot/iam-simulate',
-    calls: { evaluated, requests: requestCount, distinctRequests: cache.size, notEvaluated },
+    calls: { evaluated, requests: requestCount, distinctRequests: cache.size, notEvaluated, leadingKeys },
     queuePolicies: {
       requests: sqsQueueRequests,
       withPolicy: sqsWithPolicy,
@@ -553,7 +617,7 @@ async function evaluate(
   role: RoleInfo,
   principal: string,
   request: IamRequest,
-  context: Record<string, string>,
+  context: Record<string, string | string[]>,
   resourcePolicy: PolicyDocument | undefined,
   account: string,
 ): Promise<Outcome> {
@@ -642,6 +706,13 @@ export function renderIamReport(proof: IamProof, run: { writtenAt: string; calls
       `${proof.queuePolicies.queuesWithout.length > 0 ? ` (none for ${proof.queuePolicies.queuesWithout.join(', ')})` : ''}.`,
     '',
   );
+  const keyed = Object.entries(proof.calls.leadingKeys).sort(([a], [b]) => a.localeCompare(b));
+  lines.push(
+    `DynamoDB requests evaluated with \`dynamodb:LeadingKeys\` (the partition key values they name): ${
+      keyed.length > 0 ? keyed.map(([action, n]) => `${action} ${n}`).join(', ') : 'none'
+    }.`,
+    '',
+  );
   lines.push(`**Result: ${failed.length === 0 ? 'proven' : `${failed.length} failure(s)`}.**`, '');
 
   lines.push('## Denied calls', '');
@@ -715,8 +786,9 @@ export function renderIamReport(proof: IamProof, run: { writtenAt: string; calls
               .sort()
               .join(', ')})`
           : '';
+      const condition = grant.condition ? ` when ${JSON.stringify(grant.condition)}` : '';
       lines.push(
-        `| ${cell(role.type ?? role.functionId)} | ${role.kind} | ${grant.action} | ${cell(grant.label)}${cell(matched)} | ${grant.uses} | ${cell(grant.uses > 0 ? 'used' : (grant.verdict?.text ?? '**no justification**'))} |`,
+        `| ${cell(role.type ?? role.functionId)} | ${role.kind} | ${grant.action} | ${cell(grant.label)}${cell(matched)}${cell(condition)} | ${grant.uses} | ${cell(grant.uses > 0 ? 'used' : (grant.verdict?.text ?? '**no justification**'))} |`,
       );
     }
   }
@@ -762,7 +834,12 @@ export function summariseIamProof(proof: IamProof): string {
   );
   return [
     `IAM: ${proof.calls.evaluated} function calls → ${proof.calls.requests} IAM requests (${proof.calls.distinctRequests} distinct), ` +
-      `${proof.denied.reduce((n, d) => n + d.count, 0)} denied; ` +
+      `${proof.denied.reduce((n, d) => n + d.count, 0)} denied` +
+      ` (with dynamodb:LeadingKeys: ${
+        Object.entries(proof.calls.leadingKeys)
+          .map(([action, n]) => `${action.replace('dynamodb:', '')} ${n}`)
+          .join(', ') || 'none'
+      }); ` +
       `${proof.grants.filter((g) => g.uses > 0).length} of ${proof.grants.length} policy lines used, ` +
       `${unused.filter((g) => g.verdict?.source === 'same-kind').length} used only by another type's worker, ` +
       `${unused.filter((g) => g.verdict?.source === 'justification').length} justified (${justified.length} kinds of line), ` +

@@ -10,6 +10,7 @@
  * serialise conditional writes to one item, DynamoDB does); the rest go to moto directly.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { JOB_TABLE } from '../../shared/core/table';
 import { listenOnLoopback } from '../local-aws/loopback';
 
 /** Who a set of credentials belongs to. */
@@ -36,7 +37,11 @@ export interface AwsCallRecord {
   action: string;
   /** ARNs of the resources the call names (table, index, queue, schedule, group). */
   resources: string[];
-  /** What else an IAM evaluation may need (`iam:PassRole` candidates, batch/transaction items). */
+  /**
+   * What else an IAM evaluation may need: `iam:PassRole` candidates, batch/transaction items
+   * (`operations`, each with its partition key value `leadingKey`), and a DynamoDB call's
+   * partition key values (`leadingKeys`: a Query's, an item action's).
+   */
   context?: Record<string, unknown>;
   status: number;
   /** The AWS error code of a 4xx/5xx answer, when the body names one. */
@@ -244,20 +249,36 @@ export function describeCall(input: CallInput): {
       resources.add(arn('dynamodb', `table/${name}${typeof index === 'string' ? `/index/${index}` : ''}`));
     };
     table(json.TableName, json.IndexName);
-    const operations: { operation: string; table: string }[] = [];
+    // The partition key values the request names (IAM's dynamodb:LeadingKeys): per item of a
+    // batch or a transaction, else for the whole call.
+    const operations: { operation: string; table: string; leadingKey?: string }[] = [];
+    const operation = (name: string, tableName: string, item: unknown) => {
+      const leadingKey = partitionValue(item);
+      operations.push({ operation: name, table: tableName, ...(leadingKey !== undefined ? { leadingKey } : {}) });
+    };
     for (const [name, items] of Object.entries((json.RequestItems ?? {}) as Record<string, unknown>)) {
       table(name);
       if (Array.isArray(items)) {
-        for (const item of items) operations.push({ operation: Object.keys(item as object)[0] ?? '?', table: name });
-      } else operations.push({ operation: 'Get', table: name });
+        for (const item of items as Record<string, { Item?: unknown; Key?: unknown }>[]) {
+          const [kind, request] = Object.entries(item)[0] ?? ['?', {}];
+          operation(kind, name, request.Item ?? request.Key);
+        }
+      } else {
+        for (const key of ((items as { Keys?: unknown[] }).Keys ?? []) as unknown[]) operation('Get', name, key);
+      }
     }
-    for (const item of (json.TransactItems ?? []) as Record<string, { TableName?: string }>[]) {
-      for (const [operation, detail] of Object.entries(item)) {
+    for (const item of (json.TransactItems ?? []) as Record<
+      string,
+      { TableName?: string; Item?: unknown; Key?: unknown }
+    >[]) {
+      for (const [kind, detail] of Object.entries(item)) {
         table(detail.TableName);
-        operations.push({ operation, table: detail.TableName ?? '?' });
+        operation(kind, detail.TableName ?? '?', detail.Item ?? detail.Key);
       }
     }
     if (operations.length > 0) context.operations = operations;
+    const single = action === 'Query' ? queryPartitionValue(json) : partitionValue((json.Key ?? json.Item) as unknown);
+    if (single !== undefined) context.leadingKeys = [single];
   } else if (input.service === 'sqs') {
     const queue = queueArn(json.QueueUrl ?? form?.get('QueueUrl'));
     if (queue) resources.add(queue);
@@ -294,6 +315,54 @@ export function describeCall(input: CallInput): {
     resources: [...resources],
     ...(Object.keys(context).length > 0 ? { context } : {}),
   };
+}
+
+/**
+ * The table's partition key attribute, and each index's (the app has one table, shaped by
+ * shared/core/table.ts): what `dynamodb:LeadingKeys` is read from.
+ */
+const PARTITION_KEY = {
+  table: JOB_TABLE.partitionKey,
+  index: new Map(JOB_TABLE.indexes.map((index) => [index.name, index.partitionKey])),
+};
+
+/** A scalar attribute value (`{ S }`, `{ N }`, `{ B }`) as text. */
+function scalar(value: unknown): string | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const { S, N, B } = value as { S?: unknown; N?: unknown; B?: unknown };
+  const text = S ?? N ?? B;
+  return typeof text === 'string' ? text : undefined;
+}
+
+/** An item's or a key's partition key value (the table's partition key attribute). */
+function partitionValue(item: unknown): string | undefined {
+  if (!item || typeof item !== 'object') return undefined;
+  return scalar((item as Record<string, unknown>)[PARTITION_KEY.table]);
+}
+
+/**
+ * A Query's partition key value: the equality on the partition key of the table, or of the index
+ * queried, in `KeyConditionExpression` (names and values resolved), or the legacy `KeyConditions`.
+ */
+function queryPartitionValue(json: Record<string, unknown>): string | undefined {
+  const attribute = typeof json.IndexName === 'string' ? PARTITION_KEY.index.get(json.IndexName) : PARTITION_KEY.table;
+  if (!attribute) return undefined;
+  const legacy = (
+    json.KeyConditions as Record<string, { ComparisonOperator?: string; AttributeValueList?: unknown[] }>
+  )?.[attribute];
+  if (legacy?.ComparisonOperator === 'EQ') return scalar(legacy.AttributeValueList?.[0]);
+  const expression = json.KeyConditionExpression;
+  if (typeof expression !== 'string') return undefined;
+  const names = (json.ExpressionAttributeNames ?? {}) as Record<string, string>;
+  const values = (json.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
+  const name = (token: string) => (token.startsWith('#') ? names[token] : token);
+  // `a = :v` or `:v = a` (in `a <= :v` or `a >= :v`, no name stands right before the `=`).
+  for (const match of expression.matchAll(/([#:]?[\w.]+)\s*=\s*([#:]?[\w.]+)/g)) {
+    const [, left = '', right = ''] = match;
+    const [attr, placeholder] = left.startsWith(':') ? [right, left] : [left, right];
+    if (name(attr) === attribute && placeholder.startsWith(':')) return scalar(values[placeholder]);
+  }
+  return undefined;
 }
 
 /** REST APIs (Scheduler, Lambda, S3): the action from method and path. */

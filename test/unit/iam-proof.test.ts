@@ -1,13 +1,15 @@
 /**
  * The IAM proof of the `deployed` run (test/deployed/iam-proof.ts) on made-up calls and policies:
  * batch and transaction calls map to the actions AWS authorizes, a missing permission is named,
- * `iam:PassRole` needs its condition, queue policies are evaluated over HTTPS, and every unused
- * line needs a verdict.
+ * `iam:PassRole` needs its condition, queue policies are evaluated over HTTPS, every unused
+ * line needs a verdict, and a DynamoDB request carries the partition keys it names
+ * (`dynamodb:LeadingKeys`), so a condition on them is evaluated, not passed for want of the key.
+ * DynamoDB calls are recorded from the request the SDK sends (recording-proxy.ts `describeCall`).
  */
 import { describe, expect, it } from 'vitest';
 import type { DeployedApp } from '../deployed/deploy';
-import { type IamProofInput, iamFailures, iamRequestsOf, proveIam } from '../deployed/iam-proof';
-import type { AwsCallRecord, Principal } from '../deployed/recording-proxy';
+import { type IamProofInput, iamFailures, iamRequestsOf, proveIam, renderIamReport } from '../deployed/iam-proof';
+import { type AwsCallRecord, describeCall, type Principal } from '../deployed/recording-proxy';
 
 const ACCOUNT = '123456789012';
 const REGION = 'us-east-1';
@@ -39,6 +41,23 @@ function call(action: string, service: string, resources: string[], context?: Re
     durationMs: 1,
   };
 }
+
+/** A DynamoDB call as the recording proxy records it from the request body the SDK sends. */
+function recorded(action: string, body: Record<string, unknown>): AwsCallRecord {
+  const described = describeCall({
+    method: 'POST',
+    url: '/',
+    target: `DynamoDB_20120810.${action}`,
+    contentType: 'application/x-amz-json-1.0',
+    body: Buffer.from(JSON.stringify(body)),
+    service: 'dynamodb',
+    region: REGION,
+    account: ACCOUNT,
+  });
+  return call(described.action, 'dynamodb', described.resources, described.context);
+}
+const S = (value: string) => ({ S: value });
+const key = (pk: string) => ({ pk: S(pk), sk: S('-') });
 
 /** One worker (type echo) whose role has `statements`, and its ready queue with an enforce-SSL policy. */
 function setup(statements: Record<string, unknown>[]): Omit<IamProofInput, 'calls'> {
@@ -113,11 +132,17 @@ describe('iamRequestsOf: the IAM actions AWS authorizes for a call', () => {
   });
 
   it('maps a transaction to the action of each item on its table, and batches to their own action per table', () => {
-    const operations = ['Put', 'Update', 'Delete', 'ConditionCheck'].map((operation, i) => ({
-      operation,
-      table: i === 3 ? 'other' : 'jobs',
-    }));
-    const requests = iamRequestsOf(call('TransactWriteItems', 'dynamodb', [TABLE], { operations }), ACCOUNT);
+    const requests = iamRequestsOf(
+      recorded('TransactWriteItems', {
+        TransactItems: [
+          { Put: { TableName: 'jobs', Item: key('job#a') } },
+          { Update: { TableName: 'jobs', Key: key('job#a'), UpdateExpression: 'SET x = :x' } },
+          { Delete: { TableName: 'jobs', Key: key('job#b') } },
+          { ConditionCheck: { TableName: 'other', Key: key('job#c'), ConditionExpression: 'attribute_exists(pk)' } },
+        ],
+      }),
+      ACCOUNT,
+    );
     expect(Array.isArray(requests) && requests.map((r) => [r.action, r.resource])).toEqual([
       ['dynamodb:PutItem', TABLE],
       ['dynamodb:UpdateItem', TABLE],
@@ -126,16 +151,31 @@ describe('iamRequestsOf: the IAM actions AWS authorizes for a call', () => {
     ]);
     expect(
       iamRequestsOf(
-        call('TransactGetItems', 'dynamodb', [TABLE], { operations: [{ operation: 'Get', table: 'jobs' }] }),
+        recorded('TransactGetItems', { TransactItems: [{ Get: { TableName: 'jobs', Key: key('job#a') } }] }),
         ACCOUNT,
       ),
-    ).toEqual([{ action: 'dynamodb:GetItem', resource: TABLE, part: 'item 1 (Get)' }]);
-    const two = [TABLE, `${TABLE}2`];
-    expect(iamRequestsOf(call('BatchGetItem', 'dynamodb', two), ACCOUNT)).toEqual(
-      two.map((resource) => ({ action: 'dynamodb:BatchGetItem', resource })),
+    ).toEqual([
+      {
+        action: 'dynamodb:GetItem',
+        resource: TABLE,
+        context: { 'dynamodb:LeadingKeys': ['job#a'] },
+        part: 'item 1 (Get)',
+      },
+    ]);
+    const batchGet = iamRequestsOf(
+      recorded('BatchGetItem', { RequestItems: { jobs: { Keys: [key('job#a')] }, jobs2: { Keys: [key('job#b')] } } }),
+      ACCOUNT,
     );
-    expect(iamRequestsOf(call('BatchWriteItem', 'dynamodb', [TABLE]), ACCOUNT)).toEqual([
-      { action: 'dynamodb:BatchWriteItem', resource: TABLE },
+    expect(Array.isArray(batchGet) && batchGet.map((r) => [r.action, r.resource])).toEqual([
+      ['dynamodb:BatchGetItem', TABLE],
+      ['dynamodb:BatchGetItem', `${TABLE}2`],
+    ]);
+    const batchWrite = iamRequestsOf(
+      recorded('BatchWriteItem', { RequestItems: { jobs: [{ PutRequest: { Item: key('job#a') } }] } }),
+      ACCOUNT,
+    );
+    expect(Array.isArray(batchWrite) && batchWrite.map((r) => [r.action, r.resource])).toEqual([
+      ['dynamodb:BatchWriteItem', TABLE],
     ]);
   });
 
@@ -195,7 +235,7 @@ describe('proveIam', () => {
     const proof = await proveIam({
       ...setup(readyStatements),
       calls: [
-        call('GetItem', 'dynamodb', [TABLE]),
+        recorded('GetItem', { TableName: 'jobs', Key: key('job#a') }),
         call('DeleteMessageBatch', 'sqs', [queue('app_ready_echo')], { entries: 2 }),
         call('SendMessageBatch', 'sqs', [queue('app_ready_other')], { entries: 1 }),
         call('CreateSchedule', 'scheduler', [schedule], { 'iam:PassRole': SCHEDULER_ROLE }),
@@ -235,10 +275,10 @@ describe('proveIam', () => {
       ...setup(readyStatements),
       calls: [
         call('SendMessage', 'sqs', [queue('app_dlq_echo')]),
-        call('TransactWriteItems', 'dynamodb', [TABLE], {
-          operations: [
-            { operation: 'Put', table: 'jobs' },
-            { operation: 'Delete', table: 'jobs' },
+        recorded('TransactWriteItems', {
+          TransactItems: [
+            { Put: { TableName: 'jobs', Item: key('job#a') } },
+            { Delete: { TableName: 'jobs', Key: key('job#a') } },
           ],
         }),
       ],
@@ -313,12 +353,164 @@ describe('proveIam', () => {
     const proof = await proveIam({
       ...setup(readyStatements),
       calls: [
-        { ...call('GetItem', 'dynamodb', [TABLE]), accessKeyId: 'ASIASTRANGER', principal: 'unknown:ASIASTRANGER' },
+        {
+          ...recorded('GetItem', { TableName: 'jobs', Key: key('job#a') }),
+          accessKeyId: 'ASIASTRANGER',
+          principal: 'unknown:ASIASTRANGER',
+        },
       ],
       justifications: { 'worker dynamodb:DeleteTable table': { verdict: 'v', fate: 'kept' } },
     });
     expect(proof.denied[0]).toMatchObject({ result: 'not evaluated', kind: 'unknown' });
     expect(proof.staleJustifications).toEqual(['worker dynamodb:DeleteTable table']);
     expect(iamFailures(proof).some((line) => line.includes('matches no line of any role'))).toBe(true);
+  });
+});
+
+describe('dynamodb:LeadingKeys: the partition key values a DynamoDB request names', () => {
+  /** The worker's journal grant (infra/constructs/job-worker.ts). */
+  const journalQuery = {
+    Effect: 'Allow',
+    Action: 'dynamodb:Query',
+    Resource: TABLE,
+    Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal'] } },
+  };
+  /** `DynamoJournal.load`'s Query, on partition `pk`. */
+  const query = (pk: string) =>
+    recorded('Query', {
+      TableName: 'jobs',
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': S(pk) },
+      ConsistentRead: true,
+    });
+  const leadingKeys = (record: AwsCallRecord) => {
+    const requests = iamRequestsOf(record, ACCOUNT);
+    if (!Array.isArray(requests)) throw new Error(requests.unmapped);
+    return requests.map((r) => [r.action, r.resource, r.context?.['dynamodb:LeadingKeys']]);
+  };
+
+  it("allows a worker's Query of a journal partition and denies one of another partition (an inbox)", async () => {
+    const proof = await proveIam({
+      ...setup([journalQuery]),
+      calls: [query('job#x#1#journal'), query('job#x#1#inbox')],
+    });
+    expect(proof.denied).toEqual([
+      expect.objectContaining({
+        function: 'Worker',
+        call: 'dynamodb:Query',
+        action: 'dynamodb:Query',
+        resource: TABLE,
+        context: { 'dynamodb:LeadingKeys': ['job#x#1#inbox'] },
+        result: 'ImplicitlyDenied',
+        missing: `an Allow of dynamodb:Query on ${TABLE} with dynamodb:LeadingKeys=job#x#1#inbox`,
+        count: 1,
+      }),
+    ]);
+    expect(proof.grants.find((g) => g.action === 'dynamodb:Query')?.uses).toBe(1);
+    expect(proof.calls.leadingKeys).toEqual({ 'dynamodb:Query': 2 });
+    expect(renderIamReport(proof, { writtenAt: 'now', calls: 2 })).toContain(
+      'DynamoDB requests evaluated with `dynamodb:LeadingKeys` (the partition key values they name): dynamodb:Query 2.',
+    );
+  });
+
+  it("reads a Query's partition key from its key condition: names, a sort key condition, an index's key", () => {
+    expect(
+      leadingKeys(
+        recorded('Query', {
+          TableName: 'jobs',
+          KeyConditionExpression: 'sk = :sk AND #p = :p',
+          ExpressionAttributeNames: { '#p': 'pk' },
+          ExpressionAttributeValues: { ':p': S('job#a#1#journal'), ':sk': S('step#x') },
+        }),
+      ),
+    ).toEqual([['dynamodb:Query', TABLE, ['job#a#1#journal']]]);
+    expect(
+      leadingKeys(
+        recorded('Query', {
+          TableName: 'jobs',
+          IndexName: 'byType',
+          KeyConditionExpression: 'gsi1pk = :p AND gsi1sk BETWEEN :from AND :to',
+          ExpressionAttributeValues: { ':p': S('echo#3'), ':from': S('a'), ':to': S('b') },
+        }),
+      ),
+    ).toEqual([['dynamodb:Query', `${TABLE}/index/byType`, ['echo#3']]]);
+    expect(
+      leadingKeys(
+        recorded('Query', {
+          TableName: 'jobs',
+          KeyConditions: { pk: { ComparisonOperator: 'EQ', AttributeValueList: [S('job#b')] } },
+        }),
+      ),
+    ).toEqual([['dynamodb:Query', TABLE, ['job#b']]]);
+  });
+
+  it("puts each item's partition key in: item actions, batches per table, transactions per item", () => {
+    expect(leadingKeys(recorded('GetItem', { TableName: 'jobs', Key: key('job#a') }))).toEqual([
+      ['dynamodb:GetItem', TABLE, ['job#a']],
+    ]);
+    expect(leadingKeys(recorded('PutItem', { TableName: 'jobs', Item: { ...key('job#a'), n: { N: '1' } } }))).toEqual([
+      ['dynamodb:PutItem', TABLE, ['job#a']],
+    ]);
+    expect(
+      leadingKeys(recorded('UpdateItem', { TableName: 'jobs', Key: key('job#a'), UpdateExpression: 'SET n = :n' })),
+    ).toEqual([['dynamodb:UpdateItem', TABLE, ['job#a']]]);
+    expect(leadingKeys(recorded('DeleteItem', { TableName: 'jobs', Key: key('job#a') }))).toEqual([
+      ['dynamodb:DeleteItem', TABLE, ['job#a']],
+    ]);
+    expect(
+      leadingKeys(
+        recorded('BatchGetItem', {
+          RequestItems: {
+            jobs: { Keys: [key('job#a'), key('job#b'), { pk: S('job#a'), sk: S('other') }] },
+            jobs2: { Keys: [key('job#c')] },
+          },
+        }),
+      ),
+    ).toEqual([
+      ['dynamodb:BatchGetItem', TABLE, ['job#a', 'job#b']],
+      ['dynamodb:BatchGetItem', `${TABLE}2`, ['job#c']],
+    ]);
+    expect(
+      leadingKeys(
+        recorded('BatchWriteItem', {
+          RequestItems: { jobs: [{ PutRequest: { Item: key('job#a') } }, { DeleteRequest: { Key: key('job#b') } }] },
+        }),
+      ),
+    ).toEqual([['dynamodb:BatchWriteItem', TABLE, ['job#a', 'job#b']]]);
+    expect(
+      leadingKeys(
+        recorded('TransactWriteItems', {
+          TransactItems: [
+            { Put: { TableName: 'jobs', Item: key('job#a') } },
+            { ConditionCheck: { TableName: 'jobs', Key: key('job#b'), ConditionExpression: 'attribute_exists(pk)' } },
+          ],
+        }),
+      ),
+    ).toEqual([
+      ['dynamodb:PutItem', TABLE, ['job#a']],
+      ['dynamodb:ConditionCheckItem', TABLE, ['job#b']],
+    ]);
+    // Scan names no partition (and AWS gives it no LeadingKeys).
+    expect(leadingKeys(recorded('Scan', { TableName: 'jobs' }))).toEqual([['dynamodb:Scan', TABLE, undefined]]);
+  });
+
+  it('does not evaluate an item action or a Query whose partition key was not recorded', () => {
+    for (const action of [
+      'Query',
+      'GetItem',
+      'PutItem',
+      'UpdateItem',
+      'DeleteItem',
+      'BatchGetItem',
+      'BatchWriteItem',
+    ]) {
+      expect(iamRequestsOf(call(action, 'dynamodb', [TABLE]), ACCOUNT), action).toHaveProperty('unmapped');
+    }
+    expect(
+      iamRequestsOf(
+        call('TransactWriteItems', 'dynamodb', [TABLE], { operations: [{ operation: 'Put', table: 'jobs' }] }),
+        ACCOUNT,
+      ),
+    ).toHaveProperty('unmapped');
   });
 });
