@@ -61,7 +61,7 @@ describe('system chaos (small)', () => {
       // enqueueing and real-time phase take twice as long), before the workflows' second round
       // (a jump past retention, and a real-time phase); short of real time, the run jumps
       // straight past its horizon, so it ends before this unless a closing cycle runs over.
-      deadlineMs: 420_000,
+      deadlineMs: 480_000,
     });
     console.log(report.text);
     expect(report.timedOut, `seed ${seed}`).toBe(false);
@@ -78,5 +78,5 @@ describe('system chaos (small)', () => {
     expect(violated, `seed ${seed}: invariants violated (stories printed above)`).toEqual(
       Object.fromEntries(INVARIANTS.map((name) => [name, 0])),
     );
-  }, 510_000);
+  }, 570_000);
 });
