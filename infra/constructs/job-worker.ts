@@ -18,7 +18,10 @@ const WORKER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dyna
 export interface JobWorkerProps {
   /** The job type this worker runs. */
   readonly type: string;
-  /** Handler file, absolute or relative to the repository root. Must export `handler`. */
+  /**
+   * Handler file, absolute or relative to the repository root (from the installed package: to
+   * the working directory). Must export `handler`.
+   */
   readonly entry: string;
   /** Lambda timeout in seconds (`lambdaTimeoutSeconds(spec.timeoutMs)`). */
   readonly timeoutSeconds: number;

@@ -90,7 +90,20 @@ export function shortJson(value: unknown, max = 200): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/**
+ * The line of a workflow that ended an attempt to wait (`ctx.waitForSignal`, `ctx.sleep`): its
+ * `runAt` is then the wait's deadline, not a time it is due to run.
+ */
+function wakeLine(job: JobView): [string, string] | undefined {
+  const wait = job.waitingFor;
+  if (job.state !== 'waiting' || !wait?.until) return undefined;
+  if (wait.kind === 'signal') return ['waiting for', `signal "${wait.key}" until ${wait.until}`];
+  if (wait.kind === 'sleep') return ['sleeping', `until ${wait.until} (sleep "${wait.key}")`];
+  return undefined;
+}
+
 export function formatJob(job: JobView, style: Style): string {
+  const wake = wakeLine(job);
   const lines = details(
     [
       ['id', style.bold(job.id)],
@@ -99,7 +112,7 @@ export function formatJob(job: JobView, style: Style): string {
       ['attempts', `${job.attempts} of ${job.maxAttempts}`],
       ['created', job.createdAt],
       ['updated', job.updatedAt],
-      ['run at', job.runAt],
+      wake ?? ['run at', job.runAt],
       ['started', job.startedAt ?? undefined],
       ['finished', job.finishedAt ?? undefined],
       [

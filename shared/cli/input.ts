@@ -1,6 +1,7 @@
 /** Reading and checking option values; every problem is a {@link UsageError} (exit 2). */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { JOB_ID_PATTERN } from '../core/limits';
 import { JOB_STATES, type JobState } from '../core/states';
 import { type OptionValues, UsageError } from './args';
 import type { CommandContext } from './context';
@@ -36,6 +37,22 @@ export function timeOption(options: OptionValues, name: string, command: string)
     throw new UsageError(`--${name} must be an ISO 8601 date-time (2026-11-22T10:00:00Z), got "${text}"`, command);
   }
   return text;
+}
+
+/** Job ids separated by commas (`a,b,c`; spaces around them are ignored), or undefined when absent. */
+export function jobIdsOption(options: OptionValues, name: string, command: string): string[] | undefined {
+  const text = stringOption(options, name);
+  if (text === undefined) return undefined;
+  const ids = text.split(',').map((id) => id.trim());
+  for (const id of ids) {
+    if (!JOB_ID_PATTERN.test(id)) {
+      throw new UsageError(
+        `--${name}: "${id}" is not a job id (1-64 of A-Za-z0-9_.-, starting with a letter or digit; separate ids with commas)`,
+        command,
+      );
+    }
+  }
+  return ids;
 }
 
 export function stateOption(options: OptionValues, name: string, command: string): JobState | undefined {

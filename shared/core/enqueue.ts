@@ -4,19 +4,17 @@ import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
 import { MAX_PARENTS, PARENT_POLICIES } from './dependencies';
 import { MAX_FLOW_KEY_LENGTH } from './flow';
 import { JOB_TYPE_PATTERN } from './job-type';
-import { SQS_MAX_DELAY_SECONDS } from './limits';
+import { JOB_ID_PATTERN, SQS_MAX_DELAY_SECONDS } from './limits';
 import { scheduleFireAt } from './scheduling';
 
 export {
+  JOB_ID_PATTERN,
   jsonBytes,
   MAX_PAYLOAD_BYTES,
   MAX_REQUEST_BYTES,
   MAX_RESULT_BYTES,
   SQS_MAX_DELAY_SECONDS,
 } from './limits';
-
-/** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */
-export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /** How far ahead a job may be scheduled: 366 days. */
 export const MAX_HORIZON_SECONDS = 366 * 24 * 3600;

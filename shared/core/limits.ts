@@ -1,7 +1,11 @@
 /**
- * Sizes and delays the API and the worker both enforce. Apart from ./enqueue.ts (which re-exports
- * them) so that the worker, which needs only these, does not build the enqueue request schema.
+ * Sizes, delays and the job id pattern the API, the worker and the CLI enforce. Apart from
+ * ./enqueue.ts (which re-exports them) so that the worker and the CLI, which need only these, do
+ * not build the enqueue request schema (nor bundle zod).
  */
+
+/** Job ids: letters, digits, `_`, `-`, `.`; 1–64 chars; also used as Scheduler schedule names. */
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * Largest payload, as UTF-8 JSON. The payload is stored in the job's DynamoDB item

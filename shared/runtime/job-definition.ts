@@ -32,7 +32,9 @@ export interface JobContext extends WorkflowSteps {
   log: Logger;
   /**
    * Reports progress (0–100, with an optional detail of up to 200 chars), shown on
-   * `GET /jobs/{id}`. Cheap to call often: writes are throttled to one every 2 s.
+   * `GET /jobs/{id}`. Cheap to call often: writes are throttled to one every 2 s (the first at
+   * once, later ones coalesced to the newest), each one conditional `UpdateItem` of the job's
+   * status item. Returns at once; throws a `RangeError` outside 0–100.
    */
   progress(percent: number, detail?: string): void;
   /**

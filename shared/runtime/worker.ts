@@ -401,7 +401,9 @@ export function createWorker(
       }
     } finally {
       clearTimeout(timeout);
-      progress.stop();
+      // A progress write still in flight lands before the attempt's end is written (while the
+      // lease is still kept): one that landed after it would be refused, as if the lease were lost.
+      await progress.stop(keeper.intervalMs);
       await keeper.stop();
     }
 

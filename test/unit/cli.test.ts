@@ -197,6 +197,9 @@ describe('option values', () => {
     [['enqueue', 'echo', '--max-attempts', 'three'], /--max-attempts must be an integer/],
     [['enqueue', 'echo', '--run-at', 'tomorrow'], /--run-at must be an ISO 8601 date-time/],
     [['list', '--state', 'done'], /--state must be one of scheduled, queued/],
+    [['enqueue', 'echo', '--depends-on', 'extract-1,extract 2'], /--depends-on: "extract 2" is not a job id/],
+    [['enqueue', 'echo', '--depends-on', 'a,,b'], /--depends-on: "" is not a job id/],
+    [['enqueue', 'echo', '--depends-on=a,-x'], /--depends-on: "-x" is not a job id/],
     [['dlq', 'list', 'echo', '--limit', '11'], /--limit must be an integer from 1 to 10/],
     [['schedules', 'create', 'n', '--rate', '1 day'], /--type is required/],
     [['schedules', 'create', 'n', '--type', 'echo'], /give --cron or --rate/],
@@ -286,6 +289,44 @@ describe('commands', () => {
     expect(stdout).toContain('created job order-1');
     expect(stdout).toMatch(/state\s+queued/);
     expect(stdout).not.toContain('\u001b['); // not a TTY: no colour
+  });
+
+  it('enqueue --depends-on sends the parents, comma-separated, as dependsOn', async () => {
+    const peer = await startPeer((req) => ({ status: 201, body: jobView({ id: (req.json as { id: string }).id }) }));
+    const { code, stderr } = await run(['enqueue', 'report', '--id', 'r-1', '--depends-on', 'extract-1, extract-2'], {
+      url: peer.url,
+    });
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests[0]?.json).toEqual({
+      type: 'report',
+      payload: {},
+      id: 'r-1',
+      dependsOn: ['extract-1', 'extract-2'],
+    });
+  });
+
+  it('get on a job that waits for a signal or sleeps says so, not "run at" its deadline', async () => {
+    const until = '2026-11-23T10:00:00.000Z';
+    const waiting = (kind: 'signal' | 'sleep', key: string) =>
+      jobView({
+        state: 'waiting',
+        attempts: 1,
+        runAt: until,
+        resumes: 1,
+        waitingFor: { kind, key, since: '2026-11-22T10:00:05.000Z', until },
+      });
+    const peer = await startPeer((req) => ({
+      body: req.rawUrl.endsWith('/order-1') ? waiting('signal', 'payment') : waiting('sleep', 'cool-down'),
+    }));
+    const signal = await run(['get', 'order-1'], { url: peer.url });
+    expect(signal.stdout).toMatch(new RegExp(`^waiting for\\s+signal "payment" until ${until}$`, 'm'));
+    expect(signal.stdout).not.toMatch(/^run at/m);
+    const sleep = await run(['get', 'order-2'], { url: peer.url });
+    expect(sleep.stdout).toMatch(new RegExp(`^sleeping\\s+until ${until} \\(sleep "cool-down"\\)$`, 'm'));
+    expect(sleep.stdout).not.toMatch(/^run at/m);
+    // a job that is only due later still shows when it runs
+    const queued = await startPeer(() => ({ body: jobView({ state: 'scheduled', runAt: until }) }));
+    expect((await run(['get', 'job-1'], { url: queued.url })).stdout).toMatch(new RegExp(`^run at\\s+${until}$`, 'm'));
   });
 
   it('enqueue reads the payload from a file or stdin, and -q prints only the id', async () => {

@@ -5,7 +5,7 @@ import { retryScheduleName } from '../../shared/core/ports';
 import { DependencyError, ThrottledError } from '../../shared/errors';
 import { PROGRESS_MIN_INTERVAL_MS } from '../../shared/runtime/attempt-support';
 import { sqsEvent, sqsRecord } from '../support/fakes';
-import { echoJob, harness, messageFor, T0 } from './worker-harness';
+import { echoJob, harness, logged, messageFor, T0 } from './worker-harness';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -59,6 +59,59 @@ describe('worker: progress', () => {
     await h.worker(sqsEvent(messageFor('p3')));
     expect(h.store.peek('p3')?.state).toBe('retrying');
     expect(h.store.peek('p3')?.errors[0]?.message).toBe('progress must be a number from 0 to 100 (got 150)');
+  });
+});
+
+/**
+ * Makes each progress write of `h` land `delayMs` after it was sent (a slow request: the store
+ * applies it, or refuses it, only then).
+ */
+function lateProgress(h: ReturnType<typeof harness>, delayMs: number): void {
+  const land = h.store.progress.bind(h.store);
+  h.store.progress = async (input) => {
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    return land(input);
+  };
+}
+
+describe('worker: a progress write still in flight when the handler ends', () => {
+  it('lands before the success write: no lease-lost warning, no abort, no extra write', async () => {
+    let signal: AbortSignal | undefined;
+    const h = harness({
+      run: async (_payload, ctx) => {
+        signal = ctx.signal;
+        ctx.progress(100, 'done');
+        return 'ok';
+      },
+    });
+    lateProgress(h, 30);
+    h.store.seed(echoJob('p-late'));
+    await h.worker(sqsEvent(messageFor('p-late')));
+    await new Promise((resolve) => setTimeout(resolve, 60)); // a refusal would land by now
+    const ends = h.store.calls.filter((c) => c.method === 'progress' || c.method === 'succeed');
+    expect(ends.map((c) => c.method)).toEqual(['progress', 'succeed']);
+    expect(logged(h.logs, 'lease lost; aborting handler')).toEqual([]);
+    expect(signal?.aborted).toBe(false);
+    expect(h.store.peek('p-late')?.state).toBe('succeeded');
+    expect(h.store.peek('p-late')?.progress?.percent).toBe(100);
+  });
+
+  it('is waited for at most a heartbeat interval, and its late refusal is not taken for a lost lease', async () => {
+    const h = harness({
+      leaseMs: 300, // a 100 ms heartbeat interval
+      run: async (_payload, ctx) => {
+        ctx.progress(50);
+        return 'ok';
+      },
+    });
+    lateProgress(h, 400);
+    h.store.seed(echoJob('p-hung'));
+    await h.worker(sqsEvent(messageFor('p-hung')));
+    expect(h.store.peek('p-hung')?.state).toBe('succeeded');
+    await new Promise((resolve) => setTimeout(resolve, 450)); // the refused progress write has landed
+    expect(h.store.calls.filter((c) => c.method === 'progress')).toHaveLength(1);
+    expect(logged(h.logs, 'lease lost; aborting handler')).toEqual([]);
+    expect(logged(h.logs, 'could not record progress')).toEqual([]);
   });
 });
 

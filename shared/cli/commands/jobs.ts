@@ -2,7 +2,7 @@ import type { JobSummary, JobView, Listing, Page } from '../../client';
 import type { CommandDef } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
 import { formatJob, jobTable } from '../format';
-import { intOption, payloadOption, stateOption, stringOption, timeOption } from '../input';
+import { intOption, jobIdsOption, payloadOption, stateOption, stringOption, timeOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
 
@@ -39,12 +39,18 @@ const enqueue: Command = {
     delay: { type: 'string', value: 'SECONDS', description: 'run after this many seconds (up to 366 days)' },
     'run-at': { type: 'string', value: 'ISO', description: 'run at this time, e.g. 2026-12-01T09:00:00Z' },
     'max-attempts': { type: 'string', value: 'N', description: "attempts in all, 1-25 (default: the job type's)" },
+    'depends-on': {
+      type: 'string',
+      value: 'ID[,ID…]',
+      description: 'job ids to wait for, comma-separated: it starts once they all succeeded',
+    },
     quiet: { type: 'boolean', short: 'q', description: 'print only the job id' },
   },
   examples: [
     `orrery enqueue echo --payload '{"hello":"world"}'`,
     'orrery enqueue flaky --payload \'{"failTimes":2}\' --id order-1234 --max-attempts 5',
     'orrery enqueue sleep --payload-file payload.json --delay 600',
+    'orrery enqueue report --depends-on extract-1,extract-2',
     'id=$(orrery enqueue echo -q) && orrery watch "$id"',
   ],
   async run(context, args, options) {
@@ -54,11 +60,13 @@ const enqueue: Command = {
     const runAt = timeOption(options, 'run-at', name);
     const maxAttempts = intOption(options, 'max-attempts', name, { min: 1 });
     const id = stringOption(options, 'id');
+    const dependsOn = jobIdsOption(options, 'depends-on', name);
     const { created, job } = await context.client().enqueue(args.type as string, payload, {
       ...(id === undefined ? {} : { id }),
       ...(delaySeconds === undefined ? {} : { delaySeconds }),
       ...(runAt === undefined ? {} : { runAt }),
       ...(maxAttempts === undefined ? {} : { maxAttempts }),
+      ...(dependsOn === undefined ? {} : { dependsOn }),
     });
     if (options.quiet && !context.json) {
       println(context.stdout, job.id);
