@@ -269,7 +269,16 @@ export class JobPlatform extends Construct {
   /**
    * Deploys a job type: its ready queue and DLQ, its worker Lambda fed by the queue, the API
    * route to it, and Scheduler's permission to deliver to it. Options are checked first, with
-   * errors naming the type and the option.
+   * errors naming the type and the option; the worker's whole environment is checked against
+   * Lambda's 4 KB when it is built.
+   *
+   * @example
+   * platform.addJobType({
+   *   spec: reportJob,
+   *   entry: 'jobs/report.ts',
+   *   memorySize: 1024,
+   *   environment: { REPORTS_BUCKET: bucket.bucketName, SMTP_SECRET_ARN: secret.secretArn },
+   * });
    */
   addJobType(options: JobTypeOptions): JobTypeResources {
     const resolved = resolveJobTypeOptions(options);
@@ -301,6 +310,7 @@ export class JobPlatform extends Construct {
       concurrency: resolved.concurrency,
       batchSize: resolved.batchSize,
       memorySize: resolved.memorySize,
+      userEnvironment: resolved.environment,
       logGroupRetention: this.logRetention,
     });
     this.api.addRoute(type);

@@ -29,6 +29,11 @@ export interface JobWorkerProps {
   readonly naming: QueueNaming;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
+  /**
+   * The job type's own variables (`addJobType({ environment })`), added after Orrery's.
+   * @default none
+   */
+  readonly userEnvironment?: Readonly<Record<string, string>>;
   /** Event source mapping `MaximumConcurrency` (2–1000). */
   readonly concurrency: number;
   /** Messages per invocation (1–10). */
@@ -66,7 +71,11 @@ export class JobWorker extends Construct {
       timeout: Duration.seconds(props.timeoutSeconds),
       logGroupRetention: props.logGroupRetention,
       // the DLQ's receive count, so that the worker counts the messages it dead-letters
-      environment: { ...props.environment, [ENV.maxReceiveCount]: String(props.queues.maxReceiveCount) },
+      environment: {
+        ...props.environment,
+        [ENV.maxReceiveCount]: String(props.queues.maxReceiveCount),
+        ...props.userEnvironment,
+      },
     });
     this.handler.addEventSource(
       new SqsEventSource(queue, {
