@@ -15,7 +15,9 @@ export type JobTypeInfo = Pick<JobTypeSpec, 'type' | 'timeoutMs'> & {
  * that. The worker aborts an attempt at `timeoutMs` and records it as timed out; a shorter Lambda
  * timeout would kill attempts before that (seen as lost, not failed), a longer one would only
  * delay redelivery after a crash. To give a job more time, raise `timeoutMs` in its spec.
-
+ *
+ * There is no `grants` either: grant to the worker {@link JobPlatform.addJobType} returns, the
+ * way CDK grants to any function (`bucket.grantRead(emails.worker)`).
  */
 export interface JobTypeOptions {
   /** The job type's spec, e.g. from `functions/jobs/catalog.ts`. */

@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type IGrantable, type IPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -52,14 +52,19 @@ export interface JobWorkerProps {
  * create schedules in the platform's group for retries longer than SQS can delay.
  * Use {@link JobPlatform.addJobType} rather than creating workers directly.
  *
+ * A worker is grantable: pass it to a resource's `grant*` method to give this type's worker, and
+ * no other function, access (`bucket.grantRead(worker)`).
+ *
  * @example
- * new JobWorker(this, 'EmailWorker', {
- *   type: 'send-email', entry: 'functions/jobs/send-email.ts', timeoutSeconds: 40,
- *   queues, jobTable, scheduler, naming, environment, concurrency: 5, batchSize: 10,
- * });
+ * const reports = platform.addJobType({ spec: reportJob, entry: 'jobs/report.ts' });
+ * bucket.grantRead(reports.worker);
+ * secret.grantRead(reports.worker);
  */
-export class JobWorker extends Construct {
+export class JobWorker extends Construct implements IGrantable {
+  /** The worker Lambda: its metrics, `addEnvironment` (not size-checked), its `executionRole`. */
   readonly handler: OrreryFunction;
+  /** The worker's execution role, for `grant*` methods. */
+  readonly grantPrincipal: IPrincipal;
 
   constructor(scope: Construct, id: string, props: JobWorkerProps) {
     super(scope, id);
@@ -77,6 +82,7 @@ export class JobWorker extends Construct {
         ...props.userEnvironment,
       },
     });
+    this.grantPrincipal = this.handler.grantPrincipal;
     this.handler.addEventSource(
       new SqsEventSource(queue, {
         batchSize: props.batchSize,

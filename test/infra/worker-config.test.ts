@@ -1,5 +1,6 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { describe, expect, it } from 'vitest';
 import { JobPlatform, type JobTypeInfo, type JobTypeOptions } from '../../infra/constructs/job-platform';
 import { RESERVED_ENV_PREFIX } from '../../infra/constructs/job-type-options';
@@ -13,10 +14,12 @@ import { ENV } from '../../shared/config';
 import { measure, readAssembly } from './quotas';
 import {
   ASSET_METADATA,
+  allowedActions,
   flatTemplate,
   functionEnv,
   logicalId,
   resource,
+  roleStatements,
   SKIP_BUNDLING,
   tempOutdir,
   testApp,
@@ -149,5 +152,37 @@ describe('addJobType memorySize', () => {
     const template = flatTemplate(stack);
     expect(resource(template, logicalId(reports.worker.handler)).Properties?.MemorySize).toBe(2048);
     expect(resource(template, logicalId(email.worker.handler)).Properties?.MemorySize).toBe(512);
+  });
+});
+
+describe('grants to a worker', () => {
+  it("a secret and an S3 bucket granted read land on that worker's role only", () => {
+    const { stack, platform, reports, email } = twoTypes({});
+    const bucket = new Bucket(stack, 'Reports');
+    const secret = new Secret(stack, 'MailerKey');
+    bucket.grantRead(reports.worker);
+    secret.grantRead(reports.worker);
+    expect(reports.worker.grantPrincipal).toBe(reports.worker.handler.executionRole);
+
+    const template = flatTemplate(stack);
+    const bucketArn = { 'Fn::GetAtt': [logicalId(bucket), 'Arn'] };
+    const granted = allowedActions(roleStatements(template, logicalId(reports.worker.handler.executionRole)));
+    expect(granted).toContainEqual({
+      action: 's3:GetObject*',
+      resources: JSON.stringify([bucketArn, { 'Fn::Join': ['', [bucketArn, '/*']] }]),
+    });
+    expect(granted).toContainEqual({
+      action: 'secretsmanager:GetSecretValue',
+      resources: JSON.stringify({ Ref: logicalId(secret) }),
+    });
+
+    const others = [email.worker.handler, platform.api.handler, platform.supervisor.handler];
+    for (const other of others) {
+      const actions = allowedActions(roleStatements(template, logicalId(other.executionRole))).map((a) => a.action);
+      expect(
+        actions.filter((a) => /^(s3|secretsmanager):/.test(a)),
+        other.node.path,
+      ).toEqual([]);
+    }
   });
 });
