@@ -12,9 +12,10 @@ export type JobTypeInfo = Pick<JobTypeSpec, 'type' | 'timeoutMs'> & {
  *
  * There is no `timeout`: the worker's Lambda timeout is derived from the spec's `timeoutMs` (plus
  * 30 s for the worker's own writes, at most 900 s), and the ready queue's visibility timeout from
- * that. The worker aborts an attempt at `timeoutMs` and records it as timed out; a shorter Lambda
- * timeout would kill attempts before that (seen as lost, not failed), a longer one would only
- * delay redelivery after a crash. To give a job more time, raise `timeoutMs` in its spec.
+ * that. The worker aborts an attempt at `timeoutMs` and records a timed-out attempt, retried by
+ * the spec's policy; a shorter Lambda timeout would kill attempts before that (seen as lost, not
+ * failed), a longer one would only let a handler that ignores `ctx.signal` run, billed, longer
+ * and delay redelivery after a crash. To give a job more time, raise `timeoutMs` in its spec.
  *
  * There is no `grants` either: grant to the worker {@link JobPlatform.addJobType} returns, the
  * way CDK grants to any function (`bucket.grantRead(emails.worker)`).

@@ -10,7 +10,7 @@ export const LAMBDA_ENVIRONMENT_BYTES = 4096;
  * Bytes a value CloudFormation resolves only at deploy time (a `Ref`, an ARN, a joined URL) is
  * counted as when an environment is checked at synthesis. Generated names and ARNs are shorter
  * in practice (a role's or a secret's ARN is about 100); Orrery's own four such values resolve to
- * less than 4 × 128 even with names as long as AWS makes them (test/infra/quotas.test.ts).
+ * less than 4 × 128 even with names as long as AWS makes them (test/infra/worker-config.test.ts).
  */
 export const UNRESOLVED_VALUE_BYTES = 128;
 
