@@ -6,7 +6,15 @@
  * import { invoiceJob } from '../jobs/catalog';
  *
  * const platform = new JobPlatform(this, 'Jobs', { apiEntry: 'jobs/api.ts' });
- * platform.addJobType({ spec: invoiceJob, entry: 'jobs/invoice.ts', concurrency: 10 });
+ * const invoices = platform.addJobType({
+ *   spec: invoiceJob,
+ *   entry: 'jobs/invoice.ts',
+ *   concurrency: 10,
+ *   memorySize: 1024,
+ *   environment: { INVOICE_BUCKET: bucket.bucketName, PDF_API_KEY_ARN: apiKey.secretArn },
+ * });
+ * bucket.grantReadWrite(invoices.worker); // the invoice worker's role only
+ * apiKey.grantRead(invoices.worker);
  * platform.grantEnqueue(backendRole);
  *
  * @module

@@ -129,10 +129,22 @@ export interface JobPlatformProps {
   readonly dashboardName?: string;
 }
 
-/** What {@link JobPlatform.addJobType} created for one job type. */
+/**
+ * What {@link JobPlatform.addJobType} created for one job type: a stable handle.
+ *
+ * @example
+ * const reports = platform.addJobType({ spec: reportJob, entry: 'jobs/report.ts' });
+ * bucket.grantRead(reports.worker); // the worker's role only
+ * reports.worker.handler.metricErrors();
+ */
 export interface JobTypeResources {
   readonly type: string;
+  /** The type's ready queue and dead-letter queue. */
   readonly queues: JobQueue;
+  /**
+   * The type's worker: grantable (`grantPrincipal` is its execution role), with the Lambda as
+   * `worker.handler`.
+   */
   readonly worker: JobWorker;
 }
 
@@ -269,7 +281,18 @@ export class JobPlatform extends Construct {
   /**
    * Deploys a job type: its ready queue and DLQ, its worker Lambda fed by the queue, the API
    * route to it, and Scheduler's permission to deliver to it. Options are checked first, with
-   * errors naming the type and the option.
+   * errors naming the type and the option; the worker's whole environment is checked against
+   * Lambda's 4 KB when it is built. Returns the type's handle: grant to its `worker`.
+   *
+   * @example
+   * const reports = platform.addJobType({
+   *   spec: reportJob,
+   *   entry: 'jobs/report.ts',
+   *   memorySize: 1024,
+   *   environment: { REPORTS_BUCKET: bucket.bucketName, SMTP_SECRET_ARN: secret.secretArn },
+   * });
+   * bucket.grantRead(reports.worker);
+   * secret.grantRead(reports.worker);
    */
   addJobType(options: JobTypeOptions): JobTypeResources {
     const resolved = resolveJobTypeOptions(options);
@@ -301,6 +324,7 @@ export class JobPlatform extends Construct {
       concurrency: resolved.concurrency,
       batchSize: resolved.batchSize,
       memorySize: resolved.memorySize,
+      userEnvironment: resolved.environment,
       logGroupRetention: this.logRetention,
     });
     this.api.addRoute(type);

@@ -7,7 +7,19 @@ export type JobTypeInfo = Pick<JobTypeSpec, 'type' | 'timeoutMs'> & {
   readonly retry?: Pick<RetryPolicy, 'maxAttempts'>;
 };
 
-/** Options of {@link JobPlatform.addJobType}. */
+/**
+ * Options of {@link JobPlatform.addJobType}.
+ *
+ * There is no `timeout`: the worker's Lambda timeout is derived from the spec's `timeoutMs` (plus
+ * 30 s for the worker's own writes, at most 900 s), and the ready queue's visibility timeout from
+ * that. The worker aborts an attempt at `timeoutMs` and records a timed-out attempt, retried by
+ * the spec's policy; a shorter Lambda timeout would kill attempts before that (seen as lost, not
+ * failed), a longer one would only let a handler that ignores `ctx.signal` run, billed, longer
+ * and delay redelivery after a crash. To give a job more time, raise `timeoutMs` in its spec.
+ *
+ * There is no `grants` either: grant to the worker {@link JobPlatform.addJobType} returns, the
+ * way CDK grants to any function (`bucket.grantRead(emails.worker)`).
+ */
 export interface JobTypeOptions {
   /** The job type's spec, e.g. from `functions/jobs/catalog.ts`. */
   readonly spec: JobTypeInfo;
@@ -28,10 +40,23 @@ export interface JobTypeOptions {
    */
   readonly batchSize?: number;
   /**
-   * Worker memory in MB, an integer from 128 to 10240.
+   * Worker memory in MB, an integer from 128 to 10240 (Lambda's range). Lambda gives CPU in
+   * proportion to memory.
    * @default 512
    */
   readonly memorySize?: number;
+  /**
+   * Environment variables of this type's worker only (not of the API, the supervisor or other
+   * types' workers), beside Orrery's own. Names follow Lambda's rule (a letter, then letters,
+   * digits and `_`); `ORRERY_*` and `NODE_OPTIONS` are Orrery's and are refused. Values may be
+   * tokens (`bucket.bucketName`, `secret.secretArn`). Orrery's variables and these together must
+   * stay within Lambda's 4 KB (checked at synthesis). Keep secrets out: pass a secret's ARN and
+   * read the secret at run time.
+   * @default no variables of your own
+   * @example
+   * environment: { MAILER_URL: 'https://mailer.example.com', MAILER_SECRET_ARN: secret.secretArn }
+   */
+  readonly environment?: Readonly<Record<string, string>>;
   /**
    * Receives before SQS moves a message to the DLQ. Must exceed the spec's `retry.maxAttempts`,
    * because every attempt (and every duplicate delivery) is a receive.
@@ -47,8 +72,16 @@ export interface ResolvedJobTypeOptions {
   readonly concurrency: number;
   readonly batchSize: number;
   readonly memorySize: number;
+  readonly environment: Readonly<Record<string, string>>;
   readonly maxReceiveCount: number;
 }
+
+/** Names of a worker's environment that are Orrery's own: every `ENV` name starts with it. */
+export const RESERVED_ENV_PREFIX = 'ORRERY_';
+/** Set by every Orrery function (`--enable-source-maps`). */
+const RESERVED_ENV_NAMES = new Set(['NODE_OPTIONS']);
+/** Lambda's rule for a variable's name. */
+const ENV_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_]+$/;
 
 function requireInt(type: string, name: string, value: number, min: number, max: number, why = ''): void {
   if (!Number.isInteger(value) || value < min || value > max) {
@@ -77,6 +110,7 @@ export function resolveJobTypeOptions(options: JobTypeOptions): ResolvedJobTypeO
     concurrency: options.concurrency ?? 5,
     batchSize: options.batchSize ?? 10,
     memorySize: options.memorySize ?? 512,
+    environment: options.environment ?? {},
     maxReceiveCount: options.maxReceiveCount ?? MAX_RECEIVE_COUNT,
   };
   requireInt(spec.type, 'timeoutMs', spec.timeoutMs, 1000, MAX_TIMEOUT_MS);
@@ -93,5 +127,22 @@ export function resolveJobTypeOptions(options: JobTypeOptions): ResolvedJobTypeO
     ' (more than retry.maxAttempts)',
   );
   if (options.entry.trim() === '') throw new Error(`job type "${spec.type}": entry must name the handler file`);
+  checkEnvironmentNames(spec.type, resolved.environment);
   return resolved;
+}
+
+function checkEnvironmentNames(type: string, environment: Readonly<Record<string, string>>): void {
+  for (const name of Object.keys(environment)) {
+    if (name.startsWith(RESERVED_ENV_PREFIX) || RESERVED_ENV_NAMES.has(name)) {
+      throw new Error(
+        `job type "${type}": environment variable ${name} collides with Orrery's own ` +
+          `(${RESERVED_ENV_PREFIX}* and ${[...RESERVED_ENV_NAMES].join(', ')} are set by the platform)`,
+      );
+    }
+    if (!ENV_NAME_PATTERN.test(name)) {
+      throw new Error(
+        `job type "${type}": environment variable name "${name}" must be a letter followed by letters, digits or _ (Lambda's rule)`,
+      );
+    }
+  }
 }

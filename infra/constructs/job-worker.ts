@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type IGrantable, type IPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -32,6 +32,11 @@ export interface JobWorkerProps {
   readonly naming: QueueNaming;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
+  /**
+   * The job type's own variables (`addJobType({ environment })`), added after Orrery's.
+   * @default none
+   */
+  readonly userEnvironment?: Readonly<Record<string, string>>;
   /** Event source mapping `MaximumConcurrency` (2–1000). */
   readonly concurrency: number;
   /** Messages per invocation (1–10). */
@@ -50,14 +55,19 @@ export interface JobWorkerProps {
  * create schedules in the platform's group for retries longer than SQS can delay.
  * Use {@link JobPlatform.addJobType} rather than creating workers directly.
  *
+ * A worker is grantable: pass it to a resource's `grant*` method to give this type's worker, and
+ * no other function, access (`bucket.grantRead(worker)`).
+ *
  * @example
- * new JobWorker(this, 'EmailWorker', {
- *   type: 'send-email', entry: 'functions/jobs/send-email.ts', timeoutSeconds: 40,
- *   queues, jobTable, scheduler, naming, environment, concurrency: 5, batchSize: 10,
- * });
+ * const reports = platform.addJobType({ spec: reportJob, entry: 'jobs/report.ts' });
+ * bucket.grantRead(reports.worker);
+ * secret.grantRead(reports.worker);
  */
-export class JobWorker extends Construct {
+export class JobWorker extends Construct implements IGrantable {
+  /** The worker Lambda: its metrics, `addEnvironment` (not size-checked), its `executionRole`. */
   readonly handler: OrreryFunction;
+  /** The worker's execution role, for `grant*` methods. */
+  readonly grantPrincipal: IPrincipal;
 
   constructor(scope: Construct, id: string, props: JobWorkerProps) {
     super(scope, id);
@@ -69,8 +79,13 @@ export class JobWorker extends Construct {
       timeout: Duration.seconds(props.timeoutSeconds),
       logGroupRetention: props.logGroupRetention,
       // the DLQ's receive count, so that the worker counts the messages it dead-letters
-      environment: { ...props.environment, [ENV.maxReceiveCount]: String(props.queues.maxReceiveCount) },
+      environment: {
+        ...props.environment,
+        [ENV.maxReceiveCount]: String(props.queues.maxReceiveCount),
+        ...props.userEnvironment,
+      },
     });
+    this.grantPrincipal = this.handler.grantPrincipal;
     this.handler.addEventSource(
       new SqsEventSource(queue, {
         batchSize: props.batchSize,

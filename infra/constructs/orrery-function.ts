@@ -7,6 +7,7 @@ import type { Construct } from 'constructs';
 import { ENV } from '../../shared/config';
 import { bundlingProject, fromRepoRoot } from '../paths';
 import { acknowledge, XRAY_WILDCARD_REASON } from './acknowledge';
+import { checkEnvironmentSize } from './lambda-environment';
 
 /**
  * Lets CommonJS code inside the ESM bundle call `require()` for Node built-ins; without it
@@ -49,6 +50,8 @@ export interface OrreryFunctionProps extends Omit<NodejsFunctionProps, 'role' | 
  * its own log group with a one-month retention. The execution
  * role is created here with an inline policy (logs to its own group only) instead of the
  * `AWSLambdaBasicExecutionRole` managed policy, which would allow writing to any log group.
+ * Its environment is checked against Lambda's 4 KB quota at synthesis (see
+ * {@link checkEnvironmentSize}: values resolved only at deploy time are estimated).
  *
  * @example
  * const fn = new OrreryFunction(this, 'Api', {
@@ -63,6 +66,8 @@ export class OrreryFunction extends NodejsFunction {
 
   constructor(scope: Construct, id: string, props: OrreryFunctionProps) {
     const { logGroupRetention, logGroup: givenLogGroup, bundling, environment, ...functionProps } = props;
+    const variables = { NODE_OPTIONS: '--enable-source-maps', ...environment };
+    checkEnvironmentSize(props.description ?? id, variables);
     // Created beside the function (not inside it): a subclass cannot add children before super().
     const logGroup =
       givenLogGroup ?? new LogGroup(scope, `${id}Logs`, { retention: logGroupRetention ?? RetentionDays.ONE_MONTH });
@@ -81,7 +86,7 @@ export class OrreryFunction extends NodejsFunction {
       ...bundlingProject(),
       role,
       logGroup,
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
+      environment: variables,
       bundling: {
         format: OutputFormat.ESM,
         mainFields: ['module', 'main'],

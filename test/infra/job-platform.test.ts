@@ -34,8 +34,8 @@ describe('JobPlatform.addJobType validation', () => {
     addFails({ batchSize }, /job type "email": batchSize must be an integer from 1 to 10/);
   });
 
-  it.each([64, 10_241])('rejects memorySize %s', (memorySize) => {
-    addFails({ memorySize }, /memorySize must be an integer from 128 to 10240/);
+  it.each([64, 127, 10_241, 1024.5])('rejects memorySize %s (Lambda allows 128-10240 MB)', (memorySize) => {
+    addFails({ memorySize }, /job type "email": memorySize must be an integer from 128 to 10240/);
   });
 
   it('rejects a maxReceiveCount that does not exceed the retry attempts', () => {

@@ -7,7 +7,8 @@
  *
  * The limits (see ../shared/AWS-FACTS.md, "Deploy-time quotas"):
  * - Lambda: all of a function's environment variables together ≤ 4 KB (measured, as Lambda
- *   reports it, on the JSON of the variables).
+ *   reports it, on the JSON of the variables: `environmentBytes`, the rule OrreryFunction checks
+ *   at synthesis with unresolved values estimated, here on the values resolved).
  * - CloudFormation: ≤ 500 resources, ≤ 200 outputs, ≤ 200 parameters per stack; a template
  *   ≤ 1 MB (uploaded to S3, as the CDK does).
  * - IAM: the inline policies of one role ≤ 10,240 characters together, a managed policy
@@ -18,11 +19,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { JobPlatform } from '../../infra/constructs/job-platform';
+import { environmentBytes, LAMBDA_ENVIRONMENT_BYTES } from '../../infra/constructs/lambda-environment';
 import { defineJobType } from '../../shared/core/job-type';
 import { z } from '../../shared/core/zod-mini';
 
 export const QUOTAS = {
-  lambdaEnvironmentBytes: 4096,
+  lambdaEnvironmentBytes: LAMBDA_ENVIRONMENT_BYTES,
   stackResources: 500,
   stackOutputs: 200,
   stackParameters: 200,
@@ -342,7 +344,7 @@ export function measure(stacks: StackUnderTest[]): Figure[] {
       if (resource.Type === 'AWS::Lambda::Function') {
         const variables = (props.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
         const resolved = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, resolver.resolve(v)]));
-        add(`environment of ${id}`, Buffer.byteLength(JSON.stringify(resolved)), QUOTAS.lambdaEnvironmentBytes);
+        add(`environment of ${id}`, environmentBytes(resolved), QUOTAS.lambdaEnvironmentBytes);
       }
       if (resource.Type === 'AWS::IAM::Policy') {
         const size = policyChars(resolver.deep(props.PolicyDocument));
