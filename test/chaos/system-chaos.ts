@@ -847,7 +847,17 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       legitimatelyPendingAtEnd: result.pendingAtEnd,
       handlerExecutions: executions.length,
       actors: actors.stats,
-      ...(round1.length > 0 ? { workflows: { ...workflows.stats, round1: round1.length, round2: round2.length } } : {}),
+      ...(round1.length > 0
+        ? {
+            workflows: {
+              ...workflows.stats,
+              // the first ten calls killed, to show where the kills landed (all are counted in `kills`)
+              killedAt: workflows.stats.killedAt.slice(0, 10),
+              round1: round1.length,
+              round2: round2.length,
+            },
+          }
+        : {}),
       apiCallsKilled: apiFaults.hung,
       apiFaults: apiKinds,
       workerFaults: workerKinds,
