@@ -377,6 +377,22 @@ export interface WorkflowActorStats {
   waitsRunOut: number;
 }
 
+/** Stats of actors that have done nothing yet. */
+export function noWorkflowStats(): WorkflowActorStats {
+  return {
+    planned: 0,
+    acknowledged: 0,
+    notAcknowledged: 0,
+    signals: {},
+    kills: {},
+    killedAt: [],
+    killRetries: 0,
+    flowReplays: 0,
+    longestWaitMs: 0,
+    waitsRunOut: 0,
+  };
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How long a signal actor waits at most for the handler to reach (or leave) its wait. */
 const HANDLER_WAIT_MS = 60_000;
@@ -420,18 +436,7 @@ function killMatcher(kill: ApiKill, id: string): (call: CallInfo) => boolean {
  * signals at the planned moment, and make the planned calls die.
  */
 export class WorkflowActors {
-  readonly stats: WorkflowActorStats = {
-    planned: 0,
-    acknowledged: 0,
-    notAcknowledged: 0,
-    signals: {},
-    kills: {},
-    killedAt: [],
-    killRetries: 0,
-    flowReplays: 0,
-    longestWaitMs: 0,
-    waitsRunOut: 0,
-  };
+  readonly stats: WorkflowActorStats = noWorkflowStats();
   /** What became of each planned signal, by `<id>|<nonce>`. */
   readonly signals = new Map<string, SignalRecord>();
   /** Jobs whose creation died at its planned write (`<id>|<nonce>`). */

@@ -8,14 +8,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueue, uniqueId, waitForState } from '../e2e/helpers';
-import { type E2ETarget, startTarget } from '../e2e/target';
+import type { E2ETarget } from '../e2e/target';
+import { startDeployedTarget } from './deployed-target';
 
 let target: E2ETarget;
 
 beforeAll(async () => {
-  target = await startTarget();
-  if (target.kind !== 'deployed')
-    throw new Error('test/deployed runs against a deployed stack (npm run test:deployed)');
+  target = await startDeployedTarget();
 });
 
 afterAll(async () => {

@@ -8,9 +8,9 @@ import type { Job } from '../../shared/core/job';
 import {
   type CycleRecord,
   checkWorkflows,
+  noWorkflowStats,
   type PlannedWorkflow,
   type SignalRecord,
-  type WorkflowActorStats,
   WorkflowRecords,
 } from '../chaos/system-workflows';
 
@@ -51,19 +51,6 @@ function stored(over: Partial<Job> = {}, nonce = 'n1'): Job {
   };
 }
 
-const stats = (): WorkflowActorStats => ({
-  planned: 0,
-  acknowledged: 0,
-  notAcknowledged: 0,
-  signals: {},
-  kills: {},
-  killedAt: [],
-  killRetries: 0,
-  flowReplays: 0,
-  longestWaitMs: 0,
-  waitsRunOut: 0,
-});
-
 /** Cycles of the run: jumps of 3 h from T0 + 5 min on, each settled 2 min after it landed. */
 const cycles: CycleRecord[] = [0, 1, 2, 3].map((i) => {
   const from = T0 + 5 * MIN + i * (3 * HOUR + 2 * MIN);
@@ -89,7 +76,7 @@ function check(input: {
       signals,
       killedCreates: new Set(input.killedCreates ?? []),
       abandonedFlows: new Set(input.abandonedFlows ?? []),
-      stats: stats(),
+      stats: noWorkflowStats(),
     },
     stored: new Map(jobs.map((j) => [j.id, j])),
     storedBeforeReuse: new Map(),
