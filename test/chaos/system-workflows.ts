@@ -441,6 +441,8 @@ export class WorkflowActors {
   readonly signals = new Map<string, SignalRecord>();
   /** Jobs whose creation died at its planned write (`<id>|<nonce>`). */
   readonly killedCreates = new Set<string>();
+  /** Jobs whose enqueue or flow was acknowledged (`<id>|<nonce>`). */
+  readonly acknowledged = new Set<string>();
   /** Flows whose call died and that were not sent again: their second level was never written. */
   readonly abandonedFlows = new Set<string>();
   private pending = 0;
@@ -563,8 +565,10 @@ export class WorkflowActors {
     }
     const answer = await this.retried(() => this.client.enqueue(WORKFLOW_TYPE, job.payload, options));
     const ok = answer !== false && !(answer instanceof OrreryApiError);
-    if (ok) this.stats.acknowledged += 1;
-    else this.stats.notAcknowledged += 1;
+    if (ok) {
+      this.stats.acknowledged += 1;
+      this.acknowledged.add(`${job.id}|${job.payload.nonce}`);
+    } else this.stats.notAcknowledged += 1;
     return ok;
   }
 
@@ -592,8 +596,10 @@ export class WorkflowActors {
       this.stats.flowReplays += 1;
     }
     const answer = await this.retried(() => this.client.createFlow(items, { id: flow.id }));
-    if (answer !== false && !(answer instanceof OrreryApiError)) this.stats.acknowledged += jobs.length;
-    else this.stats.notAcknowledged += jobs.length;
+    if (answer !== false && !(answer instanceof OrreryApiError)) {
+      this.stats.acknowledged += jobs.length;
+      for (const j of jobs) this.acknowledged.add(`${j.id}|${j.payload.nonce}`);
+    } else this.stats.notAcknowledged += jobs.length;
   }
 
   /** Waits (bounded) until `ready` holds; false when it ran out. */
@@ -698,7 +704,7 @@ export interface CycleRecord {
 export interface WorkflowCheckInput {
   planned: readonly PlannedWorkflow[];
   records: WorkflowRecords;
-  actors: Pick<WorkflowActors, 'signals' | 'killedCreates' | 'abandonedFlows' | 'stats'>;
+  actors: Pick<WorkflowActors, 'signals' | 'killedCreates' | 'acknowledged' | 'abandonedFlows' | 'stats'>;
   /** The stored jobs at the end, and those of round 1 as they were before their ids were reused. */
   stored: Map<string, Job>;
   storedBeforeReuse: Map<string, Job>;
@@ -783,6 +789,7 @@ export function checkWorkflows(input: WorkflowCheckInput): WorkflowCheck {
     checked.resume += 1;
     const abandoned = j.flow !== undefined && input.actors.abandonedFlows.has(j.flow.id);
     const mustExist =
+      input.actors.acknowledged.has(key) ||
       input.actors.killedCreates.has(key) ||
       (j.via === 'flow' && abandoned && j.payload.parents === undefined) ||
       (signal !== undefined && signal.outcome !== 'not-sent');

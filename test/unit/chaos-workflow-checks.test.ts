@@ -63,6 +63,7 @@ function check(input: {
   signal?: SignalRecord;
   stored?: Job[];
   killedCreates?: string[];
+  acknowledged?: string[];
   abandonedFlows?: string[];
 }) {
   const records = new WorkflowRecords();
@@ -75,6 +76,7 @@ function check(input: {
     actors: {
       signals,
       killedCreates: new Set(input.killedCreates ?? []),
+      acknowledged: new Set(input.acknowledged ?? []),
       abandonedFlows: new Set(input.abandonedFlows ?? []),
       stats: noWorkflowStats(),
     },
@@ -224,9 +226,13 @@ describe('chaos workflow invariants', () => {
       expect(violated(result)).toEqual([]);
     });
 
-    it('is violated by an acknowledged job, or a child whose enqueue died after its create, that is missing', () => {
+    it('is violated by an acknowledged job (with a signal or without), or a child whose enqueue died after its create, that is missing', () => {
       expect(violated(check({ records: (r) => healthy(r), signal: answered, stored: [] }))).toEqual([
         'resume: round 1 (signal-during): never written, or lost',
+      ]);
+      const timeout = planned({ kind: 'timeout', signal: 'none', payload: { nonce: 'n1', steps: 1, waitMs: HOUR } });
+      expect(violated(check({ jobs: [timeout], stored: [], acknowledged: ['w|n1'] }))).toEqual([
+        'resume: round 1 (timeout): never written, or lost',
       ]);
       const child = planned({
         id: 'c',
