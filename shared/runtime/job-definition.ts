@@ -40,11 +40,14 @@ export interface JobContext<Signals extends SignalSchemas = AnySignals> extends 
   progress(percent: number, detail?: string): void;
   /**
    * The job's parents (`dependsOn`) by id, each with its state and result (`null` when it has
-   * none). Read only when called: the job's parents item, then the parents' status items in one
-   * batch read. Absent when the worker has no job graph configured.
-   * @default undefined
+   * none); `{}` for a job without parents. Read only when called: the job's parents item, then
+   * the parents' status items in one batch read. Rejects with a `ConfigError` when the worker was
+   * built without a job graph (`createWorker`'s `graph`; `defineJob`'s Lambda entry and the local
+   * platform always have one).
+   * @example
+   * const parcels = Object.values(await ctx.parents()).map((p) => p.result);
    */
-  parents?(): Promise<Record<string, { state: JobState; result: unknown }>>;
+  parents(): Promise<Record<string, { state: JobState; result: unknown }>>;
 }
 
 /** A job's handler: `Result` is what it returns (stored as JSON), `Signals` its type's declared signals. */

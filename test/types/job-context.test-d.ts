@@ -8,6 +8,7 @@ import { z } from 'zod';
 import * as zm from 'zod/mini';
 import { fulfilOrder } from '../../functions/jobs/fulfil-order';
 import { defineJobType } from '../../shared/core/job-type';
+import type { JobState } from '../../shared/core/states';
 import { defineJob } from '../../shared/runtime/define-job';
 import type { JobContext, JobDefinition } from '../../shared/runtime/job-definition';
 
@@ -79,6 +80,18 @@ describe('ctx.waitForSignal in defineJob', () => {
       amount: number;
       reference: string;
     } | null>();
+  });
+});
+
+describe('ctx.parents', () => {
+  it('is always there: no optional call', () => {
+    defineJob(plainJob, async (_payload, ctx) => {
+      const parents = await ctx.parents();
+      expectTypeOf(parents).toEqualTypeOf<Record<string, { state: JobState; result: unknown }>>();
+      return Object.keys(parents);
+    });
+    expectTypeOf<JobContext['parents']>().not.toEqualTypeOf<undefined>();
+    expectTypeOf<undefined>().not.toExtend<JobContext['parents']>();
   });
 });
 
