@@ -13,6 +13,7 @@ import {
   Forbidden,
   InternalError,
   isLocalUrl,
+  JobTypeMismatch,
   JobWaitError,
   NotFound,
   OrreryApiError,
@@ -364,6 +365,14 @@ describe('request building', () => {
     expect(() => createClient({ url: 'ftp://x' })).toThrow(/http/);
     const spec = { type: 'echo' } as never;
     expect(() => createClient({ url: 'http://127.0.0.1:1', jobs: { other: spec } })).toThrow(/key must match/);
+  });
+
+  it('takes definitions (defineJob results) in a jobs record, checked by their spec type', () => {
+    const definition = { spec: { type: 'echo' }, run: async () => null } as never;
+    expect(() => createClient({ url: 'http://127.0.0.1:1', jobs: { echo: definition } })).not.toThrow();
+    expect(() => createClient({ url: 'http://127.0.0.1:1', jobs: { other: definition } })).toThrow(
+      'jobs.other is the spec of "echo"; the key must match',
+    );
   });
 });
 
@@ -729,6 +738,24 @@ describe('waitFor', () => {
     expect(error.job.state).toBe('running');
     expect(Date.now() - started).toBeLessThan(2000);
     expect(peer.requests.length).toBeGreaterThan(1);
+  });
+
+  it('with a type, returns the job when it is of that type, and throws JobTypeMismatch at once when not', async () => {
+    const peer = await startPeer(() => ({ body: jobView({ type: 'echo', state: 'succeeded', result: { n: 1 } }) }));
+    const client = createClient({ url: peer.url });
+    const done = await client.waitFor('job-1', 'succeeded', { type: 'echo', interval: 5 });
+    expect(done.result).toEqual({ n: 1 });
+    const error = (await client
+      .waitFor('job-1', 'succeeded', { type: 'invoice', interval: 5 })
+      .catch((e: unknown) => e)) as JobTypeMismatch;
+    expect(error).toBeInstanceOf(JobTypeMismatch);
+    expect(error.message).toBe('job job-1 is of type "echo", not "invoice"');
+    expect(error.expected).toBe('invoice');
+    expect(error.job.type).toBe('echo');
+    expect(peer.requests).toHaveLength(2); // one poll each
+    await expect(client.get('job-1', { type: 'invoice' })).rejects.toThrow(JobTypeMismatch);
+    expect((await client.get('job-1', { type: 'echo' })).id).toBe('job-1');
+    expect(peer.requests.every((r) => r.rawUrl === '/jobs/job-1')).toBe(true); // the type is not sent
   });
 
   it('stops when its signal aborts', async () => {

@@ -1,0 +1,109 @@
+/**
+ * Compile-time checks of what the client takes from the specs and definitions it is built with:
+ * job results (the handler's return type). Run by
+ * `npm run typecheck` like ./client.test-d.ts: a line that should not compile carries
+ * `@ts-expect-error`, and tsc fails if it compiles after all.
+ */
+import { describe, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
+import type { fulfilOrder } from '../../functions/jobs/fulfil-order';
+import { createClient, type JobView, type Jsonified, type StoredResult } from '../../shared/client';
+import { defineJobType } from '../../shared/core/job-type';
+import { defineJob } from '../../shared/runtime/define-job';
+
+const url = 'http://127.0.0.1:4600';
+
+const orderJob = defineJobType({
+  type: 'order',
+  payload: z.object({ orderId: z.string() }),
+  signals: {
+    payment: z.object({ amount: z.number(), reference: z.string() }),
+    cancel: z.object({ reason: z.string().default('customer') }),
+  },
+});
+const refundJob = defineJobType({
+  type: 'refund',
+  payload: z.object({ orderId: z.string() }),
+  signals: {
+    approve: z.object({ by: z.string() }),
+    cancel: z.object({ reason: z.string(), note: z.string() }),
+  },
+});
+const plainJob = defineJobType({ type: 'plain', payload: z.object({ n: z.number() }) });
+
+const order = defineJob(orderJob, async ({ orderId }, ctx) => {
+  const payment = await ctx.waitForSignal('payment');
+  return { orderId, paid: payment?.amount ?? 0, at: new Date(), note: undefined as string | undefined };
+});
+const plain = defineJob(plainJob, async () => {});
+
+/** Definitions and a bare spec, as an app's `jobs.ts` would export them. */
+const jobs = [order, plain, refundJob] as const;
+
+type OrderResult = { orderId: string; paid: number; at: string; note?: string };
+
+describe('result typed from the handler where the client has the definitions', () => {
+  const client = createClient<typeof jobs>({ url });
+
+  it('waitFor(id, "succeeded", { type }) gives the handler’s result as JSON, not null', async () => {
+    const done = await client.waitFor('o-1', 'succeeded', { type: 'order' });
+    expectTypeOf(done.state).toEqualTypeOf<'succeeded'>();
+    expectTypeOf(done.payload).toEqualTypeOf<{ orderId: string }>();
+    expectTypeOf(done.result).toEqualTypeOf<OrderResult>(); // the Date is its JSON text
+  });
+
+  it('is null until the job succeeded: other states, get, enqueue', async () => {
+    const ended = await client.waitFor('o-1', ['succeeded', 'failed'], { type: 'order' });
+    expectTypeOf(ended.state).toEqualTypeOf<'succeeded' | 'failed'>();
+    expectTypeOf(ended.result).toEqualTypeOf<OrderResult | null>();
+    expectTypeOf((await client.get('o-1', { type: 'order' })).result).toEqualTypeOf<OrderResult | null>();
+    const { job } = await client.enqueue('order', { orderId: 'o-1' });
+    expectTypeOf(job.result).toEqualTypeOf<OrderResult | null>();
+    // the enqueued job's own type, carried along
+    const again = await client.waitFor(job.id, 'succeeded', { type: job.type });
+    expectTypeOf(again.result).toEqualTypeOf<OrderResult>();
+  });
+
+  it('is null for a handler that returns nothing, unknown for a spec without its handler', async () => {
+    expectTypeOf((await client.waitFor('p-1', 'succeeded', { type: 'plain' })).result).toEqualTypeOf<null>();
+    expectTypeOf((await client.waitFor('r-1', 'succeeded', { type: 'refund' })).result).toEqualTypeOf<unknown>();
+  });
+
+  it('stays JobView, result unknown, without { type }', async () => {
+    expectTypeOf(await client.waitFor('o-1', 'succeeded')).toEqualTypeOf<JobView>();
+    expectTypeOf(await client.get('o-1')).toEqualTypeOf<JobView>();
+    // @ts-expect-error not a type of the catalog
+    await client.get('o-1', { type: 'nope' });
+  });
+
+  it('works with the record form and with the repository’s definitions', async () => {
+    const record = createClient({ url, jobs: { order, plain } });
+    expectTypeOf((await record.waitFor('o-1', 'succeeded', { type: 'order' })).result).toEqualTypeOf<OrderResult>();
+    const repo = createClient<readonly [typeof fulfilOrder]>({ url });
+    const paid = await repo.waitFor('o7', 'succeeded', { type: 'fulfil-order' });
+    expectTypeOf(paid.result).toEqualTypeOf<{
+      orderId: string;
+      status: string;
+      paid: number;
+      reference: string;
+      reserved: string[];
+    }>();
+  });
+
+  it('types what an untyped client is told, with an unknown result', async () => {
+    const untyped = createClient({ url });
+    const job = await untyped.get('x', { type: 'anything' });
+    expectTypeOf(job.type).toEqualTypeOf<'anything'>();
+    expectTypeOf(job.result).toEqualTypeOf<unknown>();
+  });
+});
+
+describe('Jsonified: a result as JSON reads it back', () => {
+  it('turns dates to text and drops what JSON drops', () => {
+    type Out = Jsonified<{ at: Date; f: () => void; u: undefined; list: (number | undefined)[]; o?: { d: Date } }>;
+    expectTypeOf<Out>().toEqualTypeOf<{ at: string; list: (number | null)[]; o?: { d: string } }>();
+    expectTypeOf<StoredResult<void>>().toEqualTypeOf<null>();
+    expectTypeOf<StoredResult<unknown>>().toEqualTypeOf<unknown>();
+    expectTypeOf<StoredResult<{ a: 1 } | undefined>>().toEqualTypeOf<{ a: 1 } | null>();
+  });
+});
