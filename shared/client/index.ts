@@ -43,9 +43,14 @@ import type {
   ScheduleFilter,
   ScheduleInput,
   ScheduleView,
+  SignalName,
+  SignalPayload,
+  SignalPayloadArg,
   SignalReceipt,
   TypedJob,
   TypeName,
+  TypeSignalName,
+  TypeSignalPayload,
   UntypedJobs,
   WaitedJob,
 } from './types';
@@ -102,11 +107,15 @@ export interface GetOptions {
   signal?: AbortSignal;
 }
 
-/** The job type the caller expects of an id, for `get` and `waitFor`: it types the job (its payload, its `result`). */
+/**
+ * The job type the caller expects of an id, for `get`, `waitFor` and `signal`: it types the job
+ * (its payload, its `result`) or the signal by that type's spec.
+ */
 export interface ExpectedType<K extends string> {
   /**
    * The job's type. `get` and `waitFor` check it against the job they read and throw a
-   * {@link JobTypeMismatch} when it differs.
+   * {@link JobTypeMismatch} when it differs; `signal` sends nothing of it (the API checks the
+   * signal against the job's own type).
    */
   type: K;
 }
@@ -229,12 +238,27 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
    * whether the job resumed now (`resumed`), or whether its wait had already timed out (`late`:
    * no wait returns the signal). Sending the same payload again is harmless (`duplicate: true`);
    * another payload is refused (409 `signal_exists`).
+   *
+   * A client built with the catalog takes the signal names its types declare (`signals`), each
+   * with its payload's type, so a typo or a wrong payload does not compile; with `{ type }`, the
+   * names and payloads of that type (any name, for a type that declares none). Without a catalog,
+   * or when no type declares signals, any name and any payload.
    * @default payload null
    * @example
    * const { resumed, late } = await client.signal('order-1234', 'payment', { amount: 42 });
    * if (late) await refund('order-1234'); // the order had been abandoned
    */
-  signal(id: string, name: string, payload?: unknown): Promise<SignalReceipt>;
+  signal<N extends SignalName<T>>(
+    id: string,
+    name: N,
+    ...payload: SignalPayloadArg<SignalPayload<T, N>>
+  ): Promise<SignalReceipt>;
+  signal<K extends TypeName<T>, N extends TypeSignalName<T, K>>(
+    id: string,
+    name: N,
+    payload: TypeSignalPayload<T, K, N>,
+    options: ExpectedType<K>,
+  ): Promise<SignalReceipt>;
   /**
    * `POST /jobs/bulk`: `retry` or `cancel` for 1–100 unique ids; one result per id, in order
    * (`applied`, `refused` with the job's state, `not_found`).

@@ -16,7 +16,7 @@ import type {
 } from '../api/schemas';
 import type { BackoffInput } from '../core/backoff';
 import type { JobView } from '../core/job';
-import type { JobTypeSpec } from '../core/job-type';
+import type { DeclaresSignals, JobTypeSpec, SignalSchemas } from '../core/job-type';
 import type { JobState } from '../core/states';
 import type { scheduleRequestSchema } from '../schedules/request';
 
@@ -59,13 +59,16 @@ type EntriesByName<C extends JobCatalog> = C extends readonly JobCatalogEntry[]
   ? { [E in C[number] as SpecOf<E> extends { readonly type: infer N extends string } ? N : never]: E }
   : C;
 
+/** Any signal name, any payload: a type that declares no `signals`. */
+export type AnySignalPayloads = { [name: string]: unknown };
+
 /**
  * Type name → what the client knows of it: payload types, input (what `enqueue` takes) and output
- * (what the API stores and returns), and the stored `result` (see {@link StoredResult}), when
- * the client was given the handler.
+ * (what the API stores and returns); the stored `result` (see {@link StoredResult}), when the
+ * client was given the handler; the payload each signal takes, when the type declares `signals`.
  */
 export type JobTypeMap = {
-  [type: string]: { input: unknown; output: unknown; result?: unknown };
+  [type: string]: { input: unknown; output: unknown; result?: unknown; signals?: AnySignalPayloads };
 };
 
 /**
@@ -126,10 +129,13 @@ export type StoredResult<R> = 0 extends 1 & R
 
 type ResultOf<E> = E extends { run(...args: never): Promise<infer R> } ? StoredResult<R> : unknown;
 
-/** The {@link JobTypeMap} of a catalog: `z.input`/`z.output` of each spec's payload schema, and results. */
+type SignalInputs<Signals extends SignalSchemas> =
+  DeclaresSignals<Signals> extends true ? { [N in keyof Signals & string]: z.input<Signals[N]> } : AnySignalPayloads;
+
+/** The {@link JobTypeMap} of a catalog: `z.input`/`z.output` of each spec's payload schema, results, signals. */
 export type JobTypesOf<C extends JobCatalog> = {
-  [K in keyof EntriesByName<C> & string]: SpecOf<EntriesByName<C>[K]> extends JobTypeSpec<infer S>
-    ? { input: z.input<S>; output: z.output<S>; result: ResultOf<EntriesByName<C>[K]> }
+  [K in keyof EntriesByName<C> & string]: SpecOf<EntriesByName<C>[K]> extends JobTypeSpec<infer S, string, infer Sig>
+    ? { input: z.input<S>; output: z.output<S>; result: ResultOf<EntriesByName<C>[K]>; signals: SignalInputs<Sig> }
     : never;
 };
 
@@ -160,6 +166,45 @@ export type SucceededJob<T extends JobTypeMap, K extends TypeName<T>> = Omit<Typ
 export type WaitedJob<T extends JobTypeMap, K extends TypeName<T>, S extends JobState> = [S] extends ['succeeded']
   ? SucceededJob<T, K>
   : Omit<TypedJob<T, K>, 'state'> & { state: S };
+
+// ---------------------------------------------------------------------------------------------
+// Signals known at compile time
+// ---------------------------------------------------------------------------------------------
+
+type SignalsOf<Info> = Info extends { signals: infer S } ? S : AnySignalPayloads;
+
+type DeclaredSignalName<Info> = string extends keyof SignalsOf<Info> ? never : keyof SignalsOf<Info> & string;
+
+type CatalogSignalName<T extends JobTypeMap> = { [K in keyof T]: DeclaredSignalName<T[K]> }[keyof T];
+
+/**
+ * The names `signal(id, name, payload)` takes: those the catalog's types declare (`signals`), or
+ * any name when none of them declares signals (and without a catalog).
+ */
+export type SignalName<T extends JobTypeMap> = [CatalogSignalName<T>] extends [never] ? string : CatalogSignalName<T>;
+
+/** The payload of signal `N` (the union, if several types declare `N` with other schemas). */
+export type SignalPayload<T extends JobTypeMap, N extends string> = [CatalogSignalName<T>] extends [never]
+  ? unknown
+  : {
+      [K in keyof T]: SignalsOf<T[K]> extends infer S
+        ? N extends DeclaredSignalName<T[K]> & keyof S
+          ? S[N]
+          : never
+        : never;
+    }[keyof T];
+
+/** The names `signal(id, name, payload, { type: K })` takes: `K`'s declared signals, or any name. */
+export type TypeSignalName<T extends JobTypeMap, K extends TypeName<T>> = string extends keyof SignalsOf<T[K]>
+  ? string
+  : keyof SignalsOf<T[K]> & string;
+
+/** The payload of signal `N` of type `K`. */
+export type TypeSignalPayload<T extends JobTypeMap, K extends TypeName<T>, N extends string> =
+  SignalsOf<T[K]> extends infer S ? (string extends keyof S ? unknown : N extends keyof S ? S[N] : never) : never;
+
+/** The payload argument of `signal`: optional when the payload may be null (the client sends null then). */
+export type SignalPayloadArg<P> = unknown extends P ? [payload?: P] : null extends P ? [payload?: P] : [payload: P];
 
 // ---------------------------------------------------------------------------------------------
 // Jobs

@@ -1,13 +1,21 @@
 /**
  * Compile-time checks of what the client takes from the specs and definitions it is built with:
- * job results (the handler's return type). Run by
+ * signal names and payloads (`signals`), and job results (the handler's return type). Run by
  * `npm run typecheck` like ./client.test-d.ts: a line that should not compile carries
  * `@ts-expect-error`, and tsc fails if it compiles after all.
  */
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
+import { type catalog, echoJob } from '../../functions/jobs/catalog';
 import type { fulfilOrder } from '../../functions/jobs/fulfil-order';
-import { createClient, type JobView, type Jsonified, type StoredResult } from '../../shared/client';
+import {
+  createClient,
+  type JobView,
+  type Jsonified,
+  type OrreryClient,
+  type SignalName,
+  type StoredResult,
+} from '../../shared/client';
 import { defineJobType } from '../../shared/core/job-type';
 import { defineJob } from '../../shared/runtime/define-job';
 
@@ -41,6 +49,62 @@ const plain = defineJob(plainJob, async () => {});
 const jobs = [order, plain, refundJob] as const;
 
 type OrderResult = { orderId: string; paid: number; at: string; note?: string };
+
+describe('client.signal(id, name, payload) typed by the specs’ signals', () => {
+  const client = createClient<typeof jobs>({ url });
+
+  it('takes the declared names, each with its payload', () => {
+    client.signal('o-1', 'payment', { amount: 42, reference: 'pi_1' });
+    client.signal('r-1', 'approve', { by: 'ops' });
+    client.signal('o-1', 'cancel', {}); // order's cancel has a default reason: its input may omit it
+    expectTypeOf<SignalName<typeof client extends OrreryClient<infer T> ? T : never>>().toEqualTypeOf<
+      'payment' | 'cancel' | 'approve'
+    >();
+  });
+
+  it('refuses a typo, a wrong payload, a missing payload and another signal’s payload', () => {
+    // @ts-expect-error no type declares "paymnet"
+    client.signal('o-1', 'paymnet', { amount: 42, reference: 'pi_1' });
+    // @ts-expect-error amount is a number
+    client.signal('o-1', 'payment', { amount: '42', reference: 'pi_1' });
+    // @ts-expect-error the payment payload is required
+    client.signal('o-1', 'payment');
+    // @ts-expect-error approve's payload is not payment's
+    client.signal('o-1', 'payment', { by: 'ops' });
+  });
+
+  it('narrows names and payloads to one type with { type }', () => {
+    client.signal('r-1', 'cancel', { reason: 'dup', note: 'n' }, { type: 'refund' });
+    // @ts-expect-error refund's cancel needs a note (order's does not)
+    client.signal('r-1', 'cancel', { reason: 'dup' }, { type: 'refund' });
+    // @ts-expect-error payment is not a signal of refund
+    client.signal('r-1', 'payment', { amount: 1, reference: 'x' }, { type: 'refund' });
+    // plain declares no signals: any name, any payload, for that type
+    client.signal('p-1', 'go', { any: 'thing' }, { type: 'plain' });
+    // @ts-expect-error without { type: 'plain' }, only the declared names
+    client.signal('p-1', 'go', { any: 'thing' });
+    // @ts-expect-error not a type of the catalog
+    client.signal('x-1', 'payment', { amount: 1, reference: 'x' }, { type: 'nope' });
+  });
+
+  it('types the repository’s catalog: fulfil-order declares payment', () => {
+    const typed = createClient<typeof catalog>({ url });
+    typed.signal('o7', 'payment', { amount: 42, reference: 'pay-1' });
+    // @ts-expect-error reference is required
+    typed.signal('o7', 'payment', { amount: 42 });
+    // @ts-expect-error no type of the catalog declares "paid"
+    typed.signal('o7', 'paid', { amount: 42, reference: 'pay-1' });
+  });
+
+  it('takes any name and payload without a catalog, or when no type declares signals', () => {
+    const untyped = createClient({ url });
+    untyped.signal('id', 'anything', { a: 1 });
+    untyped.signal('id', 'anything');
+    const noSignals = createClient({ url, jobs: { echo: echoJob } });
+    noSignals.signal('id', 'anything', 'text');
+    noSignals.signal('id', 'anything');
+  });
+});
 
 describe('result typed from the handler where the client has the definitions', () => {
   const client = createClient<typeof jobs>({ url });

@@ -374,6 +374,19 @@ describe('request building', () => {
       'jobs.other is the spec of "echo"; the key must match',
     );
   });
+
+  it('signal sends the same request with or without the type it is typed by', async () => {
+    const receipt = { jobId: 'o-1', signal: 'payment', receivedAt: '', resumed: true, late: false, duplicate: false };
+    const peer = await startPeer(() => ({ status: 202, body: receipt }));
+    const client = createClient({ url: peer.url });
+    await client.signal('o-1', 'payment', { amount: 1 });
+    await client.signal('o-1', 'payment', { amount: 1 }, { type: 'order' });
+    await client.signal('o-1', 'go');
+    const sent = peer.requests.map((r) => ({ method: r.method, rawUrl: r.rawUrl, json: r.json }));
+    expect(sent[0]).toEqual({ method: 'POST', rawUrl: '/jobs/o-1/signals/payment', json: { payload: { amount: 1 } } });
+    expect(sent[1]).toEqual(sent[0]);
+    expect(sent[2]?.json).toEqual({ payload: null });
+  });
 });
 
 // ------------------------------------------------------------------ signing
