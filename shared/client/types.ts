@@ -76,17 +76,19 @@ export type JobTypeMap = {
  * a `toJSON` (a Date) becomes what it returns; functions, symbols and `undefined` leave objects
  * (a field that may be `undefined` becomes optional) and are `null` in arrays.
  */
-export type Jsonified<T> = T extends { toJSON(...args: never): infer J }
-  ? Jsonified<J>
-  : T extends string | number | boolean | null
-    ? T
-    : T extends undefined | symbol | bigint | ((...args: never) => unknown)
-      ? never
-      : T extends readonly unknown[]
-        ? { -readonly [I in keyof T]: JsonItem<T[I]> }
-        : T extends object
-          ? JsonifiedObject<T>
-          : unknown;
+export type Jsonified<T> = 0 extends 1 & T
+  ? T // any stays any
+  : T extends { toJSON(...args: never): infer J }
+    ? Jsonified<J>
+    : T extends string | number | boolean | null
+      ? T
+      : T extends undefined | symbol | bigint | ((...args: never) => unknown)
+        ? never
+        : T extends readonly unknown[]
+          ? { -readonly [I in keyof T]: JsonItem<T[I]> }
+          : T extends object
+            ? JsonifiedObject<T>
+            : unknown;
 
 /** An array item: what JSON drops from an object is `null` in an array. */
 type JsonItem<V> = V extends undefined | symbol | ((...args: never) => unknown) ? null : Jsonified<V>;

@@ -166,6 +166,8 @@ describe('Jsonified: a result as JSON reads it back', () => {
   it('turns dates to text and drops what JSON drops', () => {
     type Out = Jsonified<{ at: Date; f: () => void; u: undefined; list: (number | undefined)[]; o?: { d: Date } }>;
     expectTypeOf<Out>().toEqualTypeOf<{ at: string; list: (number | null)[]; o?: { d: string } }>();
+    // biome-ignore lint/suspicious/noExplicitAny: what `await res.json()` gives a handler
+    expectTypeOf<Jsonified<{ id: any; n: number }>>().toEqualTypeOf<{ id?: any; n: number }>();
     expectTypeOf<StoredResult<void>>().toEqualTypeOf<null>();
     expectTypeOf<StoredResult<unknown>>().toEqualTypeOf<unknown>();
     expectTypeOf<StoredResult<{ a: 1 } | undefined>>().toEqualTypeOf<{ a: 1 } | null>();
