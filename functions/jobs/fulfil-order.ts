@@ -17,7 +17,7 @@ export const fulfilOrder = defineJob(fulfilOrderJob, async ({ orderId, items, co
     });
     reserved.push(reservation.reservation);
   }
-  const payment = await ctx.waitForSignal<{ amount: number; reference: string }>('payment', { timeout: '1h' });
+  const payment = await ctx.waitForSignal('payment', { timeout: '1h' }); // typed by the spec's `signals`
   if (payment === null) {
     await ctx.step('release', () => {
       ctx.log.warn('no payment within the hour: releasing the reservations', { orderId, reserved });

@@ -232,3 +232,21 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function isIssue(value: unknown): value is ApiIssue {
   return isRecord(value) && typeof value.path === 'string' && typeof value.message === 'string';
 }
+
+/**
+ * `get` or `waitFor` was told the job's type (`{ type }`) and read a job of another type: the
+ * types the caller relied on do not describe it.
+ */
+export class JobTypeMismatch extends Error {
+  /** The type the caller said. */
+  readonly expected: string;
+  /** The job as read. */
+  readonly job: JobView;
+
+  constructor(expected: string, job: JobView) {
+    super(`job ${job.id} is of type "${job.type}", not "${expected}"`);
+    this.name = 'JobTypeMismatch';
+    this.expected = expected;
+    this.job = job;
+  }
+}

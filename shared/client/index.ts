@@ -14,7 +14,7 @@
  * @module
  */
 import { TERMINAL_STATES } from '../core/states';
-import { JobWaitError } from './errors';
+import { JobTypeMismatch, JobWaitError } from './errors';
 import { type CredentialsInput, isLocalUrl, type RequestSigner, signingRegion, sigV4Signer } from './signing';
 import { type CallSpec, call, DEFAULT_RETRY, type QueryValue, type RetryOptions, segment } from './transport';
 import type {
@@ -43,10 +43,16 @@ import type {
   ScheduleFilter,
   ScheduleInput,
   ScheduleView,
+  SignalName,
+  SignalPayload,
+  SignalPayloadArg,
   SignalReceipt,
   TypedJob,
   TypeName,
+  TypeSignalName,
+  TypeSignalPayload,
   UntypedJobs,
+  WaitedJob,
 } from './types';
 
 export * from './errors';
@@ -60,6 +66,9 @@ export interface ClientOptions<C extends JobCatalog = JobCatalog> {
   url: string | URL;
   /**
    * Job types, for compile-time payload checks: the catalog tuple or a `{ name: spec }` record.
+   * Definitions (`defineJob`'s results) may stand in for specs, and type each job's `result` as
+   * well; to keep handler code out of the client's bundle, give them as a type only:
+   * `createClient<typeof jobs>({ url })` with `import type { jobs } from './jobs'`.
    * Only its types matter; nothing is validated on the client.
    */
   jobs?: C;
@@ -91,6 +100,24 @@ export interface ClientOptions<C extends JobCatalog = JobCatalog> {
   timeoutMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+}
+
+/** Options of `get`. */
+export interface GetOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * The job type the caller expects of an id, for `get`, `waitFor` and `signal`: it types the job
+ * (its payload, its `result`) or the signal by that type's spec.
+ */
+export interface ExpectedType<K extends string> {
+  /**
+   * The job's type. `get` and `waitFor` check it against the job they read and throw a
+   * {@link JobTypeMismatch} when it differs; `signal` sends nothing of it (the API checks the
+   * signal against the job's own type).
+   */
+  type: K;
 }
 
 export interface WaitOptions {
@@ -168,8 +195,14 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   ): Promise<EnqueueResult<TypedJob<T, K>>>;
   /** `POST /jobs/batch`: one result per item, in order. Items without an id get one from the client. */
   enqueueBatch(items: readonly BatchItem<T>[]): Promise<BatchResult[]>;
-  /** `GET /jobs/{id}`. */
-  get(id: string, options?: { signal?: AbortSignal }): Promise<JobView>;
+  /**
+   * `GET /jobs/{id}`. With `type`, the job comes back typed by that type's spec and handler (its
+   * payload, its `result`), and a job of another type throws a {@link JobTypeMismatch}.
+   * @example
+   * const job = await client.get(id, { type: 'invoice' }); // job.result: the invoice handler's result | null
+   */
+  get<K extends TypeName<T>>(id: string, options: GetOptions & ExpectedType<K>): Promise<TypedJob<T, K>>;
+  get(id: string, options?: GetOptions): Promise<JobView>;
   /**
    * `POST /flows`: a DAG of up to 100 jobs, checked whole before any is written (a cycle, an
    * unknown parent, a bad policy: 400 and nothing written). `created` is false for a replay.
@@ -205,12 +238,27 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
    * whether the job resumed now (`resumed`), or whether its wait had already timed out (`late`:
    * no wait returns the signal). Sending the same payload again is harmless (`duplicate: true`);
    * another payload is refused (409 `signal_exists`).
+   *
+   * A client built with the catalog takes the signal names its types declare (`signals`), each
+   * with its payload's type, so a typo or a wrong payload does not compile; with `{ type }`, the
+   * names and payloads of that type (any name, for a type that declares none). Without a catalog,
+   * or when no type declares signals, any name and any payload.
    * @default payload null
    * @example
    * const { resumed, late } = await client.signal('order-1234', 'payment', { amount: 42 });
    * if (late) await refund('order-1234'); // the order had been abandoned
    */
-  signal(id: string, name: string, payload?: unknown): Promise<SignalReceipt>;
+  signal<N extends SignalName<T>>(
+    id: string,
+    name: N,
+    ...payload: SignalPayloadArg<SignalPayload<T, N>>
+  ): Promise<SignalReceipt>;
+  signal<K extends TypeName<T>, N extends TypeSignalName<T, K>>(
+    id: string,
+    name: N,
+    payload: TypeSignalPayload<T, K, N>,
+    options: ExpectedType<K>,
+  ): Promise<SignalReceipt>;
   /**
    * `POST /jobs/bulk`: `retry` or `cancel` for 1–100 unique ids; one result per id, in order
    * (`applied`, `refused` with the job's state, `not_found`).
@@ -231,8 +279,19 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   /**
    * Polls `GET /jobs/{id}` until the job is in one of `states`. Rejects with a
    * {@link JobWaitError} when `timeout` passes, or at once when the job ends in another
-   * terminal state (`reason: 'terminal'`).
+   * terminal state (`reason: 'terminal'`). With `type`, the job comes back typed by that type's
+   * spec and handler (a job of another type throws a {@link JobTypeMismatch}); waiting for
+   * `succeeded` alone, its `result` is the handler's, not null.
+   * @example
+   * const { job } = await client.enqueue('invoice', order);
+   * const done = await client.waitFor(job.id, 'succeeded', { type: job.type });
+   * console.log(done.result.totalCents); // typed when the client was built with the invoice definition
    */
+  waitFor<K extends TypeName<T>, S extends JobState>(
+    id: string,
+    states: S | readonly S[],
+    options: WaitOptions & ExpectedType<K>,
+  ): Promise<WaitedJob<T, K, S>>;
   waitFor(id: string, states: JobState | readonly JobState[], options?: WaitOptions): Promise<JobView>;
   readonly dlq: DlqClient<T>;
   readonly schedules: ScheduleClient<T>;
@@ -326,8 +385,9 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     throw new TypeError(`Orrery URL must be http(s), got ${baseUrl.protocol}`);
   }
   if (options.jobs && !Array.isArray(options.jobs)) {
-    for (const [name, spec] of Object.entries(options.jobs)) {
-      if (spec.type !== name) throw new TypeError(`jobs.${name} is the spec of "${spec.type}"; the key must match`);
+    for (const [name, entry] of Object.entries(options.jobs)) {
+      const type = 'spec' in entry ? entry.spec.type : entry.type;
+      if (type !== name) throw new TypeError(`jobs.${name} is the spec of "${type}"; the key must match`);
     }
   }
   let signer: RequestSigner | undefined;
@@ -347,6 +407,11 @@ export function createClient<C extends JobCatalog = JobCatalog>(
   };
   const send = async <R>(spec: CallSpec) => (await call<R>(transport, spec)).body;
   const job = (id: string) => `/jobs/${segment(id)}`;
+  /** The job, once checked to be of the type the caller expects (if it said one). */
+  const ofType = (found: JobView, expected: string | undefined): JobView => {
+    if (expected !== undefined && found.type !== expected) throw new JobTypeMismatch(expected, found);
+    return found;
+  };
 
   const client: OrreryClient<UntypedJobs> = {
     url: baseUrl,
@@ -389,7 +454,10 @@ export function createClient<C extends JobCatalog = JobCatalog>(
 
     getFlow: (id) => send({ method: 'GET', path: `/flows/${encodeURIComponent(id)}`, idempotent: true }),
 
-    get: (id, getOptions) => send({ method: 'GET', path: job(id), idempotent: true, signal: getOptions?.signal }),
+    async get(id: string, getOptions?: GetOptions & Partial<ExpectedType<string>>) {
+      const found = await send<JobView>({ method: 'GET', path: job(id), idempotent: true, signal: getOptions?.signal });
+      return ofType(found, getOptions?.type) as never;
+    },
 
     list(filter = {}) {
       const { cursor: start, payload = {}, ...query } = filter;
@@ -417,8 +485,13 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
     retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
     // a replay of the same signal is harmless (200, duplicate), so the transport may retry it
-    signal: (id, name, payload = null) =>
-      send({ method: 'POST', path: `${job(id)}/signals/${segment(name)}`, body: { payload }, idempotent: true }),
+    signal: (id: string, name: string, payload: unknown = null) =>
+      send<SignalReceipt>({
+        method: 'POST',
+        path: `${job(id)}/signals/${segment(name)}`,
+        body: { payload },
+        idempotent: true,
+      }),
     async bulk(action, ids) {
       const out = await send<{ results: BulkResult[] }>({
         method: 'POST',
@@ -436,14 +509,18 @@ export function createClient<C extends JobCatalog = JobCatalog>(
         idempotent: true,
       }),
 
-    async waitFor(id, states, waitOptions = {}) {
+    async waitFor(
+      id: string,
+      states: JobState | readonly JobState[],
+      waitOptions: WaitOptions & Partial<ExpectedType<string>> = {},
+    ) {
       const wanted: readonly JobState[] = typeof states === 'string' ? [states] : states;
-      const { timeout = 60_000, interval = 500, signal, onPoll } = waitOptions;
+      const { timeout = 60_000, interval = 500, signal, onPoll, type } = waitOptions;
       const deadline = Date.now() + timeout;
       for (;;) {
-        const current = await client.get(id, { signal });
+        const current = await client.get(id, { signal, ...(type === undefined ? {} : { type }) });
         onPoll?.(current);
-        if (wanted.includes(current.state)) return current;
+        if (wanted.includes(current.state)) return current as never;
         if (TERMINAL_STATES.includes(current.state)) {
           throw new JobWaitError(
             'terminal',

@@ -16,7 +16,7 @@ import type {
 } from '../api/schemas';
 import type { BackoffInput } from '../core/backoff';
 import type { JobView } from '../core/job';
-import type { JobTypeSpec } from '../core/job-type';
+import type { DeclaresSignals, JobTypeSpec, SignalSchemas } from '../core/job-type';
 import type { JobState } from '../core/states';
 import type { scheduleRequestSchema } from '../schedules/request';
 
@@ -30,25 +30,114 @@ export type { JobState } from '../core/states';
 // ---------------------------------------------------------------------------------------------
 
 /**
+ * A job type with its handler, as `defineJob` returns it: besides the spec, it gives the client
+ * the type of what the handler returns. Structural, so the client does not depend on the runtime.
+ */
+export interface DefinedJob<Spec extends JobTypeSpec = JobTypeSpec, Result = unknown> {
+  readonly spec: Spec;
+  run(payload: never, ctx: never): Promise<Result>;
+}
+
+/** One job type of a {@link JobCatalog}: its spec, or its definition (spec and handler). */
+export type JobCatalogEntry = JobTypeSpec | DefinedJob;
+
+/**
  * Job types the client knows at compile time: the catalog tuple of specs
  * (`functions/jobs/catalog.ts`'s `catalog`), or a record from type name to spec
- * (`{ echo: echoJob, flaky: flakyJob }`).
+ * (`{ echo: echoJob, flaky: flakyJob }`). Definitions (`defineJob`'s results) may stand in for
+ * specs: the client then also types each job's `result` by what its handler returns.
  *
  * The tuple form takes each name from the spec's `type` property, so it needs specs whose
  * `type` is a string literal; with `type: string` every name is accepted and payloads are
  * the union of all schemas. The record form takes names from its keys and works with any spec.
  */
-export type JobCatalog = readonly JobTypeSpec[] | { readonly [type: string]: JobTypeSpec };
+export type JobCatalog = readonly JobCatalogEntry[] | { readonly [type: string]: JobCatalogEntry };
 
-type SpecsByName<C extends JobCatalog> = C extends readonly JobTypeSpec[] ? { [S in C[number] as S['type']]: S } : C;
+type SpecOf<E> = E extends { readonly spec: infer S } ? S : E;
 
-/** Type name → payload types, input (what `enqueue` takes) and output (what the API stores and returns). */
-export type JobTypeMap = { [type: string]: { input: unknown; output: unknown } };
+type EntriesByName<C extends JobCatalog> = C extends readonly JobCatalogEntry[]
+  ? { [E in C[number] as SpecOf<E> extends { readonly type: infer N extends string } ? N : never]: E }
+  : C;
 
-/** The {@link JobTypeMap} of a catalog: `z.input`/`z.output` of each spec's payload schema. */
+/** Any signal name, any payload: a type that declares no `signals`. */
+export type AnySignalPayloads = { [name: string]: unknown };
+
+/**
+ * Type name → what the client knows of it: payload types, input (what `enqueue` takes) and output
+ * (what the API stores and returns); the stored `result` (see {@link StoredResult}), when the
+ * client was given the handler; the payload each signal takes, when the type declares `signals`.
+ */
+export type JobTypeMap = {
+  [type: string]: { input: unknown; output: unknown; result?: unknown; signals?: AnySignalPayloads };
+};
+
+/**
+ * What a value becomes through JSON, as a handler's result is stored (`JSON.stringify`): what has
+ * a `toJSON` (a Date) becomes what it returns; functions, symbols and `undefined` leave objects
+ * (a field that may be `undefined` becomes optional) and are `null` in arrays.
+ */
+export type Jsonified<T> = 0 extends 1 & T
+  ? T // any stays any
+  : T extends { toJSON(...args: never): infer J }
+    ? Jsonified<J>
+    : T extends string | number | boolean | null
+      ? T
+      : T extends undefined | symbol | bigint | ((...args: never) => unknown)
+        ? never
+        : T extends readonly unknown[]
+          ? { -readonly [I in keyof T]: JsonItem<T[I]> }
+          : T extends object
+            ? JsonifiedObject<T>
+            : unknown;
+
+/** An array item: what JSON drops from an object is `null` in an array. */
+type JsonItem<V> = V extends undefined | symbol | ((...args: never) => unknown) ? null : Jsonified<V>;
+
+/** The fields of an object that JSON keeps: a field that may be `undefined` is optional. */
+type JsonifiedObject<T> = Flat<
+  {
+    -readonly [K in keyof T as JsonKey<T, K, false>]: Jsonified<T[K]>;
+  } & {
+    -readonly [K in keyof T as JsonKey<T, K, true>]?: Jsonified<T[K]>;
+  }
+>;
+
+/** `K` when JSON keeps it and it may (or may not, `optional: false`) be undefined. */
+type JsonKey<T, K extends keyof T, Optional extends boolean> = K extends string
+  ? [Jsonified<T[K]>] extends [never]
+    ? never
+    : (undefined extends T[K] ? true : false) extends Optional
+      ? K
+      : never
+  : never;
+
+type Flat<O> = { [K in keyof O]: O[K] };
+
+/** What a handler returns when it returns nothing (`async () => {}` is typed `Promise<void>`). */
+// biome-ignore lint/suspicious/noConfusingVoidType: void is the type of that nothing
+type Nothing = undefined | void;
+
+/**
+ * A job's `result` for a handler that returns `R`: its JSON, or `null` when it returns nothing
+ * (`unknown` when `R` is not known).
+ */
+export type StoredResult<R> = 0 extends 1 & R
+  ? unknown
+  : unknown extends R
+    ? unknown
+    : R extends Nothing
+      ? null
+      : Jsonified<R>;
+
+type ResultOf<E> = E extends { run(...args: never): Promise<infer R> } ? StoredResult<R> : unknown;
+
+type SignalInputs<Signals extends SignalSchemas> =
+  DeclaresSignals<Signals> extends true ? { [N in keyof Signals & string]: z.input<Signals[N]> } : AnySignalPayloads;
+
+/** The {@link JobTypeMap} of a catalog: `z.input`/`z.output` of each spec's payload schema, results, signals. */
 export type JobTypesOf<C extends JobCatalog> = {
-  [K in keyof SpecsByName<C> & string]: SpecsByName<C>[K] extends JobTypeSpec<infer S>
-    ? { input: z.input<S>; output: z.output<S> }
+  [K in keyof EntriesByName<C> & string]: SpecOf<EntriesByName<C>[K]> extends JobTypeSpec<infer S, string, infer Sig>
+    ? { input: z.input<S>; output: z.output<S>; result: ResultOf<EntriesByName<C>[K]>; signals: SignalInputs<Sig> }
     : never;
 };
 
@@ -57,11 +146,67 @@ export type UntypedJobs = { [type: string]: { input: Record<string, unknown>; ou
 
 export type TypeName<T extends JobTypeMap> = keyof T & string;
 
-/** A job whose type and payload are known. */
-export type TypedJob<T extends JobTypeMap, K extends TypeName<T>> = Omit<JobView, 'type' | 'payload'> & {
+type ResultField<Info> = Info extends { result: infer R } ? (unknown extends R ? unknown : R | null) : unknown;
+
+/**
+ * A job whose type and payload are known; its `result` too (`null` until it succeeded) when the
+ * client was given the type's handler.
+ */
+export type TypedJob<T extends JobTypeMap, K extends TypeName<T>> = Omit<JobView, 'type' | 'payload' | 'result'> & {
   type: K;
   payload: T[K]['output'];
+  result: ResultField<T[K]>;
 };
+
+/** A job of type `K` that succeeded: its `result` is the handler's (as JSON). */
+export type SucceededJob<T extends JobTypeMap, K extends TypeName<T>> = Omit<TypedJob<T, K>, 'state' | 'result'> & {
+  state: 'succeeded';
+  result: T[K] extends { result: infer R } ? R : unknown;
+};
+
+/** What `waitFor(id, states, { type })` returns: a {@link SucceededJob} when it waits for `succeeded` only. */
+export type WaitedJob<T extends JobTypeMap, K extends TypeName<T>, S extends JobState> = [S] extends ['succeeded']
+  ? SucceededJob<T, K>
+  : Omit<TypedJob<T, K>, 'state'> & { state: S };
+
+// ---------------------------------------------------------------------------------------------
+// Signals known at compile time
+// ---------------------------------------------------------------------------------------------
+
+type SignalsOf<Info> = Info extends { signals: infer S } ? S : AnySignalPayloads;
+
+type DeclaredSignalName<Info> = string extends keyof SignalsOf<Info> ? never : keyof SignalsOf<Info> & string;
+
+type CatalogSignalName<T extends JobTypeMap> = { [K in keyof T]: DeclaredSignalName<T[K]> }[keyof T];
+
+/**
+ * The names `signal(id, name, payload)` takes: those the catalog's types declare (`signals`), or
+ * any name when none of them declares signals (and without a catalog).
+ */
+export type SignalName<T extends JobTypeMap> = [CatalogSignalName<T>] extends [never] ? string : CatalogSignalName<T>;
+
+/** The payload of signal `N` (the union, if several types declare `N` with other schemas). */
+export type SignalPayload<T extends JobTypeMap, N extends string> = [CatalogSignalName<T>] extends [never]
+  ? unknown
+  : {
+      [K in keyof T]: SignalsOf<T[K]> extends infer S
+        ? N extends DeclaredSignalName<T[K]> & keyof S
+          ? S[N]
+          : never
+        : never;
+    }[keyof T];
+
+/** The names `signal(id, name, payload, { type: K })` takes: `K`'s declared signals, or any name. */
+export type TypeSignalName<T extends JobTypeMap, K extends TypeName<T>> = string extends keyof SignalsOf<T[K]>
+  ? string
+  : keyof SignalsOf<T[K]> & string;
+
+/** The payload of signal `N` of type `K`. */
+export type TypeSignalPayload<T extends JobTypeMap, K extends TypeName<T>, N extends string> =
+  SignalsOf<T[K]> extends infer S ? (string extends keyof S ? unknown : N extends keyof S ? S[N] : never) : never;
+
+/** The payload argument of `signal`: optional when the payload may be null (the client sends null then). */
+export type SignalPayloadArg<P> = unknown extends P ? [payload?: P] : null extends P ? [payload?: P] : [payload: P];
 
 // ---------------------------------------------------------------------------------------------
 // Jobs

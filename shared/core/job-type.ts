@@ -19,11 +19,24 @@ export const MAX_TIMEOUT_MS = 840_000;
 export type PayloadSchema = z.core.$ZodType;
 
 /**
+ * The payload schemas of a job type's signals, by signal name. A spec that declares none has this
+ * type itself (any name), which is how the types tell "declared" from "not declared".
+ */
+export type SignalSchemas = Readonly<Record<string, PayloadSchema>>;
+
+/** Whether `Signals` lists its names (a spec with `signals`), rather than taking any name. */
+export type DeclaresSignals<Signals extends SignalSchemas> = string extends keyof Signals ? false : true;
+
+/**
  * What the enqueue API and the worker both know about a job type: its name, its payload
  * schema, and its run options. Keep it in a module that does not import handler code so the
  * API bundle stays small.
  */
-export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type extends string = string> {
+export interface JobTypeSpec<
+  Schema extends PayloadSchema = PayloadSchema,
+  Type extends string = string,
+  Signals extends SignalSchemas = SignalSchemas,
+> {
   /** Name used in `POST /jobs` `type`. Lower-case letters, digits and `-`, 1–40 chars. */
   readonly type: Type;
   /** Validates the payload at enqueue time and again before the handler runs. */
@@ -50,11 +63,18 @@ export interface JobTypeSpec<Schema extends PayloadSchema = PayloadSchema, Type 
   readonly rateLimit?: RateLimitOptions<z.output<Schema>>;
   /** Debounce (see {@link JobTypeOptions.debounce}); absent: none, and no cost. */
   readonly debounce?: DebounceOptions<z.output<Schema>>;
-  /** Signal payload schemas by signal name (see {@link JobTypeOptions.signals}); absent: any signal, any payload. */
-  readonly signals?: Readonly<Record<string, PayloadSchema>>;
+  /**
+   * Signal payload schemas by signal name (see {@link JobTypeOptions.signals}); absent: any
+   * signal, any payload. Its names and payloads type `ctx.waitForSignal` and the client's `signal`.
+   */
+  readonly signals?: Signals;
 }
 
-export interface JobTypeOptions<Schema extends PayloadSchema, Type extends string = string> {
+export interface JobTypeOptions<
+  Schema extends PayloadSchema,
+  Type extends string = string,
+  Signals extends SignalSchemas = SignalSchemas,
+> {
   type: Type;
   payload: Schema;
   /** @default 30_000 */
@@ -113,12 +133,14 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
   /**
    * The signals its handlers wait for (`ctx.waitForSignal`), each with the schema of its payload:
    * `POST /jobs/{id}/signals/{name}` then refuses (400) a name not listed and a payload that does
-   * not match. Without it, any signal name and any JSON payload are taken.
+   * not match. Without it, any signal name and any JSON payload are taken. Its names and payloads
+   * also type the handler's `ctx.waitForSignal('payment')` and the client's
+   * `signal(id, 'payment', payload)`: a name not listed, or a payload of another shape, does not compile.
    * @default none: any signal
    * @example
    * signals: { payment: z.object({ amount: z.number(), currency: z.string() }) }
    */
-  signals?: Record<string, PayloadSchema>;
+  signals?: Signals;
 }
 
 /**
@@ -133,9 +155,11 @@ export interface JobTypeOptions<Schema extends PayloadSchema, Type extends strin
  *   retry: { maxAttempts: 5 },
  * });
  */
-export function defineJobType<Schema extends PayloadSchema, const Type extends string = string>(
-  options: JobTypeOptions<Schema, Type>,
-): JobTypeSpec<Schema, Type> {
+export function defineJobType<
+  Schema extends PayloadSchema,
+  const Type extends string = string,
+  Signals extends SignalSchemas = SignalSchemas,
+>(options: JobTypeOptions<Schema, Type, Signals>): JobTypeSpec<Schema, Type, Signals> {
   if (!JOB_TYPE_PATTERN.test(options.type)) {
     throw new ConfigError(
       `job type "${options.type}" must match ${JOB_TYPE_PATTERN} (lower-case letters, digits and -, up to 40 chars)`,

@@ -10,7 +10,7 @@ import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
-import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
+import type { JobTypeSpec, PayloadSchema, SignalSchemas } from '../core/job-type';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
 import { invocation, once, startLambdaRuntime } from './lambda-runtime';
 import { createWorker } from './worker';
@@ -22,6 +22,10 @@ export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQ
  * its configuration from the environment on first use and builds its AWS clients, logger and
  * metrics once (see ./lambda-runtime.ts); each invocation flushes its metrics.
  *
+ * The handler's payload is the spec's schema output, `ctx.waitForSignal(name)` is typed by the
+ * spec's `signals`, and the definition keeps the handler's result type: a client built with
+ * definitions (`createClient<typeof jobs>`) types each job's `result` by it.
+ *
  * @example
  * export const sendEmail = defineJob(sendEmailJob, async ({ to }, ctx) => {
  *   await mailer.send(to, { signal: ctx.signal });
@@ -29,12 +33,17 @@ export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQ
  * });
  * export const handler = sendEmail.handler;
  */
-export function defineJob<Schema extends PayloadSchema>(
-  spec: JobTypeSpec<Schema>,
-  run: JobHandler<z.output<Schema>>,
+export function defineJob<
+  Schema extends PayloadSchema,
+  Type extends string = string,
+  Signals extends SignalSchemas = SignalSchemas,
+  Result = unknown,
+>(
+  spec: JobTypeSpec<Schema, Type, Signals>,
+  run: JobHandler<z.output<Schema>, Result, Signals>,
   options: JobOptions<z.output<Schema>> = {},
-): JobDefinition<Schema> & { handler: LambdaSqsHandler } {
-  const definition: JobDefinition<Schema> = {
+): JobDefinition<Schema, Type, Signals, Result> & { handler: LambdaSqsHandler } {
+  const definition: JobDefinition<Schema, Type, Signals, Result> = {
     spec,
     run,
     ...(options.onFailure ? { onFailure: options.onFailure } : {}),

@@ -32,10 +32,11 @@ export {
   type JobTypeOptions as DefineJobTypeOptions,
   type JobTypeSpec,
   type PayloadSchema,
+  type SignalSchemas,
 } from '../core/job-type';
 export type { RateLimitOptions, ThrottleOptions } from '../core/pace';
 export * from '../errors';
 export type { Logger, LogLevel } from '../logger';
 export { defineJob, type LambdaSqsHandler } from './define-job';
 export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from './job-definition';
-export { Suspension, type WaitForSignalOptions } from './workflow';
+export { type SignalWait, Suspension, type WaitForSignalOptions } from './workflow';

@@ -1,15 +1,16 @@
 import type { z } from 'zod';
 import type { AttemptError } from '../core/job';
-import type { JobTypeSpec, PayloadSchema } from '../core/job-type';
+import type { JobTypeSpec, PayloadSchema, SignalSchemas } from '../core/job-type';
 import type { JobState } from '../core/states';
 import type { Logger } from '../logger';
-import type { WorkflowSteps } from './workflow';
+import type { AnySignals, WorkflowSteps } from './workflow';
 
 /**
  * What a handler gets besides its payload. Besides the fields below, its durable steps, sleeps
- * and signal waits ({@link WorkflowSteps}: `step`, `sleep`, `waitForSignal`).
+ * and signal waits ({@link WorkflowSteps}: `step`, `sleep`, `waitForSignal`). `Signals` are the
+ * job type's declared signals, which type `waitForSignal` (see `defineJob`).
  */
-export interface JobContext extends WorkflowSteps {
+export interface JobContext<Signals extends SignalSchemas = AnySignals> extends WorkflowSteps<Signals> {
   jobId: string;
   type: string;
   /** 1-based number of this attempt. */
@@ -39,14 +40,21 @@ export interface JobContext extends WorkflowSteps {
   progress(percent: number, detail?: string): void;
   /**
    * The job's parents (`dependsOn`) by id, each with its state and result (`null` when it has
-   * none). Read only when called: the job's parents item, then the parents' status items in one
-   * batch read. Absent when the worker has no job graph configured.
-   * @default undefined
+   * none); `{}` for a job without parents. Read only when called: the job's parents item, then
+   * the parents' status items in one batch read. Rejects with a `ConfigError` when the worker was
+   * built without a job graph (`createWorker`'s `graph`; `defineJob`'s Lambda entry and the local
+   * platform always have one).
+   * @example
+   * const parcels = Object.values(await ctx.parents()).map((p) => p.result);
    */
-  parents?(): Promise<Record<string, { state: JobState; result: unknown }>>;
+  parents(): Promise<Record<string, { state: JobState; result: unknown }>>;
 }
 
-export type JobHandler<Payload> = (payload: Payload, ctx: JobContext) => Promise<unknown>;
+/** A job's handler: `Result` is what it returns (stored as JSON), `Signals` its type's declared signals. */
+export type JobHandler<Payload, Result = unknown, Signals extends SignalSchemas = AnySignals> = (
+  payload: Payload,
+  ctx: JobContext<Signals>,
+) => Promise<Result>;
 
 /** Passed to `onFailure` once, after the last attempt failed. */
 export interface FailureInfo {
@@ -66,11 +74,23 @@ export interface JobOptions<Payload> {
 
 export const ON_FAILURE_TIMEOUT_MS = 5_000;
 
-/** A job type with its handler: what the worker runs. */
-export interface JobDefinition<Schema extends PayloadSchema = PayloadSchema> {
-  readonly spec: JobTypeSpec<Schema>;
+/** The spec's signals of a definition: {@link AnySignals} reads as the spec's own default. */
+type SpecSignals<Signals extends SignalSchemas> = 0 extends 1 & Signals ? SignalSchemas : Signals;
+
+/**
+ * A job type with its handler: what the worker runs. Its type parameters keep what the spec and
+ * the handler say (the type name, the declared signals, the handler's result), so a client built
+ * with definitions types each job's `result` (see `createClient`).
+ */
+export interface JobDefinition<
+  Schema extends PayloadSchema = PayloadSchema,
+  Type extends string = string,
+  Signals extends SignalSchemas = AnySignals,
+  Result = unknown,
+> {
+  readonly spec: JobTypeSpec<Schema, Type, SpecSignals<Signals>>;
   // Method syntax: a definition for a specific schema stays assignable to `JobDefinition`
   // (lists of job types of different payloads), while callers still get the precise type.
-  run(payload: z.output<Schema>, ctx: JobContext): Promise<unknown>;
+  run(payload: z.output<Schema>, ctx: JobContext<Signals>): Promise<Result>;
   onFailure?(payload: z.output<Schema>, info: FailureInfo): Promise<void>;
 }

@@ -23,6 +23,7 @@ import type { JobQueue, JobScheduler } from '../core/ports';
 import { scheduleFireAt } from '../core/scheduling';
 import { isTerminal, type JobState } from '../core/states';
 import { incarnationOf } from '../core/table';
+import { ConfigError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 
 /** What the release needs: the graph, the queues of every job type, and a scheduler for far runAts. */
@@ -343,12 +344,21 @@ export function sameEdges(a: readonly ParentEdge[], b: readonly ParentEdge[]): b
 
 /**
  * The handler's `ctx.parents()`: each parent's state and result, read only when called (the
- * parents item, then the parents' status items in one batch read).
+ * parents item, then the parents' status items in one batch read). Without a graph, a call
+ * rejects with a ConfigError that names what the worker lacks.
  */
 export function parentsReader(
-  graph: JobGraph,
+  graph: JobGraph | undefined,
   job: Pick<Job, 'id' | 'createdAt'>,
 ): () => Promise<Record<string, { state: JobState; result: unknown }>> {
+  if (!graph) {
+    return async () => {
+      throw new ConfigError(
+        'ctx.parents() needs a job graph, and this worker has none: pass `graph` to createWorker ' +
+          "(defineJob's Lambda entry and the local platform pass one)",
+      );
+    };
+  }
   return async () => {
     const edges = (await graph.parents({ child: job.id, incarnation: incarnationOf(job.createdAt) })) ?? [];
     const jobs = await graph.jobs(edges.map((e) => e.id));

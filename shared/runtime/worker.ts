@@ -85,7 +85,8 @@ export interface WorkerDeps {
   meter?: CostMeter;
   /**
    * Job dependencies (`dependsOn`): with it, a job that ends releases its children, and handlers
-   * get `ctx.parents()`. @default no release is run (a job with children leaves them waiting)
+   * can read `ctx.parents()`. @default no release is run (a job with children leaves them
+   * waiting), and `ctx.parents()` rejects with a ConfigError
    */
   graph?: JobGraph;
 }
@@ -353,7 +354,7 @@ export function createWorker(
           signal: controller.signal,
           log,
           progress: progress.report,
-          ...(deps.graph ? { parents: parentsReader(deps.graph, job) } : {}),
+          parents: parentsReader(deps.graph, job),
           step: workflow.step,
           sleep: workflow.sleep,
           waitForSignal: workflow.waitForSignal,

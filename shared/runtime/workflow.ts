@@ -12,8 +12,10 @@
  * signal arrives.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { z } from 'zod';
 import type { Clock } from '../core/clock';
 import type { WakeWait } from '../core/job';
+import type { DeclaresSignals, SignalSchemas } from '../core/job-type';
 import {
   checkName,
   entryName,
@@ -52,8 +54,18 @@ export interface WaitForSignalOptions {
   onTimeout?: 'null' | 'throw';
 }
 
-/** The durable part of a handler's context. */
-export interface WorkflowSteps {
+/**
+ * The signals of a context or a definition taken whatever its job type declares (the worker's
+ * `JobDefinition`, a handler typed `JobContext`): its `waitForSignal` takes any name. It is `any`
+ * so that a definition of a type with declared signals is such a definition too (a conditional
+ * type such as {@link SignalWait} makes `JobContext<{ payment }>` and
+ * `JobContext<SignalSchemas>` unrelated to the compiler).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the one `any`, for the variance reason above
+export type AnySignals = any;
+
+/** The durable part of a handler's context; `Signals` are its job type's (see {@link SignalWait}). */
+export interface WorkflowSteps<Signals extends SignalSchemas = AnySignals> {
   /**
    * Runs `fn` once for the job, whatever happens later: its result (JSON, ≤ 64 KiB) is recorded
    * under `name`, and every later run of the handler gets the recorded result back instead of
@@ -80,11 +92,28 @@ export interface WorkflowSteps {
    * when the timeout passes first (or throws, with `onTimeout: 'throw'`). Whichever comes first is
    * recorded, and no signal is lost between them, even in the wait's last second: a send answered
    * `late: false` is returned by this wait, one answered `late: true` came after its timeout.
+   *
+   * When the job type declares `signals`, the name must be one of them and the payload has its
+   * schema's type; without them, any name is taken and the payload is `unknown` (or `T`).
    * @example
-   * const payment = await ctx.waitForSignal<{ amount: number }>('payment', { timeout: '3d' });
+   * // signals: { payment: z.object({ amount: z.number() }) } in the spec
+   * const payment = await ctx.waitForSignal('payment', { timeout: '3d' }); // { amount: number } | null
    */
-  waitForSignal<T = unknown>(name: string, options?: WaitForSignalOptions): Promise<T | null>;
+  waitForSignal: SignalWait<Signals>;
 }
+
+/** `ctx.waitForSignal` of a job type that declares no signals: any name, the payload type is the caller's. */
+export type UntypedSignalWait = <T = unknown>(name: string, options?: WaitForSignalOptions) => Promise<T | null>;
+
+/** `ctx.waitForSignal` of a job type that declares its signals: one of their names, its payload's type. */
+export type TypedSignalWait<Signals extends SignalSchemas> = <Name extends keyof Signals & string>(
+  name: Name,
+  options?: WaitForSignalOptions,
+) => Promise<z.output<Signals[Name]> | null>;
+
+/** `ctx.waitForSignal`, typed by the spec's `signals` when it declares them. */
+export type SignalWait<Signals extends SignalSchemas = AnySignals> =
+  DeclaresSignals<Signals> extends true ? TypedSignalWait<Signals> : UntypedSignalWait;
 
 /**
  * Thrown by a sleep or signal wait that ends the attempt. Let it through: the attempt is over

@@ -319,7 +319,7 @@ export class WorkflowRecords {
           if (value?.nonce !== payload.nonce) record.foreign.push(`step s${i} returned ${JSON.stringify(value)}`);
         }
         if (payload.parents) {
-          const parents = ctx.parents ? await ctx.parents() : {};
+          const parents = await ctx.parents();
           const want = Object.keys(payload.parents).sort();
           const got = Object.keys(parents).sort();
           if (want.join() !== got.join()) record.foreign.push(`parents ${got.join(',')} instead of ${want.join(',')}`);

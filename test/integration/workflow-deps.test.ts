@@ -41,7 +41,7 @@ const node: JobDefinition = {
   run: async (payload, ctx) => {
     const start = Date.now();
     if (ctx.jobId.startsWith('root-') && !ctx.jobId.includes('-c')) await rootHeld;
-    if (ctx.jobId.startsWith('join') && ctx.parents) joinSaw = await ctx.parents();
+    if (ctx.jobId.startsWith('join')) joinSaw = await ctx.parents();
     await new Promise((r) => setTimeout(r, 5));
     runs.push({ id: ctx.jobId, start, end: Date.now() });
     if ((payload as { fail?: boolean }).fail) throw new PermanentError('fails on purpose');

@@ -17,9 +17,10 @@
  *
  * const aws = await startLocalAws();
  * const platform = await startLocalPlatform({ aws, prefix: uniquePrefix('invoice'), jobs: [invoice] });
- * const orrery = createClient({ url: platform.url, jobs: { invoice: invoice.spec } });
+ * const orrery = createClient({ url: platform.url, jobs: { invoice } }); // typed by the spec and the handler
  * const { job } = await orrery.enqueue('invoice', { orderId: 'o-1' });
- * await orrery.waitFor(job.id, 'succeeded', { timeout: 30_000 });
+ * const done = await orrery.waitFor(job.id, 'succeeded', { type: 'invoice', timeout: 30_000 });
+ * done.result; // what the invoice handler returned
  * await platform.stop();
  * await aws.stop();
  *

@@ -95,7 +95,7 @@ describe('createClient({ jobs: { name: spec } }) with the real catalog specs', (
     expectTypeOf(job.type).toEqualTypeOf<'flaky'>();
     expectTypeOf(job.payload).toEqualTypeOf<{ failTimes: number }>();
     expectTypeOf(job.state).toEqualTypeOf<JobView['state']>();
-    expectTypeOf(client.get).returns.toEqualTypeOf<Promise<JobView>>();
+    expectTypeOf(await client.get(job.id)).toEqualTypeOf<JobView>();
     for await (const summary of client.list()) expectTypeOf(summary).toEqualTypeOf<JobSummary>();
   });
 });
@@ -150,7 +150,9 @@ describe('createClient() without a catalog', () => {
     // @ts-expect-error delaySeconds is a number
     client.enqueue('anything', {}, { delaySeconds: '5' });
     expectTypeOf(await client.enqueue('x', {})).toEqualTypeOf<
-      EnqueueResult<Omit<JobView, 'type' | 'payload'> & { type: 'x'; payload: Record<string, unknown> }>
+      EnqueueResult<
+        Omit<JobView, 'type' | 'payload' | 'result'> & { type: 'x'; payload: Record<string, unknown>; result: unknown }
+      >
     >();
   });
 });

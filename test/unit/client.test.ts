@@ -13,6 +13,7 @@ import {
   Forbidden,
   InternalError,
   isLocalUrl,
+  JobTypeMismatch,
   JobWaitError,
   NotFound,
   OrreryApiError,
@@ -364,6 +365,27 @@ describe('request building', () => {
     expect(() => createClient({ url: 'ftp://x' })).toThrow(/http/);
     const spec = { type: 'echo' } as never;
     expect(() => createClient({ url: 'http://127.0.0.1:1', jobs: { other: spec } })).toThrow(/key must match/);
+  });
+
+  it('takes definitions (defineJob results) in a jobs record, checked by their spec type', () => {
+    const definition = { spec: { type: 'echo' }, run: async () => null } as never;
+    expect(() => createClient({ url: 'http://127.0.0.1:1', jobs: { echo: definition } })).not.toThrow();
+    expect(() => createClient({ url: 'http://127.0.0.1:1', jobs: { other: definition } })).toThrow(
+      'jobs.other is the spec of "echo"; the key must match',
+    );
+  });
+
+  it('signal sends the same request with or without the type it is typed by', async () => {
+    const receipt = { jobId: 'o-1', signal: 'payment', receivedAt: '', resumed: true, late: false, duplicate: false };
+    const peer = await startPeer(() => ({ status: 202, body: receipt }));
+    const client = createClient({ url: peer.url });
+    await client.signal('o-1', 'payment', { amount: 1 });
+    await client.signal('o-1', 'payment', { amount: 1 }, { type: 'order' });
+    await client.signal('o-1', 'go');
+    const sent = peer.requests.map((r) => ({ method: r.method, rawUrl: r.rawUrl, json: r.json }));
+    expect(sent[0]).toEqual({ method: 'POST', rawUrl: '/jobs/o-1/signals/payment', json: { payload: { amount: 1 } } });
+    expect(sent[1]).toEqual(sent[0]);
+    expect(sent[2]?.json).toEqual({ payload: null });
   });
 });
 
@@ -729,6 +751,24 @@ describe('waitFor', () => {
     expect(error.job.state).toBe('running');
     expect(Date.now() - started).toBeLessThan(2000);
     expect(peer.requests.length).toBeGreaterThan(1);
+  });
+
+  it('with a type, returns the job when it is of that type, and throws JobTypeMismatch at once when not', async () => {
+    const peer = await startPeer(() => ({ body: jobView({ type: 'echo', state: 'succeeded', result: { n: 1 } }) }));
+    const client = createClient({ url: peer.url });
+    const done = await client.waitFor('job-1', 'succeeded', { type: 'echo', interval: 5 });
+    expect(done.result).toEqual({ n: 1 });
+    const error = (await client
+      .waitFor('job-1', 'succeeded', { type: 'invoice', interval: 5 })
+      .catch((e: unknown) => e)) as JobTypeMismatch;
+    expect(error).toBeInstanceOf(JobTypeMismatch);
+    expect(error.message).toBe('job job-1 is of type "echo", not "invoice"');
+    expect(error.expected).toBe('invoice');
+    expect(error.job.type).toBe('echo');
+    expect(peer.requests).toHaveLength(2); // one poll each
+    await expect(client.get('job-1', { type: 'invoice' })).rejects.toThrow(JobTypeMismatch);
+    expect((await client.get('job-1', { type: 'echo' })).id).toBe('job-1');
+    expect(peer.requests.every((r) => r.rawUrl === '/jobs/job-1')).toBe(true); // the type is not sent
   });
 
   it('stops when its signal aborts', async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
 import { retryScheduleName } from '../../shared/core/ports';
-import { DependencyError, ThrottledError } from '../../shared/errors';
+import { ConfigError, DependencyError, ThrottledError } from '../../shared/errors';
 import { PROGRESS_MIN_INTERVAL_MS } from '../../shared/runtime/attempt-support';
 import { sqsEvent, sqsRecord } from '../support/fakes';
 import { echoJob, harness, logged, messageFor, T0 } from './worker-harness';
@@ -59,6 +59,31 @@ describe('worker: progress', () => {
     await h.worker(sqsEvent(messageFor('p3')));
     expect(h.store.peek('p3')?.state).toBe('retrying');
     expect(h.store.peek('p3')?.errors[0]?.message).toBe('progress must be a number from 0 to 100 (got 150)');
+  });
+});
+
+describe('worker: ctx.parents() without a job graph', () => {
+  it('is always there, and rejects with a ConfigError naming the missing graph; the attempt fails', async () => {
+    let caught: unknown;
+    const h = harness({
+      run: async (_payload, ctx) => {
+        try {
+          return await ctx.parents();
+        } catch (error) {
+          caught = error;
+          throw error;
+        }
+      },
+    });
+    h.store.seed(echoJob('g1'));
+    await h.worker(sqsEvent(messageFor('g1')));
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as Error).message).toMatch(
+      /^ctx\.parents\(\) needs a job graph, and this worker has none: pass `graph` to createWorker/,
+    );
+    const job = h.store.peek('g1');
+    expect(job?.state).toBe('retrying'); // a configuration that a redeploy fixes: the retry policy applies
+    expect(job?.errors[0]).toMatchObject({ name: 'ConfigError', message: (caught as Error).message });
   });
 });
 

@@ -49,7 +49,7 @@ export function depsPlatform() {
       spec: nodeSpec,
       run: async (payload, ctx) => {
         runs.push(ctx.jobId);
-        if (ctx.parents) parentsSeen.set(ctx.jobId, await ctx.parents());
+        parentsSeen.set(ctx.jobId, await ctx.parents());
         clock.advance(10);
         if ((payload as { fail?: boolean }).fail) throw new PermanentError(`${ctx.jobId} fails`);
         return { ran: ctx.jobId };
