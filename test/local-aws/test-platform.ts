@@ -72,8 +72,9 @@ export interface RecordedStep {
   kind: JournalKind;
   name: string;
   /**
-   * What was recorded: a step's result; a sleep's end (epoch ms); for a signal wait, its outcome
-   * (`{ received: <ISO time> }`, or `{ timedOutAt: <ISO time> }`).
+   * What was recorded: a step's result (`step`); a sleep's end, epoch ms (`sleep`); a signal
+   * wait's deadline, epoch ms (`wait`), and its outcome (`signal`: `{ received: <ISO time> }`,
+   * or `{ timedOutAt: <ISO time> }`).
    */
   value: unknown;
   /** ISO 8601 time it was recorded. */
@@ -96,8 +97,10 @@ export interface TestPlatform {
     options?: Omit<ClientOptions<C>, 'url' | 'jobs'>,
   ): OrreryClient<JobTypesFor<C>>;
   /**
-   * What a job's run recorded (its journal: `ctx.step` results, `ctx.sleep` ends, signal waits'
-   * outcomes), oldest first. The API does not serve the journal; this reads it from the store.
+   * What a job's runs recorded (its journal: `ctx.step` results, `ctx.sleep` ends, signal waits'
+   * outcomes), by the time each was recorded, then by kind and name (entries recorded at one
+   * clock time have no order of their own). The API does not serve the journal; this reads it
+   * from the store.
    */
   steps(jobId: string): Promise<RecordedStep[]>;
   /** Delivers what is due and waits until nothing is due and no handler runs. */
@@ -158,7 +161,9 @@ async function readSteps(store: JobStore, journal: Journal, jobId: string): Prom
       return signal ? { ...step, payload: signal.payload } : step;
     }),
   );
-  return steps.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  // the journal keeps no order of its own (DynamoDB reads it by name): by time, then by name
+  const order = (step: RecordedStep) => `${step.at} ${step.kind}#${step.name}`;
+  return steps.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
 }
 
 async function inMemory(options: TestPlatformOptions): Promise<TestPlatform> {

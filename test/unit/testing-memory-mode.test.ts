@@ -2,64 +2,19 @@
  * The testing kit's in-memory mode end to end, as an app's tests would use it: job types defined
  * with `defineJobType`/`defineJob`, `createTestPlatform({ mode: 'memory' })`, and the typed client
  * over HTTP. The production API and worker run on the contract-tested fakes; time is a
- * ManualClock that the tests move (a retry's backoff, a day's sleep, a timeout).
+ * ManualClock that the tests move (a retry's backoff, a day's sleep, a timeout). The same job
+ * types run on local AWS in test/integration/testing-local-aws.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import * as z from 'zod/mini';
 import { ManualClock } from '../../shared/core/clock';
-import { defineJobType } from '../../shared/core/job-type';
-import { PermanentError } from '../../shared/errors';
-import { defineJob } from '../../shared/runtime/define-job';
 import { createTestPlatform, type TestPlatform } from '../local-aws/testing';
-
-const DAY = 86_400_000;
-
-const greetJob = defineJobType({ type: 'greet', payload: z.object({ name: z.string() }) });
-const flakyJob = defineJobType({
-  type: 'flaky',
-  payload: z.object({ failures: z.number() }),
-  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2_000 } },
-});
-const orderJob = defineJobType({ type: 'order', payload: z.object({ orderId: z.string() }) });
-const reportJob = defineJobType({ type: 'report', payload: z.object({}) });
-const hangJob = defineJobType({
-  type: 'hang',
-  payload: z.object({}),
-  timeoutMs: 5_000,
-  retry: { maxAttempts: 1 },
-});
-const specs = { greet: greetJob, flaky: flakyJob, order: orderJob, report: reportJob, hang: hangJob };
-
-/** Charges once: how many times the charge step's body ran, whatever the replays. */
-let charges = 0;
-
-const jobs = [
-  defineJob(greetJob, async ({ name }) => {
-    if (name === '') throw new PermanentError('no name');
-    return { hello: name };
-  }),
-  defineJob(flakyJob, async ({ failures }, ctx) => {
-    if (ctx.attempt <= failures) throw new Error(`attempt ${ctx.attempt} fails`);
-    return { attempt: ctx.attempt };
-  }),
-  defineJob(orderJob, async ({ orderId }, ctx) => {
-    const charge = await ctx.step('charge', async () => {
-      charges += 1;
-      return { chargeId: `ch-${orderId}` };
-    });
-    await ctx.sleep('cool-off', '1d');
-    const shipped = await ctx.waitForSignal<{ carrier: string }>('shipped', { timeout: '7d' });
-    return { ...charge, carrier: shipped?.carrier ?? null };
-  }),
-  defineJob(reportJob, async (_payload, ctx) => ({ parents: await ctx.parents?.() })),
-  defineJob(hangJob, (_payload, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', reject))),
-];
+import { counters, DAY, jobs, specs } from '../support/testing-kit-jobs';
 
 let platform: TestPlatform;
 let clock: ManualClock;
 
 beforeEach(async () => {
-  charges = 0;
+  counters.charges = 0;
   clock = new ManualClock(Date.parse('2026-06-01T09:00:00.000Z'));
   platform = await createTestPlatform({
     jobs,
@@ -110,9 +65,10 @@ describe('the in-memory mode, through the typed client', () => {
       state: 'waiting',
       waitingFor: { kind: 'sleep', key: 'cool-off' },
     });
+    // recorded at one clock time: by kind and name
     expect((await platform.steps(job.id)).map(({ kind, name }) => `${kind} ${name}`)).toEqual([
-      'step charge',
       'sleep cool-off',
+      'step charge',
     ]);
 
     await platform.advance(DAY);
@@ -127,14 +83,20 @@ describe('the in-memory mode, through the typed client', () => {
       state: 'succeeded',
       result: { chargeId: 'ch-o-1', carrier: 'dhl' },
     });
-    expect(charges).toBe(1); // replayed twice, charged once
-    const steps = await platform.steps(job.id);
-    expect(steps.find((s) => s.kind === 'step' && s.name === 'charge')?.value).toEqual({ chargeId: 'ch-o-1' });
-    expect(steps.find((s) => s.kind === 'signal')).toMatchObject({
-      name: 'shipped',
-      value: { received: new Date(clock.now()).toISOString() },
-      payload: { carrier: 'dhl' },
-    });
+    expect(counters.charges).toBe(1); // replayed twice, charged once
+    // by time, then by kind and name: the sleep and the step were recorded at one clock time, and
+    // so were the signal wait's deadline (`wait`, 7 days on) and its outcome (`signal`)
+    expect(await platform.steps(job.id)).toMatchObject([
+      { kind: 'sleep', name: 'cool-off', value: clock.now() },
+      { kind: 'step', name: 'charge', value: { chargeId: 'ch-o-1' } },
+      {
+        kind: 'signal',
+        name: 'shipped',
+        value: { received: new Date(clock.now()).toISOString() },
+        payload: { carrier: 'dhl' },
+      },
+      { kind: 'wait', name: 'shipped', value: clock.now() + 7 * DAY },
+    ]);
   });
 
   it('starts a job that depends on another once its parent succeeded, with the parent’s result', async () => {
