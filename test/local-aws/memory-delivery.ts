@@ -85,6 +85,7 @@ export class MemoryDelivery {
   private readonly unsubscribe: () => void;
   private sentSeen = 0;
   private visibilitySeen = 0;
+  private readonly schedulesSeen = new Set<string>();
   private counter = 0;
   private scheduled = false;
   private wakeTimer: NodeJS.Timeout | undefined;
@@ -113,8 +114,21 @@ export class MemoryDelivery {
    * clock's time, and lets the loop deliver. Called after every port call of the platform.
    */
   sync(): void {
+    if (this.takeIn()) this.kick();
+  }
+
+  /** Takes in what the fakes recorded since the last look; true when there was anything. */
+  private takeIn(): boolean {
     const now = this.options.clock.now();
     const { sent, visibility } = this.options.queue;
+    let news = sent.length > this.sentSeen || visibility.length > this.visibilitySeen;
+    const { schedules } = this.options.scheduler;
+    for (const name of this.schedulesSeen) if (!schedules.has(name)) this.schedulesSeen.delete(name);
+    for (const name of schedules.keys()) {
+      if (this.schedulesSeen.has(name)) continue;
+      this.schedulesSeen.add(name);
+      news = true;
+    }
     for (; this.sentSeen < sent.length; this.sentSeen++) {
       const entry = sent[this.sentSeen];
       if (entry) this.put(entry.queueUrl, JSON.stringify(entry.message), now + (entry.delaySeconds ?? 0) * 1000, now);
@@ -125,13 +139,13 @@ export class MemoryDelivery {
       // SQS takes whole seconds, at most 12 h (the adapter rounds up the same way)
       if (held) held.visibleAt = now + Math.max(0, Math.min(43_200, Math.ceil(change.seconds))) * 1000;
     }
-    this.kick();
+    return news;
   }
 
   /** Delivers what is due now: fires due schedules, then hands visible messages to the workers. */
   pump(): void {
     if (this.stopped) return;
-    this.sync();
+    this.takeIn();
     const now = this.options.clock.now();
     for (const [name, schedule] of [...this.options.scheduler.schedules].sort((a, b) => a[1].fireAt - b[1].fireAt)) {
       if (schedule.fireAt > now) continue;
