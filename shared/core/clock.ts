@@ -7,6 +7,24 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
+ * Calls back once a span of time has passed on some clock. A worker takes one for its attempts'
+ * timeouts (`WorkerDeps.timer`): the testing kit's in-memory mode passes one that runs on a
+ * {@link ManualClock}, so that moving that clock past a job's timeout is what fires it.
+ */
+export interface Timer {
+  /** Calls `fn` once, `ms` from now; the function returned cancels it. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+/** Node's own timers (real time). */
+export const systemTimer: Timer = {
+  after(ms, fn) {
+    const timer = setTimeout(fn, ms);
+    return () => clearTimeout(timer);
+  },
+};
+
+/**
  * A clock that only moves when told to.
  *
  * @example

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type PlatformConfig, routeOf } from '../config';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../core/backoff';
-import { type Clock, systemClock } from '../core/clock';
+import { type Clock, systemClock, systemTimer, type Timer } from '../core/clock';
 import { CANCELLABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
 import { type Debouncer, debounceScope } from '../core/debounce';
@@ -53,6 +53,8 @@ export interface WorkerDeps {
   scheduler?: JobScheduler;
   /** @default systemClock */
   clock?: Clock;
+  /** What fires an attempt's timeout (`timeoutMs` after it starts). @default systemTimer (real time) */
+  timer?: Timer;
   /** Randomness for backoff jitter. @default Math.random */
   random?: () => number;
   /** Lease owner id. @default a random id per worker instance */
@@ -181,6 +183,7 @@ export function createWorker(
   deps: WorkerDeps,
 ): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
   const clock = deps.clock ?? systemClock;
+  const timer = deps.timer ?? systemTimer;
   const random = deps.random ?? Math.random;
   const owner = deps.owner ?? `worker-${randomUUID()}`;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
@@ -317,7 +320,7 @@ export function createWorker(
       onLost: loseLease,
     });
     const progress = progressReporter({ job, store: deps.store, clock, log, onLeaseLost: loseLease });
-    let timeout: NodeJS.Timeout | undefined;
+    let cancelTimeout = () => {};
     let outcome: { ok: true; result: unknown } | { ok: false; error: unknown } = {
       ok: false,
       error: new LeaseLostError(job.id, job.leaseToken),
@@ -340,7 +343,9 @@ export function createWorker(
     try {
       await holdUntilRunAt(job, () => clock.now()); // claimed up to 1 s before its runAt
       if (keeper.check()) {
-        timeout = setTimeout(() => controller.abort(new JobTimeoutError(def.spec.timeoutMs)), def.spec.timeoutMs);
+        cancelTimeout = timer.after(def.spec.timeoutMs, () =>
+          controller.abort(new JobTimeoutError(def.spec.timeoutMs)),
+        );
         const aborted = new Promise<never>((_, reject) => {
           controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
         });
@@ -401,7 +406,7 @@ export function createWorker(
         }
       }
     } finally {
-      clearTimeout(timeout);
+      cancelTimeout();
       // A progress write still in flight lands before the attempt's end is written (while the
       // lease is still kept): one that landed after it would be refused, as if the lease were lost.
       await progress.stop(keeper.intervalMs);

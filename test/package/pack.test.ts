@@ -249,6 +249,7 @@ describe('a clean consumer', () => {
       '  cdk: typeof cdk.JobPlatform, defineJob: typeof runtime.defineJob, defineJobType: typeof runtime.defineJobType,',
       '  api: typeof runtime.createLambdaApiHandler, permanent: typeof runtime.PermanentError,',
       '  client: typeof client.createClient, aws: typeof testing.startLocalAws, platform: typeof testing.startLocalPlatform,',
+      '  testPlatform: typeof testing.createTestPlatform, memory: typeof testing.startMemoryPlatform,',
       '}));',
     ].join('\n');
     const out = run(process.execPath, ['--input-type=module', '-e', script], { cwd: consumer });
@@ -261,6 +262,8 @@ describe('a clean consumer', () => {
       client: 'function',
       aws: 'function',
       platform: 'function',
+      testPlatform: 'function',
+      memory: 'function',
     });
   });
 
@@ -319,7 +322,14 @@ import * as z from 'zod/mini';
 import { JobPlatform, type JobPlatformProps } from 'orrery-jobs/cdk';
 import { createClient, NotFound } from 'orrery-jobs/client';
 import { createLambdaApiHandler, defineJob, defineJobType, type JobContext, PermanentError } from 'orrery-jobs/runtime';
-import { type LocalPlatform, ManualClock, startLocalAws, startLocalPlatform } from 'orrery-jobs/testing';
+import {
+  createTestPlatform,
+  type LocalPlatform,
+  ManualClock,
+  type RecordedStep,
+  startLocalAws,
+  startLocalPlatform,
+} from 'orrery-jobs/testing';
 
 export const greetJob = defineJobType({
   type: 'greet',
@@ -365,5 +375,18 @@ export async function enqueue(): Promise<string> {
 export async function local(): Promise<LocalPlatform> {
   const aws = await startLocalAws({ clock: new ManualClock() });
   return startLocalPlatform({ aws, prefix: 'consumer', jobs: [greet] });
+}
+
+export async function inMemory(): Promise<RecordedStep[]> {
+  const platform = await createTestPlatform({ jobs: [greet], mode: 'memory' });
+  const orrery = platform.client({ greet: greetJob });
+  // @ts-expect-error name is a string
+  await orrery.enqueue('greet', { name: 1 });
+  const { job } = await orrery.enqueue('greet', { name: 'Ada' });
+  await platform.runUntilIdle();
+  await platform.advance(60_000);
+  const steps = await platform.steps(job.id);
+  await platform.stop();
+  return steps;
 }
 `;

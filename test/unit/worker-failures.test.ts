@@ -43,6 +43,35 @@ describe('worker: timeouts and leases', () => {
     ]);
   });
 
+  it("fires the timeout from the timer it is given (the in-memory mode's runs on its ManualClock)", async () => {
+    const asked: number[] = [];
+    let fire: (() => void) | undefined;
+    const h = harness({
+      timer: {
+        after: (ms, fn) => {
+          asked.push(ms);
+          fire = fn;
+          return () => {
+            fire = undefined;
+          };
+        },
+      },
+      run: (_p, ctx) => waitForAbort(ctx.signal),
+    });
+    h.store.seed(echoJob('job-1'));
+
+    const delivery = h.worker(sqsEvent(messageFor('job-1')));
+    await vi.waitFor(() => expect(fire).toBeDefined());
+    const firedAt = Date.now();
+    fire?.();
+
+    expect(await delivery).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-job-1' }] });
+    expect(Date.now() - firedAt).toBeLessThan(500); // not the real second of timeoutMs
+    expect(asked).toEqual([1000]);
+    expect(fire).toBeUndefined(); // cancelled once the attempt ended
+    expect(h.store.peek('job-1')?.errors[0]).toMatchObject({ reason: 'timeout', name: 'JobTimeoutError' });
+  });
+
   it('ends the attempt at the timeout even when the handler ignores its signal, after its interval to stop', async () => {
     // lease 600 ms: a 200 ms heartbeat interval, which is the handler's time to stop
     const h = harness({ leaseMs: 600, run: () => new Promise(() => {}) });

@@ -2,7 +2,7 @@
 
 import { z } from 'zod';
 import { SignalsService } from '../../shared/api/signals-service';
-import { ManualClock } from '../../shared/core/clock';
+import { ManualClock, type Timer } from '../../shared/core/clock';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import type { JobStore } from '../../shared/core/ports';
@@ -51,6 +51,8 @@ export interface HarnessOptions {
   meter?: CostMeter;
   /** The echo route's maxReceiveCount (the worker counts what it dead-letters). @default none */
   maxReceiveCount?: number;
+  /** What fires the attempts' timeouts. @default the worker's (real time) */
+  timer?: Timer;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -87,6 +89,7 @@ export function harness(options: HarnessOptions = {}) {
     owner: 'worker-test',
     random: options.random ?? (() => 0.5),
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    ...(options.timer ? { timer: options.timer } : {}),
     logger: createLogger({ level: 'debug', sink: logs.sink }),
     metrics,
     ...(options.meter ? { meter: options.meter } : {}),

@@ -1,0 +1,188 @@
+/**
+ * In-memory {@link FlowSlots}, {@link Pacer} and {@link Debouncer}, for the unit tests and the
+ * in-memory mode. They pass the same contract suites as `DynamoFlowSlots`, `DynamoPacer` and
+ * `DynamoDebouncer` (test/contract/), and keep the same counters, so a unit test sees what the
+ * adapter would do.
+ */
+
+import type { Debouncer, DebounceWindow } from '../../shared/core/debounce';
+import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
+import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
+
+interface FakeSlot {
+  /** Job id → since and attempt token. */
+  holders: Map<string, { since: number; token: number }>;
+  issued: number;
+  admitted: number;
+  /** Ticket → its job, or 'skipped'. */
+  tickets: Map<number, { jobId: string; type: string } | 'skipped'>;
+}
+
+function holdersOf(s: FakeSlot): Holder[] {
+  return [...s.holders.entries()]
+    .map(([jobId, h]) => ({ jobId, since: h.since, token: h.token }))
+    .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
+}
+
+export class FakeFlowSlots implements FlowSlots {
+  private readonly slots = new Map<string, FakeSlot>();
+  /** Writes per operation, as the adapter would make them (for cost assertions). */
+  readonly writes: Record<string, number> = {};
+  /** Called before each operation: tests throw from it to inject faults. */
+  hook?: (operation: 'acquire' | 'release' | 'admit') => void;
+
+  private slotOf(slot: Pick<Slot, 'scope' | 'key'>): FakeSlot {
+    const id = `${slot.scope}#${slot.key}`;
+    let s = this.slots.get(id);
+    if (!s) {
+      s = { holders: new Map(), issued: 0, admitted: 0, tickets: new Map() };
+      this.slots.set(id, s);
+    }
+    return s;
+  }
+
+  private write(what: string): void {
+    this.writes[what] = (this.writes[what] ?? 0) + 1;
+  }
+
+  async acquire(input: AcquireInput): Promise<AcquireResult> {
+    this.hook?.('acquire');
+    const s = this.slotOf(input.slot);
+    const mine = s.holders.get(input.jobId);
+    if (input.ticket !== undefined) {
+      // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
+      if (mine && mine.token >= input.token) return { kind: 'held', fresh: false };
+      if (!mine && input.ticket >= s.admitted && input.ticket < s.issued) {
+        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders: holdersOf(s) };
+      }
+    }
+    this.write('acquire');
+    if (mine) {
+      // moved to this attempt, unless a newer one holds it
+      if (mine.token <= input.token) s.holders.set(input.jobId, { since: input.now, token: input.token });
+      return { kind: 'held', fresh: false };
+    }
+    if (s.holders.size < input.slot.limit && s.issued === s.admitted) {
+      s.holders.set(input.jobId, { since: input.now, token: input.token });
+      return { kind: 'held', fresh: true };
+    }
+    if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
+    const ticket = s.issued;
+    s.issued += 1;
+    s.tickets.set(ticket, { jobId: input.jobId, type: input.type });
+    this.write('ticket');
+    this.write('ticket-item');
+    // as the adapter's ticket write returns them: after the ticket was taken
+    return { kind: 'waiting', ticket, first: ticket === s.admitted, holders: holdersOf(s) };
+  }
+
+  async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
+    this.hook?.('release');
+    const s = this.slotOf(input.slot);
+    this.write('release');
+    const mine = s.holders.get(input.jobId);
+    if (!mine || (input.token !== undefined && mine.token !== input.token)) return false;
+    return s.holders.delete(input.jobId);
+  }
+
+  async admit(input: { slot: Slot; now: number }): Promise<Admitted[]> {
+    this.hook?.('admit');
+    const s = this.slotOf(input.slot);
+    const admitted: Admitted[] = [];
+    while (s.admitted < s.issued && s.holders.size < input.slot.limit) {
+      const n = s.admitted;
+      const holder = s.tickets.get(n) ?? 'skipped';
+      s.admitted += 1;
+      this.write('admit');
+      if (holder === 'skipped') continue;
+      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
+      admitted.push({ ...holder, ticket: n });
+    }
+    return admitted;
+  }
+
+  /** A ticket taken by a job that died before writing its ticket item. */
+  orphanTicket(slot: Pick<Slot, 'scope' | 'key'>): void {
+    this.slotOf(slot).issued += 1;
+  }
+
+  async state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState> {
+    const s = this.slotOf(slot);
+    return {
+      holders: holdersOf(s),
+      waiting: Math.max(0, s.issued - s.admitted),
+      issued: s.issued,
+      admitted: s.admitted,
+    };
+  }
+}
+
+/**
+ * In-memory {@link Pacer}: the GCRA reference (`nextTurn`, `conforms`) on a map. It passes the
+ * same contract suite as `DynamoPacer` (test/contract/pacer.contract.ts).
+ */
+export class FakePacer implements Pacer {
+  private readonly tats = new Map<string, number>();
+  /** Writes, as the adapter makes them in the usual case (one per call). */
+  writes = 0;
+
+  async takeTurn(input: { scope: string; key: string; now: number; pace: Pace }): Promise<number> {
+    const id = `${input.scope}#${input.key}`;
+    const turn = nextTurn(this.tats.get(id), input.now, input.pace);
+    this.tats.set(id, turn.tat);
+    this.writes += 1;
+    return turn.at;
+  }
+
+  async tryStart(input: { scope: string; key: string; now: number; pace: Pace }): Promise<boolean> {
+    const id = `${input.scope}#${input.key}`;
+    const result = conforms(this.tats.get(id), input.now, input.pace);
+    if (result.tat !== undefined) this.tats.set(id, result.tat);
+    this.writes += 1;
+    return result.ok;
+  }
+
+  async state(input: { scope: string; key: string }): Promise<number | undefined> {
+    return this.tats.get(`${input.scope}#${input.key}`);
+  }
+}
+
+/** In-memory {@link Debouncer}; passes the same contract as `DynamoDebouncer` (test/contract/debouncer.contract.ts). */
+export class FakeDebouncer implements Debouncer {
+  private readonly windows = new Map<string, DebounceWindow>();
+  private readonly seqs = new Map<string, number>();
+  writes = 0;
+
+  async open(input: { scope: string; key: string; jobId: string; now: number }) {
+    const id = `${input.scope}#${input.key}`;
+    const old = this.windows.get(id) ?? {};
+    const first = old.first ?? input.now;
+    const seq = (this.seqs.get(id) ?? 0) + 1;
+    this.seqs.set(id, seq);
+    this.windows.set(id, { ...old, run: input.jobId, first });
+    this.writes += 1;
+    return { ...(old.run !== undefined && old.run !== input.jobId ? { previous: old.run } : {}), first, seq };
+  }
+
+  async close(input: { scope: string; key: string; jobId: string }): Promise<void> {
+    const id = `${input.scope}#${input.key}`;
+    this.writes += 1;
+    const w = this.windows.get(id);
+    if (w?.run !== input.jobId) return;
+    const { run, first, ...rest } = w;
+    this.windows.set(id, { ...rest, lastRun: run, ...(first === undefined ? {} : { lastFirst: first }) });
+  }
+
+  async adopt(input: { scope: string; key: string; from: string; to: string }): Promise<boolean> {
+    const id = `${input.scope}#${input.key}`;
+    this.writes += 1;
+    const w = this.windows.get(id);
+    if (w?.run !== input.from) return false;
+    this.windows.set(id, { ...w, run: input.to });
+    return true;
+  }
+
+  async state(input: { scope: string; key: string }): Promise<DebounceWindow> {
+    return { ...(this.windows.get(`${input.scope}#${input.key}`) ?? {}) };
+  }
+}
