@@ -1,5 +1,7 @@
 /**
- * `orrery-jobs/cdk`: the {@link JobPlatform} construct for your own CDK app.
+ * `orrery-jobs/cdk`: the {@link JobPlatform} construct for your own CDK app, and
+ * {@link orreryApp}, an `App` that `cdk synth -c orrery:bundling=false` synthesizes without
+ * bundling (templates only, for checks and diffs; never to deploy).
  *
  * @example
  * import { JobPlatform } from 'orrery-jobs/cdk';
@@ -33,3 +35,4 @@ export type { JobWorker, JobWorkerProps } from './constructs/job-worker';
 export type { OrreryFunction, OrreryFunctionProps } from './constructs/orrery-function';
 export type { ScheduleAccess, SchedulerAccess, SchedulerAccessProps } from './constructs/scheduler-access';
 export type { Supervisor, SupervisorProps } from './constructs/supervisor';
+export { BUNDLING_CONTEXT_KEY, orreryApp } from './orrery-app';
