@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Stack } from 'aws-cdk-lib';
+import { LogLevel } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { OrreryFunction } from '../../infra/constructs/orrery-function';
 import { orreryApp } from '../../infra/orrery-app';
@@ -26,7 +27,8 @@ function synthBroken(context: Record<string, unknown>): string[] {
   const outdir = tempOutdir('orrery-app');
   const entry = brokenEntry();
   const app = orreryApp({ outdir, context });
-  new OrreryFunction(new Stack(app, 'Tiny'), 'Fn', { entry });
+  // esbuild kept quiet: the failure it would print is the expected one
+  new OrreryFunction(new Stack(app, 'Tiny'), 'Fn', { entry, bundling: { logLevel: LogLevel.SILENT } });
   app.synth();
   return readdirSync(outdir);
 }
