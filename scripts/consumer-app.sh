@@ -3,7 +3,8 @@
 # the way a team's own app uses it. The app is copied to a temporary directory outside the
 # repository, so nothing resolves from the repository's node_modules: a file missing from the
 # tarball or a dependency it does not declare fails here. Then: install, type-check, cdk synth
-# (offline, cdk-nag findings fail it), and the app's own test on local AWS (Java 17+).
+# (offline, cdk-nag findings fail it), and the app's own tests, the same assertions in memory and
+# on local AWS (Java 17+).
 # All of it on the repository's Node 24, then the same copy again on the oldest Node the package
 # supports (its `engines`, 22.22.2), installed from the npm package `node` at that version:
 # `npm install --engine-strict` (every package of the app's tree must accept that Node), cdk synth,

@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // DynamoDB Local (a JVM) starts in a few seconds; jobs run in real time.
+    // The in-memory mode takes milliseconds; on local AWS, DynamoDB Local (a JVM) starts in a few
+    // seconds and jobs run in real time.
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
