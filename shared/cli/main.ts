@@ -11,6 +11,7 @@
 import { createClient, JobWaitError, OrreryApiError, type OrreryClient, OrreryNetworkError } from '../client';
 import { type CommandDef, commandHelp, overviewHelp, parseCommandLine, UsageError } from './args';
 import { dashboard } from './commands/dashboard';
+import { dev } from './commands/dev';
 import { dlqCommands } from './commands/dlq';
 import { flowCommands } from './commands/flows';
 import { jobCommands } from './commands/jobs';
@@ -31,6 +32,7 @@ export const COMMANDS: readonly CommandDef<CommandContext>[] = [
   ...keyCommands,
   ...flowCommands,
   dashboard,
+  dev,
 ];
 
 /** The process around the CLI; tests pass their own. */
