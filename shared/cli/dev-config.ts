@@ -146,8 +146,11 @@ export const defaultImporter: ConfigImporter = async (file, onFile) => {
   const tsImport = await findTsImport(dirname(file));
   onFile(file);
   if (tsImport) {
+    // The parent is the config itself, not this module: when the CLI runs from source it is
+    // itself loaded through tsImport, and a parent in that namespace would pull the app's
+    // modules into it (cached from the first load) instead of the new one.
     return tsImport(url, {
-      parentURL: import.meta.url,
+      parentURL: pathToFileURL(file).href,
       onImport(imported) {
         const path = sourcePath(imported);
         if (path) onFile(path);

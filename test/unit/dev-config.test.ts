@@ -78,25 +78,43 @@ describe('loadDevConfig', () => {
     });
   });
 
-  it('loads a TypeScript config and the files it imports, afresh on every load', async () => {
-    const job = (result: string) =>
-      `export const hello = { spec: { type: 'hello' }, async run() { return '${result}'; } };\n`;
-    const dir = appDir({
-      'package.json': '{ "type": "module" }',
-      'orrery.config.ts': "import { hello } from './jobs/hello';\nexport default { jobs: [hello] };\n",
-      'jobs/hello.ts': job('v1'),
-    });
-    const first = await loadDevConfig(join(dir, 'orrery.config.ts'));
-    expect(first.jobs.map((definition) => definition.spec.type)).toEqual(['hello']);
-    expect(first.files).toEqual(expect.arrayContaining([join(dir, 'orrery.config.ts'), join(dir, 'jobs', 'hello.ts')]));
-    // biome-ignore lint/suspicious/noExplicitAny: a hand-written definition with no payload schema
-    expect(await first.jobs[0]?.run(undefined as any, undefined as any)).toBe('v1');
+  // The CLI run from source is itself loaded through tsx's tsImport: the loader must not pull the
+  // app's modules into that namespace, where they would be cached from the first load.
+  const loaders = {
+    direct: async () => loadDevConfig,
+    'through tsImport': async () => {
+      const { tsImport } = await import('tsx/esm/api');
+      const module = (await tsImport('../../shared/cli/dev-config.ts', import.meta.url)) as {
+        loadDevConfig: typeof loadDevConfig;
+      };
+      return module.loadDevConfig;
+    },
+  };
+  it.each(Object.keys(loaders))(
+    'loads a TypeScript config and the files it imports, afresh on every load (%s)',
+    async (how) => {
+      const load = await loaders[how as keyof typeof loaders]();
+      const job = (result: string) =>
+        `export const hello = { spec: { type: 'hello' }, async run() { return '${result}'; } };\n`;
+      const dir = appDir({
+        'package.json': '{ "type": "module" }',
+        'orrery.config.ts': "import { hello } from './jobs/hello';\nexport default { jobs: [hello] };\n",
+        'jobs/hello.ts': job('v1'),
+      });
+      const first = await load(join(dir, 'orrery.config.ts'));
+      expect(first.jobs.map((definition) => definition.spec.type)).toEqual(['hello']);
+      expect(first.files).toEqual(
+        expect.arrayContaining([join(dir, 'orrery.config.ts'), join(dir, 'jobs', 'hello.ts')]),
+      );
+      // biome-ignore lint/suspicious/noExplicitAny: a hand-written definition with no payload schema
+      expect(await first.jobs[0]?.run(undefined as any, undefined as any)).toBe('v1');
 
-    writeFileSync(join(dir, 'jobs', 'hello.ts'), job('v2'));
-    const second = await loadDevConfig(join(dir, 'orrery.config.ts'));
-    // biome-ignore lint/suspicious/noExplicitAny: as above
-    expect(await second.jobs[0]?.run(undefined as any, undefined as any)).toBe('v2');
-  });
+      writeFileSync(join(dir, 'jobs', 'hello.ts'), job('v2'));
+      const second = await load(join(dir, 'orrery.config.ts'));
+      // biome-ignore lint/suspicious/noExplicitAny: as above
+      expect(await second.jobs[0]?.run(undefined as any, undefined as any)).toBe('v2');
+    },
+  );
 
   it('loads a config the app compiles as CommonJS (no "type": "module")', async () => {
     const dir = appDir({
