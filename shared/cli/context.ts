@@ -40,3 +40,18 @@ export function println(output: Output, text = ''): void {
 export function printJson(output: Output, value: unknown): void {
   output.write(`${JSON.stringify(value, null, 2)}\n`);
 }
+
+/** Resolves on the first SIGINT or SIGTERM (a long-running command's stop: `orrery dev`, `orrery dashboard`). */
+export function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (signal: string) => () => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      resolve(signal);
+    };
+    const onInt = on('SIGINT');
+    const onTerm = on('SIGTERM');
+    process.once('SIGINT', onInt);
+    process.once('SIGTERM', onTerm);
+  });
+}

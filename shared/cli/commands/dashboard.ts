@@ -1,24 +1,9 @@
 import type { CommandDef } from '../args';
 import { CliConfigError, resolveApiUrl } from '../config';
-import { type CommandContext, EXIT, println } from '../context';
+import { type CommandContext, EXIT, println, untilSignal } from '../context';
 import { intOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
-
-/** Resolves on the first SIGINT or SIGTERM. */
-function untilSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const on = (signal: string) => () => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      resolve(signal);
-    };
-    const onInt = on('SIGINT');
-    const onTerm = on('SIGTERM');
-    process.once('SIGINT', onInt);
-    process.once('SIGTERM', onTerm);
-  });
-}
 
 export const dashboard: Command = {
   path: ['dashboard'],
