@@ -18,17 +18,10 @@ import {
 } from '../../shared/client';
 import { defineJobType } from '../../shared/core/job-type';
 import { defineJob } from '../../shared/runtime/define-job';
+import { orderJob } from './order-spec';
 
 const url = 'http://127.0.0.1:4600';
 
-const orderJob = defineJobType({
-  type: 'order',
-  payload: z.object({ orderId: z.string() }),
-  signals: {
-    payment: z.object({ amount: z.number(), reference: z.string() }),
-    cancel: z.object({ reason: z.string().default('customer') }),
-  },
-});
 const refundJob = defineJobType({
   type: 'refund',
   payload: z.object({ orderId: z.string() }),

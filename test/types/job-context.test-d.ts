@@ -11,15 +11,7 @@ import { defineJobType } from '../../shared/core/job-type';
 import type { JobState } from '../../shared/core/states';
 import { defineJob } from '../../shared/runtime/define-job';
 import type { JobContext, JobDefinition } from '../../shared/runtime/job-definition';
-
-const orderJob = defineJobType({
-  type: 'order',
-  payload: z.object({ orderId: z.string() }),
-  signals: {
-    payment: z.object({ amount: z.number(), reference: z.string() }),
-    cancel: z.object({ reason: z.string().default('customer') }),
-  },
-});
+import { orderJob } from './order-spec';
 
 const plainJob = defineJobType({ type: 'plain', payload: z.object({ n: z.number() }) });
 
