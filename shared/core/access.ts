@@ -1,0 +1,120 @@
+/**
+ * Who may do what: the callers of the API (principals), what each was granted, and the document
+ * the grants are deployed as. Pure: no AWS import.
+ *
+ * The outer layer is IAM: only a principal with `lambda:InvokeFunctionUrl` on the API reaches it
+ * (the construct's `grant*` methods add that permission). This module is the inner layer: the API
+ * resolves the caller's IAM identity from the Function URL event (`requestContext.authorizer.iam`)
+ * to a {@link Principal}, then checks the call against that principal's {@link Grant}s.
+ */
+
+/**
+ * What a call does, as grants name it:
+ * - `enqueue`: `POST /jobs`, batches and flows (every type in the request must be granted);
+ * - `signal`: `POST /jobs/{id}/signals/{name}`;
+ * - `control`: cancel, retry, rerun and bulk actions on jobs (see {@link ControlAction});
+ * - `operate`: dead-letter queues, recurring schedules and limits (not scoped by type);
+ * - `read`: every `GET`.
+ */
+export type AccessAction = 'enqueue' | 'signal' | 'control' | 'operate' | 'read';
+
+/** The control actions a `control` grant can be narrowed to. */
+export type ControlAction = 'cancel' | 'retry' | 'rerun' | 'bulk';
+
+export const ACCESS_ACTIONS: readonly AccessAction[] = ['enqueue', 'signal', 'control', 'operate', 'read'];
+export const CONTROL_ACTIONS: readonly ControlAction[] = ['cancel', 'retry', 'rerun', 'bulk'];
+
+/** One permission of one principal. */
+export type Grant =
+  | {
+      action: 'enqueue' | 'signal' | 'read';
+      /** The job types it covers. @default every type */
+      types?: readonly string[];
+    }
+  | {
+      action: 'control';
+      /** @default every type */
+      types?: readonly string[];
+      /** @default every control action */
+      actions?: readonly ControlAction[];
+    }
+  | { action: 'operate' }
+  /** Everything, on every type. */
+  | { action: 'admin' };
+
+/**
+ * The grants as deployed: the construct writes this document (JSON) at deploy time, and the API
+ * reads it once per container at cold start.
+ *
+ * Principal ids are {@link principalId} keys: an IAM role or user is matched by its account and
+ * name (not its path, which an assumed-role ARN does not carry; names are unique in an account).
+ */
+export interface GrantsDocument {
+  v: 1;
+  /** Principal id → its grants. */
+  principals: Readonly<Record<string, readonly Grant[]>>;
+  /**
+   * What a principal with no entry gets: one that holds the invoke permission through some other
+   * policy. @default [] (nothing: every call answers 403)
+   */
+  unlisted?: readonly Grant[];
+}
+
+/** Where the API gets the grants (a parameter written at deploy; a fixed document locally). */
+export interface GrantsSource {
+  load(): Promise<GrantsDocument>;
+}
+
+/** The caller, as the API sees it. */
+export interface Principal {
+  /** The key grants are matched by (see {@link principalId}). */
+  id: string;
+  account: string;
+  /** The ARN the caller signed as, unchanged (an assumed role's carries its session). */
+  arn: string;
+  /** An assumed role's session name, kept for the audit trail. */
+  session?: string;
+}
+
+/** The parts of a Function URL event's `requestContext.authorizer.iam` that identify the caller. */
+export interface IamAuthorizerContext {
+  accountId?: string | null;
+  userArn?: string | null;
+  callerId?: string | null;
+}
+
+/**
+ * The grant key of an IAM identity:
+ * - a role, or a session of it (`arn:aws:sts::A:assumed-role/NAME/SESSION`): `arn:aws:iam::A:role/NAME`;
+ * - a user (`arn:aws:iam::A:user/PATH/NAME`): `arn:aws:iam::A:user/NAME`;
+ * - the account's root: `arn:aws:iam::A:root`.
+ *
+ * The partition is kept (`aws`, `aws-cn`, `aws-us-gov`). Returns undefined for anything else
+ * (a federated user, a malformed ARN): such a caller matches only `unlisted`.
+ *
+ * @example
+ * principalId('arn:aws:sts::123456789012:assumed-role/billing/i-0abc') // 'arn:aws:iam::123456789012:role/billing'
+ */
+export function principalId(arn: string): string | undefined {
+  const match = /^arn:(aws[a-z-]*):(iam|sts)::(\d{12}):(.+)$/.exec(arn);
+  if (!match) return undefined;
+  const [, partition, service, account, resource] = match as unknown as [string, string, string, string, string];
+  const iam = (rest: string) => `arn:${partition}:iam::${account}:${rest}`;
+  if (service === 'sts') {
+    const role = /^assumed-role\/([^/]+)\/[^/]+$/.exec(resource);
+    return role ? iam(`role/${role[1]}`) : undefined;
+  }
+  if (resource === 'root') return iam('root');
+  const named = /^(role|user)\/(?:[^/]+\/)*([^/]+)$/.exec(resource);
+  return named ? iam(`${named[1]}/${named[2]}`) : undefined;
+}
+
+/** The principal of a Function URL call with `AWS_IAM` auth, or undefined when it carries none. */
+export function principalFromAuthorizer(iam: IamAuthorizerContext | null | undefined): Principal | undefined {
+  const arn = iam?.userArn;
+  if (!arn) return undefined;
+  const id = principalId(arn) ?? arn;
+  const session = /^arn:[^:]+:sts::\d{12}:assumed-role\/[^/]+\/(.+)$/.exec(arn)?.[1];
+  const account = iam.accountId ?? /^arn:[^:]+:[^:]+::(\d{12}):/.exec(arn)?.[1] ?? '';
+  return { id, account, arn, ...(session ? { session } : {}) };
+}
