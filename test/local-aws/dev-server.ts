@@ -7,8 +7,9 @@
  * {@link DevServer.reload} swaps the job definitions (after a handler changed): it stops the API
  * server, the queue runners and the supervisor, and starts them again on the same port with the
  * new definitions. The emulators keep running, so the table, the queues and the schedules (the
- * jobs waiting, retrying or sleeping) are all kept; a message a stopped runner had received comes
- * back when its visibility timeout ends, as after a Lambda crash.
+ * jobs waiting, retrying or sleeping) are all kept. A handler running when the reload starts
+ * finishes first, on the code it started with (the queue runners stop by waiting for their
+ * invocations), so the reload takes as long as the longest running attempt.
  */
 // First, so that an old Node gets a named error before anything else of the kit runs.
 import './node-floor-check';
@@ -34,6 +35,8 @@ export interface DevServerOptions {
   log?: (line: string) => void;
   /** Colour the state names. @default false */
   color?: boolean;
+  /** Local AWS to run on, left running by `stop()`. @default its own, started now and stopped with the server */
+  aws?: LocalAws;
 }
 
 export interface DevServer {
@@ -112,7 +115,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
     pollMs: 2_000,
   });
-  const aws = await startLocalAws();
+  const aws = options.aws ?? (await startLocalAws());
+  const stopAws = () => (options.aws ? Promise.resolve() : aws.stop());
   // each job's own AWS requests and write units, shown as `cost` on GET /jobs/{id}, as deployed
   const meter = new CostMeter();
   const start = (jobs: readonly JobDefinition[], port: number) =>
@@ -130,7 +134,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   try {
     platform = await start(options.jobs, options.port ?? 4600);
   } catch (error) {
-    await aws.stop();
+    await stopAws();
     throw error;
   }
   apiUrl = platform.url;
@@ -151,7 +155,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     async stop() {
       await reloading.catch(() => undefined);
       await platform.stop();
-      await aws.stop();
+      await stopAws();
     },
   };
 }

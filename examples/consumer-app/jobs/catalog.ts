@@ -27,4 +27,23 @@ export const invoiceJob = defineJobType({
   describe: (payload) => ({ orderId: payload.orderId, lines: payload.lines.length }),
 });
 
-export const catalog = [invoiceJob] as const;
+/**
+ * `collect-payment`: a workflow. It sends the invoice, then waits up to 7 days for the payment
+ * provider's `paid` signal; without one it sends a reminder and gives the customer 3 more days.
+ */
+export const collectPaymentJob = defineJobType({
+  type: 'collect-payment',
+  payload: z.strictObject({
+    invoiceNumber: z.string().check(z.minLength(1), z.maxLength(80)),
+    email: z.email(),
+    totalCents: z.int().check(z.minimum(1)),
+  }),
+  // the signals its handler waits for, with their payloads' schemas: they type ctx.waitForSignal
+  // and the client's signal()
+  signals: {
+    paid: z.strictObject({ amountCents: z.int().check(z.minimum(1)), reference: z.string().check(z.minLength(1)) }),
+  },
+  timeoutMs: 10_000,
+});
+
+export const catalog = [invoiceJob, collectPaymentJob] as const;

@@ -1,0 +1,115 @@
+/**
+ * The server behind `orrery dev`: jobs enqueued through the dashboard's API (`/api/…` on the same
+ * port), and a reload of the definitions while one job runs and another waits for a signal. The
+ * running attempt finishes on the code it started with, the waiting job resumes on the new code,
+ * and a job enqueued after the reload runs the new code: nothing in flight is lost or run twice.
+ */
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import * as z from 'zod/mini';
+import { defineJob, defineJobType } from '../../shared/runtime';
+import { startLocalAws } from '../local-aws';
+import { type DevServer, startDevServer } from '../local-aws/dev-server';
+import type { LocalAws } from '../local-aws/index';
+
+const slowJob = defineJobType({ type: 'slow', payload: z.object({ ms: z.number() }), timeoutMs: 10_000 });
+const gateJob = defineJobType({
+  type: 'gate',
+  payload: z.object({}),
+  signals: { open: z.object({ by: z.string() }) },
+  timeoutMs: 10_000,
+});
+
+let runs: { type: string; version: number }[] = [];
+
+/** The app's handlers as of `version`: each result names the version that produced it. */
+function definitions(version: number) {
+  const slow = defineJob(slowJob, async ({ ms }) => {
+    runs.push({ type: 'slow', version });
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return { version };
+  });
+  const gate = defineJob(gateJob, async (_payload, ctx) => {
+    runs.push({ type: 'gate', version });
+    const opened = await ctx.waitForSignal('open', { timeout: '1h' });
+    return { version, by: opened?.by ?? null };
+  });
+  return [slow, gate];
+}
+
+let aws: LocalAws;
+let dev: DevServer;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint') });
+  dev = await startDevServer({
+    jobs: definitions(1),
+    port: 0,
+    prefix: `dev-${process.pid}`,
+    aws,
+    log: (line) => lines.push(line),
+  });
+});
+
+afterAll(async () => {
+  await dev?.stop();
+  await aws?.stop();
+});
+
+/** A call through the dashboard's API, as the UI makes it (its header guards writes against cross-site requests). */
+async function dashboardApi<T>(path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${dev.url}/api${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { 'x-orrery-dashboard': '1', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+type JobView = { id: string; state: string; attempts: number; result?: unknown };
+
+async function until(id: string, done: (job: JobView) => boolean, timeoutMs = 30_000): Promise<JobView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await dashboardApi<JobView>(`/jobs/${id}`);
+    if (done(job)) return job;
+    if (Date.now() > deadline) throw new Error(`job ${id} is still ${job.state} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+it('keeps a running job and a waiting job through a reload, and runs the new code after it', async () => {
+  runs = [];
+  const gate = await dashboardApi<JobView>('/jobs', { type: 'gate', payload: {} });
+  await until(gate.id, (job) => job.state === 'waiting');
+  const slow = await dashboardApi<JobView>('/jobs', { type: 'slow', payload: { ms: 1_500 } });
+  await until(slow.id, (job) => job.state === 'running');
+
+  await dev.reload(definitions(2));
+
+  // the reload waited for the running attempt: it finished on version 1, once
+  expect(await dashboardApi<JobView>(`/jobs/${slow.id}`)).toMatchObject({
+    state: 'succeeded',
+    attempts: 1,
+    result: { version: 1 },
+  });
+
+  await dashboardApi(`/jobs/${gate.id}/signals/open`, { payload: { by: 'ops' } });
+  expect(await until(gate.id, (job) => job.state === 'succeeded')).toMatchObject({
+    attempts: 1,
+    result: { version: 2, by: 'ops' },
+  });
+
+  const after = await dashboardApi<JobView>('/jobs', { type: 'slow', payload: { ms: 0 } });
+  expect(await until(after.id, (job) => job.state === 'succeeded')).toMatchObject({ result: { version: 2 } });
+
+  expect(runs).toEqual([
+    { type: 'gate', version: 1 },
+    { type: 'slow', version: 1 },
+    { type: 'gate', version: 2 },
+    { type: 'slow', version: 2 },
+  ]);
+  expect(lines.some((line) => line.includes('succeeded') && line.includes(slow.id))).toBe(true);
+});
