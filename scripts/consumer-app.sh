@@ -4,7 +4,8 @@
 # repository, so nothing resolves from the repository's node_modules: a file missing from the
 # tarball or a dependency it does not declare fails here. Then: install, type-check, cdk synth
 # (offline, cdk-nag findings fail it), and the app's own tests, the same assertions in memory and
-# on local AWS (Java 17+).
+# on local AWS (Java 17+); then `orrery dev` in the app (scripts/consumer-dev.mjs): started, one job
+# enqueued through the dashboard's API, a reload with a job waiting, stopped with Ctrl-C.
 # All of it on the repository's Node 24, then the same copy again on the oldest Node the package
 # supports (its `engines`, 22.22.2), installed from the npm package `node` at that version:
 # `npm install --engine-strict` (every package of the app's tree must accept that Node), cdk synth,
@@ -66,4 +67,7 @@ fi
   step "test (node $(node --version))"
   npm test
 )
+# Last: it edits a handler file of the copy, to see the server reload.
+step "orrery dev (node $(node --version))"
+node "$root/scripts/consumer-dev.mjs"
 step "done"
