@@ -1,7 +1,7 @@
 import { parseOrThrow } from '../../core/validation';
 import { MAX_BATCH_REQUEST_BYTES } from '../batch-service';
 import type { ControlPlane } from '../control-plane';
-import { json, jsonBody, type Route, type RouteHandler } from '../http';
+import { bodyTypes, type HttpRequest, json, jsonBody, type Route, type RouteHandler } from '../http';
 import { batchRequestSchema, MAX_BATCH_JOBS } from '../schemas';
 
 /**
@@ -18,8 +18,10 @@ export function batchRoutes(plane: Pick<ControlPlane, 'batch'>): Route[] {
     bytes: MAX_BATCH_REQUEST_BYTES,
     why: `a batch of up to ${MAX_BATCH_JOBS} jobs may be 5 MiB, within the Function URL's 6 MB request limit`,
   };
+  // every type in the batch must be granted: one type not granted refuses the whole batch
+  const access = { POST: { action: 'enqueue' as const, types: (request: HttpRequest) => bodyTypes(request, 'jobs') } };
   return [
-    { path: '/jobs/batch', methods: { POST: post }, maxBody },
-    { path: '/jobs:batch', methods: { POST: post }, maxBody },
+    { path: '/jobs/batch', methods: { POST: post }, access, maxBody },
+    { path: '/jobs:batch', methods: { POST: post }, access, maxBody },
   ];
 }

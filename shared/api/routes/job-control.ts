@@ -1,15 +1,22 @@
 import type { ControlPlane } from '../control-plane';
 import { json, type Route } from '../http';
+import type { JobTypeOf } from '../job-type-of';
 
-/** `POST /jobs/{id}/cancel`, `POST /jobs/{id}/retry`: 200 with the job, 409 `illegal_state` otherwise. */
-export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>): Route[] {
+/**
+ * `POST /jobs/{id}/cancel`, `POST /jobs/{id}/retry`: 200 with the job, 409 `illegal_state`
+ * otherwise. Access: control (cancel, retry) on the job's type.
+ */
+export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>, typeOf: JobTypeOf): Route[] {
+  const types = (_request: unknown, params: Record<string, string>) => typeOf(params.id ?? '');
   return [
     {
       path: '/jobs/{id}/cancel',
+      access: { POST: { action: 'control', control: ['cancel'], types } },
       methods: { POST: async (_request, params) => json(200, await plane.control.cancel(params.id ?? '')) },
     },
     {
       path: '/jobs/{id}/retry',
+      access: { POST: { action: 'control', control: ['retry'], types } },
       methods: { POST: async (_request, params) => json(200, await plane.control.retry(params.id ?? '')) },
     },
   ];

@@ -1,14 +1,16 @@
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../../core/enqueue';
 import { parseOrThrow } from '../../core/validation';
 import { NotFoundError } from '../../errors';
-import { json, jsonBody, type Route } from '../http';
+import { bodyTypes, json, jsonBody, type Route } from '../http';
+import type { JobTypeOf } from '../job-type-of';
 import type { JobsService } from '../jobs-service';
 
-/** `POST /jobs`, `GET /jobs/{id}`. */
-export function jobRoutes(jobs: JobsService): Route[] {
+/** `POST /jobs` (enqueue, its type), `GET /jobs/{id}` (read, the job's type). */
+export function jobRoutes(jobs: JobsService, typeOf: JobTypeOf): Route[] {
   return [
     {
       path: '/jobs',
+      access: { POST: { action: 'enqueue', types: (request) => bodyTypes(request, 'self') } },
       methods: {
         POST: async (request) => {
           const body = parseOrThrow(enqueueRequestSchema, jsonBody(request), { message: 'invalid enqueue request' });
@@ -19,6 +21,7 @@ export function jobRoutes(jobs: JobsService): Route[] {
     },
     {
       path: '/jobs/{id}',
+      access: { GET: { action: 'read', types: (_request, params) => typeOf(params.id ?? '') } },
       methods: {
         GET: async (_request, params) => {
           const id = params.id ?? '';
