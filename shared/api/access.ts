@@ -62,6 +62,40 @@ export function actorOf(principal: Principal | undefined): string {
 }
 
 /**
+ * The audit of an operator action that succeeded: one structured log line (`operator action`,
+ * with who, what, on which job or schedule, and when) and the `OperatorActions` metric. The job's
+ * own record is written by the action (`controls` on the job).
+ */
+export function auditOperatorAction(
+  deps: { log: Logger; metrics: Metrics },
+  entry: {
+    action: string;
+    principal: Principal | undefined;
+    params: Record<string, string>;
+    body: string | undefined;
+    at: number;
+  },
+): void {
+  let type: string | undefined;
+  try {
+    const parsed = entry.body ? (JSON.parse(entry.body) as { type?: unknown }) : undefined;
+    if (typeof parsed?.type === 'string') type = parsed.type;
+  } catch {
+    // not JSON: no type to name
+  }
+  deps.log.info('operator action', {
+    action: entry.action,
+    by: actorOf(entry.principal),
+    ...(entry.principal?.session ? { session: entry.principal.session } : {}),
+    ...(entry.params.id !== undefined ? { jobId: entry.params.id } : {}),
+    ...(entry.params.name !== undefined ? { schedule: entry.params.name } : {}),
+    ...(type !== undefined ? { type } : {}),
+    at: new Date(entry.at).toISOString(),
+  });
+  deps.metrics.add(ACCESS_METRIC.operatorAction, type ?? NO_TYPE);
+}
+
+/**
  * The one access check of the API: every route's method declares a {@link RouteAccess}, and the
  * handler calls {@link AccessGate.check} before the route runs, so a refused call writes nothing.
  */

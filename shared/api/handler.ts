@@ -10,7 +10,7 @@ import { type Metrics, noMetrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
-import { type ApiAccess, createAccessGate, denyEveryone, principalOf } from './access';
+import { type ApiAccess, auditOperatorAction, createAccessGate, denyEveryone, principalOf } from './access';
 import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
 import { FlowsService } from './flows-service';
 import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
@@ -123,6 +123,18 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
       const { handler, params, access } = route(routes, request);
       const call = await gate.check({ principal: principalOf(event), access, request, params });
       const response = await handler(request, params, call);
+      if (typeof access === 'object' && access.audit && (response.statusCode ?? 200) < 300) {
+        auditOperatorAction(
+          { log, metrics: deps.metrics ?? noMetrics },
+          {
+            action: access.audit,
+            principal: call.principal,
+            params,
+            body: typeof response.body === 'string' ? response.body : undefined,
+            at: (deps.clock ?? systemClock).now(),
+          },
+        );
+      }
       return { ...response, headers: { ...response.headers, 'x-request-id': requestId } };
     } catch (error) {
       const { response, internal } = errorResponse(error, requestId);

@@ -161,6 +161,12 @@ export type RouteAccess =
   | {
       action: AccessAction;
       /**
+       * An operator action (cancel, DLQ redrive, schedule pause, ...): once it succeeds, the API
+       * logs `operator action` with who did it and counts it (`OperatorActions`).
+       * @default not an operator action
+       */
+      audit?: string;
+      /**
        * A `control` call's sub-actions, each checked (a bulk request is `bulk` and the action it
        * applies). A function reads them from the request (its body parsed once, see {@link jsonBody}).
        */

@@ -60,6 +60,19 @@ export const jobViewSchema = z
     retries: z.int().min(0).meta({ description: 'Manual retries (`POST /jobs/{id}/retry`) so far' }),
     dispatchBy: isoTime.optional().meta({ description: 'Only when set: the dispatch deadline' }),
     schedule: z.string().optional().meta({ description: 'Only for schedule runs: the schedule that created the run' }),
+    enqueuedBy: z.string().optional().meta({
+      description: "Who enqueued the job: the caller's IAM ARN as it signed (an assumed role's carries its session)",
+    }),
+    controls: z
+      .array(
+        z.object({
+          action: z.enum(['cancel', 'retry']),
+          by: z.string().meta({ description: "The caller's IAM ARN, or `anonymous`" }),
+          at: isoTime,
+        }),
+      )
+      .optional()
+      .meta({ description: 'Operator actions on the job (who cancelled or retried it, when), oldest first' }),
     concurrencyKeys: z
       .array(z.string())
       .optional()

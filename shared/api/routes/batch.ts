@@ -1,4 +1,5 @@
 import { parseOrThrow } from '../../core/validation';
+import { actorOf } from '../access';
 import { MAX_BATCH_REQUEST_BYTES } from '../batch-service';
 import type { ControlPlane } from '../control-plane';
 import { bodyTypes, type HttpRequest, json, jsonBody, type Route, type RouteHandler } from '../http';
@@ -10,9 +11,9 @@ import { batchRequestSchema, MAX_BATCH_JOBS } from '../schemas';
  * `{ "jobs": [...] }` with 1 to 100 items.
  */
 export function batchRoutes(plane: Pick<ControlPlane, 'batch'>): Route[] {
-  const post: RouteHandler = async (request) => {
+  const post: RouteHandler = async (request, _params, call) => {
     const body = parseOrThrow(batchRequestSchema, jsonBody(request), { message: 'invalid batch request' });
-    return json(200, await plane.batch.enqueueAll(body.jobs, request.requestId));
+    return json(200, await plane.batch.enqueueAll(body.jobs, request.requestId, actorOf(call.principal)));
   };
   const maxBody = {
     bytes: MAX_BATCH_REQUEST_BYTES,

@@ -1,5 +1,6 @@
 import type { ControlAction } from '../../core/access';
 import { parseOrThrow } from '../../core/validation';
+import { actorOf } from '../access';
 import { BULK_CONCURRENCY } from '../bulk-service';
 import { mapWithConcurrency } from '../concurrency';
 import type { ControlPlane } from '../control-plane';
@@ -26,6 +27,7 @@ export function bulkRoutes(plane: Pick<ControlPlane, 'bulk'>, typeOf: JobTypeOf)
         // type not granted (or unknown) refuses the whole request before any job is changed
         POST: {
           action: 'control',
+          audit: 'bulk',
           control: (request): readonly ControlAction[] => {
             const action = (jsonBody(request) as { action?: unknown } | null)?.action;
             return action === 'cancel' || action === 'retry' ? ['bulk', action] : ['bulk'];
@@ -37,9 +39,9 @@ export function bulkRoutes(plane: Pick<ControlPlane, 'bulk'>, typeOf: JobTypeOf)
         },
       },
       methods: {
-        POST: async (request) => {
+        POST: async (request, _params, call) => {
           const body = parseOrThrow(bulkRequestSchema, jsonBody(request), { message: 'invalid bulk request' });
-          return json(200, await plane.bulk.apply(body));
+          return json(200, await plane.bulk.apply(body, actorOf(call.principal)));
         },
       },
     },

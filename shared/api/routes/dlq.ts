@@ -27,7 +27,7 @@ export function dlqRoutes(plane: Pick<ControlPlane, 'dlq'>): Route[] {
     },
     {
       path: '/dlq/redrive',
-      access: { POST: { action: 'operate' } },
+      access: { POST: { action: 'operate', audit: 'dlq.redrive' } },
       methods: {
         POST: async (request) => {
           const body = parseOrThrow(redriveRequestSchema, jsonBody(request), { message: 'invalid redrive request' });

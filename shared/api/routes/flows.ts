@@ -1,5 +1,6 @@
 import { JOB_ID_PATTERN } from '../../core/enqueue';
 import { NotFoundError } from '../../errors';
+import { actorOf } from '../access';
 import type { FlowsService } from '../flows-service';
 import { bodyTypes, json, jsonBody, type Route } from '../http';
 
@@ -14,8 +15,8 @@ export function flowsRoutes(flows: FlowsService): Route[] {
       path: '/flows',
       access: { POST: { action: 'enqueue', types: (request) => bodyTypes(request, 'jobs') } },
       methods: {
-        POST: async (request) => {
-          const { created, flow } = await flows.create(jsonBody(request));
+        POST: async (request, _params, call) => {
+          const { created, flow } = await flows.create(jsonBody(request), actorOf(call.principal));
           return json(created ? 201 : 200, flow, created ? { location: `/flows/${encodeURIComponent(flow.id)}` } : {});
         },
       },

@@ -1,3 +1,4 @@
+import { actorOf } from '../access';
 import type { ControlPlane } from '../control-plane';
 import { json, type Route } from '../http';
 import type { JobTypeOf } from '../job-type-of';
@@ -11,13 +12,19 @@ export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>, typeOf: J
   return [
     {
       path: '/jobs/{id}/cancel',
-      access: { POST: { action: 'control', control: ['cancel'], types } },
-      methods: { POST: async (_request, params) => json(200, await plane.control.cancel(params.id ?? '')) },
+      access: { POST: { action: 'control', control: ['cancel'], types, audit: 'cancel' } },
+      methods: {
+        POST: async (_request, params, call) =>
+          json(200, await plane.control.cancel(params.id ?? '', actorOf(call.principal))),
+      },
     },
     {
       path: '/jobs/{id}/retry',
-      access: { POST: { action: 'control', control: ['retry'], types } },
-      methods: { POST: async (_request, params) => json(200, await plane.control.retry(params.id ?? '')) },
+      access: { POST: { action: 'control', control: ['retry'], types, audit: 'retry' } },
+      methods: {
+        POST: async (_request, params, call) =>
+          json(200, await plane.control.retry(params.id ?? '', actorOf(call.principal))),
+      },
     },
   ];
 }

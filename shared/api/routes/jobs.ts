@@ -1,6 +1,7 @@
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../../core/enqueue';
 import { parseOrThrow } from '../../core/validation';
 import { NotFoundError } from '../../errors';
+import { actorOf } from '../access';
 import { bodyTypes, json, jsonBody, type Route } from '../http';
 import type { JobTypeOf } from '../job-type-of';
 import type { JobsService } from '../jobs-service';
@@ -12,9 +13,9 @@ export function jobRoutes(jobs: JobsService, typeOf: JobTypeOf): Route[] {
       path: '/jobs',
       access: { POST: { action: 'enqueue', types: (request) => bodyTypes(request, 'self') } },
       methods: {
-        POST: async (request) => {
+        POST: async (request, _params, call) => {
           const body = parseOrThrow(enqueueRequestSchema, jsonBody(request), { message: 'invalid enqueue request' });
-          const { created, job } = await jobs.enqueue(body);
+          const { created, job } = await jobs.enqueue(body, { by: actorOf(call.principal) });
           return json(created ? 201 : 200, job, created ? { location: `/jobs/${encodeURIComponent(job.id)}` } : {});
         },
       },

@@ -51,7 +51,7 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
     {
       path: '/schedules',
       // a caller granted read on some types sees only their schedules (a page may hold fewer)
-      access: { POST: { action: 'operate' }, GET: { action: 'read' } },
+      access: { POST: { action: 'operate', audit: 'schedule.create' }, GET: { action: 'read' } },
       methods: {
         POST: async (request) => {
           const { created, schedule } = await schedules().create(jsonBody(request));
@@ -71,8 +71,8 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
       access: {
         // a caller granted read on some types reads the schedule once more, for its type
         GET: { action: 'read', types: async (_request, params) => [(await schedules().get(name(params))).type] },
-        PUT: { action: 'operate' },
-        DELETE: { action: 'operate' },
+        PUT: { action: 'operate', audit: 'schedule.update' },
+        DELETE: { action: 'operate', audit: 'schedule.delete' },
       },
       methods: {
         GET: async (_request, params) => json(200, await schedules().get(name(params))),
@@ -85,17 +85,17 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
     },
     {
       path: '/schedules/{name}/pause',
-      access: { POST: { action: 'operate' } },
+      access: { POST: { action: 'operate', audit: 'schedule.pause' } },
       methods: { POST: async (_request, params) => json(200, await schedules().pause(name(params))) },
     },
     {
       path: '/schedules/{name}/resume',
-      access: { POST: { action: 'operate' } },
+      access: { POST: { action: 'operate', audit: 'schedule.resume' } },
       methods: { POST: async (_request, params) => json(200, await schedules().resume(name(params))) },
     },
     {
       path: '/schedules/{name}/run',
-      access: { POST: { action: 'operate' } },
+      access: { POST: { action: 'operate', audit: 'schedule.run' } },
       methods: {
         // Run now: 201 with the job, 200 when the same id was enqueued already (a retried request).
         POST: async (request, params) => {
