@@ -72,16 +72,19 @@ export function auditOperatorAction(
     action: string;
     principal: Principal | undefined;
     params: Record<string, string>;
-    body: string | undefined;
+    /** The answer's body and the request's: the job type is the first `type` either names. */
+    bodies: readonly (string | undefined)[];
     at: number;
   },
 ): void {
   let type: string | undefined;
-  try {
-    const parsed = entry.body ? (JSON.parse(entry.body) as { type?: unknown }) : undefined;
-    if (typeof parsed?.type === 'string') type = parsed.type;
-  } catch {
-    // not JSON: no type to name
+  for (const body of entry.bodies) {
+    try {
+      const parsed = body ? (JSON.parse(body) as { type?: unknown } | null) : undefined;
+      if (typeof parsed?.type === 'string') type ??= parsed.type;
+    } catch {
+      // not JSON: no type to name
+    }
   }
   deps.log.info('operator action', {
     action: entry.action,

@@ -130,7 +130,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
             action: access.audit,
             principal: call.principal,
             params,
-            body: typeof response.body === 'string' ? response.body : undefined,
+            bodies: [typeof response.body === 'string' ? response.body : undefined, request.bodyText],
             at: (deps.clock ?? systemClock).now(),
           },
         );

@@ -18,6 +18,7 @@ import { type LocalAws, type LocalCaller, startLocalAws } from '../local-aws/ind
 import { assumedRole, localRoleId } from '../local-aws/local-access';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
+import { captureLogs } from '../support/fakes';
 
 type Who = 'enqueue' | 'enqueueEcho' | 'signal' | 'controlEcho' | 'operate' | 'readEcho' | 'admin' | 'unlisted';
 const WHO: readonly Who[] = [
@@ -49,6 +50,7 @@ const DOCUMENT: GrantsDocument = {
   principals: Object.fromEntries(Object.entries(GRANTS).map(([who, grants]) => [localRoleId(`svc-${who}`), grants])),
 };
 
+const logs = captureLogs();
 let aws: LocalAws;
 let platform: LocalPlatform;
 let seq = 0;
@@ -292,7 +294,7 @@ beforeAll(async () => {
     prefix: uniquePrefix('access'),
     jobs: [echo, flaky, sleep],
     runWorkers: false,
-    logger: createLogger({ level: 'silent' }),
+    logger: createLogger({ level: 'info', sink: logs.sink }),
     grants: DOCUMENT,
     callers: Object.values(CALLERS),
   });
@@ -357,6 +359,48 @@ describe('grants on local AWS', () => {
     expect([...types]).toEqual(['echo']);
     const all = await admin('GET', '/schedules');
     expect(new Set((all.body.schedules as { type: string }[]).map((s) => s.type))).toEqual(new Set(['echo', 'flaky']));
+  });
+
+  it('audits a cancel, a retry, a DLQ redrive and a schedule pause: on the job or schedule, and in the log', async () => {
+    const auditor = assumedRole('svc-admin', 'session-admin');
+    const enqueued = await request(CALLERS.enqueue, 'POST', '/jobs', {
+      id: uid('audit'),
+      type: 'echo',
+      payload: {},
+      delaySeconds: 900,
+    });
+    const id = enqueued.body.id as string;
+    expect(enqueued.body.enqueuedBy).toBe(CALLERS.enqueue.arn);
+    expect((await request(CALLERS.controlEcho, 'POST', `/jobs/${id}/cancel`)).status).toBe(200);
+    expect((await request(auditor, 'POST', `/jobs/${id}/retry`)).status).toBe(200);
+    const job = (await admin('GET', `/jobs/${id}`)).body;
+    expect(job.enqueuedBy).toBe(CALLERS.enqueue.arn);
+    expect(job.controls).toEqual([
+      { action: 'cancel', by: CALLERS.controlEcho.arn, at: expect.any(String) },
+      { action: 'retry', by: auditor.arn, at: expect.any(String) },
+    ]);
+
+    const dlq = platform.config.routes.echo?.dlqUrl as string;
+    await platform.clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: dlq, MessageBody: JSON.stringify({ v: 1, id: uid('dl'), type: 'echo' }) }),
+    );
+    expect((await request(CALLERS.operate, 'POST', '/dlq/redrive', { type: 'echo' })).status).toBeLessThan(300);
+    const schedule = uid('audit-s');
+    await adminOk('POST', '/schedules', { name: schedule, type: 'echo', payload: {}, rate: '1 hour' });
+    expect((await request(CALLERS.operate, 'POST', `/schedules/${schedule}/pause`)).status).toBe(200);
+    expect((await admin('GET', `/schedules/${schedule}`)).body.state).toBe('paused');
+
+    const audit = logs.lines.filter((line) => line.message === 'operator action');
+    const find = (action: string, extra: Record<string, unknown>) =>
+      audit.find((line) => line.action === action && Object.entries(extra).every(([k, v]) => line[k] === v));
+    expect(
+      find('cancel', { jobId: id, by: CALLERS.controlEcho.arn, session: 'session-controlEcho', type: 'echo' }),
+    ).toBeDefined();
+    expect(find('retry', { jobId: id, by: auditor.arn, type: 'echo' })).toBeDefined();
+    expect(find('dlq.redrive', { by: CALLERS.operate.arn, type: 'echo' })).toBeDefined();
+    expect(find('schedule.pause', { schedule, by: CALLERS.operate.arn, type: 'echo' })).toBeDefined();
+    // a refused call is no operator action
+    expect(audit.filter((line) => line.by === CALLERS.unlisted.arn)).toEqual([]);
   });
 
   it('refuses an unsigned request at the Function URL', async () => {
