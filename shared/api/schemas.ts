@@ -178,6 +178,15 @@ export const errorBodySchema = z
     requestId: z.string().optional().meta({ description: 'On 5xx: the id to look up in the logs' }),
     limitBytes: z.int().optional().meta({ description: 'On 413: the limit that was exceeded' }),
     state: jobStateSchema.optional().meta({ description: 'On 409 illegal_state: the job state now' }),
+    action: z
+      .enum(['enqueue', 'signal', 'control', 'operate', 'read'])
+      .optional()
+      .meta({ description: "On 403 forbidden: the action the caller's grants do not allow" }),
+    control: z
+      .enum(['cancel', 'retry', 'rerun', 'bulk'])
+      .optional()
+      .meta({ description: 'On 403 forbidden of a control call: its sub-action' }),
+    type: z.string().optional().meta({ description: 'On 403 forbidden: the first job type not granted' }),
   })
   .catchall(z.unknown());
 
