@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { allowEveryone } from '../shared/api/access';
 import { createApiHandler } from '../shared/api/handler';
 import { DynamoJobStore } from '../shared/aws/dynamo-job-store';
 import { SqsJobQueue } from '../shared/aws/sqs-job-queue';
@@ -178,9 +179,18 @@ async function measureApi(requests: number, rounds: number): Promise<OverheadRes
   const catalog = [noopJob];
   const scheduler = new NullScheduler();
   const memoryApi = () =>
-    createApiHandler({ config, catalog, store: new MemoryJobStore(), queue: new NullQueue(), scheduler, logger });
+    createApiHandler({
+      access: allowEveryone(),
+      config,
+      catalog,
+      store: new MemoryJobStore(),
+      queue: new NullQueue(),
+      scheduler,
+      logger,
+    });
   const sdkApi = () =>
     createApiHandler({
+      access: allowEveryone(),
       config,
       catalog,
       store: new DynamoJobStore(stubDynamo(queuedJob('unused', Date.now())), config.tableName),

@@ -59,6 +59,25 @@ export class ValidationError extends OrreryError {
   }
 }
 
+/**
+ * 403: the caller's grants do not allow this call (see docs/security.md). Names the action (and a
+ * control call's sub-action) and the first job type not granted; nothing was written.
+ */
+export class ForbiddenError extends OrreryError {
+  constructor(
+    message: string,
+    readonly access: { action: string; control?: string; type?: string },
+  ) {
+    super('forbidden', 403, message, {
+      details: {
+        action: access.action,
+        ...(access.control !== undefined ? { control: access.control } : {}),
+        ...(access.type !== undefined ? { type: access.type } : {}),
+      },
+    });
+  }
+}
+
 /** 404: no such job, schedule or route. */
 export class NotFoundError extends OrreryError {
   constructor(message: string, code = 'not_found') {

@@ -68,7 +68,11 @@ function cycleError(index: number): z.output<typeof errorBodySchema> {
 export class BatchService {
   constructor(private readonly deps: { jobs: JobsService; log: Logger }) {}
 
-  async enqueueAll(items: readonly unknown[], requestId: string): Promise<z.output<typeof batchResponseSchema>> {
+  async enqueueAll(
+    items: readonly unknown[],
+    requestId: string,
+    by?: string,
+  ): Promise<z.output<typeof batchResponseSchema>> {
     const results = new Array<ItemResult>(items.length);
     const groups = new Map<string, number[]>();
     items.forEach((item, index) => {
@@ -96,7 +100,7 @@ export class BatchService {
       }
       await mapWithConcurrency(ready, BATCH_CONCURRENCY, async ([, indexes]) => {
         for (const index of indexes) {
-          const { result, send } = await this.one(items[index], index, requestId);
+          const { result, send } = await this.one(items[index], index, requestId, by);
           results[index] = result;
           if (send) pending.push({ index, send });
         }
@@ -119,10 +123,11 @@ export class BatchService {
     item: unknown,
     index: number,
     requestId: string,
+    by?: string,
   ): Promise<{ result: ItemResult; send?: PendingSend }> {
     try {
       const request = parseOrThrow(enqueueRequestSchema, item, { message: 'invalid enqueue request' });
-      const { created, job, send } = await this.deps.jobs.write(request);
+      const { created, job, send } = await this.deps.jobs.write(request, by !== undefined ? { by } : {});
       return {
         result: { index, status: created ? 'created' : 'existing', job: summary(job) },
         ...(send ? { send } : {}),

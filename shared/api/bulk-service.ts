@@ -32,14 +32,14 @@ export interface BulkServiceDeps {
 export class BulkService {
   constructor(private readonly deps: BulkServiceDeps) {}
 
-  async apply(request: BulkRequest): Promise<{ results: BulkResult[] }> {
+  async apply(request: BulkRequest, by?: string): Promise<{ results: BulkResult[] }> {
     const act = request.action === 'cancel' ? this.deps.control.cancel : this.deps.control.retry;
     const results = await mapWithConcurrency(
       request.ids,
       this.deps.concurrency ?? BULK_CONCURRENCY,
       async (id): Promise<BulkResult> => {
         try {
-          const job = await act.call(this.deps.control, id);
+          const job = await act.call(this.deps.control, id, by);
           return { id, status: 'applied', state: job.state };
         } catch (error) {
           if (error instanceof NotFoundError) return { id, status: 'not_found' };

@@ -54,11 +54,17 @@ export class ControlService {
    * finished). A running attempt's next fenced write (its heartbeat) fails, which aborts the
    * handler's signal; no retry follows.
    */
-  async cancel(id: string): Promise<JobView> {
+  async cancel(id: string, by?: string): Promise<JobView> {
     if (!JOB_ID_PATTERN.test(id)) throw this.notFound(id);
     const now = this.deps.clock.now();
     const expiresAt = Math.floor(now / 1000) + this.deps.config.retentionDays * 86_400;
-    const result = await this.deps.control.cancel({ id, from: CANCELLABLE_STATES, now, expiresAt });
+    const result = await this.deps.control.cancel({
+      id,
+      from: CANCELLABLE_STATES,
+      now,
+      expiresAt,
+      ...(by !== undefined ? { by } : {}),
+    });
     if (result.kind === 'missing') throw this.notFound(id);
     // A finished job past its retention is gone for callers, even before TTL deletes it.
     if (result.kind === 'refused' && pastRetention(result.job, now)) throw this.notFound(id);
@@ -88,6 +94,7 @@ export class ControlService {
       });
     }
     log.info('job cancelled', {
+      ...(by !== undefined ? { by } : {}),
       previousState: previous?.state ?? 'unknown (replay)',
       ...describeJob(this.specs.get(job.type), job.payload),
     });
@@ -131,11 +138,17 @@ export class ControlService {
    * fencing token kept), then its message is sent. If the send fails, the write is undone (from
    * the item as it was, which the write returned) and the error returned, so the caller can retry.
    */
-  async retry(id: string): Promise<JobView> {
+  async retry(id: string, by?: string): Promise<JobView> {
     if (!JOB_ID_PATTERN.test(id)) throw this.notFound(id);
     const now = this.deps.clock.now();
     const types = Object.keys(this.deps.config.routes);
-    const result = await this.deps.control.restart({ id, types, from: RETRYABLE_STATES, now });
+    const result = await this.deps.control.restart({
+      id,
+      types,
+      from: RETRYABLE_STATES,
+      now,
+      ...(by !== undefined ? { by } : {}),
+    });
     if (result.kind === 'missing') throw this.notFound(id);
     if (result.kind === 'refused') {
       const job = result.job;
@@ -171,6 +184,7 @@ export class ControlService {
       return toView(current ?? job);
     }
     log.info('job retried', {
+      ...(by !== undefined ? { by } : {}),
       previousState: result.previous?.state ?? 'unknown (replay)',
       retries: job.retries,
       ...describeJob(this.specs.get(job.type), job.payload),

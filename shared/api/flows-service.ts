@@ -73,7 +73,7 @@ export class FlowsService {
     return this.deps.graph;
   }
 
-  async create(body: unknown): Promise<{ created: boolean; flow: FlowView }> {
+  async create(body: unknown, by?: string): Promise<{ created: boolean; flow: FlowView }> {
     const request = parseOrThrow(flowRequestSchema, body, { message: 'invalid flow' });
     const graph = this.graph();
     const flowId = request.id ?? randomUUID();
@@ -203,6 +203,7 @@ export class FlowsService {
         const out = await this.deps.jobs.write(node, {
           at,
           parentsChecked: true,
+          ...(by !== undefined ? { by } : {}),
           ...(registered.size > 0 ? { sameRequest: registered } : {}),
           ...(children.length > 0 ? { childCount: children.length } : {}),
         });

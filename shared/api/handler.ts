@@ -6,13 +6,15 @@ import type { JobGraph } from '../core/dependencies';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
 import type { Journal } from '../core/journal';
-import type { Metrics } from '../core/metrics';
+import { type Metrics, noMetrics } from '../core/metrics';
 import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
+import { type ApiAccess, auditOperatorAction, createAccessGate, denyEveryone, principalOf } from './access';
 import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
 import { FlowsService } from './flows-service';
 import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
+import { jobTypeOf } from './job-type-of';
 import { JobsService } from './jobs-service';
 import { batchRoutes } from './routes/batch';
 import { bulkRoutes } from './routes/bulk';
@@ -30,6 +32,14 @@ import { SignalsService } from './signals-service';
 
 export interface ApiDeps {
   config: PlatformConfig;
+  /**
+   * Who may call, for what: the grants document (loaded once per container, on the first call)
+   * and what a call with no IAM identity gets. Every route checks its action against the caller's
+   * grants before it runs; a call outside them answers 403 `forbidden` and writes nothing.
+   * `allowEveryone()` (shared/api/access.ts) lets everything through, for tests and embedders.
+   * @default denyEveryone(): every call answers 403 (pass the deployed grants)
+   */
+  access?: ApiAccess;
   /** Job types the API validates payloads against (schemas only). */
   catalog: readonly JobTypeSpec[];
   store: JobStore;
@@ -66,17 +76,23 @@ export type ApiHandler = (event: APIGatewayProxyEventV2) => Promise<HttpResponse
  */
 export function createApiHandler(deps: ApiDeps): ApiHandler {
   const log = deps.logger ?? createLogger({ level: deps.config.logLevel });
+  const gate = createAccessGate({
+    access: deps.access ?? denyEveryone(),
+    log,
+    metrics: deps.metrics ?? noMetrics,
+  });
+  const typeOf = jobTypeOf(deps.store);
   const jobs = new JobsService({ ...deps, clock: deps.clock ?? systemClock, log });
 
   // One module of routes per area; each gets the services it needs.
-  const routes: Route[] = [...jobRoutes(jobs)];
+  const routes: Route[] = [...jobRoutes(jobs, typeOf)];
   routes.push(...scheduleRoutes({ ...deps, logger: log, jobs }));
   const plane = createControlPlane({ ...deps, clock: deps.clock ?? systemClock, log }, jobs);
   routes.push(...batchRoutes(plane));
-  routes.push(...bulkRoutes(plane));
+  routes.push(...bulkRoutes(plane, typeOf));
   routes.push(...overviewRoutes(plane));
   routes.push(...listRoutes(plane));
-  routes.push(...jobControlRoutes(plane));
+  routes.push(...jobControlRoutes(plane, typeOf));
   routes.push(...dlqRoutes(plane));
   routes.push(...flowRoutes({ ...deps, clock: deps.clock ?? systemClock }));
   routes.push(
@@ -92,7 +108,10 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   );
   if (deps.journal) {
     routes.push(
-      ...signalRoutes(new SignalsService({ ...deps, journal: deps.journal, clock: deps.clock ?? systemClock, log })),
+      ...signalRoutes(
+        new SignalsService({ ...deps, journal: deps.journal, clock: deps.clock ?? systemClock, log }),
+        typeOf,
+      ),
     );
   }
   routes.push(...openApiRoutes());
@@ -101,8 +120,21 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
     const requestId = event.requestContext?.requestId ?? 'unknown';
     try {
       const request = fromFunctionUrlEvent(event, bodyLimitFor(routes, event));
-      const { handler, params } = route(routes, request);
-      const response = await handler(request, params);
+      const { handler, params, access } = route(routes, request);
+      const call = await gate.check({ principal: principalOf(event), access, request, params });
+      const response = await handler(request, params, call);
+      if (typeof access === 'object' && access.audit && (response.statusCode ?? 200) < 300) {
+        auditOperatorAction(
+          { log, metrics: deps.metrics ?? noMetrics },
+          {
+            action: access.audit,
+            principal: call.principal,
+            params,
+            bodies: [typeof response.body === 'string' ? response.body : undefined, request.bodyText],
+            at: (deps.clock ?? systemClock).now(),
+          },
+        );
+      }
       return { ...response, headers: { ...response.headers, 'x-request-id': requestId } };
     } catch (error) {
       const { response, internal } = errorResponse(error, requestId);

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { AccessAction, ControlAction, Principal, TypeScope } from '../core/access';
 import { MAX_REQUEST_BYTES } from '../core/enqueue';
 import {
   MethodNotAllowedError,
@@ -64,8 +65,20 @@ export function fromFunctionUrlEvent(
   };
 }
 
-/** Parses a JSON request body; 415 for a non-JSON content type, 400 for malformed JSON. */
+const parsedBodies = new WeakMap<HttpRequest, unknown>();
+
+/**
+ * Parses a JSON request body; 415 for a non-JSON content type, 400 for malformed JSON. Parsed
+ * once per request (the access check may read the body's types before the route does).
+ */
 export function jsonBody(request: HttpRequest): unknown {
+  if (parsedBodies.has(request)) return parsedBodies.get(request);
+  const body = parseJsonBody(request);
+  parsedBodies.set(request, body);
+  return body;
+}
+
+function parseJsonBody(request: HttpRequest): unknown {
   const contentType = request.headers['content-type'];
   const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
   if (mediaType !== 'application/json' && !(mediaType?.startsWith('application/') && mediaType.endsWith('+json'))) {
@@ -125,12 +138,58 @@ export function errorResponse(error: unknown, requestId: string): { response: Ht
   return { response: json(500, body, headers), internal: true };
 }
 
-export type RouteHandler = (request: HttpRequest, params: Record<string, string>) => Promise<HttpResponse>;
+/** Who is calling, as the access check found it; routes record it (the audit) and limit listings by it. */
+export interface CallContext {
+  /** The caller's IAM identity; absent for a call with none (a Function URL without `AWS_IAM`). */
+  principal: Principal | undefined;
+  /** The job types the route's action is granted on (a listing shows only those). */
+  scope: TypeScope;
+}
+
+export type RouteHandler = (
+  request: HttpRequest,
+  params: Record<string, string>,
+  call: CallContext,
+) => Promise<HttpResponse>;
+
+/**
+ * What a route's method does, as grants name it, and how to find the job types it touches.
+ * `public`: no grant needed (only the IAM invoke permission), for `GET /openapi.json`.
+ */
+export type RouteAccess =
+  | 'public'
+  | {
+      action: AccessAction;
+      /**
+       * An operator action (cancel, DLQ redrive, schedule pause, ...): once it succeeds, the API
+       * logs `operator action` with who did it and counts it (`OperatorActions`).
+       * @default not an operator action
+       */
+      audit?: string;
+      /**
+       * A `control` call's sub-actions, each checked (a bulk request is `bulk` and the action it
+       * applies). A function reads them from the request (its body parsed once, see {@link jsonBody}).
+       */
+      control?: readonly ControlAction[] | ((request: HttpRequest) => readonly ControlAction[]);
+      /**
+       * The job types the call touches: from the body, the query, the path, or a read of the
+       * job. Called only when the caller's grant for the action is scoped by type, so a caller
+       * granted every type costs no read. `'all'`: the call touches every type (a scoped caller is
+       * refused). `[]` (and no function): the route limits its answer to `CallContext.scope`.
+       * @default no types: the action alone decides
+       */
+      types?: (
+        request: HttpRequest,
+        params: Record<string, string>,
+      ) => readonly string[] | 'all' | Promise<readonly string[] | 'all'>;
+    };
 
 export interface Route {
   /** Path template with `{name}` segments, e.g. `/jobs/{id}`. */
   path: string;
   methods: Partial<Record<string, RouteHandler>>;
+  /** What each method needs to be granted; a method without an entry answers 403 to everyone. */
+  access: Partial<Record<string, RouteAccess>>;
   /** Largest body this route reads, and why (in the 413 message). @default MAX_REQUEST_BYTES */
   maxBody?: { bytes: number; why: string };
 }
@@ -154,18 +213,36 @@ function matchPath(template: string, path: string): Record<string, string> | und
   return params;
 }
 
+/**
+ * The job types named in a request body, read loosely for the access check: `type` of the body
+ * (`pick: 'self'`) or of each item of its `jobs` array. Entries without a string type are skipped
+ * (the route's own validation refuses them, and writes nothing for them).
+ */
+export function bodyTypes(request: HttpRequest, pick: 'self' | 'jobs'): string[] {
+  const body = jsonBody(request);
+  if (typeof body !== 'object' || body === null) return [];
+  const items = pick === 'self' ? [body] : (body as { jobs?: unknown }).jobs;
+  if (!Array.isArray(items)) return [];
+  const types: string[] = [];
+  for (const item of items) {
+    const type = typeof item === 'object' && item !== null ? (item as { type?: unknown }).type : undefined;
+    if (typeof type === 'string' && !types.includes(type)) types.push(type);
+  }
+  return types;
+}
+
 /** Finds the handler for a request: 404 for an unknown path, 405 for a known path and wrong method. */
 export function route(
   routes: readonly Route[],
   request: HttpRequest,
-): { handler: RouteHandler; params: Record<string, string> } {
+): { handler: RouteHandler; params: Record<string, string>; access: RouteAccess | undefined } {
   // Several routes may match a path (`/jobs/batch` and `/jobs/{id}`): the first with the method wins.
   let known: { path: string; allow: string[] } | undefined;
   for (const candidate of routes) {
     const params = matchPath(candidate.path, request.path);
     if (!params) continue;
     const handler = candidate.methods[request.method];
-    if (handler) return { handler, params };
+    if (handler) return { handler, params, access: candidate.access[request.method] };
     known ??= { path: candidate.path, allow: [] };
     for (const method of Object.keys(candidate.methods)) if (!known.allow.includes(method)) known.allow.push(method);
   }

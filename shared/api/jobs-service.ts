@@ -96,6 +96,8 @@ function redispatchOf(job: Job, now: number): Dispatch {
 export interface EnqueueOptions {
   /** The recurring schedule the job is a run of (`POST /schedules/{name}/run`). @default none */
   schedule?: string;
+  /** Who enqueues (the caller's ARN): kept on the job item by the same write. @default not recorded */
+  by?: string;
   /**
    * Parents written by the same request (a flow) that registered this job as their child when
    * they were created: each counts as not finished, and the job does not register with it.
@@ -220,6 +222,7 @@ export class JobsService {
       ...(throttleKey !== undefined ? { throttleKey } : {}),
       ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
       ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
+      ...(options.by !== undefined ? { enqueuedBy: options.by } : {}),
       ...(options.childCount ? { childCount: options.childCount } : {}),
     };
     if (parents) this.applyStart(job, parents.start, now);

@@ -103,11 +103,16 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
 ];
 
 const jobIdParam = { id: 'The job id' };
+// every operation but GET /openapi.json checks the caller's grants: 403 is always possible
 const errors = (...statuses: string[]) =>
-  Object.fromEntries(statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status] ?? 'Error' }]));
+  Object.fromEntries(
+    ['403', ...statuses].sort().map((status) => [status, { description: ERROR_DESCRIPTIONS[status] ?? 'Error' }]),
+  );
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400':
     'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_key`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
+  '403':
+    "The caller's grants do not allow this call (`forbidden`, with the `action`, a control call's `control` and the first job `type` not granted); nothing was written. See docs/security.md",
   '404':
     'Not found (`job_not_found`, `type_not_found`, `schedule_not_found`, `no_flow_control`, `dlq_not_found`, `route_not_found`)',
   '409': 'Conflict (`id_conflict`, `illegal_state` with the current `state`, `type_not_deployed`)',

@@ -60,6 +60,19 @@ export const jobViewSchema = z
     retries: z.int().min(0).meta({ description: 'Manual retries (`POST /jobs/{id}/retry`) so far' }),
     dispatchBy: isoTime.optional().meta({ description: 'Only when set: the dispatch deadline' }),
     schedule: z.string().optional().meta({ description: 'Only for schedule runs: the schedule that created the run' }),
+    enqueuedBy: z.string().optional().meta({
+      description: "Who enqueued the job: the caller's IAM ARN as it signed (an assumed role's carries its session)",
+    }),
+    controls: z
+      .array(
+        z.object({
+          action: z.enum(['cancel', 'retry']),
+          by: z.string().meta({ description: "The caller's IAM ARN, or `anonymous`" }),
+          at: isoTime,
+        }),
+      )
+      .optional()
+      .meta({ description: 'Operator actions on the job (who cancelled or retried it, when), oldest first' }),
     concurrencyKeys: z
       .array(z.string())
       .optional()
@@ -165,6 +178,15 @@ export const errorBodySchema = z
     requestId: z.string().optional().meta({ description: 'On 5xx: the id to look up in the logs' }),
     limitBytes: z.int().optional().meta({ description: 'On 413: the limit that was exceeded' }),
     state: jobStateSchema.optional().meta({ description: 'On 409 illegal_state: the job state now' }),
+    action: z
+      .enum(['enqueue', 'signal', 'control', 'operate', 'read'])
+      .optional()
+      .meta({ description: "On 403 forbidden: the action the caller's grants do not allow" }),
+    control: z
+      .enum(['cancel', 'retry', 'rerun', 'bulk'])
+      .optional()
+      .meta({ description: 'On 403 forbidden of a control call: its sub-action' }),
+    type: z.string().optional().meta({ description: 'On 403 forbidden: the first job type not granted' }),
   })
   .catchall(z.unknown());
 

@@ -41,6 +41,21 @@ function stateIn(states: readonly JobState[]): { expression: string; values: Rec
   return valueIn('#state', 's', states);
 }
 
+/** ` , controls = list_append(...)` and its values: the operator action a control write records (none without `by`). */
+function controlEntry(
+  action: 'cancel' | 'retry',
+  input: { now: number; by?: string },
+): { set: string; values: Record<string, AttributeValue> } {
+  if (input.by === undefined) return { set: '', values: {} };
+  return {
+    set: ', controls = list_append(if_not_exists(controls, :noControls), :control)',
+    values: {
+      ':noControls': { L: [] },
+      ':control': { L: [{ M: { action: S(action), by: S(input.by), at: S(iso(input.now)) } }] },
+    },
+  };
+}
+
 /** Not past its retention (a job whose `expiresAt` is before now is gone for callers). */
 const RETAINED = '(attribute_not_exists(expiresAt) OR expiresAt >= :nowSeconds)';
 
@@ -118,14 +133,16 @@ export class DynamoJobControl implements JobControl {
     from: readonly JobState[];
     now: number;
     expiresAt: number;
+    by?: string;
   }): Promise<ControlResult> {
     const from = stateIn(input.from);
     const typed = input.type !== undefined;
+    const control = controlEntry('cancel', input);
     const { result, legacy } = await this.update({
       id: input.id,
       operation: 'cancel',
       update:
-        `SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = ${typed ? ':gsi2pk' : CANCELLED_KEY} ` +
+        `SET #state = :to, finishedAt = :now, updatedAt = :now, expiresAt = :ttl, gsi2pk = ${typed ? ':gsi2pk' : CANCELLED_KEY}${control.set} ` +
         // leaseExpiresAt stays: a running attempt may go on until then, and a later retry must
         // not start a second one beside it. A due entry stays too (the supervisor finds the job
         // finished): removing it would cost index writes.
@@ -137,6 +154,7 @@ export class DynamoJobControl implements JobControl {
         ':now': S(iso(input.now)),
         ':ttl': N(input.expiresAt),
         ':nowSeconds': N(input.now / 1000),
+        ...control.values,
         ...(input.type !== undefined
           ? { ':type': S(input.type), ':gsi2pk': S(keys.byTypeState(input.type, 'cancelled', input.id)) }
           : {}),
@@ -161,8 +179,10 @@ export class DynamoJobControl implements JobControl {
     types?: readonly string[];
     from: readonly JobState[];
     now: number;
+    by?: string;
   }): Promise<ControlResult> {
     const from = stateIn(input.from);
+    const control = controlEntry('retry', input);
     // No type matches '' (job types are never empty): an empty list refuses every job.
     const types =
       input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
@@ -173,7 +193,7 @@ export class DynamoJobControl implements JobControl {
       operation: 'retry',
       update:
         'SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, ' +
-        'retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt ' +
+        `retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt${control.set} ` +
         // a manual retry runs now: no dispatch deadline any more. leaseExpiresAt stays (see cancel):
         // the claim waits for it to pass. Queued is not a sparse state: out of byTypeState.
         // a job cancelled while it waited for its parents runs now: its count of them goes
@@ -194,6 +214,7 @@ export class DynamoJobControl implements JobControl {
         ':nowSeconds': N(input.now / 1000),
         ':dueBucket': S(due.dueBucket ?? ''),
         ':dueAt': N(due.dueAt ?? input.now),
+        ...control.values,
         ...(input.type !== undefined ? { ':type': S(input.type) } : {}),
       },
       names: { '#result': 'result' },

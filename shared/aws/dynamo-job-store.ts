@@ -16,6 +16,7 @@ import {
   errorSummary,
   type Job,
   type JobProgress,
+  type OperatorAction,
   type WaitingFor,
 } from '../core/job';
 import { classifyRefusedClaim, isOwnAppliedEnd, MAX_CLOCK_SKEW_MS, wokenFor } from '../core/lease';
@@ -147,6 +148,8 @@ export function toItem(job: Job, external = false): Item {
       retries: job.retries,
       dispatchBy: job.dispatchBy,
       schedule: job.schedule,
+      enqueuedBy: job.enqueuedBy,
+      controls: job.controls,
       after: job.after,
       flowKeys: job.flowKeys,
       singletonKey: job.singletonKey,
@@ -284,6 +287,8 @@ export function fromItem(item: Item): Job {
   if (typeof raw.retries === 'number') job.retries = raw.retries;
   if (typeof raw.dispatchBy === 'string') job.dispatchBy = raw.dispatchBy;
   if (typeof raw.schedule === 'string') job.schedule = raw.schedule;
+  if (typeof raw.enqueuedBy === 'string') job.enqueuedBy = raw.enqueuedBy;
+  if (Array.isArray(raw.controls)) job.controls = raw.controls as OperatorAction[];
   if (typeof raw.after === 'string') job.after = raw.after;
   if (Array.isArray(raw.flowKeys)) job.flowKeys = raw.flowKeys as string[];
   if (typeof raw.singletonKey === 'string') job.singletonKey = raw.singletonKey;

@@ -180,6 +180,12 @@ export function formatApiError(error: OrreryApiError, style: Style): string {
     `${style.red('error')}: ${style.bold(error.code)} (HTTP ${error.status}): ${error.message}`,
     ...issueLines(error.issues),
   ];
+  // a 403 of the API's grants: what was refused, on which type (the Function URL's own 403 has neither)
+  const { action, control, type } = error.details as { action?: unknown; control?: unknown; type?: unknown };
+  if (error.status === 403 && typeof action === 'string') {
+    const what = typeof control === 'string' ? `${action} (${control})` : action;
+    lines.push(`  not granted: ${what}${typeof type === 'string' ? ` on job type ${type}` : ''}`);
+  }
   if (error.requestId) lines.push(style.dim(`  request id: ${error.requestId}`));
   return lines.join('\n');
 }

@@ -84,7 +84,11 @@ export class OrreryApiError extends Error {
 
 /** 400: the request or payload failed validation (`validation_failed`, `invalid_payload`, `unknown_type`, `malformed_json`…). See `issues`. */
 export class ValidationFailed extends OrreryApiError {}
-/** 403: the Function URL refused the request: missing or wrong SigV4 signature, wrong region, or no `lambda:InvokeFunctionUrl`. */
+/**
+ * 403: the Function URL refused the request (missing or wrong SigV4 signature, wrong region, or no
+ * `lambda:InvokeFunctionUrl`), or the API's grants do not allow the call (`forbidden`, with
+ * `details.action`, `details.control` and `details.type`: see docs/security.md).
+ */
 export class Forbidden extends OrreryApiError {}
 /** 404: no such job, schedule or type (`job_not_found`…), or the API has no such route (`route_not_found`). */
 export class NotFound extends OrreryApiError {}

@@ -118,3 +118,116 @@ export function principalFromAuthorizer(iam: IamAuthorizerContext | null | undef
   const account = iam.accountId ?? /^arn:[^:]+:[^:]+::(\d{12}):/.exec(arn)?.[1] ?? '';
   return { id, account, arn, ...(session ? { session } : {}) };
 }
+
+// ---------------------------------------------------------------- authorization
+
+/** What one call asks for: an action (a control call also names its sub-action) on some job types. */
+export interface AccessRequest {
+  action: AccessAction;
+  /** Required with `action: 'control'`. */
+  control?: ControlAction;
+  /**
+   * The job types the call touches, or `'all'` when it touches every type (a listing with no
+   * type filter). Ignored by grants that are not scoped by type (and by `operate`).
+   */
+  types: readonly string[] | 'all';
+}
+
+/** The types an action is granted on: every type, some, or none at all. */
+export type TypeScope = { kind: 'all' } | { kind: 'some'; types: ReadonlySet<string> } | { kind: 'none' };
+
+/** Why a call was refused: the action, and the first type not granted (when one is to blame). */
+export interface AccessDenial {
+  allowed: false;
+  action: AccessAction;
+  control?: ControlAction;
+  /** The first type of the request that is not granted. */
+  type?: string;
+  /** One sentence naming the action and the type, for the 403's message. */
+  reason: string;
+}
+
+export type AccessDecision = { allowed: true } | AccessDenial;
+
+/**
+ * The grants of a caller: its entry in the document, `unlisted` for a principal with no entry,
+ * and nothing for a caller with no IAM identity at all.
+ */
+export function grantsOf(document: GrantsDocument, principal: Principal | undefined): readonly Grant[] {
+  if (!principal) return [];
+  return document.principals[principal.id] ?? document.unlisted ?? [];
+}
+
+function covers(grant: Grant, action: AccessAction, control: ControlAction | undefined): boolean {
+  if (grant.action === 'admin') return true;
+  if (grant.action !== action) return false;
+  if (grant.action === 'control') return control === undefined || !grant.actions || grant.actions.includes(control);
+  return true;
+}
+
+/**
+ * The types `grants` allow `action` (and `control`) on: `all` when one covering grant names no
+ * types (and for `admin` and `operate`), the union of the named types otherwise, `none` when no
+ * grant covers the action. The API reads a job's type only when this is `some`.
+ */
+export function typeScope(grants: readonly Grant[], action: AccessAction, control?: ControlAction): TypeScope {
+  const types = new Set<string>();
+  let covered = false;
+  for (const grant of grants) {
+    if (!covers(grant, action, control)) continue;
+    covered = true;
+    if (grant.action === 'admin' || grant.action === 'operate' || !grant.types) return { kind: 'all' };
+    for (const type of grant.types) types.add(type);
+  }
+  return covered ? { kind: 'some', types } : { kind: 'none' };
+}
+
+/** `control (cancel)`, `enqueue`: how a denial names the action. */
+export function describeAction(action: AccessAction, control?: ControlAction): string {
+  return action === 'control' && control ? `control (${control})` : action;
+}
+
+/** Decides a request against a scope (see {@link typeScope}); the first type not in it is named. */
+export function decide(scope: TypeScope, request: AccessRequest): AccessDecision {
+  const what = describeAction(request.action, request.control);
+  const denial = (reason: string, type?: string): AccessDenial => ({
+    allowed: false,
+    action: request.action,
+    ...(request.control ? { control: request.control } : {}),
+    ...(type !== undefined ? { type } : {}),
+    reason,
+  });
+  if (scope.kind === 'all') return { allowed: true };
+  if (scope.kind === 'none') return denial(`no grant allows ${what}`);
+  const granted = [...scope.types].sort();
+  if (request.types === 'all') {
+    return denial(
+      `${what} is granted only on job types ${granted.map((t) => JSON.stringify(t)).join(', ') || '(none)'}; name them`,
+    );
+  }
+  const missing = request.types.find((type) => !scope.types.has(type));
+  if (missing !== undefined) return denial(`${what} is not granted on job type ${JSON.stringify(missing)}`, missing);
+  return { allowed: true };
+}
+
+/**
+ * Whether `grants` allow `request`. `admin` covers everything; a `control` grant without
+ * `actions` covers every control action; a grant without `types` covers every type.
+ *
+ * @example
+ * authorize([{ action: 'enqueue', types: ['send-email'] }], { action: 'enqueue', types: ['send-email', 'charge'] })
+ * // { allowed: false, action: 'enqueue', type: 'charge', reason: 'enqueue is not granted on job type "charge"' }
+ */
+export function authorize(grants: readonly Grant[], request: AccessRequest): AccessDecision {
+  return decide(typeScope(grants, request.action, request.control), request);
+}
+
+/** A document that grants `admin` to every caller with an IAM identity (tests, embedders, local platforms). */
+export function adminDocument(): GrantsDocument {
+  return { v: 1, principals: {}, unlisted: [{ action: 'admin' }] };
+}
+
+/** A {@link GrantsSource} of a fixed document. */
+export function staticGrants(document: GrantsDocument): GrantsSource {
+  return { load: async () => document };
+}

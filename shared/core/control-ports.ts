@@ -91,6 +91,8 @@ export interface JobControl {
     from: readonly JobState[];
     now: number;
     expiresAt: number;
+    /** Who cancels (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
+    by?: string;
   }): Promise<ControlResult>;
   /**
    * Starts a new attempt series when the job is in one of `from`, of `type` (if given) and of
@@ -106,6 +108,8 @@ export interface JobControl {
     types?: readonly string[];
     from: readonly JobState[];
     now: number;
+    /** Who retries (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
+    by?: string;
   }): Promise<ControlResult>;
   /**
    * Undoes a {@link restart} whose message could not be sent: puts back `previous`'s state,

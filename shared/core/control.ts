@@ -1,4 +1,4 @@
-import type { Job } from './job';
+import type { Job, OperatorAction } from './job';
 import { JOB_STATES, type JobState } from './states';
 
 /**
@@ -27,9 +27,20 @@ export function pastRetention(job: Pick<Job, 'expiresAt'>, now: number): boolean
  * `expiresAt`, without a lease owner. The token and `leaseExpiresAt` stay: no later attempt
  * may start while the cancelled one may still run.
  */
-export function cancelledJob(job: Job, input: { now: number; expiresAt: number }): Job {
+/** The job's operator actions with this one appended (when the write names who did it). */
+export function withControl(
+  job: Pick<Job, 'controls'>,
+  action: OperatorAction['action'],
+  input: { now: number; by?: string },
+): Pick<Job, 'controls'> {
+  if (input.by === undefined) return {};
+  return { controls: [...(job.controls ?? []), { action, by: input.by, at: iso(input.now) }] };
+}
+
+export function cancelledJob(job: Job, input: { now: number; expiresAt: number; by?: string }): Job {
   const next: Job = {
     ...job,
+    ...withControl(job, 'cancel', input),
     state: 'cancelled',
     finishedAt: iso(input.now),
     updatedAt: iso(input.now),
@@ -44,9 +55,10 @@ export function cancelledJob(job: Job, input: { now: number; expiresAt: number }
  * `retries` + 1; no TTL, finish, start, lease owner, result, progress or dispatch deadline. The
  * token, `leaseExpiresAt` (the claim's fence), the errors and the last writer stay.
  */
-export function restartedJob(job: Job, input: { now: number }): Job {
+export function restartedJob(job: Job, input: { now: number; by?: string }): Job {
   const next: Job = {
     ...job,
+    ...withControl(job, 'retry', input),
     state: 'queued',
     attempts: 0,
     runAt: iso(input.now),

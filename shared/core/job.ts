@@ -24,6 +24,15 @@ export interface AttemptError {
   stack?: string;
 }
 
+/** An operator's action on a job, kept on the job (the audit): what, who (the caller's ARN), when. */
+export interface OperatorAction {
+  action: 'cancel' | 'retry';
+  /** The caller's ARN as it signed (an assumed role's carries its session), or `anonymous`. */
+  by: string;
+  /** ISO 8601 time. */
+  at: string;
+}
+
 /**
  * A job as the domain sees it. The DynamoDB adapter maps this to and from the stored item;
  * `payload` and `result` are kept there as JSON text.
@@ -70,6 +79,10 @@ export interface Job {
   dispatchBy?: string;
   /** Name of the recurring schedule whose fire created this job run. */
   schedule?: string;
+  /** Who enqueued the job: the caller's ARN (written by the create, at no extra write). */
+  enqueuedBy?: string;
+  /** Operator actions on the job (cancel, retry), oldest first. */
+  controls?: OperatorAction[];
   /** Id of the run this one waits for (a schedule's `queue-one` overlap policy). */
   after?: string;
   /** Concurrency key values, one per limit of the job type (resolved at enqueue). */
@@ -189,6 +202,10 @@ export interface JobView {
   dispatchBy?: string;
   /** Only for schedule runs: the schedule that created the run. */
   schedule?: string;
+  /** Who enqueued it (the caller's ARN); absent for jobs enqueued before this was recorded. */
+  enqueuedBy?: string;
+  /** Operator actions (cancel, retry): who did what, when, oldest first; absent when none. */
+  controls?: OperatorAction[];
   /** Only for job types with concurrency limits: the job's key value for each limit. */
   concurrencyKeys?: string[];
   /** Only for job types with a singleton: the job's singleton key value. */
@@ -235,6 +252,8 @@ export function toView(job: Job): JobView {
     retries: job.retries ?? 0,
     ...(job.dispatchBy !== undefined ? { dispatchBy: job.dispatchBy } : {}),
     ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
+    ...(job.enqueuedBy !== undefined ? { enqueuedBy: job.enqueuedBy } : {}),
+    ...(job.controls?.length ? { controls: job.controls } : {}),
     ...(job.flowKeys !== undefined ? { concurrencyKeys: job.flowKeys } : {}),
     ...(job.singletonKey !== undefined ? { singletonKey: job.singletonKey } : {}),
     ...(job.throttleKey !== undefined ? { throttleKey: job.throttleKey } : {}),

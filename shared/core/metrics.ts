@@ -43,7 +43,21 @@ export const METRIC = {
   writeUnits: 'WriteUnits',
 } as const;
 
-export type MetricName = (typeof METRIC)[keyof typeof METRIC];
+/**
+ * The API's access metrics (docs/security.md). Their `type` dimension is the job type the call
+ * touched, or {@link NO_TYPE} for a call on no one type (a schedule, a DLQ redrive names its type).
+ */
+export const ACCESS_METRIC = {
+  /** A call answered 403: its grants did not allow it. */
+  forbidden: 'CallsForbidden',
+  /** An operator action was done (cancel, retry, bulk, DLQ redrive, schedule changes): the audit's count. */
+  operatorAction: 'OperatorActions',
+} as const;
+
+/** The `type` dimension of an access metric that concerns no one job type. */
+export const NO_TYPE = '-';
+
+export type MetricName = (typeof METRIC)[keyof typeof METRIC] | (typeof ACCESS_METRIC)[keyof typeof ACCESS_METRIC];
 
 /** CloudWatch unit of each metric. */
 export const METRIC_UNITS: Readonly<Record<MetricName, 'Count' | 'Milliseconds'>> = {
@@ -58,6 +72,8 @@ export const METRIC_UNITS: Readonly<Record<MetricName, 'Count' | 'Milliseconds'>
   RunDuration: 'Milliseconds',
   AwsRequests: 'Count',
   WriteUnits: 'Count',
+  CallsForbidden: 'Count',
+  OperatorActions: 'Count',
 };
 
 /**

@@ -956,6 +956,30 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       });
     }
 
+    it('records who cancelled and then retried, on the job, by the same writes; who enqueued stays', async () => {
+      const leg = await setup();
+      const j = await given(leg, { enqueuedBy: 'arn:aws:sts::123456789012:assumed-role/billing/i-1' });
+      const by = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
+      const cancelled = await leg.control.cancel({ ...cancelInput(j, T0 + 500), by });
+      if (cancelled.kind !== 'applied') throw new Error(`expected the cancel to apply, got ${cancelled.kind}`);
+      expect(cancelled.job.controls).toEqual([{ action: 'cancel', by, at: iso(T0 + 500) }]);
+      const retried = await leg.control.restart({
+        id: j.id,
+        types: [j.type],
+        from: ['cancelled'],
+        now: T0 + 900,
+        by: 'root',
+      });
+      if (retried.kind !== 'applied') throw new Error(`expected the retry to apply, got ${retried.kind}`);
+      const stored = await leg.store.get(j.id);
+      expect(stored?.controls).toEqual([
+        { action: 'cancel', by, at: iso(T0 + 500) },
+        { action: 'retry', by: 'root', at: iso(T0 + 900) },
+      ]);
+      expect(stored?.enqueuedBy).toBe('arn:aws:sts::123456789012:assumed-role/billing/i-1');
+      expect(retried.job.controls).toEqual(stored?.controls);
+    });
+
     it('counts a replay of the same cancel (its first response lost) as applied, and a later cancel as refused', async () => {
       const leg = await setup();
       const j = await given(leg);

@@ -5,6 +5,7 @@
  * test), the system clock, and the signals service the API runs, on the same table.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { jobTypeOf } from '../../shared/api/job-type-of';
 import { signalRoutes } from '../../shared/api/routes/signals';
 import { SignalsService } from '../../shared/api/signals-service';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
@@ -59,7 +60,7 @@ export function dynamoWorker(options: DynamoWorkerOptions) {
     clock: systemClock,
     log: createLogger({ level: 'error' }),
   });
-  const signalRoute = signalRoutes(signals)[0]?.methods.POST;
+  const signalRoute = signalRoutes(signals, jobTypeOf(store))[0]?.methods.POST;
   let deliveries = 0;
   return {
     store,
@@ -89,6 +90,7 @@ export function dynamoWorker(options: DynamoWorkerOptions) {
           bodyText: JSON.stringify({ payload }),
         },
         { id, name },
+        { principal: undefined, scope: { kind: 'all' } },
       );
       return { status: response.statusCode ?? 0, body: JSON.parse(response.body ?? '{}') as Record<string, unknown> };
     },

@@ -17,6 +17,20 @@ export type FunctionUrlHandler = (
   context: Context,
 ) => Promise<APIGatewayProxyResultV2<unknown>>;
 
+/** A local caller: the credentials it signs with and the IAM identity AWS would resolve them to. */
+export interface LocalCaller {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /**
+   * The ARN the caller signs as, e.g. an assumed role with its session
+   * (`arn:aws:sts::000000000000:assumed-role/billing/ci`) or a user.
+   */
+  arn: string;
+}
+
+/** The identity a request signed with any other access key gets (the default local credentials). */
+export const LOCAL_USER_ARN = `arn:aws:iam::${LOCAL_ACCOUNT_ID}:user/local`;
+
 /** Options for {@link startFunctionUrlServer}. */
 export interface FunctionUrlServerOptions {
   handler: FunctionUrlHandler;
@@ -41,6 +55,13 @@ export interface FunctionUrlServerOptions {
    * @default none: any well-formed Authorization header is accepted
    */
   secrets?: LocalSecrets;
+  /**
+   * With `AWS_IAM`: callers with identities of their own. Their secrets are verified beside
+   * `secrets` (when those are given, or when callers are), and `requestContext.authorizer.iam`
+   * carries each one's ARN; any other access key signs as {@link LOCAL_USER_ARN}.
+   * @default none
+   */
+  callers?: readonly LocalCaller[];
   /**
    * Requests it takes (resolves to true) never reach the function: `npm run dev` serves the
    * dashboard (`/ui/`, `/api/`) beside the API this way. @default none
@@ -81,6 +102,15 @@ const TEXT_TYPES = /^(text\/[^;]*|application\/(json|xml|javascript))\s*(;|$)/i;
 export async function startFunctionUrlServer(options: FunctionUrlServerOptions): Promise<FunctionUrlServer> {
   const region = options.region ?? 'us-east-1';
   const urlId = randomBytes(16).toString('hex');
+  const callers = options.callers ?? [];
+  const arns = new Map(callers.map((caller) => [caller.accessKeyId, caller.arn]));
+  const secrets: LocalSecrets | undefined =
+    options.secrets || callers.length > 0
+      ? {
+          ...options.secrets,
+          ...Object.fromEntries(callers.map((caller) => [caller.accessKeyId, caller.secretAccessKey])),
+        }
+      : undefined;
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent) send(res, 500, { Message: String(error) });
@@ -95,10 +125,10 @@ export async function startFunctionUrlServer(options: FunctionUrlServerOptions):
     const authorization = req.headers.authorization ?? '';
     const accessKey = /^AWS4-HMAC-SHA256 Credential=([^/]+)\//.exec(authorization)?.[1];
     if (options.authType === 'AWS_IAM' && !accessKey) return send(res, 403, { Message: 'Forbidden' });
-    if (options.authType === 'AWS_IAM' && options.secrets) {
+    if (options.authType === 'AWS_IAM' && secrets) {
       const verdict = await verifySigV4(
         { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body },
-        options.secrets,
+        secrets,
         region,
       );
       if (!verdict.ok) return send(res, 403, { Message: verdict.reason });
@@ -108,6 +138,7 @@ export async function startFunctionUrlServer(options: FunctionUrlServerOptions):
       urlId,
       region,
       accessKey: options.authType === 'AWS_IAM' ? accessKey : undefined,
+      arn: (accessKey && arns.get(accessKey)) ?? LOCAL_USER_ARN,
     });
     if (Buffer.byteLength(JSON.stringify(event)) > FUNCTION_URL_MAX_BYTES) return send(res, 413, TOO_LARGE);
     const timeoutMs = options.timeoutMs ?? 30_000;
@@ -146,7 +177,7 @@ export async function startFunctionUrlServer(options: FunctionUrlServerOptions):
 export function toEvent(
   req: IncomingMessage,
   body: Buffer,
-  ctx: { urlId: string; region: string; accessKey?: string | undefined },
+  ctx: { urlId: string; region: string; accessKey?: string | undefined; arn?: string },
 ): APIGatewayProxyEventV2 {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const headers: Record<string, string> = {};
@@ -184,7 +215,7 @@ export function toEvent(
     requestContext: {
       accountId: ctx.accessKey ? LOCAL_ACCOUNT_ID : 'anonymous',
       apiId: ctx.urlId,
-      ...(ctx.accessKey ? { authorizer: iamAuthorizer(ctx.accessKey) } : {}),
+      ...(ctx.accessKey ? { authorizer: iamAuthorizer(ctx.accessKey, ctx.arn ?? LOCAL_USER_ARN) } : {}),
       domainName,
       domainPrefix: ctx.urlId,
       http: {
@@ -205,16 +236,19 @@ export function toEvent(
   };
 }
 
-function iamAuthorizer(accessKey: string) {
+function iamAuthorizer(accessKey: string, arn: string) {
+  // an assumed role's caller id is `<role id>:<session>`, as AWS fills it
+  const session = /:assumed-role\/[^/]+\/(.+)$/.exec(arn)?.[1];
+  const callerId = session ? `AROALOCALROLE:${session}` : 'AIDALOCALCALLER';
   return {
     iam: {
       accessKey,
       accountId: LOCAL_ACCOUNT_ID,
-      callerId: 'AIDALOCALCALLER',
+      callerId,
       cognitoIdentity: null,
       principalOrgId: null,
-      userArn: `arn:aws:iam::${LOCAL_ACCOUNT_ID}:user/local`,
-      userId: 'AIDALOCALCALLER',
+      userArn: arn,
+      userId: callerId,
     },
   };
 }

@@ -20,9 +20,16 @@ import { type LocalSqs, startLocalSqs } from './sqs';
 export { LOCAL_CREDENTIALS, type LocalAwsTarget, type LocalEndpoints, localClients } from './clients';
 export { createTableInput, deployLocal, destroyLocal, type LocalDeployment, type LocalQueues } from './deploy';
 export { type DynamoDbLocal, processAlive, startDynamoDbLocal } from './dynamodb-local';
-export { type FunctionUrlHandler, type FunctionUrlServer, startFunctionUrlServer } from './function-url';
+export {
+  type FunctionUrlHandler,
+  type FunctionUrlServer,
+  LOCAL_USER_ARN,
+  type LocalCaller,
+  startFunctionUrlServer,
+} from './function-url';
 export { lambdaContext } from './lambda-context';
 export { drain, type QueueRunner, runOnce, type SqsLambdaHandler, startQueueRunner } from './lambda-runner';
+export { assumedRole, type LocalAccessOptions, localAccess, localRoleId } from './local-access';
 export {
   AWS_TARGET_ENV,
   type AwsTargetKind,

@@ -29,9 +29,10 @@ import { deployLocal, type LocalDeployment } from './deploy';
 import { type FunctionUrlServerOptions, startFunctionUrlServer } from './function-url';
 import type { LocalAws } from './index';
 import { startQueueRunner } from './lambda-runner';
+import { type LocalAccessOptions, localAccess } from './local-access';
 import { type LocalSupervisorOptions, startLocalSupervisor } from './supervisor-loop';
 
-export interface LocalPlatformOptions {
+export interface LocalPlatformOptions extends LocalAccessOptions {
   aws: LocalAws;
   /** Resource-name prefix (table, queues, schedule group). */
   prefix: string;
@@ -156,7 +157,9 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     control: new DynamoJobControl(clients.dynamo, config.tableName),
     deadLetters: new SqsDeadLetterQueues(clients.sqs),
   };
+  const who = localAccess(options);
   const api = createApiHandler({
+    access: who.access,
     config,
     catalog,
     store,
@@ -173,7 +176,12 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     schedules: { store: schedules, trigger },
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
-  const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0, ...options.functionUrl });
+  const server = await startFunctionUrlServer({
+    handler: api,
+    port: options.port ?? 0,
+    ...who.functionUrl,
+    ...options.functionUrl,
+  });
 
   const workers: LocalPlatform['workers'] = {};
   const runners: { stop(): Promise<void> }[] = [];

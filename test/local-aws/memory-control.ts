@@ -57,7 +57,14 @@ export class FakeJobControl implements JobControl {
   }
 
   /** Keeps the token and `leaseExpiresAt`, so no new attempt starts while the cancelled one may run. */
-  async cancel(input: { id: string; type?: string; from: readonly JobState[]; now: number; expiresAt: number }) {
+  async cancel(input: {
+    id: string;
+    type?: string;
+    from: readonly JobState[];
+    now: number;
+    expiresAt: number;
+    by?: string;
+  }) {
     return this.apply(
       input,
       (job) => {
@@ -76,6 +83,7 @@ export class FakeJobControl implements JobControl {
     types?: readonly string[];
     from: readonly JobState[];
     now: number;
+    by?: string;
   }) {
     return this.apply(
       input,

@@ -27,6 +27,7 @@ import { createWorker, type WorkerDeps } from '../../shared/runtime/worker';
 import type { SupervisorOptions } from '../../shared/supervisor/plan';
 import { runSupervisorOnce, type SupervisorReport } from '../../shared/supervisor/run';
 import { startFunctionUrlServer } from './function-url';
+import { type LocalAccessOptions, localAccess } from './local-access';
 import { FakeDeadLetterQueues, FakeJobControl, FakeJobIndex } from './memory-control';
 import { MemoryDelivery } from './memory-delivery';
 import { FakeDueIndex } from './memory-due-index';
@@ -38,7 +39,7 @@ import { FakeRecurringTrigger, FakeScheduleStore } from './memory-schedules';
 import { ManualTimer } from './memory-timer';
 import { LOCAL_ACCOUNT_ID } from './sqs';
 
-export interface MemoryPlatformOptions {
+export interface MemoryPlatformOptions extends LocalAccessOptions {
   /** Job definitions (spec + handler) to run. */
   jobs: readonly JobDefinition[];
   /** Specs the API validates against. @default the specs of `jobs` */
@@ -219,7 +220,9 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
     schedules: watched(ports.schedules),
   };
 
+  const who = localAccess(options);
   const api = createApiHandler({
+    access: who.access,
     config,
     catalog,
     store: live.store,
@@ -289,7 +292,7 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
   });
   delivery = loop;
 
-  const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0 });
+  const server = await startFunctionUrlServer({ handler: api, port: options.port ?? 0, ...who.functionUrl });
 
   const log = logger.child({ component: 'supervisor' });
   let passes: Promise<unknown> = Promise.resolve();

@@ -27,12 +27,13 @@ import type { JobDefinition } from '../../shared/runtime/job-definition';
 import type { WorkerDeps } from '../../shared/runtime/worker';
 import type { SupervisorReport } from '../../shared/supervisor/run';
 import type { LocalAws } from './index';
+import type { LocalAccessOptions } from './local-access';
 import type { LocalPlatform, LocalPlatformOptions } from './local-platform';
 import { type MemoryPlatform, type MemoryPlatformOptions, startMemoryPlatform } from './memory-platform';
 
 export type TestPlatformMode = 'memory' | 'local-aws';
 
-export interface TestPlatformOptions {
+export interface TestPlatformOptions extends LocalAccessOptions {
   /** Job definitions (spec + handler) to run. */
   jobs: readonly JobDefinition[];
   /** @default 'memory' */
@@ -177,6 +178,8 @@ async function inMemory(options: TestPlatformOptions): Promise<TestPlatform> {
     ...(options.worker ? { worker: options.worker } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.logLevel ? { logLevel: options.logLevel } : {}),
+    ...(options.grants ? { grants: options.grants } : {}),
+    ...(options.callers ? { callers: options.callers } : {}),
   });
   return {
     mode: 'memory',
@@ -218,6 +221,8 @@ async function onLocalAws(options: TestPlatformOptions): Promise<TestPlatform> {
       ...(options.maxReceiveCount ? { maxReceiveCount: options.maxReceiveCount } : {}),
       ...(options.worker ? { worker: { ...options.localAws?.worker, ...options.worker } } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.grants ? { grants: options.grants } : {}),
+      ...(options.callers ? { callers: options.callers } : {}),
       wrapStore: (store) => {
         const inner = options.localAws?.wrapStore ? options.localAws.wrapStore(store) : store;
         return new Proxy(inner, {

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { allowEveryone } from '../../shared/api/access';
 import { MAX_BATCH_REQUEST_BYTES } from '../../shared/api/batch-service';
 import { createApiHandler } from '../../shared/api/handler';
 import { MAX_JSON_DEPTH } from '../../shared/api/json-depth';
@@ -49,6 +50,7 @@ function setup(options: { index?: JobIndex } = {}) {
   const index: JobIndex = options.index ?? { query: async () => ({ entries: [], more: false }) };
   const control = new FakeJobControl(store);
   const api = createApiHandler({
+    access: allowEveryone(),
     config,
     catalog,
     store,
@@ -261,6 +263,7 @@ describe('errors', () => {
 
   it('answers 500 (a logged deployment error) when the API was built without control-plane adapters', async () => {
     const api = createApiHandler({
+      access: allowEveryone(),
       config: testConfig(['echo']),
       catalog,
       store: new FakeJobStore(),

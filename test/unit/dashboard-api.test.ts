@@ -6,6 +6,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { allowEveryone } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
 import {
   bulkResponseSchema,
@@ -45,6 +46,7 @@ function setup() {
   const scheduleStore = new FakeScheduleStore();
   const trigger = new FakeRecurringTrigger();
   const api = createApiHandler({
+    access: allowEveryone(),
     config,
     catalog,
     store,

@@ -174,8 +174,8 @@ describe('route', () => {
   const ok = async () => ({ statusCode: 200 });
   const get = async () => ({ statusCode: 201 });
   const routes: Route[] = [
-    { path: '/jobs', methods: { POST: ok } },
-    { path: '/jobs/{id}', methods: { GET: get, DELETE: ok } },
+    { path: '/jobs', methods: { POST: ok }, access: {} },
+    { path: '/jobs/{id}', methods: { GET: get, DELETE: ok }, access: {} },
   ];
 
   it('finds the handler and decodes percent-encoded params', () => {

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { allowEveryone } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
 import { ManualClock } from '../../shared/core/clock';
 import { defineJobType } from '../../shared/core/job-type';
@@ -119,6 +120,7 @@ describe('API metrics', () => {
       defineJobType({ type: 'mail', payload: z.record(z.string(), z.unknown()) }),
     ];
     const api = createApiHandler({
+      access: allowEveryone(),
       config: testConfig(['echo', 'mail']),
       catalog,
       store: new FakeJobStore(),

@@ -2,6 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { allowEveryone } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
 import { buildOpenApiDocument, OPERATIONS, openApiDocument } from '../../shared/api/openapi';
 import { jobViewSchema, listQueryDocSchema, listQuerySchema } from '../../shared/api/schemas';
@@ -105,6 +106,7 @@ describe('GET /openapi.json document', () => {
 describe('the document matches the router', () => {
   const catalog = [defineJobType({ type: 'echo', payload: z.record(z.string(), z.unknown()) })];
   const api = createApiHandler({
+    access: allowEveryone(),
     config: testConfig(['echo']),
     catalog,
     store: new FakeJobStore(),

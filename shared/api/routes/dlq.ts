@@ -1,13 +1,23 @@
+import { JOB_TYPE_PATTERN } from '../../core/job-type';
 import { parseOrThrow } from '../../core/validation';
 import type { ControlPlane } from '../control-plane';
 import { json, jsonBody, type Route } from '../http';
 import { dlqQuerySchema, redriveRequestSchema } from '../schemas';
 
-/** `GET /dlq?type=` (peek, not consume), `POST /dlq/redrive` `{ type }` (move back to the ready queue). */
+/**
+ * `GET /dlq?type=` (peek, not consume; read on that type), `POST /dlq/redrive` `{ type }` (move
+ * back to the ready queue; operate).
+ */
 export function dlqRoutes(plane: Pick<ControlPlane, 'dlq'>): Route[] {
   return [
     {
       path: '/dlq',
+      access: {
+        GET: {
+          action: 'read',
+          types: (request) => (JOB_TYPE_PATTERN.test(request.query.type ?? '') ? [request.query.type as string] : []),
+        },
+      },
       methods: {
         GET: async (request) => {
           const query = parseOrThrow(dlqQuerySchema, request.query, { message: 'invalid DLQ query' });
@@ -17,6 +27,7 @@ export function dlqRoutes(plane: Pick<ControlPlane, 'dlq'>): Route[] {
     },
     {
       path: '/dlq/redrive',
+      access: { POST: { action: 'operate', audit: 'dlq.redrive' } },
       methods: {
         POST: async (request) => {
           const body = parseOrThrow(redriveRequestSchema, jsonBody(request), { message: 'invalid redrive request' });

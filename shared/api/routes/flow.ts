@@ -26,6 +26,7 @@ export function flowRoutes(deps: {
   return [
     {
       path: '/types/{type}/keys/{key}',
+      access: { GET: { action: 'read', types: (_request, params) => [params.type ?? ''] } },
       methods: {
         GET: async (_request, params) => {
           const type = params.type ?? '';

@@ -1,22 +1,38 @@
 import { JOB_ID_PATTERN } from '../../core/enqueue';
 import { NotFoundError } from '../../errors';
+import { actorOf } from '../access';
 import type { FlowsService } from '../flows-service';
-import { json, jsonBody, type Route } from '../http';
+import { bodyTypes, json, jsonBody, type Route } from '../http';
 
-/** `POST /flows` (a DAG of jobs, all checked before any is written) and `GET /flows/{id}`. */
+/**
+ * `POST /flows` (a DAG of jobs, all checked before any is written; enqueue, every type of its
+ * jobs) and `GET /flows/{id}` (read, every type of its jobs: a caller scoped by type reads the flow
+ * once more for the check).
+ */
 export function flowsRoutes(flows: FlowsService): Route[] {
   return [
     {
       path: '/flows',
+      access: { POST: { action: 'enqueue', types: (request) => bodyTypes(request, 'jobs') } },
       methods: {
-        POST: async (request) => {
-          const { created, flow } = await flows.create(jsonBody(request));
+        POST: async (request, _params, call) => {
+          const { created, flow } = await flows.create(jsonBody(request), actorOf(call.principal));
           return json(created ? 201 : 200, flow, created ? { location: `/flows/${encodeURIComponent(flow.id)}` } : {});
         },
       },
     },
     {
       path: '/flows/{id}',
+      access: {
+        GET: {
+          action: 'read',
+          types: async (_request, params) => {
+            const id = params.id ?? '';
+            if (!JOB_ID_PATTERN.test(id)) return [];
+            return [...new Set((await flows.get(id)).nodes.map((node) => node.type))];
+          },
+        },
+      },
       methods: {
         GET: async (_request, params) => {
           const id = params.id ?? '';

@@ -1,16 +1,30 @@
+import { actorOf } from '../access';
 import type { ControlPlane } from '../control-plane';
 import { json, type Route } from '../http';
+import type { JobTypeOf } from '../job-type-of';
 
-/** `POST /jobs/{id}/cancel`, `POST /jobs/{id}/retry`: 200 with the job, 409 `illegal_state` otherwise. */
-export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>): Route[] {
+/**
+ * `POST /jobs/{id}/cancel`, `POST /jobs/{id}/retry`: 200 with the job, 409 `illegal_state`
+ * otherwise. Access: control (cancel, retry) on the job's type.
+ */
+export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>, typeOf: JobTypeOf): Route[] {
+  const types = (_request: unknown, params: Record<string, string>) => typeOf(params.id ?? '');
   return [
     {
       path: '/jobs/{id}/cancel',
-      methods: { POST: async (_request, params) => json(200, await plane.control.cancel(params.id ?? '')) },
+      access: { POST: { action: 'control', control: ['cancel'], types, audit: 'cancel' } },
+      methods: {
+        POST: async (_request, params, call) =>
+          json(200, await plane.control.cancel(params.id ?? '', actorOf(call.principal))),
+      },
     },
     {
       path: '/jobs/{id}/retry',
-      methods: { POST: async (_request, params) => json(200, await plane.control.retry(params.id ?? '')) },
+      access: { POST: { action: 'control', control: ['retry'], types, audit: 'retry' } },
+      methods: {
+        POST: async (_request, params, call) =>
+          json(200, await plane.control.retry(params.id ?? '', actorOf(call.principal))),
+      },
     },
   ];
 }

@@ -1,24 +1,28 @@
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../../core/enqueue';
 import { parseOrThrow } from '../../core/validation';
 import { NotFoundError } from '../../errors';
-import { json, jsonBody, type Route } from '../http';
+import { actorOf } from '../access';
+import { bodyTypes, json, jsonBody, type Route } from '../http';
+import type { JobTypeOf } from '../job-type-of';
 import type { JobsService } from '../jobs-service';
 
-/** `POST /jobs`, `GET /jobs/{id}`. */
-export function jobRoutes(jobs: JobsService): Route[] {
+/** `POST /jobs` (enqueue, its type), `GET /jobs/{id}` (read, the job's type). */
+export function jobRoutes(jobs: JobsService, typeOf: JobTypeOf): Route[] {
   return [
     {
       path: '/jobs',
+      access: { POST: { action: 'enqueue', types: (request) => bodyTypes(request, 'self') } },
       methods: {
-        POST: async (request) => {
+        POST: async (request, _params, call) => {
           const body = parseOrThrow(enqueueRequestSchema, jsonBody(request), { message: 'invalid enqueue request' });
-          const { created, job } = await jobs.enqueue(body);
+          const { created, job } = await jobs.enqueue(body, { by: actorOf(call.principal) });
           return json(created ? 201 : 200, job, created ? { location: `/jobs/${encodeURIComponent(job.id)}` } : {});
         },
       },
     },
     {
       path: '/jobs/{id}',
+      access: { GET: { action: 'read', types: (_request, params) => typeOf(params.id ?? '') } },
       methods: {
         GET: async (_request, params) => {
           const id = params.id ?? '';

@@ -14,6 +14,8 @@ export function listRoutes(plane: Pick<ControlPlane, 'list'>): Route[] {
   return [
     {
       path: '/jobs',
+      // a caller granted read on some types only must name one of them (`type=`)
+      access: { GET: { action: 'read', types: (request) => (request.query.type ? [request.query.type] : 'all') } },
       methods: {
         GET: async (request) => {
           const { conditions, rest } = splitPayloadConditions(request.query);
@@ -24,6 +26,7 @@ export function listRoutes(plane: Pick<ControlPlane, 'list'>): Route[] {
     },
     {
       path: '/types/{type}/latest',
+      access: { GET: { action: 'read', types: (_request, params) => [params.type ?? ''] } },
       methods: {
         GET: async (_request, params) => {
           const type = params.type ?? '';

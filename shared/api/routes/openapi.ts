@@ -3,5 +3,7 @@ import { openApiDocument } from '../openapi';
 
 /** `GET /openapi.json`: the OpenAPI 3.1 document, generated from the request and response schemas. */
 export function openApiRoutes(): Route[] {
-  return [{ path: '/openapi.json', methods: { GET: async () => json(200, openApiDocument()) } }];
+  return [
+    { path: '/openapi.json', access: { GET: 'public' }, methods: { GET: async () => json(200, openApiDocument()) } },
+  ];
 }

@@ -8,12 +8,17 @@ export function overviewRoutes(plane: Pick<ControlPlane, 'overview'>): Route[] {
   return [
     {
       path: '/overview',
+      // a caller granted read on some types sees only those types
+      access: { GET: { action: 'read' } },
       methods: {
-        GET: async (request) => {
+        GET: async (request, _params, call) => {
           const query = parseOrThrow(overviewQuerySchema, request.query, { message: 'invalid overview query' });
           const minutes =
             query.windowMinutes !== undefined ? Number(query.windowMinutes) : OVERVIEW_WINDOW_MINUTES.default;
-          return json(200, await plane.overview.overview(minutes));
+          const overview = await plane.overview.overview(minutes);
+          const scope = call.scope;
+          if (scope.kind === 'some') overview.types = overview.types.filter((t) => scope.types.has(t.type));
+          return json(200, overview);
         },
       },
     },

@@ -50,17 +50,30 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
   return [
     {
       path: '/schedules',
+      // a caller granted read on some types sees only their schedules (a page may hold fewer)
+      access: { POST: { action: 'operate', audit: 'schedule.create' }, GET: { action: 'read' } },
       methods: {
         POST: async (request) => {
           const { created, schedule } = await schedules().create(jsonBody(request));
           const location = `/schedules/${encodeURIComponent(schedule.name)}`;
           return json(created ? 201 : 200, schedule, created ? { location } : {});
         },
-        GET: async (request) => json(200, await schedules().list(request.query)),
+        GET: async (request, _params, call) => {
+          const page = await schedules().list(request.query);
+          const scope = call.scope;
+          if (scope.kind === 'some') page.schedules = page.schedules.filter((s) => scope.types.has(s.type));
+          return json(200, page);
+        },
       },
     },
     {
       path: '/schedules/{name}',
+      access: {
+        // a caller granted read on some types reads the schedule once more, for its type
+        GET: { action: 'read', types: async (_request, params) => [(await schedules().get(name(params))).type] },
+        PUT: { action: 'operate', audit: 'schedule.update' },
+        DELETE: { action: 'operate', audit: 'schedule.delete' },
+      },
       methods: {
         GET: async (_request, params) => json(200, await schedules().get(name(params))),
         PUT: async (request, params) => json(200, await schedules().update(name(params), jsonBody(request))),
@@ -72,14 +85,17 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
     },
     {
       path: '/schedules/{name}/pause',
+      access: { POST: { action: 'operate', audit: 'schedule.pause' } },
       methods: { POST: async (_request, params) => json(200, await schedules().pause(name(params))) },
     },
     {
       path: '/schedules/{name}/resume',
+      access: { POST: { action: 'operate', audit: 'schedule.resume' } },
       methods: { POST: async (_request, params) => json(200, await schedules().resume(name(params))) },
     },
     {
       path: '/schedules/{name}/run',
+      access: { POST: { action: 'operate', audit: 'schedule.run' } },
       methods: {
         // Run now: 201 with the job, 200 when the same id was enqueued already (a retried request).
         POST: async (request, params) => {

@@ -1,11 +1,13 @@
 import { json, jsonBody, type Route } from '../http';
+import type { JobTypeOf } from '../job-type-of';
 import type { SignalsService } from '../signals-service';
 
-/** `POST /jobs/{id}/signals/{name}`: 202 when stored, 200 for a replay of the same signal. */
-export function signalRoutes(signals: SignalsService): Route[] {
+/** `POST /jobs/{id}/signals/{name}`: 202 when stored, 200 for a replay of the same signal. Access: signal, the job's type. */
+export function signalRoutes(signals: SignalsService, typeOf: JobTypeOf): Route[] {
   return [
     {
       path: '/jobs/{id}/signals/{name}',
+      access: { POST: { action: 'signal', types: (_request, params) => typeOf(params.id ?? '') } },
       methods: {
         POST: async (request, params) => {
           const { created, receipt } = await signals.send(

@@ -1,0 +1,173 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { type ApiAccess, accessFrom } from '../../shared/api/access';
+import { createApiHandler } from '../../shared/api/handler';
+import { OPERATIONS } from '../../shared/api/openapi';
+import type { Grant, GrantsDocument } from '../../shared/core/access';
+import { ManualClock } from '../../shared/core/clock';
+import type { JobIndex } from '../../shared/core/control-ports';
+import { defineJobType } from '../../shared/core/job-type';
+import { ACCESS_METRIC } from '../../shared/core/metrics';
+import type { JobStore } from '../../shared/core/ports';
+import { createLogger } from '../../shared/logger';
+import { FakeJournal } from '../local-aws/memory-journal';
+import { FakeRecurringTrigger, FakeScheduleStore } from '../local-aws/memory-schedules';
+import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
+import { FakeJobQueue, FakeJobScheduler, FakeJobStore, MemoryMetrics, newJob, testConfig } from '../support/fakes';
+
+const T0 = Date.parse('2026-03-01T12:00:00.000Z');
+const ACCOUNT = '123456789012';
+const role = (name: string) => `arn:aws:iam::${ACCOUNT}:role/${name}`;
+const session = (name: string) => `arn:aws:sts::${ACCOUNT}:assumed-role/${name}/s1`;
+const catalog = ['echo', 'mail'].map((type) => defineJobType({ type, payload: z.record(z.string(), z.unknown()) }));
+
+function setup(grants: Record<string, readonly Grant[]>, options: { access?: ApiAccess } = {}) {
+  const document: GrantsDocument = { v: 1, principals: grants };
+  const inner = new FakeJobStore();
+  let gets = 0;
+  const store = new Proxy(inner, {
+    get(target, name, receiver) {
+      if (name === 'get') gets++;
+      return Reflect.get(target, name, receiver);
+    },
+  }) as JobStore;
+  const index: JobIndex = { query: async () => ({ entries: [], more: false }) };
+  const metrics = new MemoryMetrics();
+  const api = createApiHandler({
+    access: options.access ?? accessFrom(document),
+    config: testConfig(['echo', 'mail']),
+    catalog,
+    store,
+    queue: new FakeJobQueue(),
+    scheduler: new FakeJobScheduler(),
+    clock: new ManualClock(T0),
+    logger: createLogger({ level: 'silent' }),
+    metrics,
+    controlPlane: { index, control: new FakeJobControl(inner), deadLetters: new FakeDeadLetterQueues() },
+    journal: new FakeJournal(),
+    schedules: { store: new FakeScheduleStore(), trigger: new FakeRecurringTrigger() },
+  });
+  const call = async (as: string | undefined, method: string, path: string, body?: unknown, query = {}) => {
+    const response = await api({
+      version: '2.0',
+      rawPath: path,
+      rawQueryString: new URLSearchParams(query).toString(),
+      headers: { 'content-type': 'application/json' },
+      ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+      requestContext: {
+        http: { method, path },
+        requestId: 'r',
+        ...(as ? { authorizer: { iam: { accountId: ACCOUNT, userArn: as } } } : {}),
+      },
+      isBase64Encoded: false,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    } as unknown as APIGatewayProxyEventV2);
+    return { status: response.statusCode, body: JSON.parse(response.body ?? 'null') };
+  };
+  const seed = async (id: string, type: string) => {
+    await inner.create(newJob({ id, type, expiresAt: Math.floor(T0 / 1000) + 86_400 }, T0));
+  };
+  return { call, store: inner, seed, metrics, gets: () => gets };
+}
+
+describe('the API access check', () => {
+  it('refuses every route but /openapi.json to a principal with no grant, writing nothing', async () => {
+    const { call, store } = setup({});
+    for (const op of OPERATIONS) {
+      const path = op.path.replace(/\{[^}]+\}/g, 'x1');
+      const response = await call(session('nobody'), op.method.toUpperCase(), path, { type: 'echo', payload: {} });
+      if (op.path === '/openapi.json') {
+        expect(response.status, `${op.method} ${op.path}`).toBe(200);
+        continue;
+      }
+      expect(response.status, `${op.method} ${op.path}`).toBe(403);
+      expect(response.body.error.code).toBe('forbidden');
+      expect(response.body.error.message).toContain(session('nobody'));
+    }
+    expect(await store.get('x1')).toBeUndefined();
+  });
+
+  it('gives a call with no IAM identity nothing, even when unlisted principals are admin', async () => {
+    const { call } = setup({}, { access: accessFrom({ v: 1, principals: {}, unlisted: [{ action: 'admin' }] }) });
+    const response = await call(undefined, 'GET', '/jobs/a');
+    expect(response.status).toBe(403);
+    expect(response.body.error).toMatchObject({ code: 'forbidden', action: 'read' });
+    expect((await call(session('any'), 'GET', '/jobs/a')).status).toBe(404);
+  });
+
+  it('refuses a batch with one type not granted, naming it, and writes none of its jobs', async () => {
+    const { call, store, metrics } = setup({ [role('billing')]: [{ action: 'enqueue', types: ['echo'] }] });
+    const response = await call(session('billing'), 'POST', '/jobs/batch', {
+      jobs: [
+        { id: 'b1', type: 'echo', payload: {} },
+        { id: 'b2', type: 'mail', payload: {} },
+      ],
+    });
+    expect(response.status).toBe(403);
+    expect(response.body.error).toMatchObject({ code: 'forbidden', action: 'enqueue', type: 'mail' });
+    expect(response.body.error.message).toMatch(/enqueue is not granted on job type "mail"/);
+    expect(await store.get('b1')).toBeUndefined();
+    expect(metrics.values(ACCESS_METRIC.forbidden, 'mail')).toEqual([1]);
+    const ok = await call(session('billing'), 'POST', '/jobs', { id: 'b3', type: 'echo', payload: {} });
+    expect(ok.status).toBe(201);
+  });
+
+  it('reads the job type on an id route only for a grant scoped by type', async () => {
+    const scoped = setup({ [role('ops')]: [{ action: 'control', types: ['echo'], actions: ['cancel'] }] });
+    await scoped.seed('e1', 'echo');
+    await scoped.seed('m1', 'mail');
+    const denied = await scoped.call(session('ops'), 'POST', '/jobs/m1/cancel');
+    expect(denied.status).toBe(403);
+    expect(denied.body.error).toMatchObject({ action: 'control', control: 'cancel', type: 'mail' });
+    expect((await scoped.store.get('m1'))?.state).toBe('queued');
+    expect((await scoped.call(session('ops'), 'POST', '/jobs/e1/retry')).status).toBe(403);
+    const before = scoped.gets();
+    expect((await scoped.call(session('ops'), 'POST', '/jobs/e1/cancel')).status).toBe(200);
+    expect(scoped.gets() - before).toBe(1);
+
+    const wide = setup({ [role('ops')]: [{ action: 'control' }] });
+    await wide.seed('e1', 'echo');
+    expect((await wide.call(session('ops'), 'POST', '/jobs/e1/cancel')).status).toBe(200);
+    expect(wide.gets()).toBe(0);
+  });
+
+  it('checks bulk as control (bulk) and its action, on the type of every job it names', async () => {
+    const { call, seed, store } = setup({ [role('ops')]: [{ action: 'control', types: ['echo'] }] });
+    await seed('e1', 'echo');
+    await seed('m1', 'mail');
+    const denied = await call(session('ops'), 'POST', '/jobs/bulk', { action: 'cancel', ids: ['e1', 'm1'] });
+    expect(denied.status).toBe(403);
+    expect(denied.body.error).toMatchObject({ action: 'control', control: 'bulk', type: 'mail' });
+    expect((await store.get('e1'))?.state).toBe('queued');
+    const ok = await call(session('ops'), 'POST', '/jobs/bulk', { action: 'cancel', ids: ['e1'] });
+    expect(ok.body.results).toEqual([{ id: 'e1', status: 'applied', state: 'cancelled' }]);
+  });
+
+  it('makes a reader scoped by type name a granted type to list jobs', async () => {
+    const { call } = setup({ [role('viewer')]: [{ action: 'read', types: ['echo'] }] });
+    const all = await call(session('viewer'), 'GET', '/jobs');
+    expect(all.status).toBe(403);
+    expect(all.body.error.message).toMatch(/read is granted only on job types "echo"; name them/);
+    expect((await call(session('viewer'), 'GET', '/jobs', undefined, { type: 'echo' })).status).toBe(200);
+    expect((await call(session('viewer'), 'GET', '/jobs', undefined, { type: 'mail' })).body.error.type).toBe('mail');
+  });
+
+  it('loads the grants once per handler, and again after a failed load (503)', async () => {
+    let loads = 0;
+    const access: ApiAccess = {
+      grants: {
+        load: async () => {
+          loads++;
+          if (loads === 1) throw new Error('parameter store down');
+          return { v: 1, principals: { [role('r')]: [{ action: 'read' }] } };
+        },
+      },
+    };
+    const { call } = setup({}, { access });
+    expect((await call(session('r'), 'GET', '/jobs/a')).status).toBe(503);
+    expect((await call(session('r'), 'GET', '/jobs/a')).status).toBe(404);
+    expect((await call(session('r'), 'GET', '/jobs/b')).status).toBe(404);
+    expect(loads).toBe(2);
+  });
+});
