@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Arn, ArnFormat, type IResource, Lazy, Stack, Token } from 'aws-cdk-lib';
 import { AccountPrincipal, ArnPrincipal, type IGrantable, type IPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { CfnParameter } from 'aws-cdk-lib/aws-ssm';
@@ -115,6 +116,16 @@ export class ApiGrants extends Construct {
       principals[id] = grants.some((g) => g.action === 'admin') ? [{ action: 'admin' }] : grants;
     }
     return { v: 1, principals };
+  }
+
+  /**
+   * 16 hex digits of the SHA-256 of the document as the template holds it (its references to
+   * roles and users unresolved): it changes whenever a grant or a grantee does. The API function's
+   * description carries it, so a deploy that changes the grants starts new API containers.
+   */
+  get digest(): string {
+    const template = Stack.of(this).resolve(JSON.stringify(this.document(false)));
+    return createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 16);
   }
 
   /** An upper bound of the parameter's value in bytes, once CloudFormation has resolved it. */

@@ -1,6 +1,6 @@
 import { Duration, Lazy } from 'aws-cdk-lib';
 import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
+import { type CfnFunction, type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ENV, typesDigest } from '../../shared/config';
@@ -12,6 +12,8 @@ import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
 import type { QueueNaming } from './queue-naming';
 import type { SchedulerAccess } from './scheduler-access';
+
+const API_DESCRIPTION = 'Orrery enqueue API (Function URL, AWS_IAM auth)';
 
 /**
  * Item actions the API needs, on the table; no Scan, no table management. (DeleteItem: a
@@ -96,7 +98,7 @@ export class EnqueueApi extends Construct {
     const digest = Lazy.string({ produce: () => typesDigest([...this.types]) });
     this.handler = new OrreryFunction(this, 'Handler', {
       entry: props.entry ?? defaultApiEntry(),
-      description: 'Orrery enqueue API (Function URL, AWS_IAM auth)',
+      description: API_DESCRIPTION,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
       logGroupRetention: props.logGroupRetention,
@@ -107,6 +109,12 @@ export class EnqueueApi extends Construct {
       },
     });
     this.url = this.handler.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
+    // The API reads the grants once per container: a deploy that changes them changes the
+    // function's configuration too (its description), so Lambda moves the next calls to new
+    // containers, which read the new grants. No second environment variable for it.
+    (this.handler.node.defaultChild as CfnFunction).description = Lazy.string({
+      produce: () => `${API_DESCRIPTION}; grants ${props.grants.digest}`,
+    });
 
     const table = props.jobTable.table;
     const indexArns = API_QUERY_INDEXES.map((name) => `${table.tableArn}/index/${name}`);

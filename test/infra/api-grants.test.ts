@@ -266,3 +266,27 @@ describe('JobPlatform grants: refused at synthesis, with the reason', () => {
     });
   });
 });
+
+describe('JobPlatform grants: a deploy that changes them starts new API containers', () => {
+  it("the API function's description carries the grants' digest: changed by a grant, not by a job type", () => {
+    const description = (setup: (stack: Stack, platform: JobPlatform) => void) => {
+      const { stack, platform } = platformStack();
+      setup(stack, platform);
+      const fn = resources(flatTemplate(stack), 'AWS::Lambda::Function')[logicalId(platform.api.handler)];
+      return fn?.Properties?.Description as string;
+    };
+    const none = description(() => undefined);
+    const enqueue = description((stack, platform) => platform.grantEnqueue(caller(stack, 'Billing')));
+    const scoped = description((stack, platform) =>
+      platform.grantEnqueue(caller(stack, 'Billing'), { types: ['echo'] }),
+    );
+    const other = description((stack, platform) => platform.grantEnqueue(caller(stack, 'Shipping')));
+    const moreTypes = description((stack, platform) => {
+      platform.grantEnqueue(caller(stack, 'Billing'));
+      platform.addJobType({ spec: sleepJob, entry: 'functions/jobs/sleep.ts' });
+    });
+    expect(none).toMatch(/^Orrery enqueue API \(Function URL, AWS_IAM auth\); grants [0-9a-f]{16}$/);
+    expect(new Set([none, enqueue, scoped, other]).size).toBe(4);
+    expect(moreTypes).toBe(enqueue);
+  });
+});
