@@ -8,6 +8,7 @@ import {
   STANDARD_PARAMETER_BYTES,
 } from '../../infra/constructs/api-grants';
 import { JobPlatform } from '../../infra/constructs/job-platform';
+import { OrreryStack } from '../../infra/stack';
 import { ENV } from '../../shared/config';
 import type { GrantsDocument } from '../../shared/core/access';
 import { measure, overQuota, Resolver, readAssembly, type StackUnderTest } from './quotas';
@@ -288,5 +289,26 @@ describe('JobPlatform grants: a deploy that changes them starts new API containe
     expect(none).toMatch(/^Orrery enqueue API \(Function URL, AWS_IAM auth\); grants [0-9a-f]{16}$/);
     expect(new Set([none, enqueue, scoped, other]).size).toBe(4);
     expect(moreTypes).toBe(enqueue);
+  });
+});
+
+describe("the repository's app: admins from -c orrery:admins", () => {
+  it('grants each admin everything, with the invoke permission on the API function, not on their identity', () => {
+    const stack = new OrreryStack(testApp(), 'Orrery', {
+      admins: ['arn:aws:iam::000000000000:user/local', 'arn:aws:iam::210987654321:role/ops/platform-team'],
+    });
+    expect(stack.platform.grants.document(false).principals).toEqual({
+      'arn:aws:iam::000000000000:user/local': [{ action: 'admin' }],
+      'arn:aws:iam::210987654321:role/platform-team': [{ action: 'admin' }],
+    });
+    const apiArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.platform.api.handler), 'Arn'] });
+    const onApi = Object.values(resources(flatTemplate(stack), 'AWS::Lambda::Permission'))
+      .filter((permission) => JSON.stringify(permission.Properties?.FunctionName) === apiArn)
+      .filter((permission) => permission.Properties?.Action === 'lambda:InvokeFunctionUrl')
+      .map((permission) => [permission.Properties?.Principal, permission.Properties?.FunctionUrlAuthType]);
+    expect(onApi).toEqual([
+      ['arn:aws:iam::000000000000:user/local', 'AWS_IAM'],
+      ['arn:aws:iam::210987654321:role/ops/platform-team', 'AWS_IAM'],
+    ]);
   });
 });
