@@ -17,17 +17,21 @@
  * });
  * bucket.grantReadWrite(invoices.worker); // the invoice worker's role only
  * apiKey.grantRead(invoices.worker);
- * platform.grantEnqueue(backendRole);
+ * platform.grantEnqueue(backendRole, { types: ['invoice'] }); // enqueue invoices, nothing else
+ * platform.grantAdmin(platformTeamRole); // the dashboard and the CLI
  *
  * @module
  */
+export type { ApiGrants, ApiGrantsProps } from './constructs/api-grants';
 export type { EnqueueApi, EnqueueApiProps } from './constructs/enqueue-api';
 export {
+  type ControlGrantOptions,
   JobPlatform,
   type JobPlatformProps,
   type JobTypeInfo,
   type JobTypeOptions,
   type JobTypeResources,
+  type TypeScopedGrantOptions,
 } from './constructs/job-platform';
 export type { JobQueue, JobQueueProps } from './constructs/job-queue';
 export type { JobTable, JobTableProps } from './constructs/job-table';

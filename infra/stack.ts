@@ -1,4 +1,5 @@
 import { Stack, type StackProps } from 'aws-cdk-lib';
+import { ArnPrincipal } from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 import {
   accountSyncJob,
@@ -18,6 +19,14 @@ import { JobPlatform, type JobPlatformProps } from './constructs/job-platform';
 export interface OrreryStackProps extends StackProps {
   /** Passed to the {@link JobPlatform}. */
   readonly platform?: JobPlatformProps;
+  /**
+   * ARNs of IAM roles or users (or `arn:aws:iam::<account>:root`) granted everything on the API
+   * (`grantAdmin`): whoever runs the e2e suite, the dashboard or the CLI against this stack. The
+   * app takes them from `-c orrery:admins=<arn>,<arn>`. The invoke permission goes on the API
+   * function's resource policy, so no identity outside the stack is changed.
+   * @default none: every call answers 403 until something is granted
+   */
+  readonly admins?: readonly string[];
 }
 
 /**
@@ -43,5 +52,6 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: fulfilOrderJob, entry: 'functions/jobs/fulfil-order.ts' });
     this.platform.addJobType({ spec: packItemJob, entry: 'functions/jobs/pack-item.ts' });
     this.platform.addJobType({ spec: shipOrderJob, entry: 'functions/jobs/ship-order.ts' });
+    for (const arn of props.admins ?? []) this.platform.grantAdmin({ grantPrincipal: new ArnPrincipal(arn) });
   }
 }

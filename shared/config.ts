@@ -41,6 +41,11 @@ export const ENV = {
   tracing: 'ORRERY_TRACING',
   /** CloudWatch namespace of the platform's metrics. @default 'Orrery' */
   metricsNamespace: 'ORRERY_METRICS_NAMESPACE',
+  /**
+   * The API's: name of the SSM parameter holding the grants (who may do what), written at deploy
+   * time and read once per container. One name, whatever the number of grants.
+   */
+  grantsParameter: 'ORRERY_GRANTS_PARAMETER',
 } as const;
 
 /** Where one job type's messages go. */
@@ -88,6 +93,8 @@ export interface PlatformConfig {
   tracing?: boolean;
   /** CloudWatch namespace of the metrics. @default METRICS_NAMESPACE ('Orrery') */
   metricsNamespace?: string;
+  /** The API's: SSM parameter holding the grants document. @default none (only the API has one) */
+  grantsParameter?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -210,6 +217,7 @@ export function platformConfigFromEnv(env: Env = process.env, types: readonly st
   const queues = queueNaming(env);
   const receives = maxReceiveCount(env);
   const digest = env[ENV.typesDigest];
+  const grants = env[ENV.grantsParameter];
   return {
     tableName,
     routes: namedRoutes(queues, types, receives),
@@ -222,6 +230,7 @@ export function platformConfigFromEnv(env: Env = process.env, types: readonly st
     logLevel: logLevel(env),
     tracing: tracing(env),
     metricsNamespace: metricsNamespace(env),
+    ...(grants ? { grantsParameter: grants } : {}),
   };
 }
 
@@ -266,5 +275,6 @@ export function platformConfigToEnv(config: PlatformConfig): Record<string, stri
     [ENV.logLevel]: config.logLevel,
     ...(config.tracing ? { [ENV.tracing]: 'true' } : {}),
     ...(config.metricsNamespace !== undefined ? { [ENV.metricsNamespace]: config.metricsNamespace } : {}),
+    ...(config.grantsParameter !== undefined ? { [ENV.grantsParameter]: config.grantsParameter } : {}),
   };
 }

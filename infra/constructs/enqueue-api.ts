@@ -1,16 +1,19 @@
 import { Duration, Lazy } from 'aws-cdk-lib';
 import { type Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
+import { type CfnFunction, type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ENV, typesDigest } from '../../shared/config';
 import { JOB_TABLE } from '../../shared/core/table';
 import { FROM_SOURCES, platformEntry } from '../paths';
 import { acknowledge, resourceFinding } from './acknowledge';
+import type { ApiGrants } from './api-grants';
 import type { JobTable } from './job-table';
 import { OrreryFunction } from './orrery-function';
 import type { QueueNaming } from './queue-naming';
 import type { SchedulerAccess } from './scheduler-access';
+
+const API_DESCRIPTION = 'Orrery enqueue API (Function URL, AWS_IAM auth)';
 
 /**
  * Item actions the API needs, on the table; no Scan, no table management. (DeleteItem: a
@@ -50,6 +53,8 @@ export interface EnqueueApiProps {
   readonly naming: QueueNaming;
   /** Variables every Orrery function gets (table, schedule group, role, retention, log level). */
   readonly environment: Record<string, string>;
+  /** Who may do what: the API reads the parameter it names (`ORRERY_GRANTS_PARAMETER`) at cold start. */
+  readonly grants: ApiGrants;
   /**
    * Handler file, absolute or relative to the repository root (from the installed package: to
    * the working directory). It exports `handler = createLambdaApiHandler(catalog)`, the API
@@ -71,13 +76,14 @@ export interface EnqueueApiProps {
  * {@link grantInvoke}). It reads and writes job items and queries the listing GSIs, sends to the ready
  * ready queues and peeks at and redrives the DLQs of the platform's queue naming (IAM patterns
  * `<prefix>_ready_*` and `<prefix>_dlq_*`: constant in size whatever the number of types), and
- * manages one-time schedules in the platform's group.
+ * manages one-time schedules in the platform's group. It reads the grants (who may do what) from
+ * one SSM parameter ({@link ApiGrants}), named by `ORRERY_GRANTS_PARAMETER`.
  *
  * Its environment holds no route per type: the types are its catalog's, checked at cold start
  * against `ORRERY_TYPES_DIGEST`, the digest of the types added with {@link addRoute}.
  *
  * @example
- * const api = new EnqueueApi(this, 'Api', { jobTable, scheduler, naming, environment });
+ * const api = new EnqueueApi(this, 'Api', { jobTable, scheduler, naming, environment, grants });
  * api.addRoute('send-email', emailQueue);
  * api.grantInvoke(backendRole);
  */
@@ -92,19 +98,30 @@ export class EnqueueApi extends Construct {
     const digest = Lazy.string({ produce: () => typesDigest([...this.types]) });
     this.handler = new OrreryFunction(this, 'Handler', {
       entry: props.entry ?? defaultApiEntry(),
-      description: 'Orrery enqueue API (Function URL, AWS_IAM auth)',
+      description: API_DESCRIPTION,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
       logGroupRetention: props.logGroupRetention,
-      environment: { ...props.environment, [ENV.typesDigest]: digest },
+      environment: {
+        ...props.environment,
+        [ENV.typesDigest]: digest,
+        [ENV.grantsParameter]: props.grants.parameterName,
+      },
     });
     this.url = this.handler.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
+    // The API reads the grants once per container: a deploy that changes them changes the
+    // function's configuration too (its description), so Lambda moves the next calls to new
+    // containers, which read the new grants. No second environment variable for it.
+    (this.handler.node.defaultChild as CfnFunction).description = Lazy.string({
+      produce: () => `${API_DESCRIPTION}; grants ${props.grants.digest}`,
+    });
 
     const table = props.jobTable.table;
     const indexArns = API_QUERY_INDEXES.map((name) => `${table.tableArn}/index/${name}`);
     this.handler.addToRolePolicy(new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn] }));
     this.handler.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: indexArns }));
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');
+    props.grants.allowRead(this.handler);
     this.handler.addToRolePolicy(
       new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.naming.readyQueueArns] }),
     );

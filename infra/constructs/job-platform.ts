@@ -1,12 +1,14 @@
 import { CfnOutput, type Duration, NestedStack, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import type { Grant, IGrantable } from 'aws-cdk-lib/aws-iam';
+import type { Grant as IamGrant, IGrantable } from 'aws-cdk-lib/aws-iam';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { ENV } from '../../shared/config';
+import type { Grant as AccessGrant, ControlAction } from '../../shared/core/access';
 import { isMetricsNamespace, METRICS_NAMESPACE } from '../../shared/core/metrics';
 import { lambdaTimeoutSeconds } from '../../shared/core/queue-settings';
 import type { LogLevel } from '../../shared/logger';
+import { ApiGrants } from './api-grants';
 import { EnqueueApi } from './enqueue-api';
 import { JobQueue } from './job-queue';
 import { JobTable } from './job-table';
@@ -129,6 +131,26 @@ export interface JobPlatformProps {
   readonly dashboardName?: string;
 }
 
+/** Options of the grants that can be narrowed to some job types. */
+export interface TypeScopedGrantOptions {
+  /**
+   * The job types the grant covers: each must be added with {@link JobPlatform.addJobType}
+   * (before or after the grant; checked at synthesis).
+   * @default every job type, including those added later
+   */
+  readonly types?: readonly string[];
+}
+
+/** Options of {@link JobPlatform.grantControl}. */
+export interface ControlGrantOptions extends TypeScopedGrantOptions {
+  /**
+   * The control actions granted: `cancel`, `retry`, `rerun`, `bulk` (the bulk cancel and retry
+   * of `POST /jobs/bulk`).
+   * @default every control action
+   */
+  readonly actions?: readonly ControlAction[];
+}
+
 /**
  * What {@link JobPlatform.addJobType} created for one job type: a stable handle.
  *
@@ -156,7 +178,7 @@ export interface JobTypeResources {
  * @example
  * const platform = new JobPlatform(this, 'Orrery', { apiEntry: 'jobs/api.ts', retentionDays: 14 });
  * platform.addJobType({ spec: sendEmailJob, entry: 'jobs/send-email.ts', concurrency: 20 });
- * platform.grantEnqueue(backendRole);
+ * platform.grantEnqueue(backendRole, { types: ['send-email'] });
  */
 export class JobPlatform extends Construct {
   readonly jobTable: JobTable;
@@ -170,6 +192,8 @@ export class JobPlatform extends Construct {
   readonly dashboard: PlatformDashboard;
   /** How the platform names its queues (`<prefix>_ready_<type>`, `<prefix>_dlq_<type>`). */
   readonly queueNaming: QueueNaming;
+  /** Who may do what on the API: the grants, compiled into one SSM parameter the API reads. */
+  readonly grants: ApiGrants;
   private readonly types = new Map<string, JobTypeResources>();
   private readonly environment: Record<string, string>;
   private readonly logRetention: RetentionDays;
@@ -210,11 +234,13 @@ export class JobPlatform extends Construct {
       [ENV.metricsNamespace]: namespace,
       ...(props.tracing ? { [ENV.tracing]: 'true' } : {}),
     };
+    this.grants = new ApiGrants(this, 'Grants', { jobTypes: () => this.types.keys() });
     this.api = new EnqueueApi(this, 'Api', {
       jobTable: this.jobTable,
       scheduler: this.scheduler,
       naming: this.queueNaming,
       environment: this.environment,
+      grants: this.grants,
       entry: props.apiEntry,
       memorySize: apiMemoryMb,
       timeout: props.apiTimeout,
@@ -337,10 +363,97 @@ export class JobPlatform extends Construct {
     return resources;
   }
 
-  /** Lets `grantee` call the enqueue API (SigV4 `lambda:InvokeFunctionUrl`). */
-  grantEnqueue(grantee: IGrantable): Grant {
+  /**
+   * Lets `grantee` enqueue jobs: `POST /jobs`, batches and flows, of the given types (every type
+   * in a batch or a flow must be granted). Nothing else: no read, no cancel, no signal. This
+   * is least privilege: before grants existed, `grantEnqueue(role)` let a caller do everything;
+   * give a caller that needs more {@link grantRead}, {@link grantControl} or {@link grantAdmin}.
+   *
+   * Like every `grant*` method, it also grants `lambda:InvokeFunctionUrl` on the API (IAM's outer
+   * layer), and records the grant for the API's inner check, matched by the caller's IAM identity
+   * (a role's or a user's account and name). `grantee` must be an IAM role, created or imported
+   * with `Role.fromRoleArn`, an IAM user, an account (its root user), or a construct whose
+   * `grantPrincipal` is one (a function, a job type's `worker`); anything else fails at once.
+   *
+   * @example
+   * platform.grantEnqueue(billingRole, { types: ['send-invoice'] });
+   * platform.grantEnqueue(backendFunction); // every type, nothing else
+   */
+  grantEnqueue(grantee: IGrantable, options: TypeScopedGrantOptions = {}): IamGrant {
+    return this.grant(grantee, { action: 'enqueue', ...types(options) });
+  }
+
+  /**
+   * Lets `grantee` send signals to jobs of the given types (`POST /jobs/{id}/signals/{name}`),
+   * which resume workflows waiting for them. See {@link grantEnqueue} for what every grant adds.
+   *
+   * @example
+   * platform.grantSignal(paymentsWebhookRole, { types: ['fulfil-order'] });
+   */
+  grantSignal(grantee: IGrantable, options: TypeScopedGrantOptions = {}): IamGrant {
+    return this.grant(grantee, { action: 'signal', ...types(options) });
+  }
+
+  /**
+   * Lets `grantee` cancel, retry, rerun and bulk-act on jobs of the given types, or only the
+   * `actions` named. See {@link grantEnqueue} for what every grant adds.
+   *
+   * @example
+   * platform.grantControl(supportRole, { types: ['send-email'], actions: ['retry', 'cancel'] });
+   */
+  grantControl(grantee: IGrantable, options: ControlGrantOptions = {}): IamGrant {
+    return this.grant(grantee, {
+      action: 'control',
+      ...types(options),
+      ...(options.actions !== undefined ? { actions: options.actions } : {}),
+    });
+  }
+
+  /**
+   * Lets `grantee` operate the platform: peek at and redrive dead-letter queues, create, pause and
+   * delete recurring schedules, and set limits. Not scoped by job type. See {@link grantEnqueue}
+   * for what every grant adds.
+   *
+   * @example
+   * platform.grantOperate(onCallRole);
+   */
+  grantOperate(grantee: IGrantable): IamGrant {
+    return this.grant(grantee, { action: 'operate' });
+  }
+
+  /**
+   * Lets `grantee` read jobs of the given types, with their payloads and results: every `GET`
+   * (the dashboard and `orrery` CLI's read-only views). See {@link grantEnqueue} for what every
+   * grant adds.
+   *
+   * @example
+   * platform.grantRead(analyticsRole, { types: ['reindex'] });
+   */
+  grantRead(grantee: IGrantable, options: TypeScopedGrantOptions = {}): IamGrant {
+    return this.grant(grantee, { action: 'read', ...types(options) });
+  }
+
+  /**
+   * Lets `grantee` do everything, on every job type: what `grantEnqueue` allowed before grants
+   * existed. For the team that runs the platform (its dashboard and CLI), not for services. See
+   * {@link grantEnqueue} for what every grant adds.
+   *
+   * @example
+   * platform.grantAdmin(Role.fromRoleArn(this, 'Platform team', 'arn:aws:iam::123456789012:role/platform-team'));
+   */
+  grantAdmin(grantee: IGrantable): IamGrant {
+    return this.grant(grantee, { action: 'admin' });
+  }
+
+  /** Records the grant for the API (checking the grantee first), then grants the invoke permission. */
+  private grant(grantee: IGrantable, grant: AccessGrant): IamGrant {
+    this.grants.add(grantee, grant);
     return this.api.grantInvoke(grantee);
   }
+}
+
+function types(options: TypeScopedGrantOptions): { types?: readonly string[] } {
+  return options.types !== undefined ? { types: options.types } : {};
 }
 
 /** Queue-name prefixes taken in each stack: two platforms with one prefix would name the same queues. */

@@ -1,4 +1,5 @@
 import type { Context } from 'aws-lambda';
+import { createSsmClient } from '../aws/clients';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
@@ -12,8 +13,13 @@ import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger';
 import { SqsDeadLetterQueues } from '../aws/sqs-dead-letters';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
+import { SsmGrantsSource } from '../aws/ssm-grants-source';
+import { traceClient } from '../aws/tracing';
+import { ENV, type PlatformConfig } from '../config';
+import type { GrantsSource } from '../core/access';
 import type { JobTypeSpec } from '../core/job-type';
-import { deployedConfig, invocation, once, startLambdaRuntime } from '../runtime/lambda-runtime';
+import { ConfigError } from '../errors';
+import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../runtime/lambda-runtime';
 import { type ApiHandler, createApiHandler } from './handler';
 
 /** The API as Lambda calls it: the Function URL event and the invocation context. */
@@ -21,18 +27,22 @@ export type LambdaApiHandler = (event: Parameters<ApiHandler>[0], context?: Cont
 
 /**
  * The API's Lambda entry point: configuration from the environment, SDK clients from the
- * default chain, logger and metrics, built once per container on first use (see
- * shared/runtime/lambda-runtime.ts); each invocation flushes its metrics.
+ * default chain, logger and metrics, and the grants (one SSM GetParameter), built once per
+ * container on first use (see shared/runtime/lambda-runtime.ts); each invocation flushes its
+ * metrics. A cold start that cannot load the grants fails, and the next call tries again.
  */
 export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaApiHandler {
   const start = once(async () => {
     const runtime = await startLambdaRuntime();
     const { clients } = runtime;
     // The catalog's types, checked against the deployed ones by their digest (no call when equal).
-    const { config } = await deployedConfig(
-      runtime,
-      catalog.map((spec) => spec.type),
-    );
+    const [{ config }, grants] = await Promise.all([
+      deployedConfig(
+        runtime,
+        catalog.map((spec) => spec.type),
+      ),
+      loadGrants(runtime),
+    ]);
     const api = createApiHandler({
       config,
       catalog,
@@ -55,6 +65,10 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
       },
       logger: runtime.logger,
       metrics: runtime.metrics,
+      // Who may do what: the grants read at cold start, for the API's access check (ApiDeps'
+      // `access`). Spread so that this compiles before ApiDeps declares it; write it as a plain
+      // property once it does.
+      ...{ access: { grants } },
     });
     return { runtime, api };
   });
@@ -62,4 +76,38 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
     const { runtime, api } = await start();
     return invocation(runtime, context, () => api(event));
   };
+}
+
+/**
+ * The deployed grants, read once (at cold start) from the parameter `ORRERY_GRANTS_PARAMETER`
+ * names, and kept for the container's life. A deploy that changes the grants also changes the
+ * function's description (it carries the grants' digest, infra/constructs/enqueue-api.ts), so
+ * Lambda serves the next calls from new containers, which read the new grants.
+ */
+async function loadGrants(runtime: LambdaRuntime): Promise<GrantsSource> {
+  const name = grantsParameterOf(runtime.config);
+  const ssm = createSsmClient();
+  if (runtime.config.tracing) await traceClient(ssm);
+  const started = performance.now();
+  try {
+    const document = await new SsmGrantsSource(ssm, name).load();
+    runtime.logger.info('grants loaded', {
+      parameter: name,
+      principals: Object.keys(document.principals).length,
+      ms: Math.round(performance.now() - started),
+    });
+    return { load: () => Promise.resolve(document) };
+  } finally {
+    ssm.destroy();
+  }
+}
+
+function grantsParameterOf(config: PlatformConfig): string {
+  if (!config.grantsParameter) {
+    throw new ConfigError(
+      `environment variable ${ENV.grantsParameter} is not set: the API reads who may do what from the SSM ` +
+        'parameter it names (JobPlatform sets it)',
+    );
+  }
+  return config.grantsParameter;
 }

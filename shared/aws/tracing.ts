@@ -14,6 +14,11 @@ import type { AwsClients } from './clients';
  * if (config.tracing) await traceClients(clients);
  */
 export async function traceClients(clients: AwsClients): Promise<void> {
+  await traceClient(clients.dynamo, clients.sqs, clients.scheduler);
+}
+
+/** Captures each of `clients` as {@link traceClients} does (a client built apart, e.g. the API's SSM client). */
+export async function traceClient(...clients: Parameters<TracerInstance['captureAWSv3Client']>[0][]): Promise<void> {
   const { Tracer } = await import('@aws-lambda-powertools/tracer').catch((error: unknown) => {
     throw new ConfigError(
       `${ENV.tracing} is true, but this function was bundled without the Powertools Tracer ` +
@@ -21,7 +26,7 @@ export async function traceClients(clients: AwsClients): Promise<void> {
     );
   });
   const tracer = new Tracer({ serviceName: 'orrery' });
-  tracer.captureAWSv3Client(clients.dynamo);
-  tracer.captureAWSv3Client(clients.sqs);
-  tracer.captureAWSv3Client(clients.scheduler);
+  for (const client of clients) tracer.captureAWSv3Client(client);
 }
+
+type TracerInstance = import('@aws-lambda-powertools/tracer').Tracer;

@@ -72,9 +72,17 @@ interface ManifestArtifact {
  * @example
  * await synthesize('/tmp/orrery-deployed/cdk.out');
  */
-export async function synthesize(outdir: string, options: { timeoutMs?: number } = {}): Promise<void> {
+export async function synthesize(
+  outdir: string,
+  options: {
+    timeoutMs?: number;
+    /** ARNs granted everything on the API (`-c orrery:admins`, infra/app.ts). @default none */
+    admins?: readonly string[];
+  } = {},
+): Promise<void> {
   const cli = join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
-  const args = [cli, 'synth', '--quiet', '--output', outdir];
+  const admins = options.admins?.length ? ['-c', `orrery:admins=${options.admins.join(',')}`] : [];
+  const args = [cli, 'synth', '--quiet', '--output', outdir, ...admins];
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, CDK_DOCKER: '/nonexistent/docker-must-not-be-used', CI: 'true' },

@@ -29,6 +29,7 @@ import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { localClients } from '../local-aws/clients';
 import { findMotoServer, MOTO_INSTALL_HINT, startMotoServer, startSerialProxy } from '../local-aws/moto';
+import { LOCAL_ACCOUNT_ID } from '../local-aws/sqs';
 import { REPO_ROOT, readAssembly, synthesize } from './assembly';
 import type { AwsEndpoint } from './aws-api';
 import { summariseCalls } from './call-summary';
@@ -49,6 +50,11 @@ const REGION = 'us-east-1';
 const FUNCTION_URL_HOST = '127.0.0.2';
 /** The identity the e2e suite signs its API requests with (a Function URL caller). */
 const CALLER_ACCESS_KEY = 'AKIAORRERYE2ECALLER0';
+/**
+ * The identity the Function URL reports for that caller (test/local-aws/function-url.ts: any
+ * access key without an identity of its own signs as the local user), granted admin at synthesis.
+ */
+const CALLER_ARN = `arn:aws:iam::${LOCAL_ACCOUNT_ID}:user/local`;
 
 const log = (message: string) => console.log(`[deployed] ${message}`);
 
@@ -67,7 +73,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let cdkOut = reuse ? resolve(reuse) : join(outDir, 'cdk.out');
   if (!reuse) {
     rmSync(cdkOut, { recursive: true, force: true });
-    await synthesize(cdkOut);
+    // The e2e suite's caller is granted everything; the grants themselves are checked by their own tests.
+    await synthesize(cdkOut, { admins: [CALLER_ARN] });
     log(`synthesized with bundling into ${cdkOut} (${lap()})`);
   }
   cdkOut = resolve(cdkOut);

@@ -374,6 +374,9 @@ function resourceLabel(resource: string, role: RoleInfo, account: string): strin
     return 'schedules of the group';
   }
   if (service === 'iam' && resource === env[ENV.schedulerRoleArn]) return 'Scheduler role';
+  if (service === 'ssm' && env[ENV.grantsParameter] && rest === `parameter/${env[ENV.grantsParameter]}`) {
+    return 'grants parameter';
+  }
   if (service === 'logs' && rest.startsWith('log-group:')) return 'own log group';
   return resource;
 }

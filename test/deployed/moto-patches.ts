@@ -81,6 +81,12 @@ export const MOTO_PATCHES: readonly MotoPatch[] = [
     template: patchAlarmReferences,
   },
   {
+    id: 'ssm-parameter-named',
+    reason:
+      "moto's CloudFormation creates an AWS::SSM::Parameter only with a Name (it passes Name straight to PutParameter and fails with an AttributeError when it is missing), where CloudFormation generates one. The grants parameter has none, so the harness names it `<stackName>-<logical id>`, as a generated name would be (Ref then gives that name).",
+    template: nameSsmParameters,
+  },
+  {
     id: 'moto-event-source-mappings-disabled',
     reason:
       "moto's SQS runs a queue's event source mapping itself on every SendMessage: it receives the messages and invokes the function in Docker, which is absent here, so the invoke fails and each message comes back with ApproximateReceiveCount one higher (measured). The harness reads the mappings, then disables them in moto; its own Lambda host polls instead (test/deployed/lambda-host.ts).",
@@ -101,6 +107,17 @@ export const MOTO_PATCHES: readonly MotoPatch[] = [
     host: { timeoutFactor: 3 },
   },
 ];
+
+/** Gives every AWS::SSM::Parameter without a Name the name CloudFormation would otherwise generate. */
+function nameSsmParameters(template: Template, ctx: PatchContext): number {
+  let changed = 0;
+  for (const [id, resource] of Object.entries(template.Resources)) {
+    if (resource.Type !== 'AWS::SSM::Parameter' || resource.Properties?.Name !== undefined) continue;
+    resource.Properties = { ...resource.Properties, Name: `${ctx.stackName}-${id}` };
+    changed += 1;
+  }
+  return changed;
+}
 
 /** The factor the Lambda host applies to the deployed timeouts (`ORRERY_DEPLOYED_TIMEOUT_FACTOR` overrides). */
 export function hostTimeoutFactor(env: NodeJS.ProcessEnv = process.env): number {

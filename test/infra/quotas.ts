@@ -14,6 +14,7 @@
  * - IAM: the inline policies of one role ≤ 10,240 characters together, a managed policy
  *   ≤ 6,144 (whitespace not counted).
  * - CloudWatch: a dashboard ≤ 500 widgets.
+ * - SSM: a Standard parameter's value ≤ 4,096 characters, an Advanced one's ≤ 8 KB (the grants).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +33,8 @@ export const QUOTAS = {
   roleInlinePolicyChars: 10_240,
   managedPolicyChars: 6_144,
   dashboardWidgets: 500,
+  standardParameterBytes: 4096,
+  advancedParameterBytes: 8192,
 } as const;
 
 /** A long real Region and a real-looking account: names and URLs as long as they get. */
@@ -47,6 +50,7 @@ const MAX_NAME: Record<string, number> = {
   'AWS::SQS::Queue': 80,
   'AWS::DynamoDB::Table': 255,
   'AWS::IAM::Role': 64,
+  'AWS::IAM::User': 64,
   'AWS::IAM::Policy': 128,
   'AWS::IAM::ManagedPolicy': 128,
   'AWS::Lambda::Function': 64,
@@ -361,6 +365,10 @@ export function measure(stacks: StackUnderTest[]): Figure[] {
       }
       if (resource.Type === 'AWS::IAM::ManagedPolicy') {
         add(`managed policy ${id}`, policyChars(resolver.deep(props.PolicyDocument)), QUOTAS.managedPolicyChars);
+      }
+      if (resource.Type === 'AWS::SSM::Parameter') {
+        const limit = props.Tier === 'Advanced' ? QUOTAS.advancedParameterBytes : QUOTAS.standardParameterBytes;
+        add(`value of SSM parameter ${id}`, Buffer.byteLength(resolver.resolve(props.Value), 'utf8'), limit);
       }
       if (resource.Type === 'AWS::CloudWatch::Dashboard') {
         const body = JSON.parse(resolver.resolve(props.DashboardBody)) as { widgets?: unknown[] };
