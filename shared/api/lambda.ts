@@ -65,10 +65,8 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
       },
       logger: runtime.logger,
       metrics: runtime.metrics,
-      // Who may do what: the grants read at cold start, for the API's access check (ApiDeps'
-      // `access`). Spread so that this compiles before ApiDeps declares it; write it as a plain
-      // property once it does.
-      ...{ access: { grants } },
+      // Who may do what: the grants read at cold start, for the API's access check.
+      access: { grants },
     });
     return { runtime, api };
   });
