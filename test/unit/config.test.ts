@@ -71,6 +71,7 @@ describe('platformConfigFromEnv', () => {
       maxReceiveCount: 'ORRERY_MAX_RECEIVE_COUNT',
       scheduleGroup: 'ORRERY_SCHEDULE_GROUP',
       schedulerRoleArn: 'ORRERY_SCHEDULER_ROLE_ARN',
+      grantsParameter: 'ORRERY_GRANTS_PARAMETER',
       retentionDays: 'ORRERY_RETENTION_DAYS',
       logLevel: 'ORRERY_LOG_LEVEL',
       tracing: 'ORRERY_TRACING',
