@@ -1,5 +1,6 @@
 /**
- * Who may do what, on local AWS: for each grant, a principal (its own local credentials, an
+ * Who may do what, on local AWS (a platform of its own, so it is not among the e2e files that the
+ * moto and deployed targets share): for each grant, a principal (its own local credentials, an
  * assumed role with a session) calls every route. Allowed calls succeed; every other call answers
  * 403 `forbidden` naming the action (and the type), and an admin client reads back that nothing
  * was written.
