@@ -335,6 +335,56 @@ export async function getFunctionConfiguration(target: AwsEndpoint, name: string
   );
 }
 
+/**
+ * A function's resource policy (Lambda GetPolicy), or undefined when it has none, in the shape AWS
+ * answers: moto echoes each AddPermission's parameters as statement keys (`FunctionName`,
+ * `FunctionUrlAuthType`, `InvokedViaFunctionUrl`, a bare principal ARN), which are turned into the
+ * statement AWS writes for them (a `Condition` on `lambda:FunctionUrlAuthType` or
+ * `lambda:InvokedViaFunctionUrl`, `Principal: { AWS }`).
+ */
+export async function getFunctionPolicy(target: AwsEndpoint, name: string): Promise<PolicyOfFunction | undefined> {
+  let text: string | undefined;
+  try {
+    ({ Policy: text } = await restJsonCall<{ Policy?: string }>(
+      target,
+      'lambda',
+      'GetPolicy',
+      'GET',
+      `/2015-03-31/functions/${encodeURIComponent(name)}/policy`,
+    ));
+  } catch (error) {
+    if (error instanceof AwsApiError && error.status === 404) return undefined;
+    throw error;
+  }
+  if (!text) return undefined;
+  const policy = JSON.parse(text) as PolicyOfFunction;
+  return { ...policy, Statement: policy.Statement.map(asAwsStatement) };
+}
+
+export interface PolicyOfFunction {
+  Version: string;
+  Id?: string;
+  Statement: Record<string, unknown>[];
+}
+
+function asAwsStatement(statement: Record<string, unknown>): Record<string, unknown> {
+  const { FunctionName: _name, FunctionUrlAuthType, InvokedViaFunctionUrl, Principal, ...rest } = statement;
+  const condition: Record<string, Record<string, string>> = {
+    ...((rest.Condition as Record<string, Record<string, string>> | undefined) ?? {}),
+  };
+  if (typeof FunctionUrlAuthType === 'string') {
+    condition.StringEquals = { ...condition.StringEquals, 'lambda:FunctionUrlAuthType': FunctionUrlAuthType };
+  }
+  if (InvokedViaFunctionUrl === true || InvokedViaFunctionUrl === 'true') {
+    condition.Bool = { ...condition.Bool, 'lambda:InvokedViaFunctionUrl': 'true' };
+  }
+  return {
+    ...rest,
+    Principal: typeof Principal === 'string' && Principal !== '*' ? { AWS: Principal } : Principal,
+    ...(Object.keys(condition).length > 0 ? { Condition: condition } : {}),
+  };
+}
+
 /** What ListEventSourceMappings answers (the fields the harness uses). */
 export interface EventSourceMapping {
   UUID: string;

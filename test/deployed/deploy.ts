@@ -22,6 +22,7 @@ import {
   type EventSourceMapping,
   type FunctionConfiguration,
   getFunctionConfiguration,
+  getFunctionPolicy,
   getRolePolicies,
   listEventSourceMappings,
   listStackResources,
@@ -59,6 +60,8 @@ export interface DeployedFunctionUrl {
   url: string;
   authType: string;
   functionName: string;
+  /** The function's resource policy as deployed (Lambda GetPolicy): who else may invoke it. */
+  resourcePolicy?: unknown;
 }
 
 export interface DeployedApp {
@@ -294,12 +297,14 @@ async function readBack(
     const fnId = functionLogicalId(resource.Properties?.TargetFunctionArn);
     const fnName = fnId ? physical.get(fnId) : undefined;
     if (!fnName) throw new Error(`${stack.stackName}: cannot tell which function Function URL ${logicalId} invokes`);
+    const resourcePolicy = await getFunctionPolicy(api, fnName);
     app.functionUrls.push({
       stackName: stack.stackName,
       logicalId,
       url: served.get(functionUrlKey(stack.stackName, logicalId)) ?? '',
       authType: String(resource.Properties?.AuthType ?? 'NONE'),
       functionName: fnName,
+      ...(resourcePolicy ? { resourcePolicy } : {}),
     });
   }
 }
