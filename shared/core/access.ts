@@ -109,6 +109,29 @@ export function principalId(arn: string): string | undefined {
   return named ? iam(`${named[1]}/${named[2]}`) : undefined;
 }
 
+/**
+ * A caller's ARN shortened for display (the dashboard's timeline, the CLI): the account and the
+ * partition are dropped, an assumed role names its session, a role's or user's path is dropped.
+ * Anything else (`anonymous`, a federated user, a malformed ARN) is returned unchanged; show the
+ * full ARN beside it (a title) when the difference matters.
+ *
+ * @example
+ * shortPrincipal('arn:aws:iam::123456789012:role/billing-service') // 'role/billing-service'
+ * shortPrincipal('arn:aws:sts::123456789012:assumed-role/billing/sess') // 'role/billing (session sess)'
+ */
+export function shortPrincipal(arn: string): string {
+  const match = /^arn:aws[a-z-]*:(iam|sts)::(\d+):(.+)$/.exec(arn);
+  if (!match) return arn;
+  const [, service, account, resource] = match as unknown as [string, string, string, string];
+  if (service === 'sts') {
+    const role = /^assumed-role\/([^/]+)\/(.+)$/.exec(resource);
+    return role ? `role/${role[1]} (session ${role[2]})` : arn;
+  }
+  if (resource === 'root') return `root (account ${account})`;
+  const named = /^(role|user)\/(?:[^/]+\/)*([^/]+)$/.exec(resource);
+  return named ? `${named[1]}/${named[2]}` : arn;
+}
+
 /** The principal of a Function URL call with `AWS_IAM` auth, or undefined when it carries none. */
 export function principalFromAuthorizer(iam: IamAuthorizerContext | null | undefined): Principal | undefined {
   const arn = iam?.userArn;
