@@ -466,11 +466,9 @@ export const scheduleViewSchema = z.object({
   changedBy: z
     .object({
       action: z.enum(SCHEDULE_CHANGE_ACTIONS),
-      by: z
-        .string()
-        .meta({
-          description: "The caller's IAM ARN as it signed (an assumed role's carries its session), or `anonymous`",
-        }),
+      by: z.string().meta({
+        description: "The caller's IAM ARN as it signed (an assumed role's carries its session), or `anonymous`",
+      }),
       at: z.iso.datetime({ offset: true }),
     })
     .optional()
