@@ -254,3 +254,55 @@ export function adminDocument(): GrantsDocument {
 export function staticGrants(document: GrantsDocument): GrantsSource {
   return { load: async () => document };
 }
+
+// ---------------------------------------------------------------- reading a document
+
+/**
+ * A grants document from a parsed value, checking its shape: version 1, principals mapped to
+ * lists of grants, each with a known action, `types` a list of strings, `actions` a list of
+ * control actions. `fail` is called with the first fault (it throws the caller's error).
+ *
+ * @example
+ * readGrantsDocument(JSON.parse(text), (what) => { throw new Error(`not a grants document: ${what}`); });
+ */
+export function readGrantsDocument(raw: unknown, fail: (what: string) => never): GrantsDocument {
+  if (!isRecord(raw)) return fail('not an object');
+  if (raw.v !== 1) fail(`version ${JSON.stringify(raw.v)} (this API reads version 1)`);
+  if (!isRecord(raw.principals)) return fail('principals is not an object');
+  const principals: Record<string, readonly Grant[]> = {};
+  for (const [id, grants] of Object.entries(raw.principals)) {
+    principals[id] = grantList(grants, `principals["${id}"]`, fail);
+  }
+  return {
+    v: 1,
+    principals,
+    ...(raw.unlisted !== undefined ? { unlisted: grantList(raw.unlisted, 'unlisted', fail) } : {}),
+  };
+}
+
+const GRANT_ACTIONS: readonly string[] = [...ACCESS_ACTIONS, 'admin'];
+
+function grantList(value: unknown, at: string, fail: (what: string) => never): Grant[] {
+  if (!Array.isArray(value)) return fail(`${at} is not a list`);
+  return value.map((grant, i) => {
+    if (!isRecord(grant) || typeof grant.action !== 'string' || !GRANT_ACTIONS.includes(grant.action)) {
+      return fail(`${at}[${i}] has no known action (${GRANT_ACTIONS.join(', ')})`);
+    }
+    const types = grant.types;
+    if (types !== undefined && !(Array.isArray(types) && types.every((t) => typeof t === 'string'))) {
+      fail(`${at}[${i}].types is not a list of job types`);
+    }
+    const actions = grant.actions;
+    if (
+      actions !== undefined &&
+      !(Array.isArray(actions) && actions.every((a) => (CONTROL_ACTIONS as readonly unknown[]).includes(a)))
+    ) {
+      fail(`${at}[${i}].actions is not a list of control actions (${CONTROL_ACTIONS.join(', ')})`);
+    }
+    return grant as unknown as Grant;
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
