@@ -7,7 +7,7 @@ import { JOB_TYPE_PATTERN } from '../core/job-type';
 import { LIST_LIMIT_MAX } from '../core/list';
 import { MAX_PAYLOAD_CONDITIONS } from '../core/payload-filter';
 import { JOB_STATES } from '../core/states';
-import { OVERLAP_POLICIES, type ScheduleView } from '../schedules/model';
+import { OVERLAP_POLICIES, SCHEDULE_CHANGE_ACTIONS, type ScheduleView } from '../schedules/model';
 
 /**
  * The HTTP contract as zod schemas: request schemas validate what the API reads, response
@@ -463,6 +463,19 @@ export const scheduleViewSchema = z.object({
   missed: z.int(),
   createdAt: z.iso.datetime({ offset: true }),
   updatedAt: z.iso.datetime({ offset: true }),
+  changedBy: z
+    .object({
+      action: z.enum(SCHEDULE_CHANGE_ACTIONS),
+      by: z.string().meta({
+        description: "The caller's IAM ARN as it signed (an assumed role's carries its session), or `anonymous`",
+      }),
+      at: z.iso.datetime({ offset: true }),
+    })
+    .optional()
+    .meta({
+      description:
+        'Only when recorded: the latest change by a caller (create, update, pause, resume), written by the same write as the change',
+    }),
 });
 
 export const schedulePageSchema = z.object({

@@ -75,6 +75,7 @@ const SCHEDULE_FIELDS = [
   'lastSkippedAt',
   'missed',
   'dueAt',
+  'changedBy',
 ] as const;
 
 export function fromScheduleItem(item: Item): Schedule {

@@ -1,5 +1,5 @@
 import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
-import { ACCESS_ACTIONS, CONTROL_ACTIONS, type Grant, type GrantsDocument, type GrantsSource } from '../core/access';
+import { type GrantsDocument, type GrantsSource, readGrantsDocument } from '../core/access';
 import { ConfigError } from '../errors';
 import { awsErrorName, translateAwsError } from './errors';
 
@@ -61,46 +61,7 @@ export function parseGrantsDocument(text: string, source: string): GrantsDocumen
   } catch (error) {
     throw new ConfigError(`${source} is not JSON: ${(error as Error).message}`);
   }
-  const fail = (what: string): never => {
+  return readGrantsDocument(raw, (what) => {
     throw new ConfigError(`${source} is not a grants document: ${what}`);
-  };
-  if (!isRecord(raw)) return fail('not an object');
-  if (raw.v !== 1) fail(`version ${JSON.stringify(raw.v)} (this API reads version 1)`);
-  if (!isRecord(raw.principals)) return fail('principals is not an object');
-  const principals: Record<string, readonly Grant[]> = {};
-  for (const [id, grants] of Object.entries(raw.principals)) {
-    principals[id] = grantList(grants, `principals["${id}"]`, fail);
-  }
-  return {
-    v: 1,
-    principals,
-    ...(raw.unlisted !== undefined ? { unlisted: grantList(raw.unlisted, 'unlisted', fail) } : {}),
-  };
-}
-
-const GRANT_ACTIONS: readonly string[] = [...ACCESS_ACTIONS, 'admin'];
-
-function grantList(value: unknown, at: string, fail: (what: string) => never): Grant[] {
-  if (!Array.isArray(value)) return fail(`${at} is not a list`);
-  return value.map((grant, i) => {
-    if (!isRecord(grant) || typeof grant.action !== 'string' || !GRANT_ACTIONS.includes(grant.action)) {
-      return fail(`${at}[${i}] has no known action (${GRANT_ACTIONS.join(', ')})`);
-    }
-    const types = grant.types;
-    if (types !== undefined && !(Array.isArray(types) && types.every((t) => typeof t === 'string'))) {
-      fail(`${at}[${i}].types is not a list of job types`);
-    }
-    const actions = grant.actions;
-    if (
-      actions !== undefined &&
-      !(Array.isArray(actions) && actions.every((a) => (CONTROL_ACTIONS as readonly unknown[]).includes(a)))
-    ) {
-      fail(`${at}[${i}].actions is not a list of control actions (${CONTROL_ACTIONS.join(', ')})`);
-    }
-    return grant as unknown as Grant;
   });
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -11,11 +11,15 @@
  * import { invoice } from './jobs/invoice';
  * import { welcome } from './jobs/welcome';
  * export default { jobs: [invoice, welcome] };
+ *
+ * It may also carry `grants` (a grants document, as the construct deploys it) and `callers`
+ * (local credentials mapped to ARNs), to try the app's grants locally (docs/security.md).
  */
 import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { type GrantsDocument, principalId, readGrantsDocument } from '../core/access';
 import type { JobDefinition } from '../runtime/job-definition';
 import { CliConfigError } from './config';
 
@@ -99,6 +103,89 @@ export function devConfigJobs(module: Record<string, unknown>, file: string): Jo
   return jobs as JobDefinition[];
 }
 
+/** A local caller of `orrery dev`: credentials to sign with, and the identity they stand for. */
+export interface DevCaller {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** The ARN the caller signs as: a role, a user, or an assumed role with its session. */
+  arn: string;
+}
+
+/** Who may call `orrery dev`'s API, from the config. */
+export interface DevAccess {
+  /** The grants document. @default every caller is admin (as without grants) */
+  grants?: GrantsDocument;
+  /** Local credentials mapped to identities. @default none */
+  callers?: DevCaller[];
+}
+
+/**
+ * The optional `grants` and `callers` of a loaded config module, beside its `jobs` (in the
+ * default export, or as named exports). Throws {@link DevConfigError} naming the file and the
+ * first fault: a grants document of the wrong shape, a caller without credentials, an ARN that
+ * is no IAM role, user or assumed role, or two callers with one access key id.
+ */
+export function devConfigAccess(module: Record<string, unknown>, file: string): DevAccess {
+  const name = basename(file);
+  const exported = module.default as { jobs?: unknown; default?: Record<string, unknown> } | undefined;
+  // where devConfigJobs found the jobs: the default export, named exports, or CommonJS's default
+  const source: Record<string, unknown> =
+    exported?.jobs !== undefined
+      ? (exported as Record<string, unknown>)
+      : module.jobs !== undefined
+        ? module
+        : (exported?.default ?? module);
+  const access: DevAccess = {};
+  if (source.grants !== undefined) {
+    access.grants = readGrantsDocument(source.grants, (what) => {
+      throw new DevConfigError(`${name}: grants is not a grants document: ${what}`, file);
+    });
+  }
+  if (source.callers !== undefined) access.callers = devCallers(source.callers, name, file);
+  return access;
+}
+
+function devCallers(callers: unknown, name: string, file: string): DevCaller[] {
+  if (!Array.isArray(callers)) {
+    throw new DevConfigError(
+      `${name}: callers must be an array of { accessKeyId, secretAccessKey, arn }, not ${describe(callers)}`,
+      file,
+    );
+  }
+  const keys = new Set<string>();
+  return callers.map((caller: unknown, index) => {
+    const at = `${name}: callers[${index}]`;
+    if (typeof caller !== 'object' || caller === null || Array.isArray(caller)) {
+      throw new DevConfigError(`${at} is not an object: it is ${describe(caller)}`, file);
+    }
+    const fields = caller as Record<string, unknown>;
+    const text = (field: 'accessKeyId' | 'secretAccessKey' | 'arn'): string => {
+      const value = fields[field];
+      if (typeof value !== 'string' || value === '') {
+        throw new DevConfigError(`${at}.${field} must be a non-empty string`, file);
+      }
+      return value;
+    };
+    const entry: DevCaller = {
+      accessKeyId: text('accessKeyId'),
+      secretAccessKey: text('secretAccessKey'),
+      arn: text('arn'),
+    };
+    if (principalId(entry.arn) === undefined) {
+      throw new DevConfigError(
+        `${at}.arn ${JSON.stringify(entry.arn)} is no IAM role, user or assumed role ARN ` +
+          '(e.g. arn:aws:sts::000000000000:assumed-role/billing/local)',
+        file,
+      );
+    }
+    if (keys.has(entry.accessKeyId)) {
+      throw new DevConfigError(`${at}.accessKeyId ${JSON.stringify(entry.accessKeyId)} is listed twice`, file);
+    }
+    keys.add(entry.accessKeyId);
+    return entry;
+  });
+}
+
 /**
  * Imports a config module; each call must load the app's modules afresh (for reloads), and report
  * each file it loads through `onFile` (what `orrery dev` watches).
@@ -172,13 +259,13 @@ export const defaultImporter: ConfigImporter = async (file, onFile) => {
 };
 
 /** What {@link loadDevConfig} found: the job definitions and the app's files it loaded (to watch). */
-export interface DevConfig {
+export interface DevConfig extends DevAccess {
   file: string;
   jobs: JobDefinition[];
   files: string[];
 }
 
-/** Loads `file` and returns its job definitions, with {@link DevConfigError} on any failure. */
+/** Loads `file` and returns its job definitions and access, with {@link DevConfigError} on any failure. */
 export async function loadDevConfig(file: string, importer: ConfigImporter = defaultImporter): Promise<DevConfig> {
   let module: Record<string, unknown>;
   const files = new Set<string>();
@@ -188,5 +275,5 @@ export async function loadDevConfig(file: string, importer: ConfigImporter = def
     if (error instanceof DevConfigError) throw error;
     throw new DevConfigError(`cannot load ${basename(file)}: ${(error as Error).message}`, file, { cause: error });
   }
-  return { file, jobs: devConfigJobs(module, file), files: [...files] };
+  return { file, jobs: devConfigJobs(module, file), ...devConfigAccess(module, file), files: [...files] };
 }

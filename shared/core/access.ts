@@ -109,6 +109,29 @@ export function principalId(arn: string): string | undefined {
   return named ? iam(`${named[1]}/${named[2]}`) : undefined;
 }
 
+/**
+ * A caller's ARN shortened for display (the dashboard's timeline, the CLI): the account and the
+ * partition are dropped, an assumed role names its session, a role's or user's path is dropped.
+ * Anything else (`anonymous`, a federated user, a malformed ARN) is returned unchanged; show the
+ * full ARN beside it (a title) when the difference matters.
+ *
+ * @example
+ * shortPrincipal('arn:aws:iam::123456789012:role/billing-service') // 'role/billing-service'
+ * shortPrincipal('arn:aws:sts::123456789012:assumed-role/billing/sess') // 'role/billing (session sess)'
+ */
+export function shortPrincipal(arn: string): string {
+  const match = /^arn:aws[a-z-]*:(iam|sts)::(\d+):(.+)$/.exec(arn);
+  if (!match) return arn;
+  const [, service, account, resource] = match as unknown as [string, string, string, string];
+  if (service === 'sts') {
+    const role = /^assumed-role\/([^/]+)\/(.+)$/.exec(resource);
+    return role ? `role/${role[1]} (session ${role[2]})` : arn;
+  }
+  if (resource === 'root') return `root (account ${account})`;
+  const named = /^(role|user)\/(?:[^/]+\/)*([^/]+)$/.exec(resource);
+  return named ? `${named[1]}/${named[2]}` : arn;
+}
+
 /** The principal of a Function URL call with `AWS_IAM` auth, or undefined when it carries none. */
 export function principalFromAuthorizer(iam: IamAuthorizerContext | null | undefined): Principal | undefined {
   const arn = iam?.userArn;
@@ -230,4 +253,56 @@ export function adminDocument(): GrantsDocument {
 /** A {@link GrantsSource} of a fixed document. */
 export function staticGrants(document: GrantsDocument): GrantsSource {
   return { load: async () => document };
+}
+
+// ---------------------------------------------------------------- reading a document
+
+/**
+ * A grants document from a parsed value, checking its shape: version 1, principals mapped to
+ * lists of grants, each with a known action, `types` a list of strings, `actions` a list of
+ * control actions. `fail` is called with the first fault (it throws the caller's error).
+ *
+ * @example
+ * readGrantsDocument(JSON.parse(text), (what) => { throw new Error(`not a grants document: ${what}`); });
+ */
+export function readGrantsDocument(raw: unknown, fail: (what: string) => never): GrantsDocument {
+  if (!isRecord(raw)) return fail('not an object');
+  if (raw.v !== 1) fail(`version ${JSON.stringify(raw.v)} (this API reads version 1)`);
+  if (!isRecord(raw.principals)) return fail('principals is not an object');
+  const principals: Record<string, readonly Grant[]> = {};
+  for (const [id, grants] of Object.entries(raw.principals)) {
+    principals[id] = grantList(grants, `principals["${id}"]`, fail);
+  }
+  return {
+    v: 1,
+    principals,
+    ...(raw.unlisted !== undefined ? { unlisted: grantList(raw.unlisted, 'unlisted', fail) } : {}),
+  };
+}
+
+const GRANT_ACTIONS: readonly string[] = [...ACCESS_ACTIONS, 'admin'];
+
+function grantList(value: unknown, at: string, fail: (what: string) => never): Grant[] {
+  if (!Array.isArray(value)) return fail(`${at} is not a list`);
+  return value.map((grant, i) => {
+    if (!isRecord(grant) || typeof grant.action !== 'string' || !GRANT_ACTIONS.includes(grant.action)) {
+      return fail(`${at}[${i}] has no known action (${GRANT_ACTIONS.join(', ')})`);
+    }
+    const types = grant.types;
+    if (types !== undefined && !(Array.isArray(types) && types.every((t) => typeof t === 'string'))) {
+      fail(`${at}[${i}].types is not a list of job types`);
+    }
+    const actions = grant.actions;
+    if (
+      actions !== undefined &&
+      !(Array.isArray(actions) && actions.every((a) => (CONTROL_ACTIONS as readonly unknown[]).includes(a)))
+    ) {
+      fail(`${at}[${i}].actions is not a list of control actions (${CONTROL_ACTIONS.join(', ')})`);
+    }
+    return grant as unknown as Grant;
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

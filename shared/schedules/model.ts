@@ -30,6 +30,19 @@ export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
 export type ScheduleState = 'enabled' | 'paused';
 
+/** What a caller did to a schedule (delete and run leave no record on it: see the `operator action` log). */
+export const SCHEDULE_CHANGE_ACTIONS = ['create', 'update', 'pause', 'resume'] as const;
+export type ScheduleChangeAction = (typeof SCHEDULE_CHANGE_ACTIONS)[number];
+
+/** The latest change a caller made to a schedule: who, what and when. */
+export interface ScheduleChange {
+  action: ScheduleChangeAction;
+  /** The caller's ARN as it signed (an assumed role's carries its session), or `anonymous`. */
+  by: string;
+  /** ISO 8601 time. */
+  at: string;
+}
+
 /**
  * A schedule as stored (without its payload). `version` grows at every write; every write is
  * conditioned on the version it read, so a fire and an API update never overwrite each other.
@@ -79,6 +92,11 @@ export interface Schedule {
   missed: number;
   /** When the supervisor looks at the schedule if it has not fired by then (see {@link withDue}). */
   dueAt?: number;
+  /**
+   * The latest change by a caller (create, update, pause, resume), written by the same write as
+   * the change; fires keep it. Absent on schedules written before it was recorded.
+   */
+  changedBy?: ScheduleChange;
 }
 
 /** The schedule as the API returns it. */
@@ -102,6 +120,8 @@ export interface ScheduleView {
   missed: number;
   createdAt: string;
   updatedAt: string;
+  /** Only when recorded: who made the latest change, what it was and when. */
+  changedBy?: ScheduleChange;
 }
 
 const isoOrNull = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
@@ -127,6 +147,7 @@ export function toScheduleView(schedule: Schedule, payload?: unknown): ScheduleV
     missed: schedule.missed,
     createdAt: schedule.createdAt,
     updatedAt: schedule.updatedAt,
+    ...(schedule.changedBy ? { changedBy: { ...schedule.changedBy } } : {}),
   };
 }
 

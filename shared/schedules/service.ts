@@ -20,6 +20,7 @@ import {
   resolveTrigger,
   SCHEDULE_NAME_PATTERN,
   type Schedule,
+  type ScheduleChangeAction,
   type ScheduleView,
   type Trigger,
   toScheduleView,
@@ -120,8 +121,12 @@ export class SchedulesService {
     return route.queueArn;
   }
 
-  /** `POST /schedules`: 201 with the new schedule; 200 for a replay of the same definition; 409 otherwise. */
-  async create(body: unknown): Promise<{ created: boolean; schedule: ScheduleView }> {
+  /**
+   * `POST /schedules`: 201 with the new schedule; 200 for a replay of the same definition (which
+   * keeps the first creation's `changedBy`); 409 otherwise. `by` is the caller's ARN, recorded
+   * as the schedule's `changedBy` by the write that creates it.
+   */
+  async create(body: unknown, by?: string): Promise<{ created: boolean; schedule: ScheduleView }> {
     const request = parseOrThrow(scheduleRequestSchema, body, { message: 'invalid schedule' });
     const now = this.deps.clock.now();
     const { spec, trigger, payload, queueArn } = this.validate(request, now);
@@ -138,6 +143,7 @@ export class SchedulesService {
       version: 1,
       skipped: 0,
       missed: 0,
+      ...changeBy(by, 'create', now),
     };
     const first = nextFireOf(schedule, now);
     if (first !== undefined) schedule.nextFireAt = first;
@@ -225,8 +231,11 @@ export class SchedulesService {
     return { schedules: page.schedules.map((s) => toScheduleView(s)), nextCursor: page.cursor ?? null };
   }
 
-  /** `PUT /schedules/{name}`: replaces the definition; counters and the latest run are kept. */
-  async update(name: string, body: unknown): Promise<ScheduleView> {
+  /**
+   * `PUT /schedules/{name}`: replaces the definition; counters and the latest run are kept.
+   * `by` (the caller's ARN) is recorded as `changedBy` by the same write.
+   */
+  async update(name: string, body: unknown, by?: string): Promise<ScheduleView> {
     const request = parseOrThrow(scheduleUpdateSchema, body, { message: 'invalid schedule' });
     if (request.name !== undefined && request.name !== name) {
       throw new ValidationError('the name in the body differs from the path', [
@@ -247,6 +256,7 @@ export class SchedulesService {
           overlap: request.overlap ?? 'allow',
           payloadHash: payload.payloadHash,
           updatedAt: iso(now),
+          ...changeBy(by, 'update', now, current),
         };
         for (const field of ['cron', 'rate', 'startAt', 'endAt', 'anchorAt'] as const) delete next[field];
         Object.assign(next, trigger);
@@ -262,11 +272,16 @@ export class SchedulesService {
     return toScheduleView(saved, payload.payload);
   }
 
-  /** `POST /schedules/{name}/pause`: no fire while paused. */
-  async pause(name: string): Promise<ScheduleView> {
+  /** `POST /schedules/{name}/pause`: no fire while paused. `by` is recorded as `changedBy` by the same write. */
+  async pause(name: string, by?: string): Promise<ScheduleView> {
     const now = this.deps.clock.now();
     const saved = await this.change(name, (current) => {
-      const next: Schedule = { ...current, state: 'paused', updatedAt: iso(now) };
+      const next: Schedule = {
+        ...current,
+        state: 'paused',
+        updatedAt: iso(now),
+        ...changeBy(by, 'pause', now, current),
+      };
       delete next.nextFireAt;
       return next;
     });
@@ -274,11 +289,14 @@ export class SchedulesService {
     return toScheduleView(saved);
   }
 
-  /** `POST /schedules/{name}/resume`: fires again from the next slot after now (no catch-up of paused time). */
-  async resume(name: string): Promise<ScheduleView> {
+  /**
+   * `POST /schedules/{name}/resume`: fires again from the next slot after now (no catch-up of
+   * paused time). `by` is recorded as `changedBy` by the same write.
+   */
+  async resume(name: string, by?: string): Promise<ScheduleView> {
     const now = this.deps.clock.now();
     const saved = await this.change(name, (current) =>
-      withNextFire({ ...current, state: 'enabled', updatedAt: iso(now) }, now),
+      withNextFire({ ...current, state: 'enabled', updatedAt: iso(now), ...changeBy(by, 'resume', now, current) }, now),
     );
     await this.deps.trigger.put(triggerDefinition(saved, this.queueArnOf(saved), now));
     return toScheduleView(saved);
@@ -321,6 +339,20 @@ function withNextFire(schedule: Schedule, now: number): Schedule {
   const fire = nextFireOf(next, Math.max(now, next.lastFireAt ?? Number.NEGATIVE_INFINITY));
   if (fire !== undefined) next.nextFireAt = fire;
   return next;
+}
+
+/**
+ * The `changedBy` of a change by `by`; without a caller, the schedule's earlier record stays
+ * (an embedder calling the service directly records nothing new).
+ */
+function changeBy(
+  by: string | undefined,
+  action: ScheduleChangeAction,
+  now: number,
+  current?: Schedule,
+): Pick<Schedule, 'changedBy'> {
+  if (by !== undefined) return { changedBy: { action, by, at: iso(now) } };
+  return current?.changedBy ? { changedBy: current.changedBy } : {};
 }
 
 function notFound(name: string): NotFoundError {

@@ -388,8 +388,11 @@ describe('grants on local AWS', () => {
     expect((await request(CALLERS.operate, 'POST', '/dlq/redrive', { type: 'echo' })).status).toBeLessThan(300);
     const schedule = uid('audit-s');
     await adminOk('POST', '/schedules', { name: schedule, type: 'echo', payload: {}, rate: '1 hour' });
+    expect((await admin('GET', `/schedules/${schedule}`)).body.changedBy).toMatchObject({ action: 'create' });
     expect((await request(CALLERS.operate, 'POST', `/schedules/${schedule}/pause`)).status).toBe(200);
-    expect((await admin('GET', `/schedules/${schedule}`)).body.state).toBe('paused');
+    const paused = (await admin('GET', `/schedules/${schedule}`)).body;
+    expect(paused.state).toBe('paused');
+    expect(paused.changedBy).toEqual({ action: 'pause', by: CALLERS.operate.arn, at: expect.any(String) });
 
     const audit = logs.lines.filter((line) => line.message === 'operator action');
     const find = (action: string, extra: Record<string, unknown>) =>

@@ -17,6 +17,7 @@ import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
+import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
@@ -26,6 +27,7 @@ import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
 import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
+import { scheduleStoreContract } from '../contract/schedule-store.contract';
 import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
 
@@ -102,4 +104,8 @@ describe('due index contract: DynamoDueIndex, DynamoJournal and DynamoJobStore o
     journal: new DynamoJournal(dynamo, tableName),
     store: new DynamoJobStore(dynamo, tableName),
   }));
+});
+
+describe('schedule store contract: DynamoScheduleStore on DynamoDB Local', () => {
+  scheduleStoreContract(async () => new DynamoScheduleStore(dynamo, tableName));
 });

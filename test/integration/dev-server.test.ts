@@ -4,10 +4,12 @@
  * running attempt finishes on the code it started with, the waiting job resumes on the new code,
  * and a job enqueued after the reload runs the new code: nothing in flight is lost or run twice.
  */
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import * as z from 'zod/mini';
 import { defineJob, defineJobType } from '../../shared/runtime';
-import { startLocalAws } from '../local-aws';
+import { assumedRole, localRoleId, startLocalAws } from '../local-aws';
 import { type DevServer, startDevServer } from '../local-aws/dev-server';
 import type { LocalAws } from '../local-aws/index';
 
@@ -112,4 +114,52 @@ it('keeps a running job and a waiting job through a reload, and runs the new cod
     { type: 'slow', version: 2 },
   ]);
   expect(lines.some((line) => line.includes('succeeded') && line.includes(slow.id))).toBe(true);
+});
+
+it('enforces the grants and callers of the config: a caller gets its grants, the dashboard stays admin', async () => {
+  const billing = assumedRole('billing', 'dev');
+  const guarded = await startDevServer({
+    jobs: definitions(3),
+    port: 0,
+    prefix: `dev-grants-${process.pid}`,
+    aws,
+    log: () => undefined,
+    grants: { v: 1, principals: { [localRoleId('billing')]: [{ action: 'enqueue', types: ['slow'] }] } },
+    callers: [billing],
+  });
+  try {
+    const signedCall = async (path: string, body: unknown) => {
+      const url = new URL(`${guarded.url}${path}`);
+      const text = JSON.stringify(body);
+      const signer = new SignatureV4({ service: 'lambda', region: 'us-east-1', credentials: billing, sha256: Sha256 });
+      const request = await signer.sign({
+        method: 'POST',
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: url.pathname,
+        headers: { host: url.host, 'content-type': 'application/json' },
+        body: text,
+      });
+      const response = await fetch(url, { method: 'POST', headers: request.headers, body: text });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const allowed = await signedCall('/jobs', { type: 'slow', payload: { ms: 0 } });
+    expect(allowed).toMatchObject({ status: 201, body: { enqueuedBy: billing.arn } });
+    const refused = await signedCall('/jobs', { type: 'gate', payload: {} });
+    expect(refused).toMatchObject({
+      status: 403,
+      body: { error: { code: 'forbidden', action: 'enqueue', type: 'gate' } },
+    });
+    // an unsigned call to the API is refused at the Function URL, as on AWS
+    expect((await fetch(`${guarded.url}/jobs/${String(allowed.body.id)}`)).status).toBe(403);
+    // the dashboard signs as the default local credentials, which stay admin
+    const read = await fetch(`${guarded.url}/api/jobs/${String(allowed.body.id)}`, {
+      headers: { 'x-orrery-dashboard': '1' },
+    });
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({ type: 'slow', enqueuedBy: billing.arn });
+  } finally {
+    await guarded.stop();
+  }
 });

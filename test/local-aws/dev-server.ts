@@ -15,11 +15,14 @@
 import './node-floor-check';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import type { GrantsDocument } from '../../shared/core/access';
 import type { Job } from '../../shared/core/job';
 import type { JobStore } from '../../shared/core/ports';
 import { createDashboardHandler } from '../../shared/dashboard/server';
 import { CostMeter } from '../../shared/runtime/cost-meter';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
+import { LOCAL_CREDENTIALS } from './clients';
+import type { LocalCaller } from './function-url';
 import { type LocalAws, startLocalAws } from './index';
 import { type LocalPlatform, startLocalPlatform } from './local-platform';
 
@@ -37,7 +40,18 @@ export interface DevServerOptions {
   color?: boolean;
   /** Local AWS to run on, left running by `stop()`. @default its own, started now and stopped with the server */
   aws?: LocalAws;
+  /**
+   * The grants to enforce, as the construct deploys them (the default local credentials stay
+   * admin). With grants or callers the API takes only signed requests.
+   * @default every caller, signed or not, is admin
+   */
+  grants?: GrantsDocument;
+  /** Local credentials mapped to identities, to call the API as them. @default none */
+  callers?: readonly LocalCaller[];
 }
+
+/** Who may call the API: what a reload may change beside the jobs. */
+export type DevServerAccess = Pick<DevServerOptions, 'grants' | 'callers'>;
 
 export interface DevServer {
   /** The API's URL; the dashboard is at `${url}/ui/`. Stays the same across reloads. */
@@ -45,8 +59,11 @@ export interface DevServer {
   aws: LocalAws;
   /** The platform running now (a reload replaces it). */
   platform(): LocalPlatform;
-  /** Restarts the API, runners and supervisor with `jobs`; the emulators and their state stay. */
-  reload(jobs: readonly JobDefinition[]): Promise<void>;
+  /**
+   * Restarts the API, runners and supervisor with `jobs` (and `access`, when given); the
+   * emulators and their state stay.
+   */
+  reload(jobs: readonly JobDefinition[], access?: DevServerAccess): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -110,25 +127,37 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const log = options.log ?? ((line: string) => console.log(line));
   const prefix = options.prefix ?? 'orrery-dev';
   let apiUrl = '';
-  const dashboard = createDashboardHandler({
+  const dashboardOptions = {
     upstream: () => apiUrl,
     ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
     pollMs: 2_000,
+  };
+  const unsigned = createDashboardHandler(dashboardOptions);
+  // with grants the API takes signed requests only: the dashboard signs as the default local
+  // credentials, which stay admin (the local Function URL verifies for us-east-1)
+  const signed = createDashboardHandler({
+    ...dashboardOptions,
+    sign: 'always',
+    credentials: LOCAL_CREDENTIALS,
+    region: 'us-east-1',
   });
   const aws = options.aws ?? (await startLocalAws());
   const stopAws = () => (options.aws ? Promise.resolve() : aws.stop());
   // each job's own AWS requests and write units, shown as `cost` on GET /jobs/{id}, as deployed
   const meter = new CostMeter();
+  let access: DevServerAccess = { grants: options.grants, callers: options.callers };
   const start = (jobs: readonly JobDefinition[], port: number) =>
     startLocalPlatform({
       aws,
       prefix,
       jobs,
       port,
+      ...(access.grants ? { grants: access.grants } : {}),
+      ...(access.callers ? { callers: access.callers } : {}),
       wrapStore: (store) => observeStore(store, log, options.color),
       supervisor: { intervalMs: 5_000 },
       meter,
-      functionUrl: { fallback: dashboard },
+      functionUrl: { fallback: access.grants || access.callers?.length ? signed : unsigned },
     });
   let platform: LocalPlatform;
   try {
@@ -144,9 +173,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     url: platform.url,
     aws,
     platform: () => platform,
-    reload(jobs) {
+    reload(jobs, next) {
       // one reload at a time, in order
       reloading = reloading.then(async () => {
+        if (next) access = { grants: next.grants, callers: next.callers };
         await platform.stop();
         platform = await start(jobs, port);
       });

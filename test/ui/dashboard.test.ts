@@ -530,4 +530,33 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
     );
     expect(refused).toMatchObject({ status: 403, body: { error: { code: 'read_only' } } });
   });
+
+  it('cancels a job as the signing principal and shows who did it, in the details and the timeline', async () => {
+    await page.goto(proxy.uiUrl);
+    const enqueued = await page.evaluate(async (url) => {
+      const response = await fetch(`${url}/api/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-orrery-dashboard': '1' },
+        body: JSON.stringify({ type: 'echo', payload: { via: 'audit' }, delaySeconds: 3600 }),
+      });
+      return { status: response.status, job: (await response.json()) as { id: string } };
+    }, proxy.url);
+    expect(enqueued.status).toBe(201);
+    const id = enqueued.job.id as string;
+    // the proxy signs with the default local credentials: arn:aws:iam::000000000000:user/local
+    const local = 'arn:aws:iam::000000000000:user/local';
+
+    await page.goto(`${proxy.uiUrl}#/jobs/${id}`);
+    await page.getByRole('heading', { name: new RegExp(`^Job ${id} scheduled`) }).waitFor();
+    const details = page.locator('dl.facts');
+    await expect(details.textContent()).resolves.toContain('Enqueued byuser/local');
+    await page.getByRole('button', { name: 'Cancel…' }).click();
+    await page.getByRole('dialog', { name: 'Cancel 1 job?' }).getByRole('button', { name: 'Cancel the job' }).click();
+    await page.getByRole('heading', { name: `Job ${id} cancelled` }).waitFor({ timeout: 20_000 });
+    const action = page.getByRole('list', { name: 'attempts' }).locator('li.operator-action');
+    await expect(action.textContent()).resolves.toMatch(/^cancelled by user\/local at /);
+    await expect(action.locator('.who').getAttribute('title')).resolves.toBe(local);
+    await shot('job-cancelled-by');
+    await expectAccessible('job cancelled by');
+  });
 });

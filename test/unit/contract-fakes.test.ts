@@ -13,6 +13,8 @@ import { jobIndexContract } from '../contract/job-index.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
+import { scheduleStoreContract } from '../contract/schedule-store.contract';
+import { FakeScheduleStore } from '../local-aws/memory-schedules';
 import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
 import { FakeDueIndex } from '../support/due-index-fake';
 import { FakeJobStore } from '../support/fakes';
@@ -68,4 +70,8 @@ describe('due index contract: FakeDueIndex over FakeJobStore and FakeJournal', (
     const journal = new FakeJournal();
     return { index: new FakeDueIndex(store, journal), journal, store };
   });
+});
+
+describe('schedule store contract: FakeScheduleStore', () => {
+  scheduleStoreContract(async () => new FakeScheduleStore());
 });

@@ -8,7 +8,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
-import { DevConfigError, devConfigJobs, findDevConfig, loadDevConfig } from '../../shared/cli/dev-config';
+import { accessLine } from '../../shared/cli/commands/dev';
+import {
+  DevConfigError,
+  devConfigAccess,
+  devConfigJobs,
+  findDevConfig,
+  loadDevConfig,
+} from '../../shared/cli/dev-config';
 
 function appDir(files: Record<string, string> = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'orrery-dev-config-'));
@@ -61,6 +68,79 @@ describe('devConfigJobs', () => {
 
   it('rejects a type listed twice', () => {
     expect(() => devConfigJobs({ jobs: [echo, flaky, echo] }, file)).toThrow('job type "echo" is listed twice');
+  });
+});
+
+describe('devConfigAccess', () => {
+  const file = '/app/orrery.config.ts';
+  const billing = {
+    accessKeyId: 'billing-key',
+    secretAccessKey: 'billing-secret',
+    arn: 'arn:aws:sts::000000000000:assumed-role/billing/local',
+  };
+  const grants = {
+    v: 1,
+    principals: { 'arn:aws:iam::000000000000:role/billing': [{ action: 'enqueue', types: ['echo'] }] },
+  };
+
+  it('is empty without grants or callers (every caller stays admin)', () => {
+    expect(devConfigAccess({ default: { jobs: [echo] } }, file)).toEqual({});
+  });
+
+  it('takes grants and callers beside the jobs, in the default export or as named exports', () => {
+    const expected = { grants, callers: [billing] };
+    expect(devConfigAccess({ default: { jobs: [echo], grants, callers: [billing] } }, file)).toEqual(expected);
+    expect(devConfigAccess({ jobs: [echo], grants, callers: [billing] }, file)).toEqual(expected);
+    // CommonJS: { default: module.exports }
+    expect(devConfigAccess({ default: { default: { jobs: [echo], grants, callers: [billing] } } }, file)).toEqual(
+      expected,
+    );
+  });
+
+  it('rejects a grants document of the wrong shape, naming the file and the fault', () => {
+    const bad = (value: unknown) => () => devConfigAccess({ default: { jobs: [echo], grants: value } }, file);
+    expect(bad({ v: 2, principals: {} })).toThrow(DevConfigError);
+    expect(bad({ v: 2, principals: {} })).toThrow(
+      'orrery.config.ts: grants is not a grants document: version 2 (this API reads version 1)',
+    );
+    expect(bad([])).toThrow('grants is not a grants document: not an object');
+    expect(bad({ v: 1, principals: { r: [{ action: 'delete' }] } })).toThrow(
+      'principals["r"][0] has no known action (enqueue, signal, control, operate, read, admin)',
+    );
+    expect(bad({ v: 1, principals: { r: [{ action: 'read', types: 'echo' }] } })).toThrow(
+      'principals["r"][0].types is not a list of job types',
+    );
+    expect(bad({ v: 1, principals: { r: [{ action: 'control', actions: ['delete'] }] } })).toThrow(
+      /principals\["r"\]\[0\]\.actions is not a list of control actions/,
+    );
+  });
+
+  it('rejects callers that are not a list of credentials with an IAM identity', () => {
+    const bad = (value: unknown) => () => devConfigAccess({ default: { jobs: [echo], callers: value } }, file);
+    expect(bad(billing)).toThrow(
+      /^orrery\.config\.ts: callers must be an array of \{ accessKeyId, secretAccessKey, arn \}, not an object/,
+    );
+    expect(bad(['billing'])).toThrow('orrery.config.ts: callers[0] is not an object: it is string');
+    expect(bad([{ ...billing, secretAccessKey: '' }])).toThrow('callers[0].secretAccessKey must be a non-empty string');
+    expect(bad([{ accessKeyId: 'k', secretAccessKey: 's' }])).toThrow('callers[0].arn must be a non-empty string');
+    expect(bad([{ ...billing, arn: 'role/billing' }])).toThrow(
+      'callers[0].arn "role/billing" is no IAM role, user or assumed role ARN',
+    );
+    expect(bad([billing, { ...billing, arn: 'arn:aws:iam::000000000000:user/ops' }])).toThrow(
+      'callers[1].accessKeyId "billing-key" is listed twice',
+    );
+  });
+
+  it('is read by loadDevConfig, and described on start', async () => {
+    const config = await loadDevConfig(file, async () => ({ default: { jobs: [echo], grants, callers: [billing] } }));
+    expect(config).toMatchObject({ jobs: [echo], grants, callers: [billing] });
+    await expect(
+      loadDevConfig(file, async () => ({ default: { jobs: [echo], callers: [{ ...billing, arn: 'x' }] } })),
+    ).rejects.toThrow(DevConfigError);
+    expect(accessLine(config)).toBe(
+      'grants for 1 principal(s); callers arn:aws:sts::000000000000:assumed-role/billing/local; ' +
+        'the default local credentials stay admin; unsigned requests answer 403',
+    );
   });
 });
 

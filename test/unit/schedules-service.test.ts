@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { itemBytes } from '../../shared/aws/dynamo-job-store';
+import { toScheduleItem } from '../../shared/aws/dynamo-schedule-store';
 import { ManualClock } from '../../shared/core/clock';
 import { defineJobType } from '../../shared/core/job-type';
 import { DependencyError, type OrreryError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
+import type { Schedule } from '../../shared/schedules/model';
 import { SchedulesService, triggerDefinition } from '../../shared/schedules/service';
 import { testConfig } from '../support/fakes';
 import { FakeRecurringTrigger, FakeScheduleStore } from '../support/scheduling-fakes';
@@ -171,6 +174,89 @@ describe('SchedulesService: pause, resume, update, delete, list', () => {
     expect(second).toMatchObject({ nextCursor: null });
     expect(second.schedules.map((s) => s.name)).toEqual(['c']);
     expect((await rejection(h.service.list({ limit: '0' }))).issues?.[0]?.path).toBe('limit');
+  });
+});
+
+describe('SchedulesService: who changed a schedule', () => {
+  const alice = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
+  const bob = 'arn:aws:iam::123456789012:role/oncall';
+
+  /** Counts the store's writes, to show the record rides on the change's own write. */
+  function counted(h: ReturnType<typeof setup>) {
+    const writes = { create: 0, save: 0 };
+    const create = h.schedules.create.bind(h.schedules);
+    const save = h.schedules.save.bind(h.schedules);
+    h.schedules.create = (...args) => {
+      writes.create += 1;
+      return create(...args);
+    };
+    h.schedules.save = (...args) => {
+      writes.save += 1;
+      return save(...args);
+    };
+    return writes;
+  }
+
+  it('records the caller, the action and the time of each change, in the write that makes it', async () => {
+    const h = setup();
+    const writes = counted(h);
+    const { schedule } = await h.service.create(nightly, alice);
+    expect(schedule.changedBy).toEqual({ action: 'create', by: alice, at: new Date(NOW).toISOString() });
+    expect(h.schedules.schedules.get('nightly')?.changedBy).toEqual(schedule.changedBy);
+    expect(writes).toEqual({ create: 1, save: 0 });
+
+    h.clock.advance(60_000);
+    const paused = await h.service.pause('nightly', bob);
+    expect(paused.changedBy).toEqual({ action: 'pause', by: bob, at: new Date(NOW + 60_000).toISOString() });
+    expect(writes).toEqual({ create: 1, save: 1 });
+
+    h.clock.advance(60_000);
+    expect((await h.service.resume('nightly', alice)).changedBy).toMatchObject({ action: 'resume', by: alice });
+    h.clock.advance(60_000);
+    const updated = await h.service.update('nightly', { ...nightly, cron: '0 3 * * *' }, bob);
+    expect(updated.changedBy).toEqual({ action: 'update', by: bob, at: new Date(NOW + 180_000).toISOString() });
+    expect(writes).toEqual({ create: 1, save: 3 });
+    expect((await h.service.get('nightly')).changedBy).toEqual(updated.changedBy);
+  });
+
+  it('a replayed create keeps the first creator; a change without a caller keeps the earlier record', async () => {
+    const h = setup();
+    await h.service.create(nightly, alice);
+    const replay = await h.service.create(nightly, bob);
+    expect(replay).toMatchObject({ created: false, schedule: { changedBy: { action: 'create', by: alice } } });
+    await h.service.pause('nightly');
+    expect((await h.service.get('nightly')).changedBy).toMatchObject({ action: 'create', by: alice });
+    // a schedule created without a caller has no record
+    const other = await h.service.create({ ...nightly, name: 'other' });
+    expect(other.schedule).not.toHaveProperty('changedBy');
+  });
+
+  it('adds the record to the schedule item without another write unit for a typical name, role and session', async () => {
+    const h = setup();
+    const name = 'nightly-billing-report';
+    await h.service.create(
+      { ...nightly, name, timezone: 'Europe/Berlin' },
+      'arn:aws:sts::123456789012:assumed-role/billing-service/i-0123456789abcdef0',
+    );
+    const stored = h.schedules.schedules.get(name) as Schedule;
+    // a fired schedule carries its run bookkeeping too: the item every fire rewrites
+    const fired: Schedule = {
+      ...stored,
+      lastFireAt: NOW,
+      lastRunId: `${name}-2026-03-02T02:00:00Z`,
+      lastRunReservedAt: NOW,
+      lastRunConfirmUntil: NOW,
+      lastRunAfter: `${name}-2026-03-01T02:00:00Z`,
+      skipped: 12345,
+      lastSkippedAt: NOW,
+      missed: 12,
+    };
+    const without = { ...fired };
+    delete without.changedBy;
+    const units = (schedule: Schedule) => Math.ceil(itemBytes(toScheduleItem(schedule)) / 1024);
+    expect(itemBytes(toScheduleItem(fired)) - itemBytes(toScheduleItem(without))).toBeGreaterThan(100);
+    expect(units(fired)).toBe(units(without));
+    expect(units(fired)).toBe(1);
   });
 });
 

