@@ -79,6 +79,11 @@ describe('throttle and rate limit on local AWS', () => {
 
       expect([...starts.keys()].sort()).toEqual(['key-0', 'key-1']);
       for (const [key, list] of starts) {
+        console.log(
+          `[throttle] ${key}: ${list.length} starts, over the bound with tolerance ` +
+            `${gcraExcess(list, INTERVAL_MS, BURST, LATE_TURN_MS + EPSILON_MS)} (at most 0), over the exact bound ` +
+            `${gcraExcess(list, INTERVAL_MS, BURST, 0)} (at most 4)`,
+        );
         expect(list, key).toHaveLength(PER_KEY); // each ran once
         const excess = gcraExcess(list, INTERVAL_MS, BURST, LATE_TURN_MS + EPSILON_MS);
         expect(excess, `${key}: starts over the GCRA bound`).toBeLessThanOrEqual(0);
