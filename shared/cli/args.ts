@@ -49,7 +49,15 @@ export const GLOBAL_OPTIONS: Record<string, OptionDef> = {
     value: 'REGION',
     description: 'region to sign for (default: from the URL, then $AWS_REGION)',
   },
-  'no-sign': { type: 'boolean', description: 'send requests unsigned (127.0.0.1/localhost URLs are never signed)' },
+  'no-sign': {
+    type: 'boolean',
+    description: 'send requests unsigned (127.0.0.1/localhost URLs are unsigned unless --sign)',
+  },
+  sign: {
+    type: 'boolean',
+    description:
+      'sign even requests to a 127.0.0.1/localhost API (orrery dev with grants), with the AWS SDK default credentials',
+  },
   json: { type: 'boolean', description: 'print JSON for scripts instead of tables' },
   'no-color': { type: 'boolean', description: 'no colours (also when NO_COLOR is set or output is not a terminal)' },
   help: { type: 'boolean', short: 'h', description: 'show help' },

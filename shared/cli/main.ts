@@ -109,7 +109,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
             client = createClient({
               url,
               ...(typeof options.region === 'string' ? { region: options.region } : {}),
-              ...(options['no-sign'] ? { sign: false } : {}),
+              ...(options['no-sign'] ? { sign: false } : options.sign ? { sign: true } : {}),
               ...(io.fetch ? { fetch: io.fetch } : {}),
             });
           } catch (error) {

@@ -17,10 +17,6 @@ export const dashboard: Command = {
   options: {
     port: { type: 'string', value: 'N', description: 'port on 127.0.0.1 (default: 4700; 0 picks a free one)' },
     'read-only': { type: 'boolean', description: 'hide retry, cancel, redrive and schedule actions, and refuse them' },
-    sign: {
-      type: 'boolean',
-      description: 'sign even requests to a 127.0.0.1/localhost API (one that checks signatures)',
-    },
   },
   examples: ['orrery dashboard', 'AWS_PROFILE=oncall orrery dashboard --read-only --port 4800'],
   async run(context, _args, options) {
