@@ -38,6 +38,7 @@ const CLIENT_CLASSES: Record<string, string> = {
   dynamodb: 'DynamoDBClient',
   sqs: 'SQSClient',
   scheduler: 'SchedulerClient',
+  ssm: 'SSMClient',
 };
 
 export interface BundleFigure {
@@ -84,8 +85,13 @@ async function bundle(options: BuildOptions, outfile: string): Promise<Built> {
 }
 
 function baselineSource(clients: string[]): string {
-  const lines = clients.map((c) => `import { ${CLIENT_CLASSES[c] ?? 'X'} } from '@aws-sdk/client-${c}';`);
-  lines.push(`export const clients = [${clients.map((c) => `new ${CLIENT_CLASSES[c] ?? 'X'}({})`).join(', ')}];`);
+  const classOf = (client: string) => {
+    const name = CLIENT_CLASSES[client];
+    if (!name) throw new Error(`bench/cold-start.ts: add the client class of @aws-sdk/client-${client} to CLIENT_CLASSES`);
+    return name;
+  };
+  const lines = clients.map((c) => `import { ${classOf(c)} } from '@aws-sdk/client-${c}';`);
+  lines.push(`export const clients = [${clients.map((c) => `new ${classOf(c)}({})`).join(', ')}];`);
   return lines.join('\n');
 }
 
