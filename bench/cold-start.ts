@@ -87,7 +87,8 @@ async function bundle(options: BuildOptions, outfile: string): Promise<Built> {
 function baselineSource(clients: string[]): string {
   const classOf = (client: string) => {
     const name = CLIENT_CLASSES[client];
-    if (!name) throw new Error(`bench/cold-start.ts: add the client class of @aws-sdk/client-${client} to CLIENT_CLASSES`);
+    if (!name)
+      throw new Error(`bench/cold-start.ts: add the client class of @aws-sdk/client-${client} to CLIENT_CLASSES`);
     return name;
   };
   const lines = clients.map((c) => `import { ${classOf(c)} } from '@aws-sdk/client-${c}';`);
