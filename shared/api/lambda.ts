@@ -1,5 +1,4 @@
 import type { Context } from 'aws-lambda';
-import { createSsmClient } from '../aws/clients';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
@@ -13,7 +12,7 @@ import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger';
 import { SqsDeadLetterQueues } from '../aws/sqs-dead-letters';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
-import { SsmGrantsSource } from '../aws/ssm-grants-source';
+import { createSsmClient, SsmGrantsSource } from '../aws/ssm-grants-source';
 import { traceClient } from '../aws/tracing';
 import { ENV, type PlatformConfig } from '../config';
 import type { GrantsSource } from '../core/access';

@@ -1,7 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { SSMClient } from '@aws-sdk/client-ssm';
 import type { CostRecorder } from '../core/metrics';
 import { meterCost } from './cost-middleware';
 
@@ -39,17 +38,4 @@ export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
     meterCost(clients.scheduler, cost);
   }
   return clients;
-}
-
-/**
- * The SSM client the API reads its grants with (shared/aws/ssm-grants-source.ts), built from the
- * default configuration chain as {@link createAwsClients} builds the others: locally it is
- * routed by `AWS_ENDPOINT_URL_SSM` alone. Not one of {@link AwsClients}: only the API uses it,
- * once per container.
- *
- * @example
- * const ssm = createSsmClient();
- */
-export function createSsmClient(): SSMClient {
-  return new SSMClient({});
 }

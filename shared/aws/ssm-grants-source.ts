@@ -1,4 +1,4 @@
-import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { type GrantsDocument, type GrantsSource, readGrantsDocument } from '../core/access';
 import { ConfigError } from '../errors';
 import { awsErrorName, translateAwsError } from './errors';
@@ -64,4 +64,17 @@ export function parseGrantsDocument(text: string, source: string): GrantsDocumen
   return readGrantsDocument(raw, (what) => {
     throw new ConfigError(`${source} is not a grants document: ${what}`);
   });
+}
+
+/**
+ * The SSM client the API reads its grants with, built from the
+ * default configuration chain as `createAwsClients` (clients.ts) builds the others: locally it is
+ * routed by `AWS_ENDPOINT_URL_SSM` alone. Not one of `AwsClients`, and in this module rather than clients.ts: only the API
+ * uses it, once per container, so no other function's bundle imports the SSM client.
+ *
+ * @example
+ * const ssm = createSsmClient();
+ */
+export function createSsmClient(): SSMClient {
+  return new SSMClient({});
 }

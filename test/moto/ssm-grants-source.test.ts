@@ -6,8 +6,7 @@
  */
 import { DeleteParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSsmClient } from '../../shared/aws/clients';
-import { SsmGrantsSource } from '../../shared/aws/ssm-grants-source';
+import { createSsmClient, SsmGrantsSource } from '../../shared/aws/ssm-grants-source';
 import type { GrantsDocument } from '../../shared/core/access';
 import { ConfigError } from '../../shared/errors';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
