@@ -4,11 +4,16 @@
  * running attempt finishes on the code it started with, the waiting job resumes on the new code,
  * and a job enqueued after the reload runs the new code: nothing in flight is lost or run twice.
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import * as z from 'zod/mini';
 import { defineJob, defineJobType } from '../../shared/runtime';
+import { buildUi } from '../../ui/build';
 import { assumedRole, localRoleId, startLocalAws } from '../local-aws';
 import { type DevServer, startDevServer } from '../local-aws/dev-server';
 import type { LocalAws } from '../local-aws/index';
@@ -42,13 +47,18 @@ let aws: LocalAws;
 let dev: DevServer;
 const lines: string[] = [];
 
+/** The dashboard the server serves, built from the sources into a directory of this file's own (a clean clone has no ui/dist). */
+const assetsDir = mkdtempSync(join(tmpdir(), 'orrery-dev-ui-'));
+
 beforeAll(async () => {
+  buildUi(assetsDir);
   aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint') });
   dev = await startDevServer({
     jobs: definitions(1),
     port: 0,
     prefix: `dev-${process.pid}`,
     aws,
+    assetsDir,
     log: (line) => lines.push(line),
   });
 });
@@ -56,6 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await dev?.stop();
   await aws?.stop();
+  rmSync(assetsDir, { recursive: true, force: true });
 });
 
 /** A call through the dashboard's API, as the UI makes it (its header guards writes against cross-site requests). */
@@ -123,6 +134,7 @@ it('enforces the grants and callers of the config: a caller gets its grants, the
     port: 0,
     prefix: `dev-grants-${process.pid}`,
     aws,
+    assetsDir,
     log: () => undefined,
     grants: { v: 1, principals: { [localRoleId('billing')]: [{ action: 'enqueue', types: ['slow'] }] } },
     callers: [billing],
