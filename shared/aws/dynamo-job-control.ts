@@ -5,7 +5,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { cancelledJob, pastRetention, restartedJob } from '../core/control';
-import type { ControlResult, JobControl } from '../core/control-ports';
+import type { CancelInput, ControlResult, JobControl, RestartInput } from '../core/control-ports';
 import { jobDueAttributes } from '../core/due';
 import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
@@ -127,14 +127,7 @@ export class DynamoJobControl implements JobControl {
     }
   }
 
-  async cancel(input: {
-    id: string;
-    type?: string;
-    from: readonly JobState[];
-    now: number;
-    expiresAt: number;
-    by?: string;
-  }): Promise<ControlResult> {
+  async cancel(input: CancelInput): Promise<ControlResult> {
     const from = stateIn(input.from);
     const typed = input.type !== undefined;
     const control = controlEntry('cancel', input);
@@ -173,14 +166,7 @@ export class DynamoJobControl implements JobControl {
     return result;
   }
 
-  async restart(input: {
-    id: string;
-    type?: string;
-    types?: readonly string[];
-    from: readonly JobState[];
-    now: number;
-    by?: string;
-  }): Promise<ControlResult> {
+  async restart(input: RestartInput): Promise<ControlResult> {
     const from = stateIn(input.from);
     const control = controlEntry('retry', input);
     // No type matches '' (job types are never empty): an empty list refuses every job.

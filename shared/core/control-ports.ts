@@ -71,6 +71,28 @@ export type ControlResult =
   | { kind: 'refused'; job: Job }
   | { kind: 'missing' };
 
+/** What {@link JobControl.cancel} takes. */
+export interface CancelInput {
+  id: string;
+  type?: string;
+  from: readonly JobState[];
+  now: number;
+  expiresAt: number;
+  /** Who cancels (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
+  by?: string;
+}
+
+/** What {@link JobControl.restart} takes. */
+export interface RestartInput {
+  id: string;
+  type?: string;
+  types?: readonly string[];
+  from: readonly JobState[];
+  now: number;
+  /** Who retries (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
+  by?: string;
+}
+
 /**
  * Operator writes on a job, each one conditional `UpdateItem` with no read before it: the
  * condition checks the state, the type and the retention (a job whose `expiresAt` is before
@@ -85,15 +107,7 @@ export interface JobControl {
    * owner (the token stays, so a running attempt's fenced writes fail). `leaseExpiresAt` stays:
    * no later attempt may start before the cancelled one's lease has run out.
    */
-  cancel(input: {
-    id: string;
-    type?: string;
-    from: readonly JobState[];
-    now: number;
-    expiresAt: number;
-    /** Who cancels (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
-    by?: string;
-  }): Promise<ControlResult>;
+  cancel(input: CancelInput): Promise<ControlResult>;
   /**
    * Starts a new attempt series when the job is in one of `from`, of `type` (if given) and of
    * one of `types` (if given: the deployed types), and not past its retention: state →
@@ -102,15 +116,7 @@ export interface JobControl {
    * (the next claim still increments it) and `leaseExpiresAt` (the claim waits until a
    * cancelled attempt's lease has run out).
    */
-  restart(input: {
-    id: string;
-    type?: string;
-    types?: readonly string[];
-    from: readonly JobState[];
-    now: number;
-    /** Who retries (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
-    by?: string;
-  }): Promise<ControlResult>;
+  restart(input: RestartInput): Promise<ControlResult>;
   /**
    * Undoes a {@link restart} whose message could not be sent: puts back `previous`'s state,
    * times and TTL, only if the job is still the restarted one (queued, no attempt started).

@@ -6,6 +6,7 @@
 
 import { cancelledJob, pastRetention, restartedJob } from '../../shared/core/control';
 import type {
+  CancelInput,
   ControlResult,
   DeadLetter,
   DeadLetterQueues,
@@ -16,6 +17,7 @@ import type {
   JobIndex,
   MoveTaskStart,
   ReceivedLetter,
+  RestartInput,
 } from '../../shared/core/control-ports';
 import { jobDueAttributes } from '../../shared/core/due';
 import type { Job } from '../../shared/core/job';
@@ -57,14 +59,7 @@ export class FakeJobControl implements JobControl {
   }
 
   /** Keeps the token and `leaseExpiresAt`, so no new attempt starts while the cancelled one may run. */
-  async cancel(input: {
-    id: string;
-    type?: string;
-    from: readonly JobState[];
-    now: number;
-    expiresAt: number;
-    by?: string;
-  }) {
+  async cancel(input: CancelInput) {
     return this.apply(
       input,
       (job) => {
@@ -77,14 +72,7 @@ export class FakeJobControl implements JobControl {
   }
 
   /** Keeps the token and `leaseExpiresAt` (the claim's fence), the errors and the last writer. */
-  async restart(input: {
-    id: string;
-    type?: string;
-    types?: readonly string[];
-    from: readonly JobState[];
-    now: number;
-    by?: string;
-  }) {
+  async restart(input: RestartInput) {
     return this.apply(
       input,
       (job) => {
