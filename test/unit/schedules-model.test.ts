@@ -250,6 +250,15 @@ describe('schedule items', () => {
     expect(withDue({ ...schedule, state: 'paused' }, NOW).dueAt).toBeUndefined();
   });
 
+  it('while catching up, are due again by the next pass of a one-minute rule, even one that comes a little early', () => {
+    // EventBridge's rate(1 minute) runs passes about a minute apart, not exactly: a schedule the
+    // pass at NOW looked at must not slip past the pass after it (the bound of one rule interval).
+    const behind = { ...schedule, nextFireAt: NOW - 3600_000 };
+    const nextPass = NOW + 59_000;
+    expect(withDue(behind, NOW).dueAt).toBeGreaterThan(NOW);
+    expect(withDue(behind, NOW).dueAt).toBeLessThanOrEqual(nextPass);
+  });
+
   it('compare by definition, not by firing state', () => {
     expect(definitionOf({ ...schedule, version: 9, skipped: 7 })).toBe(definitionOf(schedule));
     expect(definitionOf({ ...schedule, overlap: 'allow' })).not.toBe(definitionOf(schedule));
