@@ -300,12 +300,18 @@ export function triggerName(name: string): string {
   return `${prefix}${name.slice(0, 64 - prefix.length - hash.length - 1)}.${hash}`;
 }
 
-/** A schedule whose fire is this overdue is fired by the supervisor again, a minute later at the earliest. */
-export const CATCH_UP_RETRY_MS = 60_000;
+/**
+ * How long after `now` a schedule being caught up is due again: after this supervisor pass, and
+ * by the next one. Half of the rule's one minute, because EventBridge runs the passes about a
+ * minute apart, not exactly; with a full minute, a pass that came a little early would miss the
+ * schedule, and its overdue slot would slip a minute past the documented bound.
+ */
+export const CATCH_UP_RETRY_MS = 30_000;
 
 /**
  * Sets `dueAt` for an enabled schedule: its next fire plus the grace Scheduler gets, but never
- * earlier than a minute from `now` (a schedule being caught up stays in the supervisor's window).
+ * earlier than {@link CATCH_UP_RETRY_MS} from `now` (a schedule being caught up stays in the
+ * supervisor's window, for its next pass).
  */
 export function withDue(schedule: Schedule, now: number): Schedule {
   const next = { ...schedule };

@@ -243,10 +243,10 @@ describe('schedule items', () => {
     missed: 0,
   };
 
-  it('are due two minutes after the next fire, or a minute from now while catching up', () => {
+  it('are due two minutes after the next fire, or half a minute from now while catching up', () => {
     expect(withDue(schedule, NOW).dueAt).toBe(Date.parse('2026-03-02T02:02:00Z'));
     const behind = { ...schedule, nextFireAt: NOW - 3600_000 };
-    expect(withDue(behind, NOW).dueAt).toBe(NOW + 60_000);
+    expect(withDue(behind, NOW).dueAt).toBe(NOW + 30_000);
     expect(withDue({ ...schedule, state: 'paused' }, NOW).dueAt).toBeUndefined();
   });
 
