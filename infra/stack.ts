@@ -1,5 +1,5 @@
 import { Stack, type StackProps } from 'aws-cdk-lib';
-import { ArnPrincipal } from 'aws-cdk-lib/aws-iam';
+import { ArnPrincipal, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 import {
   accountSyncJob,
@@ -14,6 +14,7 @@ import {
   tenantSyncJob,
   welcomeEmailJob,
 } from '../functions/jobs/catalog';
+import type { Grant } from '../shared/core/access';
 import { JobPlatform, type JobPlatformProps } from './constructs/job-platform';
 
 export interface OrreryStackProps extends StackProps {
@@ -27,6 +28,19 @@ export interface OrreryStackProps extends StackProps {
    * @default none: every call answers 403 until something is granted
    */
   readonly admins?: readonly string[];
+  /**
+   * ARNs of IAM roles or users mapped to their scoped grants (`{ action: 'enqueue', types: [...] }`
+   * and the like, see `Grant` in shared/core/access.ts), each applied with the matching
+   * `JobPlatform.grant*` method. The app takes them from `-c orrery:callers=<json>` or an object
+   * under `orrery:callers` in cdk.json.
+   * @default none
+   *
+   * @example
+   * new OrreryStack(app, 'Orrery', {
+   *   callers: { 'arn:aws:iam::123456789012:role/billing': [{ action: 'enqueue', types: ['send-invoice'] }] },
+   * });
+   */
+  readonly callers?: Readonly<Record<string, readonly Grant[]>>;
 }
 
 /**
@@ -53,5 +67,34 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: packItemJob, entry: 'functions/jobs/pack-item.ts' });
     this.platform.addJobType({ spec: shipOrderJob, entry: 'functions/jobs/ship-order.ts' });
     for (const arn of props.admins ?? []) this.platform.grantAdmin({ grantPrincipal: new ArnPrincipal(arn) });
+    for (const [arn, grants] of Object.entries(props.callers ?? {})) {
+      const caller = { grantPrincipal: new ArnPrincipal(arn) };
+      for (const grant of grants) applyGrant(this.platform, caller, grant);
+    }
+  }
+}
+
+/** Applies one grant with the `JobPlatform.grant*` method of its action. */
+function applyGrant(platform: JobPlatform, caller: IGrantable, grant: Grant): void {
+  const types = 'types' in grant && grant.types !== undefined ? { types: grant.types } : {};
+  switch (grant.action) {
+    case 'enqueue':
+      platform.grantEnqueue(caller, types);
+      return;
+    case 'signal':
+      platform.grantSignal(caller, types);
+      return;
+    case 'read':
+      platform.grantRead(caller, types);
+      return;
+    case 'control':
+      platform.grantControl(caller, { ...types, ...(grant.actions !== undefined ? { actions: grant.actions } : {}) });
+      return;
+    case 'operate':
+      platform.grantOperate(caller);
+      return;
+    case 'admin':
+      platform.grantAdmin(caller);
+      return;
   }
 }

@@ -2,6 +2,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { AccountRootPrincipal, ArnPrincipal, type IGrantable, Role, ServicePrincipal, User } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
+import { adminsFromContext, callersFromContext } from '../../infra/app-context';
 import {
   ADVANCED_PARAMETER_BYTES,
   RESOLVED_PART_BYTES,
@@ -310,5 +311,68 @@ describe("the repository's app: admins from -c orrery:admins", () => {
       ['arn:aws:iam::000000000000:user/local', 'AWS_IAM'],
       ['arn:aws:iam::210987654321:role/ops/platform-team', 'AWS_IAM'],
     ]);
+  });
+});
+
+describe("the repository's app: scoped grants from -c orrery:callers", () => {
+  const billing = 'arn:aws:iam::210987654321:role/billing';
+  const support = 'arn:aws:iam::210987654321:role/support/desk';
+
+  it("applies each caller's grants with the matching grant method, one invoke permission per caller", () => {
+    const callers = callersFromContext(
+      JSON.stringify({
+        [billing]: [
+          { action: 'enqueue', types: ['echo'] },
+          { action: 'read', types: ['echo'] },
+        ],
+        [support]: [{ action: 'control', types: ['flaky'], actions: ['retry'] }, { action: 'operate' }],
+      }),
+    );
+    const stack = new OrreryStack(testApp(), 'Orrery', { callers });
+    expect(stack.platform.grants.document(false).principals).toEqual({
+      [billing]: [
+        { action: 'enqueue', types: ['echo'] },
+        { action: 'read', types: ['echo'] },
+      ],
+      'arn:aws:iam::210987654321:role/desk': [
+        { action: 'control', types: ['flaky'], actions: ['retry'] },
+        { action: 'operate' },
+      ],
+    });
+    const apiArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.platform.api.handler), 'Arn'] });
+    const principals = Object.values(resources(flatTemplate(stack), 'AWS::Lambda::Permission'))
+      .filter((permission) => JSON.stringify(permission.Properties?.FunctionName) === apiArn)
+      .filter((permission) => permission.Properties?.Action === 'lambda:InvokeFunctionUrl')
+      .map((permission) => permission.Properties?.Principal);
+    expect(principals.sort()).toEqual([billing, support]);
+  });
+
+  it('takes an object from cdk.json as it is, and nothing when unset', () => {
+    expect(callersFromContext({ [billing]: [{ action: 'signal' }] })).toEqual({ [billing]: [{ action: 'signal' }] });
+    expect(callersFromContext(undefined)).toEqual({});
+  });
+
+  it.each([
+    ['not JSON', '{"arn', /not JSON/],
+    ['a list', '[]', /principals is not an object/],
+    ['an unknown action', JSON.stringify({ [billing]: [{ action: 'delete' }] }), /has no known action/],
+    ['types that are not a list', JSON.stringify({ [billing]: [{ action: 'read', types: 'echo' }] }), /types/],
+  ])('fails the synthesis on %s, naming the key', (_what, value, reason) => {
+    expect(() => callersFromContext(value)).toThrow(/context orrery:callers must map/);
+    expect(() => callersFromContext(value)).toThrow(reason);
+  });
+
+  it('fails the synthesis on a grant of a type the app does not deploy', () => {
+    const stack = new OrreryStack(testApp(), 'Orrery', {
+      callers: { [billing]: [{ action: 'enqueue', types: ['nope'] }] },
+    });
+    expect(() => flatTemplate(stack)).toThrow(/nope/);
+  });
+
+  it('reads admins from the command line (commas) or cdk.json (a list)', () => {
+    expect(adminsFromContext(` ${billing}, ${support} ,`)).toEqual([billing, support]);
+    expect(adminsFromContext([billing])).toEqual([billing]);
+    expect(adminsFromContext(undefined)).toEqual([]);
+    expect(() => adminsFromContext(7)).toThrow(/orrery:admins must be ARNs/);
   });
 });
