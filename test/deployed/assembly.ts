@@ -78,11 +78,17 @@ export async function synthesize(
     timeoutMs?: number;
     /** ARNs granted everything on the API (`-c orrery:admins`, infra/app.ts). @default none */
     admins?: readonly string[];
+    /** ARNs mapped to scoped grants (`-c orrery:callers`, infra/app.ts). @default none */
+    callers?: Readonly<Record<string, readonly unknown[]>>;
   } = {},
 ): Promise<void> {
   const cli = join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
   const admins = options.admins?.length ? ['-c', `orrery:admins=${options.admins.join(',')}`] : [];
-  const args = [cli, 'synth', '--quiet', '--output', outdir, ...admins];
+  const callers =
+    options.callers && Object.keys(options.callers).length > 0
+      ? ['-c', `orrery:callers=${JSON.stringify(options.callers)}`]
+      : [];
+  const args = [cli, 'synth', '--quiet', '--output', outdir, ...admins, ...callers];
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, CDK_DOCKER: '/nonexistent/docker-must-not-be-used', CI: 'true' },

@@ -30,6 +30,7 @@ import type { TestProject } from 'vitest/node';
 import { localClients } from '../local-aws/clients';
 import { findMotoServer, MOTO_INSTALL_HINT, startMotoServer, startSerialProxy } from '../local-aws/moto';
 import { LOCAL_ACCOUNT_ID } from '../local-aws/sqs';
+import { CALLER_GRANTS, CALLERS } from '../support/grants-callers';
 import { REPO_ROOT, readAssembly, synthesize } from './assembly';
 import type { AwsEndpoint } from './aws-api';
 import { summariseCalls } from './call-summary';
@@ -73,8 +74,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let cdkOut = reuse ? resolve(reuse) : join(outDir, 'cdk.out');
   if (!reuse) {
     rmSync(cdkOut, { recursive: true, force: true });
-    // The e2e suite's caller is granted everything; the grants themselves are checked by their own tests.
-    await synthesize(cdkOut, { admins: [CALLER_ARN] });
+    // The e2e suite's caller is granted everything; the grants matrix's callers what each holds
+    // (test/support/grants-matrix.ts, run by grants-matrix.test.ts).
+    await synthesize(cdkOut, { admins: [CALLER_ARN], callers: CALLER_GRANTS });
     log(`synthesized with bundling into ${cdkOut} (${lap()})`);
   }
   cdkOut = resolve(cdkOut);
@@ -112,6 +114,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       logDir: join(outDir, 'logs'),
       functionUrlHost: FUNCTION_URL_HOST,
       callerSecrets: { [CALLER_ACCESS_KEY]: callerSecret },
+      callers: Object.values(CALLERS),
       ...(process.env.ORRERY_DEPLOYED_SCHEDULE_MS
         ? { scheduleIntervalMs: Number(process.env.ORRERY_DEPLOYED_SCHEDULE_MS) }
         : {}),

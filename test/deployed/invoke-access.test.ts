@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import { describe, expect, it } from 'vitest';
 import { LOCAL_USER_ARN } from '../local-aws/function-url';
+import { CALLER_GRANTS } from '../support/grants-callers';
 
 interface Deployment {
   functions: { configuration: { FunctionName: string; FunctionArn: string; Role: string } }[];
@@ -80,6 +81,15 @@ describe('invoking the API (the outer IAM layer)', () => {
   it('allows the admin the stack was deployed with', async () => {
     expect(LOCAL_USER_ARN.split(':')[4]).not.toBe(stackAccount); // another account: the resource policy decides
     expect(await invoke(LOCAL_USER_ARN, [{ name: 'lambda-admin', policy: LAMBDA_ADMIN }])).toBe('Allowed');
+  });
+
+  it('allows each caller granted through -c orrery:callers, scoped grants included (the matrix is the inner layer)', async () => {
+    const granted = Object.keys(CALLER_GRANTS);
+    expect(granted.length).toBeGreaterThan(0);
+    for (const role of granted) {
+      expect(JSON.stringify(url?.resourcePolicy ?? {}), role).toContain(role);
+      expect(await invoke(role, [{ name: 'lambda-admin', policy: LAMBDA_ADMIN }]), role).toBe('Allowed');
+    }
   });
 
   it('denies a caller of the same other account that was not granted, however broad its own policies', async () => {

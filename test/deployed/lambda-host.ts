@@ -19,7 +19,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
-import { startFunctionUrlServer } from '../local-aws/function-url';
+import { type LocalCaller, startFunctionUrlServer } from '../local-aws/function-url';
 import { lambdaContext } from '../local-aws/lambda-context';
 import { type QueueRunner, startQueueRunner } from '../local-aws/lambda-runner';
 import { trackChild } from '../local-aws/process-guard';
@@ -43,6 +43,11 @@ export interface LambdaHostOptions {
   functionUrlHost: string;
   /** Credentials allowed to call `AWS_IAM` Function URLs (their signatures are verified). */
   callerSecrets: LocalSecrets;
+  /**
+   * Callers with identities of their own (assumed roles with a session): their signatures are
+   * verified too, and each call carries its ARN in `requestContext.authorizer.iam`. @default none
+   */
+  callers?: readonly LocalCaller[];
   /** Execution environments per function at most. @default 8 */
   maxEnvironments?: number;
   /** Each function's deployed Timeout is enforced times this (see moto-patches.ts). @default 1 */
@@ -111,6 +116,7 @@ export function createLambdaHost(options: LambdaHostOptions): LambdaHost {
           functionName: logicalId,
           authType: authType === 'AWS_IAM' ? 'AWS_IAM' : 'NONE',
           secrets: options.callerSecrets,
+          callers: options.callers ?? [],
           // The function's own timeout is enforced by its environments (which end a timed-out one).
           timeoutMs: 900_000,
           handler: async (event, context) => {

@@ -14,7 +14,8 @@ import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { captureLogs } from '../support/fakes';
-import { CALLERS, DOCUMENT, expectAuditLines, matrixOn, WHO } from '../support/grants-matrix';
+import { CALLERS, DOCUMENT, WHO } from '../support/grants-callers';
+import { expectAuditLines, matrixOn } from '../support/grants-matrix';
 
 const logs = captureLogs();
 let aws: LocalAws;

@@ -12,45 +12,7 @@
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { expect } from 'vitest';
-import type { Grant, GrantsDocument } from '../../shared/core/access';
-import type { LocalCaller } from '../local-aws/function-url';
-import { assumedRole, localRoleId } from '../local-aws/local-access';
-
-export type Who = 'enqueue' | 'enqueueEcho' | 'signal' | 'controlEcho' | 'operate' | 'readEcho' | 'admin' | 'unlisted';
-export const WHO: readonly Who[] = [
-  'enqueue',
-  'enqueueEcho',
-  'signal',
-  'controlEcho',
-  'operate',
-  'readEcho',
-  'admin',
-  'unlisted',
-];
-
-/** Each principal's grants (`unlisted` has none: it holds the invoke permission by some other policy). */
-export const GRANTS: Readonly<Record<Exclude<Who, 'unlisted'>, readonly Grant[]>> = {
-  enqueue: [{ action: 'enqueue' }],
-  enqueueEcho: [{ action: 'enqueue', types: ['echo'] }],
-  signal: [{ action: 'signal' }],
-  controlEcho: [{ action: 'control', types: ['echo'], actions: ['cancel', 'bulk'] }],
-  operate: [{ action: 'operate' }],
-  readEcho: [{ action: 'read', types: ['echo'] }],
-  admin: [{ action: 'admin' }],
-};
-
-/** The role each principal assumes (`svc-<who>`), in a session of its own. */
-export const CALLERS = Object.fromEntries(
-  WHO.map((who) => [who, assumedRole(`svc-${who}`, `session-${who}`)]),
-) as Readonly<Record<Who, LocalCaller>>;
-
-/** The role ARNs and their grants, as `-c orrery:callers` takes them (the deployed stack). */
-export const CALLER_GRANTS: Readonly<Record<string, readonly Grant[]>> = Object.fromEntries(
-  Object.entries(GRANTS).map(([who, grants]) => [localRoleId(`svc-${who}`), grants]),
-);
-
-/** The grants document the construct would write for them (the local platform). */
-export const DOCUMENT: GrantsDocument = { v: 1, principals: CALLER_GRANTS };
+import { CALLERS, type Who } from './grants-callers';
 
 export interface Credentials {
   accessKeyId: string;
