@@ -1,13 +1,13 @@
 /**
- * The grants matrix (issue "who may do what"), shared by the target it runs on: local AWS
+ * The grants matrix (who may do what), shared by the target it runs on: local AWS
  * (test/integration/access-grants.test.ts, a platform of its own) and the deployed stack
  * (test/deployed/grants-matrix.test.ts, the app synthesized with these callers). For each grant, a
  * principal (its own credentials, an assumed role with a session) calls every route: allowed
  * calls succeed; every other call answers 403 `forbidden` naming the action (and the type), and
  * an admin reads back that nothing was written.
  *
- * Every job it makes waits (a delay, or a runAt an hour on), so none runs while the matrix reads
- * it back, on a target whose workers run.
+ * Every job it makes waits (a delay, or a runAt an hour on), and every schedule fires once a year,
+ * so nothing runs while the matrix reads it back, on a target whose workers run.
  */
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -43,6 +43,8 @@ export function matrixOn(target: MatrixTarget) {
   /** Jobs wait a quarter of an hour: none runs while the matrix looks at it. */
   const WAIT = { delaySeconds: 900 };
   const later = () => ({ runAt: new Date(Date.now() + 3_600_000).toISOString() });
+  /** Its schedules fire once a year (January 1st): none fires while the suite runs, even by the supervisor. */
+  const YEARLY = { cron: '0 0 1 1 *' };
 
   /** A request signed with `credentials` (SigV4, service `lambda`, as for a Function URL). */
   async function request(credentials: Credentials, method: string, path: string, body?: unknown): Promise<Answer> {
@@ -233,7 +235,7 @@ export function matrixOn(target: MatrixTarget) {
         allowed: ['operate', 'admin'],
         async run(as) {
           schedule = uid('sched');
-          const definition = { name: schedule, type: 'echo', payload: {}, rate: '1 hour' };
+          const definition = { name: schedule, type: 'echo', payload: {}, ...YEARLY };
           if (what === 'create') return request(as, 'POST', '/schedules', definition);
           await adminOk('POST', '/schedules', definition);
           return what === 'pause'
@@ -322,9 +324,9 @@ export function matrixOn(target: MatrixTarget) {
       name: uid('s-flaky'),
       type: 'flaky',
       payload: payloadFor('flaky'),
-      rate: '1 hour',
+      ...YEARLY,
     });
-    await adminOk('POST', '/schedules', { name: uid('s-echo'), type: 'echo', payload: {}, rate: '1 hour' });
+    await adminOk('POST', '/schedules', { name: uid('s-echo'), type: 'echo', payload: {}, ...YEARLY });
     const overview = await request(CALLERS.readEcho, 'GET', '/overview');
     expect((overview.body.types as { type: string }[]).map((t) => t.type)).toEqual(['echo']);
     const schedules = await request(CALLERS.readEcho, 'GET', '/schedules');
@@ -358,7 +360,7 @@ export function matrixOn(target: MatrixTarget) {
     await target.sendToDlq('sleep', JSON.stringify({ v: 1, id: uid('dl'), type: 'sleep' }));
     expect((await request(CALLERS.operate, 'POST', '/dlq/redrive', { type: 'sleep' })).status).toBeLessThan(300);
     const schedule = uid('audit-s');
-    await adminOk('POST', '/schedules', { name: schedule, type: 'echo', payload: {}, rate: '1 hour' });
+    await adminOk('POST', '/schedules', { name: schedule, type: 'echo', payload: {}, ...YEARLY });
     expect((await admin('GET', `/schedules/${schedule}`)).body.changedBy).toMatchObject({ action: 'create' });
     expect((await request(CALLERS.operate, 'POST', `/schedules/${schedule}/pause`)).status).toBe(200);
     const paused = (await admin('GET', `/schedules/${schedule}`)).body;
