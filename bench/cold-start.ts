@@ -2,15 +2,21 @@
  * Cold-start cost of each Lambda: its bundle built the way the CDK construct builds it (esbuild,
  * ESM, minified, every dependency and the AWS SDK inside, Node 24), its size, and the time a
  * fresh Node process takes to import it, compared with a bundle that only imports and
- * instantiates the same AWS SDK clients.
+ * instantiates the same AWS SDK clients. And the API's one call at cold start: the load of its
+ * grants (one SSM GetParameter through a fresh client).
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { type BuildOptions, build } from 'esbuild';
+import { ADVANCED_PARAMETER_BYTES } from '../infra/constructs/api-grants';
+import type { GrantsDocument } from '../shared/core/access';
+import { listenOnLoopback } from '../test/local-aws/loopback';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -58,6 +64,22 @@ export interface BundleFigure {
   ratio?: number;
 }
 
+/**
+ * The API's grants load at cold start (shared/api/lambda.ts): `createSsmClient()` and the first
+ * `SsmGrantsSource.load()`, in a fresh process that has already imported the code, against a
+ * loopback stub of SSM that answers at once. On AWS the network and SSM's own latency come on top.
+ */
+export interface GrantsLoadFigure {
+  /** What answered the GetParameter. */
+  target: string;
+  /** Bytes of the grants document answered: the most one parameter holds. */
+  documentBytes: number;
+  /** Median ms: a fresh client and its first GetParameter, the document parsed and checked. */
+  firstMs: number;
+  /** Median ms of a second load with the same client: the part that is not the client's first call. */
+  nextMs: number;
+}
+
 export interface ColdStartResult {
   runs: number;
   node: string;
@@ -65,6 +87,7 @@ export interface ColdStartResult {
   emptyProcessMs: number;
   bundles: BundleFigure[];
   baselines: BundleFigure[];
+  grantsLoad: GrantsLoadFigure;
 }
 
 interface Built {
@@ -108,6 +131,85 @@ function load(file: string | undefined): { importMs: number; processMs: number }
   const processMs = performance.now() - started;
   if (child.status !== 0) throw new Error(`loading ${file} failed: ${child.stderr}`);
   return { importMs: (JSON.parse(child.stdout) as { importMs: number }).importMs, processMs };
+}
+
+const GRANTS_PARAMETER = 'bench-grants';
+
+/** A grants document as large as one parameter holds: one enqueue grant of one type per role. */
+function largestGrants(): GrantsDocument {
+  const principals: Record<string, GrantsDocument['principals'][string]> = {};
+  for (let i = 0; ; i++) {
+    const id = `arn:aws:iam::123456789012:role/bench-service-${i}`;
+    principals[id] = [{ action: 'enqueue', types: [`bench-type-${i}`] }];
+    if (JSON.stringify({ v: 1, principals }).length > ADVANCED_PARAMETER_BYTES) {
+      delete principals[id];
+      return { v: 1, principals };
+    }
+  }
+}
+
+/**
+ * `runs` fresh processes, each importing the grants source built as the API's bundle holds it,
+ * then timing a fresh SSM client's first load and a second one. SSM is a loopback HTTP server
+ * in this process answering GetParameter with {@link largestGrants}: the SDK's whole path runs
+ * (credentials from the environment, as on Lambda; endpoint, SigV4, the connection, the answer
+ * parsed), but no network and no service time.
+ */
+async function measureGrantsLoad(dir: string, runs: number): Promise<GrantsLoadFigure> {
+  const value = JSON.stringify(largestGrants());
+  const answer = JSON.stringify({
+    Parameter: { Name: GRANTS_PARAMETER, Type: 'String', Value: value, Version: 1, DataType: 'text' },
+  });
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { Name?: string };
+      const ok = request.headers['x-amz-target'] === 'AmazonSSM.GetParameter' && body.Name === GRANTS_PARAMETER;
+      response.writeHead(ok ? 200 : 400, { 'content-type': 'application/x-amz-json-1.1' });
+      response.end(ok ? answer : JSON.stringify({ __type: 'ParameterNotFound', message: 'bench stub' }));
+    });
+  });
+  const endpoint = await listenOnLoopback(server);
+  try {
+    const source = {
+      contents: "export * from './shared/aws/ssm-grants-source';",
+      resolveDir: ROOT,
+      loader: 'ts' as const,
+    };
+    const { file } = await bundle({ stdin: source }, join(dir, 'grants.mjs'));
+    const script =
+      `const { createSsmClient, SsmGrantsSource } = await import(${JSON.stringify(pathToFileURL(file).href)});` +
+      'let t = performance.now(); const client = createSsmClient();' +
+      `const source = new SsmGrantsSource(client, ${JSON.stringify(GRANTS_PARAMETER)});` +
+      'await source.load(); const firstMs = performance.now() - t;' +
+      't = performance.now(); await source.load(); const nextMs = performance.now() - t;' +
+      'client.destroy(); process.stdout.write(JSON.stringify({ firstMs, nextMs }));';
+    const env = {
+      PATH: process.env.PATH ?? '',
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_SSM: endpoint,
+      AWS_ACCESS_KEY_ID: 'AKIDBENCH',
+      AWS_SECRET_ACCESS_KEY: 'bench-secret',
+      AWS_SESSION_TOKEN: 'bench-session',
+    };
+    // Asynchronous: the stub answers from this process's event loop while the child waits.
+    const once = async () => {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { env });
+      return JSON.parse(stdout) as { firstMs: number; nextMs: number };
+    };
+    await once(); // warm the file cache
+    const samples = [];
+    for (let run = 0; run < runs; run++) samples.push(await once());
+    return {
+      target: 'a loopback stub of SSM in the bench process (no network, no service time)',
+      documentBytes: value.length,
+      firstMs: round(median(samples.map((s) => s.firstMs))),
+      nextMs: round(median(samples.map((s) => s.nextMs))),
+    };
+  } finally {
+    await new Promise((done) => server.close(done));
+  }
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? 0;
@@ -189,6 +291,7 @@ export async function measureColdStart(runs: number): Promise<ColdStartResult> {
       emptyProcessMs: round(median(empty)),
       bundles: bundleFigures,
       baselines: baselineFigures,
+      grantsLoad: await measureGrantsLoad(dir, runs),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

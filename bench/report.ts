@@ -165,6 +165,16 @@ function coldStartTable(c: ColdStartResult): string {
   );
 }
 
+/** One line: the API's grants load at cold start, and what it was measured against. */
+function grantsLoadLine(c: ColdStartResult): string {
+  const g = c.grantsLoad;
+  return (
+    `API grants load at cold start (a fresh SSM client's first GetParameter, a ${g.documentBytes}-byte grants ` +
+    `document parsed and checked; median of ${c.runs} fresh processes): **${g.firstMs} ms** (a second call with the same ` +
+    `client: ${g.nextMs} ms). Measured against ${g.target}; on AWS the network and SSM's own latency come on top.`
+  );
+}
+
 function journalTable(journal: JournalBench | undefined): string {
   if (!journal) return '';
   return table(
@@ -247,6 +257,7 @@ export function renderReport(r: BenchResults): string {
     overheadTable(r.overhead),
     `## Cold start (${r.coldStart.runs} fresh ${r.coldStart.node} processes per bundle; empty process ${r.coldStart.emptyProcessMs} ms)`,
     coldStartTable(r.coldStart),
+    grantsLoadLine(r.coldStart),
     '## Throughput on local AWS (our code + emulators on this machine)',
     throughputTable(r.throughput),
     '## Workflow journal on local AWS (resume reads, before and after, in the same run)',

@@ -12,7 +12,7 @@ import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRIC, TYPE_DIMENSION } from '../../shared/core/metrics';
+import { ACCESS_METRIC, METRIC, TYPE_DIMENSION } from '../../shared/core/metrics';
 import {
   DEFAULT_METRICS_PERIOD,
   failureRate,
@@ -67,10 +67,11 @@ const WIDTH = 24;
 
 /**
  * A CloudWatch dashboard of the platform: a row for the platform (API and supervisor
- * invocations, errors and throttles, table throttles, the platform alarms), then a row per job
- * type: jobs enqueued, started, succeeded, failed, retried and dead-lettered; queue delay and run
- * duration (p50, p99); the ready queue and its dead-letter queue; the AWS requests and write units
- * the worker spent; the failure rate; and the type's alarms.
+ * invocations, errors and throttles, the API's forbidden calls and operator actions, table
+ * throttles, the platform alarms), then a row per job type: jobs enqueued, started, succeeded,
+ * failed, retried and dead-lettered; queue delay and run duration (p50, p99); the ready queue and
+ * its dead-letter queue; the AWS requests and write units the worker spent; the failure rate; and
+ * the type's alarms.
  *
  * @example
  * const dashboard = new PlatformDashboard(this, 'Dashboard', { table, api, supervisor, namespace: 'Orrery' });
@@ -108,19 +109,28 @@ export class PlatformDashboard extends Construct {
       f.metricErrors({ period, label: `${name} errors` }),
       f.metricThrottles({ period, label: `${name} throttles` }),
     ];
+    // Every type at once, whatever their number: one SEARCH expression each, constant in size.
+    const search = (metric: string) =>
+      `SEARCH('{${props.namespace},${TYPE_DIMENSION}} MetricName="${metric}"', 'Sum', ${period.toSeconds()})`;
+    const everyType = (metric: string, label: string) =>
+      new MathExpression({ expression: search(metric), label, period });
+    // The access metrics carry the type a call touched (`-` for none): summed over all of them.
+    const allTypes = (metric: string, label: string) =>
+      new MathExpression({ expression: `SUM(${search(metric)})`, label, period });
     const row = [
-      graph('API', fn(props.api, 'API'), 8),
-      graph('Supervisor', fn(props.supervisor, 'supervisor'), 8),
-      graph('Job table: throttled requests', [tableThrottles(props.table, period)], 8),
+      graph('API', fn(props.api, 'API'), 6),
+      graph(
+        'API access',
+        [
+          allTypes(ACCESS_METRIC.forbidden, 'calls forbidden'),
+          allTypes(ACCESS_METRIC.operatorAction, 'operator actions'),
+        ],
+        6,
+      ),
+      graph('Supervisor', fn(props.supervisor, 'supervisor'), 6),
+      graph('Job table: throttled requests', [tableThrottles(props.table, period)], 6),
     ];
     this.dashboard.addWidgets(...row);
-    // Every type at once, whatever their number: one SEARCH expression each, constant in size.
-    const everyType = (metric: string, label: string) =>
-      new MathExpression({
-        expression: `SEARCH('{${props.namespace},${TYPE_DIMENSION}} MetricName="${metric}"', 'Sum', ${period.toSeconds()})`,
-        label,
-        period,
-      });
     this.dashboard.addWidgets(
       graph('Every type: jobs succeeded', [everyType(METRIC.succeeded, 'succeeded')], 8),
       graph('Every type: jobs failed', [everyType(METRIC.failed, 'failed')], 8),

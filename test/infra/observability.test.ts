@@ -253,6 +253,33 @@ describe('dashboard', () => {
     expect(shown).toHaveLength(4 + 4 * types.length);
   });
 
+  /** The expressions of the graph titled `title`, as the dashboard body holds them. */
+  function graphExpressions(t: Template, title: string): { expression: string; label: string }[] {
+    const parsed = JSON.parse(body(t)) as { widgets: { properties: { title?: string; metrics?: unknown[][] } }[] };
+    const widget = parsed.widgets.find((w) => w.properties.title === title);
+    if (!widget) throw new Error(`no graph ${title}`);
+    return (widget.properties.metrics ?? []).flatMap((m) => m.filter((part) => typeof part === 'object')) as {
+      expression: string;
+      label: string;
+    }[];
+  }
+
+  it("shows the API's CallsForbidden and OperatorActions, summed over their type dimension, in the metrics namespace", () => {
+    // The API writes them as the job metrics are written: dimension `type` (`-` for a call on no one
+    // type); a metric with a dimension is only found with it, so the graph sums every `type` value.
+    const sum = (namespace: string, metric: string) =>
+      `SUM(SEARCH('{${namespace},type} MetricName="${metric}"', 'Sum', 300))`;
+    expect(graphExpressions(template, 'API access')).toEqual([
+      expect.objectContaining({ expression: sum('Orrery', 'CallsForbidden'), label: 'calls forbidden' }),
+      expect.objectContaining({ expression: sum('Orrery', 'OperatorActions'), label: 'operator actions' }),
+    ]);
+    const custom = new OrreryStack(testApp(), 'AccessNamespace', { platform: { metricsNamespace: 'Orrery/prod' } });
+    expect(graphExpressions(flatTemplate(custom), 'API access').map((m) => m.expression)).toEqual([
+      sum('Orrery/prod', 'CallsForbidden'),
+      sum('Orrery/prod', 'OperatorActions'),
+    ]);
+  });
+
   it('takes its name from dashboardName', () => {
     const named = new OrreryStack(testApp(), 'Named', { platform: { dashboardName: 'orrery-prod' } });
     flatTemplate(named).hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'orrery-prod' });
