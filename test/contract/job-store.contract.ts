@@ -1036,6 +1036,20 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       expect(result).toMatchObject({ kind: 'applied', job: { state: 'cancelled' }, previous: j });
     });
 
+    it('with types (a grant scoped by type), cancels only a job of one of them; another is refused, unchanged', async () => {
+      const leg = await setup();
+      const j = await given(leg);
+      const before = await snapshot(leg, j.id);
+      expect(await leg.control.cancel({ ...cancelInput(j, T0 + 500), types: ['mail'] })).toEqual({
+        kind: 'refused',
+        job: j,
+      });
+      expect(await snapshot(leg, j.id)).toEqual(before);
+      expect(await leg.control.cancel({ ...cancelInput(j, T0 + 500), types: [] })).toEqual({ kind: 'refused', job: j });
+      const result = await leg.control.cancel({ ...cancelInput(j, T0 + 500), types: ['mail', j.type] });
+      expect(result).toMatchObject({ kind: 'applied', job: { state: 'cancelled' }, previous: j });
+    });
+
     it('refuses a job past its retention (expiresAt before now), unchanged', async () => {
       const leg = await setup();
       const j = await given(leg, { expiresAt: sec(T0) });

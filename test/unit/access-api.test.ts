@@ -22,13 +22,27 @@ const role = (name: string) => `arn:aws:iam::${ACCOUNT}:role/${name}`;
 const session = (name: string) => `arn:aws:sts::${ACCOUNT}:assumed-role/${name}/s1`;
 const catalog = ['echo', 'mail'].map((type) => defineJobType({ type, payload: z.record(z.string(), z.unknown()) }));
 
-function setup(grants: Record<string, readonly Grant[]>, options: { access?: ApiAccess } = {}) {
+function setup(
+  grants: Record<string, readonly Grant[]>,
+  options: {
+    access?: ApiAccess;
+    /** Job id → the type a read of it answers, as if the job had been another job of the same id a moment before. */
+    stale?: Record<string, string>;
+  } = {},
+) {
   const document: GrantsDocument = { v: 1, principals: grants };
   const inner = new FakeJobStore();
   let gets = 0;
   const store = new Proxy(inner, {
     get(target, name, receiver) {
-      if (name === 'get') gets++;
+      if (name === 'get') {
+        gets++;
+        return async (id: string) => {
+          const job = await target.get(id);
+          const type = options.stale?.[id];
+          return job && type !== undefined ? { ...job, type } : job;
+        };
+      }
       return Reflect.get(target, name, receiver);
     },
   }) as JobStore;
@@ -130,6 +144,42 @@ describe('the API access check', () => {
     await wide.seed('e1', 'echo');
     expect((await wide.call(session('ops'), 'POST', '/jobs/e1/cancel')).status).toBe(200);
     expect(wide.gets()).toBe(0);
+  });
+
+  it('conditions the control write on the granted types: a job whose type changed after the check is refused, unchanged', async () => {
+    // The check reads the job's type, then the write acts: were the job another one of the same
+    // id by then (deleted and enqueued again, of another type), the write must not touch it.
+    const stale = { m1: 'echo', m2: 'echo', m3: 'echo' };
+    const grants = { [role('ops')]: [{ action: 'control' as const, types: ['echo'] }] };
+    const { call, seed, store } = setup(grants, { stale });
+    await seed('m1', 'mail');
+    const cancel = await call(session('ops'), 'POST', '/jobs/m1/cancel');
+    expect(cancel.status).toBe(403);
+    expect(cancel.body.error).toMatchObject({ code: 'forbidden', action: 'control', control: 'cancel', type: 'mail' });
+    expect((await store.get('m1'))?.state).toBe('queued');
+
+    store.seed(
+      newJob(
+        {
+          id: 'm2',
+          type: 'mail',
+          state: 'failed',
+          finishedAt: new Date(T0).toISOString(),
+          expiresAt: T0 / 1000 + 86_400,
+        },
+        T0,
+      ),
+    );
+    const retry = await call(session('ops'), 'POST', '/jobs/m2/retry');
+    expect(retry.status).toBe(403);
+    expect(retry.body.error).toMatchObject({ code: 'forbidden', action: 'control', control: 'retry', type: 'mail' });
+    expect((await store.get('m2'))?.state).toBe('failed');
+
+    await seed('m3', 'mail');
+    const bulk = await call(session('ops'), 'POST', '/jobs/bulk', { action: 'cancel', ids: ['m3'] });
+    expect(bulk.status).toBe(200);
+    expect(bulk.body.results).toEqual([{ id: 'm3', status: 'forbidden' }]);
+    expect((await store.get('m3'))?.state).toBe('queued');
   });
 
   it('checks bulk as control (bulk) and its action, on the type of every job it names', async () => {
