@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import { JOB_STATES, type JobState } from '../core/states';
-import { NotFoundError, OrreryError } from '../errors';
+import { ForbiddenError, NotFoundError, OrreryError } from '../errors';
 import { mapWithConcurrency } from './concurrency';
-import type { ControlService } from './control-service';
+import type { ControlActor, ControlService } from './control-service';
 import type { bulkRequestSchema, bulkResultSchema } from './schemas';
 
 /** Jobs of one bulk request handled at once (each is one conditional write, plus a send for a retry). */
@@ -32,17 +32,19 @@ export interface BulkServiceDeps {
 export class BulkService {
   constructor(private readonly deps: BulkServiceDeps) {}
 
-  async apply(request: BulkRequest, by?: string): Promise<{ results: BulkResult[] }> {
+  async apply(request: BulkRequest, actor: ControlActor = {}): Promise<{ results: BulkResult[] }> {
     const act = request.action === 'cancel' ? this.deps.control.cancel : this.deps.control.retry;
     const results = await mapWithConcurrency(
       request.ids,
       this.deps.concurrency ?? BULK_CONCURRENCY,
       async (id): Promise<BulkResult> => {
         try {
-          const job = await act.call(this.deps.control, id, by);
+          const job = await act.call(this.deps.control, id, actor);
           return { id, status: 'applied', state: job.state };
         } catch (error) {
           if (error instanceof NotFoundError) return { id, status: 'not_found' };
+          // the access check allowed its type, and the job changed type since (another job of the same id)
+          if (error instanceof ForbiddenError) return { id, status: 'forbidden' };
           if (error instanceof OrreryError && error.status === 409) {
             const state = error.details?.state;
             return { id, status: 'refused', ...(isState(state) ? { state } : {}) };

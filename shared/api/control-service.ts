@@ -1,4 +1,5 @@
 import type { PlatformConfig } from '../config';
+import { decide, type TypeScope } from '../core/access';
 import type { Clock } from '../core/clock';
 import { CANCELLABLE_STATES, pastRetention, RETRYABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
@@ -9,7 +10,7 @@ import { type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
-import { ConflictError, NotFoundError } from '../errors';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { releaseDepsOf, releaseOrHandOff } from '../runtime/release';
 
@@ -34,6 +35,34 @@ function illegalState(job: Pick<Job, 'id' | 'state'>, action: string, allowed: r
   );
 }
 
+/** Who acts on a job through the API, and on which job types their grant lets them. */
+export interface ControlActor {
+  /** The caller's ARN: recorded on the job (`controls`) by the write. @default not recorded */
+  by?: string;
+  /**
+   * The job types the caller's grant covers for this action. The write is conditioned on them,
+   * so the access check's read of the job's type cannot be outrun (the job deleted and enqueued
+   * again with another type in between): such a job is refused with a `ForbiddenError`.
+   * @default every type
+   */
+  scope?: TypeScope;
+}
+
+/** The types a scope limits a write to (undefined: every type). */
+function scopedTypes(scope: TypeScope | undefined): readonly string[] | undefined {
+  if (!scope || scope.kind === 'all') return undefined;
+  return scope.kind === 'some' ? [...scope.types] : [];
+}
+
+/** The 403 for a job the write refused because its type is outside the caller's scope (else undefined). */
+function outOfScope(job: Job, actor: ControlActor, control: 'cancel' | 'retry'): ForbiddenError | undefined {
+  const types = scopedTypes(actor.scope);
+  if (types === undefined || types.includes(job.type)) return undefined;
+  const decision = decide(actor.scope ?? { kind: 'all' }, { action: 'control', control, types: [job.type] });
+  if (decision.allowed) return undefined;
+  return new ForbiddenError(`${actor.by ?? 'anonymous'}: ${decision.reason}`, decision);
+}
+
 /** `POST /jobs/{id}/cancel` and `POST /jobs/{id}/retry`. */
 export class ControlService {
   private readonly specs: Map<string, JobTypeSpec>;
@@ -54,8 +83,10 @@ export class ControlService {
    * finished). A running attempt's next fenced write (its heartbeat) fails, which aborts the
    * handler's signal; no retry follows.
    */
-  async cancel(id: string, by?: string): Promise<JobView> {
+  async cancel(id: string, actor: ControlActor = {}): Promise<JobView> {
     if (!JOB_ID_PATTERN.test(id)) throw this.notFound(id);
+    const { by } = actor;
+    const types = scopedTypes(actor.scope);
     const now = this.deps.clock.now();
     const expiresAt = Math.floor(now / 1000) + this.deps.config.retentionDays * 86_400;
     const result = await this.deps.control.cancel({
@@ -64,11 +95,14 @@ export class ControlService {
       now,
       expiresAt,
       ...(by !== undefined ? { by } : {}),
+      ...(types !== undefined ? { types } : {}),
     });
     if (result.kind === 'missing') throw this.notFound(id);
     // A finished job past its retention is gone for callers, even before TTL deletes it.
     if (result.kind === 'refused' && pastRetention(result.job, now)) throw this.notFound(id);
     if (result.kind === 'refused') {
+      const forbidden = outOfScope(result.job, actor, 'cancel');
+      if (forbidden) throw forbidden;
       await this.healRelease(result.job, now);
       throw illegalState(result.job, 'cancelled', CANCELLABLE_STATES);
     }
@@ -138,10 +172,13 @@ export class ControlService {
    * fencing token kept), then its message is sent. If the send fails, the write is undone (from
    * the item as it was, which the write returned) and the error returned, so the caller can retry.
    */
-  async retry(id: string, by?: string): Promise<JobView> {
+  async retry(id: string, actor: ControlActor = {}): Promise<JobView> {
     if (!JOB_ID_PATTERN.test(id)) throw this.notFound(id);
+    const { by } = actor;
     const now = this.deps.clock.now();
-    const types = Object.keys(this.deps.config.routes);
+    const scoped = scopedTypes(actor.scope);
+    const deployed = Object.keys(this.deps.config.routes);
+    const types = scoped === undefined ? deployed : deployed.filter((type) => scoped.includes(type));
     const result = await this.deps.control.restart({
       id,
       types,
@@ -153,6 +190,8 @@ export class ControlService {
     if (result.kind === 'refused') {
       const job = result.job;
       if (pastRetention(job, now)) throw this.notFound(id);
+      const forbidden = outOfScope(job, actor, 'retry');
+      if (forbidden) throw forbidden;
       await this.healRelease(job, now);
       if (!RETRYABLE_STATES.includes(job.state)) throw illegalState(job, 'retried', RETRYABLE_STATES);
       throw new ConflictError(`job type "${job.type}" is not deployed; job ${id} cannot run`, 'type_not_deployed', {

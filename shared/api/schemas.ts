@@ -358,7 +358,10 @@ export const bulkRequestSchema = z
 export const bulkResultSchema = z
   .object({
     id: jobId,
-    status: z.enum(['applied', 'refused', 'not_found']),
+    status: z.enum(['applied', 'refused', 'not_found', 'forbidden']).meta({
+      description:
+        "forbidden: the job's type is outside the caller's grant (it changed after the request's check: another job of the same id)",
+    }),
     state: jobStateSchema
       .optional()
       .meta({ description: 'applied: the state after the action; refused: the state that refused it' }),

@@ -131,6 +131,9 @@ export class DynamoJobControl implements JobControl {
     const from = stateIn(input.from);
     const typed = input.type !== undefined;
     const control = controlEntry('cancel', input);
+    // No type matches '' (job types are never empty): an empty list refuses every job.
+    const types =
+      input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
     const { result, legacy } = await this.update({
       id: input.id,
       operation: 'cancel',
@@ -140,9 +143,15 @@ export class DynamoJobControl implements JobControl {
         // not start a second one beside it. A due entry stays too (the supervisor finds the job
         // finished): removing it would cost index writes.
         'REMOVE leaseOwner',
-      condition: `${from.expression} AND ${RETAINED} AND ${typed ? '#type = :type' : `attribute_exists(${CANCELLED_KEY})`}`,
+      condition: [
+        from.expression,
+        RETAINED,
+        typed ? '#type = :type' : `attribute_exists(${CANCELLED_KEY})`,
+        ...(types ? [types.expression] : []),
+      ].join(' AND '),
       values: {
         ...from.values,
+        ...(types?.values ?? {}),
         ':to': S('cancelled'),
         ':now': S(iso(input.now)),
         ':ttl': N(input.expiresAt),

@@ -75,6 +75,12 @@ export type ControlResult =
 export interface CancelInput {
   id: string;
   type?: string;
+  /**
+   * The job types it may cancel (a caller's grant scoped by type): a job of another type is
+   * refused by the write itself, so a check that read the type before cannot be outrun.
+   * @default every type
+   */
+  types?: readonly string[];
   from: readonly JobState[];
   now: number;
   expiresAt: number;
@@ -102,7 +108,7 @@ export interface RestartInput {
  */
 export interface JobControl {
   /**
-   * State → `cancelled` when the job is in one of `from` (and of `type`, if given) and not past
+   * State → `cancelled` when the job is in one of `from` (of `type` and one of `types`, if given) and not past
    * its retention; sets `finishedAt`, `expiresAt` and the state index key, and drops the lease
    * owner (the token stays, so a running attempt's fenced writes fail). `leaseExpiresAt` stays:
    * no later attempt may start before the cancelled one's lease has run out.

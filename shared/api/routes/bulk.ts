@@ -41,7 +41,7 @@ export function bulkRoutes(plane: Pick<ControlPlane, 'bulk'>, typeOf: JobTypeOf)
       methods: {
         POST: async (request, _params, call) => {
           const body = parseOrThrow(bulkRequestSchema, jsonBody(request), { message: 'invalid bulk request' });
-          return json(200, await plane.bulk.apply(body, actorOf(call.principal)));
+          return json(200, await plane.bulk.apply(body, { by: actorOf(call.principal), scope: call.scope }));
         },
       },
     },

@@ -15,7 +15,7 @@ export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>, typeOf: J
       access: { POST: { action: 'control', control: ['cancel'], types, audit: 'cancel' } },
       methods: {
         POST: async (_request, params, call) =>
-          json(200, await plane.control.cancel(params.id ?? '', actorOf(call.principal))),
+          json(200, await plane.control.cancel(params.id ?? '', { by: actorOf(call.principal), scope: call.scope })),
       },
     },
     {
@@ -23,7 +23,7 @@ export function jobControlRoutes(plane: Pick<ControlPlane, 'control'>, typeOf: J
       access: { POST: { action: 'control', control: ['retry'], types, audit: 'retry' } },
       methods: {
         POST: async (_request, params, call) =>
-          json(200, await plane.control.retry(params.id ?? '', actorOf(call.principal))),
+          json(200, await plane.control.retry(params.id ?? '', { by: actorOf(call.principal), scope: call.scope })),
       },
     },
   ];

@@ -329,7 +329,7 @@ function BulkStatus(props: {
       return (
         <p role="status" class="notice">
           {verb}: {count('applied')} applied, {count('refused')} refused (state did not allow it), {count('not_found')}{' '}
-          not found.{' '}
+          not found{count('forbidden') > 0 ? `, ${count('forbidden')} forbidden (outside your grant)` : ''}.{' '}
           <button type="button" onClick={props.onClose}>
             Dismiss
           </button>
