@@ -26,7 +26,10 @@ function setup(
   grants: Record<string, readonly Grant[]>,
   options: {
     access?: ApiAccess;
-    /** Job id → the type a read of it answers, as if the job had been another job of the same id a moment before. */
+    /**
+     * Job id → the type the first read of it answers (the access check's), as if the job had been
+     * another job of the same id a moment before; later reads see the job as it is.
+     */
     stale?: Record<string, string>;
   } = {},
 ) {
@@ -40,6 +43,7 @@ function setup(
         return async (id: string) => {
           const job = await target.get(id);
           const type = options.stale?.[id];
+          if (options.stale) delete options.stale[id];
           return job && type !== undefined ? { ...job, type } : job;
         };
       }
@@ -180,6 +184,30 @@ describe('the API access check', () => {
     expect(bulk.status).toBe(200);
     expect(bulk.body.results).toEqual([{ id: 'm3', status: 'forbidden' }]);
     expect((await store.get('m3'))?.state).toBe('queued');
+  });
+
+  it("reads and signals only within the granted types, on the route's own read of the job", async () => {
+    // as above: the check's read found the granted type, the route's own read finds another
+    const stale: Record<string, string> = { m1: 'echo' };
+    const grants = {
+      [role('desk')]: [
+        { action: 'read' as const, types: ['echo'] },
+        { action: 'signal' as const, types: ['echo'] },
+      ],
+      [role('root')]: [{ action: 'admin' as const }],
+    };
+    const { call, seed } = setup(grants, { stale });
+    await seed('m1', 'mail');
+    const read = await call(session('desk'), 'GET', '/jobs/m1');
+    expect(read.status).toBe(403);
+    expect(read.body.error).toMatchObject({ code: 'forbidden', action: 'read', type: 'mail' });
+    expect(JSON.stringify(read.body)).not.toContain('"payload"');
+    stale.m1 = 'echo';
+    const signal = await call(session('desk'), 'POST', '/jobs/m1/signals/go', { payload: { n: 1 } });
+    expect(signal.status).toBe(403);
+    expect(signal.body.error).toMatchObject({ code: 'forbidden', action: 'signal', type: 'mail' });
+    // the admin's signal is the first one (202, not a replay's 200): the refused one stored nothing
+    expect((await call(session('root'), 'POST', '/jobs/m1/signals/go', { payload: { n: 1 } })).status).toBe(202);
   });
 
   it('checks bulk as control (bulk) and its action, on the type of every job it names', async () => {
