@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import {
   type AccessDecision,
+  type AccessRequest,
   adminDocument,
   type ControlAction,
   decide,
@@ -19,6 +20,24 @@ import { ACCESS_METRIC, type Metrics, NO_TYPE } from '../core/metrics';
 import { DependencyError, ForbiddenError } from '../errors';
 import type { Logger } from '../logger';
 import type { CallContext, HttpRequest, RouteAccess } from './http';
+
+/**
+ * The 403 for a job the route found (on its own read, or refused by its write) to be of a type
+ * outside the call's scope, though the access check's earlier read found it inside: another job
+ * of the same id in between. Undefined when the type is inside.
+ *
+ * @example
+ * const refusal = scopeRefusal(call, { action: 'read', types: [job.type] });
+ * if (refusal) throw refusal;
+ */
+export function scopeRefusal(
+  call: { by?: string; scope?: TypeScope },
+  request: AccessRequest,
+): ForbiddenError | undefined {
+  if (!call.scope || call.scope.kind === 'all') return undefined;
+  const decision = decide(call.scope, request);
+  return decision.allowed ? undefined : new ForbiddenError(`${call.by ?? 'anonymous'}: ${decision.reason}`, decision);
+}
 
 /** Who may call the API, and for what (see docs/security.md). */
 export interface ApiAccess {

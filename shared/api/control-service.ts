@@ -1,5 +1,5 @@
 import type { PlatformConfig } from '../config';
-import { decide, type TypeScope } from '../core/access';
+import type { TypeScope } from '../core/access';
 import type { Clock } from '../core/clock';
 import { CANCELLABLE_STATES, pastRetention, RETRYABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
@@ -10,9 +10,10 @@ import { type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
+import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { releaseDepsOf, releaseOrHandOff } from '../runtime/release';
+import { scopeRefusal } from './access';
 
 export interface ControlServiceDeps {
   config: PlatformConfig;
@@ -54,15 +55,6 @@ function scopedTypes(scope: TypeScope | undefined): readonly string[] | undefine
   return scope.kind === 'some' ? [...scope.types] : [];
 }
 
-/** The 403 for a job the write refused because its type is outside the caller's scope (else undefined). */
-function outOfScope(job: Job, actor: ControlActor, control: 'cancel' | 'retry'): ForbiddenError | undefined {
-  const types = scopedTypes(actor.scope);
-  if (types === undefined || types.includes(job.type)) return undefined;
-  const decision = decide(actor.scope ?? { kind: 'all' }, { action: 'control', control, types: [job.type] });
-  if (decision.allowed) return undefined;
-  return new ForbiddenError(`${actor.by ?? 'anonymous'}: ${decision.reason}`, decision);
-}
-
 /** `POST /jobs/{id}/cancel` and `POST /jobs/{id}/retry`. */
 export class ControlService {
   private readonly specs: Map<string, JobTypeSpec>;
@@ -101,7 +93,7 @@ export class ControlService {
     // A finished job past its retention is gone for callers, even before TTL deletes it.
     if (result.kind === 'refused' && pastRetention(result.job, now)) throw this.notFound(id);
     if (result.kind === 'refused') {
-      const forbidden = outOfScope(result.job, actor, 'cancel');
+      const forbidden = scopeRefusal(actor, { action: 'control', control: 'cancel', types: [result.job.type] });
       if (forbidden) throw forbidden;
       await this.healRelease(result.job, now);
       throw illegalState(result.job, 'cancelled', CANCELLABLE_STATES);
@@ -190,7 +182,7 @@ export class ControlService {
     if (result.kind === 'refused') {
       const job = result.job;
       if (pastRetention(job, now)) throw this.notFound(id);
-      const forbidden = outOfScope(job, actor, 'retry');
+      const forbidden = scopeRefusal(actor, { action: 'control', control: 'retry', types: [job.type] });
       if (forbidden) throw forbidden;
       await this.healRelease(job, now);
       if (!RETRYABLE_STATES.includes(job.state)) throw illegalState(job, 'retried', RETRYABLE_STATES);

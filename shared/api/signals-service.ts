@@ -1,4 +1,5 @@
 import type { PlatformConfig } from '../config';
+import type { TypeScope } from '../core/access';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { SIGNAL_LOOK_MS } from '../core/due';
@@ -21,6 +22,7 @@ import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
 import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
+import { scopeRefusal } from './access';
 import { payloadHash } from './jobs-service';
 import { signalRequestSchema } from './schemas';
 
@@ -52,7 +54,12 @@ export class SignalsService {
     this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
   }
 
-  async send(id: string, name: string, body: unknown): Promise<{ created: boolean; receipt: SignalReceipt }> {
+  async send(
+    id: string,
+    name: string,
+    body: unknown,
+    caller: { by?: string; scope?: TypeScope } = {},
+  ): Promise<{ created: boolean; receipt: SignalReceipt }> {
     if (!JOB_ID_PATTERN.test(id)) throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
     checkName(name, 'signal');
     const request = parseOrThrow(signalRequestSchema, body ?? {}, { message: 'invalid signal request' });
@@ -68,6 +75,10 @@ export class SignalsService {
     const job = await store.get(id);
     if (!job || pastRetention(job, now))
       throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
+    // the access check read the type before this read; the signal goes to this job's own
+    // incarnation, so checking it here leaves no gap
+    const refusal = scopeRefusal(caller, { action: 'signal', types: [job.type] });
+    if (refusal) throw refusal;
     const schemas = this.specs.get(job.type)?.signals;
     let payload: unknown = request.payload ?? null;
     if (schemas) {

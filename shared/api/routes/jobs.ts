@@ -1,7 +1,7 @@
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../../core/enqueue';
 import { parseOrThrow } from '../../core/validation';
 import { NotFoundError } from '../../errors';
-import { actorOf } from '../access';
+import { actorOf, scopeRefusal } from '../access';
 import { bodyTypes, json, jsonBody, type Route } from '../http';
 import type { JobTypeOf } from '../job-type-of';
 import type { JobsService } from '../jobs-service';
@@ -24,10 +24,17 @@ export function jobRoutes(jobs: JobsService, typeOf: JobTypeOf): Route[] {
       path: '/jobs/{id}',
       access: { GET: { action: 'read', types: (_request, params) => typeOf(params.id ?? '') } },
       methods: {
-        GET: async (_request, params) => {
+        GET: async (_request, params, call) => {
           const id = params.id ?? '';
           if (!JOB_ID_PATTERN.test(id)) throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
-          return json(200, await jobs.get(id));
+          const job = await jobs.get(id);
+          // the check read the type before this read: the job shown must still be of a granted type
+          const refusal = scopeRefusal(
+            { by: actorOf(call.principal), scope: call.scope },
+            { action: 'read', types: [job.type] },
+          );
+          if (refusal) throw refusal;
+          return json(200, job);
         },
       },
     },

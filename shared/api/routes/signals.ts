@@ -1,3 +1,4 @@
+import { actorOf } from '../access';
 import { json, jsonBody, type Route } from '../http';
 import type { JobTypeOf } from '../job-type-of';
 import type { SignalsService } from '../signals-service';
@@ -9,11 +10,12 @@ export function signalRoutes(signals: SignalsService, typeOf: JobTypeOf): Route[
       path: '/jobs/{id}/signals/{name}',
       access: { POST: { action: 'signal', types: (_request, params) => typeOf(params.id ?? '') } },
       methods: {
-        POST: async (request, params) => {
+        POST: async (request, params, call) => {
           const { created, receipt } = await signals.send(
             params.id ?? '',
             params.name ?? '',
             request.bodyText === undefined ? {} : jsonBody(request),
+            { by: actorOf(call.principal), scope: call.scope },
           );
           return json(created ? 202 : 200, receipt);
         },
