@@ -980,6 +980,27 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       expect(retried.job.controls).toEqual(stored?.controls);
     });
 
+    it('keeps the newest 20 operator actions: a cancel and a retry of a job that has 20 drop the oldest', async () => {
+      const leg = await setup();
+      const old = Array.from({ length: 20 }, (_, i) => ({ action: 'retry' as const, by: `op-${i}`, at: iso(T0 + i) }));
+      const j = await given(leg, { controls: old });
+      const cancelled = await leg.control.cancel({ ...cancelInput(j, T0 + 500), by: 'alice' });
+      if (cancelled.kind !== 'applied') throw new Error(`expected the cancel to apply, got ${cancelled.kind}`);
+      const afterCancel = [...old.slice(1), { action: 'cancel', by: 'alice', at: iso(T0 + 500) }];
+      expect(cancelled.job.controls).toEqual(afterCancel);
+      expect((await leg.store.get(j.id))?.controls).toEqual(afterCancel);
+      const retried = await leg.control.restart({ id: j.id, from: ['cancelled'], now: T0 + 900, by: 'bob' });
+      if (retried.kind !== 'applied') throw new Error(`expected the retry to apply, got ${retried.kind}`);
+      const afterRetry = [...afterCancel.slice(1), { action: 'retry', by: 'bob', at: iso(T0 + 900) }];
+      expect((await leg.store.get(j.id))?.controls).toEqual(afterRetry);
+      expect(retried.job.controls).toEqual(afterRetry);
+      // a full list does not make a write its state refuses apply: refused, unchanged
+      const before = await snapshot(leg, j.id);
+      const refused = await leg.control.cancel({ ...cancelInput(j, T0 + 990, ['failed']), by: 'carol' });
+      expect(refused.kind).toBe('refused');
+      expect(await snapshot(leg, j.id)).toEqual(before);
+    });
+
     it('counts a replay of the same cancel (its first response lost) as applied, and a later cancel as refused', async () => {
       const leg = await setup();
       const j = await given(leg);
