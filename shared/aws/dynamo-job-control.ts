@@ -4,10 +4,10 @@ import {
   type DynamoDBClient,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { cancelledJob, pastRetention, restartedJob } from '../core/control';
+import { cancelledJob, MAX_CONTROLS, pastRetention, restartedJob } from '../core/control';
 import type { CancelInput, ControlResult, JobControl, RestartInput } from '../core/control-ports';
 import { jobDueAttributes } from '../core/due';
-import type { Job } from '../core/job';
+import type { Job, OperatorAction } from '../core/job';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
 import { keyOf, N, S } from './attributes';
@@ -41,19 +41,42 @@ function stateIn(states: readonly JobState[]): { expression: string; values: Rec
   return valueIn('#state', 's', states);
 }
 
-/** ` , controls = list_append(...)` and its values: the operator action a control write records (none without `by`). */
+/**
+ * What a control write does to the job's operator actions (none without `by`): appends one,
+ * on the condition that the list holds fewer than {@link MAX_CONTROLS}; or, when a first try
+ * found it full (`seen`), sets the newest ones kept plus this one, on the condition that the
+ * list is still as long as it was seen (a second write, only for a job with a full list).
+ */
 function controlEntry(
   action: 'cancel' | 'retry',
   input: { now: number; by?: string },
-): { set: string; values: Record<string, AttributeValue> } {
-  if (input.by === undefined) return { set: '', values: {} };
+  seen?: readonly OperatorAction[],
+): { set: string; condition: string[]; values: Record<string, AttributeValue> } {
+  if (input.by === undefined) return { set: '', condition: [], values: {} };
+  const entry: OperatorAction = { action, by: input.by, at: iso(input.now) };
+  const encode = (a: OperatorAction): AttributeValue => ({ M: { action: S(a.action), by: S(a.by), at: S(a.at) } });
+  if (seen === undefined) {
+    return {
+      set: ', controls = list_append(if_not_exists(controls, :noControls), :control)',
+      condition: ['(attribute_not_exists(controls) OR size(controls) < :maxControls)'],
+      values: { ':noControls': { L: [] }, ':control': { L: [encode(entry)] }, ':maxControls': N(MAX_CONTROLS) },
+    };
+  }
   return {
-    set: ', controls = list_append(if_not_exists(controls, :noControls), :control)',
+    set: ', controls = :controls',
+    condition: ['size(controls) = :seenControls'],
     values: {
-      ':noControls': { L: [] },
-      ':control': { L: [{ M: { action: S(action), by: S(input.by), at: S(iso(input.now)) } }] },
+      ':controls': { L: [...seen, entry].slice(-MAX_CONTROLS).map(encode) },
+      ':seenControls': N(seen.length),
     },
   };
+}
+
+/** The operator actions a refused write found full, when `input` records one (then the write is tried again, trimming). */
+function fullControls(input: { by?: string }, result: ControlResult): OperatorAction[] | undefined {
+  if (input.by === undefined || result.kind !== 'refused') return undefined;
+  const controls = result.job.controls ?? [];
+  return controls.length >= MAX_CONTROLS ? controls : undefined;
 }
 
 /** Not past its retention (a job whose `expiresAt` is before now is gone for callers). */
@@ -128,9 +151,13 @@ export class DynamoJobControl implements JobControl {
   }
 
   async cancel(input: CancelInput): Promise<ControlResult> {
+    return this.cancelWith(input);
+  }
+
+  private async cancelWith(input: CancelInput, seen?: readonly OperatorAction[]): Promise<ControlResult> {
     const from = stateIn(input.from);
     const typed = input.type !== undefined;
-    const control = controlEntry('cancel', input);
+    const control = controlEntry('cancel', input, seen);
     // No type matches '' (job types are never empty): an empty list refuses every job.
     const types =
       input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
@@ -148,6 +175,7 @@ export class DynamoJobControl implements JobControl {
         RETAINED,
         typed ? '#type = :type' : `attribute_exists(${CANCELLED_KEY})`,
         ...(types ? [types.expression] : []),
+        ...control.condition,
       ].join(' AND '),
       values: {
         ...from.values,
@@ -171,13 +199,18 @@ export class DynamoJobControl implements JobControl {
       input.from.includes(result.job.state) &&
       !pastRetention(result.job, input.now)
     )
-      return this.cancel({ ...input, type: result.job.type });
-    return result;
+      return this.cancelWith({ ...input, type: result.job.type }, seen);
+    const full = seen === undefined ? fullControls(input, result) : undefined;
+    return full ? this.cancelWith(input, full) : result;
   }
 
   async restart(input: RestartInput): Promise<ControlResult> {
+    return this.restartWith(input);
+  }
+
+  private async restartWith(input: RestartInput, seen?: readonly OperatorAction[]): Promise<ControlResult> {
     const from = stateIn(input.from);
-    const control = controlEntry('retry', input);
+    const control = controlEntry('retry', input, seen);
     // No type matches '' (job types are never empty): an empty list refuses every job.
     const types =
       input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
@@ -198,6 +231,7 @@ export class DynamoJobControl implements JobControl {
         RETAINED,
         ...(input.type !== undefined ? ['#type = :type'] : []),
         ...(types ? [types.expression] : []),
+        ...control.condition,
       ].join(' AND '),
       values: {
         ...from.values,
@@ -216,7 +250,8 @@ export class DynamoJobControl implements JobControl {
       replay: { state: 'queued', updatedAt: iso(input.now) },
       next: (old) => restartedJob(old, input),
     });
-    return result;
+    const full = seen === undefined ? fullControls(input, result) : undefined;
+    return full ? this.restartWith(input, full) : result;
   }
 
   async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {

@@ -27,14 +27,21 @@ export function pastRetention(job: Pick<Job, 'expiresAt'>, now: number): boolean
  * `expiresAt`, without a lease owner. The token and `leaseExpiresAt` stay: no later attempt
  * may start while the cancelled one may still run.
  */
-/** The job's operator actions with this one appended (when the write names who did it). */
+/**
+ * How many operator actions a job keeps (the newest): about 150 bytes each, so the list stays
+ * a few KB of the job's item whatever is done to it (DynamoDB items hold 400 KB). The log line
+ * and the `OperatorActions` metric of each action are the full record.
+ */
+export const MAX_CONTROLS = 20;
+
+/** The job's operator actions with this one appended (when the write names who did it), the newest {@link MAX_CONTROLS} kept. */
 export function withControl(
   job: Pick<Job, 'controls'>,
   action: OperatorAction['action'],
   input: { now: number; by?: string },
 ): Pick<Job, 'controls'> {
   if (input.by === undefined) return {};
-  return { controls: [...(job.controls ?? []), { action, by: input.by, at: iso(input.now) }] };
+  return { controls: [...(job.controls ?? []), { action, by: input.by, at: iso(input.now) }].slice(-MAX_CONTROLS) };
 }
 
 export function cancelledJob(job: Job, input: { now: number; expiresAt: number; by?: string }): Job {
