@@ -247,7 +247,7 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await page.getByRole('link', { name: 'Schedules', exact: true }).click();
     const row = page.locator(`tr[data-schedule="${name}"]`);
     await row.waitFor();
-    await expect(row.locator('time').first().getAttribute('datetime')).resolves.toBe(created.json.nextFireAt);
+    await expect(row.locator('td.next-fire time').getAttribute('datetime')).resolves.toBe(created.json.nextFireAt);
     await expect(row.textContent()).resolves.toContain('enabled');
     await shot('schedules');
     await expectAccessible('schedules');
@@ -255,6 +255,8 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await row.getByRole('button', { name: `Resume ${name}` }).waitFor();
     await expect(row.textContent()).resolves.toContain('paused');
     expect((await call(platform.url, 'GET', `/schedules/${name}`)).json.state).toBe('paused');
+    // who paused it: `npm run dev` takes unsigned calls, so no one in particular (a signed pause: below)
+    await expect(row.locator('.changed-by').textContent()).resolves.toMatch(/^\s*paused by anonymous /);
 
     // run now (a paused schedule can be run): the new job names its schedule
     await row.getByRole('button', { name: `Run now ${name}` }).click();
@@ -558,5 +560,32 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
     await expect(action.locator('.who').getAttribute('title')).resolves.toBe(local);
     await shot('job-cancelled-by');
     await expectAccessible('job cancelled by');
+  });
+
+  it('pauses a schedule as the signing principal and shows who did it', async () => {
+    const name = uniquePrefix('audited');
+    await page.goto(proxy.uiUrl);
+    const created = await page.evaluate(
+      async ({ url, name }) => {
+        const response = await fetch(`${url}/api/schedules`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-orrery-dashboard': '1' },
+          body: JSON.stringify({ name, type: 'echo', payload: {}, cron: '0 3 * * *' }),
+        });
+        return response.status;
+      },
+      { url: proxy.url, name },
+    );
+    expect(created).toBe(201);
+    await page.goto(`${proxy.uiUrl}#/schedules`);
+    const row = page.locator(`tr[data-schedule="${name}"]`);
+    await row.waitFor();
+    await expect(row.locator('.changed-by').textContent()).resolves.toMatch(/^\s*created by user\/local /);
+    await row.getByRole('button', { name: `Pause ${name}` }).click();
+    await row.getByRole('button', { name: `Resume ${name}` }).waitFor();
+    const changed = row.locator('.changed-by');
+    await expect(changed.textContent()).resolves.toMatch(/^\s*paused by user\/local /);
+    await expect(changed.locator('.who').getAttribute('title')).resolves.toBe('arn:aws:iam::000000000000:user/local');
+    await expectAccessible('schedule paused by');
   });
 });

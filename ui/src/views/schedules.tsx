@@ -1,9 +1,17 @@
 /** Recurring schedules: next fire times, pause and resume, run now. */
 import { useState } from 'preact/hooks';
 import { api, isMissingRoute, type JobSummary, queryString, type ScheduleView, seg } from '../api';
-import { ErrorBox, Time, Writable } from '../components';
+import { ErrorBox, Time, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, type Route } from '../router';
+
+/** The latest change's verb, as the state cell says who did it. */
+const CHANGE_DONE: Record<NonNullable<ScheduleView['changedBy']>['action'], string> = {
+  create: 'created',
+  update: 'updated',
+  pause: 'paused',
+  resume: 'resumed',
+};
 
 async function listSchedules(): Promise<ScheduleView[]> {
   const out: ScheduleView[] = [];
@@ -94,8 +102,15 @@ export function SchedulesView({ route }: { route: Route }) {
                   </td>
                   <td>
                     <span class={`badge badge-${s.state}`}>{s.state}</span>
+                    {s.changedBy ? (
+                      <span class="muted small changed-by">
+                        {' '}
+                        {CHANGE_DONE[s.changedBy.action]} by <Who arn={s.changedBy.by} />{' '}
+                        <Time iso={s.changedBy.at} rel />
+                      </span>
+                    ) : null}
                   </td>
-                  <td>
+                  <td class="next-fire">
                     <Time iso={s.nextFireAt} rel />
                   </td>
                   <td>
