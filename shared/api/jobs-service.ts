@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
@@ -13,18 +13,11 @@ import {
   SQS_MAX_DELAY_SECONDS,
 } from '../core/enqueue';
 import { resolveFlowKeys, resolveSingletonKey } from '../core/flow';
-import {
-  canonicalJson,
-  isPendingDebounceRun,
-  type Job,
-  type JobMessage,
-  type JobView,
-  type SkipReason,
-  toView,
-} from '../core/job';
+import { isPendingDebounceRun, type Job, type JobMessage, type JobView, type SkipReason, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { METRIC, type Metrics } from '../core/metrics';
 import { type Pacer, paceScope, rateLimitPace, resolvePaceKey } from '../core/pace';
+import { payloadHash } from '../core/payload-hash';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
 import { incarnationOf } from '../core/table';
@@ -68,10 +61,6 @@ export interface JobsServiceDeps {
 
 /** How long a parents item outlives its job's creation: past the longest a job can live. */
 const PARENTS_RETENTION_DAYS = 2 * 366;
-
-export function payloadHash(type: string, payload: unknown): string {
-  return createHash('sha256').update(canonicalJson({ type, payload })).digest('hex');
-}
 
 /** An SQS message an enqueue still has to send: see {@link JobsService.write}. */
 export interface PendingSend {

@@ -16,6 +16,7 @@ import {
   timedOutAt,
 } from '../core/journal';
 import { jsonBytes } from '../core/limits';
+import { payloadHash } from '../core/payload-hash';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { incarnationOf } from '../core/table';
@@ -23,7 +24,6 @@ import { parseOrThrow } from '../core/validation';
 import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { scopeRefusal } from './access';
-import { payloadHash } from './jobs-service';
 import { signalRequestSchema } from './schemas';
 
 export interface SignalsServiceDeps {

@@ -10,11 +10,11 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { dueBucket } from '../core/due';
+import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../core/due-index';
 import type { Job } from '../core/job';
 import { inboxOf } from '../core/journal';
 import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys, SINGLE_SK } from '../core/table';
-import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../supervisor/ports';
 import { keyOf, N, S } from './attributes';
 import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';

@@ -6,11 +6,12 @@
  * changed one keeps its new definition in DynamoDB and the caller is told to retry. Either way
  * nothing is lost: the supervisor fires every enabled schedule whose trigger did not.
  */
-import { payloadHash } from '../api/jobs-service';
+
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { jsonBytes, MAX_PAYLOAD_BYTES } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
+import { payloadHash } from '../core/payload-hash';
 import { parseOrThrow } from '../core/validation';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import type { Logger } from '../logger';

@@ -25,6 +25,7 @@ import { type PlatformConfig, routeOf } from '../config';
 import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
+import type { DueEntry, DueIndex, DueKey } from '../core/due-index';
 import { fireMessage } from '../core/fire-message';
 import type { Job, JobMessage } from '../core/job';
 import { inboxOf, type JournalScope } from '../core/journal';
@@ -46,7 +47,6 @@ import {
   type SupervisorOptions,
   sweepMinutesToRead,
 } from './plan';
-import type { DueEntry, DueIndex, DueKey } from './ports';
 
 export interface SupervisorDeps {
   /** Routes of every job type (queue URLs to send to). */

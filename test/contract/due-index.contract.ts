@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { dueBucket } from '../../shared/core/due';
+import type { DueIndex, DueKey } from '../../shared/core/due-index';
 import { inboxKey, inboxOf, type Journal, journalKey } from '../../shared/core/journal';
 import type { JobStore } from '../../shared/core/ports';
 import { incarnationOf, keys } from '../../shared/core/table';
-import type { DueIndex, DueKey } from '../../shared/supervisor/ports';
 import { newJob } from '../support/fakes';
 
 const T0 = Date.parse('2026-06-01T00:00:00.000Z');

@@ -1,7 +1,6 @@
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { payloadHash } from '../../shared/api/jobs-service';
 import { keyOf } from '../../shared/aws/attributes';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
@@ -9,6 +8,7 @@ import { CANCELLED_KEY, DynamoJobStore, toItem } from '../../shared/aws/dynamo-j
 import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
 import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
+import { payloadHash } from '../../shared/core/payload-hash';
 import { keys } from '../../shared/core/table';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
 import { useJobTable } from '../local-aws/job-table';

@@ -6,7 +6,6 @@ import {
   QueryCommand,
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { payloadHash } from '../../shared/api/jobs-service';
 import { keyOf } from '../../shared/aws/attributes';
 import {
   DynamoJobStore,
@@ -25,6 +24,7 @@ import {
   type Job,
 } from '../../shared/core/job';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
+import { payloadHash } from '../../shared/core/payload-hash';
 import { keys } from '../../shared/core/table';
 import { LeaseLostError } from '../../shared/errors';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';

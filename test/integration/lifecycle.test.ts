@@ -12,11 +12,11 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { payloadHash } from '../../shared/api/jobs-service';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import { ManualClock } from '../../shared/core/clock';
 import type { Job } from '../../shared/core/job';
+import { payloadHash } from '../../shared/core/payload-hash';
 import type { JobStore } from '../../shared/core/ports';
 import { isTerminal } from '../../shared/core/states';
 import { createLogger, type Logger } from '../../shared/logger';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ControlService } from '../../shared/api/control-service';
-import { JobsService, payloadHash } from '../../shared/api/jobs-service';
+import { JobsService } from '../../shared/api/jobs-service';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
@@ -10,6 +10,7 @@ import { runId } from '../../shared/core/fire-message';
 import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
+import { payloadHash } from '../../shared/core/payload-hash';
 import type { JobQueue, JobStore } from '../../shared/core/ports';
 import { DependencyError, LeaseLostError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';

@@ -5,12 +5,12 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { payloadHash } from '../../shared/api/jobs-service';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { Job } from '../../shared/core/job';
+import { payloadHash } from '../../shared/core/payload-hash';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { incarnationOf } from '../../shared/core/table';
 import { createLogger } from '../../shared/logger';

@@ -6,10 +6,10 @@
  * consistent as the fakes: there is no index lag.
  */
 import { dueBucket } from '../../shared/core/due';
+import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../../shared/core/due-index';
 import type { Job } from '../../shared/core/job';
 import { isTerminal } from '../../shared/core/states';
 import { keys } from '../../shared/core/table';
-import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../../shared/supervisor/ports';
 import type { FakeJobStore } from './memory-fakes';
 import type { FakeJournal } from './memory-journal';
 

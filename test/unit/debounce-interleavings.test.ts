@@ -7,9 +7,9 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
-import { payloadHash } from '../../shared/api/jobs-service';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { payloadHash } from '../../shared/core/payload-hash';
 import { sqsEvent } from '../support/fakes';
 import { FakePacer } from '../support/flow-fakes';
 import { debouncePayload, debounceSetup, stallCreates } from './debounce-harness';

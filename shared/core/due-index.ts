@@ -1,4 +1,9 @@
-import type { Job } from '../core/job';
+/**
+ * The due index's port: what the supervisor reads and moves (DynamoDB in AWS,
+ * shared/aws/dynamo-due-index.ts), here so the adapter and its in-memory stand-in implement it
+ * without importing the supervisor.
+ */
+import type { Job } from './job';
 
 /** One entry of the due index: an item whose `dueAt` passed. */
 export interface DueEntry {
