@@ -10,9 +10,9 @@ import { type Job, type JobMessage, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
+import { releaseDepsOf, releaseOrHandOff } from '../dispatch/release';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import { releaseDepsOf, releaseOrHandOff } from '../runtime/release';
 import { scopeRefusal } from './access';
 
 export interface ControlServiceDeps {

@@ -8,9 +8,9 @@ import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
 import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
+import { sameEdges } from '../dispatch/release';
 import { ConfigError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
-import { sameEdges } from '../runtime/release';
 import { mapWithConcurrency } from './concurrency';
 import type { JobsService, PendingSend } from './jobs-service';
 

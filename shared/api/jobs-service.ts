@@ -23,6 +23,15 @@ import { checkDispatchBy, scheduleFireAt } from '../core/scheduling';
 import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
 import {
+  type ReleaseDeps,
+  registerChild,
+  releaseDepsOf,
+  releaseOrHandOff,
+  resolveFinishedParents,
+  sameEdges,
+  startOfChild,
+} from '../dispatch/release';
+import {
   ConfigError,
   ConflictError,
   DependencyError,
@@ -31,15 +40,6 @@ import {
   ValidationError,
 } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import {
-  type ReleaseDeps,
-  registerChild,
-  releaseDepsOf,
-  releaseOrHandOff,
-  resolveFinishedParents,
-  sameEdges,
-  startOfChild,
-} from '../runtime/release';
 
 export interface JobsServiceDeps {
   config: PlatformConfig;

@@ -2,7 +2,7 @@
  * Job dependencies (`dependsOn`), domain side: the edge policies, what a parent's end means for
  * each child, and the port that keeps the graph. No AWS here: the DynamoDB adapter is
  * `shared/aws/dynamo-job-graph.ts`, the release that walks a finished parent's children
- * `shared/runtime/release.ts`, and docs/workflows.md explains the design and its write units.
+ * `shared/dispatch/release.ts`, and docs/workflows.md explains the design and its write units.
  *
  * Nothing polls. A child waits (`waiting`, with `pendingParents`) until each parent's terminal
  * write is followed by that parent's release, which decrements the child's count with one

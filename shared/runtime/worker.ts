@@ -29,6 +29,7 @@ import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
 import { isTerminal } from '../core/states';
 import { incarnationOf } from '../core/table';
 import * as z from '../core/zod-mini';
+import { createRelease, parentsReader, releaseDepsOf } from '../dispatch/release';
 import { ConfigError, JobTimeoutError, LeaseLostError, PermanentError } from '../errors';
 import { createLogger, errorFields, type Logger } from '../logger';
 import type { ScheduleStore } from '../schedules/ports';
@@ -40,7 +41,6 @@ import { createFlowGate, jobSlots } from './flow-gate';
 import { type JobContext, type JobDefinition, ON_FAILURE_TIMEOUT_MS } from './job-definition';
 import { keepLease } from './lease-keeper';
 import { createPaceGate } from './pace-gate';
-import { createRelease, parentsReader, releaseDepsOf } from './release';
 import { expireJob, hideUntil, holdUntilRunAt, mustWaitFor, waitUntilDue } from './scheduling';
 import { createWorkflow, Suspension } from './workflow';
 

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/core/clock';
 import { incarnationOf } from '../../shared/core/table';
+import { RECONCILE_READ_SLOTS, reconcileChild } from '../../shared/dispatch/release';
 import { createLogger } from '../../shared/logger';
-import { RECONCILE_READ_SLOTS, reconcileChild } from '../../shared/runtime/release';
 import { createWorker } from '../../shared/runtime/worker';
 import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
 import { depsPlatform, nodeSpec, T0 } from './workflow-deps-harness';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ParentPolicy } from '../../shared/core/dependencies';
 import { incarnationOf } from '../../shared/core/table';
-import { releaseChildren } from '../../shared/runtime/release';
+import { releaseChildren } from '../../shared/dispatch/release';
 import { depsPlatform } from './workflow-deps-harness';
 
 /** A → (B, C) → D, written before anything runs. */
