@@ -8,7 +8,7 @@ import type { Job, JobView } from '../shared/core/job';
 import type { JobState } from '../shared/core/states';
 import { asActor } from './counting-middleware';
 import { functionUrlEvent, payloadOfBytes, responseJson } from './fixtures';
-import type { Harness } from './paths';
+import type { Harness } from './harness';
 
 /** What starting a trace did. */
 export interface Started {

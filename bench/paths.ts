@@ -13,13 +13,16 @@ import type { JobStore } from '../shared/core/ports';
 import { createLogger } from '../shared/logger';
 import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/local-aws/index';
-import { type LocalPlatform, startLocalPlatform } from '../test/local-aws/local-platform';
+import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
 import { debounced, limited, paced, rated, signaled, single, sink, sleeper, stacky, stepper } from './fixtures';
+import type { Harness } from './harness';
 import type { OffsetClock } from './local';
 import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
 import { NotImplemented, type PathPlan, PLANS } from './path-plans';
 import { combine, type StatusItemFigures, StatusItemProbe } from './status-item';
+
+export type { Harness } from './harness';
 
 export interface PathResult {
   id: string;
@@ -29,20 +32,6 @@ export interface PathResult {
   figures?: PathFigures;
   /** The job's status item (paths with `statusItem`). */
   statusItem?: StatusItemFigures;
-}
-
-export interface Harness {
-  aws: LocalAws;
-  clock: OffsetClock;
-  /** Uncounted clients for the bench's own reads and nudges. */
-  harness: ReturnType<typeof localClients>;
-  platform: LocalPlatform;
-  recorder: CallRecorder;
-  esm: ReturnType<typeof countedEsmClient>;
-  /** When a job handler last ran (set by the wrapped definitions). */
-  window: { current?: { start: number; end: number } };
-  /** Jobs created through the store, in order, with who created them. */
-  created: { id: string; actor: string }[];
 }
 
 /** The real job definition, with its handler's start and end noted. */

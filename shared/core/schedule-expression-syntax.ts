@@ -3,8 +3,9 @@
  * owns the public API and turns {@link ExpressionSyntaxError} into `ScheduleExpressionError`.
  * Import from `schedule-expression.ts`, not from here.
  */
-import type { CronFields, ParsedExpression, RateUnit } from './schedule-expression';
+
 import type { CronSpec, DayOfMonthRule, DayOfWeekRule } from './schedule-expression-cron';
+import type { CronFields, ParsedExpression, RateUnit } from './schedule-expression-types';
 
 /** Internal parse failure; the public functions rethrow it as `ScheduleExpressionError`. */
 export class ExpressionSyntaxError extends Error {

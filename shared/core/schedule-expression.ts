@@ -23,33 +23,17 @@
  *
  * @module
  */
-import { type CronSpec, nextCronInstant } from './schedule-expression-cron';
+import { nextCronInstant } from './schedule-expression-cron';
 import { ExpressionSyntaxError, parseExpressionText } from './schedule-expression-syntax';
 import { translateUnixCron } from './schedule-expression-unix';
-import { isValidTimeZone, resolveWallTimeOrLater, type WallTime } from './schedule-expression-zone';
+import { isValidTimeZone, resolveWallTimeOrLater } from './schedule-expression-zone';
 
 export type { CronSpec, DayOfMonthRule, DayOfWeekRule } from './schedule-expression-cron';
+export type { CronFields, ParsedExpression, RateUnit } from './schedule-expression-types';
 export type { WallTime } from './schedule-expression-zone';
 export { isValidTimeZone } from './schedule-expression-zone';
 
-/** Unit of a `rate()` expression, singular form. */
-export type RateUnit = 'minute' | 'hour' | 'day';
-
-/** Raw text of the six fields of an AWS cron expression. */
-export interface CronFields {
-  minutes: string;
-  hours: string;
-  dayOfMonth: string;
-  month: string;
-  dayOfWeek: string;
-  year: string;
-}
-
-/** A validated schedule expression. `expression` is the original text. */
-export type ParsedExpression =
-  | { kind: 'at'; expression: string; wallTime: WallTime }
-  | { kind: 'rate'; expression: string; value: number; unit: RateUnit; periodMs: number }
-  | { kind: 'cron'; expression: string; fields: CronFields; spec: CronSpec };
+import type { ParsedExpression } from './schedule-expression-types';
 
 /**
  * A schedule expression (or time zone) that EventBridge Scheduler would reject. The message

@@ -19,7 +19,6 @@ import {
 } from '../core/schedule-expression';
 import { fnv1a } from '../core/table';
 import { type FieldIssue, ValidationError } from '../errors';
-import type { ScheduleRequest } from './request';
 
 /** Schedule names: like job ids (1–64 of `A-Za-z0-9_.-`, starting with a letter or digit). */
 export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -205,12 +204,21 @@ export function normalizeCron(input: string): string {
   }
 }
 
+/** The trigger fields of a schedule request (`POST /schedules`, ./request.ts), as given. */
+export interface TriggerFields {
+  cron?: string | undefined;
+  rate?: string | undefined;
+  timezone?: string | undefined;
+  startAt?: string | undefined;
+  endAt?: string | undefined;
+}
+
 /**
  * Validates the trigger fields of a request (exactly one of `cron`/`rate`, the time zone, the
  * window) and checks that the schedule fires at least once after `now`. Throws a
  * {@link ValidationError} naming the field; nothing is written before this passes.
  */
-export function resolveTrigger(request: Omit<ScheduleRequest, 'name'>, now: number): Trigger {
+export function resolveTrigger(request: TriggerFields, now: number): Trigger {
   const issues: FieldIssue[] = [];
   if (request.cron === undefined && request.rate === undefined) {
     issues.push({ path: 'cron', message: 'give exactly one of cron or rate' });

@@ -114,7 +114,7 @@ describe('normalizeCron', () => {
 
 describe('resolveTrigger', () => {
   it('needs exactly one of cron and rate', () => {
-    expect(issuesOf(() => resolveTrigger(base, NOW))).toEqual([
+    expect(issuesOf(() => resolveTrigger({ ...base, cron: undefined }, NOW))).toEqual([
       { path: 'cron', message: 'give exactly one of cron or rate' },
     ]);
     expect(issuesOf(() => resolveTrigger({ ...base, cron: '* * * * *', rate: '5 minutes' }, NOW))[0]?.path).toBe(
