@@ -18,7 +18,7 @@ import { ENV, type PlatformConfig } from '../config';
 import type { GrantsSource } from '../core/access';
 import type { JobTypeSpec } from '../core/job-type';
 import { ConfigError } from '../errors';
-import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../runtime/lambda-runtime';
+import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../lambda/runtime';
 import { type ApiHandler, createApiHandler } from './handler';
 
 /** The API as Lambda calls it: the Function URL event and the invocation context. */
@@ -27,7 +27,7 @@ export type LambdaApiHandler = (event: Parameters<ApiHandler>[0], context?: Cont
 /**
  * The API's Lambda entry point: configuration from the environment, SDK clients from the
  * default chain, logger and metrics, and the grants (one SSM GetParameter), built once per
- * container on first use (see shared/runtime/lambda-runtime.ts); each invocation flushes its
+ * container on first use (see shared/lambda/runtime.ts); each invocation flushes its
  * metrics. A cold start that cannot load the grants fails, and the next call tries again.
  */
 export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaApiHandler {

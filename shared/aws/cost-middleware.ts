@@ -33,7 +33,7 @@ function unitsOf(raw: RawCapacity | RawCapacity[] | undefined): number {
  * DynamoDB refuses is billed too but reports nothing: it counts as the larger of 1 and the
  * existing item's size in KB when the refusal returned it (ALL_OLD), as AWS bills it (the same
  * estimate as bench/counting-middleware.ts). Costs go to `recorder`, which attributes them to
- * the job being handled (shared/runtime/cost-meter.ts).
+ * the job being handled (shared/lambda/cost-meter.ts).
  *
  * @example
  * meterCost(new DynamoDBClient({}), meter);

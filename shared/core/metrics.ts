@@ -109,7 +109,7 @@ export function addCost(a: JobCost, b: JobCost): JobCost {
   return { requests: a.requests + b.requests, writeUnits: a.writeUnits + b.writeUnits };
 }
 
-/** Where an adapter reports what one of its AWS requests cost (see shared/runtime/cost-meter.ts). */
+/** Where an adapter reports what one of its AWS requests cost (see shared/lambda/cost-meter.ts). */
 export interface CostRecorder {
   record(cost: JobCost): void;
 }

@@ -11,8 +11,8 @@ import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas } from '../core/job-type';
+import { invocation, once, startLambdaRuntime } from '../lambda/runtime';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
-import { invocation, once, startLambdaRuntime } from './lambda-runtime';
 import { createWorker } from './worker';
 
 export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;

@@ -6,7 +6,7 @@ import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import { type Clock, systemClock } from '../core/clock';
-import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../runtime/lambda-runtime';
+import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../lambda/runtime';
 import { runSupervisorOnce, type SupervisorDeps, type SupervisorReport } from './run';
 
 /**

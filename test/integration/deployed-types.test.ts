@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { platformConfigFromEnv, typesDigest } from '../../shared/config';
+import { deployedConfig } from '../../shared/lambda/runtime';
 import { createLogger } from '../../shared/logger';
-import { deployedConfig } from '../../shared/runtime/lambda-runtime';
 import { type LocalClients, localClients } from '../local-aws/clients';
 import { deployLocal, destroyLocal, type LocalDeployment } from '../local-aws/deploy';
 import { type LocalAws, startLocalAws } from '../local-aws/index';

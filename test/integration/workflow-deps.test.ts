@@ -12,7 +12,7 @@ import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { edgeOutcome } from '../../shared/core/dependencies';
 import { defineJobType } from '../../shared/core/job-type';
 import { PermanentError } from '../../shared/errors';
-import { CostMeter } from '../../shared/runtime/cost-meter';
+import { CostMeter } from '../../shared/lambda/cost-meter';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';

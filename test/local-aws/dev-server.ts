@@ -19,7 +19,7 @@ import type { GrantsDocument } from '../../shared/core/access';
 import type { Job } from '../../shared/core/job';
 import type { JobStore } from '../../shared/core/ports';
 import { createDashboardHandler } from '../../shared/dashboard/server';
-import { CostMeter } from '../../shared/runtime/cost-meter';
+import { CostMeter } from '../../shared/lambda/cost-meter';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { LOCAL_CREDENTIALS } from './clients';
 import type { LocalCaller } from './function-url';

@@ -8,7 +8,7 @@ import {
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { meterCost } from '../../shared/aws/cost-middleware';
-import { CostMeter } from '../../shared/runtime/cost-meter';
+import { CostMeter } from '../../shared/lambda/cost-meter';
 
 const credentials = { accessKeyId: 'AKIDTEST', secretAccessKey: 'test-secret' };
 const decoder = new TextDecoder();

@@ -6,8 +6,8 @@ import { createApiHandler } from '../../shared/api/handler';
 import { ManualClock } from '../../shared/core/clock';
 import { defineJobType } from '../../shared/core/job-type';
 import { METRIC } from '../../shared/core/metrics';
+import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../../shared/lambda/runtime';
 import { createLogger } from '../../shared/logger';
-import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../../shared/runtime/lambda-runtime';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, MemoryMetrics, testConfig } from '../support/fakes';
 
 const ENV = {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { METRIC } from '../../shared/core/metrics';
 import { PermanentError } from '../../shared/errors';
-import { CostMeter } from '../../shared/runtime/cost-meter';
+import { CostMeter } from '../../shared/lambda/cost-meter';
 import { sqsRecord } from '../support/fakes';
 import { echoJob, harness, logged, messageFor, T0 } from './worker-harness';
 
