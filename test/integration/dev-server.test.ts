@@ -12,7 +12,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import * as z from 'zod/mini';
-import { defineJob, defineJobType } from '../../shared/runtime';
+import { defineJob, defineJobType } from '../../shared/entries/runtime';
 import { buildUi } from '../../ui/build';
 import { assumedRole, localRoleId, startLocalAws } from '../local-aws';
 import { type DevServer, startDevServer } from '../local-aws/dev-server';

@@ -37,6 +37,6 @@ export {
 export type { RateLimitOptions, ThrottleOptions } from '../core/pace';
 export * from '../errors';
 export type { Logger, LogLevel } from '../logger';
-export { defineJob, type LambdaSqsHandler } from './define-job';
-export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from './job-definition';
-export { type SignalWait, Suspension, type WaitForSignalOptions } from './workflow';
+export { defineJob, type LambdaSqsHandler } from '../runtime/define-job';
+export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from '../runtime/job-definition';
+export { type SignalWait, Suspension, type WaitForSignalOptions } from '../runtime/workflow';
