@@ -1,5 +1,5 @@
 /**
- * Review of flow control: interleavings in which more than `limit` jobs of one key run at once.
+ * Flow control under races: interleavings in which more than `limit` jobs of one key run at once.
  * Each test failed on the code before its fix (1: a busy duplicate released; 2: a slot entry had
  * no attempt token; 3: only the head of the line handed a free place on) and asserts the invariant.
  */
@@ -23,7 +23,7 @@ const job = (id: string) => echoJob(id, { payload: { n: 1, tenant: 't1' }, flowK
 const tick = () => new Promise((r) => setTimeout(r, 1));
 const tracked = (failFirstOf?: string) => heldHandlers(failFirstOf ? { failFirstOf } : {});
 
-describe('flow review: limit 1 exceeded', () => {
+describe('flow: limit 1 exceeded', () => {
   it('a duplicate delivery that took the fresh slot, then lost the claim (busy), frees the slot its running twin relies on', async () => {
     const g = tracked();
     const h = harness({ spec: spec(2000), run: g.run as never });
@@ -95,7 +95,7 @@ describe('flow review: limit 1 exceeded', () => {
   });
 });
 
-describe('flow review: a free slot nobody hands on', () => {
+describe('flow: a free slot nobody hands on', () => {
   it('the head ticket belongs to a job cancelled while it waited, and the hand-on was lost: the line stalls for good', async () => {
     const h = harness({ spec: spec(2000) });
     const slot: Slot = { scope: 'echo#0', key: 't1', limit: 1 };

@@ -13,7 +13,7 @@ import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
 import { heldHandlers } from '../support/held-handlers';
-import { nextRunsAloneOnceHolderStops } from './flow-break-harness';
+import { nextRunsAloneOnceHolderStops } from './flow-races-harness';
 import { echoJob, harness, messageFor } from './worker-harness';
 
 const spec = defineJobType({

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { newJob, sqsEvent } from '../support/fakes';
 import { heldHandlers } from '../support/held-handlers';
-import { nextRunsAloneOnceHolderStops } from './flow-break-harness';
+import { nextRunsAloneOnceHolderStops } from './flow-races-harness';
 import { harness, messageFor, T0 } from './worker-harness';
 
 const spec = defineJobType({

@@ -1,4 +1,4 @@
-/** Steps the flow-break tests share. */
+/** Steps the flow-control race tests share (test/unit/flow-*.test.ts). */
 import { expect } from 'vitest';
 import { sqsEvent } from '../support/fakes';
 import type { heldHandlers } from '../support/held-handlers';
