@@ -6,7 +6,7 @@ import type { JobControl } from '../core/control-ports';
 import { type JobGraph, needsRelease } from '../core/dependencies';
 import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
-import { type Job, type JobMessage, type JobView, toView } from '../core/job';
+import { type Job, type JobView, jobMessage, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
@@ -194,7 +194,7 @@ export class ControlService {
     const job = result.job;
     const route = this.deps.config.routes[job.type];
     const log = this.deps.log.child({ jobId: id, type: job.type });
-    const message: JobMessage = { v: 1, id, type: job.type };
+    const message = jobMessage({ id, type: job.type });
     try {
       if (!route) throw new Error(`job type "${job.type}" has no route`); // the condition checked it
       await this.deps.queue.send(route.queueUrl, message);

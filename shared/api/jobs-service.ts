@@ -13,7 +13,15 @@ import {
   SQS_MAX_DELAY_SECONDS,
 } from '../core/enqueue';
 import { resolveFlowKeys, resolveSingletonKey } from '../core/flow';
-import { isPendingDebounceRun, type Job, type JobMessage, type JobView, type SkipReason, toView } from '../core/job';
+import {
+  isPendingDebounceRun,
+  type Job,
+  type JobMessage,
+  type JobView,
+  jobMessage,
+  type SkipReason,
+  toView,
+} from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { METRIC, type Metrics } from '../core/metrics';
 import { type Pacer, paceScope, rateLimitPace, resolvePaceKey } from '../core/pace';
@@ -427,7 +435,7 @@ export class JobsService {
   ): Promise<PendingSend | undefined> {
     const route = this.deps.config.routes[job.type];
     if (!route) throw new NotFoundError(`job type ${job.type} is not deployed`);
-    const message: JobMessage = { v: 1, id: job.id, type: job.type };
+    const message = jobMessage({ id: job.id, type: job.type });
     const remaining = Math.max(0, Math.ceil((Date.parse(job.runAt) - now) / 1000));
     switch (dispatch.kind) {
       case 'now':

@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { SIGNAL_LOOK_MS } from '../core/due';
 import { JOB_ID_PATTERN } from '../core/enqueue';
+import { jobMessage } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import {
   checkName,
@@ -163,7 +164,7 @@ export class SignalsService {
     const route = this.deps.config.routes[type];
     if (!route) return true;
     try {
-      await this.deps.queue.send(route.queueUrl, { v: 1, id, type });
+      await this.deps.queue.send(route.queueUrl, jobMessage({ id, type }));
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)
       // may not come before then: the caller sends the signal again, whose wake finds the job

@@ -358,6 +358,28 @@ export interface JobMessage {
   notBefore?: string;
 }
 
+/**
+ * The message that brings a job to its worker: its id and type, the run it must wait for (a
+ * schedule's `queue-one`), and, on a message sent ahead of the job's runAt, that runAt. Every
+ * hand-off (the API, the worker, the release, the supervisor, a schedule's fire) builds it here.
+ *
+ * @example
+ * queue.send(route.queueUrl, jobMessage(job));
+ * scheduler.scheduleJob({ name, fireAt, queueArn, message: jobMessage(job, { notBefore: runAt }) });
+ */
+export function jobMessage(
+  job: Pick<Job, 'id' | 'type'> & { after?: string | undefined },
+  options: { notBefore?: number } = {},
+): JobMessage {
+  return {
+    v: 1,
+    id: job.id,
+    type: job.type,
+    ...(job.after !== undefined ? { after: job.after } : {}),
+    ...(options.notBefore !== undefined ? { notBefore: new Date(options.notBefore).toISOString() } : {}),
+  };
+}
+
 /** Canonical JSON: object keys sorted, so equal values give equal text. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;

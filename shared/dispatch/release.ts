@@ -17,7 +17,7 @@ import {
   needsRelease,
   type ParentEdge,
 } from '../core/dependencies';
-import type { Job, JobMessage } from '../core/job';
+import { type Job, jobMessage } from '../core/job';
 import { SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import type { JobQueue, JobScheduler } from '../core/ports';
 import { scheduleFireAt } from '../core/scheduling';
@@ -89,7 +89,7 @@ const expiresAtOf = (now: number, retentionDays: number) => Math.floor(now / 100
 export async function dispatchJob(deps: ReleaseDeps, job: Job, now: number): Promise<void> {
   const route = routeOf(deps, job.type);
   if (!route) throw new Error(`job type "${job.type}" has no route: job ${job.id} cannot be sent`);
-  const message: JobMessage = { v: 1, id: job.id, type: job.type };
+  const message = jobMessage({ id: job.id, type: job.type });
   const remaining = Math.max(0, Math.ceil((Date.parse(job.runAt) - now) / 1000));
   if (remaining > SQS_MAX_DELAY_SECONDS && deps.scheduler) {
     await deps.scheduler.scheduleJob({

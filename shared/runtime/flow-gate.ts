@@ -16,7 +16,7 @@ import {
   slotsOf,
   WHOLE_TYPE_KEY,
 } from '../core/flow';
-import type { Job } from '../core/job';
+import { type Job, jobMessage } from '../core/job';
 import { type JobTypeSpec, MAX_TIMEOUT_MS } from '../core/job-type';
 import { leaseHeld } from '../core/lease';
 import type { JobQueue, JobStore } from '../core/ports';
@@ -115,7 +115,7 @@ export function createFlowGate(deps: FlowGateDeps) {
       return;
     }
     try {
-      await persist(() => queue.send(queueUrl, { v: 1, id: jobId, type }), log, 'sending a job its slot');
+      await persist(() => queue.send(queueUrl, jobMessage({ id: jobId, type })), log, 'sending a job its slot');
     } catch (error) {
       log.warn('could not send a job the slot it was handed; it is sent again later', { jobId, ...errorFields(error) });
     }

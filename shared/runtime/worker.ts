@@ -11,7 +11,15 @@ import { describeJob } from '../core/describe';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import { isFireMessage } from '../core/fire-message';
 import { type FlowSlots, type Slot, WHOLE_TYPE_KEY } from '../core/flow';
-import { type AttemptError, appendError, describeError, type Job, type SkipReason, type WakeWait } from '../core/job';
+import {
+  type AttemptError,
+  appendError,
+  describeError,
+  type Job,
+  jobMessage,
+  type SkipReason,
+  type WakeWait,
+} from '../core/job';
 import { JOURNAL_RETENTION_DAYS, type Journal } from '../core/journal';
 import { DEFAULT_LEASE_MS, leaseHeld, MIN_LEASE_MS } from '../core/lease';
 import { jsonBytes, MAX_RESULT_BYTES, SQS_MAX_DELAY_SECONDS } from '../core/limits';
@@ -515,7 +523,7 @@ export function createWorker(
     const delay = Math.max(0, runAt - now);
     if (input.scheduleName !== undefined && deps.scheduler) {
       // The schedule sends a fresh message at runAt; this one is done.
-      const message = { v: 1 as const, id: job.id, type: job.type, notBefore: new Date(runAt).toISOString() };
+      const message = jobMessage({ id: job.id, type: job.type }, { notBefore: runAt });
       const name = input.scheduleName;
       try {
         await persist(
@@ -543,7 +551,7 @@ export function createWorker(
       // Our message may be gone (a duplicate delivery of it was deleted) or the call failed:
       // send a fresh one carrying the delay, so the job cannot be lost. A spare copy is harmless.
       log.warn(`could not set the ${what} delay on the message; sending a new one`, errorFields(error));
-      const message = { v: 1 as const, id: job.id, type: job.type };
+      const message = jobMessage({ id: job.id, type: job.type });
       // SQS delays at most 15 min: a message that arrives before the job is due is hidden again.
       await persist(
         () => deps.queue.send(route.queueUrl, message, Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delay / 1000))),

@@ -5,7 +5,7 @@
  * (fires EventBridge Scheduler sends) and by the supervisor (fires Scheduler missed); both get
  * the same run for the same slot, so the two can never create two runs of one fire.
  */
-import type { Job, JobMessage } from '../core/job';
+import { type Job, type JobMessage, jobMessage } from '../core/job';
 import type { JobStore } from '../core/ports';
 import type { Logger } from '../logger';
 import { CATCH_UP_RETRY_MS, type Schedule } from './model';
@@ -58,10 +58,6 @@ const MAX_CONFLICTS = 8;
 const MAX_EARLIER_SLOTS = 60;
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-function messageOf(job: Pick<Job, 'id' | 'type' | 'after'>): JobMessage {
-  return { v: 1, id: job.id, type: job.type, ...(job.after !== undefined ? { after: job.after } : {}) };
-}
 
 /**
  * Handles the fire of schedule `name` (job type `type`) scheduled at `fireTime` (epoch ms).
@@ -210,7 +206,7 @@ async function repeat(deps: FireProcessorDeps, schedule: Schedule, id: string, n
   const existing = await deps.jobs.get(id);
   if (existing) {
     if (existing.schedule !== schedule.name) return collision(deps, schedule, existing);
-    return { kind: 'run', message: messageOf(existing), created: false };
+    return { kind: 'run', message: jobMessage(existing), created: false };
   }
   if (id === schedule.lastRunId && schedule.lastFireAt !== undefined && recentlyReserved(deps, schedule, now)) {
     // Reserved by a fire that stopped before writing the run: write it now. (Older than the
@@ -246,9 +242,9 @@ async function createRun(
     ...(run.after !== undefined ? { after: run.after } : {}),
   };
   const written = await deps.jobs.create(job);
-  if (written.created) return { kind: 'run', message: messageOf(job), created: true };
+  if (written.created) return { kind: 'run', message: jobMessage(job), created: true };
   if (written.existing.schedule !== schedule.name) return collision(deps, schedule, written.existing);
-  return { kind: 'run', message: messageOf(written.existing), created: false };
+  return { kind: 'run', message: jobMessage(written.existing), created: false };
 }
 
 function collision(deps: FireProcessorDeps, schedule: Schedule, job: Job): SlotResult {

@@ -27,7 +27,7 @@ import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import type { DueEntry, DueIndex, DueKey } from '../core/due-index';
 import { fireMessage } from '../core/fire-message';
-import type { Job, JobMessage } from '../core/job';
+import { type Job, type JobMessage, jobMessage } from '../core/job';
 import { inboxOf, type JournalScope } from '../core/journal';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { incarnationOf, keys, SHARD_COUNT } from '../core/table';
@@ -434,12 +434,7 @@ async function repairJob(
         report.raced += 1;
         return;
       }
-      const message: JobMessage = {
-        v: 1,
-        id: job.id,
-        type: job.type,
-        ...(job.after !== undefined ? { after: job.after } : {}),
-      };
+      const message = jobMessage(job);
       try {
         await send(deps, message);
       } catch (error) {
@@ -500,7 +495,7 @@ async function repairSignal(
     return;
   }
   try {
-    await send(deps, { v: 1, id: job.id, type: job.type });
+    await send(deps, jobMessage({ id: job.id, type: job.type }));
   } catch (error) {
     report.failed += 1;
     deps.log.error('could not send the message of a job woken for its signal; its due entry brings it back', {
