@@ -7,11 +7,10 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { JobMessage } from '../core/job';
+import { SQS_MAX_DELAY_SECONDS } from '../core/limits';
 import { type JobQueue, type QueueEntry, type QueueEntryOutcome, sendBatchGroups } from '../core/ports';
 import { DependencyError } from '../errors';
 import { translateAwsError } from './errors';
-
-const SQS_MAX_DELAY_SECONDS = 900;
 
 function delayOf(delaySeconds: number | undefined): { DelaySeconds?: number } {
   return delaySeconds ? { DelaySeconds: Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delaySeconds)) } : {};
