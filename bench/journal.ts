@@ -15,8 +15,8 @@ import {
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { keyOf } from '../shared/aws/attributes';
-import { itemBytes } from '../shared/aws/dynamo-job-store';
 import { DynamoJournal, journalEntryItem } from '../shared/aws/dynamo-journal';
+import { itemBytes } from '../shared/aws/job-item';
 import { systemClock } from '../shared/core/clock';
 import { journalKey } from '../shared/core/journal';
 import { incarnationOf, JOB_TABLE } from '../shared/core/table';

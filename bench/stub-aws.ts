@@ -7,7 +7,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { toItem } from '../shared/aws/dynamo-job-store';
+import { toItem } from '../shared/aws/job-item';
 import type { Job } from '../shared/core/job';
 
 interface StubRequest {

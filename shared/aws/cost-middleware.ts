@@ -1,6 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { CostRecorder } from '../core/metrics';
-import { itemBytes } from './dynamo-job-store';
+import { itemBytes } from './job-item';
 
 /** DynamoDB operations that write, whose responses carry `ConsumedCapacity` when asked. */
 export const WRITE_OPS: ReadonlySet<string> = new Set([

@@ -16,8 +16,8 @@ import { inboxOf } from '../core/journal';
 import { isTerminal } from '../core/states';
 import { JOB_TABLE, keys, SINGLE_SK } from '../core/table';
 import { keyOf, N, S } from './attributes';
-import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
+import { fromItem } from './job-item';
 
 type Item = Record<string, AttributeValue>;
 

@@ -11,8 +11,8 @@ import type { Job, OperatorAction } from '../core/job';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
 import { keyOf, N, S } from './attributes';
-import { CANCELLED_KEY, withHistory } from './dynamo-job-store';
 import { translateAwsError } from './errors';
+import { CANCELLED_KEY, withHistory } from './job-item';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -22,8 +22,8 @@ import type { Job } from '../core/job';
 import type { JobState } from '../core/states';
 import { createdAtOf, incarnationOf, keys, owned } from '../core/table';
 import { keyOf, N, S } from './attributes';
-import { fromItem } from './dynamo-job-store';
 import { translateAwsError } from './errors';
+import { fromItem } from './job-item';
 
 type Item = Record<string, AttributeValue>;
 

@@ -31,8 +31,8 @@ import type {
 import { inboxKey, journalKey } from '../core/journal';
 import type { ItemKey } from '../core/table';
 import { keyOf, N, S } from './attributes';
-import { itemBytes, ONE_WRITE_UNIT_BYTES } from './dynamo-job-store';
 import { translateAwsError } from './errors';
+import { itemBytes, ONE_WRITE_UNIT_BYTES } from './job-item';
 
 type Item = Record<string, AttributeValue>;
 

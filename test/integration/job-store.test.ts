@@ -7,14 +7,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { keyOf } from '../../shared/aws/attributes';
-import {
-  DynamoJobStore,
-  errorKey,
-  itemBytes,
-  payloadKey,
-  STATUS_ITEM_GROWTH_BYTES,
-  toItem,
-} from '../../shared/aws/dynamo-job-store';
+import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
+import { errorKey, itemBytes, payloadKey, STATUS_ITEM_GROWTH_BYTES, toItem } from '../../shared/aws/job-item';
 import {
   type AttemptError,
   appendError,

@@ -1,8 +1,8 @@
 /** The size of a journal entry's item, as DynamoDB bills it: a step result of about 1 KB is one write unit. */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { itemBytes, ONE_WRITE_UNIT_BYTES } from '../../shared/aws/dynamo-job-store';
 import { journalEntryItem } from '../../shared/aws/dynamo-journal';
+import { itemBytes, ONE_WRITE_UNIT_BYTES } from '../../shared/aws/job-item';
 import { jsonBytes } from '../../shared/core/limits';
 
 const entry = (value: unknown) =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { itemBytes } from '../../shared/aws/dynamo-job-store';
 import { toScheduleItem } from '../../shared/aws/dynamo-schedule-store';
+import { itemBytes } from '../../shared/aws/job-item';
 import { ManualClock } from '../../shared/core/clock';
 import { defineJobType } from '../../shared/core/job-type';
 import { DependencyError, type OrreryError } from '../../shared/errors';
