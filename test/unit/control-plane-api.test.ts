@@ -21,7 +21,7 @@ import { defineJobType } from '../../shared/core/job-type';
 import { retryScheduleName, wakeScheduleName } from '../../shared/core/ports';
 import { ConfigError, DependencyError, ThrottledError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
-import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
+import { FakeDeadLetterQueues, FakeJobControl, FakeRedriveLog } from '../support/control-fakes';
 import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, newJob, testConfig } from '../support/fakes';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
@@ -50,6 +50,7 @@ function setup(options: { index?: JobIndex } = {}) {
   const logs = captureLogs();
   const index: JobIndex = options.index ?? { query: async () => ({ entries: [], more: false }) };
   const control = new FakeJobControl(store);
+  const redrives = new FakeRedriveLog();
   const api = createApiHandler({
     access: allowEveryone(),
     config,
@@ -59,7 +60,7 @@ function setup(options: { index?: JobIndex } = {}) {
     scheduler,
     clock,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
-    controlPlane: { index, control, deadLetters },
+    controlPlane: { index, control, deadLetters, redrives },
   });
   /** `as`: the caller's IAM ARN, as the Function URL's authorizer passes it. @default none (anonymous) */
   const call = async (
@@ -87,7 +88,7 @@ function setup(options: { index?: JobIndex } = {}) {
     } as unknown as APIGatewayProxyEventV2);
     return { status: response.statusCode, headers: response.headers ?? {}, body: JSON.parse(response.body ?? 'null') };
   };
-  return { api, call, store, queue, scheduler, deadLetters, control, clock, config, logs: logs.lines };
+  return { api, call, store, queue, scheduler, deadLetters, control, redrives, clock, config, logs: logs.lines };
 }
 
 describe('routing', () => {
@@ -577,6 +578,20 @@ describe('DLQ', () => {
       at: new Date(T0).toISOString(),
       method: 'move-task',
     });
+  });
+
+  it('answers the redrive when its record cannot be written, and logs that it was not recorded', async () => {
+    const { call, deadLetters, redrives, logs, config } = setup();
+    deadLetters.put(DLQ('echo'), '{"v":1,"id":"j1","type":"echo"}');
+    redrives.failRecord = new DependencyError('DynamoDB PutItem (DLQ redrive record) failed');
+    const response = await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS);
+    expect(response).toMatchObject({ status: 200, body: { method: 'receive-send', moved: 1 } });
+    expect(deadLetters.bodies(config.routes.echo?.queueUrl ?? '')).toHaveLength(1);
+    const warning = logs.find((line) => line.message === 'could not record the DLQ redrive');
+    expect(warning).toMatchObject({ level: 'warn', type: 'echo', by: OPS, method: 'receive-send' });
+    // the audit's log line stands
+    expect(logs.find((line) => line.message === 'operator action')).toMatchObject({ action: 'dlq.redrive', by: OPS });
+    expect((await peekEcho(call)).lastRedrive).toBeNull();
   });
 
   it('records no redrive that moved nothing (an empty DLQ), nor one that failed', async () => {
