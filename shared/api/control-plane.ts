@@ -1,6 +1,6 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
-import type { DeadLetterQueues, JobControl, JobIndex } from '../core/control-ports';
+import type { DeadLetterQueues, JobControl, JobIndex, RedriveLog } from '../core/control-ports';
 import type { JobGraph } from '../core/dependencies';
 import type { JobTypeSpec } from '../core/job-type';
 import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
@@ -19,6 +19,8 @@ export interface ControlPlaneAdapters {
   index: JobIndex;
   control: JobControl;
   deadLetters: DeadLetterQueues;
+  /** Each job type's last DLQ redrive (`DynamoRedriveLog` on the job table). */
+  redrives: RedriveLog;
 }
 
 /** The services behind the control-plane routes (batch, list, cancel/retry, bulk, DLQ, overview). */
@@ -64,6 +66,10 @@ const UNCONFIGURED: ControlPlaneAdapters = {
     sendAll: async () => notConfigured(),
     deleteAll: async () => notConfigured(),
   },
+  redrives: {
+    record: async () => notConfigured(),
+    last: async () => notConfigured(),
+  },
 };
 
 /** Builds the control-plane services on the API's dependencies. */
@@ -75,7 +81,13 @@ export function createControlPlane(deps: ControlPlaneDeps, jobs: JobsService): C
     list: new ListService({ config: deps.config, index: adapters.index, jobs, clock: deps.clock }),
     control,
     bulk: new BulkService({ control }),
-    dlq: new DlqService({ config: deps.config, deadLetters: adapters.deadLetters, clock: deps.clock, log: deps.log }),
+    dlq: new DlqService({
+      config: deps.config,
+      deadLetters: adapters.deadLetters,
+      redrives: adapters.redrives,
+      clock: deps.clock,
+      log: deps.log,
+    }),
     overview: new OverviewService({
       config: deps.config,
       index: adapters.index,

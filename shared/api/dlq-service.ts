@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { PlatformConfig, Route } from '../config';
 import type { Clock } from '../core/clock';
-import type { DeadLetterQueues } from '../core/control-ports';
+import type { DeadLetterQueues, RedriveLog, RedriveRecord } from '../core/control-ports';
 import { NotFoundError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import type { dlqPeekSchema, redriveResultSchema } from './schemas';
@@ -16,9 +16,13 @@ export const REDRIVE_VISIBILITY_SECONDS = 30;
 export interface DlqServiceDeps {
   config: PlatformConfig;
   deadLetters: DeadLetterQueues;
+  /** Each type's last redrive: written by a redrive, answered by `GET /dlq`. */
+  redrives: RedriveLog;
   clock: Clock;
   log: Logger;
 }
+
+type Redrive = z.output<typeof redriveResultSchema>;
 
 type DlqRoute = Route & { dlqUrl: string; dlqArn: string };
 
@@ -41,13 +45,18 @@ export class DlqService {
     return route as DlqRoute;
   }
 
-  /** Up to `limit` (≤ 10) messages of the DLQ, left in place (received with visibility 0). */
+  /**
+   * Up to `limit` (≤ 10) messages of the DLQ, left in place (received with visibility 0), and the
+   * type's last redrive (one GetItem, beside the depth's GetQueueAttributes). A read that fails
+   * fails the call (429/503): `lastRedrive: null` says "never redriven", so it is not a stand-in
+   * for "unknown".
+   */
   async peek(type: string, limit: number): Promise<z.output<typeof dlqPeekSchema>> {
     const route = this.route(type);
-    // Depth first: the peek's receive counts its messages as in flight for a moment.
-    const depth = await this.deps.deadLetters.depth(route.dlqUrl);
+    // Depth (and the record) first: the peek's receive counts its messages as in flight for a moment.
+    const [depth, last] = await Promise.all([this.deps.deadLetters.depth(route.dlqUrl), this.deps.redrives.last(type)]);
     const messages = await this.deps.deadLetters.peek(route.dlqUrl, limit);
-    return { type, approximateDepth: depth, messages };
+    return { type, approximateDepth: depth, messages, lastRedrive: last ? lastRedriveOf(last) : null };
   }
 
   /**
@@ -56,32 +65,62 @@ export class DlqService {
    * deletes it from the DLQ only after the send succeeded, so a message is never dropped (a
    * failed delete leaves a duplicate, which the job's lease makes harmless).
    */
-  async redrive(type: string, maxMessages = REDRIVE_DEFAULT_MESSAGES): Promise<z.output<typeof redriveResultSchema>> {
+  async redrive(
+    type: string,
+    options: {
+      /** @default REDRIVE_DEFAULT_MESSAGES */
+      maxMessages?: number;
+      /** Who redrives (the caller's ARN, or `anonymous`): recorded as the type's last redrive. */
+      by: string;
+    },
+  ): Promise<Redrive> {
     const route = this.route(type);
     const log = this.deps.log.child({ type });
+    const at = new Date(this.deps.clock.now()).toISOString();
     const start = await this.deps.deadLetters.startMove({ dlqArn: route.dlqArn, destinationArn: route.queueArn });
     if (start.kind === 'started') {
       const depth = await this.deps.deadLetters.depth(route.dlqUrl).catch(() => undefined);
       log.info('DLQ redrive started (message move task)', { taskHandle: start.taskHandle });
-      return {
+      const result: Redrive = {
         method: 'move-task',
         status: 'started',
         taskHandle: start.taskHandle,
         approximateMessages: depth?.visible ?? null,
       };
+      await this.record({ type, by: options.by, at, method: 'move-task' }, log);
+      return result;
     }
     if (start.kind === 'running') {
+      // a task started before (by this caller or another): this call started nothing, so it records nothing
       const toMove = start.toMove !== null && start.moved !== null ? Math.max(0, start.toMove - start.moved) : null;
       return { method: 'move-task', status: 'running', taskHandle: start.taskHandle, approximateMessages: toMove };
     }
-    return this.moveByHand(route, maxMessages, log);
+    const result = await this.moveByHand(route, options.maxMessages ?? REDRIVE_DEFAULT_MESSAGES, log);
+    // an empty DLQ: nothing moved, nothing to record
+    if (result.moved > 0)
+      await this.record({ type, by: options.by, at, method: 'receive-send', moved: result.moved }, log);
+    return result;
+  }
+
+  /**
+   * Records a redrive that started a move task or moved messages, after it (one PutItem). The
+   * messages have moved whatever this write does, so its failure fails nothing: it is logged
+   * (`could not record the DLQ redrive`), and the redrive's `operator action` log line and
+   * metric still record it.
+   */
+  private async record(record: RedriveRecord, log: Logger): Promise<void> {
+    try {
+      await this.deps.redrives.record(record);
+    } catch (error) {
+      log.warn('could not record the DLQ redrive', { by: record.by, method: record.method, ...errorFields(error) });
+    }
   }
 
   private async moveByHand(
     route: DlqRoute,
     maxMessages: number,
     log: Logger,
-  ): Promise<z.output<typeof redriveResultSchema>> {
+  ): Promise<Extract<Redrive, { method: 'receive-send' }>> {
     const { deadLetters, clock } = this.deps;
     const deadline = clock.now() + REDRIVE_TIME_BUDGET_MS;
     let moved = 0;
@@ -136,4 +175,14 @@ export class DlqService {
     log.info('DLQ redrive by receive and send', { moved, stoppedBy });
     return { method: 'receive-send', moved, stoppedBy, remaining: depth.visible };
   }
+}
+
+/** The record as `GET /dlq` answers it: the type is the listing's own. */
+function lastRedriveOf(record: RedriveRecord): NonNullable<z.output<typeof dlqPeekSchema>['lastRedrive']> {
+  return {
+    by: record.by,
+    at: record.at,
+    method: record.method,
+    ...(record.moved !== undefined ? { moved: record.moved } : {}),
+  };
 }

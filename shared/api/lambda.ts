@@ -7,6 +7,7 @@ import { DynamoJobIndex } from '../aws/dynamo-job-index';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
+import { DynamoRedriveLog } from '../aws/dynamo-redrive-log';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger';
@@ -57,6 +58,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
         index: new DynamoJobIndex(clients.dynamo, config.tableName),
         control: new DynamoJobControl(clients.dynamo, config.tableName),
         deadLetters: new SqsDeadLetterQueues(clients.sqs),
+        redrives: new DynamoRedriveLog(clients.dynamo, config.tableName),
       },
       schedules: {
         store: new DynamoScheduleStore(clients.dynamo, config.tableName),

@@ -21,6 +21,7 @@ import {
   jobSummarySchema,
   jobViewSchema,
   keyStateSchema,
+  lastRedriveSchema,
   listQueryDocSchema,
   overviewBucketSchema,
   overviewQuerySchema,
@@ -89,6 +90,7 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['BatchItemResult', batchItemResultSchema],
   ['BatchResult', batchResponseSchema],
   ['DeadLetter', deadLetterSchema],
+  ['LastRedrive', lastRedriveSchema],
   ['DlqPeek', dlqPeekSchema],
   ['RedriveResult', redriveResultSchema],
   ['ScheduleView', scheduleViewSchema],
@@ -402,10 +404,11 @@ export const OPERATIONS: ApiOperation[] = [
     path: '/dlq',
     operationId: 'peekDeadLetters',
     summary: "Look at a job type's dead-letter queue",
-    description: 'Up to 10 messages, received with visibility 0 (left in the queue).',
+    description:
+      "Up to 10 messages, received with visibility 0 (left in the queue), and the type's last redrive (one DynamoDB GetItem).",
     query: dlqQuerySchema,
     responses: {
-      '200': { description: 'Messages and depth', schema: dlqPeekSchema },
+      '200': { description: 'Messages, depth and the last redrive', schema: dlqPeekSchema },
       ...errors('400', '404', '429', '503'),
     },
   },
@@ -416,7 +419,9 @@ export const OPERATIONS: ApiOperation[] = [
     summary: "Move a job type's dead-letter messages back to its ready queue",
     description:
       'Starts an SQS message move task (202). Where SQS has none (emulators), the API moves up to ' +
-      '`maxMessages` itself (200): each is sent to the ready queue first and deleted from the DLQ only after.',
+      '`maxMessages` itself (200): each is sent to the ready queue first and deleted from the DLQ only after. ' +
+      "A redrive that started a task or moved messages is recorded as the type's last (one DynamoDB PutItem, " +
+      'after the move; a failed record is logged and fails nothing): `GET /dlq` answers it.',
     body: redriveRequestSchema,
     responses: {
       '202': { description: 'A message move task started or is running', schema: redriveResultSchema },

@@ -212,11 +212,28 @@ export const deadLetterSchema = z
   })
   .strict();
 
+export const lastRedriveSchema = z
+  .object({
+    by: z.string().meta({
+      description: "The caller's IAM ARN as it signed (an assumed role's carries its session), or `anonymous`",
+    }),
+    at: isoTime.meta({ description: 'When the redrive was made' }),
+    method: z.enum(['move-task', 'receive-send']).meta({ description: 'How it moved the messages (see the redrive)' }),
+    moved: z.int().min(0).optional().meta({
+      description: 'Only when known: the messages it moved (a receive-send redrive; a move task moves them later)',
+    }),
+  })
+  .strict();
+
 export const dlqPeekSchema = z
   .object({
     type: typeName,
     approximateDepth: z.object({ visible: z.int().min(0), inFlight: z.int().min(0) }).strict(),
     messages: z.array(deadLetterSchema),
+    lastRedrive: lastRedriveSchema.nullable().meta({
+      description:
+        'The latest redrive of the type that started a move task or moved messages: who, when, how, how many; null when none',
+    }),
   })
   .strict();
 

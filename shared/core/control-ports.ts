@@ -4,7 +4,8 @@ import type { JobState } from './states';
 /**
  * Ports of the control plane (listing, cancel, retry, DLQ). They sit beside the data-plane
  * ports of `ports.ts`; the adapters are `shared/aws/dynamo-job-index.ts`,
- * `shared/aws/dynamo-job-control.ts` and `shared/aws/sqs-dead-letters.ts`.
+ * `shared/aws/dynamo-job-control.ts`, `shared/aws/sqs-dead-letters.ts` and
+ * `shared/aws/dynamo-redrive-log.ts`.
  */
 
 /** A job as the GSIs project it (INCLUDE projection: see `JOB_TABLE`). */
@@ -172,4 +173,38 @@ export interface DeadLetterQueues {
   sendAll(queueUrl: string, bodies: string[]): Promise<Set<number>>;
   /** Deletes received messages; returns how many were deleted. */
   deleteAll(queueUrl: string, receiptHandles: string[]): Promise<number>;
+}
+
+/** How a redrive moved a DLQ's messages back (see `shared/api/dlq-service.ts`). */
+export type RedriveMethod = 'move-task' | 'receive-send';
+
+/** A DLQ redrive an operator made, as the dashboard shows it ("last redriven by ... at ..."). */
+export interface RedriveRecord {
+  /** The job type whose DLQ was redriven. */
+  type: string;
+  /** The caller's ARN as it signed (an assumed role's carries its session), or `anonymous`. */
+  by: string;
+  /** When the redrive was made (ISO 8601, `Date.prototype.toISOString()`). */
+  at: string;
+  method: RedriveMethod;
+  /**
+   * Messages moved back, when known: a `receive-send` redrive counts them; a move task moves
+   * them later, in SQS.
+   * @default unknown
+   */
+  moved?: number;
+}
+
+/**
+ * The last redrive of each job type's DLQ: one small record per type, replaced by each redrive.
+ * The full history is the API's `operator action` log lines.
+ */
+export interface RedriveLog {
+  /**
+   * Stores `record` as its type's last redrive, unless the one stored is later (`at`), so a
+   * slow write never hides a newer redrive. Returns false when it was kept out that way.
+   */
+  record(record: RedriveRecord): Promise<boolean>;
+  /** The type's last redrive, or undefined when it was never redriven. */
+  last(type: string): Promise<RedriveRecord | undefined>;
 }

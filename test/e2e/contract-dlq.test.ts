@@ -18,7 +18,12 @@ const peek = (type: string) => call(target, 'GET', `/dlq?type=${type}`, 200, dlq
 describe('GET /dlq', () => {
   it.runIf(isLocal)('answers an empty list for an empty DLQ', async () => {
     const body = await peek('sleep');
-    expect(body).toEqual({ type: 'sleep', approximateDepth: { visible: 0, inFlight: 0 }, messages: [] });
+    expect(body).toEqual({
+      type: 'sleep',
+      approximateDepth: { visible: 0, inFlight: 0 },
+      messages: [],
+      lastRedrive: null, // never redriven
+    });
   });
 
   it('shows dead letters without consuming them: message id, job id, receive count, sent time', async () => {
@@ -72,6 +77,13 @@ describe('POST /dlq/redrive', () => {
     } else {
       expect(response.status).toBe(202); // SQS moves them asynchronously
       expect(['started', 'running']).toContain(result.status);
+    }
+    // the type's last redrive is this one, unless a task was running already (this call started none)
+    if (result.method === 'receive-send' || result.status === 'started') {
+      const last = (await peek('echo')).lastRedrive;
+      expect(last).toMatchObject({ method: result.method, by: expect.any(String) });
+      expect(Date.parse(last?.at ?? '')).toBeGreaterThan(Date.now() - 60_000);
+      if (result.method === 'receive-send') expect(last?.moved).toBe(result.moved);
     }
 
     const done = await waitForJob(target, job.id, ['succeeded'], 60_000);

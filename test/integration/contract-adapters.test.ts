@@ -1,12 +1,12 @@
 /**
  * The job-port contract (test/contract/job-store.contract.ts) against the DynamoDB adapters
  * (DynamoJobStore, DynamoJobControl) on DynamoDB Local: the same cases the fakes pass in
- * test/unit/contract-fakes.test.ts.
+ * test/unit/contract-fakes.test.ts. So do the other ports' contracts (test/contract/*.contract.ts).
  */
 
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { describe } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keyOf } from '../../shared/aws/attributes';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
@@ -17,8 +17,9 @@ import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
+import { DynamoRedriveLog, redriveKey } from '../../shared/aws/dynamo-redrive-log';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
-import { keys } from '../../shared/core/table';
+import { JOB_TABLE, keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
@@ -27,6 +28,7 @@ import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
 import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
+import { redriveLogContract } from '../contract/redrive-log.contract';
 import { scheduleStoreContract } from '../contract/schedule-store.contract';
 import { useJobTable } from '../local-aws/job-table';
 import type { DueAttributes } from '../support/fakes';
@@ -108,4 +110,28 @@ describe('due index contract: DynamoDueIndex, DynamoJournal and DynamoJobStore o
 
 describe('schedule store contract: DynamoScheduleStore on DynamoDB Local', () => {
   scheduleStoreContract(async () => new DynamoScheduleStore(dynamo, tableName));
+});
+
+describe('redrive log contract: DynamoRedriveLog on DynamoDB Local', () => {
+  redriveLogContract(async () => new DynamoRedriveLog(dynamo, tableName));
+
+  it('writes one item per type, `dlq#<type>`, in no index and with no TTL', async () => {
+    const type = `x-${Math.random().toString(36).slice(2, 8)}`;
+    const at = '2026-06-01T00:00:00.000Z';
+    await new DynamoRedriveLog(dynamo, tableName).record({
+      type,
+      by: 'anonymous',
+      at,
+      method: 'receive-send',
+      moved: 2,
+    });
+    const out = await dynamo.send(
+      new GetItemCommand({ TableName: tableName, Key: keyOf(redriveKey(type)), ConsistentRead: true }),
+    );
+    const item = unmarshall(out.Item ?? {});
+    expect(item).toEqual({ pk: `dlq#${type}`, sk: '-', type, by: 'anonymous', at, method: 'receive-send', moved: 2 });
+    // no key attribute of any index, and not the TTL attribute
+    const indexKeys = JOB_TABLE.indexes.flatMap((index) => [index.partitionKey, index.sortKey]);
+    for (const name of [...indexKeys, JOB_TABLE.ttlAttribute]) expect(item, name).not.toHaveProperty(name);
+  });
 });

@@ -9,6 +9,7 @@ import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
+import { DynamoRedriveLog } from '../../shared/aws/dynamo-redrive-log';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../../shared/aws/scheduler-recurring-trigger';
@@ -156,6 +157,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     index: new DynamoJobIndex(clients.dynamo, config.tableName),
     control: new DynamoJobControl(clients.dynamo, config.tableName),
     deadLetters: new SqsDeadLetterQueues(clients.sqs),
+    redrives: new DynamoRedriveLog(clients.dynamo, config.tableName),
   };
   const who = localAccess(options);
   const api = createApiHandler({

@@ -1,7 +1,8 @@
 /**
  * In-memory stand-ins for the control-plane ports (`shared/core/control-ports.ts`), for the unit
  * tests and the in-memory mode. `FakeJobControl` works on a `FakeJobStore`'s jobs with the
- * DynamoDB adapter's conditions; `FakeDeadLetterQueues` keeps queues as arrays of messages.
+ * DynamoDB adapter's conditions; `FakeDeadLetterQueues` keeps queues as arrays of messages;
+ * `FakeRedriveLog` keeps each type's last redrive.
  */
 
 import { cancelledJob, pastRetention, restartedJob } from '../../shared/core/control';
@@ -17,6 +18,8 @@ import type {
   JobIndex,
   MoveTaskStart,
   ReceivedLetter,
+  RedriveLog,
+  RedriveRecord,
   RestartInput,
 } from '../../shared/core/control-ports';
 import { jobDueAttributes } from '../../shared/core/due';
@@ -178,6 +181,28 @@ export class FakeDeadLetterQueues implements DeadLetterQueues {
     const keep = queue.filter((m) => !m.receipt || !receiptHandles.includes(m.receipt));
     this.queues.set(queueUrl, keep);
     return queue.length - keep.length;
+  }
+}
+
+/**
+ * Each type's last redrive, with the adapter's condition: a record older (`at`) than the one
+ * stored is kept out. `failRecord` makes `record` throw it (a DynamoDB that does not answer).
+ */
+export class FakeRedriveLog implements RedriveLog {
+  private readonly records = new Map<string, RedriveRecord>();
+  failRecord: Error | undefined;
+
+  async record(record: RedriveRecord): Promise<boolean> {
+    if (this.failRecord) throw this.failRecord;
+    const stored = this.records.get(record.type);
+    if (stored && stored.at > record.at) return false;
+    this.records.set(record.type, { ...record });
+    return true;
+  }
+
+  async last(type: string): Promise<RedriveRecord | undefined> {
+    const stored = this.records.get(type);
+    return stored ? { ...stored } : undefined;
   }
 }
 

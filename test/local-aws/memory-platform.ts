@@ -28,7 +28,7 @@ import type { SupervisorOptions } from '../../shared/supervisor/plan';
 import { runSupervisorOnce, type SupervisorReport } from '../../shared/supervisor/run';
 import { startFunctionUrlServer } from './function-url';
 import { type LocalAccessOptions, localAccess } from './local-access';
-import { FakeDeadLetterQueues, FakeJobControl, FakeJobIndex } from './memory-control';
+import { FakeDeadLetterQueues, FakeJobControl, FakeJobIndex, FakeRedriveLog } from './memory-control';
 import { MemoryDelivery } from './memory-delivery';
 import { FakeDueIndex } from './memory-due-index';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore } from './memory-fakes';
@@ -89,6 +89,7 @@ export interface MemoryPorts {
   index: FakeJobIndex;
   control: FakeJobControl;
   deadLetters: FakeDeadLetterQueues;
+  redrives: FakeRedriveLog;
   schedules: FakeScheduleStore;
   trigger: FakeRecurringTrigger;
   dueIndex: FakeDueIndex;
@@ -180,6 +181,7 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
     index: new FakeJobIndex(store),
     control: new FakeJobControl(store),
     deadLetters: new FakeDeadLetterQueues(),
+    redrives: new FakeRedriveLog(),
     schedules: new FakeScheduleStore(),
     trigger: new FakeRecurringTrigger(),
     dueIndex: new FakeDueIndex(store, journal),
@@ -230,7 +232,12 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
     scheduler: live.scheduler,
     clock,
     logger,
-    controlPlane: { index: watched(ports.index), control: live.control, deadLetters: watched(ports.deadLetters) },
+    controlPlane: {
+      index: watched(ports.index),
+      control: live.control,
+      deadLetters: watched(ports.deadLetters),
+      redrives: watched(ports.redrives),
+    },
     flow: live.flow,
     pacer: live.pacer,
     debouncer: live.debouncer,

@@ -281,6 +281,8 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await page.goto(`${platform.url}/ui/#/dlq?type=echo`);
     await page.getByRole('link', { name: job.json.id }).waitFor();
     await expect(page.getByTestId('dlq-depth').textContent()).resolves.toBe('1');
+    // never redriven: no line for it
+    await expect(page.locator('.last-redrive').count()).resolves.toBe(0);
     await shot('dlq');
     await expectAccessible('dlq');
     // Escape cancels the confirmation and nothing moves; then confirm for real
@@ -296,6 +298,10 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
       .click();
     await page.getByText(/Moved 1 messages back to the echo ready queue/).waitFor();
     await page.getByText('The echo DLQ is empty.').waitFor();
+    // this platform takes unsigned calls: the redrive's caller is anonymous
+    await expect(page.locator('.last-redrive').textContent()).resolves.toMatch(
+      /^Last redriven by anonymous at .+ \(1 moved\)\.$/,
+    );
     const after = await call(platform.url, 'GET', `/jobs/${job.json.id}`);
     expect(after.json).toMatchObject({ state: 'succeeded', attempts: 1 });
   });
@@ -587,5 +593,32 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
     await expect(changed.textContent()).resolves.toMatch(/^\s*paused by user\/local /);
     await expect(changed.locator('.who').getAttribute('title')).resolves.toBe('arn:aws:iam::000000000000:user/local');
     await expectAccessible('schedule paused by');
+  });
+
+  it('redrives a DLQ as the signing principal and shows who did it last', async () => {
+    const queues = signed.deployment.queues.echo;
+    if (!queues) throw new Error('no echo queues');
+    // a dead letter of a job that does not exist: redriven, the worker drops it
+    await signed.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queues.dlqUrl,
+        MessageBody: JSON.stringify({ v: 1, id: `dead-${Date.now()}`, type: 'echo' }),
+      }),
+    );
+    const local = 'arn:aws:iam::000000000000:user/local';
+    await page.goto(`${proxy.uiUrl}#/dlq?type=echo`);
+    await page.getByTestId('dlq-depth').filter({ hasText: /^1$/ }).waitFor();
+    await page.getByRole('button', { name: 'Redrive…' }).click();
+    await page
+      .getByRole('dialog', { name: 'Redrive about 1 message?' })
+      .getByRole('button', { name: 'Redrive' })
+      .click();
+    await page.getByText(/Moved 1 messages back to the echo ready queue/).waitFor();
+    const last = page.locator('.last-redrive');
+    await expect(last.textContent()).resolves.toMatch(/^Last redriven by user\/local at .+ \(1 moved\)\.$/);
+    await expect(last.locator('.who').getAttribute('title')).resolves.toBe(local);
+    await expect(last.locator('time').getAttribute('datetime')).resolves.toMatch(/^\d{4}-\d\d-\d\dT/);
+    await shot('dlq-redriven-by');
+    await expectAccessible('dlq redriven by');
   });
 });

@@ -13,7 +13,7 @@ import type { JobStore } from '../../shared/core/ports';
 import { createLogger } from '../../shared/logger';
 import { FakeJournal } from '../local-aws/memory-journal';
 import { FakeRecurringTrigger, FakeScheduleStore } from '../local-aws/memory-schedules';
-import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
+import { FakeDeadLetterQueues, FakeJobControl, FakeRedriveLog } from '../support/control-fakes';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, MemoryMetrics, newJob, testConfig } from '../support/fakes';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
@@ -62,7 +62,12 @@ function setup(
     clock: new ManualClock(T0),
     logger: createLogger({ level: 'silent' }),
     metrics,
-    controlPlane: { index, control: new FakeJobControl(inner), deadLetters: new FakeDeadLetterQueues() },
+    controlPlane: {
+      index,
+      control: new FakeJobControl(inner),
+      deadLetters: new FakeDeadLetterQueues(),
+      redrives: new FakeRedriveLog(),
+    },
     journal: new FakeJournal(),
     schedules: { store: new FakeScheduleStore(), trigger: new FakeRecurringTrigger() },
   });

@@ -1,4 +1,6 @@
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { DynamoRedriveLog } from '../../shared/aws/dynamo-redrive-log';
 import { awsErrorName, translateAwsError } from '../../shared/aws/errors';
 import { DependencyError, ThrottledError } from '../../shared/errors';
 
@@ -112,5 +114,21 @@ describe('awsErrorName', () => {
     expect(awsErrorName(new TypeError('x'))).toBe('TypeError');
     expect(awsErrorName('ThrottlingException')).toBeUndefined();
     expect(awsErrorName(null)).toBeUndefined();
+  });
+});
+
+describe('an adapter translates what its SDK calls throw', () => {
+  /** A DynamoDB client whose every call throws `error`. */
+  const failing = (error: unknown) => ({ send: async () => Promise.reject(error) }) as unknown as DynamoDBClient;
+  const record = { type: 'echo', by: 'anonymous', at: '2026-06-01T00:00:00.000Z', method: 'move-task' } as const;
+
+  it('DynamoRedriveLog: throttling is a 429, a server fault a 503, a refused condition a kept-out record', async () => {
+    const throttled = new DynamoRedriveLog(failing(sdkError('ThrottlingException', 'client', 400)), 't');
+    await expect(throttled.record(record)).rejects.toBeInstanceOf(ThrottledError);
+    await expect(throttled.last('echo')).rejects.toBeInstanceOf(ThrottledError);
+    const down = new DynamoRedriveLog(failing(sdkError('InternalServerError', 'server', 500)), 't');
+    await expect(down.last('echo')).rejects.toThrow('DynamoDB GetItem (DLQ redrive record) failed');
+    const refused = new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+    await expect(new DynamoRedriveLog(failing(refused), 't').record(record)).resolves.toBe(false);
   });
 });

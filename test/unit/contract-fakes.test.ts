@@ -13,9 +13,10 @@ import { jobIndexContract } from '../contract/job-index.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
+import { redriveLogContract } from '../contract/redrive-log.contract';
 import { scheduleStoreContract } from '../contract/schedule-store.contract';
 import { FakeScheduleStore } from '../local-aws/memory-schedules';
-import { FakeJobControl, FakeJobIndex } from '../support/control-fakes';
+import { FakeJobControl, FakeJobIndex, FakeRedriveLog } from '../support/control-fakes';
 import { FakeDueIndex } from '../support/due-index-fake';
 import { FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
@@ -74,4 +75,10 @@ describe('due index contract: FakeDueIndex over FakeJobStore and FakeJournal', (
 
 describe('schedule store contract: FakeScheduleStore', () => {
   scheduleStoreContract(async () => new FakeScheduleStore());
+});
+
+describe('redrive log contract: FakeRedriveLog', () => {
+  // one log behind every case, as the table is
+  const shared = new FakeRedriveLog();
+  redriveLogContract(async () => shared);
 });

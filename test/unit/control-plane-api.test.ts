@@ -7,6 +7,7 @@ import { createApiHandler } from '../../shared/api/handler';
 import { MAX_JSON_DEPTH } from '../../shared/api/json-depth';
 import {
   batchResponseSchema,
+  dlqPeekSchema,
   errorSchema,
   jobPageSchema,
   jobViewSchema,
@@ -20,7 +21,7 @@ import { defineJobType } from '../../shared/core/job-type';
 import { retryScheduleName, wakeScheduleName } from '../../shared/core/ports';
 import { ConfigError, DependencyError, ThrottledError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
-import { FakeDeadLetterQueues, FakeJobControl } from '../support/control-fakes';
+import { FakeDeadLetterQueues, FakeJobControl, FakeRedriveLog } from '../support/control-fakes';
 import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, newJob, testConfig } from '../support/fakes';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
@@ -49,6 +50,7 @@ function setup(options: { index?: JobIndex } = {}) {
   const logs = captureLogs();
   const index: JobIndex = options.index ?? { query: async () => ({ entries: [], more: false }) };
   const control = new FakeJobControl(store);
+  const redrives = new FakeRedriveLog();
   const api = createApiHandler({
     access: allowEveryone(),
     config,
@@ -58,9 +60,16 @@ function setup(options: { index?: JobIndex } = {}) {
     scheduler,
     clock,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
-    controlPlane: { index, control, deadLetters },
+    controlPlane: { index, control, deadLetters, redrives },
   });
-  const call = async (method: string, path: string, body?: unknown, rawQuery: Record<string, string> = {}) => {
+  /** `as`: the caller's IAM ARN, as the Function URL's authorizer passes it. @default none (anonymous) */
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    rawQuery: Record<string, string> = {},
+    as?: string,
+  ) => {
     const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const response = await api({
       version: '2.0',
@@ -69,13 +78,17 @@ function setup(options: { index?: JobIndex } = {}) {
       rawQueryString: new URLSearchParams(rawQuery).toString(),
       headers: { 'content-type': 'application/json' },
       ...(Object.keys(rawQuery).length > 0 ? { queryStringParameters: rawQuery } : {}),
-      requestContext: { http: { method, path }, requestId: 'req-1' },
+      requestContext: {
+        http: { method, path },
+        requestId: 'req-1',
+        ...(as ? { authorizer: { iam: { accountId: '123456789012', userArn: as } } } : {}),
+      },
       isBase64Encoded: false,
       ...(text !== undefined ? { body: text } : {}),
     } as unknown as APIGatewayProxyEventV2);
     return { status: response.statusCode, headers: response.headers ?? {}, body: JSON.parse(response.body ?? 'null') };
   };
-  return { api, call, store, queue, scheduler, deadLetters, control, clock, config, logs: logs.lines };
+  return { api, call, store, queue, scheduler, deadLetters, control, redrives, clock, config, logs: logs.lines };
 }
 
 describe('routing', () => {
@@ -517,6 +530,79 @@ describe('DLQ', () => {
     const response = await call('POST', '/dlq/redrive', { type: 'echo' });
     expect(response.status).toBe(202);
     expect(redriveResultSchema.parse(response.body)).toMatchObject({ method: 'move-task', status: 'started' });
+  });
+
+  const OPS = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
+  /** `GET /dlq?type=echo`'s body, checked against the documented schema. */
+  const peekEcho = async (call: ReturnType<typeof setup>['call']): Promise<{ lastRedrive: unknown }> => {
+    const { body } = await call('GET', '/dlq', undefined, { type: 'echo' });
+    dlqPeekSchema.parse(body);
+    return body;
+  };
+
+  it('answers the last redrive of the type: who, when, how and how many moved; null before any', async () => {
+    const { call, deadLetters, clock } = setup();
+    expect((await peekEcho(call)).lastRedrive).toBeNull();
+    for (let i = 0; i < 3; i++) deadLetters.put(DLQ('echo'), `{"v":1,"id":"j${i}","type":"echo"}`);
+    clock.set(T0 + 60_000);
+    expect((await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS)).status).toBe(200);
+    expect((await peekEcho(call)).lastRedrive).toEqual({
+      by: OPS,
+      at: new Date(T0 + 60_000).toISOString(),
+      method: 'receive-send',
+      moved: 3,
+    });
+    // one record per type: the other type's DLQ was never redriven
+    expect((await call('GET', '/dlq', undefined, { type: 'mail' })).body.lastRedrive).toBeNull();
+    // the next redrive replaces it (anonymous: a call with no IAM identity)
+    deadLetters.put(DLQ('echo'), '{"v":1,"id":"j9","type":"echo"}');
+    clock.set(T0 + 120_000);
+    await call('POST', '/dlq/redrive', { type: 'echo' });
+    expect((await peekEcho(call)).lastRedrive).toEqual({
+      by: 'anonymous',
+      at: new Date(T0 + 120_000).toISOString(),
+      method: 'receive-send',
+      moved: 1,
+    });
+  });
+
+  it('records a started move task without a count (SQS moves them later), and not one already running', async () => {
+    const { call, deadLetters } = setup();
+    deadLetters.moveTask = { kind: 'running', taskHandle: 'task-0', moved: 1, toMove: 5 };
+    expect((await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS)).status).toBe(202);
+    expect((await peekEcho(call)).lastRedrive).toBeNull();
+    deadLetters.moveTask = { kind: 'started', taskHandle: 'task-1' };
+    expect((await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS)).status).toBe(202);
+    expect((await peekEcho(call)).lastRedrive).toEqual({
+      by: OPS,
+      at: new Date(T0).toISOString(),
+      method: 'move-task',
+    });
+  });
+
+  it('answers the redrive when its record cannot be written, and logs that it was not recorded', async () => {
+    const { call, deadLetters, redrives, logs, config } = setup();
+    deadLetters.put(DLQ('echo'), '{"v":1,"id":"j1","type":"echo"}');
+    redrives.failRecord = new DependencyError('DynamoDB PutItem (DLQ redrive record) failed');
+    const response = await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS);
+    expect(response).toMatchObject({ status: 200, body: { method: 'receive-send', moved: 1 } });
+    expect(deadLetters.bodies(config.routes.echo?.queueUrl ?? '')).toHaveLength(1);
+    const warning = logs.find((line) => line.message === 'could not record the DLQ redrive');
+    expect(warning).toMatchObject({ level: 'warn', type: 'echo', by: OPS, method: 'receive-send' });
+    // the audit's log line stands
+    expect(logs.find((line) => line.message === 'operator action')).toMatchObject({ action: 'dlq.redrive', by: OPS });
+    expect((await peekEcho(call)).lastRedrive).toBeNull();
+  });
+
+  it('records no redrive that moved nothing (an empty DLQ), nor one that failed', async () => {
+    const { call, deadLetters } = setup();
+    expect((await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS)).body).toMatchObject({ moved: 0 });
+    deadLetters.put(DLQ('echo'), '{"v":1,"id":"j1","type":"echo"}');
+    deadLetters.sendAll = async () => {
+      throw new DependencyError('SQS SendMessageBatch failed');
+    };
+    expect((await call('POST', '/dlq/redrive', { type: 'echo' }, {}, OPS)).status).toBe(503);
+    expect((await peekEcho(call)).lastRedrive).toBeNull();
   });
 });
 

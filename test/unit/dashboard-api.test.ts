@@ -20,7 +20,7 @@ import { defineJobType } from '../../shared/core/job-type';
 import { JOB_STATES } from '../../shared/core/states';
 import { createLogger } from '../../shared/logger';
 import { runNowId } from '../../shared/schedules/run-now';
-import { FakeDeadLetterQueues, FakeJobControl, FakeJobIndex } from '../support/control-fakes';
+import { FakeDeadLetterQueues, FakeJobControl, FakeJobIndex, FakeRedriveLog } from '../support/control-fakes';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, newJob, testConfig } from '../support/fakes';
 import { FakeRecurringTrigger, FakeScheduleStore } from '../support/scheduling-fakes';
 
@@ -54,7 +54,7 @@ function setup() {
     scheduler: new FakeJobScheduler(),
     clock,
     logger: createLogger({ level: 'silent' }),
-    controlPlane: { index, control, deadLetters },
+    controlPlane: { index, control, deadLetters, redrives: new FakeRedriveLog() },
     schedules: { store: scheduleStore, trigger },
   });
   const call = async (

@@ -1,7 +1,7 @@
 /** Dead-letter queues: depth and the first messages of a type's DLQ, and redrive. */
 import { useState } from 'preact/hooks';
 import { api, type DlqListing, seg } from '../api';
-import { ConfirmDialog, ErrorBox, Time, TypeSelect, useTypes, Writable } from '../components';
+import { ConfirmDialog, ErrorBox, Time, TypeSelect, useTypes, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 
@@ -65,6 +65,7 @@ function DlqPanel({ type }: { type: string }) {
           {listing.approximateDepth.inFlight} in flight).
         </p>
       ) : null}
+      {listing?.lastRedrive ? <LastRedrive redrive={listing.lastRedrive} /> : null}
       <div class="toolbar">
         <Writable>
           <button
@@ -126,5 +127,15 @@ function DlqPanel({ type }: { type: string }) {
         <p>The {type} DLQ is empty.</p>
       ) : null}
     </>
+  );
+}
+
+/** Who redrove the DLQ last, when, and how many messages it moved (a move task's count is SQS's, not known). */
+function LastRedrive({ redrive }: { redrive: NonNullable<DlqListing['lastRedrive']> }) {
+  return (
+    <p class="last-redrive">
+      Last redriven by <Who arn={redrive.by} /> at <Time iso={redrive.at} /> (
+      {redrive.moved !== undefined ? `${redrive.moved} moved` : 'by an SQS move task'}).
+    </p>
   );
 }
