@@ -172,6 +172,85 @@ describe('DynamoJobIndex: full pages with both bounds', () => {
   });
 });
 
+describe('DynamoJobControl: a full history trimmed while other operators act', () => {
+  const full = Array.from({ length: 20 }, (_, i) => ({
+    action: 'retry' as const,
+    by: `op-${i}`,
+    at: new Date(T0 + i).toISOString(),
+  }));
+
+  /** A control whose first trimming write waits for `between` to run (other operators acting on the job). */
+  function racing(between: () => Promise<void>): DynamoJobControl {
+    let done = false;
+    const client = new Proxy(dynamo, {
+      get(target, name, receiver) {
+        if (name !== 'send') return Reflect.get(target, name, receiver);
+        return async (command: { input?: { ExpressionAttributeValues?: Record<string, unknown> } }) => {
+          if (!done && command.input?.ExpressionAttributeValues?.[':controls'] !== undefined) {
+            done = true;
+            await between();
+          }
+          return target.send(command as never);
+        };
+      },
+    });
+    return new DynamoJobControl(client, tableName);
+  }
+
+  it('keeps the actions of operators who acted between its first try and its trim, and lands after them', async () => {
+    const job = newJob({ state: 'queued', controls: full });
+    await store.create(job);
+    const alice = racing(async () => {
+      // Bob cancels and Carol retries: the job is queued again, its full history holds both
+      const bob = await control.cancel({
+        id: job.id,
+        from: CANCELLABLE_STATES,
+        now: T0 + 100,
+        expiresAt: 2e9,
+        by: 'bob',
+      });
+      expect(bob.kind).toBe('applied');
+      const carol = await control.restart({ id: job.id, from: RETRYABLE_STATES, now: T0 + 200, by: 'carol' });
+      expect(carol.kind).toBe('applied');
+    });
+    const result = await alice.cancel({
+      id: job.id,
+      from: CANCELLABLE_STATES,
+      now: T0 + 300,
+      expiresAt: 2e9,
+      by: 'alice',
+    });
+    expect(result.kind).toBe('applied');
+    const stored = await store.get(job.id);
+    expect(stored?.state).toBe('cancelled');
+    expect(stored?.controls).toHaveLength(20);
+    expect(stored?.controls?.slice(-3).map((c) => `${c.action}:${c.by}`)).toEqual([
+      'cancel:bob',
+      'retry:carol',
+      'cancel:alice',
+    ]);
+  });
+
+  it('does not trim for a write its state refuses: refused, and what others did stays', async () => {
+    const job = newJob({ state: 'failed', finishedAt: new Date(T0).toISOString(), controls: full });
+    await store.create(job);
+    const alice = racing(async () => {
+      const bob = await control.restart({ id: job.id, from: RETRYABLE_STATES, now: T0 + 100, by: 'bob' });
+      expect(bob.kind).toBe('applied');
+    });
+    // a failed job cannot be cancelled: refused, whatever the history holds
+    const result = await alice.cancel({
+      id: job.id,
+      from: CANCELLABLE_STATES,
+      now: T0 + 300,
+      expiresAt: 2e9,
+      by: 'alice',
+    });
+    expect(result.kind).toBe('refused');
+    expect((await store.get(job.id))?.controls?.at(-1)).toEqual(full.at(-1));
+  });
+});
+
 describe('DynamoJobControl against DynamoDB Local', () => {
   it('cancels a job in an allowed state, moving its state index entry, and keeps the fencing token', async () => {
     const job = newJob({ id: 'to-cancel', leaseToken: 4 });

@@ -20,7 +20,9 @@ const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 const ACCOUNT = '123456789012';
 const role = (name: string) => `arn:aws:iam::${ACCOUNT}:role/${name}`;
 const session = (name: string) => `arn:aws:sts::${ACCOUNT}:assumed-role/${name}/s1`;
-const catalog = ['echo', 'mail'].map((type) => defineJobType({ type, payload: z.record(z.string(), z.unknown()) }));
+const catalog = ['echo', 'mail', 'sms'].map((type) =>
+  defineJobType({ type, payload: z.record(z.string(), z.unknown()) }),
+);
 
 function setup(
   grants: Record<string, readonly Grant[]>,
@@ -54,7 +56,7 @@ function setup(
   const metrics = new MemoryMetrics();
   const api = createApiHandler({
     access: options.access ?? accessFrom(document),
-    config: testConfig(['echo', 'mail']),
+    config: testConfig(['echo', 'mail', 'sms']),
     catalog,
     store,
     queue: new FakeJobQueue(),
@@ -189,6 +191,22 @@ describe('the API access check', () => {
     expect(bulk.status).toBe(200);
     expect(bulk.body.results).toEqual([{ id: 'm3', status: 'forbidden' }]);
     expect((await store.get('m3'))?.state).toBe('queued');
+  });
+
+  it('gives a bulk call the types every grant it needs covers, not the last one checked', async () => {
+    // bulk is granted on echo and mail, cancel on mail and sms: a bulk cancel may act on mail only
+    const stale: Record<string, string> = { s1: 'mail' };
+    const grants = {
+      [role('ops')]: [
+        { action: 'control' as const, types: ['echo', 'mail'], actions: ['bulk' as const] },
+        { action: 'control' as const, types: ['mail', 'sms'], actions: ['cancel' as const] },
+      ],
+    };
+    const { call, seed, store } = setup(grants, { stale });
+    await seed('s1', 'sms');
+    const bulk = await call(session('ops'), 'POST', '/jobs/bulk', { action: 'cancel', ids: ['s1'] });
+    expect(bulk.body.results).toEqual([{ id: 's1', status: 'forbidden' }]);
+    expect((await store.get('s1'))?.state).toBe('queued');
   });
 
   it("reads and signals only within the granted types, on the route's own read of the job", async () => {
