@@ -39,6 +39,17 @@ export function scopeRefusal(
   return decision.allowed ? undefined : new ForbiddenError(`${call.by ?? 'anonymous'}: ${decision.reason}`, decision);
 }
 
+/**
+ * The job types two grants both cover: a call that needs several (a bulk cancel needs `bulk` and
+ * `cancel`) may act only where every one of them reaches.
+ */
+export function intersectScopes(a: TypeScope, b: TypeScope): TypeScope {
+  if (a.kind === 'all') return b;
+  if (b.kind === 'all') return a;
+  if (a.kind === 'none' || b.kind === 'none') return { kind: 'none' };
+  return { kind: 'some', types: new Set([...a.types].filter((type) => b.types.has(type))) };
+}
+
 /** Who may call the API, and for what (see docs/security.md). */
 export interface ApiAccess {
   /** The grants document, loaded once per container (on the first call) and kept. */
@@ -177,7 +188,7 @@ export function createAccessGate(deps: { access: ApiAccess; log: Logger; metrics
           types: types ?? [],
         });
         if (!decision.allowed) return refuse(principal, decision);
-        if (granted.kind === 'some') scope = granted;
+        scope = intersectScopes(scope, granted);
       }
       return { principal, scope };
     },
