@@ -45,14 +45,15 @@ function stateIn(states: readonly JobState[]): { expression: string; values: Rec
  * What a control write does to the job's operator actions (none without `by`): appends one,
  * on the condition that the list holds fewer than {@link MAX_CONTROLS}; or, when a first try
  * found it full (`seen`), sets the newest ones kept plus this one, on the condition that the
- * list is still as long as it was seen (a second write, only for a job with a full list).
+ * list is still the one seen: its length and its last entry (another operator's write in
+ * between changes the last entry, so this one is refused rather than erase it).
  */
 function controlEntry(
   action: 'cancel' | 'retry',
   input: { now: number; by?: string },
   seen?: readonly OperatorAction[],
-): { set: string; condition: string[]; values: Record<string, AttributeValue> } {
-  if (input.by === undefined) return { set: '', condition: [], values: {} };
+): { set: string; condition: string[]; values: Record<string, AttributeValue>; names: Record<string, string> } {
+  if (input.by === undefined) return { set: '', condition: [], values: {}, names: {} };
   const entry: OperatorAction = { action, by: input.by, at: iso(input.now) };
   const encode = (a: OperatorAction): AttributeValue => ({ M: { action: S(a.action), by: S(a.by), at: S(a.at) } });
   if (seen === undefined) {
@@ -60,23 +61,49 @@ function controlEntry(
       set: ', controls = list_append(if_not_exists(controls, :noControls), :control)',
       condition: ['(attribute_not_exists(controls) OR size(controls) < :maxControls)'],
       values: { ':noControls': { L: [] }, ':control': { L: [encode(entry)] }, ':maxControls': N(MAX_CONTROLS) },
+      names: {},
     };
   }
+  const last = seen.at(-1) as OperatorAction;
+  const at = `controls[${seen.length - 1}]`;
   return {
     set: ', controls = :controls',
-    condition: ['size(controls) = :seenControls'],
+    condition: [
+      `size(controls) = :seenControls AND ${at}.#ctlAction = :lastAction AND ${at}.#ctlBy = :lastBy AND ${at}.#ctlAt = :lastAt`,
+    ],
     values: {
       ':controls': { L: [...seen, entry].slice(-MAX_CONTROLS).map(encode) },
       ':seenControls': N(seen.length),
+      ':lastAction': S(last.action),
+      ':lastBy': S(last.by),
+      ':lastAt': S(last.at),
     },
+    names: { '#ctlAction': 'action', '#ctlBy': 'by', '#ctlAt': 'at' },
   };
 }
 
-/** The operator actions a refused write found full, when `input` records one (then the write is tried again, trimming). */
-function fullControls(input: { by?: string }, result: ControlResult): OperatorAction[] | undefined {
+/** Trims a full history at most this many times per call (each after another operator's write changed it). */
+const MAX_TRIMS = 3;
+
+/**
+ * The full operator-action list of a job a write refused, when that list is the only reason
+ * (the job is in a state the write takes, of its type, retained): the write is then tried again,
+ * trimming. Undefined otherwise: the refusal stands.
+ */
+function fullControls(
+  input: { by?: string; from: readonly JobState[]; now: number; type?: string; types?: readonly string[] },
+  result: ControlResult,
+): OperatorAction[] | undefined {
   if (input.by === undefined || result.kind !== 'refused') return undefined;
-  const controls = result.job.controls ?? [];
-  return controls.length >= MAX_CONTROLS ? controls : undefined;
+  const { job } = result;
+  const controls = job.controls ?? [];
+  if (controls.length < MAX_CONTROLS) return undefined;
+  const eligible =
+    input.from.includes(job.state) &&
+    !pastRetention(job, input.now) &&
+    (input.type === undefined || job.type === input.type) &&
+    (input.types === undefined || input.types.includes(job.type));
+  return eligible ? controls : undefined;
 }
 
 /** Not past its retention (a job whose `expiresAt` is before now is gone for callers). */
@@ -154,7 +181,7 @@ export class DynamoJobControl implements JobControl {
     return this.cancelWith(input);
   }
 
-  private async cancelWith(input: CancelInput, seen?: readonly OperatorAction[]): Promise<ControlResult> {
+  private async cancelWith(input: CancelInput, seen?: readonly OperatorAction[], trims = 0): Promise<ControlResult> {
     const from = stateIn(input.from);
     const typed = input.type !== undefined;
     const control = controlEntry('cancel', input, seen);
@@ -189,6 +216,7 @@ export class DynamoJobControl implements JobControl {
           ? { ':type': S(input.type), ':gsi2pk': S(keys.byTypeState(input.type, 'cancelled', input.id)) }
           : {}),
       },
+      names: control.names,
       replay: { state: 'cancelled', updatedAt: iso(input.now) },
       next: (old) => cancelledJob(old, input),
       ...(typed ? {} : { legacyKey: CANCELLED_KEY }),
@@ -199,16 +227,16 @@ export class DynamoJobControl implements JobControl {
       input.from.includes(result.job.state) &&
       !pastRetention(result.job, input.now)
     )
-      return this.cancelWith({ ...input, type: result.job.type }, seen);
-    const full = seen === undefined ? fullControls(input, result) : undefined;
-    return full ? this.cancelWith(input, full) : result;
+      return this.cancelWith({ ...input, type: result.job.type }, seen, trims);
+    const full = trims < MAX_TRIMS ? fullControls(input, result) : undefined;
+    return full ? this.cancelWith(input, full, trims + 1) : result;
   }
 
   async restart(input: RestartInput): Promise<ControlResult> {
     return this.restartWith(input);
   }
 
-  private async restartWith(input: RestartInput, seen?: readonly OperatorAction[]): Promise<ControlResult> {
+  private async restartWith(input: RestartInput, seen?: readonly OperatorAction[], trims = 0): Promise<ControlResult> {
     const from = stateIn(input.from);
     const control = controlEntry('retry', input, seen);
     // No type matches '' (job types are never empty): an empty list refuses every job.
@@ -246,12 +274,12 @@ export class DynamoJobControl implements JobControl {
         ...control.values,
         ...(input.type !== undefined ? { ':type': S(input.type) } : {}),
       },
-      names: { '#result': 'result' },
+      names: { '#result': 'result', ...control.names },
       replay: { state: 'queued', updatedAt: iso(input.now) },
       next: (old) => restartedJob(old, input),
     });
-    const full = seen === undefined ? fullControls(input, result) : undefined;
-    return full ? this.restartWith(input, full) : result;
+    const full = trims < MAX_TRIMS ? fullControls(input, result) : undefined;
+    return full ? this.restartWith(input, full, trims + 1) : result;
   }
 
   async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {
