@@ -33,6 +33,8 @@ function setup(
      * another job of the same id a moment before; later reads see the job as it is.
      */
     stale?: Record<string, string>;
+    /** The same for schedules: name → the type the first read answers. */
+    staleSchedules?: Record<string, string>;
   } = {},
 ) {
   const document: GrantsDocument = { v: 1, principals: grants };
@@ -53,6 +55,19 @@ function setup(
     },
   }) as JobStore;
   const index: JobIndex = { query: async () => ({ entries: [], more: false }) };
+  const schedules = new FakeScheduleStore();
+  // the first read of a schedule named in `staleSchedules` answers that type (the check's read)
+  const scheduleStore = new Proxy(schedules, {
+    get(target, name, receiver) {
+      if (name !== 'get') return Reflect.get(target, name, receiver);
+      return async (scheduleName: string) => {
+        const schedule = await target.get(scheduleName);
+        const type = options.staleSchedules?.[scheduleName];
+        if (options.staleSchedules) delete options.staleSchedules[scheduleName];
+        return schedule && type !== undefined ? { ...schedule, type } : schedule;
+      };
+    },
+  });
   const metrics = new MemoryMetrics();
   const api = createApiHandler({
     access: options.access ?? accessFrom(document),
@@ -71,7 +86,7 @@ function setup(
       redrives: new FakeRedriveLog(),
     },
     journal: new FakeJournal(),
-    schedules: { store: new FakeScheduleStore(), trigger: new FakeRecurringTrigger() },
+    schedules: { store: scheduleStore, trigger: new FakeRecurringTrigger() },
   });
   const call = async (as: string | undefined, method: string, path: string, body?: unknown, query = {}) => {
     const response = await api({
@@ -93,7 +108,7 @@ function setup(
   const seed = async (id: string, type: string) => {
     await inner.create(newJob({ id, type, expiresAt: Math.floor(T0 / 1000) + 86_400 }, T0));
   };
-  return { call, store: inner, seed, metrics, gets: () => gets };
+  return { call, store: inner, seed, metrics, gets: () => gets, schedules };
 }
 
 describe('the API access check', () => {
@@ -231,6 +246,23 @@ describe('the API access check', () => {
     expect(signal.body.error).toMatchObject({ code: 'forbidden', action: 'signal', type: 'mail' });
     // the admin's signal is the first one (202, not a replay's 200): the refused one stored nothing
     expect((await call(session('root'), 'POST', '/jobs/m1/signals/go', { payload: { n: 1 } })).status).toBe(202);
+  });
+
+  it("shows a schedule only within the granted types, on the route's own read of it", async () => {
+    const grants = {
+      [role('viewer')]: [{ action: 'read' as const, types: ['echo'] }],
+      [role('root')]: [{ action: 'admin' as const }],
+    };
+    const staleSchedules: Record<string, string> = {};
+    const { call } = setup(grants, { staleSchedules });
+    expect(
+      (await call(session('root'), 'POST', '/schedules', { name: 'n1', type: 'mail', payload: {}, cron: '0 3 * * *' }))
+        .status,
+    ).toBe(201);
+    staleSchedules.n1 = 'echo';
+    const read = await call(session('viewer'), 'GET', '/schedules/n1');
+    expect(read.status).toBe(403);
+    expect(read.body.error).toMatchObject({ code: 'forbidden', action: 'read', type: 'mail' });
   });
 
   it('checks bulk as control (bulk) and its action, on the type of every job it names', async () => {
