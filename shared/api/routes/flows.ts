@@ -1,6 +1,6 @@
 import { JOB_ID_PATTERN } from '../../core/enqueue';
 import { NotFoundError } from '../../errors';
-import { actorOf } from '../access';
+import { actorOf, scopeRefusal } from '../access';
 import type { FlowsService } from '../flows-service';
 import { bodyTypes, json, jsonBody, type Route } from '../http';
 
@@ -34,11 +34,18 @@ export function flowsRoutes(flows: FlowsService): Route[] {
         },
       },
       methods: {
-        GET: async (_request, params) => {
+        GET: async (_request, params, call) => {
           const id = params.id ?? '';
           if (!JOB_ID_PATTERN.test(id))
             throw new NotFoundError(`flow ${JSON.stringify(id)} not found`, 'flow_not_found');
-          return json(200, await flows.get(id));
+          const flow = await flows.get(id);
+          // the check read the flow's types first: every job shown must still be of a granted type
+          const refusal = scopeRefusal(
+            { by: actorOf(call.principal), scope: call.scope },
+            { action: 'read', types: [...new Set(flow.nodes.map((node) => node.type))] },
+          );
+          if (refusal) throw refusal;
+          return json(200, flow);
         },
       },
     },

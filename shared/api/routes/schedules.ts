@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../logger';
 import type { RecurringTrigger, ScheduleStore } from '../../schedules/ports';
 import { idempotencyKeyOf } from '../../schedules/run-now';
 import { SchedulesService } from '../../schedules/service';
-import { actorOf } from '../access';
+import { actorOf, scopeRefusal } from '../access';
 import { json, jsonBody, type Route } from '../http';
 import type { JobsService } from '../jobs-service';
 import { runScheduleRequestSchema } from '../schemas';
@@ -76,7 +76,16 @@ export function scheduleRoutes(deps: ScheduleRouteDeps): Route[] {
         DELETE: { action: 'operate', audit: 'schedule.delete' },
       },
       methods: {
-        GET: async (_request, params) => json(200, await schedules().get(name(params))),
+        GET: async (_request, params, call) => {
+          const schedule = await schedules().get(name(params));
+          // the check read the type first: the schedule shown must still be of a granted type
+          const refusal = scopeRefusal(
+            { by: actorOf(call.principal), scope: call.scope },
+            { action: 'read', types: [schedule.type] },
+          );
+          if (refusal) throw refusal;
+          return json(200, schedule);
+        },
         PUT: async (request, params, call) =>
           json(200, await schedules().update(name(params), jsonBody(request), actorOf(call.principal))),
         DELETE: async (_request, params) => {
