@@ -486,6 +486,12 @@ describe('commands', () => {
             messages: [
               { messageId: 'm-1', jobId: 'job-9', receiveCount: 30, sentAt: '2026-11-22T09:00:00.000Z', body: null },
             ],
+            lastRedrive: {
+              by: 'arn:aws:sts::123456789012:assumed-role/ops/alice',
+              at: '2026-11-22T08:00:00.000Z',
+              method: 'receive-send',
+              moved: 3,
+            },
           },
         };
       }
@@ -500,6 +506,7 @@ describe('commands', () => {
     const dlq = await run(['dlq', 'list', 'echo', '--limit', '5'], { url: peer.url });
     expect(dlq.stdout).toContain('about 2 messages waiting');
     expect(dlq.stdout).toMatch(/m-1\s+job-9\s+30/);
+    expect(dlq.stdout).toContain('last redriven by role/ops (session alice) at 2026-11-22T08:00:00.000Z (3 moved)');
     const redrive = await run(['dlq', 'redrive', 'echo'], { url: peer.url });
     expect(redrive.stdout).toContain('moved 2 messages of the echo DLQ');
     expect(peer.requests.map((r) => `${r.method} ${r.rawUrl}`)).toEqual([

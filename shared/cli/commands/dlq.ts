@@ -1,3 +1,4 @@
+import { shortPrincipal } from '../../core/access';
 import type { CommandDef } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
 import { table } from '../format';
@@ -21,11 +22,18 @@ const list: Command = {
       return EXIT.ok;
     }
     const { style } = context;
-    const { messages, approximateDepth } = listing;
+    const { messages, approximateDepth, lastRedrive } = listing;
     println(
       context.stdout,
       `${style.bold(`${args.type} DLQ`)}: about ${approximateDepth.visible} messages waiting, ${approximateDepth.inFlight} in flight`,
     );
+    if (lastRedrive) {
+      const moved = lastRedrive.moved !== undefined ? `${lastRedrive.moved} moved` : 'by an SQS move task';
+      println(
+        context.stdout,
+        style.dim(`last redriven by ${shortPrincipal(lastRedrive.by)} at ${lastRedrive.at} (${moved})`),
+      );
+    }
     if (messages.length === 0) {
       println(context.stdout, style.dim(`no messages in the ${args.type} DLQ`));
       return EXIT.ok;
