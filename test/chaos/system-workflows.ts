@@ -409,7 +409,7 @@ function touches(input: Record<string, unknown>, id: string): boolean {
 const READS = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
 
 /** The call of a planned kill: which of the API's calls dies. */
-function killMatcher(kill: ApiKill, id: string): (call: CallInfo) => boolean {
+export function killMatcher(kill: ApiKill, id: string): (call: CallInfo) => boolean {
   switch (kill) {
     case 'signal-after-inbox':
       // the outcome's record, the write after the inbox's
