@@ -425,8 +425,16 @@ export function killMatcher(kill: ApiKill, id: string): (call: CallInfo) => bool
     case 'signal-after-wake':
       return (c) => c.service === 'sqs' && c.command === 'SendMessage' && c.jobId === id;
     case 'enqueue-after-create':
+      // `id` is the parent: the child's registration with it (`ADD childCount` on its status
+      // item), which only the child's request makes, after the child's create. Any other write on
+      // the parent (its own create, retried by its caller; a cancel) is another request's.
+      return (c) =>
+        c.service === 'dynamodb' &&
+        c.command === 'UpdateItem' &&
+        touches(c.input, id) &&
+        String(c.input.UpdateExpression ?? '').includes('childCount');
     case 'flow-between-levels':
-      // `id` is the parent (a registration with it) or the flow's second level (its first write)
+      // `id` is the flow's second level: its first write
       return (c) => c.service === 'dynamodb' && !READS.has(c.command) && touches(c.input, id);
   }
 }
