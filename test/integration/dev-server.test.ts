@@ -8,10 +8,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import * as z from 'zod/mini';
+import { sigV4Signer } from '../../shared/client/signing';
 import { defineJob, defineJobType } from '../../shared/entries/runtime';
 import { buildUi } from '../../ui/build';
 import { assumedRole, localRoleId, startLocalAws } from '../local-aws';
@@ -140,20 +139,12 @@ it('enforces the grants and callers of the config: a caller gets its grants, the
     callers: [billing],
   });
   try {
+    const sign = sigV4Signer({ region: 'us-east-1', credentials: billing });
     const signedCall = async (path: string, body: unknown) => {
       const url = new URL(`${guarded.url}${path}`);
       const text = JSON.stringify(body);
-      const signer = new SignatureV4({ service: 'lambda', region: 'us-east-1', credentials: billing, sha256: Sha256 });
-      const request = await signer.sign({
-        method: 'POST',
-        protocol: url.protocol,
-        hostname: url.hostname,
-        port: Number(url.port),
-        path: url.pathname,
-        headers: { host: url.host, 'content-type': 'application/json' },
-        body: text,
-      });
-      const response = await fetch(url, { method: 'POST', headers: request.headers, body: text });
+      const headers = await sign({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body: text });
+      const response = await fetch(url, { method: 'POST', headers, body: text });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
     const allowed = await signedCall('/jobs', { type: 'slow', payload: { ms: 0 } });

@@ -9,9 +9,8 @@
  * Every job it makes waits (a delay, or a runAt an hour on), and every schedule fires once a year,
  * so nothing runs while the matrix reads it back, on a target whose workers run.
  */
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { expect } from 'vitest';
+import { type RequestSigner, sigV4Signer } from '../../shared/client/signing';
 import { CALLERS, type Who } from './grants-callers';
 
 export interface Credentials {
@@ -46,26 +45,28 @@ export function matrixOn(target: MatrixTarget) {
   /** Its schedules fire once a year (January 1st): none fires while the suite runs, even by the supervisor. */
   const YEARLY = { cron: '0 0 1 1 *' };
 
-  /** A request signed with `credentials` (SigV4, service `lambda`, as for a Function URL). */
+  /** One signer per credentials (the client's SigV4 signer, service `lambda`, as for a Function URL). */
+  const signers = new Map<string, RequestSigner>();
+  const signerOf = (credentials: Credentials): RequestSigner => {
+    let signer = signers.get(credentials.accessKeyId);
+    if (!signer) {
+      signer = sigV4Signer({ region: target.region, credentials });
+      signers.set(credentials.accessKeyId, signer);
+    }
+    return signer;
+  };
+
+  /** A request signed with `credentials`. */
   async function request(credentials: Credentials, method: string, path: string, body?: unknown): Promise<Answer> {
     const url = new URL(`${target.url}${path}`);
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const signer = new SignatureV4({ service: 'lambda', region: target.region, credentials, sha256: Sha256 });
-    const signed = await signer.sign({
+    const headers = await signerOf(credentials)({
       method,
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port ? { port: Number(url.port) } : {}),
-      path: url.pathname,
-      query: Object.fromEntries(url.searchParams),
-      headers: { host: url.host, ...(text === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(text === undefined ? {} : { body: text }),
+      url,
+      headers: text === undefined ? {} : { 'content-type': 'application/json' },
+      body: text,
     });
-    const response = await fetch(url, {
-      method,
-      headers: signed.headers,
-      ...(text === undefined ? {} : { body: text }),
-    });
+    const response = await fetch(url, { method, headers, ...(text === undefined ? {} : { body: text }) });
     const raw = await response.text();
     return { status: response.status, body: raw ? JSON.parse(raw) : {} };
   }
