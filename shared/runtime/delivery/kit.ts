@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import type { PlatformConfig, Route } from '../../config';
+import { type Clock, systemClock, systemTimer, type Timer } from '../../core/clock';
+import type { JobControl } from '../../core/control-ports';
+import type { Debouncer } from '../../core/debounce';
+import type { JobGraph } from '../../core/dependencies';
+import type { FlowSlots } from '../../core/flow';
+import type { Journal } from '../../core/journal';
+import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../../core/lease';
+import { type Metrics, noMetrics } from '../../core/metrics';
+import type { Pacer } from '../../core/pace';
+import type { JobQueue, JobScheduler, JobStore } from '../../core/ports';
+import { createRelease, releaseDepsOf } from '../../dispatch/release';
+import { ConfigError } from '../../errors';
+import type { CostMeter } from '../../lambda/cost-meter';
+import { createLogger, type Logger } from '../../logger';
+import type { ScheduleStore } from '../../schedules/ports';
+import type { JobDefinition } from '../job-definition';
+
+/** Dependencies of a worker. The Lambda entry builds them from the environment. */
+export interface WorkerDeps {
+  config: PlatformConfig;
+  store: JobStore;
+  queue: JobQueue;
+  /** Takes retries whose delay exceeds MAX_VISIBILITY_DELAY_MS (11 h 40 min: a received message's longest visibility). */
+  scheduler?: JobScheduler;
+  /** @default systemClock */
+  clock?: Clock;
+  /** What fires an attempt's timeout (`timeoutMs` after it starts). @default systemTimer (real time) */
+  timer?: Timer;
+  /** Randomness for backoff jitter. @default Math.random */
+  random?: () => number;
+  /** Lease owner id. @default a random id per worker instance */
+  owner?: string;
+  /** Lease length; at least {@link MIN_LEASE_MS}, and ≥ 10 × the p99 latency of a conditional write. @default 30_000 */
+  leaseMs?: number;
+  logger?: Logger;
+  /** Recurring schedules, for fire messages (see ../fire.ts). Without it a fire returns to the queue. */
+  schedules?: ScheduleStore;
+  /** Concurrency slots; required when the job type has `concurrency` limits or a `singleton`. */
+  flow?: FlowSlots;
+  /** Cancels jobs; required for a `cancel-running` singleton (it cancels the job it replaces). */
+  control?: Pick<JobControl, 'cancel'>;
+  /** Throttle state; required when the job type has a `throttle`. */
+  pacer?: Pacer;
+  /** Debounce windows; required when the job type has a `debounce` (a started run closes its window). */
+  debouncer?: Debouncer;
+  /**
+   * The jobs' journals and signal inboxes: what `ctx.step`, `ctx.sleep` and `ctx.waitForSignal`
+   * record. Without it, a handler that calls them fails. @default none
+   */
+  journal?: Journal;
+  /** Where the job metrics go (started, succeeded, ..., queue delay, run duration, cost). @default noMetrics */
+  metrics?: Metrics;
+  /**
+   * Attributes the AWS requests of the clients behind the ports to each record (the clients must
+   * report to it: `createAwsClients({ cost: meter })`). With it, the writes that end an attempt
+   * record the job's cost, and each delivery's cost is a metric. @default no cost is recorded
+   */
+  meter?: CostMeter;
+  /**
+   * Job dependencies (`dependsOn`): with it, a job that ends releases its children, and handlers
+   * can read `ctx.parents()`. @default no release is run (a job with children leaves them
+   * waiting), and `ctx.parents()` rejects with a ConfigError
+   */
+  graph?: JobGraph;
+}
+
+/**
+ * What every stage of a delivery shares: the job definition, the ports, the defaults resolved
+ * once, and the few services several stages call (the release of a job that ended, the cost
+ * spent so far). Built once per worker by {@link createKit}.
+ */
+export interface WorkerKit {
+  readonly def: JobDefinition;
+  readonly deps: WorkerDeps;
+  readonly type: string;
+  readonly route: Route;
+  readonly clock: Clock;
+  readonly timer: Timer;
+  readonly random: () => number;
+  /** This worker's lease owner prefix; each claim adds a suffix of its own. */
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** The status item's TTL for a write at `now` (epoch seconds). */
+  expiresAt(now: number): number;
+  /** What the current delivery spent so far, for the write that ends its attempt (nothing without a meter). */
+  spent(): { cost?: ReturnType<CostMeter['current']> };
+  /** The release of ended jobs' children; undefined without a job graph. */
+  readonly release: ReturnType<typeof createRelease> | undefined;
+  /** Runs the release of a job that ended; throws when it failed, so the message comes back. */
+  releaseAfterEnd(jobId: string, log: Logger): Promise<void>;
+}
+
+/** Resolves a worker's defaults and checks what needs no job type feature (its route, its lease). */
+export function createKit(def: JobDefinition, deps: WorkerDeps): WorkerKit {
+  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  if (!Number.isFinite(leaseMs) || leaseMs < MIN_LEASE_MS) {
+    throw new ConfigError(
+      `leaseMs must be at least ${MIN_LEASE_MS} ms (got ${leaseMs}): shorter leases expire before their first heartbeat`,
+    );
+  }
+  const route = deps.config.routes[def.spec.type];
+  if (!route) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
+  const clock = deps.clock ?? systemClock;
+  const release = deps.graph
+    ? createRelease(
+        releaseDepsOf({ config: deps.config, graph: deps.graph, queue: deps.queue, scheduler: deps.scheduler }),
+        clock,
+      )
+    : undefined;
+  const meter = deps.meter;
+  return {
+    def,
+    deps,
+    type: def.spec.type,
+    route,
+    clock,
+    timer: deps.timer ?? systemTimer,
+    random: deps.random ?? Math.random,
+    owner: deps.owner ?? `worker-${randomUUID()}`,
+    leaseMs,
+    log: (deps.logger ?? createLogger({ level: deps.config.logLevel })).child({ type: def.spec.type }),
+    metrics: deps.metrics ?? noMetrics,
+    expiresAt: (now) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400,
+    spent: () => (meter ? { cost: meter.current() } : {}),
+    release,
+    async releaseAfterEnd(jobId, log) {
+      if (release && !(await release.afterEnd(jobId, log))) throw new Error(`the release of job ${jobId} failed`);
+    },
+  };
+}

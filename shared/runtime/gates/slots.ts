@@ -1,0 +1,153 @@
+import { routeOf } from '../../config';
+import { CANCELLABLE_STATES } from '../../core/control';
+import type { Slot } from '../../core/flow';
+import type { Job } from '../../core/job';
+import { leaseHeld } from '../../core/lease';
+import type { ClaimResult } from '../../core/ports';
+import { isTerminal } from '../../core/states';
+import { ConfigError } from '../../errors';
+import { persist } from '../attempt-support';
+import { createFlowGate, jobSlots } from '../flow-gate';
+import { startsNow } from './claimable';
+import { type Ending, type GateBuilder, GO, GO_ON } from './gate';
+
+/**
+ * True when a refused claim shows that an attempt under `token` (or a later one) was claimed,
+ * by another delivery, and may still run: running, or cancelled (or cancelled and retried) while
+ * it ran, whose lease the store keeps until its handler must have stopped. Slots this delivery
+ * entered for `token` before that claim are then the same entries as that attempt's (two
+ * deliveries that read the job before its claim share them), and only that attempt's worker gives
+ * them back, once its handler has stopped. An attempt that ended through its own write (succeed,
+ * retry, fail) no longer carries a lease.
+ */
+export function attemptOfTokenMayRun(claim: ClaimResult, token: number, now: number): boolean {
+  return 'job' in claim && claim.job.leaseToken >= token && leaseHeld(claim.job, now);
+}
+
+/**
+ * Concurrency limits and singletons (see ../flow-gate.ts and docs/flow-control.md): a due job
+ * takes every slot of its keys before its claim, in one global order, or waits in line on the
+ * first full one (its message is done: the slot's holder hands it on with a message of its own).
+ * A `skip` singleton whose key is taken ends the job `skipped`. The slots are given back when the
+ * attempt is over, unless another delivery took the job over: its slots go on.
+ */
+export const slotsGate: GateBuilder = (kit) => {
+  const { spec } = kit.def;
+  if ((spec.concurrency?.length ?? 0) === 0 && spec.singleton === undefined) return undefined;
+  const { flow, control, store, queue, config } = kit.deps;
+  if (!flow) throw new ConfigError(`job type "${spec.type}" has flow control: the worker needs its flow slots`);
+  if (spec.singleton?.mode === 'cancel-running' && !control) {
+    throw new ConfigError(`job type "${spec.type}" has a cancel-running singleton: the worker needs job control`);
+  }
+  const gate = createFlowGate({
+    slots: flow,
+    store,
+    queue,
+    queueUrlOf: (type) => routeOf(config, type)?.queueUrl,
+    clock: kit.clock,
+    ...(control
+      ? {
+          cancel: async (jobId: string) => {
+            const now = kit.clock.now();
+            await control.cancel({ id: jobId, from: CANCELLABLE_STATES, now, expiresAt: kit.expiresAt(now) });
+            await kit.releaseAfterEnd(jobId, kit.log.child({ jobId }));
+          },
+        }
+      : {}),
+  });
+  return {
+    name: 'slots',
+    pass: (d) => {
+      let slots: Slot[] = [];
+      // The attempt token the slots were taken for before the claim (the one the claim should give), if taken.
+      let entered: number | undefined;
+      // The token of the claimed attempt whose slots are held, once claimed.
+      let held: number | undefined;
+      const leave = (token: number) => gate.leave({ id: d.id }, slots, d.log, token);
+
+      /** After the claimed attempt: its slots are given back, unless another delivery took the job over. */
+      async function afterRun(token: number): Promise<'retry' | undefined> {
+        // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
+        // takeover) safe, and a slot left behind would be held until a job in line looks.
+        const after = await persist(() => store.get(d.id), d.log, 'reading the job after its attempt').catch(
+          () => undefined,
+        );
+        // Not given back: keep the message; its next delivery finds the job ended and gives them back.
+        if (after?.state !== 'running' && !(await leave(token))) return 'retry';
+        return undefined;
+      }
+
+      async function finish(ending: Ending): Promise<'retry' | undefined> {
+        if (ending.kind === 'ran') return held === undefined ? undefined : await afterRun(held);
+        if (entered === undefined) return undefined;
+        // Not started: the slots taken for it go on. None for a duplicate of a running job: the
+        // entry it found is the running attempt's, which gives it back when it ends. Nor when
+        // another delivery claimed the attempt they were taken for, which may still run (see
+        // attemptOfTokenMayRun): the entry is that attempt's too.
+        if (ending.kind === 'refused') {
+          const { claim } = ending;
+          if (claim.kind === 'busy' || attemptOfTokenMayRun(claim, entered, d.now)) return undefined;
+        }
+        await leave(entered);
+        return undefined;
+      }
+
+      return {
+        async beforeClaim() {
+          const current = await d.job();
+          if (!current) return GO;
+          slots = jobSlots(spec, current);
+          if (isTerminal(current.state)) {
+            // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished
+            // job; kept when a slot could not be given back, so that the next delivery tries again
+            return (await gate.leaveIfHeld(current, slots, d.log)) ? GO : { kind: 'answer', outcome: 'retry' };
+          }
+          // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
+          if (!startsNow(current, d.now)) return GO;
+          const entry = await gate.enter(current, slots, current.leaseToken + 1, d.log);
+          if (entry.kind === 'skipped') return singletonSkip(current, entry);
+          if (entry.kind === 'waiting') {
+            return {
+              kind: 'wait',
+              why: 'waiting for a concurrency slot',
+              fields: { scope: entry.slot.scope, key: entry.slot.key, ticket: entry.ticket },
+            };
+          }
+          entered = current.leaseToken + 1;
+          return GO;
+        },
+        async afterClaim(claimed) {
+          if (slots.length === 0) return GO_ON;
+          const token = claimed.leaseToken;
+          if (entered !== token) {
+            // Claimed without its slots taken for this attempt (the job changed between the read
+            // and the claim): take them now, or give the attempt back before it runs.
+            const entry = await gate.enter(claimed, slots, token, d.log);
+            // (a claimed job has an attempt, so its singleton waits rather than skips)
+            if (entry.kind !== 'entered') {
+              d.log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
+              entered = undefined; // what it took before the claim was for another attempt, and goes on
+              return { kind: 'give-back', runAt: kit.clock.now(), what: 'giving back an attempt that has no slot' };
+            }
+          }
+          held = token;
+          return GO_ON;
+        },
+        finish,
+      };
+    },
+  };
+
+  function singletonSkip(job: Job, entry: { slot: Slot; by?: string }) {
+    const at = new Date(kit.clock.now()).toISOString();
+    const by = entry.by === undefined ? {} : { by: entry.by };
+    return {
+      kind: 'skip' as const,
+      job,
+      reason: { kind: 'singleton' as const, key: entry.slot.key, ...by, at },
+      ifRefused: 'done' as const,
+      note: 'skipped: a job of its singleton key runs',
+      fields: { key: entry.slot.key, ...by },
+    };
+  }
+};
