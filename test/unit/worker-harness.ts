@@ -8,6 +8,7 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import type { JobStore } from '../../shared/core/ports';
 import type { CostMeter } from '../../shared/lambda/cost-meter';
 import { createLogger } from '../../shared/logger';
+import type { GateBuilder } from '../../shared/runtime/gates';
 import type { FailureInfo, JobDefinition, JobHandler } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobControl } from '../support/control-fakes';
@@ -53,6 +54,8 @@ export interface HarnessOptions {
   maxReceiveCount?: number;
   /** What fires the attempts' timeouts. @default the worker's (real time) */
   timer?: Timer;
+  /** The worker's gate list. @default STANDARD_GATES */
+  gates?: readonly GateBuilder[];
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -75,25 +78,29 @@ export function harness(options: HarnessOptions = {}) {
     run: options.run ?? (async (payload) => payload),
     onFailure: options.onFailure,
   };
-  const worker = createWorker(def, {
-    config,
-    store: options.meter ? meteredStore(store, options.meter) : store,
-    queue,
-    ...(options.withScheduler ? { scheduler } : {}),
-    ...((options.spec ?? echoSpec).concurrency || (options.spec ?? echoSpec).singleton ? { flow } : {}),
-    ...((options.spec ?? echoSpec).singleton?.mode === 'cancel-running' ? { control } : {}),
-    ...((options.spec ?? echoSpec).throttle ? { pacer } : {}),
-    ...((options.spec ?? echoSpec).debounce ? { debouncer } : {}),
-    clock,
-    journal,
-    owner: 'worker-test',
-    random: options.random ?? (() => 0.5),
-    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
-    ...(options.timer ? { timer: options.timer } : {}),
-    logger: createLogger({ level: 'debug', sink: logs.sink }),
-    metrics,
-    ...(options.meter ? { meter: options.meter } : {}),
-  });
+  const worker = createWorker(
+    def,
+    {
+      config,
+      store: options.meter ? meteredStore(store, options.meter) : store,
+      queue,
+      ...(options.withScheduler ? { scheduler } : {}),
+      ...((options.spec ?? echoSpec).concurrency || (options.spec ?? echoSpec).singleton ? { flow } : {}),
+      ...((options.spec ?? echoSpec).singleton?.mode === 'cancel-running' ? { control } : {}),
+      ...((options.spec ?? echoSpec).throttle ? { pacer } : {}),
+      ...((options.spec ?? echoSpec).debounce ? { debouncer } : {}),
+      clock,
+      journal,
+      owner: 'worker-test',
+      random: options.random ?? (() => 0.5),
+      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+      ...(options.timer ? { timer: options.timer } : {}),
+      logger: createLogger({ level: 'debug', sink: logs.sink }),
+      metrics,
+      ...(options.meter ? { meter: options.meter } : {}),
+    },
+    options.gates,
+  );
   return {
     store,
     queue,

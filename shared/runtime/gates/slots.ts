@@ -7,9 +7,20 @@ import type { ClaimResult } from '../../core/ports';
 import { isTerminal } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
-import { createFlowGate, jobSlots } from '../flow-gate';
+import type { WorkerKit } from '../delivery/kit';
+import { createFlowGate, type FlowGate, jobSlots } from '../flow-gate';
 import { startsNow } from './claimable';
-import { type Ending, type GateBuilder, GO, GO_ON } from './gate';
+import {
+  type AfterClaim,
+  type Delivery,
+  type Ending,
+  type GateBuilder,
+  type GatePass,
+  GO,
+  GO_ON,
+  type Outcome,
+  type Verdict,
+} from './gate';
 
 /**
  * True when a refused claim shows that an attempt under `token` (or a later one) was claimed,
@@ -55,99 +66,105 @@ export const slotsGate: GateBuilder = (kit) => {
         }
       : {}),
   });
-  return {
-    name: 'slots',
-    pass: (d) => {
-      let slots: Slot[] = [];
-      // The attempt token the slots were taken for before the claim (the one the claim should give), if taken.
-      let entered: number | undefined;
-      // The token of the claimed attempt whose slots are held, once claimed.
-      let held: number | undefined;
-      const leave = (token: number) => gate.leave({ id: d.id }, slots, d.log, token);
+  return { name: 'slots', pass: (d) => new SlotsPass(kit, gate, d) };
+};
 
-      /** After the claimed attempt: its slots are given back, unless another delivery took the job over. */
-      async function afterRun(token: number): Promise<'retry' | undefined> {
-        // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
-        // takeover) safe, and a slot left behind would be held until a job in line looks.
-        const after = await persist(() => store.get(d.id), d.log, 'reading the job after its attempt').catch(
-          () => undefined,
-        );
-        // Not given back: keep the message; its next delivery finds the job ended and gives them back.
-        if (after?.state !== 'running' && !(await leave(token))) return 'retry';
-        return undefined;
+/** One delivery's slots: what it took before its claim, and for which attempt. */
+class SlotsPass implements GatePass {
+  private slots: Slot[] = [];
+  /** The attempt token the slots were taken for before the claim (the one the claim should give), if taken. */
+  private entered: number | undefined;
+  /** The token of the claimed attempt whose slots are held, once claimed. */
+  private held: number | undefined;
+
+  constructor(
+    private readonly kit: WorkerKit,
+    private readonly gate: FlowGate,
+    private readonly d: Delivery,
+  ) {}
+
+  async beforeClaim(): Promise<Verdict> {
+    const { d, gate } = this;
+    const current = await d.job();
+    if (!current) return GO;
+    this.slots = jobSlots(this.kit.def.spec, current);
+    if (isTerminal(current.state)) {
+      // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished
+      // job; kept when a slot could not be given back, so that the next delivery tries again
+      return (await gate.leaveIfHeld(current, this.slots, d.log)) ? GO : { kind: 'answer', outcome: 'retry' };
+    }
+    // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
+    if (!startsNow(current, d.now)) return GO;
+    const entry = await gate.enter(current, this.slots, current.leaseToken + 1, d.log);
+    if (entry.kind === 'skipped') return this.singletonSkip(current, entry);
+    if (entry.kind === 'waiting') {
+      const fields = { scope: entry.slot.scope, key: entry.slot.key, ticket: entry.ticket };
+      return { kind: 'wait', why: 'waiting for a concurrency slot', fields };
+    }
+    this.entered = current.leaseToken + 1;
+    return GO;
+  }
+
+  async afterClaim(claimed: Job): Promise<AfterClaim> {
+    if (this.slots.length === 0) return GO_ON;
+    const token = claimed.leaseToken;
+    if (this.entered !== token) {
+      // Claimed without its slots taken for this attempt (the job changed between the read
+      // and the claim): take them now, or give the attempt back before it runs.
+      const entry = await this.gate.enter(claimed, this.slots, token, this.d.log);
+      // (a claimed job has an attempt, so its singleton waits rather than skips)
+      if (entry.kind !== 'entered') {
+        this.d.log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
+        this.entered = undefined; // what it took before the claim was for another attempt, and goes on
+        return { kind: 'give-back', runAt: this.kit.clock.now(), what: 'giving back an attempt that has no slot' };
       }
+    }
+    this.held = token;
+    return GO_ON;
+  }
 
-      async function finish(ending: Ending): Promise<'retry' | undefined> {
-        if (ending.kind === 'ran') return held === undefined ? undefined : await afterRun(held);
-        if (entered === undefined) return undefined;
-        // Not started: the slots taken for it go on. None for a duplicate of a running job: the
-        // entry it found is the running attempt's, which gives it back when it ends. Nor when
-        // another delivery claimed the attempt they were taken for, which may still run (see
-        // attemptOfTokenMayRun): the entry is that attempt's too.
-        if (ending.kind === 'refused') {
-          const { claim } = ending;
-          if (claim.kind === 'busy' || attemptOfTokenMayRun(claim, entered, d.now)) return undefined;
-        }
-        await leave(entered);
-        return undefined;
-      }
+  async finish(ending: Ending): Promise<Outcome | undefined> {
+    if (ending.kind === 'ran') return this.held === undefined ? undefined : await this.afterRun(this.held);
+    const entered = this.entered;
+    if (entered === undefined) return undefined;
+    // Not started: the slots taken for it go on. None for a duplicate of a running job: the
+    // entry it found is the running attempt's, which gives it back when it ends. Nor when
+    // another delivery claimed the attempt they were taken for, which may still run (see
+    // attemptOfTokenMayRun): the entry is that attempt's too.
+    if (ending.kind === 'refused') {
+      const { claim } = ending;
+      if (claim.kind === 'busy' || attemptOfTokenMayRun(claim, entered, this.d.now)) return undefined;
+    }
+    await this.leave(entered);
+    return undefined;
+  }
 
-      return {
-        async beforeClaim() {
-          const current = await d.job();
-          if (!current) return GO;
-          slots = jobSlots(spec, current);
-          if (isTerminal(current.state)) {
-            // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished
-            // job; kept when a slot could not be given back, so that the next delivery tries again
-            return (await gate.leaveIfHeld(current, slots, d.log)) ? GO : { kind: 'answer', outcome: 'retry' };
-          }
-          // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
-          if (!startsNow(current, d.now)) return GO;
-          const entry = await gate.enter(current, slots, current.leaseToken + 1, d.log);
-          if (entry.kind === 'skipped') return singletonSkip(current, entry);
-          if (entry.kind === 'waiting') {
-            return {
-              kind: 'wait',
-              why: 'waiting for a concurrency slot',
-              fields: { scope: entry.slot.scope, key: entry.slot.key, ticket: entry.ticket },
-            };
-          }
-          entered = current.leaseToken + 1;
-          return GO;
-        },
-        async afterClaim(claimed) {
-          if (slots.length === 0) return GO_ON;
-          const token = claimed.leaseToken;
-          if (entered !== token) {
-            // Claimed without its slots taken for this attempt (the job changed between the read
-            // and the claim): take them now, or give the attempt back before it runs.
-            const entry = await gate.enter(claimed, slots, token, d.log);
-            // (a claimed job has an attempt, so its singleton waits rather than skips)
-            if (entry.kind !== 'entered') {
-              d.log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
-              entered = undefined; // what it took before the claim was for another attempt, and goes on
-              return { kind: 'give-back', runAt: kit.clock.now(), what: 'giving back an attempt that has no slot' };
-            }
-          }
-          held = token;
-          return GO_ON;
-        },
-        finish,
-      };
-    },
-  };
+  private leave(token: number): Promise<boolean> {
+    return this.gate.leave({ id: this.d.id }, this.slots, this.d.log, token);
+  }
 
-  function singletonSkip(job: Job, entry: { slot: Slot; by?: string }) {
-    const at = new Date(kit.clock.now()).toISOString();
+  /** After the claimed attempt: its slots are given back, unless another delivery took the job over. */
+  private async afterRun(token: number): Promise<Outcome | undefined> {
+    const { d } = this;
+    // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
+    // takeover) safe, and a slot left behind would be held until a job in line looks.
+    const read = () => this.kit.deps.store.get(d.id);
+    const after = await persist(read, d.log, 'reading the job after its attempt').catch(() => undefined);
+    // Not given back: keep the message; its next delivery finds the job ended and gives them back.
+    if (after?.state !== 'running' && !(await this.leave(token))) return 'retry';
+    return undefined;
+  }
+
+  private singletonSkip(job: Job, entry: { slot: Slot; by?: string }): Verdict {
+    const at = new Date(this.kit.clock.now()).toISOString();
     const by = entry.by === undefined ? {} : { by: entry.by };
     return {
-      kind: 'skip' as const,
+      kind: 'skip',
       job,
-      reason: { kind: 'singleton' as const, key: entry.slot.key, ...by, at },
-      ifRefused: 'done' as const,
+      reason: { kind: 'singleton', key: entry.slot.key, ...by, at },
+      ifRefused: 'done',
       note: 'skipped: a job of its singleton key runs',
       fields: { key: entry.slot.key, ...by },
     };
   }
-};
+}
