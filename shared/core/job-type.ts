@@ -32,11 +32,39 @@ export type DeclaresSignals<Signals extends SignalSchemas> = string extends keyo
  * schema, and its run options. Keep it in a module that does not import handler code so the
  * API bundle stays small.
  */
+/**
+ * The worker ports a job type's flow control needs besides its store and queue: concurrency
+ * limits and singletons take `flow` slots, a `cancel-running` singleton needs job `control`, a
+ * throttle its `pacer`, a debounce its `debouncer`. See `createWorker`'s `WorkerDeps`.
+ */
+export type WorkerPort = 'flow' | 'control' | 'pacer' | 'debouncer';
+
+/** The {@link WorkerPort}s that job type options `O` need (what `defineJobType` records on its spec). */
+export type PortsNeededBy<O> =
+  | (O extends { concurrency: readonly unknown[] } ? 'flow' : never)
+  | (O extends { singleton: object } ? 'flow' : never)
+  | (O extends { singleton: { mode: 'cancel-running' } } ? 'control' : never)
+  | (O extends { throttle: object } ? 'pacer' : never)
+  | (O extends { debounce: object } ? 'debouncer' : never);
+
+declare const NEEDS: unique symbol;
+
+/** The {@link WorkerPort}s a spec records (never for a spec typed wide). */
+export type PortsOfSpec<S> = S extends { readonly [NEEDS]?: (needs: infer N) => void } ? N : never;
+
 export interface JobTypeSpec<
   Schema extends PayloadSchema = PayloadSchema,
   Type extends string = string,
   Signals extends SignalSchemas = SignalSchemas,
+  /**
+   * The worker ports its options need (type-level only): `createWorker` then requires them, so a
+   * worker built without one does not compile. A spec typed wider (`JobTypeSpec`) needs none at
+   * compile time, and the worker checks at run time.
+   */
+  Needs extends WorkerPort = never,
 > {
+  /** Type-level only: never set (see `Needs`). A parameter position, so a spec that needs ports is still a `JobTypeSpec`. */
+  readonly [NEEDS]?: (needs: Needs) => void;
   /** Name used in `POST /jobs` `type`. Lower-case letters, digits and `-`, 1–40 chars. */
   readonly type: Type;
   /** Validates the payload at enqueue time and again before the handler runs. */
@@ -159,7 +187,11 @@ export function defineJobType<
   Schema extends PayloadSchema,
   const Type extends string = string,
   Signals extends SignalSchemas = SignalSchemas,
->(options: JobTypeOptions<Schema, Type, Signals>): JobTypeSpec<Schema, Type, Signals> {
+  // the options as written, so that the spec records which worker ports they need
+  Options extends object = JobTypeOptions<Schema, Type, Signals>,
+>(
+  options: JobTypeOptions<Schema, Type, Signals> & Options,
+): JobTypeSpec<Schema, Type, Signals, PortsNeededBy<Options>> {
   if (!JOB_TYPE_PATTERN.test(options.type)) {
     throw new ConfigError(
       `job type "${options.type}" must match ${JOB_TYPE_PATTERN} (lower-case letters, digits and -, up to 40 chars)`,

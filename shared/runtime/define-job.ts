@@ -10,7 +10,7 @@ import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
-import type { JobTypeSpec, PayloadSchema, SignalSchemas } from '../core/job-type';
+import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import { invocation, once, startLambdaRuntime } from '../lambda/runtime';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
 import { createWorker } from './worker';
@@ -38,12 +38,13 @@ export function defineJob<
   Type extends string = string,
   Signals extends SignalSchemas = SignalSchemas,
   Result = unknown,
+  Needs extends WorkerPort = never,
 >(
-  spec: JobTypeSpec<Schema, Type, Signals>,
+  spec: JobTypeSpec<Schema, Type, Signals, Needs>,
   run: JobHandler<z.output<Schema>, Result, Signals>,
   options: JobOptions<z.output<Schema>> = {},
-): JobDefinition<Schema, Type, Signals, Result> & { handler: LambdaSqsHandler } {
-  const definition: JobDefinition<Schema, Type, Signals, Result> = {
+): JobDefinition<Schema, Type, Signals, Result, Needs> & { handler: LambdaSqsHandler } {
+  const definition: JobDefinition<Schema, Type, Signals, Result, Needs> = {
     spec,
     run,
     ...(options.onFailure ? { onFailure: options.onFailure } : {}),
@@ -52,7 +53,9 @@ export function defineJob<
     // Its own type's route; another type's queue (a child it releases) is found by its name.
     const runtime = await startLambdaRuntime({ meterCost: true, types: [spec.type] });
     const { config, clients } = runtime;
-    const worker = createWorker(definition, {
+    // Typed wide: the ports below are built from the spec's own options, which is what the
+    // worker requires of them.
+    const worker = createWorker(definition as JobDefinition, {
       config,
       store: new DynamoJobStore(clients.dynamo, config.tableName),
       queue: new SqsJobQueue(clients.sqs),

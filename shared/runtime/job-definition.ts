@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AttemptError } from '../core/job';
-import type { JobTypeSpec, PayloadSchema, SignalSchemas } from '../core/job-type';
+import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import type { JobState } from '../core/states';
 import type { Logger } from '../logger';
 import type { AnySignals, WorkflowSteps } from './workflow';
@@ -87,8 +87,10 @@ export interface JobDefinition<
   Type extends string = string,
   Signals extends SignalSchemas = AnySignals,
   Result = unknown,
+  /** The worker ports its spec needs (see `JobTypeSpec`'s `Needs`). */
+  Needs extends WorkerPort = never,
 > {
-  readonly spec: JobTypeSpec<Schema, Type, SpecSignals<Signals>>;
+  readonly spec: JobTypeSpec<Schema, Type, SpecSignals<Signals>, Needs>;
   // Method syntax: a definition for a specific schema stays assignable to `JobDefinition`
   // (lists of job types of different payloads), while callers still get the precise type.
   run(payload: z.output<Schema>, ctx: JobContext<Signals>): Promise<Result>;

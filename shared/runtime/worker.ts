@@ -1,4 +1,5 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { PayloadSchema, WorkerPort } from '../core/job-type';
 import { METRIC } from '../core/metrics';
 import { createKit, type WorkerDeps } from './delivery/kit';
 import { jobIdOf, receiveCountOf } from './delivery/parse';
@@ -6,6 +7,7 @@ import { createPipeline } from './delivery/pipeline';
 import { STANDARD_GATES } from './gates';
 import type { Gate, GateBuilder, Outcome } from './gates/gate';
 import type { JobDefinition } from './job-definition';
+import type { AnySignals } from './workflow';
 
 export type { WorkerDeps } from './delivery/kit';
 
@@ -22,12 +24,12 @@ export type { WorkerDeps } from './delivery/kit';
  * @example
  * export const handler = createWorker(sendEmail, { config, store, queue, scheduler });
  */
-export function createWorker(
-  def: JobDefinition,
-  deps: WorkerDeps,
+export function createWorker<Needs extends WorkerPort = never>(
+  def: JobDefinition<PayloadSchema, string, AnySignals, unknown, Needs>,
+  deps: WorkerDeps & Required<Pick<WorkerDeps, Needs>>,
   gates: readonly GateBuilder[] = STANDARD_GATES,
 ): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
-  const kit = createKit(def, deps);
+  const kit = createKit(def as JobDefinition, deps);
   const built = gates.map((build) => build(kit)).filter((gate): gate is Gate => gate !== undefined);
   const handleRecord = createPipeline(kit, built);
 

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
 import { ConfigError, DependencyError } from '../../shared/errors';
+import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobQueue, FakeJobStore, sqsEvent, testConfig } from '../support/fakes';
 import { echoJob, harness, logged, messageFor, QUEUE_URL, T0 } from './worker-harness';
@@ -199,12 +200,11 @@ describe('worker: concurrency limits', () => {
     expect(h.store.peek('later')?.state).toBe('queued');
   });
 
-  it('refuses to build a worker for a limited type without flow slots', () => {
+  it('refuses to build a worker for a limited type without flow slots (a definition typed wide, or from JavaScript)', () => {
+    // typed as its spec, this does not compile (test/types/worker-ports.test-d.ts)
+    const wide: JobDefinition = { spec: perTenant, run: async () => 'ok' };
     expect(() =>
-      createWorker(
-        { spec: perTenant, run: async () => 'ok' },
-        { config: testConfig(['echo']), store: new FakeJobStore(), queue: new FakeJobQueue() },
-      ),
+      createWorker(wide, { config: testConfig(['echo']), store: new FakeJobStore(), queue: new FakeJobQueue() }),
     ).toThrow(ConfigError);
   });
 
