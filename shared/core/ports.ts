@@ -26,6 +26,9 @@ export type ClaimResult =
   /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
   | { kind: 'past-deadline'; job: Job };
 
+/** Why a claim started no attempt: every {@link ClaimResult} but `claimed`. */
+export type RefusedClaim = Exclude<ClaimResult, { kind: 'claimed' }>;
+
 /** What {@link JobStore.skip} writes. */
 export interface SkipInput {
   job: Job;
