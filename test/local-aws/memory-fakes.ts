@@ -3,8 +3,9 @@
  * kit's in-memory mode (memory-platform.ts).
  *
  * `FakeJobStore` enforces the same conditions as the DynamoDB adapter
- * (`shared/aws/dynamo-job-store.ts`): a claim is one conditional write, and every write after
- * a claim is fenced by the lease token and the `running` state. Jobs are stored as JSON text
+ * (`shared/aws/dynamo-job-store.ts`): a claim is one conditional write, judged by the claim rule
+ * the adapter compiles its condition from (`claimVerdict`, shared/core/claim-rule.ts), and every
+ * write after a claim is fenced by the lease token and the `running` state. Jobs are stored as JSON text
  * and rebuilt on read, as the adapter does, so callers never share objects with the store.
  * Each job also carries the due-index attributes (`dueBucket`, `dueAt`) the adapter writes: at
  * create for a far-future job (`createDueAttributes`), at an operator retry, and nothing else.
