@@ -1,6 +1,6 @@
 import { MAX_VISIBILITY_DELAY_MS } from './backoff';
 import type { Job } from './job';
-import type { ClaimResult } from './ports';
+import type { RefusedClaim } from './ports';
 import { earlyByMs, isPastDispatchBy } from './scheduling';
 import { isTerminal } from './states';
 
@@ -55,7 +55,7 @@ export function leaseHeld(job: Pick<Job, 'leaseExpiresAt'>, now: number): boolea
  * Duplicates of a running or finished job must never run the handler again; a message of
  * another type (a stale message for an id since reused by another type) is not for this job.
  */
-export function classifyRefusedClaim(job: Job, now: number, type: string): ClaimResult {
+export function classifyRefusedClaim(job: Job, now: number, type: string): RefusedClaim {
   if (job.type !== type) return { kind: 'missing' };
   if (isTerminal(job.state)) return { kind: 'finished', job };
   if (isPastDispatchBy(job, now)) return { kind: 'past-deadline', job };

@@ -26,6 +26,96 @@ export type ClaimResult =
   /** Never started and its `dispatchBy` passed: record `expired` instead of running it. */
   | { kind: 'past-deadline'; job: Job };
 
+/** Why a claim started no attempt: every {@link ClaimResult} but `claimed`. */
+export type RefusedClaim = Exclude<ClaimResult, { kind: 'claimed' }>;
+
+/** What {@link JobStore.claim} is asked. */
+export interface ClaimInput {
+  id: string;
+  /** The type the delivery names: a job of another type is not claimed. */
+  type: string;
+  /** Unique per claim call: a replay of our own applied claim is told by it. */
+  owner: string;
+  now: number;
+  leaseMs: number;
+  /** The job type's timeout: tells the due index when a running attempt is overdue. */
+  attemptTimeoutMs?: number;
+  /** The SQS message carrying this delivery, kept on the lease. */
+  messageId?: string;
+}
+
+/** What {@link JobStore.heartbeat} writes: the lease, until `now + leaseMs`. */
+export interface HeartbeatInput {
+  job: Job;
+  now: number;
+  leaseMs: number;
+}
+
+/** What {@link JobStore.progress} writes. */
+export interface ProgressInput {
+  job: Job;
+  progress: JobProgress;
+}
+
+/** What {@link JobStore.succeed} writes. */
+export interface SucceedInput {
+  job: Job;
+  now: number;
+  result: unknown;
+  expiresAt: number;
+  writer: string;
+  cost?: JobCost;
+}
+
+/** What {@link JobStore.retry} writes. */
+export interface RetryInput {
+  job: Job;
+  now: number;
+  runAt: number;
+  errors: AttemptError[];
+  expiresAt: number;
+  writer: string;
+  /**
+   * The attempt never ran (given back before its handler, for lack of a slot or a throttle
+   * turn): `attempts` goes back by one, so giving back cannot spend the job's last attempt.
+   * @default false
+   */
+  refund?: boolean;
+  cost?: JobCost;
+}
+
+/** What {@link JobStore.fail} writes. */
+export interface FailInput {
+  job: Job;
+  now: number;
+  errors: AttemptError[];
+  expiresAt: number;
+  writer: string;
+  cost?: JobCost;
+}
+
+/** What {@link JobStore.expire} writes. */
+export interface ExpireInput {
+  job: Job;
+  now: number;
+  expiresAt: number;
+}
+
+/** What {@link JobStore.markWaiting} writes. */
+export interface MarkWaitingInput {
+  job: Job;
+  waitingFor: WaitingFor;
+  /** With it, a `running` job whose lease may no longer be held counts as waiting too. */
+  now?: number;
+}
+
+/** What {@link JobStore.wake} writes. */
+export interface WakeInput {
+  id: string;
+  signal: string;
+  now: number;
+}
+
 /** What {@link JobStore.skip} writes. */
 export interface SkipInput {
   job: Job;
@@ -73,20 +163,11 @@ export interface JobStore {
    * `MAX_CLOCK_SKEW_MS` ago) and a never-started job past its `dispatchBy` (`past-deadline`). `attemptTimeoutMs` (the job type's timeout) tells the due
    * index when a running attempt is overdue.
    */
-  claim(input: {
-    id: string;
-    type: string;
-    owner: string;
-    now: number;
-    leaseMs: number;
-    attemptTimeoutMs?: number;
-    /** The SQS message carrying this delivery, kept on the lease. */
-    messageId?: string;
-  }): Promise<ClaimResult>;
+  claim(input: ClaimInput): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the token is no longer ours. */
-  heartbeat(input: { job: Job; now: number; leaseMs: number }): Promise<void>;
+  heartbeat(input: HeartbeatInput): Promise<void>;
   /** Records progress of the running attempt; throws LeaseLostError when the token is no longer ours. */
-  progress(input: { job: Job; progress: JobProgress }): Promise<void>;
+  progress(input: ProgressInput): Promise<void>;
   /**
    * The writes that end an attempt (`succeed`, `retry`, `fail`) are fenced by `job.leaseToken`
    * and the `running` state, and record `writer` (unique per claim call: the owner the caller
@@ -108,44 +189,16 @@ export interface JobStore {
    * `succeed` returns the job's children count as the write left it ({@link EndWritten}), or
    * nothing (a store that cannot say: the release then reads the job).
    */
-  succeed(input: {
-    job: Job;
-    now: number;
-    result: unknown;
-    expiresAt: number;
-    writer: string;
-    cost?: JobCost;
-    // biome-ignore lint/suspicious/noConfusingVoidType: a store may say nothing (the release then reads the job)
-  }): Promise<void | EndWritten>;
-  retry(input: {
-    job: Job;
-    now: number;
-    runAt: number;
-    errors: AttemptError[];
-    expiresAt: number;
-    writer: string;
-    /**
-     * The attempt never ran (given back before its handler, for lack of a slot or a throttle
-     * turn): `attempts` goes back by one, so giving back cannot spend the job's last attempt.
-     * @default false
-     */
-    refund?: boolean;
-    cost?: JobCost;
-  }): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a store may say nothing (the release then reads the job)
+  succeed(input: SucceedInput): Promise<void | EndWritten>;
+  retry(input: RetryInput): Promise<void>;
   /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
-  fail(input: {
-    job: Job;
-    now: number;
-    errors: AttemptError[];
-    expiresAt: number;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void>;
+  fail(input: FailInput): Promise<void>;
   /**
    * Ends a job that never started and whose `dispatchBy` passed: state → `expired`, no attempt.
    * Returns false when the job changed first (started, cancelled, expired already).
    */
-  expire?(input: { job: Job; now: number; expiresAt: number }): Promise<boolean>;
+  expire?(input: ExpireInput): Promise<boolean>;
   /**
    * Records why a due job has not started (it waits for a concurrency slot or a throttle turn);
    * the claim that starts it clears it. Changes nothing else (not `updatedAt`). With `now`, a
@@ -153,7 +206,7 @@ export interface JobStore {
    * as waiting too. Returns false when the job is not waiting to start (running under a lease
    * that may be held, finished, missing).
    */
-  markWaiting?(input: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean>;
+  markWaiting?(input: MarkWaitingInput): Promise<boolean>;
   /**
    * Ends a job that never started, because flow control turned it away: state → `skipped` with
    * `reason`, no attempt. Only from `scheduled`/`queued`, with no attempt in its series, under
@@ -173,7 +226,7 @@ export interface JobStore {
    * the job as written, or undefined when it does not wait for that signal (running, finished,
    * waiting for something else, missing). One conditional write.
    */
-  wake(input: { id: string; signal: string; now: number }): Promise<Job | undefined>;
+  wake(input: WakeInput): Promise<Job | undefined>;
 }
 
 /** One message of a {@link JobQueue.sendBatch}. */

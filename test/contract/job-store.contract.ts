@@ -7,7 +7,9 @@
  * Every case checks the whole stored job and its due-index attributes (`dueBucket`, `dueAt`,
  * which the supervisor reads back) after the write, not just the field the write is about.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { claimVerdict } from '../../shared/core/claim-rule';
 import type { JobControl } from '../../shared/core/control-ports';
 import { createDueAttributes, jobDueAttributes } from '../../shared/core/due';
 import { type AttemptError, ERROR_HISTORY_LIMIT, type Job } from '../../shared/core/job';
@@ -16,6 +18,7 @@ import type { ClaimResult, JobStore } from '../../shared/core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../../shared/core/scheduling';
 import { type JobState, TERMINAL_STATES } from '../../shared/core/states';
 import { LeaseLostError } from '../../shared/errors';
+import { claimShapeArbitrary, claimShapes } from '../support/claim-shapes';
 import { type DueAttributes, newJob } from '../support/fakes';
 
 /** One implementation of the ports under test, on a store that outlives one case. */
@@ -340,6 +343,42 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
       expect(results.filter((r) => r.kind === 'busy')).toHaveLength(5);
       expect(await leg.store.get(j.id)).toMatchObject({ attempts: 1, leaseToken: 1 });
+    });
+
+    describe('the claim rule: the store claims exactly when claimVerdict says so, and refuses as it says', () => {
+      /** The store's claim of `shape` by an `echo` delivery at T0, beside claimVerdict's of the stored job. */
+      async function outcomes(leg: ContractLeg, shape: Partial<Job>, owner: string) {
+        const j = await given(leg, shape);
+        const verdict = claimVerdict(j, 'echo', T0);
+        const result = await leg.store.claim({ id: j.id, type: 'echo', owner, now: T0, leaseMs: LEASE });
+        if (result.kind === 'claimed') expect(result.job).toEqual(afterClaim(j, owner, T0));
+        else expect(await leg.store.get(j.id)).toEqual(j);
+        const expected = verdict.kind === 'claim' ? 'claimed' : verdict.kind;
+        return { store: result.kind, verdict: expected, takeover: verdict.kind === 'claim' && verdict.takeover };
+      }
+
+      for (const [i, shape] of claimShapes(T0).entries()) {
+        it(`${shape.name}: ${shape.expected}`, async () => {
+          const leg = await setup();
+          const { store, verdict, takeover } = await outcomes(leg, shape.job, `rule-${i}`);
+          expect(store).toBe(verdict);
+          const kind = verdict === 'claimed' ? (takeover ? 'takeover' : 'claim') : verdict;
+          expect(kind).toBe(shape.expected);
+        });
+      }
+
+      it("agrees with claimVerdict on any job shape near the rule's edges", async () => {
+        const leg = await setup();
+        let n = 0;
+        await fc.assert(
+          fc.asyncProperty(claimShapeArbitrary(T0), async (shape) => {
+            n += 1;
+            const { store, verdict } = await outcomes(leg, shape, `rule-any-${n}`);
+            expect(store).toBe(verdict);
+          }),
+          { numRuns: 60 },
+        );
+      });
     });
   });
 

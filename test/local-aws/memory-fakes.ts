@@ -3,39 +3,43 @@
  * kit's in-memory mode (memory-platform.ts).
  *
  * `FakeJobStore` enforces the same conditions as the DynamoDB adapter
- * (`shared/aws/dynamo-job-store.ts`): a claim is one conditional write, and every write after
- * a claim is fenced by the lease token and the `running` state. Jobs are stored as JSON text
+ * (`shared/aws/dynamo-job-store.ts`): a claim is one conditional write, judged by the claim rule
+ * the adapter compiles its condition from (`claimVerdict`, shared/core/claim-rule.ts), and every
+ * write after a claim is fenced by the lease token and the `running` state. Jobs are stored as JSON text
  * and rebuilt on read, as the adapter does, so callers never share objects with the store.
  * Each job also carries the due-index attributes (`dueBucket`, `dueAt`) the adapter writes: at
  * create for a far-future job (`createDueAttributes`), at an operator retry, and nothing else.
  * The contract suite (`test/contract/job-store.contract.ts`) runs against this fake and the
  * adapter alike, so the two cannot drift apart.
  */
+import { claimVerdict } from '../../shared/core/claim-rule';
 import { createDueAttributes } from '../../shared/core/due';
-import {
-  type AttemptError,
-  appendError,
-  type Job,
-  type JobMessage,
-  type JobProgress,
-  type WaitingFor,
-} from '../../shared/core/job';
-import { classifyRefusedClaim, isOwnAppliedEnd, leaseHeld, wokenFor } from '../../shared/core/lease';
+import { type AttemptError, appendError, type Job, type JobMessage } from '../../shared/core/job';
+import { isOwnAppliedEnd, leaseHeld, wokenFor } from '../../shared/core/lease';
 import { addCost, type JobCost, NO_COST } from '../../shared/core/metrics';
 import {
+  type ClaimInput,
   type ClaimResult,
   type EndWritten,
+  type ExpireInput,
+  type FailInput,
+  type HeartbeatInput,
   type JobQueue,
   type JobScheduler,
   type JobStore,
+  type MarkWaitingInput,
+  type ProgressInput,
   type QueueEntry,
   type QueueEntryOutcome,
+  type RetryInput,
   type SkipInput,
+  type SucceedInput,
   type SuspendInput,
   sendBatchGroups,
+  type WakeInput,
 } from '../../shared/core/ports';
-import { earlyByMs, isPastDispatchBy } from '../../shared/core/scheduling';
-import { CLAIMABLE_STATES, type JobState } from '../../shared/core/states';
+import { isPastDispatchBy } from '../../shared/core/scheduling';
+import type { JobState } from '../../shared/core/states';
 import { LeaseLostError } from '../../shared/errors';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -159,34 +163,18 @@ export class FakeJobStore implements JobStore {
     return this.peek(id);
   }
 
-  async claim(input: {
-    id: string;
-    type: string;
-    owner: string;
-    now: number;
-    leaseMs: number;
-    attemptTimeoutMs?: number;
-    messageId?: string;
-  }): Promise<ClaimResult> {
+  /** The claim rule as the adapter's condition states it (`claimVerdict`, from the same clauses). */
+  async claim(input: ClaimInput): Promise<ClaimResult> {
     this.enter('claim', input.id);
-    const old = this.items.get(input.id)?.job;
-    if (!old) return { kind: 'missing' };
+    const item = this.items.get(input.id);
+    if (!item) return { kind: 'missing' };
+    const old = read(item.job);
     const { now } = input;
-    // A comparison with a missing attribute is false in a DynamoDB condition: a running job
-    // without a lease expiry is never taken over.
-    const startable = CLAIMABLE_STATES.includes(old.state)
-      ? earlyByMs(old, now) === 0 && !leaseHeld(old, now) && old.pendingParents === undefined
-      : old.state === 'running' && old.leaseExpiresAt !== undefined && !leaseHeld(old, now);
-    const allowed =
-      startable &&
-      old.type === input.type &&
-      old.attempts < old.maxAttempts &&
-      // the condition `attribute_not_exists(dispatchBy) OR attempts > 0 OR dispatchBy >= :now`
-      (old.dispatchBy === undefined || old.attempts > 0 || old.resumes !== undefined || old.dispatchBy >= iso(now));
-    if (!allowed) {
+    const verdict = claimVerdict(old, input.type, now);
+    if (verdict.kind !== 'claim') {
       // Our own claim, applied on an earlier try whose response was lost.
-      if (old.state === 'running' && old.leaseOwner === input.owner) return { kind: 'claimed', job: read(old) };
-      return classifyRefusedClaim(read(old), now, input.type);
+      if (old.state === 'running' && old.leaseOwner === input.owner) return { kind: 'claimed', job: old };
+      return verdict;
     }
     const leaseExpiresAt = now + input.leaseMs;
     const next: Job = {
@@ -203,7 +191,7 @@ export class FakeJobStore implements JobStore {
     delete next.waitingFor;
     delete next.waitSignal;
     // a claim writes no due entry: the creation sweep or an existing entry covers the job
-    this.seed(next, this.items.get(input.id)?.due ?? {});
+    this.seed(next, item.due);
     return { kind: 'claimed', job: read(next) };
   }
 
@@ -232,28 +220,21 @@ export class FakeJobStore implements JobStore {
     this.seed(next, due ?? item.due);
   }
 
-  async heartbeat({ job, now, leaseMs }: { job: Job; now: number; leaseMs: number }): Promise<void> {
+  async heartbeat({ job, now, leaseMs }: HeartbeatInput): Promise<void> {
     this.fenced('heartbeat', job, (j) => {
       j.leaseExpiresAt = now + leaseMs;
       return undefined;
     });
   }
 
-  async progress({ job, progress }: { job: Job; progress: JobProgress }): Promise<void> {
+  async progress({ job, progress }: ProgressInput): Promise<void> {
     this.fenced('progress', job, (j) => {
       j.progress = { ...progress };
       return undefined;
     });
   }
 
-  async succeed(input: {
-    job: Job;
-    now: number;
-    result: unknown;
-    expiresAt: number;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<EndWritten> {
+  async succeed(input: SucceedInput): Promise<EndWritten> {
     this.fenced(
       'succeed',
       input.job,
@@ -274,16 +255,7 @@ export class FakeJobStore implements JobStore {
     return { childCount: this.peek(input.job.id)?.childCount ?? 0 };
   }
 
-  async retry(input: {
-    job: Job;
-    now: number;
-    runAt: number;
-    errors: AttemptError[];
-    expiresAt: number;
-    writer: string;
-    refund?: boolean;
-    cost?: JobCost;
-  }): Promise<void> {
+  async retry(input: RetryInput): Promise<void> {
     this.fenced(
       'retry',
       input.job,
@@ -303,14 +275,7 @@ export class FakeJobStore implements JobStore {
     );
   }
 
-  async fail(input: {
-    job: Job;
-    now: number;
-    errors: AttemptError[];
-    expiresAt: number;
-    writer: string;
-    cost?: JobCost;
-  }): Promise<void> {
+  async fail(input: FailInput): Promise<void> {
     this.fenced(
       'fail',
       input.job,
@@ -355,7 +320,7 @@ export class FakeJobStore implements JobStore {
   }
 
   /** The adapter's condition: `waiting`, and `waitSignal` is the signal's name. */
-  async wake(input: { id: string; signal: string; now: number }): Promise<Job | undefined> {
+  async wake(input: WakeInput): Promise<Job | undefined> {
     this.enter('wake', input.id);
     const item = this.items.get(input.id);
     const current = item?.job;
@@ -370,7 +335,7 @@ export class FakeJobStore implements JobStore {
     return read(next);
   }
 
-  async markWaiting(input: { job: Job; waitingFor: WaitingFor; now?: number }): Promise<boolean> {
+  async markWaiting(input: MarkWaitingInput): Promise<boolean> {
     this.enter('markWaiting', input.job.id);
     const current = this.items.get(input.job.id)?.job;
     if (!current) return false;
@@ -384,7 +349,7 @@ export class FakeJobStore implements JobStore {
     return true;
   }
 
-  async expire(input: { job: Job; now: number; expiresAt: number }): Promise<boolean> {
+  async expire(input: ExpireInput): Promise<boolean> {
     this.enter('expire', input.job.id);
     const current = this.items.get(input.job.id)?.job;
     if (!current || !isPastDispatchBy(current, input.now)) return false;
