@@ -20,8 +20,8 @@ export interface DispatchDeps {
   queues?: QueueNaming | undefined;
 }
 
-/** The job handed on: its message (`jobMessage`) and, unless the options say, its runAt. */
-export type DispatchJob = Pick<Job, 'id' | 'type' | 'runAt'> & { after?: string | undefined };
+/** The job handed on: its message (`jobMessage`) and when it is due (its runAt: @default now). */
+export type DispatchJob = Pick<Job, 'id' | 'type'> & { runAt?: string; after?: string | undefined };
 
 export interface DispatchOptions {
   /** When the job is due (epoch ms): `now` for a job handed on at once whatever its runAt. @default the job's runAt */
@@ -31,8 +31,12 @@ export interface DispatchOptions {
    * one sent. When hiding it fails, a new message is sent. @default none
    */
   received?: { queueUrl: string; receiptHandle: string };
-  /** The name of a schedule, when one is made. @default the job id */
-  scheduleName?: string;
+  /**
+   * The name of a schedule, when one is made. With a held message, a schedule is made only under
+   * a name given here (a retry's or a wake's: the job id names a delayed job's schedule).
+   * @default the job id; with a held message, no schedule
+   */
+  scheduleName?: string | undefined;
   /** Where a held message's fallbacks are logged. @default not logged */
   log?: Logger;
   /** What is handed on, for those log lines (`retry`, `sleep wait`). @default 'hand-off' */
@@ -69,7 +73,8 @@ export async function dispatch(
   options: DispatchOptions = {},
 ): Promise<'retry' | 'done'> {
   const route = routeFor(deps, job);
-  const plan = planOf(job, now, options, deps.scheduler !== undefined);
+  const named = !options.received || options.scheduleName !== undefined;
+  const plan = planOf(job, now, options, deps.scheduler !== undefined && named);
   const persist = options.persist ?? once;
   const what = options.what ?? 'hand-off';
   if (plan.kind === 'schedule') {
@@ -119,7 +124,7 @@ function routeFor(deps: DispatchDeps, job: DispatchJob): Route {
 
 function planOf(job: DispatchJob, now: number, options: DispatchOptions, scheduler: boolean): HandOff {
   return planHandOff({
-    runAt: options.runAt ?? Date.parse(job.runAt),
+    runAt: options.runAt ?? (job.runAt === undefined ? now : Date.parse(job.runAt)),
     now,
     scheduler,
     received: options.received !== undefined,

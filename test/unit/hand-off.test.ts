@@ -10,7 +10,8 @@ import { retryScheduleName } from '../../shared/core/ports';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { dispatch, dispatchOrPend } from '../../shared/dispatch/dispatch';
 import { createLogger } from '../../shared/logger';
-import { captureLogs, FakeJobQueue, FakeJobScheduler, newJob, testConfig } from '../support/fakes';
+import { persist } from '../../shared/runtime/attempt-support';
+import { captureLogs, FakeJobQueue, FakeJobScheduler, newJob, sqsRecord, testConfig } from '../support/fakes';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -168,6 +169,14 @@ describe('dispatch with a held message (the worker)', () => {
     expect(queue.visibility).toEqual([]);
   });
 
+  it('makes no schedule for a held message without a schedule name: it hides it as long as SQS allows', async () => {
+    const { deps, queue, scheduler } = setup();
+    const runAt = NOW + MAX_VISIBILITY_DELAY_MS + 60_000;
+    expect(await dispatch(deps, job, NOW, { runAt, received })).toBe('retry');
+    expect(scheduler.schedules.size).toBe(0);
+    expect(queue.visibility).toEqual([{ ...received, seconds: MAX_VISIBILITY_DELAY_MS / 1000 }]);
+  });
+
   it('when the schedule fails, hides the message as long as SQS allows, and says so', async () => {
     const { deps, queue, scheduler } = setup();
     scheduler.refusals = 1;
@@ -224,5 +233,31 @@ describe('dispatchOrPend (the API batches its sends)', () => {
     const { deps, scheduler } = setup();
     expect(await dispatchOrPend(deps, newJob({ id: 'j1', type: 'email', runAt: iso(at(901)) }), NOW)).toBeUndefined();
     expect(scheduler.schedules.get('j1')?.fireAt).toBe(at(901) - SCHEDULE_LEAD_MS);
+  });
+});
+
+describe("the worker's deferral is one call", () => {
+  it('a retry past 11 h 40 min: scheduled under its retry name through persist, the message done', async () => {
+    const { queue, scheduler } = setup();
+    const config = testConfig(['email']);
+    const record = sqsRecord({ v: 1, id: 'j1', type: 'email' });
+    const log = createLogger({ level: 'silent' });
+    const job = newJob({ id: 'j1', type: 'email', state: 'retrying', attempts: 2 });
+    const runAt = NOW + MAX_VISIBILITY_DELAY_MS + 1;
+    const outcome: 'retry' | 'done' = await dispatch(
+      { queue, scheduler, routes: config.routes, queues: config.queues },
+      job,
+      NOW,
+      {
+        runAt,
+        received: { queueUrl: config.routes.email?.queueUrl ?? '', receiptHandle: record.receiptHandle },
+        scheduleName: retryScheduleName(job.id, job.attempts),
+        log,
+        what: 'retry',
+        persist: (write, what) => persist(write, log, what),
+      },
+    );
+    expect(outcome).toBe('done');
+    expect([...scheduler.schedules.keys()]).toEqual([retryScheduleName('j1', 2)]);
   });
 });
