@@ -50,8 +50,17 @@ export function planHandOff(input: HandOffInput): HandOff {
     return { kind: 'keep', visibilitySeconds: Math.min(remainingMs, MAX_VISIBILITY_DELAY_MS) / 1000 };
   }
   const remaining = Math.ceil(remainingMs / 1000);
-  if (scheduler && remaining > SQS_MAX_DELAY_SECONDS) {
+  if (scheduler && pastSqsDelay(runAt, now)) {
     return { kind: 'schedule', name: scheduleName, fireAt: scheduleFireAt(runAt), notBefore: runAt };
   }
   return remaining > 0 ? { kind: 'send', delaySeconds: Math.min(remaining, SQS_MAX_DELAY_SECONDS) } : { kind: 'send' };
+}
+
+/**
+ * Whether a job due at `runAt` is further ahead than an SQS delay reaches (more than
+ * {@link SQS_MAX_DELAY_SECONDS}, in whole seconds rounded up): such a job is `scheduled`, and
+ * handed on through a one-time schedule.
+ */
+export function pastSqsDelay(runAt: number, now: number): boolean {
+  return Math.ceil(Math.max(0, runAt - now) / 1000) > SQS_MAX_DELAY_SECONDS;
 }
