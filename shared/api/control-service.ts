@@ -6,10 +6,11 @@ import type { JobControl } from '../core/control-ports';
 import { type JobGraph, needsRelease } from '../core/dependencies';
 import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
-import { type Job, type JobView, jobMessage, toView } from '../core/job';
+import { type Job, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
+import { dispatch } from '../dispatch/dispatch';
 import { releaseDepsOf, releaseOrHandOff } from '../dispatch/release';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
@@ -192,12 +193,10 @@ export class ControlService {
       });
     }
     const job = result.job;
-    const route = this.deps.config.routes[job.type];
     const log = this.deps.log.child({ jobId: id, type: job.type });
-    const message = jobMessage({ id, type: job.type });
     try {
-      if (!route) throw new Error(`job type "${job.type}" has no route`); // the condition checked it
-      await this.deps.queue.send(route.queueUrl, message);
+      // due at once (the restart's condition checked its type has a route)
+      await dispatch({ queue: this.deps.queue, routes: this.deps.config.routes }, job, now, { runAt: now });
     } catch (error) {
       // A replay (the first try applied, its response lost) has no state before to put back:
       // the retry stands, and the supervisor sends the job once it is overdue.

@@ -4,7 +4,6 @@ import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { SIGNAL_LOOK_MS } from '../core/due';
 import { JOB_ID_PATTERN } from '../core/enqueue';
-import { jobMessage } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import {
   checkName,
@@ -22,6 +21,7 @@ import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { incarnationOf } from '../core/table';
 import { parseOrThrow } from '../core/validation';
+import { dispatch } from '../dispatch/dispatch';
 import { ConflictError, DependencyError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 import { scopeRefusal } from './access';
@@ -161,10 +161,9 @@ export class SignalsService {
   private async wake(type: string, id: string, name: string, now: number): Promise<boolean> {
     const woken = await this.deps.store.wake({ id, signal: name, now });
     if (!woken) return false;
-    const route = this.deps.config.routes[type];
-    if (!route) return true;
+    if (!this.deps.config.routes[type]) return true;
     try {
-      await this.deps.queue.send(route.queueUrl, jobMessage({ id, type }));
+      await dispatch({ queue: this.deps.queue, routes: this.deps.config.routes }, { id, type }, now);
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)
       // may not come before then: the caller sends the signal again, whose wake finds the job

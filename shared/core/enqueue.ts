@@ -3,9 +3,9 @@ import { ValidationError } from '../errors';
 import { backoffSchema, MAX_ATTEMPTS_LIMIT } from './backoff';
 import { MAX_PARENTS, PARENT_POLICIES } from './dependencies';
 import { MAX_FLOW_KEY_LENGTH } from './flow';
+import { pastSqsDelay } from './hand-off';
 import { JOB_TYPE_PATTERN } from './job-type';
-import { JOB_ID_PATTERN, SQS_MAX_DELAY_SECONDS } from './limits';
-import { scheduleFireAt } from './scheduling';
+import { JOB_ID_PATTERN } from './limits';
 
 export {
   JOB_ID_PATTERN,
@@ -69,19 +69,13 @@ export const enqueueRequestSchema = z
 
 export type EnqueueRequest = z.output<typeof enqueueRequestSchema>;
 
-/** How a new job reaches its ready queue. */
-export type Dispatch =
-  | { kind: 'now' }
-  | { kind: 'sqs-delay'; delaySeconds: number }
-  | { kind: 'schedule'; fireAt: number };
-
+/** When a new job runs, and its state: `scheduled` when it is handed on through a schedule (core/hand-off.ts). */
 export interface EnqueuePlan {
   runAt: number;
   state: 'queued' | 'scheduled';
-  dispatch: Dispatch;
 }
 
-/** Decides when a job runs and how it gets there. Throws {@link ValidationError} for bad times. */
+/** Decides when a job runs. Throws {@link ValidationError} for bad times. */
 export function planEnqueue(request: Pick<EnqueueRequest, 'delaySeconds' | 'runAt'>, now: number): EnqueuePlan {
   if (request.delaySeconds !== undefined && request.runAt !== undefined) {
     throw new ValidationError('give delaySeconds or runAt, not both', [
@@ -104,11 +98,5 @@ export function planEnqueue(request: Pick<EnqueueRequest, 'delaySeconds' | 'runA
     }
     runAt = Math.max(runAt, now);
   }
-  const delaySeconds = Math.ceil((runAt - now) / 1000);
-  if (delaySeconds <= 0) return { runAt, state: 'queued', dispatch: { kind: 'now' } };
-  if (delaySeconds <= SQS_MAX_DELAY_SECONDS) {
-    return { runAt, state: 'queued', dispatch: { kind: 'sqs-delay', delaySeconds } };
-  }
-  // Scheduler fires with about a minute of precision: fire early, the worker waits out the rest.
-  return { runAt, state: 'scheduled', dispatch: { kind: 'schedule', fireAt: scheduleFireAt(runAt) } };
+  return { runAt, state: pastSqsDelay(runAt, now) ? 'scheduled' : 'queued' };
 }

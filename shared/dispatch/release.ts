@@ -7,7 +7,6 @@
  * complete (`needsRelease`): its message came back because a release failed half way, so it is
  * run again; every write in it is conditional and counts an edge at most once.
  */
-import { type QueueNaming, type Route, routeOf } from '../config';
 import {
   type ChildEntry,
   childStart,
@@ -17,24 +16,17 @@ import {
   needsRelease,
   type ParentEdge,
 } from '../core/dependencies';
-import { type Job, jobMessage } from '../core/job';
-import { SQS_MAX_DELAY_SECONDS } from '../core/limits';
+import type { Job } from '../core/job';
 import type { JobQueue, JobScheduler } from '../core/ports';
-import { scheduleFireAt } from '../core/scheduling';
 import { isTerminal, type JobState } from '../core/states';
 import { incarnationOf } from '../core/table';
 import { ConfigError } from '../errors';
 import { errorFields, type Logger } from '../logger';
+import { type DispatchDeps, dispatch } from './dispatch';
 
-/** What the release needs: the graph, the queues of every job type, and a scheduler for far runAts. */
-export interface ReleaseDeps {
+/** What the release needs: the graph, and what a hand-off needs (the queues, a scheduler for far runAts). */
+export interface ReleaseDeps extends DispatchDeps {
   graph: JobGraph;
-  queue: JobQueue;
-  /** For a child due more than 15 minutes ahead. @default such a child's message is sent with SQS's longest delay, and hidden again when it comes early */
-  scheduler?: JobScheduler;
-  routes: Readonly<Record<string, Route>>;
-  /** The deployment's queue naming: a child of a type not in `routes` is sent by it. @default only `routes` */
-  queues?: QueueNaming;
   /** Retention of a finished job, in days: a child ended by its parent keeps it. */
   retentionDays: number;
 }
@@ -81,31 +73,6 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 const expiresAtOf = (now: number, retentionDays: number) => Math.floor(now / 1000) + retentionDays * 86_400;
-
-/**
- * Hands a job that is due (or due at its runAt) to its queue: an SQS message delayed up to 15
- * minutes, or a one-time schedule for a later runAt, as an enqueue does.
- */
-export async function dispatchJob(deps: ReleaseDeps, job: Job, now: number): Promise<void> {
-  const route = routeOf(deps, job.type);
-  if (!route) throw new Error(`job type "${job.type}" has no route: job ${job.id} cannot be sent`);
-  const message = jobMessage({ id: job.id, type: job.type });
-  const remaining = Math.max(0, Math.ceil((Date.parse(job.runAt) - now) / 1000));
-  if (remaining > SQS_MAX_DELAY_SECONDS && deps.scheduler) {
-    await deps.scheduler.scheduleJob({
-      name: job.id,
-      fireAt: scheduleFireAt(Date.parse(job.runAt)),
-      queueArn: route.queueArn,
-      message: { ...message, notBefore: job.runAt },
-    });
-    return;
-  }
-  await deps.queue.send(
-    route.queueUrl,
-    message,
-    remaining > 0 ? Math.min(remaining, SQS_MAX_DELAY_SECONDS) : undefined,
-  );
-}
 
 /**
  * Releases the children of `parentId`, if it is finished: each registered edge is counted (or
@@ -156,22 +123,20 @@ async function releaseEdge(
   });
   switch (result.kind) {
     case 'ready':
-      await dispatchJob(deps, result.job, now);
+      await dispatch(deps, result.job, now);
       return 'ready';
     case 'ended':
       // its own children wait for its release: its worker runs it (the claim finds it finished)
-      if ((result.job.childCount ?? 0) > 0)
-        await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
+      if ((result.job.childCount ?? 0) > 0) await dispatch(deps, result.job, now, { runAt: now });
       return 'ended';
     case 'refused':
       // Counted before: a release that died after the wake and before the send left the child
       // due with no message; send it again (a spare copy is harmless: the lease lets one run).
-      if (result.job?.state === 'queued' && result.job.attempts === 0) await dispatchJob(deps, result.job, now);
+      if (result.job?.state === 'queued' && result.job.attempts === 0) await dispatch(deps, result.job, now);
       // Ended by this edge before (or by another parent), and its own release never ran: the
       // first hand-off's send failed, or the end write's response was lost and its retry refused.
       // Hand it off again (a spare copy finds the release done and changes nothing).
-      else if (result.job && needsRelease(result.job))
-        await dispatchJob(deps, { ...result.job, runAt: new Date(now).toISOString() }, now);
+      else if (result.job && needsRelease(result.job)) await dispatch(deps, result.job, now, { runAt: now });
       return 'refused';
     case 'counted':
       return 'counted';
@@ -381,7 +346,7 @@ export async function releaseOrHandOff(deps: ReleaseDeps, job: Job, now: number,
     await releaseChildren(deps, job.id, now, log);
   } catch (error) {
     log.warn('could not release the children of an ended job; its worker will', errorFields(error));
-    await dispatchJob(deps, { ...job, runAt: new Date(now).toISOString() }, now).catch((e: unknown) =>
+    await dispatch(deps, job, now, { runAt: now }).catch((e: unknown) =>
       log.error('could not hand the ended job to its worker for its release', errorFields(e)),
     );
   }

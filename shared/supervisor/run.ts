@@ -27,10 +27,11 @@ import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import type { DueEntry, DueIndex, DueKey } from '../core/due-index';
 import { fireMessage } from '../core/fire-message';
-import { type Job, type JobMessage, jobMessage } from '../core/job';
+import type { Job, JobMessage } from '../core/job';
 import { inboxOf, type JournalScope } from '../core/journal';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { incarnationOf, keys, SHARD_COUNT } from '../core/table';
+import { type DispatchDeps, dispatch } from '../dispatch/dispatch';
 import { reconcileChild, releaseDepsOf } from '../dispatch/release';
 import { errorFields, type Logger } from '../logger';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
@@ -371,6 +372,17 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   return results;
 }
 
+/**
+ * The hand-off of a job the supervisor re-sends: at once, and never through a schedule (the
+ * supervisor may only delete schedules).
+ */
+const handOffDeps = (deps: SupervisorDeps): DispatchDeps => ({
+  queue: deps.queue,
+  routes: deps.config.routes,
+  queues: deps.config.queues,
+});
+
+/** Sends a schedule fire's run. */
 async function send(deps: SupervisorDeps, message: JobMessage): Promise<void> {
   const route = routeOf(deps.config, message.type);
   if (!route) throw new Error(`job type ${message.type} has no route (not deployed)`);
@@ -434,9 +446,8 @@ async function repairJob(
         report.raced += 1;
         return;
       }
-      const message = jobMessage(job);
       try {
-        await send(deps, message);
+        await dispatch(handOffDeps(deps), job, now, { runAt: now });
       } catch (error) {
         // The moved due entry owns the next try: nothing for the checkpoint to hold.
         report.failed += 1;
@@ -495,7 +506,7 @@ async function repairSignal(
     return;
   }
   try {
-    await send(deps, jobMessage({ id: job.id, type: job.type }));
+    await dispatch(handOffDeps(deps), job, now, { runAt: now });
   } catch (error) {
     report.failed += 1;
     deps.log.error('could not send the message of a job woken for its signal; its due entry brings it back', {

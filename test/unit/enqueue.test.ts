@@ -11,12 +11,19 @@ import {
   planEnqueue,
   SQS_MAX_DELAY_SECONDS,
 } from '../../shared/core/enqueue';
+import { planHandOff } from '../../shared/core/hand-off';
 import { SCHEDULE_LEAD_MS } from '../../shared/core/scheduling';
 import { ValidationError } from '../../shared/errors';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const isoAt = (ms: number) => new Date(ms).toISOString();
 const base = { type: 'send-email', payload: { to: 'a@example.com' } };
+
+/** A new job's plan, and how the API hands it on (core/hand-off.ts: a new job may be scheduled). */
+function planned(request: Parameters<typeof planEnqueue>[0], now = NOW) {
+  const plan = planEnqueue(request, now);
+  return { ...plan, handOff: planHandOff({ runAt: plan.runAt, now, scheduler: true, scheduleName: 'j1' }) };
+}
 
 /** Paths of the issues zod reports for `input`, or undefined when it parses. */
 function issuePaths(input: unknown): string[] | undefined {
@@ -133,66 +140,66 @@ describe('enqueueRequestSchema', () => {
 
 describe('planEnqueue', () => {
   it('runs at once without delay or runAt', () => {
-    expect(planEnqueue({}, NOW)).toEqual({ runAt: NOW, state: 'queued', dispatch: { kind: 'now' } });
-    expect(planEnqueue({ delaySeconds: 0 }, NOW)).toEqual({ runAt: NOW, state: 'queued', dispatch: { kind: 'now' } });
+    expect(planned({}, NOW)).toEqual({ runAt: NOW, state: 'queued', handOff: { kind: 'send' } });
+    expect(planned({ delaySeconds: 0 }, NOW)).toEqual({ runAt: NOW, state: 'queued', handOff: { kind: 'send' } });
   });
 
   it('uses an SQS delay up to 900 s inclusive', () => {
-    expect(planEnqueue({ delaySeconds: 1 }, NOW)).toEqual({
+    expect(planned({ delaySeconds: 1 }, NOW)).toEqual({
       runAt: NOW + 1000,
       state: 'queued',
-      dispatch: { kind: 'sqs-delay', delaySeconds: 1 },
+      handOff: { kind: 'send', delaySeconds: 1 },
     });
-    expect(planEnqueue({ delaySeconds: 900 }, NOW)).toEqual({
+    expect(planned({ delaySeconds: 900 }, NOW)).toEqual({
       runAt: NOW + 900_000,
       state: 'queued',
-      dispatch: { kind: 'sqs-delay', delaySeconds: 900 },
+      handOff: { kind: 'send', delaySeconds: 900 },
     });
   });
 
   it('uses a schedule from 901 s on, firing SCHEDULE_LEAD_MS (60 s) before runAt', () => {
-    expect(planEnqueue({ delaySeconds: 901 }, NOW)).toEqual({
+    expect(planned({ delaySeconds: 901 }, NOW)).toEqual({
       runAt: NOW + 901_000,
       state: 'scheduled',
-      dispatch: { kind: 'schedule', fireAt: NOW + 901_000 - SCHEDULE_LEAD_MS },
+      handOff: { kind: 'schedule', name: 'j1', fireAt: NOW + 901_000 - SCHEDULE_LEAD_MS, notBefore: NOW + 901_000 },
     });
   });
 
   it('treats a runAt of exactly 900 s ahead as an SQS delay and 900.001 s as a schedule', () => {
-    expect(planEnqueue({ runAt: isoAt(NOW + 900_000) }, NOW).dispatch).toEqual({
-      kind: 'sqs-delay',
+    expect(planned({ runAt: isoAt(NOW + 900_000) }, NOW).handOff).toEqual({
+      kind: 'send',
       delaySeconds: 900,
     });
-    expect(planEnqueue({ runAt: isoAt(NOW + 900_001) }, NOW)).toEqual({
+    expect(planned({ runAt: isoAt(NOW + 900_001) }, NOW)).toEqual({
       runAt: NOW + 900_001,
       state: 'scheduled',
-      dispatch: { kind: 'schedule', fireAt: NOW + 900_001 - SCHEDULE_LEAD_MS },
+      handOff: { kind: 'schedule', name: 'j1', fireAt: NOW + 900_001 - SCHEDULE_LEAD_MS, notBefore: NOW + 900_001 },
     });
   });
 
   it('rounds a sub-second runAt up to a whole second of SQS delay', () => {
-    expect(planEnqueue({ runAt: isoAt(NOW + 1) }, NOW)).toEqual({
+    expect(planned({ runAt: isoAt(NOW + 1) }, NOW)).toEqual({
       runAt: NOW + 1,
       state: 'queued',
-      dispatch: { kind: 'sqs-delay', delaySeconds: 1 },
+      handOff: { kind: 'send', delaySeconds: 1 },
     });
   });
 
   it('honours the offset of runAt', () => {
-    const plan = planEnqueue({ runAt: '2026-03-01T14:00:00+02:00' }, NOW);
-    expect(plan).toEqual({ runAt: NOW, state: 'queued', dispatch: { kind: 'now' } });
+    const plan = planned({ runAt: '2026-03-01T14:00:00+02:00' }, NOW);
+    expect(plan).toEqual({ runAt: NOW, state: 'queued', handOff: { kind: 'send' } });
   });
 
   it.each([0, 1, PAST_TOLERANCE_MS])('treats a runAt %i ms in the past as now', (ago) => {
-    expect(planEnqueue({ runAt: isoAt(NOW - ago) }, NOW)).toEqual({
+    expect(planned({ runAt: isoAt(NOW - ago) }, NOW)).toEqual({
       runAt: NOW,
       state: 'queued',
-      dispatch: { kind: 'now' },
+      handOff: { kind: 'send' },
     });
   });
 
   it('rejects a runAt beyond the 5 s tolerance, on path runAt', () => {
-    const error = catchError(() => planEnqueue({ runAt: isoAt(NOW - PAST_TOLERANCE_MS - 1) }, NOW));
+    const error = catchError(() => planned({ runAt: isoAt(NOW - PAST_TOLERANCE_MS - 1) }, NOW));
     expect(error).toBeInstanceOf(ValidationError);
     expect(error.status).toBe(400);
     expect(error.message).toBe('runAt is in the past');
@@ -203,11 +210,13 @@ describe('planEnqueue', () => {
 
   it('accepts a runAt exactly 366 days ahead and rejects one ms later', () => {
     const limit = NOW + MAX_HORIZON_SECONDS * 1000;
-    expect(planEnqueue({ runAt: isoAt(limit) }, NOW).dispatch).toEqual({
+    expect(planned({ runAt: isoAt(limit) }, NOW).handOff).toEqual({
       kind: 'schedule',
+      name: 'j1',
       fireAt: limit - SCHEDULE_LEAD_MS,
+      notBefore: limit,
     });
-    const error = catchError(() => planEnqueue({ runAt: isoAt(limit + 1) }, NOW));
+    const error = catchError(() => planned({ runAt: isoAt(limit + 1) }, NOW));
     expect(error).toBeInstanceOf(ValidationError);
     expect(error.issues).toEqual([{ path: 'runAt', message: 'must be at most 366 days ahead' }]);
   });

@@ -1,0 +1,99 @@
+/**
+ * What an enqueue needs: the service's ports, the options the API adds to a request, and the
+ * small reads and helpers every part of an enqueue shares.
+ */
+import type { PlatformConfig } from '../../config';
+import type { Clock } from '../../core/clock';
+import { pastRetention } from '../../core/control';
+import type { Debouncer } from '../../core/debounce';
+import type { JobGraph } from '../../core/dependencies';
+import type { JobTypeSpec } from '../../core/job-type';
+import type { Metrics } from '../../core/metrics';
+import type { Pacer } from '../../core/pace';
+import type { JobQueue, JobScheduler, JobStore } from '../../core/ports';
+import { type ReleaseDeps, releaseDepsOf } from '../../dispatch/release';
+import { ConfigError } from '../../errors';
+import type { Logger } from '../../logger';
+
+export interface JobsServiceDeps {
+  config: PlatformConfig;
+  catalog: readonly JobTypeSpec[];
+  store: JobStore;
+  queue: JobQueue;
+  scheduler: JobScheduler;
+  clock: Clock;
+  log: Logger;
+  /** Rate-limit state; required when a job type has a `rateLimit`. */
+  pacer?: Pacer;
+  /** Debounce windows; required when a job type has a `debounce`. */
+  debouncer?: Debouncer;
+  /** Counts the jobs created (`JobsEnqueued`). @default nothing is counted */
+  metrics?: Metrics;
+  /** Job dependencies; required for an enqueue with `dependsOn`. @default `dependsOn` is refused (400) */
+  graph?: JobGraph;
+}
+
+/** What the API itself adds to an enqueue request (never read from the caller's body). */
+export interface EnqueueOptions {
+  /** The recurring schedule the job is a run of (`POST /schedules/{name}/run`). @default none */
+  schedule?: string;
+  /** Who enqueues (the caller's ARN): kept on the job item by the same write. @default not recorded */
+  by?: string;
+  /**
+   * Parents written by the same request (a flow) that registered this job as their child when
+   * they were created: each counts as not finished, and the job does not register with it.
+   * @default none
+   */
+  sameRequest?: ReadonlySet<string>;
+  /** Children registered with this job at its creation (a flow's `putChildren`). @default none */
+  childCount?: number;
+  /**
+   * The caller compared an existing job of this id with the request's parents already (a flow
+   * checks all its jobs before it writes any), so the write does not read its parents again.
+   * @default false
+   */
+  parentsChecked?: boolean;
+  /**
+   * The time (epoch ms) the job is created at, hence its incarnation: a flow fixes it for all its
+   * jobs up front, and writes the registry of a parent it creates under that incarnation, naming
+   * its children's, before it writes the parent and them. @default the clock's now
+   */
+  at?: number;
+}
+
+/** The service's ports and its catalog by type: what each part of an enqueue is given. */
+export interface EnqueueContext {
+  deps: JobsServiceDeps;
+  specs: ReadonlyMap<string, JobTypeSpec>;
+}
+
+/** The context of a service over `deps`; refuses a catalog whose limits need a port it lacks. */
+export function enqueueContext(deps: JobsServiceDeps): EnqueueContext {
+  const limited = deps.catalog.find((spec) => spec.rateLimit);
+  if (limited && !deps.pacer) {
+    throw new ConfigError(`job type "${limited.type}" has a rate limit: the API needs its pacer`);
+  }
+  const debounced = deps.catalog.find((spec) => spec.debounce);
+  if (debounced && !deps.debouncer) {
+    throw new ConfigError(`job type "${debounced.type}" has a debounce: the API needs its debouncer`);
+  }
+  return { deps, specs: new Map(deps.catalog.map((spec) => [spec.type, spec])) };
+}
+
+/** The release's dependencies (the graph is required: only jobs with dependencies need them). */
+export function releaseDeps({ deps }: EnqueueContext): ReleaseDeps {
+  const graph = deps.graph;
+  if (!graph) throw new ConfigError('job dependencies need the job graph');
+  return releaseDepsOf({ config: deps.config, graph, queue: deps.queue, scheduler: deps.scheduler });
+}
+
+/** Whether a job `id` exists and is retained: an enqueue with that id is then a replay (`create` reuses one past its retention). */
+export async function exists({ deps }: EnqueueContext, id: string, now: number): Promise<boolean> {
+  const job = await deps.store.get(id);
+  return job !== undefined && !pastRetention(job, now);
+}
+
+/** When a job that finished at `now` may be deleted (epoch seconds). */
+export function finishedExpiresAt({ deps }: EnqueueContext, now: number): number {
+  return Math.floor(now / 1000) + deps.config.retentionDays * 86_400;
+}
