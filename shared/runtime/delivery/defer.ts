@@ -1,8 +1,7 @@
 import type { SQSRecord } from 'aws-lambda';
-import { MAX_VISIBILITY_DELAY_MS } from '../../core/backoff';
-import { type Job, jobMessage } from '../../core/job';
-import { SQS_MAX_DELAY_SECONDS } from '../../core/limits';
+import type { Job } from '../../core/job';
 import { incarnationOf } from '../../core/table';
+import { dispatch } from '../../dispatch/dispatch';
 import { errorFields, type Logger } from '../../logger';
 import { persist } from '../attempt-support';
 import type { Outcome } from '../gates/gate';
@@ -12,9 +11,10 @@ import type { WorkerKit } from './kit';
 const SIGNAL_LOOK_AGAIN_SECONDS = 10;
 
 /**
- * Brings the job's message back at `runAt`: through a one-time schedule (`scheduleName`) when
- * one is given, else on this message's visibility (at most 11 h 40 min; a message back early is
- * hidden again), else, when that fails (the message may be gone), as a new message.
+ * Brings the job's message back at `runAt` through the one hand-off (shared/dispatch/dispatch.ts):
+ * a one-time schedule (`scheduleName`) when one is given, else this message's visibility (at most
+ * 11 h 40 min; a message back early is hidden again), else, when that fails (the message may be
+ * gone), a new message. `'retry'` when this message comes back.
  */
 export async function deferMessage(
   kit: WorkerKit,
@@ -29,42 +29,15 @@ export async function deferMessage(
   },
 ): Promise<Outcome> {
   const { job, runAt, now, record, log, what } = input;
-  const { queue, scheduler } = kit.deps;
-  const { route } = kit;
-  const delay = Math.max(0, runAt - now);
-  if (input.scheduleName !== undefined && scheduler) {
-    // The schedule sends a fresh message at runAt; this one is done.
-    const message = jobMessage({ id: job.id, type: job.type }, { notBefore: runAt });
-    const name = input.scheduleName;
-    try {
-      await persist(
-        () => scheduler.scheduleJob({ name, fireAt: runAt, queueArn: route.queueArn, message }),
-        log,
-        `scheduling the ${what}`,
-      );
-      return 'done';
-    } catch (error) {
-      // Keep this message instead, hidden as long as SQS allows: when it comes back early, the
-      // claim refuses the job (not due) and hides it again; the supervisor covers a lost one.
-      log.warn(`could not schedule the ${what}; the message waits for it instead`, errorFields(error));
-    }
-  }
-  try {
-    await queue.changeVisibility(route.queueUrl, record.receiptHandle, Math.min(delay, MAX_VISIBILITY_DELAY_MS) / 1000);
-    return 'retry';
-  } catch (error) {
-    // Our message may be gone (a duplicate delivery of it was deleted) or the call failed:
-    // send a fresh one carrying the delay, so the job cannot be lost. A spare copy is harmless.
-    log.warn(`could not set the ${what} delay on the message; sending a new one`, errorFields(error));
-    const message = jobMessage({ id: job.id, type: job.type });
-    // SQS delays at most 15 min: a message that arrives before the job is due is hidden again.
-    await persist(
-      () => queue.send(route.queueUrl, message, Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delay / 1000))),
-      log,
-      `sending the ${what} message`,
-    );
-    return 'done';
-  }
+  const { queue, scheduler, config } = kit.deps;
+  return await dispatch({ queue, scheduler, routes: config.routes, queues: config.queues }, job, now, {
+    runAt,
+    received: { queueUrl: kit.route.queueUrl, receiptHandle: record.receiptHandle },
+    scheduleName: input.scheduleName,
+    log,
+    what,
+    persist: (write, label) => persist(write, log, label),
+  });
 }
 
 /**

@@ -94,7 +94,7 @@ class SlotsPass implements GatePass {
       return (await gate.leaveIfHeld(current, this.slots, d.log)) ? GO : { kind: 'answer', outcome: 'retry' };
     }
     // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
-    if (!startsNow(current, d.now)) return GO;
+    if (!startsNow(current, this.kit.type, d.now)) return GO;
     const entry = await gate.enter(current, this.slots, current.leaseToken + 1, d.log);
     if (entry.kind === 'skipped') return this.singletonSkip(current, entry);
     if (entry.kind === 'waiting') {

@@ -24,7 +24,7 @@ export const throttleGate: GateBuilder = (kit) => {
       return {
         async beforeClaim() {
           const current = await d.job();
-          if (!current || !startsNow(current, d.now)) return GO;
+          if (!current || !startsNow(current, kit.type, d.now)) return GO;
           const turn = await pace.turn(current, current.leaseToken + 1, d.log);
           if (turn.kind === 'later') return { kind: 'later', until: turn.until };
           paced = current.leaseToken + 1;
