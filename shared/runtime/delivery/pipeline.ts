@@ -49,6 +49,10 @@ export function createPipeline(kit: WorkerKit, gates: readonly Gate[]): (record:
 function newDelivery(kit: WorkerKit, message: JobMessage, record: SQSRecord, log: Logger): Delivery {
   let now: number | undefined;
   let read: Promise<Job | undefined> | undefined;
+  const fixNow = () => {
+    now ??= kit.clock.now();
+    return now;
+  };
   return {
     id: message.id,
     message,
@@ -56,10 +60,10 @@ function newDelivery(kit: WorkerKit, message: JobMessage, record: SQSRecord, log
     log,
     receiveCount: receiveCountOf(record),
     get now() {
-      now ??= kit.clock.now();
-      return now;
+      return fixNow();
     },
     job() {
+      fixNow(); // before the read: what the gates read is never newer than their "now"
       read ??= kit.deps.store.get(message.id);
       return read;
     },
