@@ -3,7 +3,7 @@ import { CANCELLABLE_STATES } from '../../core/control';
 import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
 import { leaseHeld } from '../../core/lease';
-import type { ClaimResult } from '../../core/ports';
+import type { ClaimResult, RefusedClaim } from '../../core/ports';
 import { isTerminal } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
@@ -33,6 +33,11 @@ import {
  */
 export function attemptOfTokenMayRun(claim: ClaimResult, token: number, now: number): boolean {
   return 'job' in claim && claim.job.leaseToken >= token && leaseHeld(claim.job, now);
+}
+
+/** A refused claim whose handling ends the job: its last attempt died (`exhausted`), or it is past its `dispatchBy`. */
+function endedByRefusal(claim: RefusedClaim): claim is Extract<RefusedClaim, { kind: 'exhausted' | 'past-deadline' }> {
+  return claim.kind === 'exhausted' || claim.kind === 'past-deadline';
 }
 
 /**
@@ -125,6 +130,17 @@ class SlotsPass implements GatePass {
 
   async finish(ending: Ending): Promise<Outcome | undefined> {
     if (ending.kind === 'ran') return this.held === undefined ? undefined : await this.afterRun(this.held);
+    if (ending.kind === 'refused' && endedByRefusal(ending.claim) && this.slots.length > 0) {
+      // The refusal ended the job (failed, expired): what it still holds (its dead last
+      // attempt's slots, a place handed to it in line) goes on; nothing was taken for it here.
+      const left = await this.gate.leaveIfHeld(ending.claim.job, this.slots, this.d.log);
+      return left ? undefined : 'retry';
+    }
+    if (ending.kind === 'given-back' && this.held !== undefined) {
+      // a gate after this one gave the claimed attempt back: the slots held for it go on
+      await this.leave(this.held);
+      return undefined;
+    }
     const entered = this.entered;
     if (entered === undefined) return undefined;
     // Not started: the slots taken for it go on. None for a duplicate of a running job: the
