@@ -68,6 +68,25 @@ describe('a gate added to the list', () => {
     expect(h.store.peek('next')).toMatchObject({ state: 'succeeded' });
   });
 
+  it('gives back the slots of an attempt a later gate hands back after its claim', async () => {
+    const handBack: GateBuilder = (kit) => ({
+      name: 'hand-back',
+      pass: () => ({
+        async afterClaim() {
+          return { kind: 'give-back', runAt: kit.clock.now() + 60_000, what: 'handing the attempt back' };
+        },
+      }),
+    });
+    const h = harness({ spec: holdable, gates: [...STANDARD_GATES, handBack] });
+    h.store.seed(echoJob('back', { payload: { n: 1, tenant: 't1' }, flowKeys: ['t1'] }));
+
+    expect(await h.worker(sqsEvent(messageFor('back')))).toEqual({ batchItemFailures: [] });
+
+    // refunded, due again in a minute, and its slot free for the next job of t1
+    expect(h.store.peek('back')).toMatchObject({ state: 'retrying', attempts: 0 });
+    expect(await h.flow.state({ scope: 'echo#0', key: 't1' })).toMatchObject({ holders: [], waiting: 0 });
+  });
+
   it('is not there without its line in the list: the held job runs', async () => {
     const h = harness({ spec: holdable });
     h.store.seed(echoJob('held', { payload: { n: 1, tenant: 't1', hold: true }, flowKeys: ['t1'] }));
