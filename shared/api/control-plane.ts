@@ -1,11 +1,6 @@
-import type { PlatformConfig } from '../config';
-import type { Clock } from '../core/clock';
 import type { DeadLetterQueues, JobControl, JobIndex, RedriveLog } from '../core/control-ports';
 import type { JobGraph } from '../core/dependencies';
-import type { JobTypeSpec } from '../core/job-type';
-import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { ConfigError } from '../errors';
-import type { Logger } from '../logger';
 import { BatchService } from './batch-service';
 import { BulkService } from './bulk-service';
 import { ControlService } from './control-service';
@@ -13,6 +8,7 @@ import { DlqService } from './dlq-service';
 import type { JobsService } from './jobs-service';
 import { ListService } from './list-service';
 import { OverviewService } from './overview-service';
+import type { ApiServiceDeps } from './service-deps';
 
 /** The adapters the control-plane endpoints need besides the job store, queue and scheduler. */
 export interface ControlPlaneAdapters {
@@ -33,16 +29,9 @@ export interface ControlPlane {
   overview: OverviewService;
 }
 
-export interface ControlPlaneDeps {
+export interface ControlPlaneDeps extends ApiServiceDeps {
   /** Job dependencies: a cancel releases the job's children. @default none */
   graph?: JobGraph;
-  config: PlatformConfig;
-  catalog: readonly JobTypeSpec[];
-  store: JobStore;
-  queue: JobQueue;
-  scheduler: JobScheduler;
-  clock: Clock;
-  log: Logger;
   /** Without them, the listing, cancel/retry and DLQ endpoints fail (a logged 500: a deployment error). */
   controlPlane?: ControlPlaneAdapters;
 }

@@ -26,7 +26,6 @@ const replacing = defineJobType({
 const base = () => ({ config: testConfig(['plain']), store: new FakeJobStore(), queue: new FakeJobQueue() });
 const run = async () => 'ok';
 
-
 describe('a spec records the worker ports its options need', () => {
   it('none for a plain type; flow, pacer, debouncer, flow and control by option', () => {
     expectTypeOf<PortsOfSpec<typeof plain>>().toEqualTypeOf<never>();

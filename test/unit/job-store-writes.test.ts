@@ -168,24 +168,20 @@ describe('fenced writes', () => {
   });
 
   it('a suspend for a signal records its name; a sleep removes any', () => {
-    const signal = suspendUpdate({
-      job: running,
-      now: NOW,
-      runAt: NOW + 60_000,
-      waitingFor: { kind: 'signal', key: 'go', until: iso(NOW + 60_000), since: iso(NOW) },
-      writer: 'w',
-    });
+    const suspendFor = (kind: 'signal' | 'sleep', key: string) =>
+      suspendUpdate({
+        job: running,
+        now: NOW,
+        runAt: NOW + 60_000,
+        waitingFor: { kind, key, until: iso(NOW + 60_000), since: iso(NOW) },
+        writer: 'w',
+      });
+    const signal = suspendFor('signal', 'go');
     expect(signal.set).toContain('waitSignal = :signal');
     expect(signal.remove).toBe('leaseOwner, leaseExpiresAt');
     expect(signal.values[':attempts']).toEqual({ N: '1' });
     expect(signal.end).toEqual({ state: 'waiting', writer: 'w' });
-    const sleep = suspendUpdate({
-      job: running,
-      now: NOW,
-      runAt: NOW + 60_000,
-      waitingFor: { kind: 'sleep', key: 'nap', until: iso(NOW + 60_000), since: iso(NOW) },
-      writer: 'w',
-    });
+    const sleep = suspendFor('sleep', 'nap');
     expect(sleep.remove).toBe('leaseOwner, leaseExpiresAt, waitSignal');
   });
 });

@@ -1,28 +1,14 @@
-/**
- * What an enqueue needs: the service's ports, the options the API adds to a request, and the
- * small reads and helpers every part of an enqueue shares.
- */
-import type { PlatformConfig } from '../../config';
-import type { Clock } from '../../core/clock';
 import { pastRetention } from '../../core/control';
 import type { Debouncer } from '../../core/debounce';
 import type { JobGraph } from '../../core/dependencies';
 import type { JobTypeSpec } from '../../core/job-type';
 import type { Metrics } from '../../core/metrics';
 import type { Pacer } from '../../core/pace';
-import type { JobQueue, JobScheduler, JobStore } from '../../core/ports';
 import { type ReleaseDeps, releaseDepsOf } from '../../dispatch/release';
 import { ConfigError } from '../../errors';
-import type { Logger } from '../../logger';
+import type { ApiServiceDeps } from '../service-deps';
 
-export interface JobsServiceDeps {
-  config: PlatformConfig;
-  catalog: readonly JobTypeSpec[];
-  store: JobStore;
-  queue: JobQueue;
-  scheduler: JobScheduler;
-  clock: Clock;
-  log: Logger;
+export interface JobsServiceDeps extends ApiServiceDeps {
   /** Rate-limit state; required when a job type has a `rateLimit`. */
   pacer?: Pacer;
   /** Debounce windows; required when a job type has a `debounce`. */

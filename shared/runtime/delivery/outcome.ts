@@ -18,6 +18,14 @@ import { ON_FAILURE_TIMEOUT_MS } from '../job-definition';
 import { backIfSignalled, deferMessage } from './defer';
 import type { WorkerKit } from './kit';
 
+/** The claimed attempt an outcome is recorded for: its job, its message, its writer (the claim's owner) and its log. */
+export interface AttemptAt {
+  job: Job;
+  record: SQSRecord;
+  writer: string;
+  log: Logger;
+}
+
 /** How a claimed attempt's handler ended, as the worker records it. */
 export type AttemptResult = { ok: true; result: unknown } | { ok: false; error: unknown };
 
@@ -112,11 +120,7 @@ export async function recordSkip(
  * looked at its inbox, before this write) makes it due at once: whichever of the sender and this
  * worker writes last sees the other's write.
  */
-export async function suspend(
-  kit: WorkerKit,
-  at: { job: Job; record: SQSRecord; writer: string; log: Logger },
-  wait: WakeWait,
-): Promise<'done' | 'retry'> {
+export async function suspend(kit: WorkerKit, at: AttemptAt, wait: WakeWait): Promise<'done' | 'retry'> {
   const { job, record, writer, log } = at;
   const now = kit.clock.now();
   const runAt = Date.parse(wait.until);
@@ -136,7 +140,7 @@ export async function suspend(
 /** Records a success, and releases the job's children. */
 export async function recordSuccess(
   kit: WorkerKit,
-  at: { job: Job; writer: string; log: Logger },
+  at: Omit<AttemptAt, 'record'>,
   result: unknown,
 ): Promise<'done' | 'retry'> {
   const { job, writer, log } = at;
@@ -161,11 +165,7 @@ export async function recordSuccess(
 }
 
 /** Records a failed attempt: the job fails for good (a permanent error, no attempt left), or is retried after its backoff. */
-export async function recordFailure(
-  kit: WorkerKit,
-  at: { job: Job; record: SQSRecord; writer: string; log: Logger },
-  error: unknown,
-): Promise<'done' | 'retry'> {
+export async function recordFailure(kit: WorkerKit, at: AttemptAt, error: unknown): Promise<'done' | 'retry'> {
   const { job, record, writer, log } = at;
   const now = kit.clock.now();
   const reason = error instanceof JobTimeoutError ? 'timeout' : 'error';
