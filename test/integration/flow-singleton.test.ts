@@ -89,15 +89,23 @@ describe('singletons on local AWS', () => {
       await until(async () =>
         (await Promise.all(ids.map((id) => platform.store.get(id)))).every((j) => j?.state === 'succeeded'),
       );
-      expect(runs).toHaveLength(24);
+      // every job ran (one whose lease was lost on a loaded machine runs again: never at once)
+      expect(new Set(runs.map((r) => r.id)).size).toBe(24);
       for (const acct of ['acct-0', 'acct-1', 'acct-2']) {
         const mine = runs.filter((r) => r.acct === acct);
         expect(new Set(mine.map((r) => r.id)).size).toBe(8);
         expect(maxOverlap(mine), acct).toBe(1);
       }
       expect(maxOverlap(runs), 'different keys ran at once').toBeGreaterThan(1);
-      const state = await fetch(`${platform.url}/types/export/keys/acct-0`).then((r) => r.json());
-      expect(state).toMatchObject({ singleton: { scope: 'account-io', mode: 'queue', running: [], waiting: 0 } });
+      // the last job gives its slot back just after its success is written
+      const keyState = () =>
+        fetch(`${platform.url}/types/export/keys/acct-0`).then(
+          (r) => r.json() as Promise<{ singleton?: { running?: unknown[] } }>,
+        );
+      await until(async () => (await keyState()).singleton?.running?.length === 0, 10_000);
+      expect(await keyState()).toMatchObject({
+        singleton: { scope: 'account-io', mode: 'queue', running: [], waiting: 0 },
+      });
     } finally {
       await platform.stop();
     }
