@@ -4,6 +4,7 @@
  * with no free slot records why it waits and leaves, and the job that frees a slot sends it a
  * message. Nothing here polls.
  */
+import { routeOf } from '../config';
 import type { Clock } from '../core/clock';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import {
@@ -16,11 +17,12 @@ import {
   slotsOf,
   WHOLE_TYPE_KEY,
 } from '../core/flow';
-import { type Job, jobMessage } from '../core/job';
+import type { Job } from '../core/job';
 import { type JobTypeSpec, MAX_TIMEOUT_MS } from '../core/job-type';
 import { leaseHeld } from '../core/lease';
-import type { JobQueue, JobStore } from '../core/ports';
+import type { JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
+import { type DispatchDeps, dispatch } from '../dispatch/dispatch';
 import { errorFields, type Logger } from '../logger';
 import { persist } from './attempt-support';
 
@@ -49,9 +51,8 @@ function gone(job: Job | undefined, now: number): boolean {
 export interface FlowGateDeps {
   slots: FlowSlots;
   store: JobStore;
-  queue: JobQueue;
-  /** The ready queue of a job type, for the message that starts a job handed a slot. */
-  queueUrlOf(type: string): string | undefined;
+  /** The job types' queues, for the message that starts a job handed a slot (sent through `dispatch()`). */
+  handOff: DispatchDeps;
   clock: Clock;
   /** Cancels a job (an operator's cancel): for a `cancel-running` singleton. */
   cancel?(jobId: string): Promise<void>;
@@ -102,12 +103,11 @@ export function jobSlots(
 }
 
 export function createFlowGate(deps: FlowGateDeps) {
-  const { slots, store, queue, clock } = deps;
+  const { slots, store, clock } = deps;
 
   /** Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). */
   async function wake(jobId: string, type: string, log: Logger): Promise<void> {
-    const queueUrl = deps.queueUrlOf(type);
-    if (!queueUrl) {
+    if (!routeOf(deps.handOff, type)) {
       log.error('a job handed a concurrency slot has no queue here; it starts when the supervisor finds it', {
         jobId,
         type,
@@ -115,7 +115,12 @@ export function createFlowGate(deps: FlowGateDeps) {
       return;
     }
     try {
-      await persist(() => queue.send(queueUrl, jobMessage({ id: jobId, type })), log, 'sending a job its slot');
+      const now = clock.now();
+      await persist(
+        () => dispatch(deps.handOff, { id: jobId, type }, now, { runAt: now }),
+        log,
+        'sending a job its slot',
+      );
     } catch (error) {
       log.warn('could not send a job the slot it was handed; it is sent again later', { jobId, ...errorFields(error) });
     }

@@ -21,7 +21,7 @@
  * fails half-way is retried when the new `dueAt` comes. Sending a job message twice is harmless:
  * the claim lets only one delivery run.
  */
-import { type PlatformConfig, routeOf } from '../config';
+import type { PlatformConfig } from '../config';
 import { MAX_VISIBILITY_DELAY_MS } from '../core/backoff';
 import type { JobGraph } from '../core/dependencies';
 import { bucketMinute, DUE_GRACE_MS, dueBucketOf, minuteStart, SWEEP_AGE_MS } from '../core/due';
@@ -382,11 +382,9 @@ const handOffDeps = (deps: SupervisorDeps): DispatchDeps => ({
   queues: deps.config.queues,
 });
 
-/** Sends a schedule fire's run. */
-async function send(deps: SupervisorDeps, message: JobMessage): Promise<void> {
-  const route = routeOf(deps.config, message.type);
-  if (!route) throw new Error(`job type ${message.type} has no route (not deployed)`);
-  await deps.queue.send(route.queueUrl, message);
+/** Sends a schedule fire's run, at once, through the one hand-off. */
+async function send(deps: SupervisorDeps, message: JobMessage, now: number): Promise<void> {
+  await dispatch(handOffDeps(deps), message, now, { runAt: now });
 }
 
 /**
@@ -585,7 +583,7 @@ async function catchUpSchedule(
       if (i === 0) {
         // A fire whose run could not be written may have left it reserved only: write it now.
         for (const message of await confirmReservedRun(fireDeps, name, now)) {
-          await send(deps, message);
+          await send(deps, message, now);
           report.fired.push(message.id);
         }
         await settleScheduleDue(deps, schedule, entry, now, report);
@@ -594,13 +592,13 @@ async function catchUpSchedule(
     }
     const result = await processFire(fireDeps, { name, type: schedule.type, fireTime: slot }, now);
     for (const message of result.also) {
-      await send(deps, message);
+      await send(deps, message, now);
       report.fired.push(message.id);
     }
     if (result.kind === 'skipped') report.skipped += 1;
     if (result.kind === 'ignored') return;
     if (result.kind === 'run') {
-      await send(deps, result.message);
+      await send(deps, result.message, now);
       report.fired.push(result.message.id);
       deps.log.warn('fired a schedule fire that Scheduler missed', {
         fire: fireMessage(name, schedule.type, slot).scheduledTime,

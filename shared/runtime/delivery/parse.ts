@@ -2,6 +2,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { isFireMessage } from '../../core/fire-message';
 import type { JobMessage } from '../../core/job';
 import * as z from '../../core/zod-mini';
+import { dispatch } from '../../dispatch/dispatch';
 import { errorFields } from '../../logger';
 import { resolveFire } from '../fire';
 import type { Outcome } from '../gates/gate';
@@ -38,7 +39,7 @@ export async function parseRecord(kit: WorkerKit, record: SQSRecord): Promise<Pa
       type,
       jobs: deps.store,
       schedules: deps.schedules,
-      send: (message) => deps.queue.send(route.queueUrl, message),
+      send: (message) => dispatchNow(kit, message),
       retentionMs: deps.config.retentionDays * 86_400_000,
       now: kit.clock.now(),
       log: kit.log,
@@ -63,6 +64,13 @@ export async function parseRecord(kit: WorkerKit, record: SQSRecord): Promise<Pa
     return { kind: 'answer', outcome: 'retry' };
   }
   return { kind: 'job', message: message.data as JobMessage };
+}
+
+/** Sends a fire's run at once, through the one hand-off. */
+async function dispatchNow(kit: WorkerKit, message: JobMessage): Promise<void> {
+  const { queue, config } = kit.deps;
+  const now = kit.clock.now();
+  await dispatch({ queue, routes: config.routes, queues: config.queues }, message, now, { runAt: now });
 }
 
 /** How many times SQS has delivered the record (1 on its first receive). */

@@ -1,4 +1,3 @@
-import { routeOf } from '../../config';
 import { CANCELLABLE_STATES } from '../../core/control';
 import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
@@ -58,8 +57,7 @@ export const slotsGate: GateBuilder = (kit) => {
   const gate = createFlowGate({
     slots: flow,
     store,
-    queue,
-    queueUrlOf: (type) => routeOf(config, type)?.queueUrl,
+    handOff: { queue, routes: config.routes, queues: config.queues },
     clock: kit.clock,
     ...(control
       ? {
