@@ -88,6 +88,9 @@ describe('dispatchBy', () => {
     expect(isPastDispatchBy({ ...queued, state: 'running', attempts: 1 }, NOW + 1)).toBe(false);
     expect(isPastDispatchBy({ ...queued, state: 'succeeded' }, NOW + 1)).toBe(false);
     expect(isPastDispatchBy(newJob({ id: 'k', type: 'echo' }), NOW + 1)).toBe(false); // no deadline
+    // started once and waited (`resumes`), its attempt given back: past dispatch, as the claim rule says
+    expect(isPastDispatchBy({ ...queued, resumes: 1 }, NOW + 1)).toBe(false);
+    expect(isPastDispatchBy({ ...queued, state: 'scheduled', resumes: 1 }, NOW + 1)).toBe(false);
   });
 
   it('makes a refused claim say past-deadline, before anything else but a finished job', () => {
