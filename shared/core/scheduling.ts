@@ -67,10 +67,15 @@ export function checkDispatchBy(dispatchBy: string, runAt: number, now: number):
 
 /**
  * True when a job that never started has passed its dispatch deadline: it must end `expired`
- * instead of running. A job that started once (attempts > 0) is past dispatch; its retries run.
+ * instead of running. A job that started once is past dispatch, as the claim rule says
+ * (core/claim-rule.ts): one with an attempt (attempts > 0), or one that waited (`resumes`: its
+ * attempt was given back); its retries and resumes run.
  */
-export function isPastDispatchBy(job: Pick<Job, 'state' | 'attempts' | 'dispatchBy'>, now: number): boolean {
-  if (job.dispatchBy === undefined || job.attempts > 0) return false;
+export function isPastDispatchBy(
+  job: Pick<Job, 'state' | 'attempts' | 'dispatchBy' | 'resumes'>,
+  now: number,
+): boolean {
+  if (job.dispatchBy === undefined || job.attempts > 0 || job.resumes !== undefined) return false;
   if (job.state !== 'scheduled' && job.state !== 'queued') return false;
   return Date.parse(job.dispatchBy) < now;
 }
