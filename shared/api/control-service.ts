@@ -10,7 +10,7 @@ import { type Job, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
-import { dispatch } from '../dispatch/dispatch';
+import { dispatchNow } from '../dispatch/dispatch';
 import { releaseDepsOf, releaseOrHandOff } from '../dispatch/release';
 import { ConflictError, NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
@@ -196,7 +196,7 @@ export class ControlService {
     const log = this.deps.log.child({ jobId: id, type: job.type });
     try {
       // due at once (the restart's condition checked its type has a route)
-      await dispatch({ queue: this.deps.queue, routes: this.deps.config.routes }, job, now, { runAt: now });
+      await dispatchNow({ queue: this.deps.queue, routes: this.deps.config.routes }, job, now);
     } catch (error) {
       // A replay (the first try applied, its response lost) has no state before to put back:
       // the retry stands, and the supervisor sends the job once it is overdue.

@@ -95,6 +95,20 @@ export async function dispatch(
   return 'done';
 }
 
+/** Hands `job` on at once, whatever its runAt: a message with no delay. */
+export function dispatchNow(deps: DispatchDeps, job: DispatchJob, now: number): Promise<'retry' | 'done'> {
+  return dispatch(deps, job, now, { runAt: now });
+}
+
+/** The hand-off's deps from a deployment's config: its routes and queue naming, the queue client and, to make schedules, a scheduler. */
+export function handOffOf(
+  config: { routes: Readonly<Record<string, Route>>; queues?: QueueNaming | undefined },
+  queue: JobQueue,
+  scheduler?: JobScheduler,
+): DispatchDeps {
+  return { queue, routes: config.routes, queues: config.queues, ...(scheduler ? { scheduler } : {}) };
+}
+
 /**
  * The hand-off of a caller that batches its SQS sends (the API's enqueue, batch and flow
  * requests): makes the schedule a far job needs, or returns the send to make.

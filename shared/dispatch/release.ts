@@ -22,7 +22,7 @@ import { isTerminal, type JobState } from '../core/states';
 import { incarnationOf } from '../core/table';
 import { ConfigError } from '../errors';
 import { errorFields, type Logger } from '../logger';
-import { type DispatchDeps, dispatch } from './dispatch';
+import { type DispatchDeps, dispatch, dispatchNow } from './dispatch';
 
 /** What the release needs: the graph, and what a hand-off needs (the queues, a scheduler for far runAts). */
 export interface ReleaseDeps extends DispatchDeps {
@@ -127,7 +127,7 @@ async function releaseEdge(
       return 'ready';
     case 'ended':
       // its own children wait for its release: its worker runs it (the claim finds it finished)
-      if ((result.job.childCount ?? 0) > 0) await dispatch(deps, result.job, now, { runAt: now });
+      if ((result.job.childCount ?? 0) > 0) await dispatchNow(deps, result.job, now);
       return 'ended';
     case 'refused':
       // Counted before: a release that died after the wake and before the send left the child
@@ -136,7 +136,7 @@ async function releaseEdge(
       // Ended by this edge before (or by another parent), and its own release never ran: the
       // first hand-off's send failed, or the end write's response was lost and its retry refused.
       // Hand it off again (a spare copy finds the release done and changes nothing).
-      else if (result.job && needsRelease(result.job)) await dispatch(deps, result.job, now, { runAt: now });
+      else if (result.job && needsRelease(result.job)) await dispatchNow(deps, result.job, now);
       return 'refused';
     case 'counted':
       return 'counted';
@@ -346,7 +346,7 @@ export async function releaseOrHandOff(deps: ReleaseDeps, job: Job, now: number,
     await releaseChildren(deps, job.id, now, log);
   } catch (error) {
     log.warn('could not release the children of an ended job; its worker will', errorFields(error));
-    await dispatch(deps, job, now, { runAt: now }).catch((e: unknown) =>
+    await dispatchNow(deps, job, now).catch((e: unknown) =>
       log.error('could not hand the ended job to its worker for its release', errorFields(e)),
     );
   }

@@ -22,7 +22,7 @@ import { type JobTypeSpec, MAX_TIMEOUT_MS } from '../core/job-type';
 import { leaseHeld } from '../core/lease';
 import type { JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
-import { type DispatchDeps, dispatch } from '../dispatch/dispatch';
+import { type DispatchDeps, dispatchNow } from '../dispatch/dispatch';
 import { errorFields, type Logger } from '../logger';
 import { persist } from './attempt-support';
 
@@ -116,11 +116,7 @@ export function createFlowGate(deps: FlowGateDeps) {
     }
     try {
       const now = clock.now();
-      await persist(
-        () => dispatch(deps.handOff, { id: jobId, type }, now, { runAt: now }),
-        log,
-        'sending a job its slot',
-      );
+      await persist(() => dispatchNow(deps.handOff, { id: jobId, type }, now), log, 'sending a job its slot');
     } catch (error) {
       log.warn('could not send a job the slot it was handed; it is sent again later', { jobId, ...errorFields(error) });
     }

@@ -31,7 +31,7 @@ import type { Job, JobMessage } from '../core/job';
 import { inboxOf, type JournalScope } from '../core/journal';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import { incarnationOf, keys, SHARD_COUNT } from '../core/table';
-import { type DispatchDeps, dispatch } from '../dispatch/dispatch';
+import { type DispatchDeps, dispatchNow, handOffOf } from '../dispatch/dispatch';
 import { reconcileChild, releaseDepsOf } from '../dispatch/release';
 import { errorFields, type Logger } from '../logger';
 import { confirmReservedRun, processFire } from '../schedules/fire-processor';
@@ -376,15 +376,11 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
  * The hand-off of a job the supervisor re-sends: at once, and never through a schedule (the
  * supervisor may only delete schedules).
  */
-const handOffDeps = (deps: SupervisorDeps): DispatchDeps => ({
-  queue: deps.queue,
-  routes: deps.config.routes,
-  queues: deps.config.queues,
-});
+const handOffDeps = (deps: SupervisorDeps): DispatchDeps => handOffOf(deps.config, deps.queue);
 
 /** Sends a schedule fire's run, at once, through the one hand-off. */
 async function send(deps: SupervisorDeps, message: JobMessage, now: number): Promise<void> {
-  await dispatch(handOffDeps(deps), message, now, { runAt: now });
+  await dispatchNow(handOffDeps(deps), message, now);
 }
 
 /**
@@ -445,7 +441,7 @@ async function repairJob(
         return;
       }
       try {
-        await dispatch(handOffDeps(deps), job, now, { runAt: now });
+        await dispatchNow(handOffDeps(deps), job, now);
       } catch (error) {
         // The moved due entry owns the next try: nothing for the checkpoint to hold.
         report.failed += 1;
@@ -504,7 +500,7 @@ async function repairSignal(
     return;
   }
   try {
-    await dispatch(handOffDeps(deps), job, now, { runAt: now });
+    await dispatchNow(handOffDeps(deps), job, now);
   } catch (error) {
     report.failed += 1;
     deps.log.error('could not send the message of a job woken for its signal; its due entry brings it back', {

@@ -29,8 +29,7 @@ export async function deferMessage(
   },
 ): Promise<Outcome> {
   const { job, runAt, now, record, log, what } = input;
-  const { queue, scheduler, config } = kit.deps;
-  return await dispatch({ queue, scheduler, routes: config.routes, queues: config.queues }, job, now, {
+  return await dispatch(kit.handOff, job, now, {
     runAt,
     received: { queueUrl: kit.route.queueUrl, receiptHandle: record.receiptHandle },
     scheduleName: input.scheduleName,

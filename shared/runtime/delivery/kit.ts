@@ -10,6 +10,7 @@ import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../../core/lease';
 import { type Metrics, noMetrics } from '../../core/metrics';
 import type { Pacer } from '../../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../../core/ports';
+import { type DispatchDeps, handOffOf } from '../../dispatch/dispatch';
 import { createRelease, releaseDepsOf } from '../../dispatch/release';
 import { ConfigError } from '../../errors';
 import type { CostMeter } from '../../lambda/cost-meter';
@@ -88,6 +89,8 @@ export interface WorkerKit {
   expiresAt(now: number): number;
   /** What the current delivery spent so far, for the write that ends its attempt (nothing without a meter). */
   spent(): { cost?: ReturnType<CostMeter['current']> };
+  /** The hand-off's deps (shared/dispatch/dispatch.ts): the deployment's queues, and the scheduler when there is one. */
+  readonly handOff: DispatchDeps;
   /** The release of ended jobs' children; undefined without a job graph. */
   readonly release: ReturnType<typeof createRelease> | undefined;
   /** Runs the release of a job that ended; throws when it failed, so the message comes back. */
@@ -126,6 +129,7 @@ export function createKit(def: JobDefinition, deps: WorkerDeps): WorkerKit {
     metrics: deps.metrics ?? noMetrics,
     expiresAt: (now) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400,
     spent: () => (meter ? { cost: meter.current() } : {}),
+    handOff: handOffOf(deps.config, deps.queue, deps.scheduler),
     release,
     async releaseAfterEnd(jobId, log) {
       if (release && !(await release.afterEnd(jobId, log))) throw new Error(`the release of job ${jobId} failed`);

@@ -2,7 +2,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { isFireMessage } from '../../core/fire-message';
 import type { JobMessage } from '../../core/job';
 import * as z from '../../core/zod-mini';
-import { dispatch } from '../../dispatch/dispatch';
+import { dispatchNow } from '../../dispatch/dispatch';
 import { errorFields } from '../../logger';
 import { resolveFire } from '../fire';
 import type { Outcome } from '../gates/gate';
@@ -39,7 +39,9 @@ export async function parseRecord(kit: WorkerKit, record: SQSRecord): Promise<Pa
       type,
       jobs: deps.store,
       schedules: deps.schedules,
-      send: (message) => dispatchNow(kit, message),
+      send: async (message) => {
+        await dispatchNow(kit.handOff, message, kit.clock.now());
+      },
       retentionMs: deps.config.retentionDays * 86_400_000,
       now: kit.clock.now(),
       log: kit.log,
@@ -64,13 +66,6 @@ export async function parseRecord(kit: WorkerKit, record: SQSRecord): Promise<Pa
     return { kind: 'answer', outcome: 'retry' };
   }
   return { kind: 'job', message: message.data as JobMessage };
-}
-
-/** Sends a fire's run at once, through the one hand-off. */
-async function dispatchNow(kit: WorkerKit, message: JobMessage): Promise<void> {
-  const { queue, config } = kit.deps;
-  const now = kit.clock.now();
-  await dispatch({ queue, routes: config.routes, queues: config.queues }, message, now, { runAt: now });
 }
 
 /** How many times SQS has delivered the record (1 on its first receive). */

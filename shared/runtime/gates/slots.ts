@@ -49,7 +49,7 @@ function endedByRefusal(claim: RefusedClaim): claim is Extract<RefusedClaim, { k
 export const slotsGate: GateBuilder = (kit) => {
   const { spec } = kit.def;
   if ((spec.concurrency?.length ?? 0) === 0 && spec.singleton === undefined) return undefined;
-  const { flow, control, store, queue, config } = kit.deps;
+  const { flow, control, store } = kit.deps;
   if (!flow) throw new ConfigError(`job type "${spec.type}" has flow control: the worker needs its flow slots`);
   if (spec.singleton?.mode === 'cancel-running' && !control) {
     throw new ConfigError(`job type "${spec.type}" has a cancel-running singleton: the worker needs job control`);
@@ -57,7 +57,7 @@ export const slotsGate: GateBuilder = (kit) => {
   const gate = createFlowGate({
     slots: flow,
     store,
-    handOff: { queue, routes: config.routes, queues: config.queues },
+    handOff: kit.handOff,
     clock: kit.clock,
     ...(control
       ? {
