@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { SignalsService } from '../../shared/api/signals-service';
 import { ManualClock, type Timer } from '../../shared/core/clock';
+import type { JobGraph } from '../../shared/core/dependencies';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import type { JobStore } from '../../shared/core/ports';
@@ -56,6 +57,8 @@ export interface HarnessOptions {
   timer?: Timer;
   /** The worker's gate list. @default STANDARD_GATES */
   gates?: readonly GateBuilder[];
+  /** The job graph `ctx.parents()` reads. @default none */
+  graph?: JobGraph;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -91,6 +94,7 @@ export function harness(options: HarnessOptions = {}) {
       ...((options.spec ?? echoSpec).debounce ? { debouncer } : {}),
       clock,
       journal,
+      ...(options.graph ? { graph: options.graph } : {}),
       owner: 'worker-test',
       random: options.random ?? (() => 0.5),
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),

@@ -7,9 +7,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/core/clock';
+import type { JobGraph } from '../../shared/core/dependencies';
 import type { Journal } from '../../shared/core/journal';
 import { LeaseLostError } from '../../shared/errors';
 import { createWorkflow } from '../../shared/runtime/workflow';
+import { sqsEvent } from '../support/fakes';
+import { echoJob, harness, logged, messageFor } from './worker-harness';
+
+const NOT_STOPPED = 'the handler did not stop within a heartbeat interval of its abort signal; pass ctx.signal on';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -97,5 +102,56 @@ describe('an aborted attempt does not wait for a hanging journal call', () => {
     expect(journal.calls.length).toBeGreaterThan(0);
     controller.abort(lost);
     expect(await stateOf(waiting)).toEqual({ settled: true, error: lost });
+  });
+});
+
+describe('in the worker: a handler that awaits a hanging journal or graph call stops at its abort', () => {
+  it("a step whose result's write hangs: the attempt times out, and the handler stops within its interval", async () => {
+    // lease 600 ms: a 200 ms heartbeat interval; the echo type's timeout is 1 s
+    let ended = false;
+    const h = harness({
+      leaseMs: 600,
+      run: async (_p, ctx) => {
+        try {
+          return await ctx.step('charge', () => 42);
+        } finally {
+          ended = true;
+        }
+      },
+    });
+    h.journal.record = () => new Promise<never>(() => {});
+    h.store.seed(echoJob('job-1'));
+
+    await h.worker(sqsEvent(messageFor('job-1')));
+
+    expect(h.store.peek('job-1')?.errors[0]?.reason).toBe('timeout');
+    expect(ended).toBe(true);
+    expect(logged(h.logs, NOT_STOPPED)).toEqual([]);
+  });
+
+  it('ctx.parents() whose read hangs: the attempt times out, and the handler stops within its interval', async () => {
+    let ended = false;
+    const graph = {
+      parents: () => new Promise<never>(() => {}),
+      jobs: () => new Promise<never>(() => {}),
+    } as unknown as JobGraph;
+    const h = harness({
+      leaseMs: 600,
+      graph,
+      run: async (_p, ctx) => {
+        try {
+          return await ctx.parents();
+        } finally {
+          ended = true;
+        }
+      },
+    });
+    h.store.seed(echoJob('job-1'));
+
+    await h.worker(sqsEvent(messageFor('job-1')));
+
+    expect(h.store.peek('job-1')?.errors[0]?.reason).toBe('timeout');
+    expect(ended).toBe(true);
+    expect(logged(h.logs, NOT_STOPPED)).toEqual([]);
   });
 });
