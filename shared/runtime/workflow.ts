@@ -35,6 +35,7 @@ import {
 } from '../core/journal';
 import { incarnationOf } from '../core/table';
 import { SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
+import { untilAborted } from './until-aborted';
 
 /** Waits this short are waited out in the attempt: ending it would cost more and gain nothing. */
 export const IN_ATTEMPT_WAIT_MS = 1_000;
@@ -219,21 +220,24 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   async function read(kind: JournalKind, name: string) {
     if (fresh) return undefined;
     recorded ??= journalOf().load(scope);
-    return (await recorded).get(entryName(kind, name));
+    return (await untilAborted(recorded, signal)).get(entryName(kind, name));
   }
 
   /** Records `value` under the name unless it was recorded first; returns what stands. */
   async function record(kind: JournalKind, name: string, value: unknown): Promise<unknown> {
     if (signal.aborted) throw signal.reason;
     const now = clock.now();
-    const out = await journalOf().record({
-      ...scope,
-      kind,
-      name,
-      value,
-      at: now,
-      expiresAt: options.expiresAt(now),
-    });
+    const out = await untilAborted(
+      journalOf().record({
+        ...scope,
+        kind,
+        name,
+        value,
+        at: now,
+        expiresAt: options.expiresAt(now),
+      }),
+      signal,
+    );
     return out.recorded ? value : out.existing.value;
   }
 
@@ -284,7 +288,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
 
     async waitForSignal<T = unknown>(name: string, waitOptions: WaitForSignalOptions = {}): Promise<T | null> {
       const journal = begin('signal', name);
-      const look = () => journal.signal({ ...scope, name });
+      const look = () => untilAborted(journal.signal({ ...scope, name }), signal);
       let arrived: InboxSignal | undefined;
       /** What the recorded outcome (a SignalOutcome) makes the wait return. */
       const outcome = async (value: unknown): Promise<T | null> => {

@@ -12,6 +12,7 @@ import type { Outcome } from '../gates/gate';
 import type { JobContext } from '../job-definition';
 import { keepLease } from '../lease-keeper';
 import { holdUntilRunAt, waitUntilDue } from '../scheduling';
+import { untilAborted } from '../until-aborted';
 import { createWorkflow, Suspension } from '../workflow';
 import type { WorkerKit } from './kit';
 import { type AttemptResult, finalFailure, recordFailure, recordSuccess, resultProblem, suspend } from './outcome';
@@ -130,6 +131,7 @@ async function execute(
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
   });
   aborted.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
+  const readParents = parentsReader(kit.deps.graph, job);
   const ctx: JobContext = {
     jobId: job.id,
     type: job.type,
@@ -139,7 +141,7 @@ async function execute(
     signal: controller.signal,
     log,
     progress: running.progress.report,
-    parents: parentsReader(kit.deps.graph, job),
+    parents: () => untilAborted(readParents(), controller.signal),
     step: workflow.step,
     sleep: workflow.sleep,
     waitForSignal: workflow.waitForSignal,
