@@ -887,6 +887,11 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         supervisorRepairFailed: observer.logged('supervisor repair failed; the next pass tries again'),
         sweepFailed: observer.logged('could not sweep the jobs created in a window; the next pass reads it again'),
         registrationsHealed: observer.logged('healed a waiting job whose registration was lost'),
+        // a handler still running a heartbeat interval after its abort: the runs' handlers honour
+        // ctx.signal, so each one is the runtime's own call that did not (a killed worker's aside)
+        handlersNotStopped: observer.logged(
+          'the handler did not stop within a heartbeat interval of its abort signal; pass ctx.signal on',
+        ),
       },
     };
     const durationMs = Date.now() - started;
