@@ -1,0 +1,66 @@
+/**
+ * What the flow slots' modules share: the slot item's key and codec, and the table calls with
+ * their error translation. See shared/aws/dynamo-flow-slots.ts for the items and their costs.
+ */
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { Holder } from '../../core/flow';
+import { keyOf, N } from '../attributes';
+import { translateAwsError } from '../errors';
+
+/** How long a ticket or line entry is kept: a job waits at most this long for its place to be remembered. */
+export const TICKET_RETENTION_SECONDS = 30 * 86_400;
+
+export const flowKeys = {
+  slot: (scope: string, key: string) => `flow#${scope}#${key}`,
+  ticket: (scope: string, ticket: number, key: string) => `flowt#${scope}#${ticket}#${key}`,
+};
+
+/** A holder's entry in the slot item: since when, and for which attempt. */
+export const holderEntry = (since: number, token: number): AttributeValue => ({ M: { s: N(since), t: N(token) } });
+
+export interface SlotItem {
+  holders: Holder[];
+  issued: number;
+  admitted: number;
+}
+
+export function slotItem(item: Record<string, AttributeValue> | undefined): SlotItem {
+  const holders = Object.entries(item?.hs?.M ?? {}).map(([jobId, entry]) => ({
+    jobId,
+    since: Number(entry.M?.s?.N ?? '0'),
+    token: Number(entry.M?.t?.N ?? '0'),
+  }));
+  holders.sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
+  return { holders, issued: Number(item?.iss?.N ?? '0'), admitted: Number(item?.adm?.N ?? '0') };
+}
+
+/** The job table, as the flow slots' modules call it. */
+export class SlotTable {
+  constructor(
+    readonly client: DynamoDBClient,
+    readonly tableName: string,
+  ) {}
+
+  /** Runs a call; a condition that failed is `'refused'`, any other error is translated. */
+  async send<T>(operation: string, run: () => Promise<T>): Promise<T | 'refused'> {
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'refused';
+      return translateAwsError(error, `DynamoDB ${operation}`);
+    }
+  }
+
+  /** One item, strongly consistent. */
+  async read(pk: string): Promise<Record<string, AttributeValue> | undefined> {
+    const out = await this.send('GetItem (flow)', () =>
+      this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keyOf(pk), ConsistentRead: true })),
+    );
+    return out === 'refused' ? undefined : out.Item;
+  }
+}
