@@ -82,6 +82,11 @@ export const jobViewSchema = z
       .optional()
       .meta({ description: "Only for job types with a singleton: the job's key value" }),
     throttleKey: z.string().optional().meta({ description: "Only for job types with a throttle: the job's key value" }),
+    priority: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'Only for job types with a priority option: 0 to 10, higher first' }),
     debounceKey: z.string().optional().meta({ description: "Only for job types with a debounce: the job's key value" }),
     debouncedInto: z
       .string()

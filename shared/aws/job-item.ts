@@ -147,6 +147,7 @@ export function toItem(job: Job, external = false): Item {
       flowKeys: job.flowKeys,
       singletonKey: job.singletonKey,
       throttleKey: job.throttleKey,
+      priority: job.priority,
       debounceKey: job.debounceKey,
       debounceWindow: job.debounceWindow,
       debounceSeq: job.debounceSeq,
@@ -286,6 +287,7 @@ export function fromItem(item: Item): Job {
   if (Array.isArray(raw.flowKeys)) job.flowKeys = raw.flowKeys as string[];
   if (typeof raw.singletonKey === 'string') job.singletonKey = raw.singletonKey;
   if (typeof raw.throttleKey === 'string') job.throttleKey = raw.throttleKey;
+  if (typeof raw.priority === 'number') job.priority = raw.priority;
   if (typeof raw.debounceKey === 'string') job.debounceKey = raw.debounceKey;
   if (typeof raw.debounceWindow === 'number') job.debounceWindow = raw.debounceWindow;
   if (typeof raw.debounceSeq === 'number') job.debounceSeq = raw.debounceSeq;

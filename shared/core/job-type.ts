@@ -5,6 +5,7 @@ import { type DebounceOptions, debounceProblem } from './debounce';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { STEP_NAME_PATTERN } from './journal';
 import { paceProblem, type RateLimitOptions, type ThrottleOptions } from './pace';
+import { type PriorityOptions, priorityProblem } from './priority';
 
 /** Pattern for job type names: they appear in keys, queue names and URLs. */
 export const JOB_TYPE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
@@ -91,6 +92,8 @@ export interface JobTypeSpec<
   readonly rateLimit?: RateLimitOptions<z.output<Schema>>;
   /** Debounce (see {@link JobTypeOptions.debounce}); absent: none, and no cost. */
   readonly debounce?: DebounceOptions<z.output<Schema>>;
+  /** Priorities (see {@link JobTypeOptions.priority}); absent: every job in line is served oldest first. */
+  readonly priority?: PriorityOptions;
   /**
    * Signal payload schemas by signal name (see {@link JobTypeOptions.signals}); absent: any
    * signal, any payload. Its names and payloads type `ctx.waitForSignal` and the client's `signal`.
@@ -158,6 +161,20 @@ export interface JobTypeOptions<
    * debounce: { key: (p) => p.catalogId, periodSeconds: 30, maxWaitSeconds: 300 }
    */
   debounce?: DebounceOptions<z.output<Schema>>;
+  /**
+   * Jobs carry a priority, 0 to 10 (higher first; `default` when the enqueue gives none), and a
+   * place freed in a concurrency or singleton line goes to the best-ranked waiting job: rank is
+   * the due time less `priority × agingSeconds`, so a job's wait stays bounded (a job is passed
+   * only by jobs due less than `(10 − p) × agingSeconds` after it). Needs a `concurrency` or
+   * `singleton` limit: without one, jobs start as SQS and Lambda deliver them. A job that has to
+   * wait costs 9 write units instead of 4 (its place in line and its admission are transactions).
+   * See docs/flow-control.md.
+   * @default none: oldest first
+   * @example
+   * concurrency: [{ limit: 10 }],
+   * priority: { default: 0, agingSeconds: 30 }
+   */
+  priority?: PriorityOptions;
   /**
    * The signals its handlers wait for (`ctx.waitForSignal`), each with the schema of its payload:
    * `POST /jobs/{id}/signals/{name}` then refuses (400) a name not listed and a payload that does
@@ -235,6 +252,18 @@ export function defineJobType<
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     debounce = { debounce: Object.freeze({ ...options.debounce }) };
   }
+  let priority = {};
+  if (options.priority !== undefined) {
+    const problem = priorityProblem(options.priority);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    if (options.concurrency === undefined && options.singleton === undefined) {
+      throw new ConfigError(
+        `job type "${options.type}": priority orders the line of a concurrency or singleton limit, and this type has ` +
+          'neither: without one, jobs start as SQS delivers them. Add one, e.g. concurrency: [{ limit: 10 }]',
+      );
+    }
+    priority = { priority: Object.freeze({ ...options.priority }) };
+  }
   let signals = {};
   if (options.signals !== undefined) {
     const bad = Object.keys(options.signals).find((name) => !STEP_NAME_PATTERN.test(name));
@@ -255,6 +284,7 @@ export function defineJobType<
     ...singleton,
     ...paced,
     ...debounce,
+    ...priority,
     ...signals,
   });
 }

@@ -91,6 +91,11 @@ export interface Job {
   singletonKey?: string;
   /** Throttle key value (resolved at enqueue), for job types with a `throttle`. */
   throttleKey?: string;
+  /**
+   * Its priority, 0 to 10 (higher first), for job types with a `priority` option: the enqueue's,
+   * else the type's default. Absent for other types (they pay no byte for it).
+   */
+  priority?: number;
   /** Debounce key value (resolved at enqueue), for job types with a `debounce`. */
   debounceKey?: string;
   /** When the debounce window the job joined began (epoch ms): names the window, to find its run. */
@@ -212,6 +217,8 @@ export interface JobView {
   singletonKey?: string;
   /** Only for job types with a throttle: the job's throttle key value. */
   throttleKey?: string;
+  /** Only for job types with a `priority` option: the job's priority, 0 to 10 (higher first). */
+  priority?: number;
   /** Only for job types with a debounce: the job's debounce key value. */
   debounceKey?: string;
   /** Only for a job a debounce replaced: the run that took its place (the newest, following every replacement). */
@@ -257,6 +264,7 @@ export function toView(job: Job): JobView {
     ...(job.flowKeys !== undefined ? { concurrencyKeys: job.flowKeys } : {}),
     ...(job.singletonKey !== undefined ? { singletonKey: job.singletonKey } : {}),
     ...(job.throttleKey !== undefined ? { throttleKey: job.throttleKey } : {}),
+    ...(job.priority !== undefined ? { priority: job.priority } : {}),
     ...(job.debounceKey !== undefined ? { debounceKey: job.debounceKey } : {}),
     ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
