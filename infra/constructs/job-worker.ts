@@ -99,11 +99,21 @@ export class JobWorker extends Construct implements IGrantable {
     // A resumed workflow loads its journal with one Query (docs/data-model.md, "Journal items"):
     // only journal partitions (`job#<id>#<incarnation>#journal`), no index. The deployed run's
     // IAM proof evaluates that Query with its partition key (test/deployed/workflow-resume.test.ts).
+    // A slot's ranked line (a type with priorities) is read by its head, one Query of `flowq#…`,
+    // and an admission deletes the entry it admits. Any worker may admit: singleton scopes are
+    // shared between types.
     this.handler.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:Query'],
         resources: [props.jobTable.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal'] } },
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal', 'flowq#*'] } },
+      }),
+    );
+    this.handler.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:DeleteItem'],
+        resources: [props.jobTable.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*'] } },
       }),
     );
     props.scheduler.grantSchedules(this.handler.executionRole, 'create');

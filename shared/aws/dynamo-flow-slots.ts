@@ -27,10 +27,13 @@ import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Slot, SlotState 
 import { ThrottledError } from '../errors';
 import { keyOf, N } from './attributes';
 import { translateAwsError } from './errors';
+import { admitHead, inLine, joinLine } from './flow-slots/ranked-line';
 import { flowKeys, holderEntry, type SlotItem, SlotTable, slotItem } from './flow-slots/slot-table';
 import { admitTicket, nextTicket, writeTicket } from './flow-slots/ticket-line';
 
 export { flowKeys, TICKET_RETENTION_SECONDS } from './flow-slots/slot-table';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
 const ACQUIRE_TRIES = 6;
@@ -74,9 +77,15 @@ export class DynamoFlowSlots implements FlowSlots {
           Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           UpdateExpression: 'SET hs.#id = :entry',
           ConditionExpression:
-            '(attribute_exists(hs.#id) AND hs.#id.t <= :t) OR (attribute_not_exists(hs.#id) AND size(hs) < :limit AND iss = adm)',
+            '(attribute_exists(hs.#id) AND hs.#id.t <= :t) OR ' +
+            '(attribute_not_exists(hs.#id) AND size(hs) < :limit AND iss = adm AND (attribute_not_exists(w) OR w = :zero))',
           ExpressionAttributeNames: { '#id': jobId },
-          ExpressionAttributeValues: { ':entry': holderEntry(now, token), ':t': N(token), ':limit': N(slot.limit) },
+          ExpressionAttributeValues: {
+            ':entry': holderEntry(now, token),
+            ':t': N(token),
+            ':limit': N(slot.limit),
+            ':zero': N(0),
+          },
           ReturnValues: 'UPDATED_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -91,14 +100,17 @@ export class DynamoFlowSlots implements FlowSlots {
   }
 
   async acquire(input: AcquireInput): Promise<AcquireResult> {
-    const { slot, jobId, token } = input;
-    if (input.ticket !== undefined) {
-      // A job that waited: a read tells whether it still waits, with no write.
+    const { slot, jobId, token, rank } = input;
+    if (input.ticket !== undefined || (rank !== undefined && input.inLine)) {
+      // A job that waited: reads tell whether it still waits, with no write.
       const now = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
       const mine = now.holders.find((h) => h.jobId === jobId);
       if (mine && mine.token >= token) return { kind: 'held', fresh: false };
-      if (!mine && input.ticket >= now.admitted && input.ticket < now.issued) {
+      if (!mine && input.ticket !== undefined && input.ticket >= now.admitted && input.ticket < now.issued) {
         return { kind: 'waiting', ticket: input.ticket, first: input.ticket === now.admitted, holders: now.holders };
+      }
+      if (!mine && rank !== undefined && now.ranked > 0 && (await inLine(this.table, slot, rank))) {
+        return { kind: 'waiting', rank, first: now.ranked === 1 && now.issued === now.admitted, holders: now.holders };
       }
     }
     for (let i = 0; i < ACQUIRE_TRIES; i++) {
@@ -112,6 +124,14 @@ export class DynamoFlowSlots implements FlowSlots {
       // held for a newer attempt: this one will not start (its claim is refused)
       if (old.holders.some((h) => h.jobId === jobId)) return { kind: 'held', fresh: false };
       if (input.wait === false) return { kind: 'busy', holders: old.holders };
+      if (rank !== undefined) {
+        const joined = await joinLine(this.table, slot, { jobId, type: input.type, rank, now: input.now });
+        // otherwise a place came free, or the job was handed one, or another writer moved: look again
+        if (joined.kind === 'conflict') await sleep(10 * (i + 1) + Math.random() * 20 * (i + 1));
+        if (joined.kind !== 'waiting') continue;
+        const first = old.ranked === 0 && old.issued === old.admitted;
+        return { kind: 'waiting', rank, first, holders: old.holders };
+      }
       const next = await nextTicket(this.table, slot, jobId);
       if (!next) continue; // a slot came free, or the job was handed one: take it
       if (!(await writeTicket(this.table, slot, next.ticket, { jobId, type: input.type, now: input.now }))) continue;
@@ -149,9 +169,16 @@ export class DynamoFlowSlots implements FlowSlots {
     const me = randomUUID();
     for (let guard = 0; guard < slot.limit + 64; guard++) {
       const item = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
-      if (item.admitted >= item.issued || item.holders.length >= slot.limit) break;
-      const one = await admitTicket(this.table, { slot, item, now: input.now, me });
-      if (one) admitted.push(one);
+      if (item.holders.length >= slot.limit) break;
+      // the oldest-first line's tickets first (a type that took priorities on while they waited), then the ranked line
+      if (item.admitted < item.issued) {
+        const one = await admitTicket(this.table, { slot, item, now: input.now, me });
+        if (one) admitted.push(one);
+      } else if (item.ranked > 0) {
+        const one = await admitHead(this.table, { slot, now: input.now, me });
+        if (one === 'empty') break;
+        if (one) admitted.push(one);
+      } else break;
     }
     return admitted;
   }
@@ -160,7 +187,7 @@ export class DynamoFlowSlots implements FlowSlots {
     const item = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
     return {
       holders: item.holders,
-      waiting: Math.max(0, item.issued - item.admitted),
+      waiting: Math.max(0, item.issued - item.admitted) + item.ranked,
       issued: item.issued,
       admitted: item.admitted,
     };

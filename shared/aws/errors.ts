@@ -11,6 +11,8 @@ const THROTTLING = new Set([
   'TooManyRequestsException',
   'SlowDown',
   'TransactionInProgressException',
+  // a write to an item a transaction is changing at that moment (a contended slot item): try shortly
+  'TransactionConflictException',
   'KMSThrottlingException',
 ]);
 

@@ -223,7 +223,10 @@ export function slotsOf(type: string, limits: readonly { limit: number }[], keys
 export interface Admitted {
   jobId: string;
   type: string;
-  ticket: number;
+  /** Its ticket, in an oldest-first line. */
+  ticket?: number;
+  /** Its entry's key (`rankKey` in shared/core/priority.ts), in a ranked line. */
+  rank?: string;
 }
 
 /**
@@ -242,10 +245,11 @@ export type AcquireResult =
   /** The job holds a slot; `fresh` when this call took it (it did not hold one before). */
   | { kind: 'held'; fresh: boolean }
   /**
-   * No slot: the job waits with `ticket` (a new one, or the one it gave). `holders` are the jobs
-   * that held the slots when it looked; `first` when no ticket is ahead of it.
+   * No slot: the job waits with `ticket` (a new one, or the one it gave), or, in a ranked line, under
+   * its `rank`. `holders` are the jobs that held the slots when it looked; `first` when no job is
+   * ahead of it (in a ranked line: when no other job waited as it joined).
    */
-  | { kind: 'waiting'; ticket: number; first: boolean; holders: Holder[] }
+  | { kind: 'waiting'; ticket?: number; rank?: string; first: boolean; holders: Holder[] }
   /** No free slot, and the call asked not to wait (`wait: false`): no ticket was taken. */
   | { kind: 'busy'; holders: Holder[] };
 
@@ -253,7 +257,7 @@ export type AcquireResult =
 export interface SlotState {
   /** Jobs holding a slot (running, or handed a slot and about to start), by job id. */
   holders: Holder[];
-  /** Tickets taken and not yet handed a slot. */
+  /** Jobs waiting: tickets taken and not yet handed a slot, and the entries of the ranked line. */
   waiting: number;
   /** Tickets handed out so far, and handed a slot so far: the next ticket is `issued`, the next to get a slot `admitted`. */
   issued: number;
@@ -268,8 +272,15 @@ export interface AcquireInput {
   now: number;
   /** The lease token the attempt's claim gives (the job's `leaseToken` + 1 before it). */
   token: number;
-  /** The job's place in line, when it already waits. */
+  /** The job's place in an oldest-first line, when it already waits there. */
   ticket?: number;
+  /**
+   * For a ranked line (a type with priorities): the job's entry key (`rankKey` in shared/core/priority.ts). The job
+   * joins the line under it when it has to wait, and keeps its place when it already waits there.
+   */
+  rank?: string;
+  /** The job already waits in the ranked line under `rank` (its `waitingFor` says so): a read tells whether it still does. */
+  inLine?: boolean;
   /** false: when no slot is free, take no ticket and answer `busy` (a `skip` singleton). @default true */
   wait?: boolean;
 }
@@ -293,7 +304,10 @@ export interface FlowSlots {
    * otherwise: a finished or gone job's). Returns false when it held none.
    */
   release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean>;
-  /** Hands free slots to the oldest tickets, in order; returns the jobs admitted. */
+  /**
+   * Hands free slots on: to the oldest tickets, in order, then to the ranked line's entries, lowest
+   * rank first; returns the jobs admitted.
+   */
   admit(input: { slot: Slot; now: number }): Promise<Admitted[]>;
   /** Reads the slot's state (strongly consistent). */
   state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState>;

@@ -140,8 +140,10 @@ export interface SlotWait {
   /** Index of the slot in the job's slots (its singleton first, then its limits), and the key value it waits on. */
   limit: number;
   key: string;
-  /** Its place in that key's line. */
-  ticket: number;
+  /** Its place in that key's oldest-first line. */
+  ticket?: number;
+  /** Its entry's key in that key's ranked line (a type with priorities). */
+  rank?: string;
   /** ISO 8601 time it began to wait. */
   since: string;
 }

@@ -122,3 +122,14 @@ export function rankKey(rank: number, jobId: string): string {
 export function passWindowMs(priority: number, agingSeconds: number): number {
   return (MAX_PRIORITY - priority) * agingSeconds * 1000;
 }
+
+/**
+ * The entry key of a job in its type's ranked lines ({@link rankKey} of {@link rankOf}), from its
+ * runAt (written by the API's clock, so workers' clock skew does not enter) and its priority
+ * (the type's default when the job has none, e.g. one written before the type took priorities).
+ */
+export function jobRank(options: PriorityOptions, job: { id: string; runAt: string; priority?: number }): string {
+  const { default: byDefault, agingSeconds } = priorityOf(options);
+  const priority = isPriority(job.priority) ? job.priority : byDefault;
+  return rankKey(rankOf({ dueAt: Date.parse(job.runAt), priority, agingSeconds }), job.id);
+}

@@ -61,8 +61,8 @@ export interface FlowGateDeps {
 export type Entry =
   /** Every slot is held: start the attempt. `fresh`: slots this entry took (give them back if it does not start). */
   | { kind: 'entered'; fresh: boolean }
-  /** A slot is full: the job waits on it (holding the slots before it). */
-  | { kind: 'waiting'; slot: Slot; ticket: number }
+  /** A slot is full: the job waits on it (holding the slots before it), with a ticket or, in a ranked line, its rank. */
+  | { kind: 'waiting'; slot: Slot; ticket?: number; rank?: string }
   /** Its `skip` singleton's key is taken (by `by`, when a job holds it): the job must not run. */
   | { kind: 'skipped'; slot: Slot; by?: string };
 
@@ -201,20 +201,23 @@ export function createFlowGate(deps: FlowGateDeps) {
 
   return {
     /**
-     * Takes the job's slots in order. A job that must wait records why (once per ticket) and
-     * keeps the slots before the full one: jobs take slots in one order, so none wait in a cycle.
+     * Takes the job's slots in order. A job that must wait records why (once per place in line)
+     * and keeps the slots before the full one: jobs take slots in one order, so none wait in a
+     * cycle. With `rank` (a type with priorities), it waits in the slots' ranked lines under it.
      */
-    async enter(job: Job, jobSlotList: readonly Slot[], token: number, log: Logger): Promise<Entry> {
+    async enter(job: Job, jobSlotList: readonly Slot[], token: number, log: Logger, rank?: string): Promise<Entry> {
       let fresh = false;
       for (const [i, slot] of jobSlotList.entries()) {
         const mine = job.waitingFor;
-        const ticket =
-          mine &&
+        const waitsHere =
+          mine !== undefined &&
           (mine.kind === 'concurrency' || mine.kind === 'singleton') &&
           mine.limit === i &&
-          mine.key === slot.key
-            ? mine.ticket
-            : undefined;
+          mine.key === slot.key;
+        const ticket = waitsHere ? mine.ticket : undefined;
+        // a job in a ranked line keeps the place it joined under, even if its rank would be another now
+        const inLine = waitsHere && rank !== undefined && mine.rank !== undefined;
+        const myRank = inLine ? mine.rank : rank;
         // A `skip` singleton turns away a new run, not a retry of one that ran, one that resumes
         // after a sleep or a signal, nor one in line.
         const skip =
@@ -222,7 +225,8 @@ export function createFlowGate(deps: FlowGateDeps) {
           job.attempts === 0 &&
           job.state !== 'retrying' &&
           job.state !== 'waiting' &&
-          ticket === undefined;
+          ticket === undefined &&
+          !inLine;
         const take = () =>
           slots.acquire({
             slot,
@@ -231,6 +235,8 @@ export function createFlowGate(deps: FlowGateDeps) {
             now: clock.now(),
             token,
             ...(ticket === undefined ? {} : { ticket }),
+            ...(myRank === undefined ? {} : { rank: myRank }),
+            ...(inLine ? { inLine } : {}),
             ...(skip ? { wait: false } : {}),
           });
         let got = await take();
@@ -252,13 +258,11 @@ export function createFlowGate(deps: FlowGateDeps) {
           const by = got.holders.find((h) => h.jobId !== job.id)?.jobId;
           return { kind: 'skipped', slot, ...(by === undefined ? {} : { by }) };
         }
-        if (got.ticket !== ticket) {
+        if (got.rank !== undefined ? !inLine : got.ticket !== ticket) {
           const since = new Date(clock.now()).toISOString();
           const kind = slot.singleton ? 'singleton' : 'concurrency';
-          await store.markWaiting?.({
-            job,
-            waitingFor: { kind, limit: i, key: slot.key, ticket: got.ticket, since },
-          });
+          const place = got.rank !== undefined ? { rank: got.rank } : { ticket: got.ticket };
+          await store.markWaiting?.({ job, waitingFor: { kind, limit: i, key: slot.key, ...place, since } });
         }
         if (slot.singleton === 'cancel-running') await cancelHolders(got.holders, job.id, log);
         if (got.first) await reclaim(slot, got.holders, got.holders, job.id, log);
@@ -271,7 +275,11 @@ export function createFlowGate(deps: FlowGateDeps) {
           if (suspects.length > 0) await reclaim(slot, got.holders, suspects, job.id, log);
           else if (got.holders.length < slot.limit) await admit(slot, log);
         }
-        return { kind: 'waiting', slot, ticket: got.ticket };
+        return {
+          kind: 'waiting',
+          slot,
+          ...(got.rank !== undefined ? { rank: got.rank } : got.ticket !== undefined ? { ticket: got.ticket } : {}),
+        };
       }
       return { kind: 'entered', fresh };
     },

@@ -204,7 +204,7 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       const ids = Array.from({ length: 16 }, (_, i) => `j${i}`);
       const results = await Promise.all(ids.map((id) => take(slots, slot, id)));
       const held = results.filter((r) => r.kind === 'held').length;
-      const tickets = results.flatMap((r) => (r.kind === 'waiting' ? [r.ticket] : [])).sort((a, b) => a - b);
+      const tickets = results.flatMap((r) => (r.kind === 'waiting' ? [r.ticket ?? -1] : [])).sort((a, b) => a - b);
       expect(held).toBe(3);
       expect(tickets).toEqual(Array.from({ length: 13 }, (_, i) => i));
       const state = await stateOf(slots, slot);
@@ -213,8 +213,110 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       // and releasing and admitting at once never over-fills it
       await Promise.all(state.holders.map((jobId) => slots.release({ slot, jobId })));
       const admitted = (await Promise.all([1, 2, 3].map(() => slots.admit({ slot, now: NOW })))).flat();
-      expect(admitted.map((a) => a.ticket).sort((a, b) => a - b)).toEqual([0, 1, 2]);
+      expect(admitted.map((a) => a.ticket ?? -1).sort((a, b) => a - b)).toEqual([0, 1, 2]);
       expect((await stateOf(slots, slot)).holders).toHaveLength(3);
+    });
+
+    describe('ranked line (a type with priorities)', () => {
+      /** A rank key: `rank` as the 15 digits of the real ones, then the job id. */
+      const r = (rank: number, jobId: string) => `${String(rank).padStart(15, '0')}#${jobId}`;
+      const join = (slots: FlowSlots, slot: Slot, jobId: string, rank: number, inLine = false) =>
+        slots.acquire({
+          slot,
+          jobId,
+          type: 'echo',
+          now: NOW,
+          token: 1,
+          rank: r(rank, jobId),
+          ...(inLine ? { inLine } : {}),
+        });
+
+      it('hands a freed place to the lowest rank, whatever the order the jobs joined in', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        expect(await join(slots, slot, 'a', 50)).toEqual({ kind: 'held', fresh: true });
+        const c = await join(slots, slot, 'c', 30);
+        expect(c).toEqual({
+          kind: 'waiting',
+          rank: r(30, 'c'),
+          first: true,
+          holders: [{ jobId: 'a', since: NOW, token: 1 }],
+        });
+        expect(await join(slots, slot, 'b', 10)).toMatchObject({ kind: 'waiting', rank: r(10, 'b'), first: false });
+        expect(await join(slots, slot, 'd', 20)).toMatchObject({ kind: 'waiting', rank: r(20, 'd'), first: false });
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 3, issued: 0, admitted: 0 });
+        await slots.release({ slot, jobId: 'a' });
+        expect(await slots.admit({ slot, now: NOW + 5 })).toEqual([{ jobId: 'b', type: 'echo', rank: r(10, 'b') }]);
+        expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 5, token: 0 }]);
+        // full again: nothing more
+        expect(await slots.admit({ slot, now: NOW })).toEqual([]);
+        await slots.release({ slot, jobId: 'b' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['d']);
+        await slots.release({ slot, jobId: 'd' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c']);
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['c'], waiting: 0, issued: 0, admitted: 0 });
+        // the line is empty: a newcomer waits only for the place
+        await slots.release({ slot, jobId: 'c' });
+        expect(await join(slots, slot, 'e', 99)).toEqual({ kind: 'held', fresh: true });
+      });
+
+      it('lets no newcomer take a free place while the line waits, nor a no-wait singleton', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await join(slots, slot, 'a', 1);
+        await join(slots, slot, 'b', 2);
+        await slots.release({ slot, jobId: 'a' });
+        // the place is free, but b waits: c joins, ranked by its own rank (ahead of b here)
+        expect(await join(slots, slot, 'c', 0)).toMatchObject({ kind: 'waiting', first: false });
+        expect(await take(slots, slot, 'd')).toMatchObject({ kind: 'waiting', ticket: 0 });
+        expect(await slots.acquire({ slot, jobId: 'e', type: 'echo', now: NOW, token: 1, wait: false })).toMatchObject({
+          kind: 'busy',
+        });
+        expect(await stateOf(slots, slot)).toEqual({ holders: [], waiting: 3, issued: 1, admitted: 0 });
+        // a ticket that waits (a type that took priorities on meanwhile) goes first, then the ranks
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['d']);
+        await slots.release({ slot, jobId: 'd' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c']);
+      });
+
+      it('is idempotent: a join sent again keeps one entry, one count and one admission', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await join(slots, slot, 'a', 1);
+        expect(await join(slots, slot, 'b', 5)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: true });
+        // the same join again (a lost answer, or a duplicate delivery before its wait was written)
+        expect(await join(slots, slot, 'b', 5)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: false });
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 1, issued: 0, admitted: 0 });
+        // a delivery that knows it waits reads, and is told it still does
+        expect(await join(slots, slot, 'b', 5, true)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: true });
+        await slots.release({ slot, jobId: 'a' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['b']);
+        expect(await slots.admit({ slot, now: NOW })).toEqual([]);
+        // handed its place, b takes it over for its attempt
+        expect(await join(slots, slot, 'b', 5, true)).toEqual({ kind: 'held', fresh: false });
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['b'], waiting: 0, issued: 0, admitted: 0 });
+      });
+
+      it('never gives more places than the limit, and admits each entry once, lowest first, to jobs at once', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(3);
+        const ids = Array.from({ length: 14 }, (_, i) => `j${String(i).padStart(2, '0')}`);
+        // ranks run against the ids: the last to ask ranks first
+        const results = await Promise.all(ids.map((id, i) => join(slots, slot, id, 100 - i)));
+        expect(results.filter((x) => x.kind === 'held')).toHaveLength(3);
+        const state = await stateOf(slots, slot);
+        expect(state).toMatchObject({ waiting: 11 });
+        expect(state.holders).toHaveLength(3);
+        const waiting = ids.filter((id) => !state.holders.includes(id));
+        await Promise.all(state.holders.map((jobId) => slots.release({ slot, jobId })));
+        const admitted = (await Promise.all([1, 2, 3].map(() => slots.admit({ slot, now: NOW })))).flat();
+        // the three of lowest rank, each once
+        const expected = [...waiting].reverse().slice(0, 3);
+        expect(admitted.map((a) => a.jobId).sort()).toEqual([...expected].sort());
+        const after = await stateOf(slots, slot);
+        expect(after.holders.sort()).toEqual([...expected].sort());
+        expect(after.waiting).toBe(8);
+      });
     });
   });
 }

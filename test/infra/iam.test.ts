@@ -67,15 +67,21 @@ describe('IAM least privilege', () => {
       const dynamo = actions.filter((a) => a.action.startsWith('dynamodb:'));
       expect(dynamo.map((a) => a.action).sort()).toEqual([
         'dynamodb:BatchGetItem',
+        'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
         'dynamodb:UpdateItem',
       ]);
       for (const a of dynamo) expect(a.resources, t.type).toBe(arn(tableId)); // the table only, no index/*
-      // the Query loads a resumed workflow's journal: journal partitions only
+      // the Query loads a resumed workflow's journal and a ranked line's head: those partitions only
       const query = statements.find((s) => JSON.stringify(s.Action) === JSON.stringify('dynamodb:Query'));
-      expect(query?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal'] } });
+      expect(query?.Condition).toEqual({
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal', 'flowq#*'] },
+      });
+      // the only deletes are a ranked line's admitted entries
+      const deletes = statements.find((s) => JSON.stringify(s.Action) === JSON.stringify('dynamodb:DeleteItem'));
+      expect(deletes?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*'] } });
       const sqs = actions.filter((a) => a.action.startsWith('sqs:'));
       expect(sqs.map((a) => a.action)).toContain('sqs:ChangeMessageVisibility');
       // the children it releases and the waiting jobs it hands a slot to may be of any type

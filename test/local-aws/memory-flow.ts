@@ -16,6 +16,8 @@ interface FakeSlot {
   admitted: number;
   /** Ticket → its job, or 'skipped'. */
   tickets: Map<number, { jobId: string; type: string } | 'skipped'>;
+  /** The ranked line: entry key → its job. */
+  line: Map<string, { jobId: string; type: string }>;
 }
 
 function holdersOf(s: FakeSlot): Holder[] {
@@ -35,7 +37,7 @@ export class FakeFlowSlots implements FlowSlots {
     const id = `${slot.scope}#${slot.key}`;
     let s = this.slots.get(id);
     if (!s) {
-      s = { holders: new Map(), issued: 0, admitted: 0, tickets: new Map() };
+      s = { holders: new Map(), issued: 0, admitted: 0, tickets: new Map(), line: new Map() };
       this.slots.set(id, s);
     }
     return s;
@@ -49,11 +51,16 @@ export class FakeFlowSlots implements FlowSlots {
     this.hook?.('acquire');
     const s = this.slotOf(input.slot);
     const mine = s.holders.get(input.jobId);
-    if (input.ticket !== undefined) {
+    const { rank } = input;
+    if (input.ticket !== undefined || (rank !== undefined && input.inLine)) {
       // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
       if (mine && mine.token >= input.token) return { kind: 'held', fresh: false };
-      if (!mine && input.ticket >= s.admitted && input.ticket < s.issued) {
+      if (!mine && input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
         return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders: holdersOf(s) };
+      }
+      if (!mine && rank !== undefined && s.line.has(rank)) {
+        const first = s.line.size === 1 && s.issued === s.admitted;
+        return { kind: 'waiting', rank, first, holders: holdersOf(s) };
       }
     }
     this.write('acquire');
@@ -62,11 +69,20 @@ export class FakeFlowSlots implements FlowSlots {
       if (mine.token <= input.token) s.holders.set(input.jobId, { since: input.now, token: input.token });
       return { kind: 'held', fresh: false };
     }
-    if (s.holders.size < input.slot.limit && s.issued === s.admitted) {
+    if (s.holders.size < input.slot.limit && s.issued === s.admitted && s.line.size === 0) {
       s.holders.set(input.jobId, { since: input.now, token: input.token });
       return { kind: 'held', fresh: true };
     }
     if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
+    if (rank !== undefined) {
+      // one transaction in the adapter: the entry and the count (an entry there already: it waits)
+      const first = s.line.size === 0 && s.issued === s.admitted;
+      if (!s.line.has(rank)) {
+        s.line.set(rank, { jobId: input.jobId, type: input.type });
+        this.write('join');
+      }
+      return { kind: 'waiting', rank, first, holders: holdersOf(s) };
+    }
     const ticket = s.issued;
     s.issued += 1;
     s.tickets.set(ticket, { jobId: input.jobId, type: input.type });
@@ -98,6 +114,15 @@ export class FakeFlowSlots implements FlowSlots {
       if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
       admitted.push({ ...holder, ticket: n });
     }
+    // then the ranked line, lowest entry key first (one transaction each in the adapter)
+    while (s.line.size > 0 && s.holders.size < input.slot.limit) {
+      const rank = [...s.line.keys()].sort()[0] as string;
+      const holder = s.line.get(rank) as { jobId: string; type: string };
+      s.line.delete(rank);
+      this.write('admit-ranked');
+      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
+      admitted.push({ ...holder, rank });
+    }
     return admitted;
   }
 
@@ -110,7 +135,7 @@ export class FakeFlowSlots implements FlowSlots {
     const s = this.slotOf(slot);
     return {
       holders: holdersOf(s),
-      waiting: Math.max(0, s.issued - s.admitted),
+      waiting: Math.max(0, s.issued - s.admitted) + s.line.size,
       issued: s.issued,
       admitted: s.admitted,
     };

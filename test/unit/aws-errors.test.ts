@@ -38,6 +38,7 @@ describe('translateAwsError', () => {
     'TooManyRequestsException',
     'SlowDown',
     'TransactionInProgressException',
+    'TransactionConflictException',
     'KMSThrottlingException',
   ])('treats %s as throttling', (name) => {
     expect(translated(sdkError(name, 'client', 400))).toBeInstanceOf(ThrottledError);

@@ -9,6 +9,7 @@ import {
   GetItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { Holder } from '../../core/flow';
+import type { ItemKey } from '../../core/table';
 import { keyOf, N } from '../attributes';
 import { translateAwsError } from '../errors';
 
@@ -25,8 +26,11 @@ export const holderEntry = (since: number, token: number): AttributeValue => ({ 
 
 export interface SlotItem {
   holders: Holder[];
+  /** The oldest-first line: tickets issued and admitted. */
   issued: number;
   admitted: number;
+  /** The ranked line: entries waiting (`w`). */
+  ranked: number;
 }
 
 export function slotItem(item: Record<string, AttributeValue> | undefined): SlotItem {
@@ -36,7 +40,12 @@ export function slotItem(item: Record<string, AttributeValue> | undefined): Slot
     token: Number(entry.M?.t?.N ?? '0'),
   }));
   holders.sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
-  return { holders, issued: Number(item?.iss?.N ?? '0'), admitted: Number(item?.adm?.N ?? '0') };
+  return {
+    holders,
+    issued: Number(item?.iss?.N ?? '0'),
+    admitted: Number(item?.adm?.N ?? '0'),
+    ranked: Number(item?.w?.N ?? '0'),
+  };
 }
 
 /** The job table, as the flow slots' modules call it. */
@@ -57,7 +66,7 @@ export class SlotTable {
   }
 
   /** One item, strongly consistent. */
-  async read(pk: string): Promise<Record<string, AttributeValue> | undefined> {
+  async read(pk: string | ItemKey): Promise<Record<string, AttributeValue> | undefined> {
     const out = await this.send('GetItem (flow)', () =>
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keyOf(pk), ConsistentRead: true })),
     );

@@ -3,6 +3,7 @@ import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
 import { leaseHeld } from '../../core/lease';
 import type { ClaimResult, RefusedClaim } from '../../core/ports';
+import { jobRank } from '../../core/priority';
 import { isTerminal } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
@@ -98,10 +99,13 @@ class SlotsPass implements GatePass {
     }
     // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
     if (!startsNow(current, this.kit.type, d.now)) return GO;
-    const entry = await gate.enter(current, this.slots, current.leaseToken + 1, d.log);
+    const { priority } = this.kit.def.spec;
+    const rank = priority ? jobRank(priority, current) : undefined;
+    const entry = await gate.enter(current, this.slots, current.leaseToken + 1, d.log, rank);
     if (entry.kind === 'skipped') return this.singletonSkip(current, entry);
     if (entry.kind === 'waiting') {
-      const fields = { scope: entry.slot.scope, key: entry.slot.key, ticket: entry.ticket };
+      const place = entry.rank !== undefined ? { rank: entry.rank } : { ticket: entry.ticket };
+      const fields = { scope: entry.slot.scope, key: entry.slot.key, ...place };
       return { kind: 'wait', why: 'waiting for a concurrency slot', fields };
     }
     this.entered = current.leaseToken + 1;
