@@ -165,7 +165,7 @@ export interface JobTypeOptions<
    * Jobs carry a priority, 0 to 10 (higher first; `default` when the enqueue gives none), and a
    * place freed in a concurrency or singleton line goes to the best-ranked waiting job: rank is
    * the due time less `priority × agingSeconds`, so a job's wait stays bounded (a job is passed
-   * only by jobs due less than `(10 − p) × agingSeconds` after it). Needs a `concurrency` or
+   * only by jobs due no later than `(10 − p) × agingSeconds` after it). Needs a `concurrency` or
    * `singleton` limit: without one, jobs start as SQS and Lambda deliver them. A job that has to
    * wait costs 9 write units instead of 4 (its place in line and its admission are transactions).
    * See docs/flow-control.md.

@@ -11,9 +11,9 @@
  * lowest rank first, oldest first within a rank. So a rank is fixed when the job joins the line,
  * nothing is rewritten while it waits, and the wait is bounded:
  *
- * - **Starvation bound.** A job of priority `p` due at `d` is passed only by jobs due before
- *   `d + (MAX_PRIORITY − p) × agingSeconds` (at most 300 s with the defaults). Every job due later
- *   ranks behind it, whatever its priority. So it starts once the jobs ranked ahead of it when
+ * - **Starvation bound.** A job of priority `p` due at `d` is passed only by jobs due no later
+ *   than `d + (MAX_PRIORITY − p) × agingSeconds` (300 s with the defaults, for priority 0). Every
+ *   job due later ranks behind it, whatever its priority. So it starts once the jobs ranked ahead of it when
  *   that window closes have been served: the line is finite, and no stream of high-priority
  *   work can hold it back for ever ({@link passWindowMs}).
  * - Within one priority the line is oldest first, as it is without priorities.
