@@ -30,6 +30,25 @@ export const limitedJob = defineJobType({
 });
 export const limited = defineJob(limitedJob, async () => ({ ok: true }));
 
+/** `lined`: like `sink`, one at a time per `tenant`: the bench makes its jobs wait in the oldest-first line. */
+export const linedJob = defineJobType({
+  type: 'lined',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  concurrency: [{ limit: 1, key: (p) => p.tenant }],
+});
+export const lined = defineJob(linedJob, async () => ({ ok: true }));
+
+/** `ranked`: `lined` with priorities: its jobs wait in the ranked line. */
+export const rankedJob = defineJobType({
+  type: 'ranked',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  concurrency: [{ limit: 1, key: (p) => p.tenant }],
+  priority: { default: 0 },
+});
+export const ranked = defineJob(rankedJob, async () => ({ ok: true }));
+
 /** `single`: like `sink`, one at a time per `tenant` (a singleton, mode queue). */
 export const singleJob = defineJobType({
   type: 'single',

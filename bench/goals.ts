@@ -57,6 +57,16 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     max: 6,
   },
   {
+    id: 'concurrency-wait',
+    goal: 'DynamoDB write units, job of a concurrency limit that waits in the oldest-first line (slot free path + 4)',
+    max: 10,
+  },
+  {
+    id: 'priority-wait',
+    goal: 'DynamoDB write units, job of a type with priorities that waits in the ranked line (slot free path + 9)',
+    max: 15,
+  },
+  {
     id: 'singleton-free',
     goal: 'DynamoDB write units, immediate job of a type with a singleton, key free (immediate + 2)',
     max: 6,

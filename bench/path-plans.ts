@@ -3,6 +3,7 @@
  * actor; preparation as `setup`, which is not counted) and the state its jobs must reach.
  */
 import { performance } from 'node:perf_hooks';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../shared/aws/dynamo-flow-slots';
 import type { Job, JobView } from '../shared/core/job';
 import type { JobState } from '../shared/core/states';
@@ -89,6 +90,52 @@ async function fireNext(h: Harness, pick: (expression: string) => boolean): Prom
   return h.aws.scheduler.fireDue();
 }
 
+/**
+ * A job that has to wait for its slot (limit 1 per tenant), then runs. Each trace's key is held
+ * by a stand-in holder (`setup`, not counted) while the job arrives, so the job waits; once it
+ * waits, the stand-in gives the slot back (`setup`) and the hand-on is made as the worker would
+ * after its job's release (`worker`, counted): the trace counts the job's own path, its wait, and
+ * the admission that ends it.
+ */
+function waitPath(id: string, type: 'lined' | 'ranked', what: string): PathPlan {
+  const slotOf = (i: number) => ({ scope: `${type}#0`, key: `bench-${i}`, limit: 1 });
+  const handedOn = new Set<string>();
+  return {
+    id,
+    label: `Immediate job with a concurrency limit (1 per tenant), ${what}, succeeds`,
+    start: async (h, i) => {
+      const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
+      await asActor('setup', () =>
+        slots.acquire({ slot: slotOf(i), jobId: 'bench-holder', type, now: Date.now(), token: 1 }),
+      );
+      return enqueue(h, { type, payload: { tenant: `bench-${i}`, i } });
+    },
+    during: async (h, jobs) => {
+      const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
+      for (const job of jobs) {
+        if (!job?.waitingFor || handedOn.has(job.id)) continue;
+        handedOn.add(job.id);
+        const slot = { ...slotOf((job.payload as { i: number }).i) };
+        await asActor('setup', () => slots.release({ slot, jobId: 'bench-holder' }));
+        const admitted = await asActor('worker', () => slots.admit({ slot, now: Date.now() }));
+        for (const a of admitted) {
+          await asActor('worker', () =>
+            h.platform.clients.sqs.send(
+              new SendMessageCommand({
+                QueueUrl: h.platform.config.routes[type]?.queueUrl,
+                MessageBody: JSON.stringify({ v: 1, id: a.jobId, type }),
+              }),
+            ),
+          );
+        }
+      }
+      return 0;
+    },
+    type,
+    waitSeconds: 1,
+  };
+}
+
 const twoHoursAhead = (h: Harness) => new Date(h.clock.now() + 2 * 3600_000).toISOString();
 const CRON = 'bench-cron';
 
@@ -131,6 +178,12 @@ export const PLANS: PathPlan[] = [
     type: 'limited',
     waitSeconds: 1,
   },
+  waitPath('concurrency-wait', 'lined', 'its slot held: it waits in the oldest-first line, is handed the slot'),
+  waitPath(
+    'priority-wait',
+    'ranked',
+    'a type with priorities, its slot held: it waits in the ranked line, is admitted',
+  ),
   {
     id: 'singleton-free',
     label: 'Immediate job with a singleton (queue, per tenant), key free, succeeds',

@@ -15,7 +15,20 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
-import { debounced, limited, paced, rated, signaled, single, sink, sleeper, stacky, stepper } from './fixtures';
+import {
+  debounced,
+  limited,
+  lined,
+  paced,
+  ranked,
+  rated,
+  signaled,
+  single,
+  sink,
+  sleeper,
+  stacky,
+  stepper,
+} from './fixtures';
 import type { Harness } from './harness';
 import type { OffsetClock } from './local';
 import { analyse, type Invocation, type JobTrace, type PathFigures } from './path-analysis';
@@ -214,9 +227,22 @@ export async function measurePaths(
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-paths'),
-    jobs: [echo, flaky, sink, stacky, limited, single, paced, rated, debounced, stepper, sleeper, signaled].map((def) =>
-      timed(def as unknown as JobDefinition, window),
-    ),
+    jobs: [
+      echo,
+      flaky,
+      sink,
+      stacky,
+      limited,
+      lined,
+      ranked,
+      single,
+      paced,
+      rated,
+      debounced,
+      stepper,
+      sleeper,
+      signaled,
+    ].map((def) => timed(def as unknown as JobDefinition, window)),
     clients: countedClients(recorder),
     clock,
     runWorkers: false,
