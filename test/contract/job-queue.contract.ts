@@ -50,13 +50,13 @@ export function jobQueueContract(leg: () => Promise<JobQueueLeg>): void {
       ]);
     });
 
-    it('takes a message group on a send and on each batch entry, a plain one and a hashed one', async () => {
+    it('takes a message group on a send and on each batch entry, a plain one and a hashed one, with a delay too', async () => {
       const { queue, newQueue, receive, groups } = await leg();
       const url = await newQueue();
       const hashed = `tenant-sync#${'A'.repeat(42)}_`;
-      await queue.send(url, message('g1'), undefined, 'tenant-sync:acme');
+      await queue.send(url, message('g1'), 1, 'tenant-sync:acme');
       const outcomes = await queue.sendBatch(url, [
-        { message: message('g2'), groupId: 'tenant-sync:globex' },
+        { message: message('g2'), groupId: 'tenant-sync:globex', delaySeconds: 1 },
         { message: message('g3'), groupId: hashed },
         { message: message('g4') },
       ]);
