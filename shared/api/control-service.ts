@@ -8,6 +8,7 @@ import { describeJob } from '../core/describe';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import { type Job, type JobView, toView } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
+import { fairQueueTypes } from '../core/message-group';
 import { type JobQueue, type JobScheduler, type JobStore, retryScheduleName, wakeScheduleName } from '../core/ports';
 import type { JobState } from '../core/states';
 import { dispatchNow } from '../dispatch/dispatch';
@@ -59,9 +60,12 @@ function scopedTypes(scope: TypeScope | undefined): readonly string[] | undefine
 /** `POST /jobs/{id}/cancel` and `POST /jobs/{id}/retry`. */
 export class ControlService {
   private readonly specs: Map<string, JobTypeSpec>;
+  /** The catalog's types whose messages carry an SQS message group. */
+  private readonly fairQueues: ReadonlySet<string>;
 
   constructor(private readonly deps: ControlServiceDeps) {
     this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
+    this.fairQueues = fairQueueTypes(deps.catalog);
   }
 
   private notFound(id: string): NotFoundError {
@@ -155,6 +159,7 @@ export class ControlService {
       graph,
       queue: this.deps.queue,
       scheduler: this.deps.scheduler,
+      fairQueues: this.fairQueues,
     });
     await releaseOrHandOff(deps, job, now, log);
   }
@@ -196,7 +201,8 @@ export class ControlService {
     const log = this.deps.log.child({ jobId: id, type: job.type });
     try {
       // due at once (the restart's condition checked its type has a route)
-      await dispatchNow({ queue: this.deps.queue, routes: this.deps.config.routes }, job, now);
+      const via = { queue: this.deps.queue, routes: this.deps.config.routes, fairQueues: this.fairQueues };
+      await dispatchNow(via, job, now);
     } catch (error) {
       // A replay (the first try applied, its response lost) has no state before to put back:
       // the retry stands, and the supervisor sends the job once it is overdue.

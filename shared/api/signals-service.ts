@@ -16,6 +16,7 @@ import {
   timedOutAt,
 } from '../core/journal';
 import { jsonBytes } from '../core/limits';
+import { fairQueueTypes, groupKeysOf } from '../core/message-group';
 import { payloadHash } from '../core/payload-hash';
 import type { JobQueue, JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
@@ -50,9 +51,12 @@ export interface SignalsServiceDeps {
  */
 export class SignalsService {
   private readonly specs: Map<string, JobTypeSpec>;
+  /** The catalog's types whose messages carry an SQS message group. */
+  private readonly fairQueues: ReadonlySet<string>;
 
   constructor(private readonly deps: SignalsServiceDeps) {
     this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
+    this.fairQueues = fairQueueTypes(deps.catalog);
   }
 
   async send(
@@ -163,7 +167,9 @@ export class SignalsService {
     if (!woken) return false;
     if (!this.deps.config.routes[type]) return true;
     try {
-      await dispatch({ queue: this.deps.queue, routes: this.deps.config.routes }, { id, type }, now);
+      // due now; the woken job's keys name its message's group
+      const via = { queue: this.deps.queue, routes: this.deps.config.routes, fairQueues: this.fairQueues };
+      await dispatch(via, { id, type, ...groupKeysOf(woken) }, now);
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)
       // may not come before then: the caller sends the signal again, whose wake finds the job

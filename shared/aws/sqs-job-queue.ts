@@ -16,6 +16,11 @@ function delayOf(delaySeconds: number | undefined): { DelaySeconds?: number } {
   return delaySeconds ? { DelaySeconds: Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delaySeconds)) } : {};
 }
 
+/** A message's `MessageGroupId`: on a standard queue, its tenant for SQS fair queues. */
+function groupOf(groupId: string | undefined): { MessageGroupId?: string } {
+  return groupId === undefined ? {} : { MessageGroupId: groupId };
+}
+
 /** The error {@link translateAwsError} makes of `error`, returned instead of thrown. */
 function translated(error: unknown, operation: string): Error {
   try {
@@ -29,13 +34,14 @@ function translated(error: unknown, operation: string): Error {
 export class SqsJobQueue implements JobQueue {
   constructor(private readonly client: SQSClient) {}
 
-  async send(queueUrl: string, message: JobMessage, delaySeconds?: number): Promise<void> {
+  async send(queueUrl: string, message: JobMessage, delaySeconds?: number, groupId?: string): Promise<void> {
     try {
       await this.client.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: JSON.stringify(message),
           ...(delaySeconds ? { DelaySeconds: delaySeconds } : {}),
+          ...groupOf(groupId),
         }),
       );
     } catch (error) {
@@ -56,6 +62,7 @@ export class SqsJobQueue implements JobQueue {
         Id: `m${i}`,
         MessageBody: bodies[i] ?? '',
         ...delayOf(entries[i]?.delaySeconds),
+        ...groupOf(entries[i]?.groupId),
       }));
       let out: SendMessageBatchCommandOutput;
       try {

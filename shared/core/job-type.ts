@@ -4,6 +4,7 @@ import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type DebounceOptions, debounceProblem } from './debounce';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { STEP_NAME_PATTERN } from './journal';
+import { sqsFairQueueProblem } from './message-group';
 import { paceProblem, type RateLimitOptions, type ThrottleOptions } from './pace';
 import { type PriorityOptions, priorityProblem } from './priority';
 
@@ -94,6 +95,8 @@ export interface JobTypeSpec<
   readonly debounce?: DebounceOptions<z.output<Schema>>;
   /** Priorities (see {@link JobTypeOptions.priority}); absent: every job in line is served oldest first. */
   readonly priority?: PriorityOptions;
+  /** SQS fair queues (see {@link JobTypeOptions.sqsFairQueue}); absent: on for a type that keys its jobs. */
+  readonly sqsFairQueue?: boolean;
   /**
    * Signal payload schemas by signal name (see {@link JobTypeOptions.signals}); absent: any
    * signal, any payload. Its names and payloads type `ctx.waitForSignal` and the client's `signal`.
@@ -175,6 +178,18 @@ export interface JobTypeOptions<
    * priority: { default: 0, agingSeconds: 30 }
    */
   priority?: PriorityOptions;
+  /**
+   * Whether a job's SQS messages carry a `MessageGroupId` naming its tenant: its first keyed
+   * concurrency key, else its singleton key, else its throttle key (`messageGroupOf`). On a
+   * standard queue that makes it an SQS fair queue: when one tenant has a large share of the
+   * messages in flight, the others' messages are delivered first. It costs no DynamoDB read or
+   * write; SQS's price for it is not verified here. `false` sends no group. See
+   * docs/flow-control.md ("SQS fair queues").
+   * @default true for a type with a keyed concurrency limit, a singleton or a keyed throttle (else no group)
+   * @example
+   * sqsFairQueue: false
+   */
+  sqsFairQueue?: boolean;
   /**
    * The signals its handlers wait for (`ctx.waitForSignal`), each with the schema of its payload:
    * `POST /jobs/{id}/signals/{name}` then refuses (400) a name not listed and a payload that does
@@ -264,6 +279,9 @@ export function defineJobType<
     }
     priority = { priority: Object.freeze({ ...options.priority }) };
   }
+  const fairQueue = sqsFairQueueProblem(options);
+  if (fairQueue) throw new ConfigError(`job type "${options.type}": ${fairQueue}`);
+  const sqsFairQueue = options.sqsFairQueue === undefined ? {} : { sqsFairQueue: options.sqsFairQueue };
   let signals = {};
   if (options.signals !== undefined) {
     const bad = Object.keys(options.signals).find((name) => !STEP_NAME_PATTERN.test(name));
@@ -285,6 +303,7 @@ export function defineJobType<
     ...paced,
     ...debounce,
     ...priority,
+    ...sqsFairQueue,
     ...signals,
   });
 }

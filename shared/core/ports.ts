@@ -233,6 +233,8 @@ export interface JobStore {
 export interface QueueEntry {
   message: JobMessage;
   delaySeconds?: number;
+  /** The message's `MessageGroupId` (`messageGroupOf`): its tenant, for SQS fair queues. @default none */
+  groupId?: string;
 }
 
 /** What became of one entry of a {@link JobQueue.sendBatch}, in the order of the entries. */
@@ -267,7 +269,11 @@ export function sendBatchGroups(bodies: readonly string[]): number[][] {
 
 /** Sends job messages to a ready queue and adjusts the visibility of received ones. */
 export interface JobQueue {
-  send(queueUrl: string, message: JobMessage, delaySeconds?: number): Promise<void>;
+  /**
+   * Sends one message, delayed by `delaySeconds` (none: at once), in the group `groupId` (its
+   * `MessageGroupId`: the job's tenant, for SQS fair queues; none: no group).
+   */
+  send(queueUrl: string, message: JobMessage, delaySeconds?: number, groupId?: string): Promise<void>;
   /**
    * Sends many messages to one queue in as few calls as SQS allows (SendMessageBatch: groups
    * from {@link sendBatchGroups}). Never throws for a failed entry: each entry's outcome is

@@ -7,6 +7,7 @@
 import { type QueueNaming, type Route, routeOf } from '../config';
 import { type HandOff, planHandOff } from '../core/hand-off';
 import { type Job, type JobMessage, jobMessage } from '../core/job';
+import { type GroupedJob, messageGroupOf } from '../core/message-group';
 import type { JobQueue, JobScheduler } from '../core/ports';
 import { errorFields, type Logger } from '../logger';
 
@@ -18,10 +19,21 @@ export interface DispatchDeps {
   routes: Readonly<Record<string, Route>>;
   /** The deployment's queue naming: a job of a type not in `routes` is sent by it. @default only `routes` */
   queues?: QueueNaming | undefined;
+  /**
+   * The job types whose SQS messages carry a `MessageGroupId` (`fairQueueTypes` of the specs the
+   * caller knows): a message of such a type is sent in its job's group (`messageGroupOf`).
+   * @default none: no message carries a group (a caller that knows no spec, as the supervisor)
+   */
+  fairQueues?: ReadonlySet<string> | undefined;
 }
 
-/** The job handed on: its message (`jobMessage`) and when it is due (its runAt: @default now). */
-export type DispatchJob = Pick<Job, 'id' | 'type'> & { runAt?: string; after?: string | undefined };
+/**
+ * The job handed on: its message (`jobMessage`), when it is due (its runAt: @default now) and the
+ * keys that name its SQS message group (@default none: a caller that holds only the message sends
+ * it without a group).
+ */
+export type DispatchJob = Pick<Job, 'id' | 'type'> &
+  Omit<GroupedJob, 'type'> & { runAt?: string; after?: string | undefined };
 
 export interface DispatchOptions {
   /** When the job is due (epoch ms): `now` for a job handed on at once whatever its runAt. @default the job's runAt */
@@ -50,6 +62,8 @@ export interface QueueSend {
   queueUrl: string;
   message: JobMessage;
   delaySeconds?: number;
+  /** Its `MessageGroupId`, for a job of a type in `fairQueues` that has one. @default none */
+  groupId?: string;
 }
 
 /**
@@ -91,7 +105,7 @@ export async function dispatch(
     return await keep(deps, route, job, now, options, planOf(job, now, options, false));
   }
   if (plan.kind === 'keep') return await keep(deps, route, job, now, options, plan);
-  await send(deps, sendOf(route, job, plan));
+  await send(deps, sendOf(deps, route, job, plan));
   return 'done';
 }
 
@@ -100,13 +114,23 @@ export function dispatchNow(deps: DispatchDeps, job: DispatchJob, now: number): 
   return dispatch(deps, job, now, { runAt: now });
 }
 
-/** The hand-off's deps from a deployment's config: its routes and queue naming, the queue client and, to make schedules, a scheduler. */
+/**
+ * The hand-off's deps from a deployment's config: its routes and queue naming, the queue client,
+ * to make schedules a scheduler, and the types whose messages carry a group (`fairQueueTypes`).
+ */
 export function handOffOf(
   config: { routes: Readonly<Record<string, Route>>; queues?: QueueNaming | undefined },
   queue: JobQueue,
   scheduler?: JobScheduler,
+  fairQueues?: ReadonlySet<string>,
 ): DispatchDeps {
-  return { queue, routes: config.routes, queues: config.queues, ...(scheduler ? { scheduler } : {}) };
+  return {
+    queue,
+    routes: config.routes,
+    queues: config.queues,
+    ...(scheduler ? { scheduler } : {}),
+    ...(fairQueues ? { fairQueues } : {}),
+  };
 }
 
 /**
@@ -125,7 +149,7 @@ export async function dispatchOrPend(
     await schedule(deps, route, job, plan);
     return undefined;
   }
-  return sendOf(route, job, plan);
+  return sendOf(deps, route, job, plan);
 }
 
 const once = <T>(write: () => Promise<T>): Promise<T> => write();
@@ -164,19 +188,25 @@ async function keep(
   } catch (error) {
     // A new message carrying the delay, so the job cannot be lost; a spare copy is harmless.
     options.log?.warn(`could not set the ${what} delay on the message; sending a new one`, errorFields(error));
-    const fresh = sendOf(route, job, planOf(job, now, { ...options, received: undefined }, false));
+    const fresh = sendOf(deps, route, job, planOf(job, now, { ...options, received: undefined }, false));
     await (options.persist ?? once)(() => send(deps, fresh), `sending the ${what} message`);
     return 'done';
   }
 }
 
-function sendOf(route: Route, job: DispatchJob, plan: HandOff): QueueSend {
+function sendOf(deps: DispatchDeps, route: Route, job: DispatchJob, plan: HandOff): QueueSend {
   const delaySeconds = plan.kind === 'send' ? plan.delaySeconds : undefined;
-  return { queueUrl: route.queueUrl, message: jobMessage(job), ...(delaySeconds ? { delaySeconds } : {}) };
+  const groupId = deps.fairQueues?.has(job.type) ? messageGroupOf(job) : undefined;
+  return {
+    queueUrl: route.queueUrl,
+    message: jobMessage(job),
+    ...(delaySeconds ? { delaySeconds } : {}),
+    ...(groupId === undefined ? {} : { groupId }),
+  };
 }
 
 async function send(deps: DispatchDeps, send: QueueSend): Promise<void> {
-  await deps.queue.send(send.queueUrl, send.message, send.delaySeconds);
+  await deps.queue.send(send.queueUrl, send.message, send.delaySeconds, send.groupId);
 }
 
 async function schedule(
@@ -190,7 +220,9 @@ async function schedule(
     name: plan.name,
     fireAt: plan.fireAt,
     queueArn: route.queueArn,
-    // it may fire ahead of runAt: the worker hides the message until then without a refused claim
+    // it may fire ahead of runAt: the worker hides the message until then without a refused claim.
+    // No group: whether Scheduler's SQS target passes a MessageGroupId to a standard queue is not
+    // verified (docs/flow-control.md, "SQS fair queues").
     message: jobMessage(job, { notBefore: plan.notBefore }),
   });
 }

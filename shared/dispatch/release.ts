@@ -40,11 +40,14 @@ export function releaseDepsOf(input: {
   graph: JobGraph;
   queue: JobQueue;
   scheduler?: JobScheduler | undefined;
+  /** The types whose messages carry a group (`fairQueueTypes` of the specs the caller knows). @default none */
+  fairQueues?: ReadonlySet<string> | undefined;
 }): ReleaseDeps {
   return {
     graph: input.graph,
     queue: input.queue,
     ...(input.scheduler ? { scheduler: input.scheduler } : {}),
+    ...(input.fairQueues ? { fairQueues: input.fairQueues } : {}),
     routes: input.config.routes,
     ...(input.config.queues ? { queues: input.config.queues } : {}),
     retentionDays: input.config.retentionDays,

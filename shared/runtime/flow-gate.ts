@@ -20,6 +20,7 @@ import {
 import type { Job } from '../core/job';
 import { type JobTypeSpec, MAX_TIMEOUT_MS } from '../core/job-type';
 import { leaseHeld } from '../core/lease';
+import { type GroupedJob, groupKeysOf } from '../core/message-group';
 import type { JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { type DispatchDeps, dispatchNow } from '../dispatch/dispatch';
@@ -105,8 +106,13 @@ export function jobSlots(
 export function createFlowGate(deps: FlowGateDeps) {
   const { slots, store, clock } = deps;
 
-  /** Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). */
-  async function wake(jobId: string, type: string, log: Logger): Promise<void> {
+  /**
+   * Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). The
+   * message carries the job's group when its keys are known here (a holder reclaim read), not
+   * when only its id is (a slot's hand-on: reading the job for it would cost a read).
+   */
+  async function wake(job: GroupedJob & { id: string }, log: Logger): Promise<void> {
+    const { id: jobId, type } = job;
     if (!routeOf(deps.handOff, type)) {
       log.error('a job handed a concurrency slot has no queue here; it starts when the supervisor finds it', {
         jobId,
@@ -116,7 +122,8 @@ export function createFlowGate(deps: FlowGateDeps) {
     }
     try {
       const now = clock.now();
-      await persist(() => dispatchNow(deps.handOff, { id: jobId, type }, now), log, 'sending a job its slot');
+      const handed = { id: jobId, type, ...groupKeysOf(job) };
+      await persist(() => dispatchNow(deps.handOff, handed, now), log, 'sending a job its slot');
     } catch (error) {
       log.warn('could not send a job the slot it was handed; it is sent again later', { jobId, ...errorFields(error) });
     }
@@ -125,7 +132,7 @@ export function createFlowGate(deps: FlowGateDeps) {
   /** Hands the slot's free places to the oldest waiting jobs and sends them their messages. */
   async function admit(slot: Slot, log: Logger): Promise<void> {
     const admitted = await persist(() => slots.admit({ slot, now: clock.now() }), log, 'handing on a concurrency slot');
-    for (const a of admitted) await wake(a.jobId, a.type, log);
+    for (const a of admitted) await wake({ id: a.jobId, type: a.type }, log);
   }
 
   /**
@@ -150,7 +157,7 @@ export function createFlowGate(deps: FlowGateDeps) {
         // next attempt took it meanwhile: the token says whose it is)
         if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
       } else if (job.state !== 'running' && holder.since < now - WAKE_GRACE_MS) {
-        await wake(job.id, job.type, log);
+        await wake(job, log);
       }
     }
     // A free place with a line means a hand-on was lost (its job died after giving the slot back): do it now.

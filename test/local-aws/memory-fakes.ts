@@ -401,7 +401,13 @@ type QueueMethod = 'send' | 'sendBatch' | 'changeVisibility';
  * adapter's SendMessageBatch calls do (`batches`), and `failEntry` fails single entries.
  */
 export class FakeJobQueue implements JobQueue {
-  readonly sent: { queueUrl: string; message: JobMessage; delaySeconds: number | undefined }[] = [];
+  readonly sent: {
+    queueUrl: string;
+    message: JobMessage;
+    delaySeconds: number | undefined;
+    /** Its `MessageGroupId`, when it was sent in one (as SQS keeps it, and returns it on receive). */
+    groupId?: string;
+  }[] = [];
   readonly visibility: { queueUrl: string; receiptHandle: string; seconds: number }[] = [];
   /** One row per SendMessageBatch the adapter would make: the job ids of its entries. */
   readonly batches: { queueUrl: string; ids: string[] }[] = [];
@@ -421,9 +427,9 @@ export class FakeJobQueue implements JobQueue {
     }
   }
 
-  async send(queueUrl: string, message: JobMessage, delaySeconds?: number): Promise<void> {
+  async send(queueUrl: string, message: JobMessage, delaySeconds?: number, groupId?: string): Promise<void> {
     this.check('send');
-    this.sent.push({ queueUrl, message: { ...message }, delaySeconds });
+    this.sent.push({ queueUrl, message: { ...message }, delaySeconds, ...(groupId === undefined ? {} : { groupId }) });
   }
 
   async sendBatch(queueUrl: string, entries: readonly QueueEntry[]): Promise<QueueEntryOutcome[]> {
@@ -443,7 +449,13 @@ export class FakeJobQueue implements JobQueue {
           outcomes[i] = { sent: false, error };
           continue;
         }
-        this.sent.push({ queueUrl, message: { ...entry.message }, delaySeconds: entry.delaySeconds });
+        const { groupId } = entry;
+        this.sent.push({
+          queueUrl,
+          message: { ...entry.message },
+          delaySeconds: entry.delaySeconds,
+          ...(groupId === undefined ? {} : { groupId }),
+        });
         outcomes[i] = { sent: true };
       }
     }

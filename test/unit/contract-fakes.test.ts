@@ -10,6 +10,7 @@ import { dueIndexContract } from '../contract/due-index.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
+import { jobQueueContract } from '../contract/job-queue.contract';
 import { jobStoreContract } from '../contract/job-store.contract';
 import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
@@ -18,7 +19,7 @@ import { scheduleStoreContract } from '../contract/schedule-store.contract';
 import { FakeScheduleStore } from '../local-aws/memory-schedules';
 import { FakeJobControl, FakeJobIndex, FakeRedriveLog } from '../support/control-fakes';
 import { FakeDueIndex } from '../support/due-index-fake';
-import { FakeJobStore } from '../support/fakes';
+import { FakeJobQueue, FakeJobStore } from '../support/fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from '../support/flow-fakes';
 import { FakeJobGraph } from '../support/graph-fakes';
 import { FakeJournal } from '../support/journal-fake';
@@ -28,6 +29,22 @@ describe('job ports contract: FakeJobStore and FakeJobControl', () => {
     const store = new FakeJobStore();
     return { store, control: new FakeJobControl(store), dueOf: async (id) => store.due(id) };
   });
+});
+
+describe('job queue contract: FakeJobQueue', () => {
+  // one fake for every queue URL, as one SQS holds every queue
+  const queue = new FakeJobQueue();
+  let queues = 0;
+  jobQueueContract(async () => ({
+    queue,
+    newQueue: async () => `https://sqs.eu-west-1.amazonaws.com/123456789012/contract-${++queues}`,
+    receive: async (url, count) =>
+      queue.sent
+        .filter((s) => s.queueUrl === url)
+        .slice(0, count)
+        .map(({ message, groupId }) => ({ message, groupId })),
+    groups: 'kept',
+  }));
 });
 
 describe('flow slots contract: FakeFlowSlots', () => {

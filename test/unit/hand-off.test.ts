@@ -236,6 +236,66 @@ describe('dispatchOrPend (the API batches its sends)', () => {
   });
 });
 
+describe('the SQS message group (fair queues)', () => {
+  const keyed = { id: 'j1', type: 'email', runAt: iso(NOW), flowKeys: ['acme', '*'] };
+  const grouped = () => {
+    const { deps, ...rest } = setup();
+    return { deps: { ...deps, fairQueues: new Set(['email']) }, ...rest };
+  };
+
+  it('sends a keyed job of a type in fairQueues in its group, whichever hand-off sends it', async () => {
+    const { deps, queue, route } = grouped();
+    await dispatch(deps, newJob(keyed), NOW);
+    await dispatch(deps, newJob({ ...keyed, id: 'j2', runAt: iso(at(120)) }), NOW);
+    expect(queue.sent).toEqual([
+      {
+        queueUrl: route.queueUrl,
+        message: { v: 1, id: 'j1', type: 'email' },
+        delaySeconds: undefined,
+        groupId: 'email:acme',
+      },
+      {
+        queueUrl: route.queueUrl,
+        message: { v: 1, id: 'j2', type: 'email' },
+        delaySeconds: 120,
+        groupId: 'email:acme',
+      },
+    ]);
+    // the API's batched send carries it too
+    expect(await dispatchOrPend(deps, newJob({ ...keyed, runAt: iso(at(10)) }), NOW)).toEqual({
+      queueUrl: route.queueUrl,
+      message: { v: 1, id: 'j1', type: 'email' },
+      delaySeconds: 10,
+      groupId: 'email:acme',
+    });
+    // and the new message that replaces a held one the worker could not hide
+    queue.failNext('changeVisibility', new Error('receipt handle expired'));
+    const received = { queueUrl: route.queueUrl, receiptHandle: 'rh-1' };
+    expect(await dispatch(deps, newJob({ ...keyed, id: 'j3' }), NOW, { runAt: at(30), received })).toBe('done');
+    expect(queue.sent.at(-1)).toMatchObject({ message: { id: 'j3' }, delaySeconds: 30, groupId: 'email:acme' });
+  });
+
+  it('sends no group for a type not in fairQueues, for a job without a key, or when only its id is known', async () => {
+    const { deps, queue } = setup();
+    await dispatch(deps, newJob(keyed), NOW);
+    const on = grouped();
+    await dispatch(on.deps, newJob({ id: 'plain', type: 'email', runAt: iso(NOW) }), NOW);
+    await dispatch(on.deps, { id: 'by-id', type: 'email' }, NOW);
+    expect([...queue.sent, ...on.queue.sent].map((s) => s.groupId)).toEqual([undefined, undefined, undefined]);
+  });
+
+  it("makes a far job's one-time schedule without a group (not verified on a standard queue)", async () => {
+    const { deps, scheduler } = grouped();
+    await dispatch(deps, newJob({ ...keyed, runAt: iso(at(3_600)) }), NOW);
+    expect(scheduler.schedules.get('j1')?.message).toEqual({
+      v: 1,
+      id: 'j1',
+      type: 'email',
+      notBefore: iso(at(3_600)),
+    });
+  });
+});
+
 describe("the worker's deferral is one call", () => {
   it('a retry past 11 h 40 min: scheduled under its retry name through persist, the message done', async () => {
     const { queue, scheduler } = setup();

@@ -162,6 +162,8 @@ describe('worker: concurrency limits', () => {
     h.clock.advance(5 * 60_000);
     await h.worker(sqsEvent(messageFor('b')));
     expect(h.queue.sent.map((s) => s.message.id)).toEqual(['admitted']);
+    // the holder was read, so its message goes out in its tenant's SQS group (a hand-on by id alone has none)
+    expect(h.queue.sent.map((s) => s.groupId)).toEqual(['echo:t1']);
     expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [{ jobId: 'admitted' }], waiting: 1 });
   });
 

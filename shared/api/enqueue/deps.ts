@@ -2,6 +2,7 @@ import { pastRetention } from '../../core/control';
 import type { Debouncer } from '../../core/debounce';
 import type { JobGraph } from '../../core/dependencies';
 import type { JobTypeSpec } from '../../core/job-type';
+import { fairQueueTypes } from '../../core/message-group';
 import type { Metrics } from '../../core/metrics';
 import type { Pacer } from '../../core/pace';
 import { type ReleaseDeps, releaseDepsOf } from '../../dispatch/release';
@@ -51,6 +52,8 @@ export interface EnqueueOptions {
 export interface EnqueueContext {
   deps: JobsServiceDeps;
   specs: ReadonlyMap<string, JobTypeSpec>;
+  /** The catalog's types whose messages carry an SQS message group (`fairQueueTypes`). */
+  fairQueues: ReadonlySet<string>;
 }
 
 /** The context of a service over `deps`; refuses a catalog whose limits need a port it lacks. */
@@ -63,14 +66,18 @@ export function enqueueContext(deps: JobsServiceDeps): EnqueueContext {
   if (debounced && !deps.debouncer) {
     throw new ConfigError(`job type "${debounced.type}" has a debounce: the API needs its debouncer`);
   }
-  return { deps, specs: new Map(deps.catalog.map((spec) => [spec.type, spec])) };
+  return {
+    deps,
+    specs: new Map(deps.catalog.map((spec) => [spec.type, spec])),
+    fairQueues: fairQueueTypes(deps.catalog),
+  };
 }
 
 /** The release's dependencies (the graph is required: only jobs with dependencies need them). */
-export function releaseDeps({ deps }: EnqueueContext): ReleaseDeps {
+export function releaseDeps({ deps, fairQueues }: EnqueueContext): ReleaseDeps {
   const graph = deps.graph;
   if (!graph) throw new ConfigError('job dependencies need the job graph');
-  return releaseDepsOf({ config: deps.config, graph, queue: deps.queue, scheduler: deps.scheduler });
+  return releaseDepsOf({ config: deps.config, graph, queue: deps.queue, scheduler: deps.scheduler, fairQueues });
 }
 
 /** Whether a job `id` exists and is retained: an enqueue with that id is then a replay (`create` reuses one past its retention). */

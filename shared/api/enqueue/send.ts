@@ -24,15 +24,20 @@ const asError = (error: unknown): Error => (error instanceof Error ? error : new
  * scheduled (when still due after 15 minutes); any other is sent, with the delay left.
  */
 export async function handOff(
-  { deps }: EnqueueContext,
+  ctx: EnqueueContext,
   job: Job,
   now: number,
   created: boolean,
   runAt?: number,
 ): Promise<PendingSend | undefined> {
-  const { config, queue, scheduler } = deps;
+  const { config, queue, scheduler } = ctx.deps;
   if (!config.routes[job.type]) throw new NotFoundError(`job type ${job.type} is not deployed`);
-  const via = { queue, routes: config.routes, ...(job.state === 'scheduled' ? { scheduler } : {}) };
+  const via = {
+    queue,
+    routes: config.routes,
+    fairQueues: ctx.fairQueues,
+    ...(job.state === 'scheduled' ? { scheduler } : {}),
+  };
   const send = await dispatchOrPend(via, job, now, runAt === undefined ? {} : { runAt });
   return send && { ...send, created };
 }
@@ -54,9 +59,9 @@ export async function handOffEnded(
 
 /** Sends one pending message, as {@link sendPending} would. */
 export async function sendOne({ deps }: EnqueueContext, send: PendingSend): Promise<void> {
-  const { queueUrl, message, delaySeconds } = send;
+  const { queueUrl, message, delaySeconds, groupId } = send;
   await deps.queue
-    .send(queueUrl, message, delaySeconds)
+    .send(queueUrl, message, delaySeconds, groupId)
     .catch((error: unknown) => throwSendFailure(deps.log, send, error));
 }
 
@@ -81,7 +86,11 @@ export async function sendPending(
           queueUrl,
           indexes.map((i) => {
             const send = sends[i] as PendingSend;
-            return { message: send.message, ...(send.delaySeconds ? { delaySeconds: send.delaySeconds } : {}) };
+            return {
+              message: send.message,
+              ...(send.delaySeconds ? { delaySeconds: send.delaySeconds } : {}),
+              ...(send.groupId === undefined ? {} : { groupId: send.groupId }),
+            };
           }),
         )
         .catch((error: unknown) => indexes.map(() => ({ sent: false as const, error: asError(error) })));

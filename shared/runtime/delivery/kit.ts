@@ -7,6 +7,7 @@ import type { JobGraph } from '../../core/dependencies';
 import type { FlowSlots } from '../../core/flow';
 import type { Journal } from '../../core/journal';
 import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../../core/lease';
+import { fairQueueTypes } from '../../core/message-group';
 import { type Metrics, noMetrics } from '../../core/metrics';
 import type { Pacer } from '../../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../../core/ports';
@@ -108,9 +109,18 @@ export function createKit(def: JobDefinition, deps: WorkerDeps): WorkerKit {
   const route = deps.config.routes[def.spec.type];
   if (!route) throw new ConfigError(`no route configured for job type "${def.spec.type}"`);
   const clock = deps.clock ?? systemClock;
+  // Its own type's messages carry a group when its spec says so; another type's (a child it releases) do not:
+  // the worker does not know that type's spec.
+  const fairQueues = fairQueueTypes([def.spec]);
   const release = deps.graph
     ? createRelease(
-        releaseDepsOf({ config: deps.config, graph: deps.graph, queue: deps.queue, scheduler: deps.scheduler }),
+        releaseDepsOf({
+          config: deps.config,
+          graph: deps.graph,
+          queue: deps.queue,
+          scheduler: deps.scheduler,
+          fairQueues,
+        }),
         clock,
       )
     : undefined;
@@ -129,7 +139,7 @@ export function createKit(def: JobDefinition, deps: WorkerDeps): WorkerKit {
     metrics: deps.metrics ?? noMetrics,
     expiresAt: (now) => Math.floor(now / 1000) + deps.config.retentionDays * 86_400,
     spent: () => (meter ? { cost: meter.current() } : {}),
-    handOff: handOffOf(deps.config, deps.queue, deps.scheduler),
+    handOff: handOffOf(deps.config, deps.queue, deps.scheduler, fairQueues),
     release,
     async releaseAfterEnd(jobId, log) {
       if (release && !(await release.afterEnd(jobId, log))) throw new Error(`the release of job ${jobId} failed`);
