@@ -311,6 +311,14 @@ function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singl
   };
 }
 
+/** Jobs of `type` that waited in a line for a slot (they logged so): a ranked line counts no tickets. */
+function waitedInLine(observer: SystemObserver, jobs: PlannedJob[], type: string): number {
+  return jobs.filter(
+    (j) =>
+      j.type === type && (observer.logs.get(j.id) ?? []).some((l) => l.message === 'waiting for a concurrency slot'),
+  ).length;
+}
+
 /** How far the throttled starts went over the exact GCRA bound (no slack), at worst over the keys. */
 function throttleOverExact(paced: PacedType[], jobs: PlannedJob[], observer: SystemObserver): number {
   const planned = new Map(jobs.map((j) => [j.id, j]));
@@ -462,8 +470,12 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         killedStopsAfterMs: options.timeoutMs,
         maxAttempts: 3,
         backoff: { kind: 'constant', delayMs: 300 },
+        // its jobs wait in ranked lines (priorities): a freed place goes to the best rank
         ...(type === limitedType
-          ? { concurrency: [{ limit: options.flow.limit, key: (p: ProbePayload) => p.tag ?? 'none' }] }
+          ? {
+              concurrency: [{ limit: options.flow.limit, key: (p: ProbePayload) => p.tag ?? 'none' }],
+              priority: { default: 0, agingSeconds: 2 },
+            }
           : {}),
         ...(flowOf.has(type) ? { flow: flowOf.get(type) } : {}),
       }),
@@ -830,7 +842,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       supervisorFires: w.supervisorStats.fired,
       supervisorEscapingFaults: supervisorFaults.events.filter((e) => e.escaping && e.attempt === 1).length,
       workerSkewSpreadMs: Math.max(...w.skews.workers) - Math.min(...w.skews.workers),
-      ...(limitedType ? { concurrencyWaits: slots.tickets[`${limitedType}#0`] ?? 0 } : {}),
+      ...(limitedType ? { concurrencyWaits: waitedInLine(observer, plan.jobs, limitedType) } : {}),
       ...(flowJobs > 0 ? flowExercised(stored, observer, slots.tickets[`@${SINGLETON_SCOPE}`] ?? 0) : {}),
       ...workflowCheck?.exercised,
     };

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { BackoffInput } from '../../shared/core/backoff';
 import type { ConcurrencyLimit } from '../../shared/core/flow';
 import { defineJobType, type JobTypeOptions } from '../../shared/core/job-type';
+import type { PriorityOptions } from '../../shared/core/priority';
 import { defineJob } from '../../shared/runtime/define-job';
 import type { FailureInfo, JobContext, JobDefinition } from '../../shared/runtime/job-definition';
 import type { DeadZones } from './faults';
@@ -234,6 +235,8 @@ export interface ProbeJobOptions {
   onFailure?: boolean;
   /** Concurrency limits of the probe type (keys usually from `tag`). @default none */
   concurrency?: ConcurrencyLimit<ProbePayload>[];
+  /** Priorities for its lines (needs `concurrency` or a singleton). @default none */
+  priority?: PriorityOptions;
   /** Other flow control of the probe type (keys usually from `tag`). @default none */
   flow?: Pick<JobTypeOptions<typeof probePayload>, 'singleton' | 'throttle' | 'rateLimit' | 'debounce'>;
 }
@@ -289,6 +292,7 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
       backoff: options.backoff ?? { kind: 'constant', delayMs: 100 },
     },
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...(options.priority ? { priority: options.priority } : {}),
     ...options.flow,
   });
   const run = async (payload: ProbePayload, ctx: JobContext) => {
