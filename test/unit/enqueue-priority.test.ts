@@ -10,11 +10,14 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { allowEveryone } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
+import { fromScheduleItem, toScheduleItem } from '../../shared/aws/dynamo-schedule-store';
 import { toItem } from '../../shared/aws/job-item';
 import { ManualClock } from '../../shared/core/clock';
 import type { Job } from '../../shared/core/job';
 import { defineJobType } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
+import { processFire } from '../../shared/schedules/fire-processor';
+import type { Schedule } from '../../shared/schedules/model';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
 import { FakeJobGraph } from '../support/graph-fakes';
 import { FakeRecurringTrigger, FakeScheduleStore } from '../support/scheduling-fakes';
@@ -247,5 +250,96 @@ describe('POST /flows', () => {
     expect(response.body).toMatchObject(refusedOn('jobs.1.priority'));
     expect(h.creates()).toBe(0);
     expect(h.store.all()).toEqual([]);
+  });
+});
+
+describe('recurring schedules', () => {
+  const every = { type: 'ranked', payload: { report: 'daily' }, rate: '5 minutes' };
+
+  /** Fires schedule `name` at its next fire time, as the worker does; the run it created. */
+  async function fire(h: ReturnType<typeof setup>, name: string) {
+    const schedule = h.schedules.store.schedules.get(name);
+    const fireTime = schedule?.nextFireAt as number;
+    const deps = {
+      schedules: h.schedules.store,
+      jobs: h.store,
+      log: createLogger({ level: 'silent' }),
+      retentionMs: 0,
+    };
+    const result = await processFire(deps, { name, type: schedule?.type as string, fireTime }, fireTime);
+    expect(result.kind).toBe('run');
+    return h.store.peek(result.kind === 'run' ? result.message.id : '');
+  }
+
+  it('stores the priority of its runs, or the type default, and each fire makes a run of it', async () => {
+    const h = setup();
+    const given = await h.call('POST', '/schedules', { ...every, name: 'urgent', priority: 8 });
+    expect(given.status).toBe(201);
+    expect(given.body.priority).toBe(8);
+    const defaulted = await h.call('POST', '/schedules', { ...every, name: 'usual' });
+    expect(defaulted.body.priority).toBe(3);
+    expect((await fire(h, 'urgent'))?.priority).toBe(8);
+    expect((await fire(h, 'usual'))?.priority).toBe(3);
+  });
+
+  it('makes runs without a priority for a type without the option', async () => {
+    const h = setup();
+    const created = await h.call('POST', '/schedules', { ...every, type: 'plain', name: 'plain' });
+    expect(created.status).toBe(201);
+    expect(created.body).not.toHaveProperty('priority');
+    expect(h.schedules.store.schedules.get('plain')).not.toHaveProperty('priority');
+    expect(await fire(h, 'plain')).not.toHaveProperty('priority');
+  });
+
+  it.each([
+    ['a type without the option', { type: 'plain', priority: 1 }],
+    ['a value out of range', { priority: 11 }],
+    ['a value that is not an integer', { priority: 'high' }],
+  ])('refuses %s at create and update: 400 invalid_priority on priority, nothing written', async (_label, bad) => {
+    const h = setup();
+    const create = await h.call('POST', '/schedules', { ...every, name: 'nightly', ...bad });
+    expect(create.status).toBe(400);
+    expect(create.body).toMatchObject(refusedOn('priority'));
+    expect(h.schedules.store.schedules.size).toBe(0);
+    expect(h.schedules.trigger.triggers.size).toBe(0);
+
+    await h.call('POST', '/schedules', { ...every, name: 'nightly', priority: 4 });
+    const before = h.schedules.store.schedules.get('nightly');
+    const update = await h.call('PUT', '/schedules/nightly', { ...every, ...bad });
+    expect(update.status).toBe(400);
+    expect(update.body).toMatchObject(refusedOn('priority'));
+    expect(h.schedules.store.schedules.get('nightly')).toEqual(before);
+  });
+
+  it('changes the priority on update (its default again when the update gives none), and a replay with another is a 409', async () => {
+    const h = setup();
+    await h.call('POST', '/schedules', { ...every, name: 'nightly', priority: 4 });
+    const conflict = await h.call('POST', '/schedules', { ...every, name: 'nightly', priority: 5 });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.error.code).toBe('schedule_exists');
+    expect((await h.call('POST', '/schedules', { ...every, name: 'nightly', priority: 4 })).status).toBe(200);
+
+    expect((await h.call('PUT', '/schedules/nightly', { ...every, priority: 9 })).body.priority).toBe(9);
+    expect((await fire(h, 'nightly'))?.priority).toBe(9);
+    // PUT replaces the whole definition: without a priority, the type's default
+    expect((await h.call('PUT', '/schedules/nightly', every)).body.priority).toBe(3);
+  });
+
+  it('keeps the priority in the DynamoDB schedule item', async () => {
+    const h = setup();
+    await h.call('POST', '/schedules', { ...every, name: 'nightly', priority: 6 });
+    const schedule = h.schedules.store.schedules.get('nightly') as Schedule;
+    const item = toScheduleItem(schedule);
+    expect(item.priority).toEqual({ N: '6' });
+    expect(fromScheduleItem(item).priority).toBe(6);
+  });
+
+  it("runs now with the schedule's priority", async () => {
+    const h = setup();
+    await h.call('POST', '/schedules', { ...every, name: 'nightly', priority: 6 });
+    const run = await h.call('POST', '/schedules/nightly/run', { id: 'now-1' });
+    expect(run.status).toBe(201);
+    expect(run.body.job.priority).toBe(6);
+    expect(h.store.peek('now-1')?.priority).toBe(6);
   });
 });
