@@ -48,7 +48,8 @@ describe('GET /openapi.json document', () => {
 
   it('documents priority as an integer 0 to 10, with a description, on every request that takes one', () => {
     const schemas = doc.components.schemas as Record<string, { properties: Record<string, Record<string, unknown>> }>;
-    const flowJob = (schemas.FlowRequest?.properties.jobs as { items: { properties: Record<string, unknown> } }).items;
+    const flowJobs = schemas.FlowRequest?.properties.jobs as { items: { properties: Record<string, unknown> } };
+    const flowJob = flowJobs.items;
     for (const priority of [
       schemas.EnqueueRequest?.properties.priority,
       schemas.ScheduleRequest?.properties.priority,
