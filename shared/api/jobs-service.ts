@@ -58,7 +58,7 @@ export class JobsService {
 
   /**
    * Every check of an enqueue request that writes nothing and reads nothing (type, payload, keys,
-   * times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
+   * priority, times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
    * Returns the hash a job of this request would carry (to tell a replay from an id conflict).
    */
   validate(request: EnqueueRequest, path: string): { payloadHash: string } {

@@ -112,7 +112,7 @@ const errors = (...statuses: string[]) =>
   );
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400':
-    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_key`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
+    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_priority`, `invalid_key`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
   '403':
     "The caller's grants do not allow this call (`forbidden`, with the `action`, a control call's `control` and the first job `type` not granted); nothing was written. See docs/security.md",
   '404':

@@ -480,6 +480,9 @@ export const scheduleViewSchema = z.object({
   endAt: isoOrNull,
   maxAttempts: z.int(),
   overlap: z.enum(OVERLAP_POLICIES),
+  priority: z.int().optional().meta({
+    description: 'Only for job types with a priority option: the priority of every run, 0 to 10, higher first',
+  }),
   state: z.enum(['enabled', 'paused']),
   nextFireAt: isoOrNull,
   lastFireAt: isoOrNull,

@@ -60,6 +60,7 @@ const SCHEDULE_FIELDS = [
   'anchorAt',
   'maxAttempts',
   'overlap',
+  'priority',
   'state',
   'payloadHash',
   'createdAt',

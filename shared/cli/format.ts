@@ -110,6 +110,7 @@ export function formatJob(job: JobView, style: Style): string {
       ['type', job.type],
       ['state', style.state(job.state)],
       ['attempts', `${job.attempts} of ${job.maxAttempts}`],
+      ['priority', job.priority === undefined ? undefined : String(job.priority)],
       ['created', job.createdAt],
       ['updated', job.updatedAt],
       wake ?? ['run at', job.runAt],

@@ -242,6 +242,16 @@ export interface EnqueueOptions {
    */
   singletonKey?: string;
   /**
+   * The job's priority, 0 to 10, higher first: its place in the line of its type's concurrency or
+   * singleton limit (a freed slot goes to the best-ranked waiting job; see docs/flow-control.md).
+   * Only for a job type with a `priority` option: any other type refuses it (400
+   * `invalid_priority`, nothing written), as it does a value that is not an integer 0 to 10.
+   * @default the type's `priority.default` (0 unless the spec says otherwise)
+   * @example
+   * await client.enqueue('render', { page }, { priority: 8 }); // ahead of the waiting priority-0 renders
+   */
+  priority?: number;
+  /**
    * Jobs this one waits for (at most 1,000): it starts once all succeeded. Each is an id, or
    * `{ id, onParentFailure }`: what the job does when that parent fails, is cancelled, expires or
    * is skipped (`fail`: it fails; `cancel`: it is cancelled; `ignore`: the parent counts as done).
@@ -351,7 +361,16 @@ export type RedriveResult = z.output<typeof redriveResultSchema>;
 /** A recurring schedule as the API returns it (`payload` only on `get`, `create` and `update`). */
 export type { ScheduleView } from '../schedules/model';
 
-type ScheduleFields = Omit<z.input<typeof scheduleRequestSchema>, 'name' | 'type' | 'payload'>;
+type ScheduleFields = Omit<z.input<typeof scheduleRequestSchema>, 'name' | 'type' | 'payload' | 'priority'> & {
+  /**
+   * The priority of every run the schedule makes, 0 to 10, higher first. Only for a job type with
+   * a `priority` option (400 `invalid_priority` otherwise); the API checks it as the enqueue does.
+   * @default the type's `priority.default`, resolved when the schedule is written
+   * @example
+   * await client.schedules.create({ name: 'nightly', type: 'render', payload, cron: '0 2 * * *', priority: 3 });
+   */
+  priority?: number;
+};
 
 /**
  * Body of `POST /schedules`: a name, the job type and payload each fire enqueues, and exactly

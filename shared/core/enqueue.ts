@@ -6,6 +6,7 @@ import { MAX_FLOW_KEY_LENGTH } from './flow';
 import { pastSqsDelay } from './hand-off';
 import { JOB_TYPE_PATTERN } from './job-type';
 import { JOB_ID_PATTERN } from './limits';
+import { MAX_PRIORITY } from './priority';
 
 export {
   JOB_ID_PATTERN,
@@ -43,6 +44,16 @@ export const parentRefSchema = z.union([
 /** Parents of a job: it starts once they all succeeded (or ended under an `ignore` policy). */
 export const dependsOnSchema = z.array(parentRefSchema).min(1).max(MAX_PARENTS);
 
+/**
+ * A request's `priority`, documented as an integer 0 to {@link MAX_PRIORITY} but taken as any
+ * JSON value: like the payload, it is checked against the job type (`resolvePriority` in
+ * core/priority.ts), so that every refusal of it, a bad value or a type without the option,
+ * answers one code, 400 `invalid_priority`, naming the field.
+ */
+export function priorityField(description: string) {
+  return z.unknown().meta({ type: 'integer', minimum: 0, maximum: MAX_PRIORITY, description }).optional();
+}
+
 export const enqueueRequestSchema = z
   .object({
     type: z.string().regex(JOB_TYPE_PATTERN, 'must be a registered job type name'),
@@ -64,6 +75,9 @@ export const enqueueRequestSchema = z
     singletonKey: z.string().min(1).max(MAX_FLOW_KEY_LENGTH).optional(),
     /** Jobs this one waits for (at most 1,000, no duplicates, not itself); see docs/workflows.md. */
     dependsOn: dependsOnSchema.optional(),
+    priority: priorityField(
+      `Only for job types with a priority option: the job's place in the line of its type's concurrency or singleton limit, 0 to ${MAX_PRIORITY}, higher first. Default: the type's (priority.default). A type without the option refuses it (400 invalid_priority)`,
+    ),
   })
   .strict();
 

@@ -98,6 +98,26 @@ export function checkPriority(value: unknown, typeTakesPriority: boolean, path =
   return value;
 }
 
+/**
+ * A new job's priority: the one its enqueue (or its schedule) gives, checked with
+ * {@link checkPriority}, else the type's default; undefined for a type without the option, whose
+ * jobs carry none (not a byte of it in their item).
+ *
+ * @example
+ * resolvePriority({ default: 2 }, undefined); // 2
+ * resolvePriority({ default: 2 }, 7);         // 7
+ * resolvePriority(undefined, undefined);      // undefined
+ * resolvePriority(undefined, 7, 'jobs.3.priority'); // throws 400 invalid_priority on jobs.3.priority
+ */
+export function resolvePriority(
+  options: PriorityOptions | undefined,
+  given: unknown,
+  path = 'priority',
+): number | undefined {
+  if (given !== undefined) return checkPriority(given, options !== undefined, path);
+  return options === undefined ? undefined : priorityOf(options).default;
+}
+
 /** A job's rank in a line (epoch ms; lower is served first): its due time less its head start. */
 export function rankOf(input: { dueAt: number; priority: number; agingSeconds: number }): number {
   return input.dueAt - input.priority * input.agingSeconds * 1000;

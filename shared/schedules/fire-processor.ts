@@ -239,6 +239,7 @@ async function createRun(
     leaseToken: 0,
     errors: [],
     schedule: schedule.name,
+    ...(schedule.priority !== undefined ? { priority: schedule.priority } : {}),
     ...(run.after !== undefined ? { after: run.after } : {}),
   };
   const written = await deps.jobs.create(job);

@@ -62,6 +62,11 @@ export interface Schedule {
   anchorAt?: number;
   maxAttempts: number;
   overlap: OverlapPolicy;
+  /**
+   * The priority of every run, for a job type with a `priority` option: the request's, else the
+   * type's default when the schedule was written (as `maxAttempts` is). Absent for other types.
+   */
+  priority?: number;
   state: ScheduleState;
   /** SHA-256 of the canonical `{type, payload}`, as for jobs. */
   payloadHash: string;
@@ -111,6 +116,8 @@ export interface ScheduleView {
   endAt: string | null;
   maxAttempts: number;
   overlap: OverlapPolicy;
+  /** Only for job types with a `priority` option: the priority of every run. */
+  priority?: number;
   state: ScheduleState;
   nextFireAt: string | null;
   lastFireAt: string | null;
@@ -138,6 +145,7 @@ export function toScheduleView(schedule: Schedule, payload?: unknown): ScheduleV
     endAt: schedule.endAt ?? null,
     maxAttempts: schedule.maxAttempts,
     overlap: schedule.overlap,
+    ...(schedule.priority !== undefined ? { priority: schedule.priority } : {}),
     state: schedule.state,
     nextFireAt: isoOrNull(schedule.nextFireAt),
     lastFireAt: isoOrNull(schedule.lastFireAt),
@@ -351,5 +359,6 @@ export function definitionOf(schedule: Schedule): string {
     schedule.endAt ?? null,
     schedule.maxAttempts,
     schedule.overlap,
+    schedule.priority ?? null,
   ]);
 }

@@ -5,7 +5,9 @@
  */
 import * as z from 'zod';
 import { MAX_ATTEMPTS_LIMIT } from '../core/backoff';
+import { priorityField } from '../core/enqueue';
 import { JOB_TYPE_PATTERN } from '../core/job-type';
+import { MAX_PRIORITY } from '../core/priority';
 import { OVERLAP_POLICIES, SCHEDULE_NAME_PATTERN } from './model';
 
 const isoDateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
@@ -29,6 +31,9 @@ export const scheduleRequestSchema = z
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     /** @default 'allow' */
     overlap: z.enum(OVERLAP_POLICIES).optional(),
+    priority: priorityField(
+      `Only for job types with a priority option: the priority of every run the schedule makes, 0 to ${MAX_PRIORITY}, higher first. Default: the type's (priority.default), resolved when the schedule is written. A type without the option refuses it (400 invalid_priority)`,
+    ),
   })
   .strict();
 

@@ -12,6 +12,7 @@ import type { Clock } from '../core/clock';
 import { jsonBytes, MAX_PAYLOAD_BYTES } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
 import { payloadHash } from '../core/payload-hash';
+import { resolvePriority } from '../core/priority';
 import { parseOrThrow } from '../core/validation';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import type { Logger } from '../logger';
@@ -80,11 +81,21 @@ export class SchedulesService {
     this.specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
   }
 
-  /** Validates a definition: type, payload, trigger. Throws 400/413 naming the field; writes nothing. */
+  /**
+   * Validates a definition: type, payload, priority, trigger. Throws 400/413 naming the field;
+   * writes nothing. The priority is the request's, else the type's default (none for a type
+   * without the option).
+   */
   private validate(
     request: Omit<ScheduleRequest, 'name'>,
     now: number,
-  ): { spec: JobTypeSpec; trigger: Trigger; payload: SchedulePayload; queueArn: string } {
+  ): {
+    spec: JobTypeSpec;
+    trigger: Trigger;
+    payload: SchedulePayload;
+    priority: Pick<Schedule, 'priority'>;
+    queueArn: string;
+  } {
     const spec = this.specs.get(request.type);
     const route = this.deps.config.routes[request.type];
     if (!spec || !route) {
@@ -107,11 +118,13 @@ export class SchedulesService {
       code: 'invalid_payload',
       prefix: 'payload',
     });
+    const priority = resolvePriority(spec.priority, request.priority);
     const trigger = resolveTrigger(request, now);
     return {
       spec,
       trigger,
       payload: { payload, payloadHash: payloadHash(spec.type, payload) },
+      priority: priority === undefined ? {} : { priority },
       queueArn: route.queueArn,
     };
   }
@@ -130,13 +143,14 @@ export class SchedulesService {
   async create(body: unknown, by?: string): Promise<{ created: boolean; schedule: ScheduleView }> {
     const request = parseOrThrow(scheduleRequestSchema, body, { message: 'invalid schedule' });
     const now = this.deps.clock.now();
-    const { spec, trigger, payload, queueArn } = this.validate(request, now);
+    const { spec, trigger, payload, priority, queueArn } = this.validate(request, now);
     const schedule: Schedule = {
       name: request.name,
       type: spec.type,
       ...trigger,
       maxAttempts: request.maxAttempts ?? spec.retry.maxAttempts,
       overlap: request.overlap ?? 'allow',
+      ...priority,
       state: 'enabled',
       payloadHash: payload.payloadHash,
       createdAt: iso(now),
@@ -181,16 +195,16 @@ export class SchedulesService {
   }
 
   /**
-   * What `POST /schedules/{name}/run` enqueues: one job of the schedule's type, payload and
-   * maxAttempts, with id `id` if given, else {@link runNowId} of the idempotency key (random
-   * without one). A paused schedule can be run too; the schedule itself is not changed (its
+   * What `POST /schedules/{name}/run` enqueues: one job of the schedule's type, payload,
+   * maxAttempts and priority (while its type still takes one), with id `id` if given, else
+   * {@link runNowId} of the idempotency key (random without one). A paused schedule can be run too; the schedule itself is not changed (its
    * fires, overlap policy and counters do not see this job). 404 `schedule_not_found`, 409
    * `type_not_deployed` when its type has no route.
    */
   async runRequest(
     name: string,
     choice: { id?: string; idempotencyKey?: string } = {},
-  ): Promise<{ type: string; payload: Record<string, unknown>; maxAttempts: number; id: string }> {
+  ): Promise<{ type: string; payload: Record<string, unknown>; maxAttempts: number; priority?: number; id: string }> {
     const schedule = await this.find(name);
     if (!this.deps.config.routes[schedule.type]) {
       throw new ConflictError(
@@ -204,6 +218,9 @@ export class SchedulesService {
       type: schedule.type,
       payload: stored.payload as Record<string, unknown>,
       maxAttempts: schedule.maxAttempts,
+      ...(schedule.priority !== undefined && this.specs.get(schedule.type)?.priority
+        ? { priority: schedule.priority }
+        : {}),
       id: choice.id ?? runNowId(name, choice.idempotencyKey),
     };
   }
@@ -244,7 +261,7 @@ export class SchedulesService {
       ]);
     }
     const now = this.deps.clock.now();
-    const { spec, trigger, payload, queueArn } = this.validate(request, now);
+    const { spec, trigger, payload, priority, queueArn } = this.validate(request, now);
     const saved = await this.change(
       name,
       (current) => {
@@ -259,8 +276,8 @@ export class SchedulesService {
           updatedAt: iso(now),
           ...changeBy(by, 'update', now, current),
         };
-        for (const field of ['cron', 'rate', 'startAt', 'endAt', 'anchorAt'] as const) delete next[field];
-        Object.assign(next, trigger);
+        for (const field of ['cron', 'rate', 'startAt', 'endAt', 'anchorAt', 'priority'] as const) delete next[field];
+        Object.assign(next, trigger, priority);
         // Same rate without a new start: keep the slot grid, so slot run ids stay stable.
         if (trigger.rate !== undefined && request.startAt === undefined && current.expression === trigger.expression) {
           if (current.anchorAt !== undefined) next.anchorAt = current.anchorAt;

@@ -56,6 +56,18 @@ export function scheduleStoreContract(fresh: () => Promise<ScheduleStore>): void
       expect(again).toMatchObject({ created: false, existing: { changedBy: schedule.changedBy } });
     });
 
+    it("keeps a schedule's run priority through create and save, and stores none for a schedule without one", async () => {
+      const store = await fresh();
+      const ranked = scheduleNamed({ priority: 7 });
+      await store.create(ranked, PAYLOAD);
+      expect((await store.get(ranked.name))?.priority).toBe(7);
+      expect(await store.save({ ...ranked, priority: 0, version: 2 }, 1)).toBe(true);
+      expect((await store.get(ranked.name))?.priority).toBe(0);
+      const plain = scheduleNamed();
+      await store.create(plain, PAYLOAD);
+      expect(await store.get(plain.name)).not.toHaveProperty('priority');
+    });
+
     it('replaces the latest change with the one saved at the version read, and keeps it through a save without one', async () => {
       const store = await fresh();
       const schedule = scheduleNamed({

@@ -116,9 +116,37 @@ const cases: Case[] = [
   },
   {
     name: 'unknown top-level field',
-    body: { type: 'echo', payload: {}, priority: 1 },
+    body: { type: 'echo', payload: {}, urgency: 1 },
     status: 400,
     code: 'validation_failed',
+    field: 'urgency',
+  },
+  {
+    name: 'priority on a type without the priority option',
+    body: { type: 'echo', payload: {}, priority: 1 },
+    status: 400,
+    code: 'invalid_priority',
+    field: 'priority',
+  },
+  {
+    name: 'priority on a flow job of a type without the option',
+    path: '/flows',
+    body: {
+      jobs: [
+        { id: 'a', type: 'echo', payload: {} },
+        { id: 'b', type: 'echo', payload: {}, priority: 1 },
+      ],
+    },
+    status: 400,
+    code: 'invalid_priority',
+    field: 'jobs.1.priority',
+  },
+  {
+    name: 'priority on a schedule of a type without the option',
+    path: '/schedules',
+    body: { name: 'bad-priority', type: 'echo', payload: {}, rate: '5 minutes', priority: 1 },
+    status: 400,
+    code: 'invalid_priority',
     field: 'priority',
   },
   {

@@ -27,7 +27,7 @@ describe('POST /jobs/batch', () => {
         { type: 'flaky', payload: { failTimes: 'x' } }, // fails the type's schema
         { type: 'nope', payload: {} }, // unknown type
         { id: '../etc/passwd', type: 'echo', payload: {} }, // bad id
-        { id: fresh, type: 'sleep', payload: { ms: 1 }, priority: 1 }, // unknown field
+        { id: fresh, type: 'sleep', payload: { ms: 1 }, urgency: 1 }, // unknown field
         { id: fresh, type: 'sleep', payload: { ms: 1 } },
         42,
       ],
@@ -51,7 +51,7 @@ describe('POST /jobs/batch', () => {
       'payload.failTimes',
     ]);
     const unknownField = body.results[7];
-    expect(unknownField?.status === 'error' && unknownField.error.issues?.map((i) => i.path)).toEqual(['priority']);
+    expect(unknownField?.status === 'error' && unknownField.error.issues?.map((i) => i.path)).toEqual(['urgency']);
 
     const created = body.results.flatMap((r) => (r.status === 'created' ? [r.job] : []));
     expect(created.map((j) => j.state)).toEqual(['queued', 'queued', 'queued']);

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { type catalog, echoJob, flakyJob, sleepJob } from '../../functions/jobs/catalog';
 import {
   createClient,
+  type EnqueueOptions,
   type EnqueueResult,
   type JobSummary,
   type JobView,
@@ -66,6 +67,18 @@ describe('createClient({ jobs: { name: spec } }) with the real catalog specs', (
     client.enqueueBatch([{ type: 'flaky', payload: { ms: 1 } }]);
     // @ts-expect-error unknown type in a batch
     client.enqueueBatch([{ type: 'nope', payload: {} }]);
+  });
+
+  it('takes a numeric priority in enqueue, batch, flow and schedule options', () => {
+    client.enqueue('sleep', { ms: 1 }, { priority: 8 });
+    client.enqueueBatch([{ type: 'flaky', payload: { failTimes: 1 }, priority: 0 }]);
+    client.createFlow([{ id: 'a', type: 'echo', payload: {}, priority: 10 }]);
+    client.schedules.create({ name: 'n', type: 'echo', payload: {}, rate: '5 minutes', priority: 3 });
+    expectTypeOf<EnqueueOptions['priority']>().toEqualTypeOf<number | undefined>();
+    // @ts-expect-error a priority is a number, not a name
+    client.enqueue('sleep', { ms: 1 }, { priority: 'high' });
+    // @ts-expect-error a schedule's priority is a number too (the request schema takes any value, to check it itself)
+    client.schedules.update('n', { type: 'echo', payload: {}, rate: '1 day', priority: 'high' });
   });
 
   it('types schedule payloads per type', () => {

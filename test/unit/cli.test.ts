@@ -305,6 +305,33 @@ describe('commands', () => {
     });
   });
 
+  it('enqueue --priority sends the priority, and refuses one outside 0-10 before any request', async () => {
+    const peer = await startPeer((req) => ({
+      status: 201,
+      body: jobView({ id: (req.json as { id: string }).id, priority: 8 }),
+    }));
+    const { code, stdout, stderr } = await run(['enqueue', 'render', '--id', 'r-1', '--priority', '8'], {
+      url: peer.url,
+    });
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests[0]?.json).toEqual({ type: 'render', payload: {}, id: 'r-1', priority: 8 });
+    expect(stdout).toMatch(/^priority\s+8$/m);
+    for (const bad of ['11', '-1', '2.5', 'high']) {
+      const refused = await run(['enqueue', 'render', `--priority=${bad}`], { url: peer.url });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`--priority must be an integer from 0 to 10, got "${bad}"`);
+    }
+    expect(peer.requests).toHaveLength(1);
+  });
+
+  it('get prints the priority of a job that has one (0 included), and no line for one that has none', async () => {
+    const peer = await startPeer((req) => ({
+      body: req.rawUrl.endsWith('/ranked') ? jobView({ id: 'ranked', priority: 0 }) : jobView(),
+    }));
+    expect((await run(['get', 'ranked'], { url: peer.url })).stdout).toMatch(/^priority\s+0$/m);
+    expect((await run(['get', 'plain'], { url: peer.url })).stdout).not.toMatch(/^priority/m);
+  });
+
   it('get on a job that waits for a signal or sleeps says so, not "run at" its deadline', async () => {
     const until = '2026-11-23T10:00:00.000Z';
     const waiting = (kind: 'signal' | 'sleep', key: string) =>
@@ -626,6 +653,43 @@ describe('commands', () => {
       overlap: 'skip',
       endAt: '2027-01-01T00:00:00.000Z',
     });
+  });
+
+  it('schedules create --priority sends it, get shows it, and update keeps it unless given', async () => {
+    const schedule = {
+      name: 'nightly',
+      type: 'render',
+      payload: {},
+      cron: '0 2 * * *',
+      rate: null,
+      expression: 'cron(0 2 * * ? *)',
+      timezone: 'UTC',
+      startAt: null,
+      endAt: null,
+      maxAttempts: 3,
+      overlap: 'allow',
+      priority: 6,
+      state: 'enabled',
+      nextFireAt: '2026-11-23T02:00:00.000Z',
+      lastFireAt: null,
+      lastRunId: null,
+      skipped: { count: 0, lastAt: null },
+      missed: 0,
+      createdAt: '2026-11-22T10:00:00.000Z',
+      updatedAt: '2026-11-22T10:00:00.000Z',
+    };
+    const peer = await startPeer((req) => ({ status: req.method === 'POST' ? 201 : 200, body: schedule }));
+    const created = await run(
+      ['schedules', 'create', 'nightly', '--type', 'render', '--cron', '0 2 * * *', '--priority', '6'],
+      { url: peer.url },
+    );
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^priority\s+6$/m);
+    expect(peer.requests[0]?.json).toMatchObject({ name: 'nightly', priority: 6 });
+    await run(['schedules', 'update', 'nightly', '--timezone', 'Europe/Paris'], { url: peer.url });
+    expect(peer.requests[2]?.json).toMatchObject({ timezone: 'Europe/Paris', priority: 6 });
+    await run(['schedules', 'update', 'nightly', '--priority', '2'], { url: peer.url });
+    expect(peer.requests[4]?.json).toMatchObject({ priority: 2 });
   });
 });
 

@@ -157,6 +157,20 @@ describe('request building', () => {
     expect(job.id).toBe(body.id);
   });
 
+  it('sends a priority as given, 0 included, in enqueue and batch items', async () => {
+    const peer = await startPeer((req) =>
+      req.path === '/jobs/batch'
+        ? { status: 200, body: { results: [] } }
+        : { status: 201, body: jobView({ id: (req.json as { id: string }).id, priority: 0 }) },
+    );
+    const client = createClient({ url: peer.url });
+    const { job } = await client.enqueue('render', {}, { id: 'r-1', priority: 0 });
+    expect(job.priority).toBe(0);
+    await client.enqueueBatch([{ type: 'render', payload: {}, id: 'r-2', priority: 9 }]);
+    expect(peer.requests[0]?.json).toEqual({ type: 'render', payload: {}, id: 'r-1', priority: 0 });
+    expect(peer.requests[1]?.json).toEqual({ jobs: [{ type: 'render', payload: {}, id: 'r-2', priority: 9 }] });
+  });
+
   it('enqueue keeps a given id and reports a replay (200) as created: false', async () => {
     const peer = await startPeer(() => ({ status: 200, body: jobView({ id: 'order-7' }) }));
     const client = createClient({ url: peer.url });

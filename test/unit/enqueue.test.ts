@@ -58,7 +58,7 @@ describe('enqueueRequestSchema', () => {
   });
 
   it('rejects unknown fields', () => {
-    const result = enqueueRequestSchema.safeParse({ ...base, priority: 1 });
+    const result = enqueueRequestSchema.safeParse({ ...base, urgency: 1 });
     expect(result.success).toBe(false);
     expect(result.error?.issues[0]?.code).toBe('unrecognized_keys');
   });

@@ -46,6 +46,22 @@ describe('GET /openapi.json document', () => {
     expect(Object.keys(jobView.properties).sort()).toEqual(Object.keys(jobViewSchema.shape).sort());
   });
 
+  it('documents priority as an integer 0 to 10, with a description, on every request that takes one', () => {
+    const schemas = doc.components.schemas as Record<string, { properties: Record<string, Record<string, unknown>> }>;
+    const flowJobs = schemas.FlowRequest?.properties.jobs as { items: { properties: Record<string, unknown> } };
+    const flowJob = flowJobs.items;
+    for (const priority of [
+      schemas.EnqueueRequest?.properties.priority,
+      schemas.ScheduleRequest?.properties.priority,
+      schemas.ScheduleUpdate?.properties.priority,
+      flowJob.properties.priority,
+    ]) {
+      expect(priority).toMatchObject({ type: 'integer', minimum: 0, maximum: 10, description: expect.any(String) });
+    }
+    expect(schemas.JobView?.properties.priority).toMatchObject({ type: 'integer' });
+    expect(schemas.ScheduleView?.properties.priority).toMatchObject({ type: 'integer' });
+  });
+
   it('documents each query parameter of GET /jobs from the query schema', () => {
     const names = doc.paths['/jobs']?.get?.parameters?.map((p) => `${p.in}:${p.name}`);
     expect(names).toEqual(Object.keys(listQueryDocSchema.shape).map((name) => `query:${name}`));

@@ -14,6 +14,7 @@ import {
   priorityProblem,
   rankKey,
   rankOf,
+  resolvePriority,
 } from '../../shared/core/priority';
 import { ConfigError, ValidationError } from '../../shared/errors';
 
@@ -74,6 +75,21 @@ describe('an enqueue priority', () => {
         issues: [{ path: 'jobs[2].priority', message: 'the type takes no priority' }],
       }),
     );
+  });
+
+  it("of a new job is the one given, else the type's default, and none for a type without the option", () => {
+    expect(resolvePriority({ default: 2 }, 7)).toBe(7);
+    expect(resolvePriority({ default: 2 }, 0)).toBe(0);
+    expect(resolvePriority({ default: 2 }, undefined)).toBe(2);
+    expect(resolvePriority({}, undefined)).toBe(0);
+    expect(resolvePriority(undefined, undefined)).toBeUndefined();
+    expect(() => resolvePriority(undefined, 7, 'jobs.3.priority')).toThrow(
+      expect.objectContaining({
+        code: 'invalid_priority',
+        issues: [expect.objectContaining({ path: 'jobs.3.priority' })],
+      }),
+    );
+    expect(() => resolvePriority({ default: 2 }, 11)).toThrow(expect.objectContaining({ code: 'invalid_priority' }));
   });
 });
 

@@ -1,6 +1,6 @@
 /**
- * The checks of an enqueue request that read and write nothing: its type, payload, keys, times
- * and the form of its `dependsOn`. Each throws the 400 (or 413) an enqueue answers.
+ * The checks of an enqueue request that read and write nothing: its type, payload, keys,
+ * priority, times and the form of its `dependsOn`. Each throws the 400 (or 413) an enqueue answers.
  */
 
 import { parentEdges } from '../../core/dependencies';
@@ -9,6 +9,7 @@ import { resolveFlowKeys, resolveSingletonKey } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
 import { resolvePaceKey } from '../../core/pace';
 import { payloadHash } from '../../core/payload-hash';
+import { resolvePriority } from '../../core/priority';
 import { checkDispatchBy } from '../../core/scheduling';
 import { parseOrThrow } from '../../core/validation';
 import { PayloadTooLargeError, ValidationError } from '../../errors';
@@ -19,7 +20,10 @@ export function deployedTypes({ deps, specs }: EnqueueContext): string[] {
   return [...specs.keys()].filter((type) => deps.config.routes[type]).sort();
 }
 
-/** A request's job type (deployed), payload (its schema, its size) and the keys it resolves to. */
+/**
+ * A request's job type (deployed), payload (its schema, its size), the keys it resolves to, and
+ * its priority (the request's, else the type's default; none for a type without the option).
+ */
 export function checkRequest(ctx: EnqueueContext, request: EnqueueRequest) {
   const spec = ctx.specs.get(request.type);
   const route = ctx.deps.config.routes[request.type];
@@ -42,7 +46,12 @@ export function checkRequest(ctx: EnqueueContext, request: EnqueueRequest) {
     code: 'invalid_payload',
     prefix: 'payload',
   });
-  return { spec, payload, ...keysOf(spec, request, payload) };
+  return {
+    spec,
+    payload,
+    ...keysOf(spec, request, payload),
+    priority: resolvePriority(spec.priority, request.priority),
+  };
 }
 
 /** The concurrency, singleton and throttle keys of a request's job: refused for a type without them. */
@@ -93,7 +102,7 @@ export function refuseParentsOf(spec: JobTypeSpec): void {
 
 /**
  * Every check of an enqueue request that writes nothing and reads nothing (type, payload, keys,
- * times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
+ * priority, times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
  * A type with a debounce or a rate limit is refused when the request has parents. Returns the
  * hash a job of this request would carry (to tell a replay from an id conflict); the issues of
  * a refusal are named under `path`.

@@ -81,7 +81,7 @@ function newJob(input: {
   debounced: DebounceOpen | undefined;
 }): Job {
   const { request, options, id, now, plan, debounced } = input;
-  const { spec, payload, flowKeys, singletonKey, throttleKey } = input.checked;
+  const { spec, payload, flowKeys, singletonKey, throttleKey, priority } = input.checked;
   const dispatchBy =
     request.dispatchBy === undefined ? undefined : checkDispatchBy(request.dispatchBy, plan.runAt, now);
   const nowIso = new Date(now).toISOString();
@@ -103,6 +103,7 @@ function newJob(input: {
     ...(flowKeys ? { flowKeys } : {}),
     ...(singletonKey !== undefined ? { singletonKey } : {}),
     ...(throttleKey !== undefined ? { throttleKey } : {}),
+    ...(priority !== undefined ? { priority } : {}),
     ...(debounced ? { debounceKey: debounced.key, debounceWindow: debounced.first, debounceSeq: debounced.seq } : {}),
     ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
     ...(options.by !== undefined ? { enqueuedBy: options.by } : {}),

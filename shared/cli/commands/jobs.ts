@@ -1,4 +1,5 @@
 import type { JobSummary, JobView, Listing, Page } from '../../client';
+import { MAX_PRIORITY } from '../../core/priority';
 import type { CommandDef } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
 import { formatJob, jobTable } from '../format';
@@ -39,6 +40,12 @@ const enqueue: Command = {
     delay: { type: 'string', value: 'SECONDS', description: 'run after this many seconds (up to 366 days)' },
     'run-at': { type: 'string', value: 'ISO', description: 'run at this time, e.g. 2026-12-01T09:00:00Z' },
     'max-attempts': { type: 'string', value: 'N', description: "attempts in all, 1-25 (default: the job type's)" },
+    priority: {
+      type: 'string',
+      value: 'N',
+      description:
+        "0-10, higher first in its type's concurrency line (types with a priority option; default: the type's)",
+    },
     'depends-on': {
       type: 'string',
       value: 'ID[,ID…]',
@@ -51,6 +58,7 @@ const enqueue: Command = {
     'orrery enqueue flaky --payload \'{"failTimes":2}\' --id order-1234 --max-attempts 5',
     'orrery enqueue sleep --payload-file payload.json --delay 600',
     'orrery enqueue report --depends-on extract-1,extract-2',
+    `orrery enqueue render --payload '{"page":1}' --priority 8`,
     'id=$(orrery enqueue echo -q) && orrery watch "$id"',
   ],
   async run(context, args, options) {
@@ -59,6 +67,7 @@ const enqueue: Command = {
     const delaySeconds = intOption(options, 'delay', name, { min: 0 });
     const runAt = timeOption(options, 'run-at', name);
     const maxAttempts = intOption(options, 'max-attempts', name, { min: 1 });
+    const priority = intOption(options, 'priority', name, { min: 0, max: MAX_PRIORITY });
     const id = stringOption(options, 'id');
     const dependsOn = jobIdsOption(options, 'depends-on', name);
     const { created, job } = await context.client().enqueue(args.type as string, payload, {
@@ -66,6 +75,7 @@ const enqueue: Command = {
       ...(delaySeconds === undefined ? {} : { delaySeconds }),
       ...(runAt === undefined ? {} : { runAt }),
       ...(maxAttempts === undefined ? {} : { maxAttempts }),
+      ...(priority === undefined ? {} : { priority }),
       ...(dependsOn === undefined ? {} : { dependsOn }),
     });
     if (options.quiet && !context.json) {

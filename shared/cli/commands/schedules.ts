@@ -1,4 +1,5 @@
 import type { ScheduleDefinition, ScheduleView } from '../../client';
+import { MAX_PRIORITY } from '../../core/priority';
 import { type CommandDef, type OptionDef, type OptionValues, UsageError } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
 import { details, shortJson, table } from '../format';
@@ -22,6 +23,7 @@ function formatSchedule(schedule: ScheduleView, context: CommandContext): string
       ['last run', schedule.lastRunId ?? undefined],
       ['overlap', schedule.overlap],
       ['max attempts', String(schedule.maxAttempts)],
+      ['priority', schedule.priority === undefined ? undefined : String(schedule.priority)],
       ['skipped', schedule.skipped.count > 0 ? String(schedule.skipped.count) : undefined],
       ['missed', schedule.missed > 0 ? String(schedule.missed) : undefined],
       ['payload', schedule.payload === undefined ? undefined : shortJson(schedule.payload)],
@@ -60,6 +62,11 @@ const definitionOptions: Record<string, OptionDef> = {
     value: 'POLICY',
     description: 'when the previous run is not done: allow, skip or queue-one (default: allow)',
   },
+  priority: {
+    type: 'string',
+    value: 'N',
+    description: "priority of each job, 0-10, higher first (types with a priority option; default: the type's)",
+  },
 };
 
 const OVERLAP = ['allow', 'skip', 'queue-one'] as const;
@@ -87,6 +94,7 @@ async function definitionFrom(
     endAt: timeOption(options, 'end-at', command),
     maxAttempts: intOption(options, 'max-attempts', command, { min: 1 }),
     overlap: overlap as (typeof OVERLAP)[number] | undefined,
+    priority: intOption(options, 'priority', command, { min: 0, max: MAX_PRIORITY }),
   };
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
@@ -201,6 +209,7 @@ const update: Command = {
       timezone: current.timezone,
       maxAttempts: current.maxAttempts,
       overlap: current.overlap,
+      ...(current.priority !== undefined ? { priority: current.priority } : {}),
       ...(changes.cron === undefined && changes.rate === undefined
         ? current.cron !== null
           ? { cron: current.cron }

@@ -104,6 +104,12 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
             {job.attempts} of {job.maxAttempts}
             {job.retries ? ` (${job.retries} manual ${job.retries === 1 ? 'retry' : 'retries'})` : ''}
           </dd>
+          {job.priority !== undefined ? (
+            <>
+              <dt>Priority</dt>
+              <dd>{job.priority} (0 to 10, higher first in its line)</dd>
+            </>
+          ) : null}
           <dt>Created</dt>
           <dd>
             <Time iso={job.createdAt} />
