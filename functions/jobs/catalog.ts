@@ -31,13 +31,15 @@ export const sleepJob = defineJobType({
 
 /**
  * `tenant-sync`: syncs one tenant's data (here: waits `ms`). At most 2 run at once per tenant, so
- * one tenant's backlog cannot take every worker; the rest wait their turn without polling.
+ * one tenant's backlog cannot take every worker; the rest wait their turn without polling, the
+ * higher `priority` first (0–10; the oldest first within one).
  */
 export const tenantSyncJob = defineJobType({
   type: 'tenant-sync',
   payload: z.strictObject({ tenantId: z.string(), ms: z.optional(z.int().check(z.minimum(0), z.maximum(50_000))) }),
   timeoutMs: 60_000,
   concurrency: [{ limit: 2, key: (p) => p.tenantId }],
+  priority: { default: 0, agingSeconds: 30 },
 });
 
 /** `api-call`: calls a downstream API at most 5 times a second per API key (bursts of 5); the excess waits. */

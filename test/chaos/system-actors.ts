@@ -307,6 +307,7 @@ export class Actors {
       id: job.id,
       maxAttempts: job.maxAttempts,
       backoff: job.backoff,
+      ...(job.priority !== undefined ? { priority: job.priority } : {}),
       ...(job.delaySeconds !== undefined ? { delaySeconds: job.delaySeconds } : {}),
       ...(runAt !== undefined ? { runAt } : {}),
     };

@@ -385,6 +385,10 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     },
     random,
   );
+  // the limited type's jobs get priorities 0–3, from their ids (no draw: the rest of the plan is as before)
+  for (const job of plain.jobs) {
+    if (job.type === limitedType) job.priority = [...job.id].reduce((n, c) => n + c.charCodeAt(0), 0) % 4;
+  }
   const flowPlan = planSystem(
     {
       ...rates,

@@ -44,6 +44,8 @@ export interface PlannedJob {
   backoff: BackoffInput;
   payload: ProbePayload;
   maxAttempts: number;
+  /** Its priority (a type with priorities). @default the type's */
+  priority?: number;
   /** Extra copies of its message, ms after the acknowledgement. */
   duplicates: number[];
   /**

@@ -249,11 +249,16 @@ describe('orrery CLI (built)', () => {
         'tenant-sync',
         '--payload',
         JSON.stringify({ tenantId: tenant, ms: 3000 }),
+        // the type has priorities: the third asks for one, the others get the type's default
+        ...(i === 2 ? ['--priority', '7'] : []),
         '-q',
       ]);
       expect(out.code, out.stderr).toBe(0);
       ids.push(out.stdout.trim());
     }
+    const third = JSON.parse((await orrery(['get', ids[2] as string, '--json'])).stdout);
+    expect(third.priority).toBe(7);
+    expect(JSON.parse((await orrery(['get', ids[0] as string, '--json'])).stdout).priority).toBe(0);
     // two run (the limit), one waits: poll until the workers have picked them up
     let state: { limits: { limit: number; running: { jobId: string }[]; waiting: number }[] } | undefined;
     for (let i = 0; i < 40; i++) {
