@@ -297,6 +297,26 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         expect(await stateOf(slots, slot)).toEqual({ holders: ['b'], waiting: 0, issued: 0, admitted: 0 });
       });
 
+      it('lets tickets taken after a ranked entry joined pass it only a bounded number of times (a scope shared with a type without priorities)', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await join(slots, slot, 'h', 50);
+        // a waits in the ranked line, due long before anything else here
+        expect(await join(slots, slot, 'a', 0)).toMatchObject({ kind: 'waiting', first: true });
+        // jobs of a type without priorities keep coming, one per place freed: each takes a ticket
+        let holder = 'h';
+        const served: string[] = [];
+        for (let i = 0; i < 5 && holder !== 'a'; i++) {
+          await take(slots, slot, `b${i}`);
+          await slots.release({ slot, jobId: holder });
+          holder = (await slots.admit({ slot, now: NOW }))[0]?.jobId ?? 'none';
+          served.push(holder);
+        }
+        // Broken: every admission serves the tickets first, so a is passed by each of them, for
+        // as long as they come: the ranked line's starvation bound does not hold in a shared scope
+        expect(served).toContain('a');
+      });
+
       it('never gives more places than the limit, and admits each entry once, lowest first, to jobs at once', async () => {
         const { slots } = await setup();
         const slot = slotOf(3);

@@ -1,0 +1,85 @@
+/**
+ * Races of the ranked line that need one request held while others run: DynamoFlowSlots on
+ * DynamoDB Local through the real SDK. One client holds a chosen request (an SDK middleware waits
+ * on a gate before sending it); the others go on. No mock of DynamoDB.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { describe, expect, inject, it } from 'vitest';
+import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
+import type { Slot } from '../../shared/core/flow';
+import { LOCAL_CREDENTIALS } from '../local-aws/clients';
+import { useJobTable } from '../local-aws/job-table';
+
+const { dynamo, tableName } = useJobTable('flow-ranked-races');
+const NOW = Date.parse('2026-06-01T00:00:00.000Z');
+const r = (rank: number, jobId: string) => `${String(rank).padStart(15, '0')}#${jobId}`;
+
+/** A client whose TransactWriteItems that puts an entry of `jobId` waits until `open()`; `reached` resolves once it waits. */
+function holdingJoinOf(jobId: string) {
+  const client = new DynamoDBClient({
+    endpoint: inject('dynamodbEndpoint'),
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+  });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let reach!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TransactItems?: { Put?: { Item?: { jobId?: { S?: string } } } }[] };
+      if (
+        context.commandName === 'TransactWriteItemsCommand' &&
+        input.TransactItems?.[0]?.Put?.Item?.jobId?.S === jobId
+      ) {
+        reach();
+        await gate;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'holdJoin' },
+  );
+  return { client, open, reached };
+}
+
+describe('ranked line races on DynamoDB Local', () => {
+  it('tells a job that joins an empty line it is first, though another job waited when it looked', async () => {
+    const slots = new DynamoFlowSlots(dynamo, tableName);
+    const slot: Slot = { scope: `race-${Date.now()}#0`, key: 'k', limit: 1 };
+    await slots.acquire({ slot, jobId: 'a', type: 'echo', now: NOW, token: 1, rank: r(1, 'a') });
+    expect(await slots.acquire({ slot, jobId: 'y', type: 'echo', now: NOW, token: 1, rank: r(10, 'y') })).toMatchObject(
+      {
+        kind: 'waiting',
+        first: true,
+      },
+    );
+    // x looks while y waits (its take is refused, y counted), and its join is held
+    const held = holdingJoinOf('x');
+    const x = new DynamoFlowSlots(held.client, tableName).acquire({
+      slot,
+      jobId: 'x',
+      type: 'echo',
+      now: NOW,
+      token: 1,
+      rank: r(20, 'x'),
+    });
+    await held.reached;
+    // meanwhile a ends and hands its place to y: the line is empty, the place held again
+    await slots.release({ slot, jobId: 'a', token: 1 });
+    expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['y']);
+    held.open();
+    const got = await x;
+    held.client.destroy();
+    // x joined a line nobody else waited in: it is the only one, at its head
+    expect(await slots.state(slot)).toMatchObject({ holders: [{ jobId: 'y' }], waiting: 1 });
+    // Broken: `first` comes from the read before the join (y waited then), so x is told it is
+    // not first. The fake, atomic, answers first: true for the same order of writes. A line
+    // whose only job is never "first" runs no reclaim of finished or gone holders until one is
+    // suspect (over 15 minutes), and its later deliveries are the supervisor's resends.
+    expect(got).toMatchObject({ kind: 'waiting', rank: r(20, 'x'), first: true });
+  });
+});
