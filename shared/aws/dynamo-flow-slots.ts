@@ -27,9 +27,9 @@ import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Slot, SlotState 
 import { ThrottledError } from '../errors';
 import { keyOf, N } from './attributes';
 import { translateAwsError } from './errors';
-import { admitHead, inLine, joinLine } from './flow-slots/ranked-line';
+import { admitHead, head, inLine, joinLine, rankTime } from './flow-slots/ranked-line';
 import { flowKeys, holderEntry, type SlotItem, SlotTable, slotItem } from './flow-slots/slot-table';
-import { admitTicket, nextTicket, writeTicket } from './flow-slots/ticket-line';
+import { admitTicket, nextTicket, ticketAt, writeTicket } from './flow-slots/ticket-line';
 
 export { flowKeys, TICKET_RETENTION_SECONDS } from './flow-slots/slot-table';
 
@@ -100,8 +100,8 @@ export class DynamoFlowSlots implements FlowSlots {
   }
 
   async acquire(input: AcquireInput): Promise<AcquireResult> {
-    const { slot, jobId, token, rank } = input;
-    if (input.ticket !== undefined || (rank !== undefined && input.inLine)) {
+    const { slot, jobId, token, rank, waitsAs } = input;
+    if (input.ticket !== undefined || waitsAs !== undefined) {
       // A job that waited: reads tell whether it still waits, with no write.
       const now = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
       const mine = now.holders.find((h) => h.jobId === jobId);
@@ -109,8 +109,9 @@ export class DynamoFlowSlots implements FlowSlots {
       if (!mine && input.ticket !== undefined && input.ticket >= now.admitted && input.ticket < now.issued) {
         return { kind: 'waiting', ticket: input.ticket, first: input.ticket === now.admitted, holders: now.holders };
       }
-      if (!mine && rank !== undefined && now.ranked > 0 && (await inLine(this.table, slot, rank))) {
-        return { kind: 'waiting', rank, first: now.ranked === 1 && now.issued === now.admitted, holders: now.holders };
+      if (!mine && waitsAs !== undefined && now.ranked > 0 && (await inLine(this.table, slot, waitsAs))) {
+        const first = await this.firstInLine(slot, jobId, now);
+        return { kind: 'waiting', rank: waitsAs, first, holders: now.holders };
       }
     }
     for (let i = 0; i < ACQUIRE_TRIES; i++) {
@@ -129,7 +130,8 @@ export class DynamoFlowSlots implements FlowSlots {
         // otherwise a place came free, or the job was handed one, or another writer moved: look again
         if (joined.kind === 'conflict') await sleep(10 * (i + 1) + Math.random() * 20 * (i + 1));
         if (joined.kind !== 'waiting') continue;
-        const first = old.ranked === 0 && old.issued === old.admitted;
+        // first as the line stands after the join (it may have been emptied meanwhile): a head Query
+        const first = await this.firstInLine(slot, jobId, old);
         return { kind: 'waiting', rank, first, holders: old.holders };
       }
       const next = await nextTicket(this.table, slot, jobId);
@@ -143,6 +145,12 @@ export class DynamoFlowSlots implements FlowSlots {
       };
     }
     throw new ThrottledError(`the slot ${slot.scope}/${slot.key} changed on every try; try again shortly`);
+  }
+
+  /** Whether `jobId` is the next the slot serves: the ranked line's head, with no ticket waiting. */
+  private async firstInLine(slot: Slot, jobId: string, item: SlotItem): Promise<boolean> {
+    if (item.issued > item.admitted) return false;
+    return (await head(this.table, slot))?.jobId === jobId;
   }
 
   async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
@@ -170,17 +178,29 @@ export class DynamoFlowSlots implements FlowSlots {
     for (let guard = 0; guard < slot.limit + 64; guard++) {
       const item = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
       if (item.holders.length >= slot.limit) break;
-      // the oldest-first line's tickets first (a type that took priorities on while they waited), then the ranked line
-      if (item.admitted < item.issued) {
+      const tickets = item.admitted < item.issued;
+      if (!tickets && item.ranked === 0) break;
+      if (tickets && (item.ranked === 0 || (await this.ticketFirst(slot, item)))) {
         const one = await admitTicket(this.table, { slot, item, now: input.now, me });
         if (one) admitted.push(one);
-      } else if (item.ranked > 0) {
+      } else {
         const one = await admitHead(this.table, { slot, now: input.now, me });
         if (one === 'empty') break;
         if (one) admitted.push(one);
-      } else break;
+      }
     }
     return admitted;
+  }
+
+  /**
+   * A slot with both lines (a singleton scope shared by a type with priorities and one without,
+   * or a type that took priorities on while tickets waited) serves the older first: the oldest
+   * ticket, by when it was written, or the ranked line's head, by the time its rank stands for.
+   * A ticket not written yet goes first (its admission waits for it, or skips it).
+   */
+  private async ticketFirst(slot: Slot, item: SlotItem): Promise<boolean> {
+    const [at, first] = await Promise.all([ticketAt(this.table, slot, item.admitted), head(this.table, slot)]);
+    return at === undefined || first === undefined || at <= rankTime(first.rank);
   }
 
   async state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState> {

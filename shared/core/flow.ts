@@ -279,8 +279,12 @@ export interface AcquireInput {
    * joins the line under it when it has to wait, and keeps its place when it already waits there.
    */
   rank?: string;
-  /** The job already waits in the ranked line under `rank` (its `waitingFor` says so): a read tells whether it still does. */
-  inLine?: boolean;
+  /**
+   * The rank the job waits under in the ranked line, as its `waitingFor` remembers it: a read
+   * tells whether it still does (no write). When it does not any more (its entry was admitted),
+   * it joins again under `rank`, its rank now.
+   */
+  waitsAs?: string;
   /** false: when no slot is free, take no ticket and answer `busy` (a `skip` singleton). @default true */
   wait?: boolean;
 }

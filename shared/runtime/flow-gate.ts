@@ -222,9 +222,9 @@ export function createFlowGate(deps: FlowGateDeps) {
           mine.limit === i &&
           mine.key === slot.key;
         const ticket = waitsHere ? mine.ticket : undefined;
-        // a job in a ranked line keeps the place it joined under, even if its rank would be another now
-        const inLine = waitsHere && rank !== undefined && mine.rank !== undefined;
-        const myRank = inLine ? mine.rank : rank;
+        // a job in a ranked line keeps the place it joined under while that entry waits; once it
+        // does not (admitted, and the place given back), it joins again under its rank now
+        const remembered = waitsHere && rank !== undefined ? mine.rank : undefined;
         // A `skip` singleton turns away a new run, not a retry of one that ran, one that resumes
         // after a sleep or a signal, nor one in line.
         const skip =
@@ -233,7 +233,7 @@ export function createFlowGate(deps: FlowGateDeps) {
           job.state !== 'retrying' &&
           job.state !== 'waiting' &&
           ticket === undefined &&
-          !inLine;
+          remembered === undefined;
         const take = () =>
           slots.acquire({
             slot,
@@ -242,8 +242,8 @@ export function createFlowGate(deps: FlowGateDeps) {
             now: clock.now(),
             token,
             ...(ticket === undefined ? {} : { ticket }),
-            ...(myRank === undefined ? {} : { rank: myRank }),
-            ...(inLine ? { inLine } : {}),
+            ...(rank === undefined ? {} : { rank }),
+            ...(remembered === undefined ? {} : { waitsAs: remembered }),
             ...(skip ? { wait: false } : {}),
           });
         let got = await take();
@@ -255,7 +255,11 @@ export function createFlowGate(deps: FlowGateDeps) {
             const held = await store.get(holder.jobId);
             if (gone(held, clock.now()) && (await freeGone(slot, holder, held, log))) freed = true;
           }
-          if (freed) got = await take();
+          // the freed place goes to the line first, if one waits (a retry, which is never skipped)
+          if (freed) {
+            await admit(slot, log);
+            got = await take();
+          }
         }
         if (got.kind === 'held') {
           fresh ||= got.fresh;
@@ -265,7 +269,7 @@ export function createFlowGate(deps: FlowGateDeps) {
           const by = got.holders.find((h) => h.jobId !== job.id)?.jobId;
           return { kind: 'skipped', slot, ...(by === undefined ? {} : { by }) };
         }
-        if (got.rank !== undefined ? !inLine : got.ticket !== ticket) {
+        if (got.rank !== undefined ? got.rank !== remembered : got.ticket !== ticket) {
           const since = new Date(clock.now()).toISOString();
           const kind = slot.singleton ? 'singleton' : 'concurrency';
           const place = got.rank !== undefined ? { rank: got.rank } : { ticket: got.ticket };
@@ -306,8 +310,24 @@ export function createFlowGate(deps: FlowGateDeps) {
       if (mayStillRun(job, clock.now())) return true;
       let all = true;
       for (const slot of [...jobSlotList].reverse()) {
-        const mine = (await slots.state(slot)).holders.find((h) => h.jobId === job.id);
-        if (mine && !(await this.leave(job, [slot], log, mine.token))) all = false;
+        const state = await slots.state(slot);
+        const mine = state.holders.find((h) => h.jobId === job.id);
+        if (mine) {
+          if (!(await this.leave(job, [slot], log, mine.token))) all = false;
+        } else if (state.waiting > 0 && state.holders.length < slot.limit) {
+          // it holds none, but a place is free while jobs wait: its hand-on may have failed after
+          // its release (its message was kept for this): hand it on now
+          try {
+            await admit(slot, log);
+          } catch (error) {
+            all = false;
+            log.error('could not hand on a concurrency slot', {
+              scope: slot.scope,
+              key: slot.key,
+              ...errorFields(error),
+            });
+          }
+        }
       }
       return all;
     },

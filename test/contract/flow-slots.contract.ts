@@ -228,7 +228,7 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
           now: NOW,
           token: 1,
           rank: r(rank, jobId),
-          ...(inLine ? { inLine } : {}),
+          ...(inLine ? { waitsAs: r(rank, jobId) } : {}),
         });
 
       it('hands a freed place to the lowest rank, whatever the order the jobs joined in', async () => {
@@ -242,7 +242,8 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
           first: true,
           holders: [{ jobId: 'a', since: NOW, token: 1 }],
         });
-        expect(await join(slots, slot, 'b', 10)).toMatchObject({ kind: 'waiting', rank: r(10, 'b'), first: false });
+        // b ranks ahead of c: it heads the line now
+        expect(await join(slots, slot, 'b', 10)).toMatchObject({ kind: 'waiting', rank: r(10, 'b'), first: true });
         expect(await join(slots, slot, 'd', 20)).toMatchObject({ kind: 'waiting', rank: r(20, 'd'), first: false });
         expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 3, issued: 0, admitted: 0 });
         await slots.release({ slot, jobId: 'a' });
@@ -266,17 +267,20 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         await join(slots, slot, 'a', 1);
         await join(slots, slot, 'b', 2);
         await slots.release({ slot, jobId: 'a' });
-        // the place is free, but b waits: c joins, ranked by its own rank (ahead of b here)
-        expect(await join(slots, slot, 'c', 0)).toMatchObject({ kind: 'waiting', first: false });
+        // the place is free, but b waits: c joins, ranked by its own rank (ahead of b here: its head)
+        expect(await join(slots, slot, 'c', 0)).toMatchObject({ kind: 'waiting', first: true });
         expect(await take(slots, slot, 'd')).toMatchObject({ kind: 'waiting', ticket: 0 });
         expect(await slots.acquire({ slot, jobId: 'e', type: 'echo', now: NOW, token: 1, wait: false })).toMatchObject({
           kind: 'busy',
         });
         expect(await stateOf(slots, slot)).toEqual({ holders: [], waiting: 3, issued: 1, admitted: 0 });
-        // a ticket that waits (a type that took priorities on meanwhile) goes first, then the ranks
-        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['d']);
-        await slots.release({ slot, jobId: 'd' });
+        // both lines wait (a scope shared with a type without priorities): the older goes first,
+        // the ranks (the times they stand for) before d's ticket (written now)
         expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c']);
+        await slots.release({ slot, jobId: 'c' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['b']);
+        await slots.release({ slot, jobId: 'b' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['d']);
       });
 
       it('is idempotent: a join sent again keeps one entry, one count and one admission', async () => {
@@ -285,7 +289,7 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         await join(slots, slot, 'a', 1);
         expect(await join(slots, slot, 'b', 5)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: true });
         // the same join again (a lost answer, or a duplicate delivery before its wait was written)
-        expect(await join(slots, slot, 'b', 5)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: false });
+        expect(await join(slots, slot, 'b', 5)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: true });
         expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 1, issued: 0, admitted: 0 });
         // a delivery that knows it waits reads, and is told it still does
         expect(await join(slots, slot, 'b', 5, true)).toMatchObject({ kind: 'waiting', rank: r(5, 'b'), first: true });

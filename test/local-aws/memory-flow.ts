@@ -14,10 +14,21 @@ interface FakeSlot {
   holders: Map<string, { since: number; token: number }>;
   issued: number;
   admitted: number;
-  /** Ticket → its job, or 'skipped'. */
-  tickets: Map<number, { jobId: string; type: string } | 'skipped'>;
+  /** Ticket → its job and when it was written, or 'skipped'. */
+  tickets: Map<number, { jobId: string; type: string; at: number } | 'skipped'>;
   /** The ranked line: entry key → its job. */
-  line: Map<string, { jobId: string; type: string }>;
+  line: Map<string, { jobId: string; type: string; at: number }>;
+}
+
+/** The ranked line's first entry key (lowest), if any. */
+function headOf(s: FakeSlot): string | undefined {
+  return [...s.line.keys()].sort()[0];
+}
+
+/** As the adapter: the job is the next the slot serves when it heads the ranked line and no ticket waits. */
+function firstInLine(s: FakeSlot, jobId: string): boolean {
+  const head = headOf(s);
+  return s.issued === s.admitted && head !== undefined && s.line.get(head)?.jobId === jobId;
 }
 
 function holdersOf(s: FakeSlot): Holder[] {
@@ -51,16 +62,15 @@ export class FakeFlowSlots implements FlowSlots {
     this.hook?.('acquire');
     const s = this.slotOf(input.slot);
     const mine = s.holders.get(input.jobId);
-    const { rank } = input;
-    if (input.ticket !== undefined || (rank !== undefined && input.inLine)) {
+    const { rank, waitsAs } = input;
+    if (input.ticket !== undefined || waitsAs !== undefined) {
       // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
       if (mine && mine.token >= input.token) return { kind: 'held', fresh: false };
       if (!mine && input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
         return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders: holdersOf(s) };
       }
-      if (!mine && rank !== undefined && s.line.has(rank)) {
-        const first = s.line.size === 1 && s.issued === s.admitted;
-        return { kind: 'waiting', rank, first, holders: holdersOf(s) };
+      if (!mine && waitsAs !== undefined && s.line.has(waitsAs)) {
+        return { kind: 'waiting', rank: waitsAs, first: firstInLine(s, input.jobId), holders: holdersOf(s) };
       }
     }
     this.write('acquire');
@@ -76,16 +86,15 @@ export class FakeFlowSlots implements FlowSlots {
     if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
     if (rank !== undefined) {
       // one transaction in the adapter: the entry and the count (an entry there already: it waits)
-      const first = s.line.size === 0 && s.issued === s.admitted;
       if (!s.line.has(rank)) {
-        s.line.set(rank, { jobId: input.jobId, type: input.type });
+        s.line.set(rank, { jobId: input.jobId, type: input.type, at: input.now });
         this.write('join');
       }
-      return { kind: 'waiting', rank, first, holders: holdersOf(s) };
+      return { kind: 'waiting', rank, first: firstInLine(s, input.jobId), holders: holdersOf(s) };
     }
     const ticket = s.issued;
     s.issued += 1;
-    s.tickets.set(ticket, { jobId: input.jobId, type: input.type });
+    s.tickets.set(ticket, { jobId: input.jobId, type: input.type, at: input.now });
     this.write('ticket');
     this.write('ticket-item');
     // as the adapter's ticket write returns them: after the ticket was taken
@@ -105,23 +114,30 @@ export class FakeFlowSlots implements FlowSlots {
     this.hook?.('admit');
     const s = this.slotOf(input.slot);
     const admitted: Admitted[] = [];
-    while (s.admitted < s.issued && s.holders.size < input.slot.limit) {
+    while ((s.admitted < s.issued || s.line.size > 0) && s.holders.size < input.slot.limit) {
+      // as the adapter: the older of the oldest ticket (by when it was written; one not written
+      // goes first) and the ranked line's head (by the time its rank stands for)
       const n = s.admitted;
-      const holder = s.tickets.get(n) ?? 'skipped';
-      s.admitted += 1;
-      this.write('admit');
-      if (holder === 'skipped') continue;
-      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
-      admitted.push({ ...holder, ticket: n });
-    }
-    // then the ranked line, lowest entry key first (one transaction each in the adapter)
-    while (s.line.size > 0 && s.holders.size < input.slot.limit) {
-      const rank = [...s.line.keys()].sort()[0] as string;
+      const ticket = n < s.issued ? (s.tickets.get(n) ?? 'skipped') : undefined;
+      const head = headOf(s);
+      const ticketFirst =
+        ticket !== undefined &&
+        (head === undefined || ticket === 'skipped' || ticket.at <= Number(head.slice(0, head.indexOf('#'))));
+      if (ticket !== undefined && ticketFirst) {
+        s.admitted += 1;
+        this.write('admit');
+        if (ticket === 'skipped') continue;
+        if (!s.holders.has(ticket.jobId)) s.holders.set(ticket.jobId, { since: input.now, token: 0 });
+        admitted.push({ jobId: ticket.jobId, type: ticket.type, ticket: n });
+        continue;
+      }
+      // the ranked line's head (one transaction in the adapter)
+      const rank = head as string;
       const holder = s.line.get(rank) as { jobId: string; type: string };
       s.line.delete(rank);
       this.write('admit-ranked');
       if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
-      admitted.push({ ...holder, rank });
+      admitted.push({ jobId: holder.jobId, type: holder.type, rank });
     }
     return admitted;
   }

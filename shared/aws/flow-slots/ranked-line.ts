@@ -100,8 +100,16 @@ export async function inLine(table: SlotTable, slot: Slot, rank: string): Promis
   return (await table.read(itemKey(linePk(slot), rank))) !== undefined;
 }
 
+/** The time a rank key stands for (epoch ms): the digits before its `#`. */
+export function rankTime(rank: string): number {
+  return Number(rank.slice(0, rank.indexOf('#')));
+}
+
 /** The line's first entry (lowest rank), if any. */
-async function head(table: SlotTable, slot: Slot): Promise<{ jobId: string; type: string; rank: string } | undefined> {
+export async function head(
+  table: SlotTable,
+  slot: Slot,
+): Promise<{ jobId: string; type: string; rank: string } | undefined> {
   const out = await table.send('Query (flow line)', () =>
     table.client.send(
       new QueryCommand({

@@ -66,6 +66,12 @@ export async function writeTicket(
   return out !== 'refused';
 }
 
+/** When ticket `n`'s job wrote it (epoch ms); undefined while it is not written, or skipped. */
+export async function ticketAt(table: SlotTable, slot: Slot, n: number): Promise<number | undefined> {
+  const item = await table.read(flowKeys.ticket(slot.scope, n, slot.key));
+  return item?.at?.N !== undefined && !item.skipped ? Number(item.at.N) : undefined;
+}
+
 /** The job behind ticket `n`: waits a little for a ticket item still being written, then marks it skipped. */
 async function ticketHolder(
   table: SlotTable,

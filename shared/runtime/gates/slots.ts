@@ -118,12 +118,16 @@ class SlotsPass implements GatePass {
     if (this.entered !== token) {
       // Claimed without its slots taken for this attempt (the job changed between the read
       // and the claim): take them now, or give the attempt back before it runs.
-      const entry = await this.gate.enter(claimed, this.slots, token, this.d.log);
+      // If it has to wait, its attempt is given back due now: it waits in line under that runAt's rank.
+      const now = this.kit.clock.now();
+      const { priority } = this.kit.def.spec;
+      const rank = priority ? jobRank(priority, { ...claimed, runAt: new Date(now).toISOString() }) : undefined;
+      const entry = await this.gate.enter(claimed, this.slots, token, this.d.log, rank);
       // (a claimed job has an attempt, so its singleton waits rather than skips)
       if (entry.kind !== 'entered') {
         this.d.log.info('claimed without a free concurrency slot; waiting for one', { key: entry.slot.key });
         this.entered = undefined; // what it took before the claim was for another attempt, and goes on
-        return { kind: 'give-back', runAt: this.kit.clock.now(), what: 'giving back an attempt that has no slot' };
+        return { kind: 'give-back', runAt: now, what: 'giving back an attempt that has no slot' };
       }
     }
     this.held = token;
