@@ -24,7 +24,8 @@ export interface Capacity {
    * Not reported by DynamoDB Local, so estimated the way AWS bills it: a refused conditional
    * write costs the larger of the existing and the new item's size (≥ 1 unit; estimated from the
    * existing item, ALL_OLD); a Query or Scan that finds nothing still costs the minimum read
-   * (0.5 unit eventually consistent, 1 strongly).
+   * (0.5 unit eventually consistent, 1 strongly). A transaction's writes are reported at half
+   * what AWS bills (1 unit per KB per item, where AWS bills 2), so they are doubled and marked.
    */
   estimated?: boolean;
 }
@@ -166,7 +167,17 @@ export function instrument<C extends { middlewareStack: unknown }>(
         const result = await next({ ...args, input });
         record.ok = true;
         const capacity = toCapacity(operation, result.output.ConsumedCapacity as RawCapacity | undefined);
-        if (capacity) record.capacity = capacity;
+        if (capacity && operation === 'TransactWriteItems') {
+          // DynamoDB Local reports a transaction's items at 1 unit per KB; AWS bills 2 (a prepare
+          // and a commit): the difference is estimated
+          record.capacity = {
+            ...capacity,
+            total: capacity.total * 2,
+            table: capacity.table * 2,
+            indexes: Object.fromEntries(Object.entries(capacity.indexes).map(([k, v]) => [k, v * 2])),
+            estimated: true,
+          };
+        } else if (capacity) record.capacity = capacity;
         if ((operation === 'Query' || operation === 'Scan') && !(capacity && capacity.total > 0)) {
           const units = input.ConsistentRead === true ? 1 : 0.5;
           const index = typeof input.IndexName === 'string' ? input.IndexName : undefined;

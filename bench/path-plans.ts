@@ -7,6 +7,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../shared/aws/dynamo-flow-slots';
 import type { Job, JobView } from '../shared/core/job';
 import type { JobState } from '../shared/core/states';
+import { newJob } from '../test/support/fakes';
 import { asActor } from './counting-middleware';
 import { functionUrlEvent, payloadOfBytes, responseJson } from './fixtures';
 import type { Harness } from './harness';
@@ -92,22 +93,30 @@ async function fireNext(h: Harness, pick: (expression: string) => boolean): Prom
 
 /**
  * A job that has to wait for its slot (limit 1 per tenant), then runs. Each trace's key is held
- * by a stand-in holder (`setup`, not counted) while the job arrives, so the job waits; once it
- * waits, the stand-in gives the slot back (`setup`) and the hand-on is made as the worker would
- * after its job's release (`worker`, counted): the trace counts the job's own path, its wait, and
- * the admission that ends it.
+ * by a stand-in job (`setup`, not counted: a running job item and its slot) while the job
+ * arrives, so the job waits; once it waits, the stand-in gives the slot back (`setup`) and the
+ * hand-on is made as the worker would after its job's release (`worker`, counted): the trace
+ * counts the job's own path, its wait, and the admission that ends it.
  */
 function waitPath(id: string, type: 'lined' | 'ranked', what: string): PathPlan {
   const slotOf = (i: number) => ({ scope: `${type}#0`, key: `bench-${i}`, limit: 1 });
+  const holderOf = (i: number) => `bench-holder-${type}-${i}`;
   const handedOn = new Set<string>();
   return {
     id,
     label: `Immediate job with a concurrency limit (1 per tenant), ${what}, succeeds`,
     start: async (h, i) => {
       const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
-      await asActor('setup', () =>
-        slots.acquire({ slot: slotOf(i), jobId: 'bench-holder', type, now: Date.now(), token: 1 }),
-      );
+      const now = h.clock.now();
+      await asActor('setup', async () => {
+        // a live holder: the waiting job's look at the holders leaves it be
+        const holder = newJob(
+          { id: holderOf(i), type, state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: now + 3600_000 },
+          now,
+        );
+        await h.platform.store.create(holder);
+        await slots.acquire({ slot: slotOf(i), jobId: holderOf(i), type, now, token: 1 });
+      });
       return enqueue(h, { type, payload: { tenant: `bench-${i}`, i } });
     },
     during: async (h, jobs) => {
@@ -115,9 +124,10 @@ function waitPath(id: string, type: 'lined' | 'ranked', what: string): PathPlan 
       for (const job of jobs) {
         if (!job?.waitingFor || handedOn.has(job.id)) continue;
         handedOn.add(job.id);
-        const slot = { ...slotOf((job.payload as { i: number }).i) };
-        await asActor('setup', () => slots.release({ slot, jobId: 'bench-holder' }));
-        const admitted = await asActor('worker', () => slots.admit({ slot, now: Date.now() }));
+        const i = (job.payload as { i: number }).i;
+        const slot = slotOf(i);
+        await asActor('setup', () => slots.release({ slot, jobId: holderOf(i) }));
+        const admitted = await asActor('worker', () => slots.admit({ slot, now: h.clock.now() }));
         for (const a of admitted) {
           await asActor('worker', () =>
             h.platform.clients.sqs.send(

@@ -114,7 +114,12 @@ async function runTrace(
       throw new Error(`${plan.id}: jobs ${[...pending].join(', ')} never reached ${until}`);
     if (plan.during) {
       const jobs = await Promise.all([...pending].map((id) => stateOf(h, id)));
+      const duringMark = h.recorder.mark();
       started.apiInvocations += await plan.during(h, jobs);
+      // what it made as the worker (a hand-on another job's worker makes) counts with the last
+      // invocation: its requests and write units, but no Lambda invocation of its own
+      const handOn = h.recorder.since(duringMark).filter((c) => c.actor === 'worker');
+      if (handOn.length > 0) invocations.at(-1)?.calls.push(...handOn);
     }
     const type = plan.type ?? 'echo';
     const q = h.platform.deployment.queues[type];

@@ -10,6 +10,7 @@ import type { OverheadResult } from './overhead';
 import type { PathResult } from './paths';
 import type { MeasuredPeer } from './peers';
 import { ASSUMPTIONS, PRICE_SOURCE } from './prices';
+import type { PriorityBench } from './priorities';
 import { requestsTable, roundTripTable } from './report-paths';
 import type { ThroughputRun } from './throughput';
 
@@ -34,6 +35,8 @@ export interface BenchResults {
   throughput: ThroughputRun[];
   /** The journal: resume reads and sequential steps (bench/journal.ts). */
   journal?: JournalBench;
+  /** Priorities: a line of low-priority jobs, then high-priority ones (bench/priorities.ts). */
+  priorities?: PriorityBench;
 }
 
 function goalsTable(goals: Goal[]): string {

@@ -9,12 +9,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureColdStart } from './cold-start';
 import { costModel } from './cost-model';
-import { checkGoals, journalGoals } from './goals';
+import { checkGoals, journalGoals, priorityGoal } from './goals';
 import { type JournalBench, measureJournal } from './journal';
 import { startBenchAws } from './local';
 import { measureOverhead } from './overhead';
 import { measurePaths } from './paths';
 import { measurePowertoolsPeer } from './peers';
+import { measurePriorities, type PriorityBench } from './priorities';
 import { type BenchResults, renderReport } from './report';
 import { measureThroughput } from './throughput';
 
@@ -28,6 +29,8 @@ const SIZES = {
     throughputJobs: 300,
     resumeSteps: [1000],
     sequentialSteps: 300,
+    priorityLow: 100,
+    priorityHigh: 10,
   },
   full: {
     jobsPerPath: 10,
@@ -38,6 +41,8 @@ const SIZES = {
     throughputJobs: 5000,
     resumeSteps: [1000, 10_000],
     sequentialSteps: 2000,
+    priorityLow: 1000,
+    priorityHigh: 50,
   },
 } as const;
 const CONCURRENCY = [1, 4, 16];
@@ -68,6 +73,7 @@ async function main(): Promise<void> {
   let handmade: Awaited<ReturnType<typeof measurePowertoolsPeer>>;
   let throughput: Awaited<ReturnType<typeof measureThroughput>>;
   let journal: JournalBench;
+  let priorities: PriorityBench;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
     paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath, mode === 'full');
@@ -77,6 +83,8 @@ async function main(): Promise<void> {
     throughput = await measureThroughput(bench.aws, size.throughputJobs, CONCURRENCY, bench.dynamodbPid);
     step(`journal: resume of ${size.resumeSteps.join(', ')} recorded steps; ${size.sequentialSteps} sequential steps`);
     journal = await measureJournal(bench.aws, size);
+    step(`priorities: ${size.priorityLow} low-priority jobs in line, then ${size.priorityHigh} high-priority ones`);
+    priorities = await measurePriorities(bench.aws, size.priorityLow, size.priorityHigh);
   } finally {
     step('stopping local AWS');
     await bench.stop();
@@ -94,7 +102,7 @@ async function main(): Promise<void> {
       seconds: (performance.now() - started) / 1000,
       loadAverage: [loadBefore, loadavg()[0] ?? 0].map((n) => Math.round(n * 100) / 100),
     },
-    goals: [...checkGoals(paths, overhead, coldStart, cost), ...journalGoals(journal)],
+    goals: [...checkGoals(paths, overhead, coldStart, cost), ...journalGoals(journal), priorityGoal(priorities)],
     paths,
     peers: [handmade],
     cost,
@@ -102,6 +110,7 @@ async function main(): Promise<void> {
     coldStart,
     throughput,
     journal,
+    priorities,
   };
   const out = join(
     dirname(fileURLToPath(import.meta.url)),

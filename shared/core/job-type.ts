@@ -121,7 +121,7 @@ export interface JobTypeOptions<
    * Up to two concurrency limits: at no moment do more than `limit` jobs of one key value run,
    * across all workers. Jobs over the limit wait without polling and start in the order they
    * came, per key, as slots free. Each limit costs a job 2 write units (take and give back its
-   * slot); a job that has to wait costs 4 more. See docs/flow-control.md.
+   * slot); a job that has to wait costs 5 more. See docs/flow-control.md.
    * @default none
    * @example
    * concurrency: [{ limit: 2, key: (p) => p.tenantId }, { limit: 20 }]
@@ -170,7 +170,7 @@ export interface JobTypeOptions<
    * the due time less `priority × agingSeconds`, so a job's wait stays bounded (a job is passed
    * only by jobs due no later than `(10 − p) × agingSeconds` after it). Needs a `concurrency` or
    * `singleton` limit: without one, jobs start as SQS and Lambda deliver them. A job that has to
-   * wait costs 9 write units instead of 4 (its place in line and its admission are transactions).
+   * wait costs 10 write units instead of 5 (its place in line and its admission are transactions).
    * See docs/flow-control.md.
    * @default none: oldest first
    * @example
