@@ -132,7 +132,11 @@ export function createFlowGate(deps: FlowGateDeps) {
   /** Hands the slot's free places to the oldest waiting jobs and sends them their messages. */
   async function admit(slot: Slot, log: Logger): Promise<void> {
     const admitted = await persist(() => slots.admit({ slot, now: clock.now() }), log, 'handing on a concurrency slot');
-    for (const a of admitted) await wake({ id: a.jobId, type: a.type }, log);
+    for (const a of admitted) {
+      const place = a.rank !== undefined ? { rank: a.rank } : { ticket: a.ticket };
+      log.info('handed a place in line on', { to: a.jobId, scope: slot.scope, key: slot.key, ...place });
+      await wake({ id: a.jobId, type: a.type }, log);
+    }
   }
 
   /**

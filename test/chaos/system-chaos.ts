@@ -336,6 +336,13 @@ function throttleOverExact(paced: PacedType[], jobs: PlannedJob[], observer: Sys
   return Number(worst.toFixed(2));
 }
 
+/**
+ * The hand-off in flight of invariant 17 (real ms): an admitter reads the line's head, then
+ * writes, then logs; under injected latency and retries that can take seconds, and a job that
+ * joined meanwhile was not yet in the line it read.
+ */
+const RANKED_HANDOFF_MARGIN_MS = 15_000;
+
 const FINAL_WRITES = new Set(['UpdateItem:succeed', 'UpdateItem:retry', 'UpdateItem:fail']);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -775,6 +782,15 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
           : []),
       ],
       ...(slotScopes.length > 0 ? { slotKeys: slots.keys, slotHolders: slots.holders } : {}),
+      ...(limitedType
+        ? {
+            rankedLine: {
+              scope: `${limitedType}#0`,
+              ticketsIssued: slots.tickets[`${limitedType}#0`] ?? 0,
+              marginMs: RANKED_HANDOFF_MARGIN_MS,
+            },
+          }
+        : {}),
       paced,
       throttleWindow: {
         earlyMs: options.maxSkewMs + 50,

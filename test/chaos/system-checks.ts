@@ -16,6 +16,7 @@ import type { ProbeTracker } from '../support/probes';
 import type { PacedType } from './system-flow';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
+import { checkRankedOrder, type RankedLineInput } from './system-priority';
 import { WORKFLOW_TYPE, type WorkflowCheck, type WorkflowInvariant } from './system-workflows';
 
 /** The invariants, in the order they are printed. */
@@ -36,6 +37,7 @@ export const INVARIANTS = [
   '14 no job reads an entry written by another incarnation of its id',
   '15 every signal accepted with 2xx is returned by its wait, or was answered late',
   '16 every waiting job resumes within its stated bound, and every workflow written ends',
+  '17 a type with priorities hands each freed place to the lowest rank waiting, and takes no ticket',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -89,6 +91,8 @@ export interface CheckInput {
   steps?: Map<string, Map<string, unknown>>;
   /** The workflows' checks (system-workflows.ts), counted under invariants 13 to 16. */
   workflows?: WorkflowCheck;
+  /** The ranked lines of a type with priorities (system-priority.ts), checked as invariant 17. */
+  rankedLine?: RankedLineInput;
 }
 
 export interface CheckResult {
@@ -457,6 +461,13 @@ export function checkInvariants(input: CheckInput): CheckResult {
                 ? `still waits for ${child.pendingParents} parent(s), though all ended`
                 : undefined;
     if (problem) violate(INVARIANTS[12], job.id, problem);
+  }
+
+  // 17. The ranked lines serve by rank (system-priority.ts).
+  if (input.rankedLine) {
+    const ranked = checkRankedOrder(observer, input.rankedLine);
+    counts[INVARIANTS[16]].checked += ranked.checked;
+    for (const v of ranked.violations) violate(INVARIANTS[16], v.subject, v.detail);
   }
 
   // 13 to 16 for the workflows (system-workflows.ts checks them; their numbers are here).

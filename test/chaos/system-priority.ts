@@ -1,0 +1,77 @@
+/**
+ * Invariant 17 of the system chaos run: a type with priorities serves its lines by rank. From
+ * the workers' log lines (a job's "waiting for a concurrency slot" names the rank it joined
+ * under; an admitter's "handed a place in line on" names the job and rank it served):
+ * - a place is never handed to a job while a job of a lower rank (served first) had waited in
+ *   the same line for longer than `marginMs` and had not been handed one since: the margin is
+ *   the hand-off in flight (an admitter reads the line's head, then writes: a job that joined
+ *   meanwhile is not passed over, it came too late for that hand-off);
+ * - no job of the type ever takes a ticket of the oldest-first line.
+ */
+import type { SystemObserver } from './system-observer';
+
+export interface RankedLineInput {
+  /** The slot scope of the type's limit (`<type>#0`). */
+  scope: string;
+  /** Tickets its slots issued, read at the end: must be 0. */
+  ticketsIssued: number;
+  /** The hand-off in flight (real ms). */
+  marginMs: number;
+}
+
+export interface RankedLineResult {
+  checked: number;
+  violations: { subject: string; detail: string }[];
+}
+
+interface Event {
+  t: number;
+  job: string;
+  rank: string;
+}
+
+/** Checks invariant 17 on what the observer saw. */
+export function checkRankedOrder(observer: SystemObserver, input: RankedLineInput): RankedLineResult {
+  const violations: RankedLineResult['violations'] = [];
+  const joins = new Map<string, Event[]>();
+  const admissions = new Map<string, Event[]>();
+  const add = (into: Map<string, Event[]>, line: string, e: Event) => into.set(line, [...(into.get(line) ?? []), e]);
+  for (const [jobId, lines] of observer.logs) {
+    for (const l of lines) {
+      const { scope, key, rank } = l.fields;
+      if (scope !== input.scope || typeof key !== 'string' || typeof rank !== 'string') continue;
+      if (l.message === 'waiting for a concurrency slot') add(joins, key, { t: l.t, job: jobId, rank });
+      const to = l.fields.to;
+      if (l.message === 'handed a place in line on' && typeof to === 'string')
+        add(admissions, key, { t: l.t, job: to, rank });
+    }
+  }
+  let checked = 0;
+  const t = (ms: number) => `+${((ms - observer.t0) / 1000).toFixed(2)}s`;
+  for (const [key, served] of admissions) {
+    const waited = joins.get(key) ?? [];
+    for (const a of served) {
+      checked += 1;
+      // each job's latest join before this hand-off, unless it was handed a place since
+      const latest = new Map<string, Event>();
+      for (const j of waited) if (j.t < a.t && (latest.get(j.job)?.t ?? -1) < j.t) latest.set(j.job, j);
+      for (const [job, j] of latest) {
+        if (job === a.job || j.rank >= a.rank || j.t >= a.t - input.marginMs) continue;
+        const servedSince = served.some((o) => o.job === job && o.t > j.t && o.t <= a.t);
+        if (servedSince) continue;
+        violations.push({
+          subject: a.job,
+          detail: `handed a place of ${input.scope} key ${key} at ${t(a.t)} under rank ${a.rank}, while ${job} had waited since ${t(j.t)} under the lower rank ${j.rank}`,
+        });
+      }
+    }
+  }
+  checked += 1;
+  if (input.ticketsIssued > 0) {
+    violations.push({
+      subject: input.scope,
+      detail: `the slots of ${input.scope}, a type with priorities, issued ${input.ticketsIssued} tickets of the oldest-first line`,
+    });
+  }
+  return { checked, violations };
+}

@@ -1,0 +1,97 @@
+/**
+ * Invariant 17 of the system chaos run (test/chaos/system-priority.ts) on made-up log lines: it
+ * holds when each place goes to the lowest rank waiting (or to a job that joined within the
+ * hand-off in flight), and is violated when a place passes over a job of lower rank that had
+ * waited, or when a job of the type took a ticket.
+ */
+import { describe, expect, it } from 'vitest';
+import { SystemObserver } from '../chaos/system-observer';
+import { checkRankedOrder } from '../chaos/system-priority';
+
+const T0 = Date.parse('2026-11-28T12:00:00.000Z');
+const SCOPE = 'sys-b#0';
+const r = (rank: number, job: string) => `${String(rank).padStart(15, '0')}#${job}`;
+
+/** An observer fed log lines at real times `T0 + ms`. */
+function world() {
+  const observer = new SystemObserver(T0);
+  const at = (ms: number, line: Record<string, unknown>) => {
+    const realNow = Date.now;
+    Date.now = () => T0 + ms;
+    try {
+      observer.sink(JSON.stringify({ level: 'info', ...line }));
+    } finally {
+      Date.now = realNow;
+    }
+  };
+  return {
+    observer,
+    waits: (ms: number, job: string, rank: number, key = 'key-0') =>
+      at(ms, { message: 'waiting for a concurrency slot', jobId: job, scope: SCOPE, key, rank: r(rank, job) }),
+    handed: (ms: number, by: string, to: string, rank: number, key = 'key-0') =>
+      at(ms, { message: 'handed a place in line on', jobId: by, to, scope: SCOPE, key, rank: r(rank, to) }),
+  };
+}
+
+const check = (observer: SystemObserver, ticketsIssued = 0) =>
+  checkRankedOrder(observer, { scope: SCOPE, ticketsIssued, marginMs: 1_000 });
+
+describe('invariant 17: a type with priorities serves its lines by rank', () => {
+  it('holds when each place goes to the lowest rank waiting', () => {
+    const w = world();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    w.handed(5_000, 'holder', 'high', 10);
+    w.handed(9_000, 'high', 'low', 50);
+    const out = check(w.observer);
+    expect(out.violations).toEqual([]);
+    expect(out.checked).toBe(3);
+  });
+
+  it('holds when the lower rank joined within the hand-off in flight', () => {
+    const w = world();
+    w.waits(0, 'low', 50);
+    w.waits(4_500, 'high', 10); // 500 ms before the hand-off: the admitter may have read the line before it
+    w.handed(5_000, 'holder', 'low', 50);
+    expect(check(w.observer).violations).toEqual([]);
+  });
+
+  it('holds across keys: each key is its own line', () => {
+    const w = world();
+    w.waits(0, 'high', 10, 'key-1');
+    w.waits(0, 'low', 50, 'key-0');
+    w.handed(5_000, 'holder', 'low', 50, 'key-0');
+    expect(check(w.observer).violations).toEqual([]);
+  });
+
+  it('is violated when a place passes over a lower rank that had waited', () => {
+    const w = world();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    w.handed(5_000, 'holder', 'low', 50);
+    const out = check(w.observer);
+    expect(out.violations).toEqual([
+      {
+        subject: 'low',
+        detail: expect.stringContaining('while high had waited since +0.10s under the lower rank'),
+      },
+    ]);
+  });
+
+  it('is violated when a job that was served and joined again is passed over', () => {
+    const w = world();
+    w.waits(0, 'a', 10);
+    w.handed(1_000, 'holder', 'a', 10);
+    w.waits(3_000, 'a', 20); // a retry of a waits again
+    w.waits(3_000, 'b', 30);
+    w.handed(8_000, 'holder', 'b', 30);
+    expect(check(w.observer).violations.map((v) => v.subject)).toEqual(['b']);
+  });
+
+  it('is violated when the slots of the type issued a ticket', () => {
+    const w = world();
+    expect(check(w.observer, 2).violations).toEqual([
+      { subject: SCOPE, detail: expect.stringContaining('issued 2 tickets of the oldest-first line') },
+    ]);
+  });
+});
