@@ -170,7 +170,11 @@ export class DynamoFlowSlots implements FlowSlots {
     return out !== 'refused';
   }
 
-  async admit(input: { slot: Slot; now: number }): Promise<Admitted[]> {
+  async admit(input: {
+    slot: Slot;
+    now: number;
+    onAdmitted?: (admitted: Admitted) => Promise<void>;
+  }): Promise<Admitted[]> {
     const { slot } = input;
     const admitted: Admitted[] = [];
     // Marks the entries this call writes, to tell its own write (applied, answer lost) from another admitter's.
@@ -182,11 +186,17 @@ export class DynamoFlowSlots implements FlowSlots {
       if (!tickets && item.ranked === 0) break;
       if (tickets && (item.ranked === 0 || (await this.ticketFirst(slot, item)))) {
         const one = await admitTicket(this.table, { slot, item, now: input.now, me });
-        if (one) admitted.push(one);
+        if (one) {
+          admitted.push(one);
+          await input.onAdmitted?.(one);
+        }
       } else {
         const one = await admitHead(this.table, { slot, now: input.now, me });
         if (one === 'empty') break;
-        if (one) admitted.push(one);
+        if (one) {
+          admitted.push(one);
+          await input.onAdmitted?.(one);
+        }
       }
     }
     return admitted;

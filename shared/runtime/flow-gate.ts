@@ -8,6 +8,7 @@ import { routeOf } from '../config';
 import type { Clock } from '../core/clock';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import {
+  type Admitted,
   type FlowSlots,
   type Holder,
   resolveFlowKeys,
@@ -131,12 +132,18 @@ export function createFlowGate(deps: FlowGateDeps) {
 
   /** Hands the slot's free places to the oldest waiting jobs and sends them their messages. */
   async function admit(slot: Slot, log: Logger): Promise<void> {
-    const admitted = await persist(() => slots.admit({ slot, now: clock.now() }), log, 'handing on a concurrency slot');
-    for (const a of admitted) {
+    // each job handed a place is sent its message as it is admitted: a call that fails part-way
+    // (and is tried again) has lost none of them
+    const handOn = async (a: Admitted) => {
       const place = a.rank !== undefined ? { rank: a.rank } : { ticket: a.ticket };
       log.info('handed a place in line on', { to: a.jobId, scope: slot.scope, key: slot.key, ...place });
       await wake({ id: a.jobId, type: a.type }, log);
-    }
+    };
+    await persist(
+      () => slots.admit({ slot, now: clock.now(), onAdmitted: handOn }),
+      log,
+      'handing on a concurrency slot',
+    );
   }
 
   /**

@@ -148,6 +148,25 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       expect(await stateOf(slots, slot)).toEqual({ holders: ['b', 'w0', 'w1'], waiting: 2, issued: 4, admitted: 2 });
     });
 
+    it('tells onAdmitted of each admission as it is made, in order, before the next', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(2);
+      for (const id of ['a', 'b', 'w0', 'w1', 'w2']) await take(slots, slot, id);
+      await slots.release({ slot, jobId: 'a' });
+      await slots.release({ slot, jobId: 'b' });
+      const told: string[] = [];
+      const admitted = await slots.admit({
+        slot,
+        now: NOW,
+        onAdmitted: async (one) => {
+          // the slot already shows this one holding its place, and not yet the next
+          told.push(`${one.jobId}:${(await slots.state(slot)).holders.map((h) => h.jobId).join(',')}`);
+        },
+      });
+      expect(admitted.map((a) => a.jobId)).toEqual(['w0', 'w1']);
+      expect(told).toEqual(['w0:w0', 'w1:w0,w1']);
+    });
+
     it('gives a job whose ticket was passed a new one at the back', async () => {
       const { slots } = await setup();
       const slot = slotOf(1);

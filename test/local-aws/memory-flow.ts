@@ -110,7 +110,11 @@ export class FakeFlowSlots implements FlowSlots {
     return s.holders.delete(input.jobId);
   }
 
-  async admit(input: { slot: Slot; now: number }): Promise<Admitted[]> {
+  async admit(input: {
+    slot: Slot;
+    now: number;
+    onAdmitted?: (admitted: Admitted) => Promise<void>;
+  }): Promise<Admitted[]> {
     this.hook?.('admit');
     const s = this.slotOf(input.slot);
     const admitted: Admitted[] = [];
@@ -128,7 +132,9 @@ export class FakeFlowSlots implements FlowSlots {
         this.write('admit');
         if (ticket === 'skipped') continue;
         if (!s.holders.has(ticket.jobId)) s.holders.set(ticket.jobId, { since: input.now, token: 0 });
-        admitted.push({ jobId: ticket.jobId, type: ticket.type, ticket: n });
+        const one = { jobId: ticket.jobId, type: ticket.type, ticket: n };
+        admitted.push(one);
+        await input.onAdmitted?.(one);
         continue;
       }
       // the ranked line's head (one transaction in the adapter)
@@ -137,7 +143,9 @@ export class FakeFlowSlots implements FlowSlots {
       s.line.delete(rank);
       this.write('admit-ranked');
       if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
-      admitted.push({ jobId: holder.jobId, type: holder.type, rank });
+      const one = { jobId: holder.jobId, type: holder.type, rank };
+      admitted.push(one);
+      await input.onAdmitted?.(one);
     }
     return admitted;
   }
