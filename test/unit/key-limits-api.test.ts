@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { accessFrom } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
+import { keyLimitsResponseSchema, keyStateSchema } from '../../shared/api/schemas';
 import { ManualClock } from '../../shared/core/clock';
 import type { Slot } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
@@ -101,6 +102,9 @@ describe('PUT /types/{type}/keys/{key}/limits', () => {
     expect(flow.writes['set-limit']).toBe(1);
     const get = await call('GET', '/types/tenant-sync/keys/t1');
     expect(get.body.limits).toEqual(put.body.limits);
+    // as OpenAPI documents them
+    expect(keyLimitsResponseSchema.parse(put.body)).toEqual(put.body);
+    expect(keyStateSchema.parse(get.body)).toEqual(get.body);
     // another key keeps the spec's
     expect((await call('GET', '/types/tenant-sync/keys/t2')).body.limits[0]).toMatchObject({
       limit: 2,
