@@ -93,7 +93,7 @@ export function actorOf(principal: Principal | undefined): string {
 
 /**
  * The audit of an operator action that succeeded: one structured log line (`operator action`,
- * with who, what, on which job or schedule, and when) and the `OperatorActions` metric. The job's
+ * with who, what, on which job, schedule or key, and when) and the `OperatorActions` metric. The job's
  * own record is written by the action (`controls` on the job).
  */
 export function auditOperatorAction(
@@ -122,6 +122,7 @@ export function auditOperatorAction(
     ...(entry.principal?.session ? { session: entry.principal.session } : {}),
     ...(entry.params.id !== undefined ? { jobId: entry.params.id } : {}),
     ...(entry.params.name !== undefined ? { schedule: entry.params.name } : {}),
+    ...(entry.params.key !== undefined ? { key: entry.params.key } : {}),
     ...(type !== undefined ? { type } : {}),
     at: new Date(entry.at).toISOString(),
   });

@@ -52,7 +52,7 @@ export interface ApiDeps {
   metrics?: Metrics;
   /** Recurring schedules' store and trigger. @default built from the environment on first use */
   schedules?: ScheduleRouteDeps['schedules'];
-  /** Concurrency slots, for `GET /types/{type}/keys/{key}`. Without it that route answers 404. */
+  /** Concurrency slots, for `GET /types/{type}/keys/{key}` and its `/limits`. Without it those routes answer 404. */
   flow?: FlowSlots;
   /** Throttle and rate-limit state: required when a job type has a `rateLimit` (counted at enqueue). */
   pacer?: Pacer;
@@ -94,7 +94,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   routes.push(...listRoutes(plane));
   routes.push(...jobControlRoutes(plane, typeOf));
   routes.push(...dlqRoutes(plane));
-  routes.push(...flowRoutes({ ...deps, clock: deps.clock ?? systemClock }));
+  routes.push(...flowRoutes({ ...deps, clock: deps.clock ?? systemClock, log }));
   routes.push(
     ...flowsRoutes(
       new FlowsService({

@@ -20,6 +20,9 @@ import {
   jobStateSchema,
   jobSummarySchema,
   jobViewSchema,
+  keyLimitsQuerySchema,
+  keyLimitsRequestSchema,
+  keyLimitsResponseSchema,
   keyStateSchema,
   lastRedriveSchema,
   listQueryDocSchema,
@@ -77,6 +80,7 @@ const REQUEST_COMPONENTS: [string, z.ZodType][] = [
   ['ScheduleUpdate', scheduleUpdateSchema],
   ['BulkRequest', bulkRequestSchema],
   ['RunScheduleRequest', runScheduleRequestSchema],
+  ['KeyLimitsRequest', keyLimitsRequestSchema],
 ];
 const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['JobState', jobStateSchema],
@@ -96,6 +100,7 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['ScheduleView', scheduleViewSchema],
   ['SchedulePage', schedulePageSchema],
   ['KeyState', keyStateSchema],
+  ['KeyLimits', keyLimitsResponseSchema],
   ['BulkItemResult', bulkResultSchema],
   ['BulkResult', bulkResponseSchema],
   ['OverviewBucket', overviewBucketSchema],
@@ -112,7 +117,7 @@ const errors = (...statuses: string[]) =>
   );
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400':
-    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_priority`, `invalid_key`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
+    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_priority`, `invalid_key`, `invalid_limits`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
   '403':
     "The caller's grants do not allow this call (`forbidden`, with the `action`, a control call's `control` and the first job `type` not granted); nothing was written. See docs/security.md",
   '404':
@@ -299,6 +304,40 @@ export const OPERATIONS: ApiOperation[] = [
       '404 `no_flow_control` for a type without flow control; 400 `invalid_key` for an unusable key.',
     pathParams: { type: 'The job type', key: 'The key value (URL-encoded)' },
     responses: { '200': { description: 'The key', schema: keyStateSchema }, ...errors('400', '404', '429', '503') },
+  },
+  {
+    method: 'put',
+    path: '/types/{type}/keys/{key}/limits',
+    operationId: 'setKeyLimits',
+    summary: "Set a key's concurrency limit at run time",
+    description:
+      "Replaces the spec's concurrency limit for this key value, from the next start: a lowered limit lets the " +
+      'running jobs finish; a raised one hands its new places to waiting jobs at once (named in `handedOn`). ' +
+      'Only concurrency limits can be set (not throttles, rate limits or weights). The request is checked whole ' +
+      'before anything is written: 400 `invalid_limits` names the field (a type without concurrency limits, a bad ' +
+      '`limit` index, a key other than `*` for a limit without a key function, a value outside 1 to 1000). ' +
+      'Costs 1 write unit, plus the hand-on. Access: `operate`.',
+    pathParams: { type: 'The job type', key: 'The key value (URL-encoded; `*` for a limit without a key function)' },
+    body: keyLimitsRequestSchema,
+    responses: {
+      '200': { description: "The key's limits as they hold now", schema: keyLimitsResponseSchema },
+      ...errors('400', '404', '429', '503'),
+    },
+  },
+  {
+    method: 'delete',
+    path: '/types/{type}/keys/{key}/limits',
+    operationId: 'clearKeyLimits',
+    summary: "Remove a key's run-time concurrency limit",
+    description:
+      "The spec's limit holds again, from the next start (a spec above the removed limit hands places on at once). " +
+      'Query `limit`: the index of the limit, as in the PUT. Access: `operate`.',
+    pathParams: { type: 'The job type', key: 'The key value (URL-encoded; `*` for a limit without a key function)' },
+    query: keyLimitsQuerySchema,
+    responses: {
+      '200': { description: "The key's limits as they hold now", schema: keyLimitsResponseSchema },
+      ...errors('400', '404', '429', '503'),
+    },
   },
   {
     method: 'post',

@@ -531,20 +531,57 @@ const paceStateSchema = z.object({
   }),
 });
 
+/** One concurrency limit of a key: the limit that holds, the spec's, and where it comes from. */
+const keyLimitSchema = z.object({
+  index: z.int().min(0).meta({ description: "The limit's place in the type's `concurrency`" }),
+  limit: z.int().min(1).meta({ description: 'The limit that holds: the one set at run time, or the spec’s' }),
+  specLimit: z.int().min(1).meta({ description: "The limit in the job type's spec" }),
+  source: z
+    .enum(['spec', 'runtime'])
+    .meta({ description: '`runtime`: set by `PUT /types/{type}/keys/{key}/limits`; `spec`: the spec’s holds' }),
+  setBy: z.string().optional().meta({ description: 'Who set the run-time limit (the caller’s ARN)' }),
+  setAt: isoTime.optional().meta({ description: 'When the run-time limit was set' }),
+  key: z.string().meta({ description: 'The key value counted (`*`: the limit has one key for the whole type)' }),
+  running: z
+    .array(z.object({ jobId: z.string(), since: isoTime }))
+    .meta({ description: 'Jobs holding a slot: running, or handed one and about to start' }),
+  waiting: z.int().min(0).meta({ description: 'Jobs waiting for a slot of this key' }),
+});
+
+/** The body of `PUT /types/{type}/keys/{key}/limits` (checked in shared/core/key-limits.ts). */
+export const keyLimitsRequestSchema = z
+  .object({
+    concurrency: z.int().min(1).max(1000).meta({ description: 'The concurrency limit of this key, 1 to 1000' }),
+    limit: z.int().min(0).optional().meta({
+      description:
+        "Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit",
+    }),
+  })
+  .strict();
+
+/** The query of `DELETE /types/{type}/keys/{key}/limits`. */
+export const keyLimitsQuerySchema = z
+  .object({
+    limit: z.string().regex(/^\d+$/).optional().meta({
+      description: "Which of the type's concurrency limits (its index). @default as in the PUT",
+    }),
+  })
+  .strict();
+
+/** What `PUT` and `DELETE /types/{type}/keys/{key}/limits` answer. */
+export const keyLimitsResponseSchema = z.object({
+  type: z.string(),
+  key: z.string(),
+  limits: z.array(keyLimitSchema),
+  handedOn: z
+    .array(z.string())
+    .meta({ description: 'Waiting jobs the change handed a place to: their messages were sent' }),
+});
+
 export const keyStateSchema = z.object({
   type: z.string(),
   key: z.string(),
-  limits: z.array(
-    z.object({
-      index: z.int().min(0).meta({ description: "The limit's place in the type's `concurrency`" }),
-      limit: z.int().min(1),
-      key: z.string().meta({ description: 'The key value counted (`*`: the limit has one key for the whole type)' }),
-      running: z
-        .array(z.object({ jobId: z.string(), since: isoTime }))
-        .meta({ description: 'Jobs holding a slot: running, or handed one and about to start' }),
-      waiting: z.int().min(0).meta({ description: 'Jobs waiting for a slot of this key' }),
-    }),
-  ),
+  limits: z.array(keyLimitSchema),
   singleton: z
     .object({
       scope: z.string().meta({ description: "The singleton's scope (shared by every type that names it)" }),

@@ -15,6 +15,10 @@
  * Write units (items ≤ 1 KB; the slot item grows by a job id and a number per holder): a free
  * slot costs 1 (acquire) + 1 (release); a wait costs 2 more (ticket number, ticket item) and 1
  * for the admit that hands it the slot. The first job of a key value also creates its item (1).
+ *
+ * A limit set at run time (`lim`, with `limBy` and `limAt`) sits on the slot item itself: every
+ * condition that compares the holders with the limit reads `lim` when it is there and the spec's
+ * `:limit` otherwise, so it costs a job no read and no write.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -23,12 +27,22 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Slot, SlotState } from '../core/flow';
+import {
+  type AcquireInput,
+  type AcquireResult,
+  type Admitted,
+  effectiveLimit,
+  type FlowSlots,
+  MAX_CONCURRENCY_LIMIT,
+  type SetLimitInput,
+  type Slot,
+  type SlotState,
+} from '../core/flow';
 import { ThrottledError } from '../errors';
-import { keyOf, N } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
 import { admitHead, head, inLine, joinLine, rankTime } from './flow-slots/ranked-line';
-import { flowKeys, holderEntry, type SlotItem, SlotTable, slotItem } from './flow-slots/slot-table';
+import { flowKeys, holderEntry, type SlotItem, SlotTable, slotItem, UNDER_LIMIT } from './flow-slots/slot-table';
 import { admitTicket, nextTicket, ticketAt, writeTicket } from './flow-slots/ticket-line';
 
 export { flowKeys, TICKET_RETENTION_SECONDS } from './flow-slots/slot-table';
@@ -78,7 +92,7 @@ export class DynamoFlowSlots implements FlowSlots {
           UpdateExpression: 'SET hs.#id = :entry',
           ConditionExpression:
             '(attribute_exists(hs.#id) AND hs.#id.t <= :t) OR ' +
-            '(attribute_not_exists(hs.#id) AND size(hs) < :limit AND iss = adm AND (attribute_not_exists(w) OR w = :zero))',
+            `(attribute_not_exists(hs.#id) AND ${UNDER_LIMIT} AND iss = adm AND (attribute_not_exists(w) OR w = :zero))`,
           ExpressionAttributeNames: { '#id': jobId },
           ExpressionAttributeValues: {
             ':entry': holderEntry(now, token),
@@ -179,9 +193,9 @@ export class DynamoFlowSlots implements FlowSlots {
     const admitted: Admitted[] = [];
     // Marks the entries this call writes, to tell its own write (applied, answer lost) from another admitter's.
     const me = randomUUID();
-    for (let guard = 0; guard < slot.limit + 64; guard++) {
+    for (let guard = 0; guard < MAX_CONCURRENCY_LIMIT + 64; guard++) {
       const item = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
-      if (item.holders.length >= slot.limit) break;
+      if (item.holders.length >= effectiveLimit(slot, item.runtimeLimit)) break;
       const tickets = item.admitted < item.issued;
       if (!tickets && item.ranked === 0) break;
       if (tickets && (item.ranked === 0 || (await this.ticketFirst(slot, item)))) {
@@ -220,6 +234,44 @@ export class DynamoFlowSlots implements FlowSlots {
       waiting: Math.max(0, item.issued - item.admitted) + item.ranked,
       issued: item.issued,
       admitted: item.admitted,
+      ...(item.runtimeLimit ? { runtimeLimit: item.runtimeLimit } : {}),
     };
+  }
+
+  /**
+   * Sets `lim` (with `limBy`, `limAt`) on the slot item, creating the item as {@link create} does
+   * when the key has none: one UpdateItem. Removing it is one UpdateItem conditioned on the item
+   * (an update of a missing item would create a bare one).
+   */
+  async setLimit(input: SetLimitInput): Promise<void> {
+    const { table } = this;
+    const Key = keyOf(flowKeys.slot(input.slot.scope, input.slot.key));
+    await table.send('UpdateItem (flow limit)', () =>
+      table.client.send(
+        new UpdateItemCommand(
+          input.limit === undefined
+            ? {
+                TableName: table.tableName,
+                Key,
+                UpdateExpression: 'REMOVE lim, limBy, limAt',
+                ConditionExpression: 'attribute_exists(pk)',
+              }
+            : {
+                TableName: table.tableName,
+                Key,
+                UpdateExpression:
+                  'SET lim = :lim, limBy = :by, limAt = :at, hs = if_not_exists(hs, :none), ' +
+                  'iss = if_not_exists(iss, :zero), adm = if_not_exists(adm, :zero)',
+                ExpressionAttributeValues: {
+                  ':lim': N(input.limit),
+                  ':by': S(input.by),
+                  ':at': N(input.now),
+                  ':none': { M: {} },
+                  ':zero': N(0),
+                },
+              },
+        ),
+      ),
+    );
   }
 }

@@ -33,6 +33,8 @@ import type {
   JobTypeMap,
   JobTypesOf,
   JobView,
+  KeyLimits,
+  KeyLimitsInput,
   KeyState,
   ListFilter,
   Listing,
@@ -228,6 +230,20 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
    * console.log(state.limits[0]?.running.length, state.limits[0]?.waiting);
    */
   keyState(type: TypeName<T>, key: string): Promise<KeyState>;
+  /**
+   * `PUT /types/{type}/keys/{key}/limits`: sets the key's concurrency limit at run time, in place
+   * of the spec's, from the next start (a raise hands its new places to waiting jobs at once). Use
+   * the key `*` for a limit without a key function. Needs the `operate` grant.
+   * @example
+   * await client.setKeyLimits('tenant-sync', 'tenant-42', { concurrency: 10 }); // a paying tenant
+   */
+  setKeyLimits(type: TypeName<T>, key: string, limits: KeyLimitsInput): Promise<KeyLimits>;
+  /**
+   * `DELETE /types/{type}/keys/{key}/limits`: removes the key's run-time limit; the spec's holds again.
+   * @example
+   * await client.clearKeyLimits('tenant-sync', 'tenant-42');
+   */
+  clearKeyLimits(type: TypeName<T>, key: string, options?: { limit?: number }): Promise<KeyLimits>;
   /** `POST /jobs/{id}/cancel`. */
   cancel(id: string): Promise<JobView>;
   /** `POST /jobs/{id}/retry`: runs a failed or cancelled job again. */
@@ -482,6 +498,21 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     latest: (type) => send({ method: 'GET', path: `/types/${segment(type)}/latest`, idempotent: true }),
     keyState: (type, key) =>
       send({ method: 'GET', path: `/types/${segment(type)}/keys/${segment(key)}`, idempotent: true }),
+    // setting the same value again changes nothing: the transport may retry both
+    setKeyLimits: (type, key, limits) =>
+      send({
+        method: 'PUT',
+        path: `/types/${segment(type)}/keys/${segment(key)}/limits`,
+        body: limits,
+        idempotent: true,
+      }),
+    clearKeyLimits: (type, key, options = {}) =>
+      send({
+        method: 'DELETE',
+        path: `/types/${segment(type)}/keys/${segment(key)}/limits`,
+        ...(options.limit === undefined ? {} : { query: { limit: String(options.limit) } }),
+        idempotent: true,
+      }),
     cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
     retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
     // a replay of the same signal is harmless (200, duplicate), so the transport may retry it

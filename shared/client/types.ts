@@ -10,6 +10,7 @@ import type {
   dlqPeekSchema,
   flowViewSchema,
   jobSummarySchema,
+  keyLimitsResponseSchema,
   keyStateSchema,
   overviewSchema,
   redriveResultSchema,
@@ -337,6 +338,17 @@ export interface Listing<Item> extends AsyncIterable<Item> {
 
 /** `GET /types/{type}/keys/{key}`: the flow-control state of one key value of a job type. */
 export type KeyState = z.output<typeof keyStateSchema>;
+
+/** What `PUT` and `DELETE /types/{type}/keys/{key}/limits` answer: the key's limits as they hold now. */
+export type KeyLimits = z.output<typeof keyLimitsResponseSchema>;
+
+/** A key's concurrency limit to set at run time. */
+export interface KeyLimitsInput {
+  /** The limit, 1 to 1000. */
+  concurrency: number;
+  /** Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit */
+  limit?: number;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Dead-letter queues

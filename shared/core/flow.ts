@@ -262,6 +262,36 @@ export interface SlotState {
   /** Tickets handed out so far, and handed a slot so far: the next ticket is `issued`, the next to get a slot `admitted`. */
   issued: number;
   admitted: number;
+  /**
+   * The limit set at run time for this key (`PUT /types/{type}/keys/{key}/limits`), who set it and
+   * when (epoch ms). Absent: the spec's limit holds.
+   */
+  runtimeLimit?: RuntimeLimit;
+}
+
+/** A concurrency limit set at run time on one slot, in place of the spec's. */
+export interface RuntimeLimit {
+  limit: number;
+  /** Who set it (the caller's principal ARN, or `anonymous`). */
+  by: string;
+  /** When it was set (epoch ms). */
+  at: number;
+}
+
+/** The limit a slot holds to: the one set at run time when there is one, the spec's otherwise. */
+export function effectiveLimit(slot: Pick<Slot, 'limit'>, runtime: Pick<RuntimeLimit, 'limit'> | undefined): number {
+  return runtime?.limit ?? slot.limit;
+}
+
+/** What {@link FlowSlots.setLimit} is given. */
+export interface SetLimitInput {
+  slot: Pick<Slot, 'scope' | 'key'>;
+  /** The new limit; undefined removes the one set at run time. */
+  limit: number | undefined;
+  /** Who sets it (recorded with it). */
+  by: string;
+  /** When (epoch ms; recorded with it). */
+  now: number;
 }
 
 /** What {@link FlowSlots.acquire} is given. */
@@ -317,4 +347,12 @@ export interface FlowSlots {
   admit(input: { slot: Slot; now: number; onAdmitted?: (admitted: Admitted) => Promise<void> }): Promise<Admitted[]>;
   /** Reads the slot's state (strongly consistent). */
   state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState>;
+  /**
+   * Sets the slot's limit at run time (`limit`: 1 to {@link MAX_CONCURRENCY_LIMIT}), in place of
+   * the spec's, recording `by` and `now`; `limit: undefined` removes it (the spec's holds again).
+   * Creates the slot's item when the key has none. It holds from the next take: a lowered limit
+   * lets the current holders finish, and a raised one lets places free only for an
+   * {@link FlowSlots.admit} (the caller's) or a newcomer. Safe to call again.
+   */
+  setLimit(input: SetLimitInput): Promise<void>;
 }

@@ -361,5 +361,97 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         expect(after.waiting).toBe(8);
       });
     });
+
+    describe('limits set at run time', () => {
+      const setBy = (slots: FlowSlots, slot: Slot, limit: number | undefined) =>
+        slots.setLimit({ slot, limit, by: 'arn:aws:iam::123456789012:role/ops', now: NOW + 1 });
+      const joinRanked = (slots: FlowSlots, slot: Slot, jobId: string, rank: number) =>
+        slots.acquire({
+          slot,
+          jobId,
+          type: 'echo',
+          now: NOW,
+          token: 1,
+          rank: `${String(rank).padStart(15, '0')}#${jobId}`,
+        });
+
+      it('creates the slot on a key that has none, and records who set the limit and when', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await setBy(slots, slot, 2);
+        expect(await stateOf(slots, slot)).toEqual({
+          holders: [],
+          waiting: 0,
+          issued: 0,
+          admitted: 0,
+          runtimeLimit: { limit: 2, by: 'arn:aws:iam::123456789012:role/ops', at: NOW + 1 },
+        });
+        // above the spec's 1: two take a place, the third waits
+        expect(await take(slots, slot, 'a')).toEqual({ kind: 'held', fresh: true });
+        expect(await take(slots, slot, 'b')).toEqual({ kind: 'held', fresh: true });
+        expect(await take(slots, slot, 'c')).toMatchObject({ kind: 'waiting', ticket: 0, first: true });
+      });
+
+      it('a lowered limit lets the holders finish and holds from the next take', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(3);
+        await take(slots, slot, 'a');
+        await take(slots, slot, 'b');
+        await setBy(slots, slot, 1);
+        expect((await stateOf(slots, slot)).holders).toEqual(['a', 'b']);
+        expect(await take(slots, slot, 'c')).toMatchObject({ kind: 'waiting', ticket: 0 });
+        await slots.release({ slot, jobId: 'a' });
+        // b still holds the one place
+        expect(await slots.admit({ slot, now: NOW })).toEqual([]);
+        await slots.release({ slot, jobId: 'b' });
+        expect(await slots.admit({ slot, now: NOW })).toEqual([{ jobId: 'c', type: 'echo', ticket: 0 }]);
+        expect(await stateOf(slots, slot)).toMatchObject({ holders: ['c'], waiting: 0 });
+      });
+
+      it('a raised limit lets more in: admit hands the new places to the waiting jobs at once', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await take(slots, slot, 'a');
+        await take(slots, slot, 'b');
+        await take(slots, slot, 'c');
+        await take(slots, slot, 'd');
+        await setBy(slots, slot, 3);
+        expect((await slots.admit({ slot, now: NOW })).map((x) => x.jobId)).toEqual(['b', 'c']);
+        expect(await stateOf(slots, slot)).toMatchObject({
+          holders: ['a', 'b', 'c'],
+          waiting: 1,
+          issued: 3,
+          admitted: 2,
+        });
+      });
+
+      it('removed, the spec limit holds again; removing one from a key with no slot creates none', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await setBy(slots, slot, 2);
+        await take(slots, slot, 'a');
+        await take(slots, slot, 'b');
+        await setBy(slots, slot, undefined);
+        await slots.release({ slot, jobId: 'a' });
+        expect(await take(slots, slot, 'c')).toMatchObject({ kind: 'waiting', ticket: 0 });
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['b'], waiting: 1, issued: 1, admitted: 0 });
+        const untouched = slotOf(1);
+        await setBy(slots, untouched, undefined);
+        expect(await stateOf(slots, untouched)).toEqual({ holders: [], waiting: 0, issued: 0, admitted: 0 });
+      });
+
+      it('the ranked line honours it: a lowered limit makes a newcomer join, a raised one admits the head', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(3);
+        await setBy(slots, slot, 1);
+        expect(await joinRanked(slots, slot, 'a', 50)).toEqual({ kind: 'held', fresh: true });
+        expect(await joinRanked(slots, slot, 'b', 20)).toMatchObject({ kind: 'waiting', first: true });
+        expect(await joinRanked(slots, slot, 'c', 10)).toMatchObject({ kind: 'waiting', first: true });
+        expect(await slots.admit({ slot, now: NOW })).toEqual([]);
+        await setBy(slots, slot, 2);
+        expect((await slots.admit({ slot, now: NOW })).map((x) => x.jobId)).toEqual(['c']);
+        expect(await stateOf(slots, slot)).toMatchObject({ holders: ['a', 'c'], waiting: 1 });
+      });
+    });
   });
 }

@@ -6,7 +6,18 @@
  */
 
 import type { Debouncer, DebounceWindow } from '../../shared/core/debounce';
-import type { AcquireInput, AcquireResult, Admitted, FlowSlots, Holder, Slot, SlotState } from '../../shared/core/flow';
+import {
+  type AcquireInput,
+  type AcquireResult,
+  type Admitted,
+  effectiveLimit,
+  type FlowSlots,
+  type Holder,
+  type RuntimeLimit,
+  type SetLimitInput,
+  type Slot,
+  type SlotState,
+} from '../../shared/core/flow';
 import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
 
 interface FakeSlot {
@@ -18,6 +29,8 @@ interface FakeSlot {
   tickets: Map<number, { jobId: string; type: string; at: number } | 'skipped'>;
   /** The ranked line: entry key → its job. */
   line: Map<string, { jobId: string; type: string; at: number }>;
+  /** The limit set at run time (`lim` on the adapter's slot item), if any. */
+  runtimeLimit?: RuntimeLimit;
 }
 
 /** The ranked line's first entry key (lowest), if any. */
@@ -79,7 +92,7 @@ export class FakeFlowSlots implements FlowSlots {
       if (mine.token <= input.token) s.holders.set(input.jobId, { since: input.now, token: input.token });
       return { kind: 'held', fresh: false };
     }
-    if (s.holders.size < input.slot.limit && s.issued === s.admitted && s.line.size === 0) {
+    if (s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0) {
       s.holders.set(input.jobId, { since: input.now, token: input.token });
       return { kind: 'held', fresh: true };
     }
@@ -118,7 +131,7 @@ export class FakeFlowSlots implements FlowSlots {
     this.hook?.('admit');
     const s = this.slotOf(input.slot);
     const admitted: Admitted[] = [];
-    while ((s.admitted < s.issued || s.line.size > 0) && s.holders.size < input.slot.limit) {
+    while ((s.admitted < s.issued || s.line.size > 0) && s.holders.size < effectiveLimit(input.slot, s.runtimeLimit)) {
       // as the adapter: the older of the oldest ticket (by when it was written; one not written
       // goes first) and the ranked line's head (by the time its rank stands for)
       const n = s.admitted;
@@ -162,7 +175,20 @@ export class FakeFlowSlots implements FlowSlots {
       waiting: Math.max(0, s.issued - s.admitted) + s.line.size,
       issued: s.issued,
       admitted: s.admitted,
+      ...(s.runtimeLimit ? { runtimeLimit: { ...s.runtimeLimit } } : {}),
     };
+  }
+
+  async setLimit(input: SetLimitInput): Promise<void> {
+    const id = `${input.slot.scope}#${input.slot.key}`;
+    this.write('set-limit');
+    if (input.limit === undefined) {
+      // as the adapter: removing it from a key with no item creates none
+      const s = this.slots.get(id);
+      if (s) delete s.runtimeLimit;
+      return;
+    }
+    this.slotOf(input.slot).runtimeLimit = { limit: input.limit, by: input.by, at: input.now };
   }
 }
 

@@ -545,6 +545,49 @@ describe('commands', () => {
     ]);
   });
 
+  it('limits set and unset call the limits route; key shows where each limit comes from', async () => {
+    const limits = (source: 'spec' | 'runtime') => [
+      {
+        index: 0,
+        limit: source === 'runtime' ? 5 : 2,
+        specLimit: 2,
+        source,
+        ...(source === 'runtime'
+          ? { setBy: 'arn:aws:iam::123456789012:role/ops', setAt: '2026-11-22T10:00:00.000Z' }
+          : {}),
+        key: 't1',
+        running: [{ jobId: 'a', since: '2026-11-22T10:00:00.000Z' }],
+        waiting: 0,
+      },
+    ];
+    const peer = await startPeer((req) => {
+      if (req.method === 'GET') return { body: { type: 'tenant-sync', key: 't1', limits: limits('runtime') } };
+      const source = req.method === 'PUT' ? 'runtime' : 'spec';
+      return {
+        body: { type: 'tenant-sync', key: 't1', limits: limits(source), handedOn: source === 'runtime' ? ['b'] : [] },
+      };
+    });
+    const set = await run(['limits', 'set', 'tenant-sync', 't1', '--concurrency', '5'], { url: peer.url });
+    expect(set.code).toBe(0);
+    expect(set.stdout).toContain('set the concurrency limit of tenant-sync / t1 to 5');
+    expect(set.stdout).toMatch(/concurrency\[0\]\s+t1\s+5 \(set at run time by role\/ops; spec 2\)/);
+    expect(set.stdout).toContain('started now: b');
+    await run(['limits', 'set', 'tenant-sync', '*', '--concurrency', '7', '--limit', '1'], { url: peer.url });
+    const unset = await run(['limits', 'unset', 'tenant-sync', 't1'], { url: peer.url });
+    expect(unset.stdout).toMatch(/concurrency\[0\]\s+t1\s+2\s/);
+    const key = await run(['key', 'tenant-sync', 't1'], { url: peer.url });
+    expect(key.stdout).toContain('5 (set at run time by role/ops; spec 2)');
+    // bad values are refused before any request
+    expect((await run(['limits', 'set', 'tenant-sync', 't1', '--concurrency', '0'], { url: peer.url })).code).toBe(2);
+    expect((await run(['limits', 'set', 'tenant-sync', 't1'], { url: peer.url })).code).toBe(2);
+    expect(peer.requests.map((r) => `${r.method} ${r.rawUrl} ${JSON.stringify(r.json ?? null)}`)).toEqual([
+      'PUT /types/tenant-sync/keys/t1/limits {"concurrency":5}',
+      'PUT /types/tenant-sync/keys/%2A/limits {"concurrency":7,"limit":1}',
+      'DELETE /types/tenant-sync/keys/t1/limits null',
+      'GET /types/tenant-sync/keys/t1 null',
+    ]);
+  });
+
   it('signal sends the payload to the signal route and says whether the job resumed', async () => {
     const peer = await startPeer((req) => ({
       status: 202,

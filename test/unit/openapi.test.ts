@@ -83,6 +83,8 @@ describe('GET /openapi.json document', () => {
         'post /jobs/{id}/signals/{name}',
         'get /types/{type}/latest',
         'get /types/{type}/keys/{key}',
+        'put /types/{type}/keys/{key}/limits',
+        'delete /types/{type}/keys/{key}/limits',
         'get /dlq',
         'post /dlq/redrive',
         'get /openapi.json',

@@ -1,29 +1,75 @@
+import type { PlatformConfig } from '../../config';
 import type { Clock } from '../../core/clock';
 import { type Debouncer, debounceScope } from '../../core/debounce';
-import { type FlowSlots, flowKeyProblem, type Holder, singletonScope, slotsOf, WHOLE_TYPE_KEY } from '../../core/flow';
+import { type FlowSlots, flowKeyProblem, type Holder, singletonScope, WHOLE_TYPE_KEY } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
 import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../../core/pace';
+import type { JobQueue, JobScheduler } from '../../core/ports';
 import { NotFoundError, ValidationError } from '../../errors';
-import { json, type Route } from '../http';
+import type { Logger } from '../../logger';
+import { actorOf } from '../access';
+import { json, jsonBody, type Route } from '../http';
+import { KeyLimitsService } from '../key-limits-service';
 
 const running = (holders: readonly Holder[]) =>
   holders.map((h) => ({ jobId: h.jobId, since: new Date(h.since).toISOString() }));
 
+/** A `?limit=` index as the body would give it: a number when it is digits, the text otherwise (refused). */
+const indexParam = (text: string | undefined): unknown =>
+  text === undefined ? undefined : /^\d{1,4}$/.test(text) ? Number(text) : text;
+
 /**
  * `GET /types/{type}/keys/{key}`: the state of one key value of a job type's flow control: for
- * each concurrency limit, and for its singleton, the jobs holding a slot (and since when) and how
- * many wait. A limit without a key function has one key for the whole type, shown whatever `key`
- * is asked for; so has a singleton without one.
+ * each concurrency limit (the limit that holds, the spec's, and which one it is), and for its
+ * singleton, the jobs holding a slot (and since when) and how many wait. A limit without a key
+ * function has one key for the whole type, shown whatever `key` is asked for; so has a singleton
+ * without one.
+ *
+ * `PUT /types/{type}/keys/{key}/limits` (`{ concurrency, limit? }`) and `DELETE` (`?limit=`) set
+ * and remove a key's concurrency limit at run time (see {@link KeyLimitsService}). Access:
+ * `operate`, as the other changes to how the platform runs (schedules, DLQ redrive), not scoped by
+ * type; each is audited (`limits.set`, `limits.clear`).
  */
 export function flowRoutes(deps: {
+  config: Pick<PlatformConfig, 'routes' | 'queues'>;
   catalog: readonly JobTypeSpec[];
   flow?: FlowSlots;
   pacer?: Pacer;
   debouncer?: Debouncer;
+  queue: JobQueue;
+  scheduler?: JobScheduler;
   clock: Clock;
+  log: Logger;
 }): Route[] {
   const specs = new Map(deps.catalog.map((spec) => [spec.type, spec]));
+  const flow = deps.flow;
+  const limits = flow ? new KeyLimitsService({ ...deps, flow }) : undefined;
+  const limitsService = (type: string): KeyLimitsService => {
+    if (!specs.has(type)) throw new NotFoundError(`job type ${JSON.stringify(type)} not found`, 'type_not_found');
+    if (!limits) throw new NotFoundError('concurrency limits are not configured here', 'not_configured');
+    return limits;
+  };
   return [
+    {
+      path: '/types/{type}/keys/{key}/limits',
+      access: {
+        PUT: { action: 'operate', audit: 'limits.set' },
+        DELETE: { action: 'operate', audit: 'limits.clear' },
+      },
+      methods: {
+        PUT: async (request, params, call) => {
+          const type = params.type ?? '';
+          const service = limitsService(type);
+          return json(200, await service.set(type, params.key ?? '', jsonBody(request), actorOf(call.principal)));
+        },
+        DELETE: async (request, params, call) => {
+          const type = params.type ?? '';
+          const service = limitsService(type);
+          const index = indexParam(request.query.limit);
+          return json(200, await service.clear(type, params.key ?? '', index, actorOf(call.principal)));
+        },
+      },
+    },
     {
       path: '/types/{type}/keys/{key}',
       access: { GET: { action: 'read', types: (_request, params) => [params.type ?? ''] } },
@@ -33,20 +79,20 @@ export function flowRoutes(deps: {
           const key = params.key ?? '';
           const spec = specs.get(type);
           if (!spec) throw new NotFoundError(`job type ${JSON.stringify(type)} not found`, 'type_not_found');
-          const limits = spec.concurrency ?? [];
+          const typeLimits = spec.concurrency ?? [];
           const singleton = spec.singleton;
           const paced = [
             ...(spec.throttle ? [['throttle', spec.throttle] as const] : []),
             ...(spec.rateLimit ? [['rateLimit', spec.rateLimit] as const] : []),
           ];
-          if (limits.length === 0 && !singleton && paced.length === 0 && !spec.debounce) {
+          if (typeLimits.length === 0 && !singleton && paced.length === 0 && !spec.debounce) {
             throw new NotFoundError(
               `job type ${type} has no flow control (concurrency, singleton, throttle, rate limit or debounce)`,
               'no_flow_control',
             );
           }
           if (
-            ((limits.length > 0 || singleton) && !deps.flow) ||
+            ((typeLimits.length > 0 || singleton) && !flow) ||
             (paced.length > 0 && !deps.pacer) ||
             (spec.debounce && !deps.debouncer)
           ) {
@@ -56,9 +102,7 @@ export function flowRoutes(deps: {
           const problem = flowKeyProblem(key);
           if (problem)
             throw new ValidationError('not a usable key', [{ path: 'key', message: problem }], 'invalid_key');
-          const keys = limits.map((l) => (l.key ? key : WHOLE_TYPE_KEY));
-          const flow = deps.flow;
-          const states = flow ? await Promise.all(slotsOf(type, limits, keys).map((slot) => flow.state(slot))) : [];
+          const views = typeLimits.length > 0 ? await limitsService(type).views(spec, key) : [];
           let single = {};
           if (singleton && flow) {
             const scope = singletonScope(type, singleton);
@@ -77,13 +121,7 @@ export function flowRoutes(deps: {
           return json(200, {
             type,
             key,
-            limits: states.map((state, i) => ({
-              index: i,
-              limit: limits[i]?.limit ?? 0,
-              key: keys[i] ?? key,
-              running: running(state.holders),
-              waiting: state.waiting,
-            })),
+            limits: views,
             ...single,
             ...(spec.debounce && deps.debouncer
               ? await (async () => {

@@ -28,7 +28,7 @@ import type { Admitted, Slot } from '../../core/flow';
 import { itemKey } from '../../core/table';
 import { keyOf, N, S } from '../attributes';
 import { translateAwsError } from '../errors';
-import { flowKeys, type SlotTable } from './slot-table';
+import { AT_LIMIT, flowKeys, type SlotTable, UNDER_LIMIT } from './slot-table';
 
 /** The partition of a slot's ranked line. */
 export const linePk = (slot: Pick<Slot, 'scope' | 'key'>) => `flowq#${slot.scope}#${slot.key}`;
@@ -80,7 +80,7 @@ export async function joinLine(
           TableName: table.tableName,
           Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           UpdateExpression: 'ADD w :one',
-          ConditionExpression: 'attribute_not_exists(hs.#id) AND (size(hs) >= :limit OR iss > adm OR w > :zero)',
+          ConditionExpression: `attribute_not_exists(hs.#id) AND (${AT_LIMIT} OR iss > adm OR w > :zero)`,
           ExpressionAttributeNames: { '#id': job.jobId },
           ExpressionAttributeValues: { ':one': N(1), ':zero': N(0), ':limit': N(slot.limit) },
         },
@@ -147,7 +147,7 @@ export async function admitHead(
           TableName: table.tableName,
           Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) ADD w :minus',
-          ConditionExpression: 'w > :zero AND (size(hs) < :limit OR attribute_exists(hs.#id))',
+          ConditionExpression: `w > :zero AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
           ExpressionAttributeNames: { '#id': first.jobId },
           ExpressionAttributeValues: {
             ':entry': { M: { s: N(now), t: N(0), a: S(me) } },

@@ -8,7 +8,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { Holder } from '../../core/flow';
+import type { Holder, RuntimeLimit } from '../../core/flow';
 import type { ItemKey } from '../../core/table';
 import { keyOf, N } from '../attributes';
 import { translateAwsError } from '../errors';
@@ -21,6 +21,16 @@ export const flowKeys = {
   ticket: (scope: string, ticket: number, key: string) => `flowt#${scope}#${ticket}#${key}`,
 };
 
+/**
+ * The conditions that compare the holders with the limit: the one set at run time (`lim`, on the
+ * slot item itself, so the check costs no read) when the item has one, the spec's (`:limit`)
+ * otherwise. DynamoDB takes an attribute path as a comparison's operand, as it takes a value.
+ */
+export const UNDER_LIMIT =
+  '((attribute_not_exists(lim) AND size(hs) < :limit) OR (attribute_exists(lim) AND size(hs) < lim))';
+export const AT_LIMIT =
+  '((attribute_not_exists(lim) AND size(hs) >= :limit) OR (attribute_exists(lim) AND size(hs) >= lim))';
+
 /** A holder's entry in the slot item: since when, and for which attempt. */
 export const holderEntry = (since: number, token: number): AttributeValue => ({ M: { s: N(since), t: N(token) } });
 
@@ -31,6 +41,8 @@ export interface SlotItem {
   admitted: number;
   /** The ranked line: entries waiting (`w`). */
   ranked: number;
+  /** The limit set at run time (`lim`, `limBy`, `limAt`), if any. */
+  runtimeLimit?: RuntimeLimit;
 }
 
 export function slotItem(item: Record<string, AttributeValue> | undefined): SlotItem {
@@ -45,6 +57,9 @@ export function slotItem(item: Record<string, AttributeValue> | undefined): Slot
     issued: Number(item?.iss?.N ?? '0'),
     admitted: Number(item?.adm?.N ?? '0'),
     ranked: Number(item?.w?.N ?? '0'),
+    ...(item?.lim?.N === undefined
+      ? {}
+      : { runtimeLimit: { limit: Number(item.lim.N), by: item.limBy?.S ?? '', at: Number(item.limAt?.N ?? '0') } }),
   };
 }
 

@@ -10,7 +10,15 @@
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Admitted, Slot } from '../../core/flow';
 import { keyOf, N, S } from '../attributes';
-import { flowKeys, type SlotItem, type SlotTable, slotItem, TICKET_RETENTION_SECONDS } from './slot-table';
+import {
+  AT_LIMIT,
+  flowKeys,
+  type SlotItem,
+  type SlotTable,
+  slotItem,
+  TICKET_RETENTION_SECONDS,
+  UNDER_LIMIT,
+} from './slot-table';
 
 /** Pauses before an admitter skips a ticket whose item is not written yet (its job may be writing it). */
 const MISSING_TICKET_WAITS_MS = [20, 100, 400];
@@ -29,7 +37,7 @@ export async function nextTicket(
         TableName: table.tableName,
         Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
         UpdateExpression: 'SET iss = iss + :one',
-        ConditionExpression: 'attribute_not_exists(hs.#id) AND (size(hs) >= :limit OR iss > adm OR w > :zero)',
+        ConditionExpression: `attribute_not_exists(hs.#id) AND (${AT_LIMIT} OR iss > adm OR w > :zero)`,
         ExpressionAttributeNames: { '#id': jobId },
         ExpressionAttributeValues: { ':one': N(1), ':zero': N(0), ':limit': N(slot.limit) },
         ReturnValues: 'ALL_NEW',
@@ -129,7 +137,7 @@ export async function admitTicket(
           : {
               // handed the slot with token 0: its attempt takes it over when its message comes
               UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry), adm = adm + :one',
-              ConditionExpression: 'adm = :n AND (size(hs) < :limit OR attribute_exists(hs.#id))',
+              ConditionExpression: `adm = :n AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
               ExpressionAttributeNames: { '#id': holder.jobId },
               ExpressionAttributeValues: {
                 ':one': N(1),

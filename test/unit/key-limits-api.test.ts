@@ -1,0 +1,232 @@
+/**
+ * `PUT` and `DELETE /types/{type}/keys/{key}/limits` on the in-memory fakes: every bad field
+ * answers 400 `invalid_limits` and nothing is written; a raise hands the new places to the
+ * waiting jobs and sends their messages; `GET /types/{type}/keys/{key}` shows which limit holds.
+ */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { accessFrom } from '../../shared/api/access';
+import { createApiHandler } from '../../shared/api/handler';
+import { keyLimitsResponseSchema, keyStateSchema } from '../../shared/api/schemas';
+import { ManualClock } from '../../shared/core/clock';
+import type { Slot } from '../../shared/core/flow';
+import { defineJobType } from '../../shared/core/job-type';
+import { createLogger } from '../../shared/logger';
+import { FakeFlowSlots } from '../local-aws/memory-flow';
+import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
+
+const T0 = Date.parse('2026-06-01T00:00:00.000Z');
+const OPS = 'arn:aws:iam::123456789012:role/ops';
+const READER = 'arn:aws:iam::123456789012:role/reader';
+
+const tenantSync = defineJobType({
+  type: 'tenant-sync',
+  payload: z.object({ tenantId: z.string() }),
+  concurrency: [{ limit: 2, key: (p) => p.tenantId }, { limit: 10 }],
+});
+const catalog = [
+  tenantSync,
+  defineJobType({ type: 'global', payload: z.object({}), concurrency: [{ limit: 3 }] }),
+  defineJobType({ type: 'plain', payload: z.object({}) }),
+];
+
+function setup() {
+  const flow = new FakeFlowSlots();
+  const queue = new FakeJobQueue();
+  const logs = captureLogs();
+  const api = createApiHandler({
+    access: accessFrom({
+      v: 1,
+      principals: {
+        [OPS]: [{ action: 'operate' }, { action: 'read' }],
+        [READER]: [{ action: 'read' }],
+      },
+    }),
+    config: testConfig(['tenant-sync', 'global', 'plain']),
+    catalog,
+    store: new FakeJobStore(),
+    queue,
+    scheduler: new FakeJobScheduler(),
+    clock: new ManualClock(T0),
+    flow,
+    logger: createLogger({ level: 'debug', sink: logs.sink }),
+  });
+  const call = async (method: string, path: string, body?: unknown, as = OPS, rawQuery = '') => {
+    const response = await api({
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: path,
+      rawQueryString: rawQuery,
+      ...(rawQuery ? { queryStringParameters: Object.fromEntries(new URLSearchParams(rawQuery)) } : {}),
+      headers: { 'content-type': 'application/json' },
+      requestContext: {
+        http: { method, path },
+        requestId: 'req-1',
+        authorizer: { iam: { accountId: '123456789012', userArn: as } },
+      },
+      isBase64Encoded: false,
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    } as unknown as APIGatewayProxyEventV2);
+    return { status: response.statusCode, body: JSON.parse(response.body ?? 'null') };
+  };
+  return { api, call, flow, queue, logs: logs.lines };
+}
+
+const slotOf = (key: string, index = 0, limit = 2): Slot => ({ scope: `tenant-sync#${index}`, key, limit });
+
+describe('PUT /types/{type}/keys/{key}/limits', () => {
+  it('sets the first keyed limit of the key, and answers the limits that hold, as GET shows them', async () => {
+    const { call, flow } = setup();
+    const put = await call('PUT', '/types/tenant-sync/keys/t1/limits', { concurrency: 5 });
+    expect(put.status).toBe(200);
+    expect(put.body).toEqual({
+      type: 'tenant-sync',
+      key: 't1',
+      handedOn: [],
+      limits: [
+        {
+          index: 0,
+          limit: 5,
+          specLimit: 2,
+          source: 'runtime',
+          setBy: OPS,
+          setAt: new Date(T0).toISOString(),
+          key: 't1',
+          running: [],
+          waiting: 0,
+        },
+        { index: 1, limit: 10, specLimit: 10, source: 'spec', key: '*', running: [], waiting: 0 },
+      ],
+    });
+    expect(flow.writes['set-limit']).toBe(1);
+    const get = await call('GET', '/types/tenant-sync/keys/t1');
+    expect(get.body.limits).toEqual(put.body.limits);
+    // as OpenAPI documents them
+    expect(keyLimitsResponseSchema.parse(put.body)).toEqual(put.body);
+    expect(keyStateSchema.parse(get.body)).toEqual(get.body);
+    // another key keeps the spec's
+    expect((await call('GET', '/types/tenant-sync/keys/t2')).body.limits[0]).toMatchObject({
+      limit: 2,
+      source: 'spec',
+    });
+  });
+
+  it('sets an unkeyed limit by its index, under the key *', async () => {
+    const { call, flow } = setup();
+    expect((await call('PUT', '/types/tenant-sync/keys/*/limits', { concurrency: 20, limit: 1 })).status).toBe(200);
+    expect((await flow.state({ scope: 'tenant-sync#1', key: '*' })).runtimeLimit?.limit).toBe(20);
+    expect((await call('PUT', '/types/global/keys/*/limits', { concurrency: 1 })).body.limits[0]).toMatchObject({
+      limit: 1,
+      specLimit: 3,
+      source: 'runtime',
+    });
+  });
+
+  it.each([
+    ['a type without concurrency limits', 'plain', 'k', { concurrency: 2 }, 'concurrency'],
+    ['a value of 0', 'tenant-sync', 't1', { concurrency: 0 }, 'concurrency'],
+    ['a value above 1000', 'tenant-sync', 't1', { concurrency: 1001 }, 'concurrency'],
+    ['a fraction', 'tenant-sync', 't1', { concurrency: 2.5 }, 'concurrency'],
+    ['a string', 'tenant-sync', 't1', { concurrency: '3' }, 'concurrency'],
+    ['no value', 'tenant-sync', 't1', {}, 'concurrency'],
+    ['an index out of range', 'tenant-sync', 't1', { concurrency: 3, limit: 2 }, 'limit'],
+    ['a negative index', 'tenant-sync', 't1', { concurrency: 3, limit: -1 }, 'limit'],
+    ['a key other than * for an unkeyed limit', 'tenant-sync', 't1', { concurrency: 3, limit: 1 }, 'key'],
+    ['a key with a control character', 'tenant-sync', 't%01x', { concurrency: 3 }, 'key'],
+    ['a throttle (not settable yet)', 'tenant-sync', 't1', { concurrency: 3, throttle: 1 }, 'throttle'],
+    ['a weight (not settable yet)', 'tenant-sync', 't1', { weight: 2 }, 'weight'],
+    ['an unknown field', 'tenant-sync', 't1', { concurrency: 3, limits: 1 }, 'limits'],
+    ['a body that is not an object', 'tenant-sync', 't1', [3], '(body)'],
+  ])(
+    'answers 400 invalid_limits naming the field for %s, and writes nothing',
+    async (_what, type, key, body, field) => {
+      const { call, flow, queue } = setup();
+      const response = await call('PUT', `/types/${type}/keys/${key}/limits`, body);
+      expect(response.status).toBe(400);
+      expect(response.body.error.code).toBe('invalid_limits');
+      expect(response.body.error.issues.map((i: { path: string }) => i.path)).toEqual([field]);
+      expect(flow.writes).toEqual({});
+      expect(queue.sent).toEqual([]);
+    },
+  );
+
+  it('answers 404 for an unknown type, and writes nothing', async () => {
+    const { call, flow } = setup();
+    const response = await call('PUT', '/types/nope/keys/k/limits', { concurrency: 3 });
+    expect(response.status).toBe(404);
+    expect(response.body.error.code).toBe('type_not_found');
+    expect(flow.writes).toEqual({});
+  });
+
+  it('needs operate: a caller granted only read gets 403 and nothing is written', async () => {
+    const { call, flow } = setup();
+    const response = await call('PUT', '/types/tenant-sync/keys/t1/limits', { concurrency: 3 }, READER);
+    expect(response.status).toBe(403);
+    expect(flow.writes).toEqual({});
+  });
+
+  it('a raise hands the new places to the waiting jobs at once and sends their messages', async () => {
+    const { call, flow, queue, logs } = setup();
+    const slot = slotOf('t1');
+    for (const jobId of ['a', 'b', 'c', 'd', 'e']) {
+      await flow.acquire({ slot, jobId, type: 'tenant-sync', now: T0, token: 1 });
+    }
+    expect((await flow.state(slot)).waiting).toBe(3);
+    const put = await call('PUT', '/types/tenant-sync/keys/t1/limits', { concurrency: 4 });
+    expect(put.body.handedOn).toEqual(['c', 'd']);
+    expect(queue.sent.map((m) => m.message.id)).toEqual(['c', 'd']);
+    expect(queue.sent[0]?.queueUrl).toContain('orrery-tenant-sync');
+    expect(put.body.limits[0]).toMatchObject({ limit: 4, waiting: 1 });
+    expect(put.body.limits[0].running.map((r: { jobId: string }) => r.jobId)).toEqual(['a', 'b', 'c', 'd']);
+    // the audit: who changed which limit
+    expect(logs).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          message: 'operator action',
+          action: 'limits.set',
+          by: OPS,
+          type: 'tenant-sync',
+          key: 't1',
+        }),
+        expect.objectContaining({ message: 'concurrency limit set', key: 't1', limit: 4, specLimit: 2, by: OPS }),
+      ]),
+    );
+  });
+
+  it('a lowered limit lets the holders finish and hands nothing on', async () => {
+    const { call, flow, queue } = setup();
+    const slot = slotOf('t1');
+    for (const jobId of ['a', 'b', 'c']) await flow.acquire({ slot, jobId, type: 'tenant-sync', now: T0, token: 1 });
+    const put = await call('PUT', '/types/tenant-sync/keys/t1/limits', { concurrency: 1 });
+    expect(put.body.handedOn).toEqual([]);
+    expect(put.body.limits[0]).toMatchObject({ limit: 1, waiting: 1 });
+    expect(put.body.limits[0].running).toHaveLength(2);
+    expect(queue.sent).toEqual([]);
+  });
+});
+
+describe('DELETE /types/{type}/keys/{key}/limits', () => {
+  it('removes the run-time limit: the spec holds again, and a spec above it hands places on', async () => {
+    const { call, flow, queue } = setup();
+    await call('PUT', '/types/tenant-sync/keys/t1/limits', { concurrency: 1 });
+    const slot = slotOf('t1');
+    for (const jobId of ['a', 'b']) await flow.acquire({ slot, jobId, type: 'tenant-sync', now: T0, token: 1 });
+    const deleted = await call('DELETE', '/types/tenant-sync/keys/t1/limits');
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.limits[0]).toMatchObject({ limit: 2, specLimit: 2, source: 'spec' });
+    expect(deleted.body.limits[0]).not.toHaveProperty('setBy');
+    expect(deleted.body.handedOn).toEqual(['b']);
+    expect(queue.sent.map((m) => m.message.id)).toEqual(['b']);
+  });
+
+  it('takes ?limit= as the index, and refuses a bad one with 400 invalid_limits', async () => {
+    const { call, flow } = setup();
+    await call('PUT', '/types/tenant-sync/keys/*/limits', { concurrency: 20, limit: 1 });
+    expect((await call('DELETE', '/types/tenant-sync/keys/*/limits', undefined, OPS, 'limit=1')).status).toBe(200);
+    expect((await flow.state({ scope: 'tenant-sync#1', key: '*' })).runtimeLimit).toBeUndefined();
+    const bad = await call('DELETE', '/types/tenant-sync/keys/*/limits', undefined, OPS, 'limit=x');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_limits', issues: [{ path: 'limit' }] });
+  });
+});
