@@ -49,6 +49,10 @@ export { flowKeys, TICKET_RETENTION_SECONDS } from './flow-slots/slot-table';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The limit that holds, in a waiting answer, when one set at run time replaces the spec's. */
+const limitOf = (slot: Slot, item: SlotItem) =>
+  item.runtimeLimit ? { limit: effectiveLimit(slot, item.runtimeLimit) } : {};
+
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
 const ACQUIRE_TRIES = 6;
 
@@ -121,11 +125,17 @@ export class DynamoFlowSlots implements FlowSlots {
       const mine = now.holders.find((h) => h.jobId === jobId);
       if (mine && mine.token >= token) return { kind: 'held', fresh: false };
       if (!mine && input.ticket !== undefined && input.ticket >= now.admitted && input.ticket < now.issued) {
-        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === now.admitted, holders: now.holders };
+        return {
+          kind: 'waiting',
+          ticket: input.ticket,
+          first: input.ticket === now.admitted,
+          holders: now.holders,
+          ...limitOf(slot, now),
+        };
       }
       if (!mine && waitsAs !== undefined && now.ranked > 0 && (await inLine(this.table, slot, waitsAs))) {
         const first = await this.firstInLine(slot, jobId, now);
-        return { kind: 'waiting', rank: waitsAs, first, holders: now.holders };
+        return { kind: 'waiting', rank: waitsAs, first, holders: now.holders, ...limitOf(slot, now) };
       }
     }
     for (let i = 0; i < ACQUIRE_TRIES; i++) {
@@ -146,7 +156,7 @@ export class DynamoFlowSlots implements FlowSlots {
         if (joined.kind !== 'waiting') continue;
         // first as the line stands after the join (it may have been emptied meanwhile): a head Query
         const first = await this.firstInLine(slot, jobId, old);
-        return { kind: 'waiting', rank, first, holders: old.holders };
+        return { kind: 'waiting', rank, first, holders: old.holders, ...limitOf(slot, old) };
       }
       const next = await nextTicket(this.table, slot, jobId);
       if (!next) continue; // a slot came free, or the job was handed one: take it
@@ -156,6 +166,7 @@ export class DynamoFlowSlots implements FlowSlots {
         ticket: next.ticket,
         first: next.ticket === next.item.admitted,
         holders: next.item.holders,
+        ...limitOf(slot, next.item),
       };
     }
     throw new ThrottledError(`the slot ${slot.scope}/${slot.key} changed on every try; try again shortly`);

@@ -249,7 +249,15 @@ export type AcquireResult =
    * its `rank`. `holders` are the jobs that held the slots when it looked; `first` when no job is
    * ahead of it (in a ranked line: when no other job waited as it joined).
    */
-  | { kind: 'waiting'; ticket?: number; rank?: string; first: boolean; holders: Holder[] }
+  | {
+      kind: 'waiting';
+      ticket?: number;
+      rank?: string;
+      first: boolean;
+      holders: Holder[];
+      /** The limit that holds, when one set at run time replaces the spec's (see {@link effectiveLimit}). */
+      limit?: number;
+    }
   /** No free slot, and the call asked not to wait (`wait: false`): no ticket was taken. */
   | { kind: 'busy'; holders: Holder[] };
 

@@ -9,6 +9,7 @@ import type { Clock } from '../core/clock';
 import { ATTEMPT_MARGIN_MS } from '../core/due';
 import {
   type Admitted,
+  effectiveLimit,
   type FlowSlots,
   type Holder,
   resolveFlowKeys,
@@ -153,7 +154,14 @@ export function createFlowGate(deps: FlowGateDeps) {
    * {@link suspect}): costs a read per holder it looks at, writes only what it frees. A place is
    * freed only under the token read with it, so an attempt that took it over since keeps it.
    */
-  async function reclaim(slot: Slot, holders: readonly Holder[], look: readonly Holder[], self: string, log: Logger) {
+  async function reclaim(
+    slot: Slot,
+    holders: readonly Holder[],
+    look: readonly Holder[],
+    self: string,
+    log: Logger,
+    limit = slot.limit,
+  ) {
     const now = clock.now();
     let freed = 0;
     for (const holder of look) {
@@ -172,7 +180,7 @@ export function createFlowGate(deps: FlowGateDeps) {
       }
     }
     // A free place with a line means a hand-on was lost (its job died after giving the slot back): do it now.
-    if (freed > 0 || holders.length < slot.limit) await admit(slot, log);
+    if (freed > 0 || holders.length < limit) await admit(slot, log);
   }
 
   /** Frees the place of a holder that is finished or gone, under the token read with it; true when freed. */
@@ -287,15 +295,17 @@ export function createFlowGate(deps: FlowGateDeps) {
           await store.markWaiting?.({ job, waitingFor: { kind, limit: i, key: slot.key, ...place, since } });
         }
         if (slot.singleton === 'cancel-running') await cancelHolders(got.holders, job.id, log);
-        if (got.first) await reclaim(slot, got.holders, got.holders, job.id, log);
+        // the limit that holds: a run-time one when set, else the spec's
+        const limit = got.limit ?? slot.limit;
+        if (got.first) await reclaim(slot, got.holders, got.holders, job.id, log, limit);
         else {
           // Any job in line that sees a free place hands it on, and any that sees a suspect holder
           // looks at it: the head of the line may never come back (cancelled, expired, or its
           // ticket orphaned) after a hand-on was lost.
           const now = clock.now();
           const suspects = got.holders.filter((h) => suspect(h, now));
-          if (suspects.length > 0) await reclaim(slot, got.holders, suspects, job.id, log);
-          else if (got.holders.length < slot.limit) await admit(slot, log);
+          if (suspects.length > 0) await reclaim(slot, got.holders, suspects, job.id, log, limit);
+          else if (got.holders.length < limit) await admit(slot, log);
         }
         return {
           kind: 'waiting',
@@ -325,7 +335,7 @@ export function createFlowGate(deps: FlowGateDeps) {
         const mine = state.holders.find((h) => h.jobId === job.id);
         if (mine) {
           if (!(await this.leave(job, [slot], log, mine.token))) all = false;
-        } else if (state.waiting > 0 && state.holders.length < slot.limit) {
+        } else if (state.waiting > 0 && state.holders.length < effectiveLimit(slot, state.runtimeLimit)) {
           // it holds none, but a place is free while jobs wait: its hand-on may have failed after
           // its release (its message was kept for this): hand it on now
           try {

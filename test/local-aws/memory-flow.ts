@@ -33,6 +33,11 @@ interface FakeSlot {
   runtimeLimit?: RuntimeLimit;
 }
 
+/** As the adapter: the limit that holds, in a waiting answer, when one set at run time replaces the spec's. */
+function limitOf(slot: Pick<Slot, 'limit'>, s: FakeSlot): { limit?: number } {
+  return s.runtimeLimit ? { limit: effectiveLimit(slot, s.runtimeLimit) } : {};
+}
+
 /** The ranked line's first entry key (lowest), if any. */
 function headOf(s: FakeSlot): string | undefined {
   return [...s.line.keys()].sort()[0];
@@ -80,10 +85,17 @@ export class FakeFlowSlots implements FlowSlots {
       // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
       if (mine && mine.token >= input.token) return { kind: 'held', fresh: false };
       if (!mine && input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
-        return { kind: 'waiting', ticket: input.ticket, first: input.ticket === s.admitted, holders: holdersOf(s) };
+        return {
+          kind: 'waiting',
+          ticket: input.ticket,
+          first: input.ticket === s.admitted,
+          holders: holdersOf(s),
+          ...limitOf(input.slot, s),
+        };
       }
       if (!mine && waitsAs !== undefined && s.line.has(waitsAs)) {
-        return { kind: 'waiting', rank: waitsAs, first: firstInLine(s, input.jobId), holders: holdersOf(s) };
+        const first = firstInLine(s, input.jobId);
+        return { kind: 'waiting', rank: waitsAs, first, holders: holdersOf(s), ...limitOf(input.slot, s) };
       }
     }
     this.write('acquire');
@@ -103,7 +115,8 @@ export class FakeFlowSlots implements FlowSlots {
         s.line.set(rank, { jobId: input.jobId, type: input.type, at: input.now });
         this.write('join');
       }
-      return { kind: 'waiting', rank, first: firstInLine(s, input.jobId), holders: holdersOf(s) };
+      const first = firstInLine(s, input.jobId);
+      return { kind: 'waiting', rank, first, holders: holdersOf(s), ...limitOf(input.slot, s) };
     }
     const ticket = s.issued;
     s.issued += 1;
@@ -111,7 +124,7 @@ export class FakeFlowSlots implements FlowSlots {
     this.write('ticket');
     this.write('ticket-item');
     // as the adapter's ticket write returns them: after the ticket was taken
-    return { kind: 'waiting', ticket, first: ticket === s.admitted, holders: holdersOf(s) };
+    return { kind: 'waiting', ticket, first: ticket === s.admitted, holders: holdersOf(s), ...limitOf(input.slot, s) };
   }
 
   async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
