@@ -83,3 +83,50 @@ describe('ranked line races on DynamoDB Local', () => {
     expect(got).toMatchObject({ kind: 'waiting', rank: r(20, 'x'), first: true });
   });
 });
+
+/** A client whose matching request is applied, and whose caller then gets an error: an answer lost every time. */
+function answerLostOn(commandName: string) {
+  const client = new DynamoDBClient({
+    endpoint: inject('dynamodbEndpoint'),
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+  });
+  let lost = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const out = await next(args);
+      if (context.commandName === commandName && lost === 0) {
+        lost += 1;
+        throw Object.assign(new Error('socket hang up: response lost'), { name: 'TimeoutError', $metadata: {} });
+      }
+      return out;
+    },
+    { step: 'initialize', name: 'loseAnswer' },
+  );
+  return client;
+}
+
+describe('a hand-on whose answer is lost on DynamoDB Local', () => {
+  it.each([
+    ['ranked', 'TransactWriteItemsCommand', (jobId: string) => ({ rank: r(1, jobId) })],
+    ['oldest-first', 'UpdateItemCommand', () => ({})],
+  ])('still names the job it handed the place to (%s line)', async (_line, command, place) => {
+    const slots = new DynamoFlowSlots(dynamo, tableName);
+    const slot: Slot = { scope: `lost-${command}-${Date.now()}#0`, key: 'k', limit: 1 };
+    await slots.acquire({ slot, jobId: 'a', type: 'echo', now: NOW, token: 1, ...place('a') });
+    expect(await slots.acquire({ slot, jobId: 'b', type: 'echo', now: NOW, token: 1, ...place('b') })).toMatchObject({
+      kind: 'waiting',
+    });
+    await slots.release({ slot, jobId: 'a', token: 1 });
+    const lossy = answerLostOn(command);
+    const told: string[] = [];
+    const admitted = await new DynamoFlowSlots(lossy, tableName)
+      .admit({ slot, now: NOW, onAdmitted: async (one) => void told.push(one.jobId) })
+      .catch((error: unknown) => error);
+    lossy.destroy();
+    // b holds the place: the write was applied; it must be named, or it is never sent its message
+    expect((await slots.state(slot)).holders.map((h) => h.jobId)).toEqual(['b']);
+    expect(told).toEqual(['b']);
+    expect(admitted).toEqual([expect.objectContaining({ jobId: 'b' })]);
+  });
+});
