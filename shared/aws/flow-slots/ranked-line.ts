@@ -28,7 +28,7 @@ import type { Admitted, Slot } from '../../core/flow';
 import { itemKey } from '../../core/table';
 import { keyOf, N, S } from '../attributes';
 import { translateAwsError } from '../errors';
-import { AT_LIMIT, flowKeys, type SlotTable, UNDER_LIMIT } from './slot-table';
+import { AT_LIMIT, flowKeys, placeMarked, type SlotTable, UNDER_LIMIT } from './slot-table';
 
 /** The partition of a slot's ranked line. */
 export const linePk = (slot: Pick<Slot, 'scope' | 'key'>) => `flowq#${slot.scope}#${slot.key}`;
@@ -139,38 +139,53 @@ export async function admitHead(
   const { slot, now, me } = input;
   const first = await head(table, slot);
   if (!first) return 'empty';
-  const out = await transact(
-    table,
-    [
-      {
-        Update: {
-          TableName: table.tableName,
-          Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
-          UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) ADD w :minus',
-          ConditionExpression: `w > :zero AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
-          ExpressionAttributeNames: { '#id': first.jobId },
-          ExpressionAttributeValues: {
-            ':entry': { M: { s: N(now), t: N(0), a: S(me) } },
-            ':minus': N(-1),
-            ':zero': N(0),
-            ':limit': N(slot.limit),
-          },
+  const out = await transactOrMarked(table, slot, first.jobId, me, [
+    {
+      Update: {
+        TableName: table.tableName,
+        Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
+        UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) ADD w :minus',
+        ConditionExpression: `w > :zero AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
+        ExpressionAttributeNames: { '#id': first.jobId },
+        ExpressionAttributeValues: {
+          ':entry': { M: { s: N(now), t: N(0), a: S(me) } },
+          ':minus': N(-1),
+          ':zero': N(0),
+          ':limit': N(slot.limit),
         },
       },
-      {
-        Delete: {
-          TableName: table.tableName,
-          Key: keyOf(itemKey(linePk(slot), first.rank)),
-          ConditionExpression: 'attribute_exists(pk)',
-        },
+    },
+    {
+      Delete: {
+        TableName: table.tableName,
+        Key: keyOf(itemKey(linePk(slot), first.rank)),
+        ConditionExpression: 'attribute_exists(pk)',
       },
-    ],
-    'flow admit',
-  );
+    },
+  ]);
   if (out === 'ok') return first;
   // Refused: another admitter moved first, the slot filled, or our own transaction was applied
   // and the answer lost. Ours when the place carries our mark: then the job is named, so it is
   // sent its message.
-  const after = await table.read(flowKeys.slot(slot.scope, slot.key));
-  return after?.hs?.M?.[first.jobId]?.M?.a?.S === me ? first : undefined;
+  return (await placeMarked(table, slot, first.jobId, me)) ? first : undefined;
+}
+
+/**
+ * The admission's transaction. When it fails outright (its answer lost on every try), it may
+ * still have been applied: the place carrying our mark says so, and the admission stands (the
+ * job is named, and sent its message); otherwise the error goes on.
+ */
+async function transactOrMarked(
+  table: SlotTable,
+  slot: Slot,
+  jobId: string,
+  me: string,
+  items: TransactWriteItem[],
+): Promise<'ok' | string[]> {
+  try {
+    return await transact(table, items, 'flow admit');
+  } catch (error) {
+    if (await placeMarked(table, slot, jobId, me).catch(() => false)) return 'ok';
+    throw error;
+  }
 }

@@ -88,3 +88,17 @@ export class SlotTable {
     return out === 'refused' ? undefined : out.Item;
   }
 }
+
+/**
+ * Whether the place of `jobId` in the slot carries `me`, the mark of an admitter's write: the
+ * write was applied, though its answer was refused (a retry after a lost answer) or lost.
+ */
+export async function placeMarked(
+  table: SlotTable,
+  slot: { scope: string; key: string },
+  jobId: string,
+  me: string,
+): Promise<boolean> {
+  const item = await table.read(flowKeys.slot(slot.scope, slot.key));
+  return item?.hs?.M?.[jobId]?.M?.a?.S === me;
+}

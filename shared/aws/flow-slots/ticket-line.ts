@@ -13,6 +13,7 @@ import { keyOf, N, S } from '../attributes';
 import {
   AT_LIMIT,
   flowKeys,
+  placeMarked,
   type SlotItem,
   type SlotTable,
   slotItem,
@@ -123,38 +124,49 @@ export async function admitTicket(
   const { slot, now, me } = input;
   const n = input.item.admitted;
   const holder = await ticketHolder(table, slot, n, now);
-  const out = await table.send('UpdateItem (flow admit)', () =>
-    table.client.send(
-      new UpdateItemCommand({
-        TableName: table.tableName,
-        Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
-        ...(holder === 'skipped'
-          ? {
-              UpdateExpression: 'SET adm = adm + :one',
-              ConditionExpression: 'adm = :n',
-              ExpressionAttributeValues: { ':one': N(1), ':n': N(n) },
-            }
-          : {
-              // handed the slot with token 0: its attempt takes it over when its message comes
-              UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry), adm = adm + :one',
-              ConditionExpression: `adm = :n AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
-              ExpressionAttributeNames: { '#id': holder.jobId },
-              ExpressionAttributeValues: {
-                ':one': N(1),
-                ':n': N(n),
-                ':entry': { M: { s: N(now), t: N(0), a: S(me) } },
-                ':limit': N(slot.limit),
-              },
-            }),
-      }),
-    ),
-  );
-  if (holder === 'skipped') return undefined;
+  const write = () =>
+    table.send('UpdateItem (flow admit)', () =>
+      table.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
+          ...(holder === 'skipped'
+            ? {
+                UpdateExpression: 'SET adm = adm + :one',
+                ConditionExpression: 'adm = :n',
+                ExpressionAttributeValues: { ':one': N(1), ':n': N(n) },
+              }
+            : {
+                // handed the slot with token 0: its attempt takes it over when its message comes
+                UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry), adm = adm + :one',
+                ConditionExpression: `adm = :n AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
+                ExpressionAttributeNames: { '#id': holder.jobId },
+                ExpressionAttributeValues: {
+                  ':one': N(1),
+                  ':n': N(n),
+                  ':entry': { M: { s: N(now), t: N(0), a: S(me) } },
+                  ':limit': N(slot.limit),
+                },
+              }),
+        }),
+      ),
+    );
+  if (holder === 'skipped') {
+    await write();
+    return undefined;
+  }
+  let out: Awaited<ReturnType<typeof write>>;
+  try {
+    out = await write();
+  } catch (error) {
+    // failed outright (its answer lost on every try): applied all the same when our mark is there
+    if (await placeMarked(table, slot, holder.jobId, me).catch(() => false)) return { ...holder, ticket: n };
+    throw error;
+  }
   if (out !== 'refused') return { ...holder, ticket: n };
   // Refused: another admitter moved first, the slot filled, or our own write was applied and
   // its answer lost (the SDK's retry is refused). Ours when the entry carries our mark: then
   // the job is named, so it is sent its message (a lost wake would leave the slot held by a job
   // that never starts).
-  const after = await table.read(flowKeys.slot(slot.scope, slot.key));
-  return after?.hs?.M?.[holder.jobId]?.M?.a?.S === me ? { ...holder, ticket: n } : undefined;
+  return (await placeMarked(table, slot, holder.jobId, me)) ? { ...holder, ticket: n } : undefined;
 }
