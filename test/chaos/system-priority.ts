@@ -5,7 +5,8 @@
  * - a place is never handed to a job while a job of a lower rank (served first) had waited in
  *   the same line for longer than `marginMs` and had not been handed one since: the margin is
  *   the hand-off in flight (an admitter reads the line's head, then writes: a job that joined
- *   meanwhile is not passed over, it came too late for that hand-off);
+ *   meanwhile is not passed over, it came too late for that hand-off), and the time between a
+ *   job's join and its "waiting" line (an admission of it within it counts as served);
  * - no job of the type ever takes a ticket of the oldest-first line.
  */
 import type { SystemObserver } from './system-observer';
@@ -57,11 +58,17 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
       for (const j of waited) if (j.t < a.t && (latest.get(j.job)?.t ?? -1) < j.t) latest.set(j.job, j);
       for (const [job, j] of latest) {
         if (job === a.job || j.rank >= a.rank || j.t >= a.t - input.marginMs) continue;
-        const servedSince = served.some((o) => o.job === job && o.t > j.t && o.t <= a.t);
+        // served meanwhile: its admission may even come before its own "waiting" line, which is
+        // logged after its join, its wait's mark and its look at the holders
+        const servedSince = served.some((o) => o.job === job && o.t > j.t - input.marginMs && o.t <= a.t);
         if (servedSince) continue;
+        // what the passed-over job's own lines say, to tell where its place went
+        const its = (observer.logs.get(job) ?? [])
+          .map((l) => `${t(l.t)} ${l.message}${typeof l.fields.to === 'string' ? ` to ${l.fields.to}` : ''}`)
+          .join('; ');
         violations.push({
           subject: a.job,
-          detail: `handed a place of ${input.scope} key ${key} at ${t(a.t)} under rank ${a.rank}, while ${job} had waited since ${t(j.t)} under the lower rank ${j.rank}`,
+          detail: `handed a place of ${input.scope} key ${key} at ${t(a.t)} under rank ${a.rank}, while ${job} had waited since ${t(j.t)} under the lower rank ${j.rank} (its lines: ${its})`,
         });
       }
     }

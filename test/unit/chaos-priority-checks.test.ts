@@ -56,6 +56,15 @@ describe('invariant 17: a type with priorities serves its lines by rank', () => 
     expect(check(w.observer).violations).toEqual([]);
   });
 
+  it('holds when the lower rank was served just before its own waiting line (logged after its join)', () => {
+    const w = world();
+    w.handed(9_800, 'holder', 'high', 10);
+    w.waits(10_000, 'high', 10); // its join came first; the line saying so, after its admission
+    w.waits(0, 'low', 50);
+    w.handed(12_000, 'other', 'low', 50);
+    expect(check(w.observer).violations).toEqual([]);
+  });
+
   it('holds across keys: each key is its own line', () => {
     const w = world();
     w.waits(0, 'high', 10, 'key-1');
