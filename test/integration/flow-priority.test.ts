@@ -13,7 +13,7 @@ import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { maxOverlap } from '../support/held-handlers';
-import { enqueueNew } from '../support/local-api';
+import { enqueueNew, until as untilWithin } from '../support/local-api';
 
 let aws: LocalAws;
 beforeAll(async () => {
@@ -27,14 +27,8 @@ const LOW = 24;
 const HIGH = 6;
 type Run = { id: string; start: number; end: number };
 
-async function until(what: () => Promise<boolean> | boolean, ms = 90_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('timed out');
-}
+/** Polls `what` until it holds (at most 90_000 ms unless given). */
+const until = (what: () => Promise<boolean> | boolean, ms = 90_000) => untilWithin(what, ms);
 
 describe('priorities on local AWS', () => {
   it(`starts ${HIGH} high-priority jobs before the low-priority ones waiting with them, within the limit`, async () => {

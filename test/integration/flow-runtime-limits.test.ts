@@ -13,7 +13,7 @@ import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { maxOverlap } from '../support/held-handlers';
-import { enqueueNew } from '../support/local-api';
+import { enqueueNew, until as untilWithin } from '../support/local-api';
 
 let aws: LocalAws;
 beforeAll(async () => {
@@ -26,14 +26,8 @@ afterAll(async () => {
 type Run = { id: string; tenant: string; start: number; end: number };
 type KeyLimit = { limit: number; specLimit: number; source: string; running: unknown[]; waiting: number };
 
-async function until(what: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('timed out');
-}
+/** Polls `what` until it holds (at most 30_000 ms unless given). */
+const until = (what: () => Promise<boolean> | boolean, ms = 30_000) => untilWithin(what, ms);
 
 describe('limits set at run time on local AWS', () => {
   it('holds a lowered limit from the next start, starts waiting jobs when raised, and falls back when removed', async () => {

@@ -12,7 +12,7 @@ import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
 import { maxOverlap } from '../support/held-handlers';
-import { enqueueNew } from '../support/local-api';
+import { enqueueNew, until as untilWithin } from '../support/local-api';
 
 let aws: LocalAws;
 beforeAll(async () => {
@@ -49,14 +49,8 @@ function recorder(runs: Run[]) {
   };
 }
 
-async function until(what: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('timed out');
-}
+/** Polls `what` until it holds (at most 60_000 ms unless given). */
+const until = (what: () => Promise<boolean> | boolean, ms = 60_000) => untilWithin(what, ms);
 
 describe('singletons on local AWS', () => {
   it('never runs two jobs of one key at once in a scope shared by two types, and runs them all', async () => {

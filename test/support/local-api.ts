@@ -32,3 +32,13 @@ export async function untilSucceeded(store: JobStore, ids: readonly string[], ms
   }
   return open;
 }
+
+/** Polls `what` every 100 ms until it holds; throws after `ms`. */
+export async function until(what: () => Promise<boolean> | boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await what()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${ms} ms`);
+}

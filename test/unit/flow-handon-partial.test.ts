@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
 import { ThrottledError } from '../../shared/errors';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, harness, messageFor } from './worker-harness';
+import { echoJob, gated, harness, messageFor } from './worker-harness';
 
 const oneAtATime = defineJobType({
   type: 'echo',
@@ -21,18 +21,12 @@ const oneAtATime = defineJobType({
 
 describe('a hand-on that fails part-way', () => {
   it('still sends the job it handed the place to its message', async () => {
-    const open = new Map<string, () => void>();
-    const h = harness({
-      spec: oneAtATime,
-      run: (async (_p: unknown, ctx: { jobId: string }) => {
-        if (ctx.jobId === 'a') await new Promise<void>((resolve) => open.set('a', resolve));
-        return 'ok';
-      }) as never,
-    });
+    const g = gated(); // a runs until released
+    const h = harness({ spec: oneAtATime, run: g.run as never });
     h.store.seed(echoJob('a', { flowKeys: ['*'] }));
     h.store.seed(echoJob('b', { flowKeys: ['*'] }));
     const running = h.worker(sqsEvent(messageFor('a')));
-    while (!open.has('a')) await new Promise((resolve) => setTimeout(resolve, 1));
+    await g.until('a');
     await h.worker(sqsEvent(messageFor('b')));
     expect(await h.flow.state({ scope: 'echo#0', key: '*' })).toMatchObject({ waiting: 1 });
     // the admission hands b the place, then the loop's next call fails
@@ -46,7 +40,7 @@ describe('a hand-on that fails part-way', () => {
       }
       return out;
     };
-    open.get('a')?.();
+    g.release('a');
     await running;
     expect(await h.flow.state({ scope: 'echo#0', key: '*' })).toMatchObject({
       holders: [{ jobId: 'b' }],

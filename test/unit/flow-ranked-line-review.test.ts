@@ -10,7 +10,7 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { jobRank } from '../../shared/core/priority';
 import { DependencyError } from '../../shared/errors';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, harness, messageFor, T0 } from './worker-harness';
+import { echoJob, gated, harness, messageFor, T0 } from './worker-harness';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -119,18 +119,12 @@ describe('ranked line: review', () => {
   });
 
   it('hands the place on when the delivery kept for a failed hand-on comes again, though the job holds none any more', async () => {
-    const open = new Map<string, () => void>();
-    const h = harness({
-      spec: ranked,
-      run: (async (_p: unknown, ctx: { jobId: string }) => {
-        if (ctx.jobId === 'a') await new Promise<void>((resolve) => open.set('a', resolve));
-        return 'ok';
-      }) as never,
-    });
+    const g = gated(); // a runs until released
+    const h = harness({ spec: ranked, run: g.run as never });
     h.store.seed(job('a', 0));
     h.store.seed(job('b', 5));
     const running = h.worker(sqsEvent(messageFor('a')));
-    while (!open.has('a')) await new Promise((resolve) => setTimeout(resolve, 1));
+    await g.until('a');
     await h.worker(sqsEvent(messageFor('b')));
     expect(await h.flow.state(slot)).toMatchObject({ holders: [{ jobId: 'a' }], waiting: 1 });
     // a ends: its release is applied, then every try of its hand-on fails (DynamoDB unavailable)
@@ -143,7 +137,7 @@ describe('ranked line: review', () => {
       }
       return admit(input);
     };
-    open.get('a')?.();
+    g.release('a');
     // the worker keeps a's message, so that its next delivery finishes what was left
     expect((await running).batchItemFailures).toHaveLength(1);
     expect(h.store.peek('a')?.state).toBe('succeeded');

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, harness, messageFor } from './worker-harness';
+import { echoJob, gated, harness, messageFor } from './worker-harness';
 
 const oneAtATime = defineJobType({
   type: 'echo',
@@ -19,17 +19,11 @@ const slot = { scope: 'echo#0', key: '*', limit: 1 };
 
 describe('a limit raised at run time', () => {
   it('lets a job in line hand on a place free under it, though the spec says full', async () => {
-    const open = new Map<string, () => void>();
-    const h = harness({
-      spec: oneAtATime,
-      run: (async (_p: unknown, ctx: { jobId: string }) => {
-        if (ctx.jobId === 'a') await new Promise<void>((resolve) => open.set('a', resolve));
-        return 'ok';
-      }) as never,
-    });
+    const g = gated(); // a runs until released
+    const h = harness({ spec: oneAtATime, run: g.run as never });
     for (const id of ['a', 'x', 'y']) h.store.seed(echoJob(id, { flowKeys: ['*'] }));
     const running = h.worker(sqsEvent(messageFor('a')));
-    while (!open.has('a')) await new Promise((resolve) => setTimeout(resolve, 1));
+    await g.until('a');
     await h.worker(sqsEvent(messageFor('x'))); // x waits: the limit is 1
     // the limit is raised to 2 without its hand-on (the route's admit failed, say)
     await h.flow.setLimit({ slot, limit: 2, by: 'role/ops', now: Date.now() });
@@ -37,7 +31,7 @@ describe('a limit raised at run time', () => {
     await h.worker(sqsEvent(messageFor('y')));
     expect(h.queue.sent.map((s) => s.message.id)).toEqual(['x']);
     expect((await h.flow.state(slot)).holders.map((x) => x.jobId).sort()).toEqual(['a', 'x']);
-    open.get('a')?.();
+    g.release('a');
     await running;
   });
 });

@@ -10,7 +10,7 @@ import { ConfigError, DependencyError } from '../../shared/errors';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import { FakeJobQueue, FakeJobStore, sqsEvent, testConfig } from '../support/fakes';
-import { echoJob, harness, logged, messageFor, QUEUE_URL, T0 } from './worker-harness';
+import { echoJob, gated, harness, logged, messageFor, QUEUE_URL, T0 } from './worker-harness';
 
 /** `echo` with one slot per tenant. */
 const perTenant = defineJobType({
@@ -23,24 +23,6 @@ const perTenant = defineJobType({
 const slot = (key: string) => ({ scope: 'echo#0', key, limit: 1 });
 const job = (id: string, tenant: string, overrides = {}) =>
   echoJob(id, { payload: { n: 1, tenant }, flowKeys: [tenant], ...overrides });
-
-/** A handler that runs until `release(id)` is called. */
-function gated() {
-  const open = new Map<string, () => void>();
-  const started: string[] = [];
-  return {
-    started,
-    run: async (_p: unknown, ctx: { jobId: string }) => {
-      started.push(ctx.jobId);
-      await new Promise<void>((resolve) => open.set(ctx.jobId, resolve));
-      return 'ok';
-    },
-    release: (id: string) => open.get(id)?.(),
-    async until(id: string) {
-      for (let i = 0; i < 200 && !started.includes(id); i++) await new Promise((r) => setTimeout(r, 1));
-    },
-  };
-}
 
 describe('worker: concurrency limits', () => {
   it('lets a job wait, unclaimed, while its key is full, and sends it its message when the slot frees', async () => {

@@ -175,3 +175,23 @@ export function signalsOf(h: ReturnType<typeof harness>, log = createLogger({ le
     log,
   });
 }
+
+/** A handler that runs until `release(id)` is called, recording the order jobs started in. */
+export function gated() {
+  const open = new Map<string, () => void>();
+  const started: string[] = [];
+  return {
+    started,
+    run: async (_p: unknown, ctx: { jobId: string }) => {
+      started.push(ctx.jobId);
+      await new Promise<void>((resolve) => open.set(ctx.jobId, resolve));
+      return 'ok';
+    },
+    release: (id: string) => open.get(id)?.(),
+    /** Waits until `id` has started; throws if it does not. */
+    async until(id: string) {
+      for (let i = 0; i < 500 && !started.includes(id); i++) await new Promise((r) => setTimeout(r, 1));
+      if (!started.includes(id)) throw new Error(`${id} never started`);
+    },
+  };
+}

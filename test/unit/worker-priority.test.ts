@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { defineJobType } from '../../shared/core/job-type';
 import { jobRank, passWindowMs } from '../../shared/core/priority';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, harness, messageFor, T0 } from './worker-harness';
+import { echoJob, gated, harness, messageFor, T0 } from './worker-harness';
 
 /** `echo` with one slot for the whole type, and priorities with a 30 s head start per step. */
 const ranked = defineJobType({
@@ -22,25 +22,6 @@ const ranked = defineJobType({
 });
 const iso = (ms: number) => new Date(ms).toISOString();
 const job = (id: string, priority: number, runAt = T0) => echoJob(id, { priority, runAt: iso(runAt), flowKeys: ['_'] });
-
-/** A handler that runs until `release(id)` is called, and records the order jobs started in. */
-function gated() {
-  const open = new Map<string, () => void>();
-  const started: string[] = [];
-  return {
-    started,
-    run: async (_p: unknown, ctx: { jobId: string }) => {
-      started.push(ctx.jobId);
-      await new Promise<void>((resolve) => open.set(ctx.jobId, resolve));
-      return 'ok';
-    },
-    release: (id: string) => open.get(id)?.(),
-    async until(id: string) {
-      for (let i = 0; i < 500 && !started.includes(id); i++) await new Promise((r) => setTimeout(r, 1));
-      if (!started.includes(id)) throw new Error(`${id} never started`);
-    },
-  };
-}
 
 describe('worker: priorities', () => {
   it('waits in the ranked line under its rank, and hands the freed place to the highest priority, then the oldest', async () => {
