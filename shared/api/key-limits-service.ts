@@ -1,6 +1,15 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
-import { type FlowSlots, type Holder, type Slot, type SlotState, slotsOf, WHOLE_TYPE_KEY } from '../core/flow';
+import {
+  type Admitted,
+  effectiveLimit,
+  type FlowSlots,
+  type Holder,
+  type Slot,
+  type SlotState,
+  slotsOf,
+  WHOLE_TYPE_KEY,
+} from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
 import { keyLimitIndex, keyLimitsRequest } from '../core/key-limits';
 import { fairQueueTypes } from '../core/message-group';
@@ -32,7 +41,7 @@ export function keyLimitView(index: number, slot: Slot, state: SlotState): KeyLi
   const runtime = state.runtimeLimit;
   return {
     index,
-    limit: runtime?.limit ?? slot.limit,
+    limit: effectiveLimit(slot, runtime),
     specLimit: slot.limit,
     source: runtime ? 'runtime' : 'spec',
     ...(runtime ? { setBy: runtime.by, setAt: new Date(runtime.at).toISOString() } : {}),
@@ -133,8 +142,10 @@ export class KeyLimitsService {
    */
   private async handOn(slot: Slot): Promise<string[]> {
     const now = this.deps.clock.now();
-    const admitted = await this.deps.flow.admit({ slot, now });
-    for (const job of admitted) {
+    const handedOn: string[] = [];
+    // each job is sent its message as it is admitted: an admit that fails part-way loses none
+    const send = async (job: Admitted) => {
+      handedOn.push(job.jobId);
       try {
         await dispatchNow(this.handOff, { id: job.jobId, type: job.type }, now);
       } catch (error) {
@@ -143,7 +154,8 @@ export class KeyLimitsService {
           ...errorFields(error),
         });
       }
-    }
-    return admitted.map((a) => a.jobId);
+    };
+    await this.deps.flow.admit({ slot, now, onAdmitted: send });
+    return handedOn;
   }
 }
