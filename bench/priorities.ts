@@ -18,7 +18,12 @@ export interface PriorityBench {
   limit: number;
   low: number;
   high: number;
-  /** Low jobs that started before the last high one (all of them waited when the high ones came). */
+  /** Low jobs handed a place before the last high one was (all of them waited when the high ones came). */
+  lowAdmittedBeforeLastHigh: number;
+  /**
+   * Low jobs that started before the last high one: a place handed on is a message sent, and two
+   * messages sent close together may start in either order.
+   */
   lowBeforeLastHigh: number;
   /** Wait from enqueue to start, ms. */
   highWaitMs: { p50: number; p99: number };
@@ -65,12 +70,18 @@ export async function measurePriorities(aws: LocalAws, low: number, high: number
       return { ok: true };
     }) as never,
   };
+  // the order places were handed on in, from the workers' "handed a place in line on" lines
+  const admitted: string[] = [];
+  const sink = (line: string) => {
+    const { message, to } = JSON.parse(line) as { message?: string; to?: unknown };
+    if (message === 'handed a place in line on' && typeof to === 'string') admitted.push(to);
+  };
   aws.applyEnv();
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-prio'),
     jobs: [def],
-    logger: createLogger({ level: 'error' }),
+    logger: createLogger({ level: 'info', sink }),
     leaseMs: 30_000,
     runner: { batchSize: 10, maxConcurrency: 4, waitTimeSeconds: 1 },
   });
@@ -120,10 +131,14 @@ export async function measurePriorities(aws: LocalAws, low: number, high: number
       ids.map(({ id }) => (starts.get(id) ?? Number.NaN) - (enqueuedAt.get(id) ?? Number.NaN));
     const highWaits = waitOf(highs);
     const lowWaits = waitOf(lows);
+    const order = admitted.filter((id) => !id.startsWith('hold-'));
+    const lastHighAdmitted = Math.max(...highs.map((h) => order.indexOf(h.id)));
     return {
       limit: LIMIT,
       low,
       high,
+      lowAdmittedBeforeLastHigh:
+        lastHighAdmitted < 0 ? low : order.slice(0, lastHighAdmitted).filter((id) => id.startsWith('low-')).length,
       lowBeforeLastHigh: lowStarts.filter((t) => t < lastHigh).length,
       highWaitMs: { p50: quantile(highWaits, 0.5), p99: quantile(highWaits, 0.99) },
       lowWaitMs: { p50: quantile(lowWaits, 0.5), p99: quantile(lowWaits, 0.99) },
