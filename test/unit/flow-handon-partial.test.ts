@@ -5,24 +5,14 @@
  * place it was never told of until a job in line found it suspect (minutes later).
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineJobType } from '../../shared/core/job-type';
 import { ThrottledError } from '../../shared/errors';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, gated, harness, messageFor } from './worker-harness';
-
-const oneAtATime = defineJobType({
-  type: 'echo',
-  payload: z.object({ n: z.number() }),
-  timeoutMs: 1000,
-  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
-  concurrency: [{ limit: 1 }],
-});
+import { echoJob, gated, harness, messageFor, oneAtATimeSpec } from './worker-harness';
 
 describe('a hand-on that fails part-way', () => {
   it('still sends the job it handed the place to its message', async () => {
     const g = gated(); // a runs until released
-    const h = harness({ spec: oneAtATime, run: g.run as never });
+    const h = harness({ spec: oneAtATimeSpec, run: g.run as never });
     h.store.seed(echoJob('a', { flowKeys: ['*'] }));
     h.store.seed(echoJob('b', { flowKeys: ['*'] }));
     const running = h.worker(sqsEvent(messageFor('a')));

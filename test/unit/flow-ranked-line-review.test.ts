@@ -10,19 +10,10 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { jobRank } from '../../shared/core/priority';
 import { DependencyError } from '../../shared/errors';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, gated, harness, messageFor, T0 } from './worker-harness';
+import { echoJob, gated, harness, messageFor, rankedSpec, T0 } from './worker-harness';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** `echo` with one place for the whole type, and priorities. */
-const ranked = defineJobType({
-  type: 'echo',
-  payload: z.object({ n: z.number() }),
-  timeoutMs: 1000,
-  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
-  concurrency: [{ limit: 1 }],
-  priority: { default: 0, agingSeconds: 30 },
-});
 const slot = { scope: 'echo#0', key: '*', limit: 1 };
 const job = (id: string, priority: number, overrides: Partial<Job> = {}) =>
   echoJob(id, { priority, runAt: iso(T0), flowKeys: ['*'], ...overrides });
@@ -30,7 +21,7 @@ const job = (id: string, priority: number, overrides: Partial<Job> = {}) =>
 describe('ranked line: review', () => {
   it('keeps a job of a ranked type in the ranked line when it has to wait after its claim (no ticket ahead of every rank)', async () => {
     const ran: string[] = [];
-    const h = harness({ spec: ranked, run: async (_p, ctx) => ran.push(ctx.jobId) });
+    const h = harness({ spec: rankedSpec, run: async (_p, ctx) => ran.push(ctx.jobId) });
     // 'other' holds the only place; 'high' (priority 10) waits in the ranked line
     h.store.seed(job('other', 0, { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + 30_000 }));
     await h.flow.acquire({ slot, jobId: 'other', type: 'echo', now: T0, token: 1 });
@@ -94,7 +85,7 @@ describe('ranked line: review', () => {
   });
 
   it("joins again under the job's current rank when the rank its waitingFor remembers is no longer in the line", async () => {
-    const h = harness({ spec: ranked });
+    const h = harness({ spec: rankedSpec });
     h.store.seed(job('holder', 0, { state: 'running', attempts: 1, leaseToken: 1, leaseExpiresAt: T0 + 30_000 }));
     await h.flow.acquire({ slot, jobId: 'holder', type: 'echo', now: T0, token: 1 });
     // k (due 10 minutes ago) waits in the line
@@ -120,7 +111,7 @@ describe('ranked line: review', () => {
 
   it('hands the place on when the delivery kept for a failed hand-on comes again, though the job holds none any more', async () => {
     const g = gated(); // a runs until released
-    const h = harness({ spec: ranked, run: g.run as never });
+    const h = harness({ spec: rankedSpec, run: g.run as never });
     h.store.seed(job('a', 0));
     h.store.seed(job('b', 5));
     const running = h.worker(sqsEvent(messageFor('a')));

@@ -3,24 +3,15 @@
  * place free under the run-time limit (though not under the spec's) hands it on.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineJobType } from '../../shared/core/job-type';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, gated, harness, messageFor } from './worker-harness';
+import { echoJob, gated, harness, messageFor, oneAtATimeSpec } from './worker-harness';
 
-const oneAtATime = defineJobType({
-  type: 'echo',
-  payload: z.object({ n: z.number() }),
-  timeoutMs: 1000,
-  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
-  concurrency: [{ limit: 1 }],
-});
 const slot = { scope: 'echo#0', key: '*', limit: 1 };
 
 describe('a limit raised at run time', () => {
   it('lets a job in line hand on a place free under it, though the spec says full', async () => {
     const g = gated(); // a runs until released
-    const h = harness({ spec: oneAtATime, run: g.run as never });
+    const h = harness({ spec: oneAtATimeSpec, run: g.run as never });
     for (const id of ['a', 'x', 'y']) h.store.seed(echoJob(id, { flowKeys: ['*'] }));
     const running = h.worker(sqsEvent(messageFor('a')));
     await g.until('a');

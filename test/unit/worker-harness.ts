@@ -41,6 +41,25 @@ export const echoSpec = defineJobType({
   retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
 });
 
+/** `echo` with one place for the whole type (a concurrency limit of 1). */
+export const oneAtATimeSpec = defineJobType({
+  type: 'echo',
+  payload: z.object({ n: z.number() }),
+  timeoutMs: 1000,
+  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
+  concurrency: [{ limit: 1 }],
+});
+
+/** {@link oneAtATimeSpec} with priorities: a 30 s head start per step. */
+export const rankedSpec = defineJobType({
+  type: 'echo',
+  payload: z.object({ n: z.number() }),
+  timeoutMs: 1000,
+  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
+  concurrency: [{ limit: 1 }],
+  priority: { default: 0, agingSeconds: 30 },
+});
+
 export interface HarnessOptions {
   run?: JobHandler<unknown>;
   onFailure?: (payload: unknown, info: FailureInfo) => Promise<void>;

@@ -5,28 +5,17 @@
  * message comes again. The starvation bound is checked on a stream of higher-priority jobs.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineJobType } from '../../shared/core/job-type';
 import { jobRank, passWindowMs } from '../../shared/core/priority';
 import { sqsEvent } from '../support/fakes';
-import { echoJob, gated, harness, messageFor, T0 } from './worker-harness';
+import { echoJob, gated, harness, messageFor, rankedSpec, T0 } from './worker-harness';
 
-/** `echo` with one slot for the whole type, and priorities with a 30 s head start per step. */
-const ranked = defineJobType({
-  type: 'echo',
-  payload: z.object({ n: z.number() }),
-  timeoutMs: 1000,
-  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
-  concurrency: [{ limit: 1 }],
-  priority: { default: 0, agingSeconds: 30 },
-});
 const iso = (ms: number) => new Date(ms).toISOString();
 const job = (id: string, priority: number, runAt = T0) => echoJob(id, { priority, runAt: iso(runAt), flowKeys: ['_'] });
 
 describe('worker: priorities', () => {
   it('waits in the ranked line under its rank, and hands the freed place to the highest priority, then the oldest', async () => {
     const g = gated();
-    const h = harness({ spec: ranked, run: g.run as never });
+    const h = harness({ spec: rankedSpec, run: g.run as never });
     h.store.seed(job('running', 0));
     const first = h.worker(sqsEvent(messageFor('running')));
     await g.until('running');
@@ -66,7 +55,7 @@ describe('worker: priorities', () => {
 
   it('keeps a waiting job in its place when its message comes again: no second entry, no second mark', async () => {
     const g = gated();
-    const h = harness({ spec: ranked, run: g.run as never });
+    const h = harness({ spec: rankedSpec, run: g.run as never });
     h.store.seed(job('a', 0));
     h.store.seed(job('b', 3));
     const running = h.worker(sqsEvent(messageFor('a')));
@@ -83,7 +72,7 @@ describe('worker: priorities', () => {
 
   it('bounds the wait: a job of priority 0 is passed only by jobs due by the end of its pass window, however many come', async () => {
     const g = gated();
-    const h = harness({ spec: ranked, run: g.run as never });
+    const h = harness({ spec: rankedSpec, run: g.run as never });
     h.store.seed(job('holder', 0));
     const first = h.worker(sqsEvent(messageFor('holder')));
     await g.until('holder');
