@@ -115,6 +115,14 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
       'from ORRERY_QUEUE_URL_BASE). Read-only, on its own queue.',
     fate: 'kept (CDK grant)',
   },
+  'worker dynamodb:DeleteItem table': {
+    verdict:
+      "Only a ranked line's admission deletes: the entry it admits (`flowq#…`, in a TransactWriteItems), for a type " +
+      'with priorities whose job had to wait; the grant names no other partition (LeadingKeys, test/infra/iam.test.ts). ' +
+      'The deployed run is on moto, whose DynamoDB does not serialise conditional writes, so its flow-control tests ' +
+      'are skipped there (test/e2e/target.ts); the ranked line runs on DynamoDB Local (contract, integration, chaos).',
+    fate: 'kept (not in the suite)',
+  },
   // Used in the runs so far; kept for a run whose jobs take no such path.
   'worker sqs:SendMessage ready queues': {
     verdict:
