@@ -41,7 +41,7 @@ import {
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
-import { admitHead, head, inLine, joinLine, rankTime } from './flow-slots/ranked-line';
+import { admitHead, head, inLine, joinLine, nextInLine, rankTime } from './flow-slots/ranked-line';
 import { flowKeys, holderEntry, type SlotItem, SlotTable, slotItem, UNDER_LIMIT } from './flow-slots/slot-table';
 import { admitTicket, nextTicket, ticketAt, writeTicket } from './flow-slots/ticket-line';
 
@@ -99,7 +99,7 @@ export class DynamoFlowSlots implements FlowSlots {
             `(attribute_not_exists(hs.#id) AND ${UNDER_LIMIT} AND iss = adm AND (attribute_not_exists(w) OR w = :zero))`,
           ExpressionAttributeNames: { '#id': jobId },
           ExpressionAttributeValues: {
-            ':entry': holderEntry(now, token),
+            ':entry': holderEntry(now, token, slot.fair?.key),
             ':t': N(token),
             ':limit': N(slot.limit),
             ':zero': N(0),
@@ -172,10 +172,18 @@ export class DynamoFlowSlots implements FlowSlots {
     throw new ThrottledError(`the slot ${slot.scope}/${slot.key} changed on every try; try again shortly`);
   }
 
-  /** Whether `jobId` is the next the slot serves: the ranked line's head, with no ticket waiting. */
+  /**
+   * Whether `jobId` is the next the slot serves: the ranked line's head (in a slot shared fairly,
+   * the head of the key that would be picked, counting the job's own key as waiting), with no
+   * ticket waiting.
+   */
   private async firstInLine(slot: Slot, jobId: string, item: SlotItem): Promise<boolean> {
     if (item.issued > item.admitted) return false;
-    return (await head(this.table, slot))?.jobId === jobId;
+    const mine = slot.fair?.key;
+    if (mine !== undefined && !item.fairWaiting.some((w) => w.key === mine)) {
+      item = { ...item, fairWaiting: [...item.fairWaiting, { key: mine, waiting: 1, since: Number.MAX_SAFE_INTEGER }] };
+    }
+    return (await nextInLine(this.table, slot, item))?.jobId === jobId;
   }
 
   async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
@@ -216,7 +224,7 @@ export class DynamoFlowSlots implements FlowSlots {
           await input.onAdmitted?.(one);
         }
       } else {
-        const one = await admitHead(this.table, { slot, now: input.now, me });
+        const one = await admitHead(this.table, { slot, item, now: input.now, me });
         if (one === 'empty') break;
         if (one) {
           admitted.push(one);
@@ -245,6 +253,9 @@ export class DynamoFlowSlots implements FlowSlots {
       waiting: Math.max(0, item.issued - item.admitted) + item.ranked,
       issued: item.issued,
       admitted: item.admitted,
+      ...(item.fairWaiting.length > 0
+        ? { waitingByFairKey: Object.fromEntries(item.fairWaiting.map((w) => [w.key, w.waiting])) }
+        : {}),
       ...(item.runtimeLimit ? { runtimeLimit: item.runtimeLimit } : {}),
     };
   }

@@ -13,6 +13,7 @@
  *   next delivery (after its lease expires), so it is never held by nobody for long.
  */
 import { ValidationError } from '../errors';
+import { type FairShare, fairWeight } from './fair-share';
 
 /** Most limits one job type may have (e.g. one per tenant plus one in total). */
 export const MAX_CONCURRENCY_LIMITS = 2;
@@ -42,6 +43,31 @@ export interface ConcurrencyLimit<Payload = never> {
    * @default one key for the whole job type
    */
   key?(payload: Payload): string;
+  /**
+   * Shares this limit fairly between the values it gives (a tenant, say), in place of a key: a
+   * freed place goes to the waiting value with the lowest running count relative to its
+   * {@link ConcurrencyLimit.weight}, and the values of equal share take turns. Jobs of one value
+   * keep their order (priority, then age). Computed at enqueue; a job whose value cannot be
+   * computed is refused (400 `invalid_fair_key`). Not with `key`: pair it with a keyed limit
+   * for a cap per value. At most one limit of a type takes it.
+   * @default no fair share: a freed place goes to the job first in line
+   *
+   * @example
+   * // 20 in total, shared fairly between tenants, and at most 5 per tenant
+   * concurrency: [{ limit: 5, key: (p) => p.tenantId }, { limit: 20, fairBy: (p) => p.tenantId }]
+   */
+  fairBy?(payload: Payload): string;
+  /**
+   * The weight of a fair key (see {@link ConcurrencyLimit.fairBy}): a key of weight 3 gets three
+   * times the places of a key of weight 1 while both wait. More than 0, at most 1,000; a weight
+   * that throws or is out of range counts as 1. A weight set at run time
+   * (`PUT /types/{type}/keys/{key}/limits`) replaces it for its key.
+   * @default 1 for every key
+   *
+   * @example
+   * weight: (tenantId) => (tenantId.startsWith('pro-') ? 3 : 1)
+   */
+  weight?(fairKey: string): number;
 }
 
 /** Checks a type's concurrency limits when it is declared. Returns the message of the first problem, if any. */
@@ -51,15 +77,28 @@ export function concurrencyProblem(limits: unknown): string | undefined {
     return `concurrency takes 1 to ${MAX_CONCURRENCY_LIMITS} limits (got ${limits.length})`;
   }
   for (const [i, raw] of limits.entries()) {
-    const entry = raw as { limit?: unknown; key?: unknown } | null;
+    const entry = raw as { limit?: unknown; key?: unknown; fairBy?: unknown; weight?: unknown } | null;
     if (typeof entry !== 'object' || entry === null) return `concurrency[${i}] must be an object`;
-    const { limit, key } = entry;
+    const { limit, key, fairBy, weight } = entry;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT) {
       return `concurrency[${i}].limit must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`;
     }
     if (key !== undefined && typeof key !== 'function')
       return `concurrency[${i}].key must be a function of the payload`;
+    if (fairBy !== undefined && typeof fairBy !== 'function') {
+      return `concurrency[${i}].fairBy must be a function of the payload`;
+    }
+    if (fairBy !== undefined && key !== undefined) {
+      return `concurrency[${i}] has both key and fairBy: fairBy shares one limit between keys; add a keyed limit for a cap per key`;
+    }
+    if (weight !== undefined && (typeof weight !== 'function' || fairBy === undefined)) {
+      return `concurrency[${i}].weight must be a function of the fair key, on a limit with fairBy`;
+    }
   }
+  if (limits.filter((l: { fairBy?: unknown }) => l.fairBy !== undefined).length > 1) {
+    return 'concurrency has two limits with fairBy: one limit of a type is shared fairly';
+  }
+  // a limit with fairBy has no key either: its one slot counts every job of the type
   if (limits.filter((l: { key?: unknown }) => l.key === undefined).length > 1) {
     return 'concurrency has two limits without a key: they would count the same jobs';
   }
@@ -119,9 +158,10 @@ export function checkGivenKey(value: string, field: string, code: string): strin
 }
 
 /**
- * The key values of a job, one per limit, in the limits' order. `override` (the enqueue
- * request's `concurrencyKey`) replaces the first keyed limit's value. Throws ValidationError
- * (field `payload`, or `concurrencyKey`) when a key function throws or gives a bad value.
+ * The key values of a job, one per limit, in the limits' order; for a limit with `fairBy`, the
+ * job's fair key (its slot is the whole type's). `override` (the enqueue request's
+ * `concurrencyKey`) replaces the first keyed limit's value. Throws ValidationError (field
+ * `payload`, or `concurrencyKey`) when a key function throws or gives a bad value.
  */
 export function resolveFlowKeys(
   limits: readonly ConcurrencyLimit<unknown>[],
@@ -130,6 +170,7 @@ export function resolveFlowKeys(
 ): string[] {
   let overridden = false;
   return limits.map((limit, i) => {
+    if (limit.fairBy) return computeFlowKey(limit.fairBy, payload, `concurrency[${i}].fairBy`, 'invalid_fair_key');
     if (!limit.key) return WHOLE_TYPE_KEY;
     if (override !== undefined && !overridden) {
       overridden = true;
@@ -212,11 +253,27 @@ export interface Slot {
   limit: number;
   /** Only for a singleton's slot (limit 1): its mode. */
   singleton?: SingletonMode;
+  /** Only for a limit with `fairBy` (its key is `*`): the job's fair key and the keys' weights. */
+  fair?: FairShare;
 }
 
-/** The slots a job of `type` needs, in the order they are taken (the limits' order, so no two jobs wait on each other in a cycle). */
-export function slotsOf(type: string, limits: readonly { limit: number }[], keys: readonly string[]): Slot[] {
-  return limits.map((l, i) => ({ scope: `${type}#${i}`, key: keys[i] ?? WHOLE_TYPE_KEY, limit: l.limit }));
+/**
+ * The slots a job of `type` needs, in the order they are taken (the limits' order, so no two jobs
+ * wait on each other in a cycle). A limit with `fairBy` has one slot for the type (`*`), shared by
+ * the fair keys: `keys[i]` is then the job's fair key.
+ */
+export function slotsOf(
+  type: string,
+  limits: readonly Pick<ConcurrencyLimit<unknown>, 'limit' | 'fairBy' | 'weight'>[],
+  keys: readonly string[],
+): Slot[] {
+  return limits.map((l, i) => {
+    const scope = `${type}#${i}`;
+    if (!l.fairBy) return { scope, key: keys[i] ?? WHOLE_TYPE_KEY, limit: l.limit };
+    const weight = l.weight?.bind(l);
+    const fair = { key: keys[i] ?? WHOLE_TYPE_KEY, weightOf: (key: string) => fairWeight(weight, key) };
+    return { scope, key: WHOLE_TYPE_KEY, limit: l.limit, fair };
+  });
 }
 
 /** A job that was handed a slot while it waited: it is sent a message so it starts. */
@@ -239,6 +296,8 @@ export interface Holder {
   jobId: string;
   since: number;
   token: number;
+  /** Its fair key, in a slot shared fairly (a limit with `fairBy`). */
+  fair?: string;
 }
 
 export type AcquireResult =
@@ -270,6 +329,8 @@ export interface SlotState {
   /** Tickets handed out so far, and handed a slot so far: the next ticket is `issued`, the next to get a slot `admitted`. */
   issued: number;
   admitted: number;
+  /** In a slot shared fairly: the jobs in line per fair key. */
+  waitingByFairKey?: Record<string, number>;
   /**
    * The limit set at run time for this key (`PUT /types/{type}/keys/{key}/limits`), who set it and
    * when (epoch ms). Absent: the spec's limit holds.

@@ -153,3 +153,17 @@ export function jobRank(options: PriorityOptions, job: { id: string; runAt: stri
   const priority = isPriority(job.priority) ? job.priority : byDefault;
   return rankKey(rankOf({ dueAt: Date.parse(job.runAt), priority, agingSeconds }), job.id);
 }
+
+/**
+ * The rank a job waits under, when its type's lines are ranked: a type with priorities, or one
+ * whose limit is shared fairly (`fairBy`; without priorities, its rank is its due time, so each
+ * fair key's line is oldest first). Undefined for a type whose lines are oldest-first tickets.
+ */
+export function lineRank(
+  spec: { priority?: PriorityOptions; concurrency?: readonly { fairBy?: unknown }[] },
+  job: { id: string; runAt: string; priority?: number },
+): string | undefined {
+  if (spec.priority) return jobRank(spec.priority, job);
+  if (spec.concurrency?.some((l) => l.fairBy !== undefined)) return jobRank({}, { id: job.id, runAt: job.runAt });
+  return undefined;
+}

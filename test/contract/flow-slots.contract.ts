@@ -362,6 +362,115 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       });
     });
 
+    describe('fair share (a limit with fairBy)', () => {
+      const r = (rank: number, jobId: string) => `${String(rank).padStart(15, '0')}#${jobId}`;
+      /** The type's one fair slot, as a job of fair key `fairKey` sees it; weight 3 for keys starting with `w`. */
+      const fairSlot = (base: Slot, fairKey: string): Slot => ({
+        ...base,
+        fair: { key: fairKey, weightOf: (k) => (k.startsWith('w') ? 3 : 1) },
+      });
+      /** `jobId` of key `fairKey` (its first letter) asks for a place under rank `rank`. */
+      const join = (slots: FlowSlots, base: Slot, jobId: string, rank: number, now = NOW) =>
+        slots.acquire({
+          slot: fairSlot(base, jobId.replace(/[0-9]+$/, '')),
+          jobId,
+          type: 'echo',
+          now,
+          token: 1,
+          rank: r(rank, jobId),
+        });
+      /** Frees `jobId`'s place and admits once, at `now`: the jobs handed a place. */
+      const freeOne = async (slots: FlowSlots, base: Slot, jobId: string, now: number) => {
+        await slots.release({ slot: base, jobId });
+        return (await slots.admit({ slot: fairSlot(base, 'any'), now })).map((a) => a.jobId);
+      };
+
+      it('hands a freed place to the waiting key that runs fewest, not to the oldest job', async () => {
+        const { slots } = await setup();
+        const base = { ...slotOf(3), key: '*' };
+        for (const [i, id] of ['a1', 'a2', 'a3', 'a4', 'a5', 'a6'].entries()) await join(slots, base, id, i);
+        // b and c join after a's backlog: oldest-first would serve a4..a6 first
+        expect(await join(slots, base, 'b1', 10)).toMatchObject({ kind: 'waiting', first: true });
+        await join(slots, base, 'b2', 11);
+        expect(await join(slots, base, 'c1', 12)).toMatchObject({ kind: 'waiting', first: false });
+        const state = await slots.state(base);
+        expect(state.holders.map((h) => [h.jobId, h.fair])).toEqual([
+          ['a1', 'a'],
+          ['a2', 'a'],
+          ['a3', 'a'],
+        ]);
+        expect(state).toMatchObject({ waiting: 6, waitingByFairKey: { a: 3, b: 2, c: 1 } });
+        // a runs 2, b and c 0: b (ahead of c by key, as both joined at once)
+        expect(await freeOne(slots, base, 'a1', NOW + 1)).toEqual(['b1']);
+        // a 1, b 1, c 0
+        expect(await freeOne(slots, base, 'a2', NOW + 2)).toEqual(['c1']);
+        // a 0, b 1, c 1
+        expect(await freeOne(slots, base, 'a3', NOW + 3)).toEqual(['a4']);
+        // a 1, b 0 (c has no one left)
+        expect(await freeOne(slots, base, 'b1', NOW + 4)).toEqual(['b2']);
+        expect(await slots.state(base)).toMatchObject({ waiting: 2, waitingByFairKey: { a: 2 } });
+        expect(await freeOne(slots, base, 'c1', NOW + 5)).toEqual(['a5']);
+        const held = (await slots.state(base)).holders.find((h) => h.jobId === 'a5');
+        expect(held).toEqual({ jobId: 'a5', since: NOW + 5, token: 0, fair: 'a' });
+      });
+
+      it('keys of equal share take turns: the key handed a place goes behind the others', async () => {
+        const { slots } = await setup();
+        const base = { ...slotOf(1), key: '*' };
+        await join(slots, base, 'h1', 0);
+        for (let i = 0; i < 3; i++) {
+          await join(slots, base, `a${i}`, 10 + i);
+          await join(slots, base, `b${i}`, 20 + i);
+        }
+        const served: string[] = [];
+        let holder = 'h1';
+        for (let i = 1; i <= 6; i++) {
+          const [next] = await freeOne(slots, base, holder, NOW + i);
+          holder = next as string;
+          served.push(holder);
+        }
+        expect(served).toEqual(['a0', 'b0', 'a1', 'b1', 'a2', 'b2']);
+        expect(await slots.state(base)).toMatchObject({ waiting: 0 });
+        expect((await slots.state(base)).waitingByFairKey).toBeUndefined();
+      });
+
+      it('shares by weight: a key of weight 3 holds three places to one', async () => {
+        const { slots } = await setup();
+        const base = { ...slotOf(4), key: '*' };
+        for (let i = 0; i < 4; i++) await join(slots, base, `x${i}`, i);
+        for (let i = 0; i < 6; i++) {
+          await join(slots, base, `w${i}`, 10 + i);
+          await join(slots, base, `z${i}`, 10 + i);
+        }
+        for (const [i, id] of ['x0', 'x1', 'x2', 'x3'].entries()) await freeOne(slots, base, id, NOW + i + 1);
+        const byKey = (await slots.state(base)).holders.map((h) => h.fair).sort();
+        expect(byKey).toEqual(['w', 'w', 'w', 'z']);
+      });
+
+      it('is idempotent and counts each key exactly under concurrent joins and admits', async () => {
+        const { slots } = await setup();
+        const base = { ...slotOf(2), key: '*' };
+        const ids = ['a0', 'a1', 'a2', 'a3', 'b0', 'b1', 'c0', 'a4', 'b2', 'c1'];
+        await Promise.all(ids.map((id, i) => join(slots, base, id, i)));
+        // sent again (a lost answer): one entry and one count each
+        await Promise.all(ids.map((id, i) => join(slots, base, id, i)));
+        const state = await slots.state(base);
+        expect(state.holders).toHaveLength(2);
+        const counts = Object.values(state.waitingByFairKey ?? {}).reduce((a, b) => a + b, 0);
+        expect(counts).toBe(8);
+        expect(state.waiting).toBe(8);
+        await Promise.all(state.holders.map((h) => slots.release({ slot: base, jobId: h.jobId })));
+        const admitted = (await Promise.all([1, 2, 3].map(() => slots.admit({ slot: fairSlot(base, 'a'), now: NOW }))))
+          .flat()
+          .map((a) => a.jobId);
+        expect(admitted).toHaveLength(2);
+        expect(new Set(admitted).size).toBe(2);
+        const after = await slots.state(base);
+        expect(after.waiting).toBe(6);
+        expect(Object.values(after.waitingByFairKey ?? {}).reduce((a, b) => a + b, 0)).toBe(6);
+      });
+    });
+
     describe('limits set at run time', () => {
       const setBy = (slots: FlowSlots, slot: Slot, limit: number | undefined) =>
         slots.setLimit({ slot, limit, by: 'arn:aws:iam::123456789012:role/ops', now: NOW + 1 });

@@ -6,6 +6,7 @@
  */
 
 import type { Debouncer, DebounceWindow } from '../../shared/core/debounce';
+import { chooseFairKey, type FairWaiting } from '../../shared/core/fair-share';
 import {
   type AcquireInput,
   type AcquireResult,
@@ -21,14 +22,18 @@ import {
 import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
 
 interface FakeSlot {
-  /** Job id → since and attempt token. */
-  holders: Map<string, { since: number; token: number }>;
+  /** Job id → since, attempt token and (a slot shared fairly) fair key. */
+  holders: Map<string, { since: number; token: number; fair?: string }>;
   issued: number;
   admitted: number;
   /** Ticket → its job and when it was written, or 'skipped'. */
   tickets: Map<number, { jobId: string; type: string; at: number } | 'skipped'>;
-  /** The ranked line: entry key → its job. */
-  line: Map<string, { jobId: string; type: string; at: number }>;
+  /** The ranked line: entry key → its job (and its fair key, in a slot shared fairly). */
+  line: Map<string, { jobId: string; type: string; at: number; fair?: string }>;
+  /** Per fair key in line: since when it waits for a place (`ws:<key>` on the adapter's item). */
+  fairSince: Map<string, number>;
+  /** Weights set at run time per fair key (`fw:<key>`). */
+  fairWeights: Map<string, number>;
   /** The limit set at run time (`lim` on the adapter's slot item), if any. */
   runtimeLimit?: RuntimeLimit;
 }
@@ -38,22 +43,45 @@ function limitOf(slot: Pick<Slot, 'limit'>, s: FakeSlot): { limit?: number } {
   return s.runtimeLimit ? { limit: effectiveLimit(slot, s.runtimeLimit) } : {};
 }
 
-/** The ranked line's first entry key (lowest), if any. */
-function headOf(s: FakeSlot): string | undefined {
-  return [...s.line.keys()].sort()[0];
+/** The ranked line's first entry key (lowest), if any; with `fairKey`, the first of that key's entries. */
+function headOf(s: FakeSlot, fairKey?: string): string | undefined {
+  const keys = [...s.line.entries()].filter(([, e]) => fairKey === undefined || e.fair === fairKey).map(([k]) => k);
+  return keys.sort()[0];
 }
 
-/** As the adapter: the job is the next the slot serves when it heads the ranked line and no ticket waits. */
-function firstInLine(s: FakeSlot, jobId: string): boolean {
-  const head = headOf(s);
-  return s.issued === s.admitted && head !== undefined && s.line.get(head)?.jobId === jobId;
+/** The fair keys in line, with their counts and since when they wait. */
+function fairWaitingOf(s: FakeSlot): FairWaiting[] {
+  const counts = new Map<string, number>();
+  for (const e of s.line.values()) if (e.fair !== undefined) counts.set(e.fair, (counts.get(e.fair) ?? 0) + 1);
+  return [...counts].map(([key, waiting]) => ({ key, waiting, since: s.fairSince.get(key) ?? 0 }));
+}
+
+/** As the adapter: the entry a freed place goes to (in a slot shared fairly, the head of the key picked). */
+function nextOf(s: FakeSlot, slot: Pick<Slot, 'fair'>, waiting = fairWaitingOf(s)): string | undefined {
+  const { fair } = slot;
+  if (!fair || waiting.length === 0) return headOf(s);
+  const key = chooseFairKey({
+    holders: holdersOf(s),
+    waiting,
+    weightOf: (k) => s.fairWeights.get(k) ?? fair.weightOf(k),
+  });
+  return (key === undefined ? undefined : headOf(s, key)) ?? headOf(s);
+}
+
+/** As the adapter: the job is the next the slot serves when it is the entry served next and no ticket waits. */
+function firstInLine(s: FakeSlot, slot: Pick<Slot, 'fair'>, jobId: string): boolean {
+  const next = nextOf(s, slot);
+  return s.issued === s.admitted && next !== undefined && s.line.get(next)?.jobId === jobId;
 }
 
 function holdersOf(s: FakeSlot): Holder[] {
   return [...s.holders.entries()]
-    .map(([jobId, h]) => ({ jobId, since: h.since, token: h.token }))
+    .map(([jobId, h]) => ({ jobId, since: h.since, token: h.token, ...(h.fair === undefined ? {} : { fair: h.fair }) }))
     .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
 }
+
+/** The fake's line key of an entry: its rank, after its fair key in a slot shared fairly (as the adapter's sort key). */
+const lineKey = (slot: Pick<Slot, 'fair'>, rank: string) => (slot.fair ? `${slot.fair.key}\u0000${rank}` : rank);
 
 export class FakeFlowSlots implements FlowSlots {
   private readonly slots = new Map<string, FakeSlot>();
@@ -66,7 +94,15 @@ export class FakeFlowSlots implements FlowSlots {
     const id = `${slot.scope}#${slot.key}`;
     let s = this.slots.get(id);
     if (!s) {
-      s = { holders: new Map(), issued: 0, admitted: 0, tickets: new Map(), line: new Map() };
+      s = {
+        holders: new Map(),
+        issued: 0,
+        admitted: 0,
+        tickets: new Map(),
+        line: new Map(),
+        fairSince: new Map(),
+        fairWeights: new Map(),
+      };
       this.slots.set(id, s);
     }
     return s;
@@ -93,29 +129,38 @@ export class FakeFlowSlots implements FlowSlots {
           ...limitOf(input.slot, s),
         };
       }
-      if (!mine && waitsAs !== undefined && s.line.has(waitsAs)) {
-        const first = firstInLine(s, input.jobId);
+      if (!mine && waitsAs !== undefined && s.line.has(lineKey(input.slot, waitsAs))) {
+        const first = firstInLine(s, input.slot, input.jobId);
         return { kind: 'waiting', rank: waitsAs, first, holders: holdersOf(s), ...limitOf(input.slot, s) };
       }
     }
     this.write('acquire');
+    const fair = input.slot.fair?.key;
+    const place = { since: input.now, token: input.token, ...(fair === undefined ? {} : { fair }) };
     if (mine) {
       // moved to this attempt, unless a newer one holds it
-      if (mine.token <= input.token) s.holders.set(input.jobId, { since: input.now, token: input.token });
+      if (mine.token <= input.token) s.holders.set(input.jobId, place);
       return { kind: 'held', fresh: false };
     }
     if (s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0) {
-      s.holders.set(input.jobId, { since: input.now, token: input.token });
+      s.holders.set(input.jobId, place);
       return { kind: 'held', fresh: true };
     }
     if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
     if (rank !== undefined) {
-      // one transaction in the adapter: the entry and the count (an entry there already: it waits)
-      if (!s.line.has(rank)) {
-        s.line.set(rank, { jobId: input.jobId, type: input.type, at: input.now });
+      // one transaction in the adapter: the entry and the counts (an entry there already: it waits)
+      const key = lineKey(input.slot, rank);
+      if (!s.line.has(key)) {
+        s.line.set(key, {
+          jobId: input.jobId,
+          type: input.type,
+          at: input.now,
+          ...(fair === undefined ? {} : { fair }),
+        });
+        if (fair !== undefined && !s.fairSince.has(fair)) s.fairSince.set(fair, input.now);
         this.write('join');
       }
-      const first = firstInLine(s, input.jobId);
+      const first = firstInLine(s, input.slot, input.jobId);
       return { kind: 'waiting', rank, first, holders: holdersOf(s), ...limitOf(input.slot, s) };
     }
     const ticket = s.issued;
@@ -149,10 +194,13 @@ export class FakeFlowSlots implements FlowSlots {
       // goes first) and the ranked line's head (by the time its rank stands for)
       const n = s.admitted;
       const ticket = n < s.issued ? (s.tickets.get(n) ?? 'skipped') : undefined;
-      const head = headOf(s);
+      const head = nextOf(s, input.slot);
+      const headRank = head === undefined ? undefined : head.slice(head.indexOf('\u0000') + 1);
       const ticketFirst =
         ticket !== undefined &&
-        (head === undefined || ticket === 'skipped' || ticket.at <= Number(head.slice(0, head.indexOf('#'))));
+        (headRank === undefined ||
+          ticket === 'skipped' ||
+          ticket.at <= Number(headRank.slice(0, headRank.indexOf('#'))));
       if (ticket !== undefined && ticketFirst) {
         s.admitted += 1;
         this.write('admit');
@@ -163,13 +211,19 @@ export class FakeFlowSlots implements FlowSlots {
         await input.onAdmitted?.(one);
         continue;
       }
-      // the ranked line's head (one transaction in the adapter)
-      const rank = head as string;
-      const holder = s.line.get(rank) as { jobId: string; type: string };
-      s.line.delete(rank);
+      // the entry served next (one transaction in the adapter, with its fair key's count and since)
+      const holder = s.line.get(head as string) as { jobId: string; type: string; fair?: string };
+      s.line.delete(head as string);
       this.write('admit-ranked');
-      if (!s.holders.has(holder.jobId)) s.holders.set(holder.jobId, { since: input.now, token: 0 });
-      const one = { jobId: holder.jobId, type: holder.type, rank };
+      const { fair } = holder;
+      if (fair !== undefined) {
+        if ([...s.line.values()].some((e) => e.fair === fair)) s.fairSince.set(fair, input.now);
+        else s.fairSince.delete(fair);
+      }
+      if (!s.holders.has(holder.jobId)) {
+        s.holders.set(holder.jobId, { since: input.now, token: 0, ...(fair === undefined ? {} : { fair }) });
+      }
+      const one = { jobId: holder.jobId, type: holder.type, rank: headRank as string };
       admitted.push(one);
       await input.onAdmitted?.(one);
     }
@@ -188,6 +242,9 @@ export class FakeFlowSlots implements FlowSlots {
       waiting: Math.max(0, s.issued - s.admitted) + s.line.size,
       issued: s.issued,
       admitted: s.admitted,
+      ...(fairWaitingOf(s).length > 0
+        ? { waitingByFairKey: Object.fromEntries(fairWaitingOf(s).map((w) => [w.key, w.waiting])) }
+        : {}),
       ...(s.runtimeLimit ? { runtimeLimit: { ...s.runtimeLimit } } : {}),
     };
   }

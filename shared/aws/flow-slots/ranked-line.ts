@@ -17,21 +17,47 @@
  * count up), and its admission 4 (place and count down, entry delete): 8 against the
  * oldest-first line's 3. Reads: a head Query per admission (0.5 read unit); a waiting job's
  * duplicate delivery reads its entry besides the slot item.
+ *
+ * A slot shared fairly (a limit with `fairBy`) keeps one line per fair key inside the same item
+ * collection: an entry's sort key starts with its fair key (`f<length>:<key>#`), so the head of
+ * one key's line is a Query on that prefix. The slot item counts each key's entries (`wf:<key>`,
+ * with `ws:<key>`, see slot-table.ts) in the same transactions as `w`, and each holder carries its
+ * fair key: the admitter reads them with the slot item it reads anyway, and picks the key with
+ * {@link chooseFairKey}. No write more than a ranked line's; the item grows by about 30 bytes per
+ * fair key in line (a write costs 1 unit per KB).
  */
 import {
+  type AttributeValue,
   QueryCommand,
   TransactionCanceledException,
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
+import { chooseFairKey } from '../../core/fair-share';
 import type { Admitted, Slot } from '../../core/flow';
 import { itemKey } from '../../core/table';
 import { keyOf, N, S } from '../attributes';
 import { translateAwsError } from '../errors';
-import { AT_LIMIT, flowKeys, placeMarked, type SlotTable, UNDER_LIMIT } from './slot-table';
+import {
+  AT_LIMIT,
+  fairAttrs,
+  flowKeys,
+  holderEntry,
+  placeMarked,
+  type SlotItem,
+  type SlotTable,
+  UNDER_LIMIT,
+} from './slot-table';
 
 /** The partition of a slot's ranked line. */
 export const linePk = (slot: Pick<Slot, 'scope' | 'key'>) => `flowq#${slot.scope}#${slot.key}`;
+
+/** Where a fair key's line starts within the slot's item collection. */
+const fairPrefix = (fairKey: string) => `f${fairKey.length}:${fairKey}#`;
+
+/** The sort key of a job's entry: its rank, after its fair key's prefix in a slot shared fairly. */
+export const entrySk = (slot: Pick<Slot, 'fair'>, rank: string) =>
+  slot.fair ? `${fairPrefix(slot.fair.key)}${rank}` : rank;
 
 /** Why a transaction was cancelled: each item's reason code, in the order of its items. */
 function reasons(error: unknown): string[] | undefined {
@@ -65,13 +91,20 @@ export async function joinLine(
   slot: Slot,
   job: { jobId: string; type: string; rank: string; now: number },
 ): Promise<JoinResult> {
+  const fair = slot.fair ? fairAttrs(slot.fair.key) : undefined;
   const out = await transact(
     table,
     [
       {
         Put: {
           TableName: table.tableName,
-          Item: { ...keyOf(itemKey(linePk(slot), job.rank)), jobId: S(job.jobId), type: S(job.type), at: N(job.now) },
+          Item: {
+            ...keyOf(itemKey(linePk(slot), entrySk(slot, job.rank))),
+            jobId: S(job.jobId),
+            type: S(job.type),
+            at: N(job.now),
+            ...(slot.fair ? { r: S(job.rank), f: S(slot.fair.key) } : {}),
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
@@ -79,10 +112,16 @@ export async function joinLine(
         Update: {
           TableName: table.tableName,
           Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
-          UpdateExpression: 'ADD w :one',
+          // a fair key's count and since when it waits go up with `w`
+          UpdateExpression: fair ? 'ADD w :one, #wf :one SET #ws = if_not_exists(#ws, :now)' : 'ADD w :one',
           ConditionExpression: `attribute_not_exists(hs.#id) AND (${AT_LIMIT} OR iss > adm OR w > :zero)`,
-          ExpressionAttributeNames: { '#id': job.jobId },
-          ExpressionAttributeValues: { ':one': N(1), ':zero': N(0), ':limit': N(slot.limit) },
+          ExpressionAttributeNames: { '#id': job.jobId, ...(fair ? { '#wf': fair.count, '#ws': fair.since } : {}) },
+          ExpressionAttributeValues: {
+            ':one': N(1),
+            ':zero': N(0),
+            ':limit': N(slot.limit),
+            ...(fair ? { ':now': N(job.now) } : {}),
+          },
         },
       },
     ],
@@ -97,7 +136,7 @@ export async function joinLine(
 
 /** Whether the job's entry is in the line (strongly consistent). */
 export async function inLine(table: SlotTable, slot: Slot, rank: string): Promise<boolean> {
-  return (await table.read(itemKey(linePk(slot), rank))) !== undefined;
+  return (await table.read(itemKey(linePk(slot), entrySk(slot, rank)))) !== undefined;
 }
 
 /** The time a rank key stands for (epoch ms): the digits before its `#`. */
@@ -105,17 +144,31 @@ export function rankTime(rank: string): number {
   return Number(rank.slice(0, rank.indexOf('#')));
 }
 
-/** The line's first entry (lowest rank), if any. */
-export async function head(
-  table: SlotTable,
-  slot: Slot,
-): Promise<{ jobId: string; type: string; rank: string } | undefined> {
+/** An entry of a ranked line: its job, its rank and (a slot shared fairly) its fair key. */
+export interface LineEntry {
+  jobId: string;
+  type: string;
+  rank: string;
+  /** Its sort key (the rank, after the fair key's prefix in a slot shared fairly). */
+  sk: string;
+  fair?: string;
+}
+
+/**
+ * The line's first entry (lowest rank), if any; with `fairKey`, the first of that fair key's
+ * line. (In a slot shared fairly, the whole collection's first is the first of the lowest key.)
+ */
+export async function head(table: SlotTable, slot: Slot, fairKey?: string): Promise<LineEntry | undefined> {
+  const byKey = fairKey !== undefined;
   const out = await table.send('Query (flow line)', () =>
     table.client.send(
       new QueryCommand({
         TableName: table.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': S(linePk(slot)) },
+        KeyConditionExpression: byKey ? 'pk = :pk AND begins_with(sk, :prefix)' : 'pk = :pk',
+        ExpressionAttributeValues: {
+          ':pk': S(linePk(slot)),
+          ...(byKey ? { ':prefix': S(fairPrefix(fairKey)) } : {}),
+        },
         ConsistentRead: true,
         Limit: 1,
       }),
@@ -123,7 +176,27 @@ export async function head(
   );
   const item = out === 'refused' ? undefined : out.Items?.[0];
   if (!item?.jobId?.S || !item.type?.S || !item.sk?.S) return undefined;
-  return { jobId: item.jobId.S, type: item.type.S, rank: item.sk.S };
+  const rank = item.r?.S ?? item.sk.S;
+  const fair = item.f?.S;
+  return { jobId: item.jobId.S, type: item.type.S, rank, sk: item.sk.S, ...(fair === undefined ? {} : { fair }) };
+}
+
+/**
+ * The entry a freed place goes to: the line's head, or, in a slot shared fairly, the head of the
+ * fair key {@link chooseFairKey} picks from the slot item as read (its holders' keys, the keys in
+ * line, and their weights: a weight set at run time, else the spec's).
+ */
+export async function nextInLine(table: SlotTable, slot: Slot, item: SlotItem): Promise<LineEntry | undefined> {
+  if (!slot.fair || item.fairWaiting.length === 0) return head(table, slot);
+  const { fair } = slot;
+  const key = chooseFairKey({
+    holders: item.holders,
+    waiting: item.fairWaiting,
+    weightOf: (k) => item.fairWeights[k] ?? fair.weightOf(k),
+  });
+  // (a key counted with no entry cannot be: they change in one transaction; the whole line's
+  // head then, so that no entry is stranded)
+  return (key === undefined ? undefined : await head(table, slot, key)) ?? head(table, slot);
 }
 
 /**
@@ -134,40 +207,79 @@ export async function head(
  */
 export async function admitHead(
   table: SlotTable,
-  input: { slot: Slot; now: number; me: string },
+  input: { slot: Slot; item: SlotItem; now: number; me: string },
 ): Promise<Admitted | 'empty' | undefined> {
-  const { slot, now, me } = input;
-  const first = await head(table, slot);
+  const { slot, item, now, me } = input;
+  const first = await nextInLine(table, slot, item);
   if (!first) return 'empty';
+  const place = holderEntry(now, 0, first.fair);
+  place.M = { ...place.M, a: S(me) };
   const out = await transactOrMarked(table, slot, first.jobId, me, [
-    {
-      Update: {
-        TableName: table.tableName,
-        Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
-        UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) ADD w :minus',
-        ConditionExpression: `w > :zero AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`,
-        ExpressionAttributeNames: { '#id': first.jobId },
-        ExpressionAttributeValues: {
-          ':entry': { M: { s: N(now), t: N(0), a: S(me) } },
-          ':minus': N(-1),
-          ':zero': N(0),
-          ':limit': N(slot.limit),
-        },
-      },
-    },
+    { Update: admitUpdate(table, { slot, item, first, now, place }) },
     {
       Delete: {
         TableName: table.tableName,
-        Key: keyOf(itemKey(linePk(slot), first.rank)),
+        Key: keyOf(itemKey(linePk(slot), first.sk)),
         ConditionExpression: 'attribute_exists(pk)',
       },
     },
   ]);
-  if (out === 'ok') return first;
+  const admitted = { jobId: first.jobId, type: first.type, rank: first.rank };
+  if (out === 'ok') return admitted;
   // Refused: another admitter moved first, the slot filled, or our own transaction was applied
   // and the answer lost. Ours when the place carries our mark: then the job is named, so it is
   // sent its message.
-  return (await placeMarked(table, slot, first.jobId, me)) ? first : undefined;
+  return (await placeMarked(table, slot, first.jobId, me)) ? admitted : undefined;
+}
+
+/**
+ * The admission's update of the slot item: the place set, `w` counted down and, for an entry of
+ * a fair key, that key's count down and its `since` moved to now (it goes to the back of the keys
+ * of equal share), or both removed with its last entry. The key's count is conditioned on what
+ * was read, so an admission on a stale read is refused and looked at again.
+ */
+function admitUpdate(
+  table: SlotTable,
+  input: { slot: Slot; item: SlotItem; first: LineEntry; now: number; place: AttributeValue },
+): NonNullable<TransactWriteItem['Update']> {
+  const { slot, item, first, now, place } = input;
+  const base = {
+    TableName: table.tableName,
+    Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
+    ExpressionAttributeValues: {
+      ':entry': place,
+      ':minus': N(-1),
+      ':zero': N(0),
+      ':limit': N(slot.limit),
+    } as Record<string, AttributeValue>,
+  };
+  const when = `w > :zero AND (${UNDER_LIMIT} OR attribute_exists(hs.#id))`;
+  if (first.fair === undefined) {
+    return {
+      ...base,
+      UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) ADD w :minus',
+      ConditionExpression: when,
+      ExpressionAttributeNames: { '#id': first.jobId },
+    };
+  }
+  const fair = fairAttrs(first.fair);
+  const names = { '#id': first.jobId, '#wf': fair.count, '#ws': fair.since };
+  const last = (item.fairWaiting.find((w) => w.key === first.fair)?.waiting ?? 1) <= 1;
+  return last
+    ? {
+        ...base,
+        UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) REMOVE #wf, #ws ADD w :minus',
+        ConditionExpression: `${when} AND (attribute_not_exists(#wf) OR #wf <= :one)`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':one': N(1) },
+      }
+    : {
+        ...base,
+        UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry), #ws = :now ADD w :minus, #wf :minus',
+        ConditionExpression: `${when} AND #wf > :one`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':one': N(1), ':now': N(now) },
+      };
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import type { FairWaiting } from '../../core/fair-share';
 import type { Holder, RuntimeLimit } from '../../core/flow';
 import type { ItemKey } from '../../core/table';
 import { keyOf, N } from '../attributes';
@@ -31,8 +32,19 @@ export const UNDER_LIMIT =
 export const AT_LIMIT =
   '((attribute_not_exists(lim) AND size(hs) >= :limit) OR (attribute_exists(lim) AND size(hs) >= lim))';
 
-/** A holder's entry in the slot item: since when, and for which attempt. */
-export const holderEntry = (since: number, token: number): AttributeValue => ({ M: { s: N(since), t: N(token) } });
+/** A holder's entry in the slot item: since when, for which attempt, and its fair key (a slot shared fairly). */
+export const holderEntry = (since: number, token: number, fair?: string): AttributeValue => ({
+  M: { s: N(since), t: N(token), ...(fair === undefined ? {} : { f: { S: fair } }) },
+});
+
+/**
+ * A slot shared fairly keeps, per fair key with jobs in line, two top-level attributes of its
+ * item: `wf:<key>` (how many wait) and `ws:<key>` (since when the key waits for a place: its
+ * first join, then its last admission). Top-level, so a join can count up with ADD on an item
+ * that has none yet; removed when the key's last job is admitted. A weight set at run time for a
+ * key is `fw:<key>`, read with the item by the admitter.
+ */
+export const fairAttrs = (key: string) => ({ count: `wf:${key}`, since: `ws:${key}`, weight: `fw:${key}` });
 
 export interface SlotItem {
   holders: Holder[];
@@ -41,6 +53,10 @@ export interface SlotItem {
   admitted: number;
   /** The ranked line: entries waiting (`w`). */
   ranked: number;
+  /** In a slot shared fairly: the fair keys with entries waiting (`wf:<key>`, `ws:<key>`). */
+  fairWaiting: FairWaiting[];
+  /** In a slot shared fairly: the weights set at run time, per fair key (`fw:<key>`). */
+  fairWeights: Record<string, number>;
   /** The limit set at run time (`lim`, `limBy`, `limAt`), if any. */
   runtimeLimit?: RuntimeLimit;
 }
@@ -50,13 +66,24 @@ export function slotItem(item: Record<string, AttributeValue> | undefined): Slot
     jobId,
     since: Number(entry.M?.s?.N ?? '0'),
     token: Number(entry.M?.t?.N ?? '0'),
+    ...(entry.M?.f?.S === undefined ? {} : { fair: entry.M.f.S }),
   }));
+  const fairWaiting: FairWaiting[] = [];
+  const fairWeights: Record<string, number> = {};
+  for (const [name, value] of Object.entries(item ?? {})) {
+    if (name.startsWith('fw:')) fairWeights[name.slice(3)] = Number(value.N ?? '1');
+    if (!name.startsWith('wf:')) continue;
+    const key = name.slice(3);
+    fairWaiting.push({ key, waiting: Number(value.N ?? '0'), since: Number(item?.[`ws:${key}`]?.N ?? '0') });
+  }
   holders.sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   return {
     holders,
     issued: Number(item?.iss?.N ?? '0'),
     admitted: Number(item?.adm?.N ?? '0'),
     ranked: Number(item?.w?.N ?? '0'),
+    fairWaiting,
+    fairWeights,
     ...(item?.lim?.N === undefined
       ? {}
       : { runtimeLimit: { limit: Number(item.lim.N), by: item.limBy?.S ?? '', at: Number(item.limAt?.N ?? '0') } }),

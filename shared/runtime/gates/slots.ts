@@ -3,7 +3,7 @@ import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
 import { leaseHeld } from '../../core/lease';
 import type { ClaimResult, RefusedClaim } from '../../core/ports';
-import { jobRank } from '../../core/priority';
+import { lineRank } from '../../core/priority';
 import { isTerminal } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
@@ -99,8 +99,7 @@ class SlotsPass implements GatePass {
     }
     // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
     if (!startsNow(current, this.kit.type, d.now)) return GO;
-    const { priority } = this.kit.def.spec;
-    const rank = priority ? jobRank(priority, current) : undefined;
+    const rank = lineRank(this.kit.def.spec, current);
     const entry = await gate.enter(current, this.slots, current.leaseToken + 1, d.log, rank);
     if (entry.kind === 'skipped') return this.singletonSkip(current, entry);
     if (entry.kind === 'waiting') {
@@ -120,8 +119,7 @@ class SlotsPass implements GatePass {
       // and the claim): take them now, or give the attempt back before it runs.
       // If it has to wait, its attempt is given back due now: it waits in line under that runAt's rank.
       const now = this.kit.clock.now();
-      const { priority } = this.kit.def.spec;
-      const rank = priority ? jobRank(priority, { ...claimed, runAt: new Date(now).toISOString() }) : undefined;
+      const rank = lineRank(this.kit.def.spec, { ...claimed, runAt: new Date(now).toISOString() });
       const entry = await this.gate.enter(claimed, this.slots, token, this.d.log, rank);
       // (a claimed job has an attempt, so its singleton waits rather than skips)
       if (entry.kind !== 'entered') {
