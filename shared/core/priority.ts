@@ -160,7 +160,7 @@ export function jobRank(options: PriorityOptions, job: { id: string; runAt: stri
  * fair key's line is oldest first). Undefined for a type whose lines are oldest-first tickets.
  */
 export function lineRank(
-  spec: { priority?: PriorityOptions; concurrency?: readonly { fairBy?: unknown }[] },
+  spec: { priority?: PriorityOptions; concurrency?: readonly { limit: number; fairBy?: unknown }[] },
   job: { id: string; runAt: string; priority?: number },
 ): string | undefined {
   if (spec.priority) return jobRank(spec.priority, job);
