@@ -123,6 +123,16 @@ describe('IAM least privilege', () => {
     expect(query).not.toContain('index/*');
   });
 
+  it("lets the API query the table only for a slot's ranked line (`flowq#…`): a limit raised at run time admits its head", () => {
+    // KeyLimitsService.handOn → FlowSlots.admit → a ranked line's head is a Query on the table
+    // (shared/aws/flow-slots/ranked-line.ts); GET /types/{type}/keys/{key} lists the line the same way
+    const onTable = apiStatements.filter(
+      (s) => asArray(s.Action).includes('dynamodb:Query') && JSON.stringify(s.Resource) === arn(tableId),
+    );
+    expect(onTable).toHaveLength(1);
+    expect(onTable[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*'] } });
+  });
+
   it("lets the API's item actions reach every partition it writes: no dynamodb:LeadingKeys condition to keep in step", () => {
     // The API reads and writes jobs (`job#...`), schedules (`schedule#...`), flows and flow-control
     // entries, and each type's last DLQ redrive (`dlq#<type>`: PutItem by a redrive, GetItem by GET /dlq).
