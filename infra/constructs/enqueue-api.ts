@@ -120,6 +120,16 @@ export class EnqueueApi extends Construct {
     const indexArns = API_QUERY_INDEXES.map((name) => `${table.tableArn}/index/${name}`);
     this.handler.addToRolePolicy(new PolicyStatement({ actions: API_TABLE_ACTIONS, resources: [table.tableArn] }));
     this.handler.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: indexArns }));
+    // A slot's ranked line (`flowq#…`), and nothing else of the table: a limit raised at run time
+    // admits the line's head (shared/api/key-limits-service.ts), and GET /types/{type}/keys/{key}
+    // lists the line
+    this.handler.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:Query'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*'] } },
+      }),
+    );
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');
     props.grants.allowRead(this.handler);
     this.handler.addToRolePolicy(

@@ -123,6 +123,13 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
       'are skipped there (test/e2e/target.ts); the ranked line runs on DynamoDB Local (contract, integration, chaos).',
     fate: 'kept (not in the suite)',
   },
+  'api dynamodb:Query table': {
+    verdict:
+      "Only a slot's ranked line (`flowq#…`; LeadingKeys, test/infra/iam.test.ts): a concurrency limit raised at run " +
+      "time admits the line's head, and GET /types/{type}/keys/{key} lists the line. The deployed run is on moto, " +
+      'whose flow-control tests are skipped (test/e2e/target.ts); the ranked line runs on DynamoDB Local.',
+    fate: 'kept (not in the suite)',
+  },
   // Used in the runs so far; kept for a run whose jobs take no such path.
   'worker sqs:SendMessage ready queues': {
     verdict:

@@ -112,11 +112,14 @@ describe('IAM least privilege', () => {
   it('lets the API read and write job items and query the listing GSIs, but not scan or manage the table', () => {
     const dynamo = allowedActions(apiStatements).filter((a) => a.action.startsWith('dynamodb:'));
     const items = ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'];
-    expect(dynamo.map((a) => a.action).sort()).toEqual([...items, 'dynamodb:Query', 'dynamodb:UpdateItem'].sort());
-    // Item actions on the table; Query on the two listing indexes only (the due index is the supervisor's).
+    expect([...new Set(dynamo.map((a) => a.action))].sort()).toEqual(
+      [...items, 'dynamodb:Query', 'dynamodb:UpdateItem'].sort(),
+    );
+    // Item actions on the table; Query on the two listing indexes (the due index is the
+    // supervisor's), and on the table only for ranked lines (the next test)
     for (const a of dynamo.filter((d) => d.action !== 'dynamodb:Query'))
       expect(a.resources, a.action).toBe(arn(tableId));
-    const query = dynamo.find((a) => a.action === 'dynamodb:Query')?.resources ?? '';
+    const query = dynamo.find((a) => a.action === 'dynamodb:Query' && a.resources !== arn(tableId))?.resources ?? '';
     expect(query).toContain('/index/byType"');
     expect(query).toContain('/index/byTypeState"');
     expect(query).not.toContain('byDue');
