@@ -331,6 +331,8 @@ export interface SlotState {
   admitted: number;
   /** In a slot shared fairly: the jobs in line per fair key. */
   waitingByFairKey?: Record<string, number>;
+  /** In a slot shared fairly: the weights set at run time, per fair key. */
+  fairWeights?: Record<string, number>;
   /**
    * The limit set at run time for this key (`PUT /types/{type}/keys/{key}/limits`), who set it and
    * when (epoch ms). Absent: the spec's limit holds.
@@ -350,6 +352,30 @@ export interface RuntimeLimit {
 /** The limit a slot holds to: the one set at run time when there is one, the spec's otherwise. */
 export function effectiveLimit(slot: Pick<Slot, 'limit'>, runtime: Pick<RuntimeLimit, 'limit'> | undefined): number {
   return runtime?.limit ?? slot.limit;
+}
+
+/** Most jobs {@link FlowSlots.line} lists. */
+export const MAX_LINE_LISTED = 50;
+
+/** A job in a slot's line, as {@link FlowSlots.line} lists it: its ticket, or its rank (and fair key). */
+export interface InLine {
+  jobId: string;
+  type: string;
+  ticket?: number;
+  rank?: string;
+  fair?: string;
+}
+
+/** What {@link FlowSlots.setWeight} is given. */
+export interface SetWeightInput {
+  /** The fair limit's slot (its key is `*`). */
+  slot: Pick<Slot, 'scope' | 'key'>;
+  fairKey: string;
+  /** The weight (see `fairWeightProblem`); undefined removes it (the spec's holds again). */
+  weight: number | undefined;
+  /** Who sets it, and when (epoch ms): for the caller's audit; the item keeps the value only. */
+  by: string;
+  now: number;
 }
 
 /** What {@link FlowSlots.setLimit} is given. */
@@ -424,4 +450,17 @@ export interface FlowSlots {
    * {@link FlowSlots.admit} (the caller's) or a newcomer. Safe to call again.
    */
   setLimit(input: SetLimitInput): Promise<void>;
+  /**
+   * Sets a fair key's weight at run time on a slot shared fairly, in place of the spec's `weight`;
+   * `weight: undefined` removes it. It holds from the next admission. Creates the slot's item
+   * when the type has none. Safe to call again.
+   */
+  setWeight(input: SetWeightInput): Promise<void>;
+  /**
+   * The jobs waiting on the slot, first to be served first, at most `max`: the oldest-first line's
+   * tickets, then the ranked line's entries by rank; in a slot shared fairly, only `slot.fair`'s
+   * key's entries (which key goes next depends on what runs when a place frees). Eventually
+   * consistent: a view, not a promise.
+   */
+  line(input: { slot: Pick<Slot, 'scope' | 'key' | 'fair'>; max: number }): Promise<InLine[]>;
 }

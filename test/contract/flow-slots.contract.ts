@@ -340,6 +340,25 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         expect(served).toContain('a');
       });
 
+      it('lists the line in the order it will be served: tickets, then entries by rank', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(1);
+        await join(slots, slot, 'h', 1);
+        await join(slots, slot, 'c', 30);
+        await join(slots, slot, 'b', 10);
+        await take(slots, slot, 't0');
+        expect(await slots.line({ slot, max: 50 })).toEqual([
+          { jobId: 't0', type: 'echo', ticket: 0 },
+          { jobId: 'b', type: 'echo', rank: r(10, 'b') },
+          { jobId: 'c', type: 'echo', rank: r(30, 'c') },
+        ]);
+        expect((await slots.line({ slot, max: 2 })).map((e) => e.jobId)).toEqual(['t0', 'b']);
+        await slots.release({ slot, jobId: 'h' });
+        // b's rank stands for a time before t0's ticket was written: b goes first
+        expect((await slots.admit({ slot, now: NOW })).map((e) => e.jobId)).toEqual(['b']);
+        expect((await slots.line({ slot, max: 50 })).map((e) => e.jobId)).toEqual(['t0', 'c']);
+      });
+
       it('never gives more places than the limit, and admits each entry once, lowest first, to jobs at once', async () => {
         const { slots } = await setup();
         const slot = slotOf(3);
@@ -445,6 +464,47 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         for (const [i, id] of ['x0', 'x1', 'x2', 'x3'].entries()) await freeOne(slots, base, id, NOW + i + 1);
         const byKey = (await slots.state(base)).holders.map((h) => h.fair).sort();
         expect(byKey).toEqual(['w', 'w', 'w', 'z']);
+      });
+
+      it('takes a weight set at run time in place of the spec’s, from the next admission; removed, the spec’s holds', async () => {
+        const { slots } = await setup();
+        const base = { ...slotOf(4), key: '*' };
+        for (let i = 0; i < 4; i++) await join(slots, base, `x${i}`, i);
+        for (let i = 0; i < 6; i++) {
+          await join(slots, base, `a${i}`, 10 + i);
+          await join(slots, base, `b${i}`, 10 + i);
+        }
+        const by = 'arn:aws:iam::123456789012:role/ops';
+        await slots.setWeight({ slot: base, fairKey: 'b', weight: 3, by, now: NOW });
+        await slots.setWeight({ slot: base, fairKey: 'b', weight: 3, by, now: NOW }); // again: the same
+        expect((await slots.state(base)).fairWeights).toEqual({ b: 3 });
+        for (const [i, id] of ['x0', 'x1', 'x2', 'x3'].entries()) await freeOne(slots, base, id, NOW + i + 1);
+        expect((await slots.state(base)).holders.map((h) => h.fair).sort()).toEqual(['a', 'b', 'b', 'b']);
+        await slots.setWeight({ slot: base, fairKey: 'b', weight: undefined, by, now: NOW });
+        expect((await slots.state(base)).fairWeights).toBeUndefined();
+        // equal weights again: with b's 3 a place freed by b would go back to b (2/3 against a's 1/1); now to a
+        const b = (await slots.state(base)).holders.find((h) => h.fair === 'b')?.jobId as string;
+        expect(await freeOne(slots, base, b, NOW + 10)).toEqual(['a1']);
+        // removing a weight from a type with no slot item creates none
+        const none = { ...slotOf(2), key: '*' };
+        await slots.setWeight({ slot: none, fairKey: 'q', weight: undefined, by, now: NOW });
+        expect(await slots.state(none)).toEqual({ holders: [], waiting: 0, issued: 0, admitted: 0 });
+      });
+
+      it('lists a fair key’s line in its order, and only that key’s', async () => {
+        const { slots } = await setup();
+        const base = { ...slotOf(1), key: '*' };
+        await join(slots, base, 'h1', 0);
+        await join(slots, base, 'a2', 30);
+        await join(slots, base, 'b1', 5);
+        await join(slots, base, 'a1', 20);
+        const listed = await slots.line({ slot: fairSlot(base, 'a'), max: 50 });
+        expect(listed).toEqual([
+          { jobId: 'a1', type: 'echo', rank: r(20, 'a1'), fair: 'a' },
+          { jobId: 'a2', type: 'echo', rank: r(30, 'a2'), fair: 'a' },
+        ]);
+        expect((await slots.line({ slot: fairSlot(base, 'a'), max: 1 })).map((e) => e.jobId)).toEqual(['a1']);
+        expect((await slots.line({ slot: fairSlot(base, 'zz'), max: 50 })).map((e) => e.jobId)).toEqual([]);
       });
 
       it('is idempotent and counts each key exactly under concurrent joins and admits', async () => {

@@ -14,8 +14,10 @@ import {
   effectiveLimit,
   type FlowSlots,
   type Holder,
+  type InLine,
   type RuntimeLimit,
   type SetLimitInput,
+  type SetWeightInput,
   type Slot,
   type SlotState,
 } from '../../shared/core/flow';
@@ -245,8 +247,39 @@ export class FakeFlowSlots implements FlowSlots {
       ...(fairWaitingOf(s).length > 0
         ? { waitingByFairKey: Object.fromEntries(fairWaitingOf(s).map((w) => [w.key, w.waiting])) }
         : {}),
+      ...(s.fairWeights.size > 0 ? { fairWeights: Object.fromEntries(s.fairWeights) } : {}),
       ...(s.runtimeLimit ? { runtimeLimit: { ...s.runtimeLimit } } : {}),
     };
+  }
+
+  async setWeight(input: SetWeightInput): Promise<void> {
+    const id = `${input.slot.scope}#${input.slot.key}`;
+    this.write('set-weight');
+    if (input.weight === undefined) {
+      // as the adapter: removing it from a slot with no item creates none
+      this.slots.get(id)?.fairWeights.delete(input.fairKey);
+      return;
+    }
+    this.slotOf(input.slot).fairWeights.set(input.fairKey, input.weight);
+  }
+
+  async line(input: { slot: Pick<Slot, 'scope' | 'key' | 'fair'>; max: number }): Promise<InLine[]> {
+    const s = this.slotOf(input.slot);
+    const out: InLine[] = [];
+    for (let n = s.admitted; n < s.issued && out.length < input.max; n++) {
+      const t = s.tickets.get(n);
+      if (t && t !== 'skipped') out.push({ jobId: t.jobId, type: t.type, ticket: n });
+    }
+    const fair = input.slot.fair?.key;
+    const ranked = [...s.line.entries()]
+      .filter(([, e]) => fair === undefined || e.fair === fair)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const [k, e] of ranked) {
+      if (out.length >= input.max) break;
+      const rank = k.slice(k.indexOf('\u0000') + 1);
+      out.push({ jobId: e.jobId, type: e.type, rank, ...(e.fair === undefined ? {} : { fair: e.fair }) });
+    }
+    return out;
   }
 
   async setLimit(input: SetLimitInput): Promise<void> {

@@ -174,7 +174,33 @@ export async function head(table: SlotTable, slot: Slot, fairKey?: string): Prom
       }),
     ),
   );
-  const item = out === 'refused' ? undefined : out.Items?.[0];
+  return lineEntry(out === 'refused' ? undefined : out.Items?.[0]);
+}
+
+/** The first `max` entries of the line by rank (of one fair key's line, with `fairKey`); eventually consistent. */
+export async function entries(table: SlotTable, slot: Slot, max: number, fairKey?: string): Promise<LineEntry[]> {
+  if (max <= 0) return [];
+  const byKey = fairKey !== undefined;
+  const out = await table.send('Query (flow line)', () =>
+    table.client.send(
+      new QueryCommand({
+        TableName: table.tableName,
+        KeyConditionExpression: byKey ? 'pk = :pk AND begins_with(sk, :prefix)' : 'pk = :pk',
+        ExpressionAttributeValues: {
+          ':pk': S(linePk(slot)),
+          ...(byKey ? { ':prefix': S(fairPrefix(fairKey)) } : {}),
+        },
+        Limit: max,
+      }),
+    ),
+  );
+  return (out === 'refused' ? [] : (out.Items ?? [])).flatMap((item) => {
+    const entry = lineEntry(item);
+    return entry ? [entry] : [];
+  });
+}
+
+function lineEntry(item: Record<string, AttributeValue> | undefined): LineEntry | undefined {
   if (!item?.jobId?.S || !item.type?.S || !item.sk?.S) return undefined;
   const rank = item.r?.S ?? item.sk.S;
   const fair = item.f?.S;

@@ -81,6 +81,22 @@ export async function ticketAt(table: SlotTable, slot: Slot, n: number): Promise
   return item?.at?.N !== undefined && !item.skipped ? Number(item.at.N) : undefined;
 }
 
+/** The jobs behind tickets `from` … `to - 1` that are written and not skipped, in order: a read each. */
+export async function ticketJobs(
+  table: SlotTable,
+  slot: Slot,
+  from: number,
+  to: number,
+): Promise<{ jobId: string; type: string; ticket: number }[]> {
+  const numbers = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+  const items = await Promise.all(numbers.map((n) => table.read(flowKeys.ticket(slot.scope, n, slot.key))));
+  return items.flatMap((item, i) =>
+    item?.jobId?.S && item.type?.S && !item.skipped
+      ? [{ jobId: item.jobId.S, type: item.type.S, ticket: from + i }]
+      : [],
+  );
+}
+
 /** The job behind ticket `n`: waits a little for a ticket item still being written, then marks it skipped. */
 async function ticketHolder(
   table: SlotTable,
