@@ -1,19 +1,23 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
+import { runningByKey } from '../core/fair-share';
 import {
   type Admitted,
   effectiveLimit,
   type FlowSlots,
   type Holder,
+  type InLine,
+  MAX_LINE_LISTED,
   type Slot,
   type SlotState,
   slotsOf,
   WHOLE_TYPE_KEY,
 } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
-import { keyLimitIndex, keyLimitsRequest } from '../core/key-limits';
+import { fairLimitSlot, type KeyLimitField, keyLimitIndex, keyLimitsRequest } from '../core/key-limits';
 import { fairQueueTypes } from '../core/message-group';
 import type { JobQueue, JobScheduler } from '../core/ports';
+import { rankTime } from '../core/priority';
 import { type DispatchDeps, dispatchNow, handOffOf } from '../dispatch/dispatch';
 import { NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
@@ -34,11 +38,59 @@ export interface KeyLimitView {
   key: string;
   running: { jobId: string; since: string }[];
   waiting: number;
+  /**
+   * The first jobs in line ({@link MAX_LINE_LISTED} at most), first served first: a ticket's, or
+   * a rank's (with the time it stands for: due time less the priority's head start). For a limit
+   * shared fairly, the asked key's own line.
+   */
+  line: LineView[];
+  /** For a limit shared fairly (`fairBy`): the asked key's share. */
+  fair?: FairKeyView;
 }
 
-/** The view of limit `index` of a key from its slot's state. */
-export function keyLimitView(index: number, slot: Slot, state: SlotState): KeyLimitView {
+/** A job in line, as the key views show it. */
+export interface LineView {
+  jobId: string;
+  ticket?: number;
+  /** When its rank stands for (ISO 8601): its due time less its priority's head start. */
+  rankedAt?: string;
+}
+
+/** A fair key's share of a limit shared fairly. */
+export interface FairKeyView {
+  key: string;
+  weight: number;
+  /** `runtime`: set by `PUT …/limits` (`weight`); `spec`: the spec's `weight`, or 1. */
+  weightSource: 'spec' | 'runtime';
+  running: number;
+  waiting: number;
+}
+
+const lineView = (line: readonly InLine[]): LineView[] =>
+  line.map((e) => ({
+    jobId: e.jobId,
+    ...(e.ticket === undefined ? {} : { ticket: e.ticket }),
+    ...(e.rank === undefined ? {} : { rankedAt: new Date(rankTime(e.rank)).toISOString() }),
+  }));
+
+/** A fair key's share, from the fair slot's state. */
+export function fairKeyView(slot: Slot, state: SlotState): FairKeyView | undefined {
+  if (!slot.fair) return undefined;
+  const key = slot.fair.key;
+  const runtime = state.fairWeights?.[key];
+  return {
+    key,
+    weight: runtime ?? slot.fair.weightOf(key),
+    weightSource: runtime === undefined ? 'spec' : 'runtime',
+    running: runningByKey(state.holders).get(key) ?? 0,
+    waiting: state.waitingByFairKey?.[key] ?? 0,
+  };
+}
+
+/** The view of limit `index` of a key from its slot's state and line. */
+export function keyLimitView(index: number, slot: Slot, state: SlotState, line: readonly InLine[] = []): KeyLimitView {
   const runtime = state.runtimeLimit;
+  const fair = fairKeyView(slot, state);
   return {
     index,
     limit: effectiveLimit(slot, runtime),
@@ -48,7 +100,22 @@ export function keyLimitView(index: number, slot: Slot, state: SlotState): KeyLi
     key: slot.key,
     running: running(state.holders),
     waiting: state.waiting,
+    line: lineView(line),
+    ...(fair ? { fair } : {}),
   };
+}
+
+/** One limit of a type in `GET /types/{type}/keys`. */
+export interface TypeKeysView {
+  index: number;
+  /** A keyed limit: its keys are not listed (look one up by its value). */
+  keyed: boolean;
+  /** A limit shared fairly: `keys` are its fair keys that run, wait or have a weight set. */
+  fair?: boolean;
+  limit?: number;
+  running?: number;
+  waiting?: number;
+  keys: FairKeyView[];
 }
 
 export interface KeyLimitsServiceDeps {
@@ -94,45 +161,113 @@ export class KeyLimitsService {
     return spec;
   }
 
-  /** Sets the key's limit (`body`: `{ concurrency, limit? }`) as `by`. */
+  /**
+   * Sets the key's concurrency limit and/or weight (`body`: `{ concurrency?, limit?, weight? }`)
+   * as `by`. Checked whole first: a bad field writes nothing.
+   */
   async set(type: string, key: string, body: unknown, by: string): Promise<KeyLimitsAnswer> {
     const spec = this.specOf(type);
     const target = keyLimitsRequest(type, spec.concurrency, key, body);
     const now = this.deps.clock.now();
-    await this.deps.flow.setLimit({ slot: target.slot, limit: target.concurrency, by, now });
-    this.deps.log.info('concurrency limit set', {
-      type,
-      key: target.slot.key,
-      index: target.index,
-      limit: target.concurrency,
-      specLimit: target.slot.limit,
-      by,
-    });
-    const handedOn = await this.handOn(target.slot);
+    const handedOn: string[] = [];
+    if (target.concurrency) {
+      const { slot, index, limit } = target.concurrency;
+      await this.deps.flow.setLimit({ slot, limit, by, now });
+      this.deps.log.info('concurrency limit set', { type, key: slot.key, index, limit, specLimit: slot.limit, by });
+      handedOn.push(...(await this.handOn(slot)));
+    }
+    if (target.weight) {
+      const { slot, fairKey, weight, index } = target.weight;
+      await this.deps.flow.setWeight({ slot, fairKey, weight, by, now });
+      this.deps.log.info('fair weight set', { type, key: fairKey, index, weight, by });
+    }
     return { type, key, limits: await this.views(spec, key), handedOn };
   }
 
-  /** Removes the key's limit set at run time (`limit`: the index, as in {@link set}); the spec's holds again. */
-  async clear(type: string, key: string, limit: unknown, by: string): Promise<KeyLimitsAnswer> {
+  /**
+   * Removes what was set at run time for the key: its concurrency limit (`field` `concurrency`,
+   * on limit `limit`, as in {@link set}), or its weight (`weight`); the spec's holds again.
+   */
+  async clear(type: string, key: string, limit: unknown, by: string, field: KeyLimitField = 'concurrency') {
     const spec = this.specOf(type);
+    const now = this.deps.clock.now();
+    if (field === 'weight') {
+      const { slot, index } = fairLimitSlot(type, spec.concurrency, key);
+      await this.deps.flow.setWeight({ slot, fairKey: key, weight: undefined, by, now });
+      this.deps.log.info('fair weight cleared', { type, key, index, by });
+      return { type, key, limits: await this.views(spec, key), handedOn: [] };
+    }
     const index = keyLimitIndex(type, spec.concurrency, key, limit);
     const slot = slotsOf(type, spec.concurrency ?? [], this.keysFor(spec, key))[index] as Slot;
-    await this.deps.flow.setLimit({ slot, limit: undefined, by, now: this.deps.clock.now() });
+    await this.deps.flow.setLimit({ slot, limit: undefined, by, now });
     this.deps.log.info('concurrency limit cleared', { type, key: slot.key, index, specLimit: slot.limit, by });
     // the spec's limit may be above the one removed
     const handedOn = await this.handOn(slot);
     return { type, key, limits: await this.views(spec, key), handedOn };
   }
 
-  /** The key's concurrency limits as they hold now. */
+  /** The key's concurrency limits as they hold now, each with its line (for a fair limit, the key's share and line). */
   async views(spec: JobTypeSpec, key: string): Promise<KeyLimitView[]> {
     const slots = slotsOf(spec.type, spec.concurrency ?? [], this.keysFor(spec, key));
-    const states = await Promise.all(slots.map((slot) => this.deps.flow.state(slot)));
-    return slots.map((slot, i) => keyLimitView(i, slot, states[i] as SlotState));
+    const read = (slot: Slot) =>
+      Promise.all([this.deps.flow.state(slot), this.deps.flow.line({ slot, max: MAX_LINE_LISTED })]);
+    const states = await Promise.all(slots.map(read));
+    return slots.map((slot, i) => {
+      const [state, line] = states[i] as [SlotState, InLine[]];
+      return keyLimitView(i, slot, state, line);
+    });
+  }
+
+  /**
+   * The keys of the type's limits that one read can list: a limit without a key function (`*`),
+   * and a limit shared fairly, whose slot knows every fair key that runs or waits (with its
+   * weight). A keyed limit's keys are not listed: each is its own item, found by its key.
+   */
+  async keys(type: string): Promise<{ type: string; limits: TypeKeysView[] }> {
+    const spec = this.specOf(type);
+    const limits = spec.concurrency ?? [];
+    const out: TypeKeysView[] = [];
+    for (const [index, limit] of limits.entries()) {
+      if (limit.key) {
+        out.push({ index, keyed: true, keys: [] });
+        continue;
+      }
+      const slot = slotsOf(
+        type,
+        limits,
+        limits.map(() => WHOLE_TYPE_KEY),
+      )[index] as Slot;
+      const state = await this.deps.flow.state(slot);
+      const total = {
+        limit: effectiveLimit(slot, state.runtimeLimit),
+        running: state.holders.length,
+        waiting: state.waiting,
+      };
+      if (!limit.fairBy) {
+        out.push({ index, keyed: false, ...total, keys: [] });
+        continue;
+      }
+      const running = runningByKey(state.holders);
+      const names = new Set([
+        ...running.keys(),
+        ...Object.keys(state.waitingByFairKey ?? {}),
+        ...Object.keys(state.fairWeights ?? {}),
+      ]);
+      const keys = [...names].sort().map((fairKey) => {
+        const view = fairKeyView(
+          { ...slot, fair: { key: fairKey, weightOf: (slot.fair as NonNullable<Slot['fair']>).weightOf } },
+          state,
+        );
+        return view as FairKeyView;
+      });
+      out.push({ index, keyed: false, fair: true, ...total, keys });
+    }
+    return { type, limits: out };
   }
 
   private keysFor(spec: JobTypeSpec, key: string): string[] {
-    return (spec.concurrency ?? []).map((l) => (l.key ? key : WHOLE_TYPE_KEY));
+    // a fair limit's slot is the type's one (`*`); the key is the asked fair key's share in it
+    return (spec.concurrency ?? []).map((l) => (l.key || l.fairBy ? key : WHOLE_TYPE_KEY));
   }
 
   /**

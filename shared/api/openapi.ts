@@ -39,6 +39,7 @@ import {
   scheduleViewSchema,
   signalReceiptSchema,
   signalRequestSchema,
+  typeKeysSchema,
 } from './schemas';
 
 /**
@@ -306,17 +307,31 @@ export const OPERATIONS: ApiOperation[] = [
     responses: { '200': { description: 'The key', schema: keyStateSchema }, ...errors('400', '404', '429', '503') },
   },
   {
+    method: 'get',
+    path: '/types/{type}/keys',
+    operationId: 'listTypeKeys',
+    summary: "The keys of a job type's concurrency limits",
+    description:
+      'Per concurrency limit: for a limit without a key function, its one key (the limit that holds, running and ' +
+      'waiting); for a limit shared fairly (`fairBy`), each fair key that runs, waits or has a weight set, with its ' +
+      'share. A keyed limit’s keys are not listed: each is its own item (look one up with GET /types/{type}/keys/{key}). ' +
+      'One read per unkeyed limit.',
+    pathParams: { type: 'The job type' },
+    responses: { '200': { description: 'The keys', schema: typeKeysSchema }, ...errors('404', '429', '503') },
+  },
+  {
     method: 'put',
     path: '/types/{type}/keys/{key}/limits',
     operationId: 'setKeyLimits',
-    summary: "Set a key's concurrency limit at run time",
+    summary: "Set a key's concurrency limit or weight at run time",
     description:
-      "Replaces the spec's concurrency limit for this key value, from the next start: a lowered limit lets the " +
-      'running jobs finish; a raised one hands its new places to waiting jobs at once (named in `handedOn`). ' +
-      'Only concurrency limits can be set (not throttles, rate limits or weights). The request is checked whole ' +
-      'before anything is written: 400 `invalid_limits` names the field (a type without concurrency limits, a bad ' +
-      '`limit` index, a key other than `*` for a limit without a key function, a value outside 1 to 1000). ' +
-      'Costs 1 write unit, plus the hand-on. Access: `operate`.',
+      "`concurrency` replaces the spec's concurrency limit for this key value, from the next start: a lowered limit " +
+      'lets the running jobs finish; a raised one hands its new places to waiting jobs at once (named in `handedOn`). ' +
+      '`weight` sets the key’s weight in the type’s limit shared fairly (`fairBy`), from the next hand-on. Throttles ' +
+      'and rate limits cannot be set. The request is checked whole before anything is written: 400 `invalid_limits` ' +
+      'names the field (a type without concurrency limits, or without a fair limit for `weight`, a bad `limit` index, ' +
+      'a key other than `*` for a limit without a key function, a value out of range). Costs 1 write unit per field ' +
+      '(a weight grows the fair slot’s item by about 10 bytes plus the key), plus the hand-on. Access: `operate`.',
     pathParams: { type: 'The job type', key: 'The key value (URL-encoded; `*` for a limit without a key function)' },
     body: keyLimitsRequestSchema,
     responses: {
@@ -328,10 +343,11 @@ export const OPERATIONS: ApiOperation[] = [
     method: 'delete',
     path: '/types/{type}/keys/{key}/limits',
     operationId: 'clearKeyLimits',
-    summary: "Remove a key's run-time concurrency limit",
+    summary: "Remove a key's run-time concurrency limit or weight",
     description:
       "The spec's limit holds again, from the next start (a spec above the removed limit hands places on at once). " +
-      'Query `limit`: the index of the limit, as in the PUT. Access: `operate`.',
+      'Query `limit`: the index of the limit, as in the PUT; `field=weight` removes the key’s weight instead (the ' +
+      'spec’s `weight` holds again). Access: `operate`.',
     pathParams: { type: 'The job type', key: 'The key value (URL-encoded; `*` for a limit without a key function)' },
     query: keyLimitsQuerySchema,
     responses: {

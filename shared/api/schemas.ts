@@ -531,6 +531,15 @@ const paceStateSchema = z.object({
   }),
 });
 
+/** A fair key's share of a limit shared fairly. */
+const fairKeySchema = z.object({
+  key: z.string(),
+  weight: z.number().meta({ description: 'Its weight: the one set at run time, or the spec’s (1 by default)' }),
+  weightSource: z.enum(['spec', 'runtime']),
+  running: z.int().min(0).meta({ description: 'Its jobs holding a place' }),
+  waiting: z.int().min(0).meta({ description: 'Its jobs in line' }),
+});
+
 /** One concurrency limit of a key: the limit that holds, the spec's, and where it comes from. */
 const keyLimitSchema = z.object({
   index: z.int().min(0).meta({ description: "The limit's place in the type's `concurrency`" }),
@@ -546,15 +555,42 @@ const keyLimitSchema = z.object({
     .array(z.object({ jobId: z.string(), since: isoTime }))
     .meta({ description: 'Jobs holding a slot: running, or handed one and about to start' }),
   waiting: z.int().min(0).meta({ description: 'Jobs waiting for a slot of this key' }),
+  line: z
+    .array(
+      z.object({
+        jobId: z.string(),
+        ticket: z.int().min(0).optional().meta({ description: 'Its ticket, in an oldest-first line' }),
+        rankedAt: isoTime.optional().meta({
+          description:
+            'In a ranked line (priorities, fair share): the time its rank stands for, its due time less its priority’s head start',
+        }),
+      }),
+    )
+    .meta({
+      description:
+        'The first 50 jobs in line, first served first; for a limit shared fairly, the asked key’s own line (which key goes next depends on what runs)',
+    }),
+  fair: fairKeySchema
+    .optional()
+    .meta({ description: 'Only for a limit shared fairly (`fairBy`): the asked key’s share' }),
 });
 
 /** The body of `PUT /types/{type}/keys/{key}/limits` (checked in shared/core/key-limits.ts). */
 export const keyLimitsRequestSchema = z
   .object({
-    concurrency: z.int().min(1).max(1000).meta({ description: 'The concurrency limit of this key, 1 to 1000' }),
+    concurrency: z
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .meta({ description: 'The concurrency limit of this key, 1 to 1000 (this or `weight` is required)' }),
     limit: z.int().min(0).optional().meta({
       description:
         "Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit",
+    }),
+    weight: z.number().gt(0).max(1000).optional().meta({
+      description:
+        'The weight of this key in the type’s limit shared fairly (`fairBy`): its share of places against the other keys’, more than 0, at most 1000',
     }),
   })
   .strict();
@@ -565,8 +601,30 @@ export const keyLimitsQuerySchema = z
     limit: z.string().regex(/^\d+$/).optional().meta({
       description: "Which of the type's concurrency limits (its index). @default as in the PUT",
     }),
+    field: z.enum(['concurrency', 'weight']).optional().meta({
+      description:
+        'What to remove: the key’s concurrency limit, or its weight in the limit shared fairly. @default concurrency',
+    }),
   })
   .strict();
+
+/** `GET /types/{type}/keys`: the keys of a type's limits that one read can list. */
+export const typeKeysSchema = z.object({
+  type: z.string(),
+  limits: z.array(
+    z.object({
+      index: z.int().min(0),
+      keyed: z.boolean().meta({ description: 'A keyed limit: its keys are not listed (look one up by its value)' }),
+      fair: z.boolean().optional().meta({ description: 'A limit shared fairly: `keys` are its fair keys' }),
+      limit: z.int().min(1).optional().meta({ description: 'The limit that holds (an unkeyed limit)' }),
+      running: z.int().min(0).optional(),
+      waiting: z.int().min(0).optional(),
+      keys: z
+        .array(fairKeySchema)
+        .meta({ description: 'For a limit shared fairly: the keys that run, wait, or have a weight set' }),
+    }),
+  ),
+});
 
 /** What `PUT` and `DELETE /types/{type}/keys/{key}/limits` answer. */
 export const keyLimitsResponseSchema = z.object({

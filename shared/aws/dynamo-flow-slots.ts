@@ -40,10 +40,11 @@ import {
   type Slot,
   type SlotState,
 } from '../core/flow';
+import { rankTime } from '../core/priority';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
-import { admitHead, entries, head, inLine, joinLine, nextInLine, rankTime } from './flow-slots/ranked-line';
+import { admitHead, entries, head, inLine, joinLine, nextInLine } from './flow-slots/ranked-line';
 import {
   fairAttrs,
   flowKeys,

@@ -50,6 +50,7 @@ import type {
   SignalPayloadArg,
   SignalReceipt,
   TypedJob,
+  TypeKeys,
   TypeName,
   TypeSignalName,
   TypeSignalPayload,
@@ -242,8 +243,20 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
    * `DELETE /types/{type}/keys/{key}/limits`: removes the key's run-time limit; the spec's holds again.
    * @example
    * await client.clearKeyLimits('tenant-sync', 'tenant-42');
+   * await client.clearKeyLimits('tenant-sync', 'tenant-42', { field: 'weight' });
    */
-  clearKeyLimits(type: TypeName<T>, key: string, options?: { limit?: number }): Promise<KeyLimits>;
+  clearKeyLimits(
+    type: TypeName<T>,
+    key: string,
+    options?: { limit?: number; field?: 'concurrency' | 'weight' },
+  ): Promise<KeyLimits>;
+  /**
+   * `GET /types/{type}/keys`: the keys one read can list; for a limit shared fairly, each fair key
+   * that runs, waits or has a weight set, with its share.
+   * @example
+   * const { limits } = await client.typeKeys('tenant-sync');
+   */
+  typeKeys(type: TypeName<T>): Promise<TypeKeys>;
   /** `POST /jobs/{id}/cancel`. */
   cancel(id: string): Promise<JobView>;
   /** `POST /jobs/{id}/retry`: runs a failed or cancelled job again. */
@@ -510,9 +523,13 @@ export function createClient<C extends JobCatalog = JobCatalog>(
       send({
         method: 'DELETE',
         path: `/types/${segment(type)}/keys/${segment(key)}/limits`,
-        ...(options.limit === undefined ? {} : { query: { limit: String(options.limit) } }),
+        query: {
+          ...(options.limit === undefined ? {} : { limit: String(options.limit) }),
+          ...(options.field === undefined ? {} : { field: options.field }),
+        },
         idempotent: true,
       }),
+    typeKeys: (type) => send({ method: 'GET', path: `/types/${segment(type)}/keys`, idempotent: true }),
     cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
     retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
     // a replay of the same signal is harmless (200, duplicate), so the transport may retry it

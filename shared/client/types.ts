@@ -14,6 +14,7 @@ import type {
   keyStateSchema,
   overviewSchema,
   redriveResultSchema,
+  typeKeysSchema,
 } from '../api/schemas';
 import type { BackoffInput } from '../core/backoff';
 import type { JobView } from '../core/job';
@@ -342,13 +343,20 @@ export type KeyState = z.output<typeof keyStateSchema>;
 /** What `PUT` and `DELETE /types/{type}/keys/{key}/limits` answer: the key's limits as they hold now. */
 export type KeyLimits = z.output<typeof keyLimitsResponseSchema>;
 
-/** A key's concurrency limit to set at run time. */
-export interface KeyLimitsInput {
-  /** The limit, 1 to 1000. */
-  concurrency: number;
-  /** Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit */
-  limit?: number;
-}
+/** `GET /types/{type}/keys`: the keys of a type's limits that one read can list (a fair limit's, with their shares). */
+export type TypeKeys = z.output<typeof typeKeysSchema>;
+
+/** A key's concurrency limit, or its weight in a limit shared fairly, to set at run time (one or both). */
+export type KeyLimitsInput =
+  | {
+      /** The limit, 1 to 1000. */
+      concurrency: number;
+      /** Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit */
+      limit?: number;
+      /** The key's weight in the type's limit shared fairly (`fairBy`): more than 0, at most 1000. */
+      weight?: number;
+    }
+  | { weight: number };
 
 // ---------------------------------------------------------------------------------------------
 // Dead-letter queues

@@ -2,29 +2,41 @@
  * Limits set at run time for one key value of a job type (`PUT /types/{type}/keys/{key}/limits`):
  * which of the type's concurrency limits a request names, and whether its value is usable. Pure:
  * the API checks a request here before it writes anything, and answers 400 `invalid_limits`
- * naming the field otherwise. Only concurrency limits can be set yet: throttles, rate limits and
- * weights are fixed in the spec.
+ * naming the field otherwise. A key's concurrency limit and, for a type with a limit shared fairly
+ * (`fairBy`), its weight can be set; throttles and rate limits are fixed in the spec.
  */
 import { ValidationError } from '../errors';
-import { type ConcurrencyLimit, flowKeyProblem, MAX_CONCURRENCY_LIMIT, type Slot, WHOLE_TYPE_KEY } from './flow';
+import { fairWeightProblem, MAX_FAIR_WEIGHT } from './fair-share';
+import {
+  type ConcurrencyLimit,
+  flowKeyProblem,
+  MAX_CONCURRENCY_LIMIT,
+  type Slot,
+  slotsOf,
+  WHOLE_TYPE_KEY,
+} from './flow';
 
 /** The error code of a request whose limits cannot be set. */
 export const INVALID_LIMITS = 'invalid_limits';
 
 /** The fields `PUT /types/{type}/keys/{key}/limits` takes. */
-const FIELDS = ['concurrency', 'limit'];
+const FIELDS = ['concurrency', 'limit', 'weight'];
 /** Fields a later version may take: named apart, so the answer says they are not settable yet. */
-const NOT_YET = ['throttle', 'rateLimit', 'weight'];
+const NOT_YET = ['throttle', 'rateLimit'];
 
-/** A checked request: the slot of the limit it sets, and the value. */
+/** What a `DELETE …/limits` removes (`?field=`). */
+export const KEY_LIMIT_FIELDS = ['concurrency', 'weight'] as const;
+export type KeyLimitField = (typeof KEY_LIMIT_FIELDS)[number];
+
+/** A checked request: what it sets, each with its slot. */
 export interface KeyLimitTarget {
-  /** The index of the type's concurrency limit. */
-  index: number;
-  /** The slot: `<type>#<index>` and the key value (`*` for a limit without a key function). */
-  slot: Slot;
-  /** The limit to set. */
-  concurrency: number;
+  /** The concurrency limit to set on limit `index`'s slot (`<type>#<index>` and the key, `*` for a limit without a key function). */
+  concurrency?: { index: number; slot: Slot; limit: number };
+  /** The weight to set for the key (a fair key) on the type's fair limit `index` (its slot's key is `*`). */
+  weight?: { index: number; slot: Slot; fairKey: string; weight: number };
 }
+
+type Limits = readonly Pick<ConcurrencyLimit<unknown>, 'limit' | 'key' | 'fairBy' | 'weight'>[] | undefined;
 
 const invalid = (path: string, message: string): never => {
   throw new ValidationError(`these limits cannot be set: ${path} ${message}`, [{ path, message }], INVALID_LIMITS);
@@ -38,12 +50,7 @@ const invalid = (path: string, message: string): never => {
  * @example
  * keyLimitIndex(spec.type, spec.concurrency, 'tenant-42', undefined); // 0, the first keyed limit
  */
-export function keyLimitIndex(
-  type: string,
-  limits: readonly Pick<ConcurrencyLimit<unknown>, 'limit' | 'key'>[] | undefined,
-  key: string,
-  limit: unknown,
-): number {
+export function keyLimitIndex(type: string, limits: Limits, key: string, limit: unknown): number {
   if (!limits || limits.length === 0) {
     return invalid('concurrency', `cannot be set: job type ${type} has no concurrency limit`);
   }
@@ -68,37 +75,77 @@ export function keyLimitIndex(
 }
 
 /**
- * Checks a `PUT …/limits` body against the type's concurrency limits and the key. Throws
- * ValidationError (`invalid_limits`, naming the field) for anything it cannot set.
+ * The slot of the type's limit shared fairly, for fair key `key`, and its index. Throws
+ * ValidationError (`invalid_limits`, field `field`) when the type has none, or the key is unusable.
+ */
+export function fairLimitSlot(
+  type: string,
+  limits: Limits,
+  key: string,
+  field = 'weight',
+): { index: number; slot: Slot } {
+  const index = limits?.findIndex((l) => l.fairBy !== undefined) ?? -1;
+  if (!limits || index < 0) {
+    return invalid(field, `cannot be set: job type ${type} has no concurrency limit shared fairly (fairBy)`);
+  }
+  const problem = flowKeyProblem(key);
+  if (problem) invalid('key', problem);
+  const keys = limits.map((_, i) => (i === index ? key : WHOLE_TYPE_KEY));
+  return { index, slot: slotsOf(type, limits, keys)[index] as Slot };
+}
+
+/**
+ * Checks a `PUT …/limits` body against the type's concurrency limits and the key: `concurrency`
+ * (with `limit`, the index) sets a key's concurrency limit; `weight` sets the key's weight in the
+ * type's limit shared fairly. At least one. Throws ValidationError (`invalid_limits`, naming the
+ * field) for anything it cannot set; nothing is set then.
  *
  * @example
- * const target = keyLimitsRequest('tenant-sync', spec.concurrency, 'tenant-42', { concurrency: 5 });
- * await flow.setLimit({ slot: target.slot, limit: target.concurrency, by, now });
+ * const target = keyLimitsRequest('tenant-sync', spec.concurrency, 'tenant-42', { concurrency: 5, weight: 3 });
+ * if (target.concurrency) await flow.setLimit({ slot: target.concurrency.slot, limit: target.concurrency.limit, by, now });
  */
-export function keyLimitsRequest(
-  type: string,
-  limits: readonly Pick<ConcurrencyLimit<unknown>, 'limit' | 'key'>[] | undefined,
-  key: string,
-  body: unknown,
-): KeyLimitTarget {
+export function keyLimitsRequest(type: string, limits: Limits, key: string, body: unknown): KeyLimitTarget {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return invalid('(body)', 'must be an object: { "concurrency": <1 to 1000>, "limit"?: <index> }');
+    return invalid(
+      '(body)',
+      'must be an object: { "concurrency"?: <1 to 1000>, "limit"?: <index>, "weight"?: <number> }',
+    );
   }
   const fields = body as Record<string, unknown>;
   for (const name of Object.keys(fields)) {
-    if (NOT_YET.includes(name)) invalid(name, 'cannot be set at run time yet (only concurrency can)');
+    if (NOT_YET.includes(name)) invalid(name, 'cannot be set at run time yet (concurrency and weight can)');
     if (!FIELDS.includes(name)) invalid(name, `is not a field here (${FIELDS.join(', ')})`);
   }
-  const index = keyLimitIndex(type, limits, key, fields.limit);
-  const concurrency = fields.concurrency;
-  if (
-    typeof concurrency !== 'number' ||
-    !Number.isInteger(concurrency) ||
-    concurrency < 1 ||
-    concurrency > MAX_CONCURRENCY_LIMIT
-  ) {
-    invalid('concurrency', `must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`);
+  if (fields.concurrency === undefined && fields.weight === undefined) {
+    invalid('concurrency', 'or weight is required');
   }
-  const spec = limits?.[index]?.limit ?? 0;
-  return { index, slot: { scope: `${type}#${index}`, key, limit: spec }, concurrency: concurrency as number };
+  const out: KeyLimitTarget = {};
+  if (fields.concurrency !== undefined || fields.limit !== undefined) {
+    const index = keyLimitIndex(type, limits, key, fields.limit);
+    const concurrency = fields.concurrency;
+    if (
+      typeof concurrency !== 'number' ||
+      !Number.isInteger(concurrency) ||
+      concurrency < 1 ||
+      concurrency > MAX_CONCURRENCY_LIMIT
+    ) {
+      invalid('concurrency', `must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`);
+    }
+    const spec = limits?.[index]?.limit ?? 0;
+    out.concurrency = { index, slot: { scope: `${type}#${index}`, key, limit: spec }, limit: concurrency as number };
+  }
+  if (fields.weight !== undefined) {
+    const { index, slot } = fairLimitSlot(type, limits, key);
+    const problem = fairWeightProblem(fields.weight);
+    if (problem) invalid('weight', `${problem} (more than 0, at most ${MAX_FAIR_WEIGHT})`);
+    out.weight = { index, slot, fairKey: key, weight: fields.weight as number };
+  }
+  return out;
+}
+
+/** The `?field=` of a `DELETE …/limits`: `concurrency` (the default) or `weight`. */
+export function keyLimitField(value: string | undefined): KeyLimitField {
+  if (value === undefined) return 'concurrency';
+  if ((KEY_LIMIT_FIELDS as readonly string[]).includes(value)) return value as KeyLimitField;
+  return invalid('field', `must be one of ${KEY_LIMIT_FIELDS.join(', ')}`);
 }

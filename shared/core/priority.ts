@@ -167,3 +167,8 @@ export function lineRank(
   if (spec.concurrency?.some((l) => l.fairBy !== undefined)) return jobRank({}, { id: job.id, runAt: job.runAt });
   return undefined;
 }
+
+/** The time a rank key stands for (epoch ms): the digits before its `#`. */
+export function rankTime(rank: string): number {
+  return Number(rank.slice(0, rank.indexOf('#')));
+}

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { accessFrom } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
-import { keyLimitsResponseSchema, keyStateSchema } from '../../shared/api/schemas';
+import { keyLimitsResponseSchema, keyStateSchema, typeKeysSchema } from '../../shared/api/schemas';
 import { ManualClock } from '../../shared/core/clock';
 import type { Slot } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
@@ -25,8 +25,17 @@ const tenantSync = defineJobType({
   payload: z.object({ tenantId: z.string() }),
   concurrency: [{ limit: 2, key: (p) => p.tenantId }, { limit: 10 }],
 });
+const fairSync = defineJobType({
+  type: 'fair-sync',
+  payload: z.object({ tenantId: z.string() }),
+  concurrency: [
+    { limit: 2, key: (p) => p.tenantId },
+    { limit: 4, fairBy: (p) => p.tenantId, weight: (k) => (k === 'gold' ? 2 : 1) },
+  ],
+});
 const catalog = [
   tenantSync,
+  fairSync,
   defineJobType({ type: 'global', payload: z.object({}), concurrency: [{ limit: 3 }] }),
   defineJobType({ type: 'plain', payload: z.object({}) }),
 ];
@@ -43,7 +52,7 @@ function setup() {
         [READER]: [{ action: 'read' }],
       },
     }),
-    config: testConfig(['tenant-sync', 'global', 'plain']),
+    config: testConfig(['tenant-sync', 'fair-sync', 'global', 'plain']),
     catalog,
     store: new FakeJobStore(),
     queue,
@@ -95,8 +104,9 @@ describe('PUT /types/{type}/keys/{key}/limits', () => {
           key: 't1',
           running: [],
           waiting: 0,
+          line: [],
         },
-        { index: 1, limit: 10, specLimit: 10, source: 'spec', key: '*', running: [], waiting: 0 },
+        { index: 1, limit: 10, specLimit: 10, source: 'spec', key: '*', running: [], waiting: 0, line: [] },
       ],
     });
     expect(flow.writes['set-limit']).toBe(1);
@@ -135,7 +145,12 @@ describe('PUT /types/{type}/keys/{key}/limits', () => {
     ['a key other than * for an unkeyed limit', 'tenant-sync', 't1', { concurrency: 3, limit: 1 }, 'key'],
     ['a key with a control character', 'tenant-sync', 't%01x', { concurrency: 3 }, 'key'],
     ['a throttle (not settable yet)', 'tenant-sync', 't1', { concurrency: 3, throttle: 1 }, 'throttle'],
-    ['a weight (not settable yet)', 'tenant-sync', 't1', { weight: 2 }, 'weight'],
+    ['a weight on a type without a limit shared fairly', 'tenant-sync', 't1', { weight: 2 }, 'weight'],
+    ['a weight of 0', 'fair-sync', 'acme', { weight: 0 }, 'weight'],
+    ['a weight above 1000', 'fair-sync', 'acme', { weight: 1001 }, 'weight'],
+    ['a weight that is a string', 'fair-sync', 'acme', { weight: '2' }, 'weight'],
+    ['a good weight beside a bad limit', 'fair-sync', 'acme', { weight: 2, concurrency: 0 }, 'concurrency'],
+    ['a good limit beside a bad weight', 'fair-sync', 'acme', { weight: -1, concurrency: 3 }, 'weight'],
     ['an unknown field', 'tenant-sync', 't1', { concurrency: 3, limits: 1 }, 'limits'],
     ['a body that is not an object', 'tenant-sync', 't1', [3], '(body)'],
   ])(
@@ -228,5 +243,96 @@ describe('DELETE /types/{type}/keys/{key}/limits', () => {
     const bad = await call('DELETE', '/types/tenant-sync/keys/*/limits', undefined, OPS, 'limit=x');
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'invalid_limits', issues: [{ path: 'limit' }] });
+  });
+});
+
+describe('fair share: weights set at run time, the keys of a type, and the line', () => {
+  const fairSlot = (key: string): Slot => ({
+    scope: 'fair-sync#1',
+    key: '*',
+    limit: 4,
+    fair: { key, weightOf: (k) => (k === 'gold' ? 2 : 1) },
+  });
+
+  it("sets a fair key's weight, shows it beside the spec's, and removes it with ?field=weight", async () => {
+    const { call, flow } = setup();
+    const put = await call('PUT', '/types/fair-sync/keys/acme/limits', { weight: 3 });
+    expect(put.status).toBe(200);
+    expect(flow.writes).toEqual({ 'set-weight': 1 });
+    expect((await flow.state(fairSlot('acme'))).fairWeights).toEqual({ acme: 3 });
+    expect(put.body.limits[1]).toMatchObject({
+      index: 1,
+      key: '*',
+      fair: { key: 'acme', weight: 3, weightSource: 'runtime', running: 0, waiting: 0 },
+    });
+    expect(keyLimitsResponseSchema.parse(put.body)).toEqual(put.body);
+    // another key: the spec's weight
+    expect((await call('GET', '/types/fair-sync/keys/gold')).body.limits[1].fair).toEqual({
+      key: 'gold',
+      weight: 2,
+      weightSource: 'spec',
+      running: 0,
+      waiting: 0,
+    });
+    // both at once: one request, both set
+    await call('PUT', '/types/fair-sync/keys/acme/limits', { weight: 5, concurrency: 1 });
+    expect((await flow.state({ scope: 'fair-sync#0', key: 'acme' })).runtimeLimit?.limit).toBe(1);
+    expect((await flow.state(fairSlot('acme'))).fairWeights).toEqual({ acme: 5 });
+    const cleared = await call('DELETE', '/types/fair-sync/keys/acme/limits', undefined, OPS, 'field=weight');
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.limits[1].fair).toMatchObject({ weight: 1, weightSource: 'spec' });
+    // the concurrency limit stays until it is removed itself
+    expect((await flow.state({ scope: 'fair-sync#0', key: 'acme' })).runtimeLimit?.limit).toBe(1);
+    const bad = await call('DELETE', '/types/fair-sync/keys/acme/limits', undefined, OPS, 'field=throttle');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_limits', issues: [{ path: 'field' }] });
+    const none = await call('DELETE', '/types/tenant-sync/keys/t1/limits', undefined, OPS, 'field=weight');
+    expect(none.body.error).toMatchObject({ code: 'invalid_limits', issues: [{ path: 'weight' }] });
+  });
+
+  it("lists a fair limit's keys with their shares, and says a keyed limit's keys are not listed", async () => {
+    const { call, flow } = setup();
+    const join = (jobId: string, fair: string, rank: number) =>
+      flow.acquire({
+        slot: fairSlot(fair),
+        jobId,
+        type: 'fair-sync',
+        now: T0,
+        token: 1,
+        rank: `${String(T0 + rank).padStart(15, '0')}#${jobId}`,
+      });
+    for (const [i, id] of ['a1', 'a2', 'a3', 'a4', 'a5'].entries()) await join(id, 'acme', i);
+    await join('g1', 'gold', 10);
+    await call('PUT', '/types/fair-sync/keys/zeta/limits', { weight: 4 });
+    const listed = await call('GET', '/types/fair-sync/keys');
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({
+      type: 'fair-sync',
+      limits: [
+        { index: 0, keyed: true, keys: [] },
+        {
+          index: 1,
+          keyed: false,
+          fair: true,
+          limit: 4,
+          running: 4,
+          waiting: 2,
+          keys: [
+            { key: 'acme', weight: 1, weightSource: 'spec', running: 4, waiting: 1 },
+            { key: 'gold', weight: 2, weightSource: 'spec', running: 0, waiting: 1 },
+            { key: 'zeta', weight: 4, weightSource: 'runtime', running: 0, waiting: 0 },
+          ],
+        },
+      ],
+    });
+    expect(typeKeysSchema.parse(listed.body)).toEqual(listed.body);
+    // the asked key's own line, first served first, with the time each rank stands for
+    const acme = await call('GET', '/types/fair-sync/keys/acme');
+    expect(acme.body.limits[1].line).toEqual([{ jobId: 'a5', rankedAt: new Date(T0 + 4).toISOString() }]);
+    expect(acme.body.limits[1].fair).toMatchObject({ running: 4, waiting: 1 });
+    expect(keyStateSchema.parse(acme.body)).toEqual(acme.body);
+    const reader = await call('GET', '/types/fair-sync/keys', undefined, READER);
+    expect(reader.status).toBe(200);
+    expect((await call('GET', '/types/nope/keys')).status).toBe(404);
   });
 });

@@ -82,6 +82,7 @@ describe('GET /openapi.json document', () => {
         'post /jobs/{id}/retry',
         'post /jobs/{id}/signals/{name}',
         'get /types/{type}/latest',
+        'get /types/{type}/keys',
         'get /types/{type}/keys/{key}',
         'put /types/{type}/keys/{key}/limits',
         'delete /types/{type}/keys/{key}/limits',

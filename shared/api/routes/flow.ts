@@ -3,6 +3,7 @@ import type { Clock } from '../../core/clock';
 import { type Debouncer, debounceScope } from '../../core/debounce';
 import { type FlowSlots, flowKeyProblem, type Holder, singletonScope, WHOLE_TYPE_KEY } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
+import { keyLimitField } from '../../core/key-limits';
 import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../../core/pace';
 import type { JobQueue, JobScheduler } from '../../core/ports';
 import { NotFoundError, ValidationError } from '../../errors';
@@ -25,8 +26,10 @@ const indexParam = (text: string | undefined): unknown =>
  * function has one key for the whole type, shown whatever `key` is asked for; so has a singleton
  * without one.
  *
- * `PUT /types/{type}/keys/{key}/limits` (`{ concurrency, limit? }`) and `DELETE` (`?limit=`) set
- * and remove a key's concurrency limit at run time (see {@link KeyLimitsService}). Access:
+ * `PUT /types/{type}/keys/{key}/limits` (`{ concurrency?, limit?, weight? }`) and `DELETE`
+ * (`?limit=`, `?field=concurrency|weight`) set and remove a key's concurrency limit, or its weight
+ * in a limit shared fairly, at run time (see {@link KeyLimitsService}). `GET /types/{type}/keys`
+ * lists the keys one read can find: a fair limit's keys with their shares. Access:
  * `operate`, as the other changes to how the platform runs (schedules, DLQ redrive), not scoped by
  * type; each is audited (`limits.set`, `limits.clear`).
  */
@@ -66,8 +69,16 @@ export function flowRoutes(deps: {
           const type = params.type ?? '';
           const service = limitsService(type);
           const index = indexParam(request.query.limit);
-          return json(200, await service.clear(type, params.key ?? '', index, actorOf(call.principal)));
+          const field = keyLimitField(request.query.field);
+          return json(200, await service.clear(type, params.key ?? '', index, actorOf(call.principal), field));
         },
+      },
+    },
+    {
+      path: '/types/{type}/keys',
+      access: { GET: { action: 'read', types: (_request, params) => [params.type ?? ''] } },
+      methods: {
+        GET: async (_request, params) => json(200, await limitsService(params.type ?? '').keys(params.type ?? '')),
       },
     },
     {

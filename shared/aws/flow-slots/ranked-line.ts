@@ -139,11 +139,6 @@ export async function inLine(table: SlotTable, slot: Slot, rank: string): Promis
   return (await table.read(itemKey(linePk(slot), entrySk(slot, rank)))) !== undefined;
 }
 
-/** The time a rank key stands for (epoch ms): the digits before its `#`. */
-export function rankTime(rank: string): number {
-  return Number(rank.slice(0, rank.indexOf('#')));
-}
-
 /** An entry of a ranked line: its job, its rank and (a slot shared fairly) its fair key. */
 export interface LineEntry {
   jobId: string;

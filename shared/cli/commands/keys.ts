@@ -1,9 +1,10 @@
 import type { KeyLimits } from '../../client';
+import { fairWeightProblem, MAX_FAIR_WEIGHT } from '../../core/fair-share';
 import { MAX_CONCURRENCY_LIMIT } from '../../core/flow';
-import { type CommandDef, UsageError } from '../args';
+import { type CommandDef, type OptionValues, UsageError } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
 import { table } from '../format';
-import { intOption } from '../input';
+import { intOption, stringOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
 
@@ -30,6 +31,11 @@ const keyState: Command = {
     }
     for (const l of state.limits) {
       rows.push([`concurrency[${l.index}]`, l.key, limitText(l, style), holders(l.running), String(l.waiting), '']);
+      if (l.fair) {
+        const f = l.fair;
+        const weight = `weight ${f.weight}${f.weightSource === 'runtime' ? style.dim(' (set at run time)') : ''}`;
+        rows.push([`  fair share[${l.index}]`, f.key, weight, String(f.running), String(f.waiting), '']);
+      }
     }
     for (const [what, p] of [
       ['throttle', state.throttle],
@@ -82,9 +88,15 @@ function showLimits(context: CommandContext, answer: KeyLimits, headline: string
 const setLimits: Command = {
   path: ['limits', 'set'],
   args: ['type', 'key'],
-  summary: "set a key's concurrency limit at run time (from the next start; a raise starts waiting jobs now)",
+  summary:
+    "set a key's concurrency limit (from the next start; a raise starts waiting jobs now) or its weight in a limit shared fairly",
   options: {
-    concurrency: { type: 'string', value: 'N', description: `the limit, 1-${MAX_CONCURRENCY_LIMIT} (required)` },
+    concurrency: { type: 'string', value: 'N', description: `the limit, 1-${MAX_CONCURRENCY_LIMIT}` },
+    weight: {
+      type: 'string',
+      value: 'W',
+      description: `the key's weight in the type's limit shared fairly (fairBy), more than 0 and at most ${MAX_FAIR_WEIGHT}`,
+    },
     limit: {
       type: 'string',
       value: 'I',
@@ -94,39 +106,102 @@ const setLimits: Command = {
   examples: [
     'orrery limits set tenant-sync tenant-42 --concurrency 10',
     "orrery limits set api-call '*' --concurrency 5 --limit 1",
+    'orrery limits set tenant-sync tenant-42 --weight 3',
   ],
   async run(context, args, options) {
     const concurrency = intOption(options, 'concurrency', 'limits set', { min: 1, max: MAX_CONCURRENCY_LIMIT });
-    if (concurrency === undefined) throw new UsageError('--concurrency is required', 'limits set');
+    const weight = weightOption(options);
+    if (concurrency === undefined && weight === undefined) {
+      throw new UsageError('--concurrency or --weight is required', 'limits set');
+    }
     const limit = intOption(options, 'limit', 'limits set', { min: 0 });
     const type = args.type as string;
     const key = args.key as string;
-    const answer = await context
-      .client()
-      .setKeyLimits(type, key, { concurrency, ...(limit === undefined ? {} : { limit }) });
-    return showLimits(context, answer, `set the concurrency limit of ${type} / ${key} to ${concurrency}`);
+    const input =
+      concurrency === undefined
+        ? { weight: weight as number }
+        : { concurrency, ...(limit === undefined ? {} : { limit }), ...(weight === undefined ? {} : { weight }) };
+    const answer = await context.client().setKeyLimits(type, key, input);
+    const what = [
+      ...(concurrency === undefined ? [] : [`the concurrency limit of ${type} / ${key} to ${concurrency}`]),
+      ...(weight === undefined ? [] : [`the weight of ${type} / ${key} to ${weight}`]),
+    ].join(' and ');
+    return showLimits(context, answer, `set ${what}`);
   },
 };
 
 const unsetLimits: Command = {
   path: ['limits', 'unset'],
   args: ['type', 'key'],
-  summary: "remove a key's run-time concurrency limit: the spec's holds again",
+  summary: "remove a key's run-time concurrency limit (or, with --weight, its weight): the spec's holds again",
   options: {
     limit: {
       type: 'string',
       value: 'I',
       description: "which of the type's concurrency limits (default: the first keyed one, or the only one)",
     },
+    weight: { type: 'boolean', description: "remove the key's weight in the limit shared fairly instead" },
   },
-  examples: ['orrery limits unset tenant-sync tenant-42'],
+  examples: ['orrery limits unset tenant-sync tenant-42', 'orrery limits unset tenant-sync tenant-42 --weight'],
   async run(context, args, options) {
     const limit = intOption(options, 'limit', 'limits unset', { min: 0 });
     const type = args.type as string;
     const key = args.key as string;
-    const answer = await context.client().clearKeyLimits(type, key, limit === undefined ? {} : { limit });
-    return showLimits(context, answer, `removed the run-time concurrency limit of ${type} / ${key}`);
+    const weight = options.weight === true;
+    const answer = await context
+      .client()
+      .clearKeyLimits(type, key, { ...(limit === undefined ? {} : { limit }), ...(weight ? { field: 'weight' } : {}) });
+    const what = weight ? 'weight' : 'concurrency limit';
+    return showLimits(context, answer, `removed the run-time ${what} of ${type} / ${key}`);
   },
 };
 
-export const keyCommands: Command[] = [keyState, setLimits, unsetLimits];
+/** `--weight W`: a number, checked as the API checks it. */
+function weightOption(options: OptionValues): number | undefined {
+  const text = stringOption(options, 'weight');
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  const problem = fairWeightProblem(text.trim() === '' ? Number.NaN : value);
+  if (problem) throw new UsageError(`--weight ${problem}`, 'limits set');
+  return value;
+}
+
+const typeKeys: Command = {
+  path: ['keys'],
+  args: ['type'],
+  summary:
+    "list the keys of a type's unkeyed and fair concurrency limits: running, waiting, and each fair key's weight",
+  options: {},
+  examples: ['orrery keys tenant-sync', 'orrery keys tenant-sync --json'],
+  async run(context, args) {
+    const answer = await context.client().typeKeys(args.type as string);
+    if (context.json) {
+      printJson(context.stdout, answer);
+      return EXIT.ok;
+    }
+    const { style } = context;
+    const rows: string[][] = [];
+    for (const l of answer.limits) {
+      if (l.keyed) {
+        rows.push([`concurrency[${l.index}]`, style.dim('(keyed: look a key up with orrery key)'), '', '', '']);
+        continue;
+      }
+      rows.push([
+        `concurrency[${l.index}]`,
+        '*',
+        String(l.limit ?? ''),
+        String(l.running ?? 0),
+        String(l.waiting ?? 0),
+      ]);
+      for (const k of l.keys) {
+        const weight = `weight ${k.weight}${k.weightSource === 'runtime' ? style.dim(' (set at run time)') : ''}`;
+        rows.push(['  fair key', k.key, weight, String(k.running), String(k.waiting)]);
+      }
+    }
+    println(context.stdout, style.bold(args.type as string));
+    println(context.stdout, table(['CONTROL', 'KEY', 'LIMIT', 'RUNNING', 'WAITING'], rows, style));
+    return EXIT.ok;
+  },
+};
+
+export const keyCommands: Command[] = [keyState, typeKeys, setLimits, unsetLimits];
