@@ -30,15 +30,20 @@ export const sleepJob = defineJobType({
 });
 
 /**
- * `tenant-sync`: syncs one tenant's data (here: waits `ms`). At most 2 run at once per tenant, so
- * one tenant's backlog cannot take every worker; the rest wait their turn without polling, the
- * higher `priority` first (0–10; the oldest first within one).
+ * `tenant-sync`: syncs one tenant's data (here: waits `ms`). At most 2 run at once per tenant, and
+ * 8 in all, shared fairly between the tenants that wait: a freed place goes to the tenant running
+ * fewest (by weight), so one tenant's backlog, however large, does not hold the others up. The
+ * rest wait their turn without polling, the higher `priority` first within a tenant (0–10; the
+ * oldest first within one).
  */
 export const tenantSyncJob = defineJobType({
   type: 'tenant-sync',
   payload: z.strictObject({ tenantId: z.string(), ms: z.optional(z.int().check(z.minimum(0), z.maximum(50_000))) }),
   timeoutMs: 60_000,
-  concurrency: [{ limit: 2, key: (p) => p.tenantId }],
+  concurrency: [
+    { limit: 2, key: (p) => p.tenantId },
+    { limit: 8, fairBy: (p) => p.tenantId },
+  ],
   priority: { default: 0, agingSeconds: 30 },
 });
 

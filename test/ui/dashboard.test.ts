@@ -319,15 +319,54 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await waitForState(first.id, 'running');
     await page.goto(`${platform.url}/ui/#/jobs/${first.id}`);
     await page.getByRole('heading', { name: `Job ${first.id} running` }).waitFor();
-    await page.getByRole('link', { name: tenant, exact: true }).click();
+    // the job names its tenant for both limits: the cap per tenant, and its share of the fair one
+    await page.getByRole('link', { name: tenant, exact: true }).first().click();
     await page.waitForURL(/#\/keys\?type=tenant-sync&key=/);
     const limits = page.getByRole('table', { name: 'Concurrency limits' });
-    // the limit is 2 per tenant: two hold a slot, the third waits
+    // the limit is 2 per tenant: two hold a slot, the third waits, and is next in line
     await limits.getByText('#1: 2 of 2').waitFor({ timeout: 20_000 });
-    await expect(limits.locator('tbody td.num').textContent()).resolves.toBe('1');
-    await expect(limits.getByRole('link').count()).resolves.toBe(2);
+    const perTenant = limits.locator('tbody tr').first();
+    await expect(perTenant.locator('td.num').textContent()).resolves.toBe('1');
+    await expect(perTenant.locator('td').nth(3).getByRole('link').count()).resolves.toBe(2);
+    await expect(perTenant.locator('td').nth(5).getByRole('link').textContent()).resolves.toBe((jobs[2] as ApiBody).id);
     await shot('keys');
     await expectAccessible('keys');
+  });
+
+  it("lists a type's fair keys with their shares, and sets and removes a key's weight at run time", async () => {
+    const [a, b] = [uniquePrefix('fair-a'), uniquePrefix('fair-b')];
+    const jobs = [];
+    for (const tenantId of [a, a, a, b]) {
+      jobs.push(
+        (await call(platform.url, 'POST', '/jobs', { type: 'tenant-sync', payload: { tenantId, ms: 8_000 } })).json,
+      );
+    }
+    await waitForState((jobs[0] as ApiBody).id, 'running');
+    await page.goto(`${platform.url}/ui/#/keys?type=tenant-sync`);
+    const fair = page.getByRole('table', { name: /Limit #2: .* shared fairly/ });
+    await fair.getByRole('link', { name: a, exact: true }).waitFor({ timeout: 20_000 });
+    await fair.getByRole('link', { name: a, exact: true }).click();
+    await page.waitForURL(/#\/keys\?type=tenant-sync&key=/);
+    await page.getByRole('heading', { name: 'Fair share' }).waitFor();
+    await page.getByLabel('Weight in fair share').fill('3');
+    await page.getByRole('button', { name: 'Set' }).click();
+    await page.getByRole('status').filter({ hasText: 'Limits set.' }).waitFor();
+    await page.getByText('(set at run time)').waitFor();
+    const state = await call(platform.url, 'GET', `/types/tenant-sync/keys/${encodeURIComponent(a)}`);
+    expect((state.json as unknown as { limits: { fair?: unknown }[] }).limits[1]?.fair).toMatchObject({
+      key: a,
+      weight: 3,
+      weightSource: 'runtime',
+    });
+    await shot('keys-fair');
+    await expectAccessible('keys-fair');
+    await page.getByRole('button', { name: 'Remove weight' }).click();
+    await page.getByRole('status').filter({ hasText: 'Weight removed.' }).waitFor();
+    const after = await call(platform.url, 'GET', `/types/tenant-sync/keys/${encodeURIComponent(a)}`);
+    expect((after.json as unknown as { limits: { fair?: unknown }[] }).limits[1]?.fair).toMatchObject({
+      weight: 1,
+      weightSource: 'spec',
+    });
   });
 
   it("links a flow job's parents and children", async () => {

@@ -59,7 +59,7 @@ export function queryString(query: Query = {}): string {
 export const seg = (value: string) => encodeURIComponent(value);
 
 /** Sends one call; resolves to the parsed JSON body, throws {@link ApiError} for an error answer. */
-export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
   let response: Response;
   try {
     response = await fetch(`${config.apiBase}${path}`, {

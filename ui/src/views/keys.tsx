@@ -1,7 +1,12 @@
-/** Flow-control keys: who holds a key's slots and how many wait (`GET /types/{type}/keys/{key}`). */
+/**
+ * Flow-control keys: who holds a key's slots, how many wait and in what order, where each limit
+ * comes from (`GET /types/{type}/keys/{key}`); a type's fair keys and their shares
+ * (`GET /types/{type}/keys`); and, unless read-only, a key's limit and weight set at run time
+ * (`PUT`/`DELETE /types/{type}/keys/{key}/limits`).
+ */
 import { useState } from 'preact/hooks';
 import { ApiError, api, seg } from '../api';
-import { ErrorBox, Json, Time, TypeSelect } from '../components';
+import { ErrorBox, Json, Time, TypeSelect, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 
@@ -9,12 +14,44 @@ interface Holder {
   jobId: string;
   since: string;
 }
+interface FairShare {
+  key: string;
+  weight: number;
+  weightSource: 'spec' | 'runtime';
+  running: number;
+  waiting: number;
+}
+interface LimitState {
+  index: number;
+  limit: number;
+  specLimit: number;
+  source: 'spec' | 'runtime';
+  setBy?: string;
+  setAt?: string;
+  key: string;
+  running: Holder[];
+  waiting: number;
+  line?: { jobId: string; ticket?: number; rankedAt?: string }[];
+  fair?: FairShare;
+}
 interface KeyState {
   type: string;
   key: string;
-  limits: { index: number; limit: number; key: string; running: Holder[]; waiting: number }[];
+  limits: LimitState[];
   singleton?: { scope: string; mode: string; key: string; running: Holder[]; waiting: number };
   [other: string]: unknown;
+}
+interface TypeKeys {
+  type: string;
+  limits: {
+    index: number;
+    keyed: boolean;
+    fair?: boolean;
+    limit?: number;
+    running?: number;
+    waiting?: number;
+    keys: FairShare[];
+  }[];
 }
 
 export function KeysView({ route }: { route: Route }) {
@@ -43,7 +80,7 @@ export function KeysView({ route }: { route: Route }) {
             id="key-value"
             value={formKey}
             onInput={(e) => setFormKey((e.target as HTMLInputElement).value)}
-            placeholder="e.g. t1, or * "
+            placeholder="e.g. t1, or * (empty: the type's keys)"
           />
         </div>
         <div class="actions">
@@ -53,6 +90,7 @@ export function KeysView({ route }: { route: Route }) {
         </div>
       </form>
       {type && key ? <KeyPanel key={`${type}/${key}`} type={type} value={key} /> : null}
+      {type && !key ? <TypeKeysPanel key={type} type={type} /> : null}
     </section>
   );
 }
@@ -70,6 +108,51 @@ function Holders({ running }: { running: Holder[] }) {
   );
 }
 
+/** The first jobs in line, first served first (the API lists up to 50; the first 5 here). */
+function Line({ line, waiting }: { line: LimitState['line']; waiting: number }) {
+  const shown = (line ?? []).slice(0, 5);
+  if (shown.length === 0) return <span class="muted">{waiting > 0 ? `${waiting} waiting` : 'none'}</span>;
+  return (
+    <ol class="plain">
+      {shown.map((e) => (
+        <li key={e.jobId}>
+          <a href={href(`/jobs/${seg(e.jobId)}`)}>{e.jobId}</a>
+          {e.rankedAt ? (
+            <span class="muted">
+              {' '}
+              ranked at <Time iso={e.rankedAt} />
+            </span>
+          ) : null}
+        </li>
+      ))}
+      {waiting > shown.length ? <li class="muted">and {waiting - shown.length} more</li> : null}
+    </ol>
+  );
+}
+
+/** Where a limit comes from: the spec's, or set at run time (by whom, when). */
+function LimitSource({ l }: { l: LimitState }) {
+  if (l.source === 'spec') return <span class="muted">spec</span>;
+  return (
+    <span>
+      set at run time
+      {l.setBy ? (
+        <>
+          {' '}
+          by <Who arn={l.setBy} />
+        </>
+      ) : null}
+      {l.setAt ? (
+        <>
+          {' '}
+          <Time iso={l.setAt} rel />
+        </>
+      ) : null}
+      ; spec {l.specLimit}
+    </span>
+  );
+}
+
 function KeyPanel({ type, value }: { type: string; value: string }) {
   const loaded = usePoll(() => api<KeyState>('GET', `/types/${seg(type)}/keys/${seg(value)}`), `key:${type}:${value}`);
   const state = loaded.data;
@@ -81,6 +164,7 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
     );
   }
   const { type: _t, key: _k, limits = [], singleton, ...others } = state ?? ({} as KeyState);
+  const fair = limits.find((l) => l.fair)?.fair;
   return (
     <>
       <ErrorBox error={loaded.error} what="could not read the key" />
@@ -93,10 +177,12 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
                 <tr>
                   <th scope="col">Limit</th>
                   <th scope="col">Key</th>
+                  <th scope="col">Source</th>
                   <th scope="col">Holding a slot</th>
                   <th scope="col" class="num">
                     Waiting
                   </th>
+                  <th scope="col">Next in line</th>
                 </tr>
               </thead>
               <tbody>
@@ -107,13 +193,42 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
                     </td>
                     <td class="mono">{l.key}</td>
                     <td>
+                      <LimitSource l={l} />
+                    </td>
+                    <td>
                       <Holders running={l.running} />
                     </td>
                     <td class="num">{l.waiting}</td>
+                    <td>
+                      <Line line={l.line} waiting={l.fair ? l.fair.waiting : l.waiting} />
+                    </td>
                   </tr>
                 ))}
               </tbody>
             </table>
+          ) : null}
+          {fair ? (
+            <>
+              <h2>Fair share</h2>
+              <dl class="facts">
+                <dt>Fair key</dt>
+                <dd class="mono">{fair.key}</dd>
+                <dt>Weight</dt>
+                <dd>
+                  {fair.weight}{' '}
+                  <span class="muted">({fair.weightSource === 'runtime' ? 'set at run time' : 'spec'})</span>
+                </dd>
+                <dt>Running</dt>
+                <dd>{fair.running}</dd>
+                <dt>Waiting</dt>
+                <dd>{fair.waiting}</dd>
+              </dl>
+            </>
+          ) : null}
+          {limits.length > 0 ? (
+            <Writable>
+              <LimitsForm type={type} value={value} state={state} onChanged={loaded.reload} />
+            </Writable>
           ) : null}
           {singleton ? (
             <>
@@ -142,6 +257,168 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
             ))}
         </>
       ) : null}
+    </>
+  );
+}
+
+/** Sets or removes the key's concurrency limit (the first keyed one, or `*`'s) and, for a fair limit, its weight. */
+function LimitsForm(props: { type: string; value: string; state: KeyState; onChanged: () => void }) {
+  const { type, value, state } = props;
+  const target = state.limits.find((l) => l.key === value && !l.fair) ?? undefined;
+  const fair = state.limits.find((l) => l.fair);
+  const [concurrency, setConcurrency] = useState('');
+  const [weight, setWeight] = useState('');
+  const [error, setError] = useState<unknown>(undefined);
+  const [done, setDone] = useState('');
+  const path = `/types/${seg(type)}/keys/${seg(value)}/limits`;
+  const send = async (what: string, run: () => Promise<unknown>) => {
+    setError(undefined);
+    setDone('');
+    try {
+      await run();
+      setDone(what);
+      props.onChanged();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  if (!target && !fair) return null;
+  return (
+    <form
+      class="filters"
+      aria-label="Change this key's limits"
+      onSubmit={(event) => {
+        event.preventDefault();
+        const body = {
+          ...(concurrency.trim() === '' ? {} : { concurrency: Number(concurrency), limit: target?.index }),
+          ...(weight.trim() === '' ? {} : { weight: Number(weight) }),
+        };
+        void send('Limits set.', () => api('PUT', path, body));
+      }}
+    >
+      <h2>Change at run time</h2>
+      {target ? (
+        <div class="field">
+          <label for="set-concurrency">Concurrency limit #{target.index + 1}</label>
+          <input
+            id="set-concurrency"
+            type="number"
+            min={1}
+            max={1000}
+            value={concurrency}
+            placeholder={String(target.limit)}
+            onInput={(e) => setConcurrency((e.target as HTMLInputElement).value)}
+          />
+        </div>
+      ) : null}
+      {fair ? (
+        <div class="field">
+          <label for="set-weight">Weight in fair share</label>
+          <input
+            id="set-weight"
+            type="number"
+            min={0.001}
+            max={1000}
+            step="any"
+            value={weight}
+            placeholder={String(fair.fair?.weight ?? 1)}
+            onInput={(e) => setWeight((e.target as HTMLInputElement).value)}
+          />
+        </div>
+      ) : null}
+      <div class="actions">
+        <button type="submit" class="primary">
+          Set
+        </button>
+        {target?.source === 'runtime' ? (
+          <button
+            type="button"
+            onClick={() => void send('Run-time limit removed.', () => api('DELETE', `${path}?limit=${target.index}`))}
+          >
+            Remove run-time limit
+          </button>
+        ) : null}
+        {fair?.fair?.weightSource === 'runtime' ? (
+          <button
+            type="button"
+            onClick={() => void send('Weight removed.', () => api('DELETE', `${path}?field=weight`))}
+          >
+            Remove weight
+          </button>
+        ) : null}
+      </div>
+      {done ? <p role="status">{done}</p> : null}
+      <ErrorBox error={error} what="could not change the limits" />
+    </form>
+  );
+}
+
+/** A type's keys that one read lists: each unkeyed limit, and a fair limit's keys with their shares. */
+function TypeKeysPanel({ type }: { type: string }) {
+  const loaded = usePoll(() => api<TypeKeys>('GET', `/types/${seg(type)}/keys`), `type-keys:${type}`);
+  const limits = loaded.data?.limits ?? [];
+  return (
+    <>
+      <ErrorBox error={loaded.error} what="could not list the type's keys" />
+      {loaded.data && limits.length === 0 ? <p role="status">{type} has no concurrency limit.</p> : null}
+      {limits.map((l) =>
+        l.keyed ? (
+          <p key={l.index} class="muted">
+            Limit #{l.index + 1} is keyed: look a key up by its value.
+          </p>
+        ) : (
+          <table key={l.index}>
+            <caption>
+              Limit #{l.index + 1}: {l.running ?? 0} of {l.limit} running, {l.waiting ?? 0} waiting
+              {l.fair ? ', shared fairly' : ''}
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">{l.fair ? 'Fair key' : 'Key'}</th>
+                <th scope="col" class="num">
+                  Running
+                </th>
+                <th scope="col" class="num">
+                  Waiting
+                </th>
+                <th scope="col">Weight</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(l.fair
+                ? l.keys
+                : [
+                    {
+                      key: '*',
+                      running: l.running ?? 0,
+                      waiting: l.waiting ?? 0,
+                      weight: 1,
+                      weightSource: 'spec' as const,
+                    },
+                  ]
+              ).map((k) => (
+                <tr key={k.key}>
+                  <td class="mono">
+                    <a href={href('/keys', { type, key: k.key })}>{k.key}</a>
+                  </td>
+                  <td class="num">{k.running}</td>
+                  <td class="num">{k.waiting}</td>
+                  <td>
+                    {l.fair ? (
+                      <>
+                        {k.weight}{' '}
+                        <span class="muted">({k.weightSource === 'runtime' ? 'set at run time' : 'spec'})</span>
+                      </>
+                    ) : (
+                      <span class="muted">-</span>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ),
+      )}
     </>
   );
 }
