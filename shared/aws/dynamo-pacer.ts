@@ -11,6 +11,15 @@
  *
  * Items expire through the table's TTL 30 days after their last write: by then the key is quiet
  * (a turn is never more than a month ahead) and an absent item means the same.
+ *
+ * A pace set at run time (`PUT /types/{type}/keys/{key}/limits`) sits on the same item: its GCRA
+ * parameters `pT` and `pTau` (with `pL`, `pP`, `pB`, `pBy`, `pAt` for the views) and a version
+ * `pv`, counted up by every change. Every write is conditioned on the version the adapter last
+ * saw (none: `attribute_not_exists(pv)`), so a change refuses the next write of every worker
+ * once; the refusal brings the item back (`ALL_OLD`), with the new parameters, and the write is
+ * made again with them. So a change holds from the next start, and a job pays no read for it:
+ * a worker that has never seen the key pays one refused write (1 write unit) for a key with a
+ * version. An item with a run-time pace does not expire (its writes leave `expiresAt` out).
  */
 import {
   type AttributeValue,
@@ -19,9 +28,9 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import type { Pace, Pacer } from '../core/pace';
+import { type Pace, type Pacer, type RuntimePace, rescaleTat } from '../core/pace';
 import { ThrottledError } from '../errors';
-import { keyOf, N } from './attributes';
+import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
 
 /** How long an idle key's item is kept. */
@@ -33,8 +42,44 @@ export const paceKey = (scope: string, key: string) => `pace#${scope}#${key}`;
 
 type Write = { done: true; tat: number } | { done: false; tat: number | undefined };
 
+/** What the adapter last saw of a key's run-time pace: its version, and its parameters if set. */
+interface Known {
+  pv: number;
+  pace?: Pace;
+}
+
+/** The run-time pace on an item, if any. */
+function runtimeOf(item: Record<string, AttributeValue> | undefined): RuntimePace | undefined {
+  if (item?.pT?.N === undefined || item.pTau?.N === undefined) return undefined;
+  return {
+    limit: Number(item.pL?.N ?? '0'),
+    periodSeconds: Number(item.pP?.N ?? '0'),
+    ...(item.pB?.N === undefined ? {} : { burst: Number(item.pB.N) }),
+    pace: { intervalMs: Number(item.pT.N), toleranceMs: Number(item.pTau.N) },
+    by: item.pBy?.S ?? '',
+    at: Number(item.pAt?.N ?? '0'),
+  };
+}
+
 export class DynamoPacer implements Pacer {
   private readonly seen = new Map<string, number>();
+  private readonly known = new Map<string, Known>();
+
+  /** The version and run-time pace the item carries (none: version 0). */
+  private learn(pk: string, item: Record<string, AttributeValue> | undefined): void {
+    const pv = Number(item?.pv?.N ?? '0');
+    const runtime = runtimeOf(item);
+    this.known.set(pk, { pv, ...(runtime ? { pace: runtime.pace } : {}) });
+    if (this.known.size > REMEMBERED_KEYS) {
+      const oldest = this.known.keys().next().value;
+      if (oldest !== undefined) this.known.delete(oldest);
+    }
+  }
+
+  /** The pace that holds for the key as last seen: the run-time one, else the caller's. */
+  private paceOf(pk: string, spec: Pace): Pace {
+    return this.known.get(pk)?.pace ?? spec;
+  }
 
   constructor(
     private readonly client: DynamoDBClient,
@@ -58,14 +103,22 @@ export class DynamoPacer implements Pacer {
     condition: string,
     values: Record<string, AttributeValue>,
   ): Promise<Write> {
+    const known = this.known.get(pk);
+    const version = known && known.pv > 0 ? 'pv = :pv' : 'attribute_not_exists(pv)';
+    // an item with a run-time pace keeps it: no expiry
+    const expires = known?.pace === undefined;
     try {
       const out = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keyOf(pk),
-          UpdateExpression: `${expression}, expiresAt = :exp`,
-          ConditionExpression: condition,
-          ExpressionAttributeValues: { ...values, ':exp': N(Math.floor(now / 1000) + PACE_RETENTION_SECONDS) },
+          UpdateExpression: expires ? `${expression}, expiresAt = :exp` : expression,
+          ConditionExpression: `(${condition}) AND ${version}`,
+          ExpressionAttributeValues: {
+            ...values,
+            ...(expires ? { ':exp': N(Math.floor(now / 1000) + PACE_RETENTION_SECONDS) } : {}),
+            ...(known && known.pv > 0 ? { ':pv': N(known.pv) } : {}),
+          },
           ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -78,6 +131,7 @@ export class DynamoPacer implements Pacer {
         const old = error.Item?.tat?.N;
         const tat = old === undefined ? undefined : Number(old);
         this.remember(pk, tat);
+        this.learn(pk, error.Item);
         return { done: false, tat };
       }
       return translateAwsError(error, 'DynamoDB UpdateItem (pace)');
@@ -103,32 +157,52 @@ export class DynamoPacer implements Pacer {
     );
   }
 
-  async takeTurn({ scope, key, now, pace }: { scope: string; key: string; now: number; pace: Pace }): Promise<number> {
+  async takeTurn({
+    scope,
+    key,
+    now,
+    pace: spec,
+  }: {
+    scope: string;
+    key: string;
+    now: number;
+    pace: Pace;
+  }): Promise<number> {
     const pk = paceKey(scope, key);
     let busyFirst = (this.seen.get(pk) ?? 0) > now;
-    // Each refused write tells the state it found; a key that changes between every two writes is
-    // impossible for long (tat only grows, and an absent item is only created once).
-    for (let i = 0; i < 4; i++) {
-      if (busyFirst) {
-        const w = await this.busy(pk, now, pace);
-        if (w.done) return Math.max(now, w.tat - pace.intervalMs - pace.toleranceMs);
-      } else {
-        const w = await this.quiet(pk, now, pace);
-        if (w.done) return now;
-      }
-      busyFirst = !busyFirst;
+    // Each refused write tells the state it found (and the pace that holds); a key that changes
+    // between every two writes is impossible for long (tat only grows, an absent item is only
+    // created once, and a run-time pace changes only by an operator's call).
+    for (let i = 0; i < 5; i++) {
+      const pace = this.paceOf(pk, spec);
+      const w = busyFirst ? await this.busy(pk, now, pace) : await this.quiet(pk, now, pace);
+      if (w.done) return busyFirst ? Math.max(now, w.tat - pace.intervalMs - pace.toleranceMs) : now;
+      busyFirst = w.tat !== undefined && w.tat > now;
     }
     throw new ThrottledError(`the pace of ${scope}/${key} changed on every try; try again shortly`);
   }
 
-  async tryStart({ scope, key, now, pace }: { scope: string; key: string; now: number; pace: Pace }): Promise<boolean> {
+  async tryStart({
+    scope,
+    key,
+    now,
+    pace: spec,
+  }: {
+    scope: string;
+    key: string;
+    now: number;
+    pace: Pace;
+  }): Promise<boolean> {
     const pk = paceKey(scope, key);
     let busyFirst = (this.seen.get(pk) ?? 0) > now;
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 5; i++) {
+      const before = this.known.get(pk)?.pv;
+      const pace = this.paceOf(pk, spec);
       const w = busyFirst ? await this.busy(pk, now, pace, now + pace.toleranceMs) : await this.quiet(pk, now, pace);
       if (w.done) return true;
-      // busy and over the rate: the excess is dropped
-      if (w.tat !== undefined && w.tat > now + pace.toleranceMs) return false;
+      // busy and over the rate (as it holds now): the excess is dropped
+      const holds = this.paceOf(pk, spec);
+      if (this.known.get(pk)?.pv === before && w.tat !== undefined && w.tat > now + holds.toleranceMs) return false;
       busyFirst = w.tat !== undefined && w.tat > now;
     }
     throw new ThrottledError(`the pace of ${scope}/${key} changed on every try; try again shortly`);
@@ -144,5 +218,100 @@ export class DynamoPacer implements Pacer {
     } catch (error) {
       return translateAwsError(error, 'DynamoDB GetItem (pace)');
     }
+  }
+
+  /**
+   * A read, then one UpdateItem conditioned on what it read (the version, and the TAT it carries
+   * over, see {@link rescaleTat}), tried again if another writer moved in between: sets the
+   * parameters and counts the version up (creating the item, with no expiry), or removes them
+   * (counting the version up; the item expires again as usual).
+   */
+  async setPace(input: {
+    scope: string;
+    key: string;
+    runtime: RuntimePace | undefined;
+    spec: Pace;
+    now: number;
+  }): Promise<void> {
+    const pk = paceKey(input.scope, input.key);
+    const { runtime, now } = input;
+    for (let i = 0; i < 5; i++) {
+      const item = await this.read(pk);
+      if (!item && !runtime) return; // removing one from a key with no item creates none
+      const from = runtimeOf(item)?.pace ?? input.spec;
+      const to = runtime?.pace ?? input.spec;
+      const old = item?.tat?.N === undefined ? undefined : Number(item.tat.N);
+      const tat = rescaleTat(old, now, from, to);
+      const values: Record<string, AttributeValue> = { ':one': N(1) };
+      const sets = ['pv = if_not_exists(pv, :zero) + :one'];
+      values[':zero'] = N(0);
+      const removes: string[] = [];
+      if (tat !== undefined && tat !== old) {
+        sets.push('tat = :tat');
+        values[':tat'] = N(tat);
+      }
+      if (runtime) {
+        sets.push('pT = :t', 'pTau = :tau', 'pL = :l', 'pP = :p', 'pBy = :by', 'pAt = :at');
+        Object.assign(values, {
+          ':t': N(runtime.pace.intervalMs),
+          ':tau': N(runtime.pace.toleranceMs),
+          ':l': N(runtime.limit),
+          ':p': N(runtime.periodSeconds),
+          ':by': S(runtime.by),
+          ':at': N(runtime.at),
+        });
+        if (runtime.burst === undefined) removes.push('pB');
+        else {
+          sets.push('pB = :b');
+          values[':b'] = N(runtime.burst);
+        }
+        removes.push('expiresAt');
+      } else {
+        sets.push('expiresAt = :exp');
+        values[':exp'] = N(Math.floor(now / 1000) + PACE_RETENTION_SECONDS);
+        removes.push('pT', 'pTau', 'pL', 'pP', 'pB', 'pBy', 'pAt');
+      }
+      const pv = item?.pv?.N;
+      const seen = [
+        pv === undefined ? 'attribute_not_exists(pv)' : 'pv = :pv',
+        old === undefined ? 'attribute_not_exists(tat)' : 'tat = :old',
+      ].join(' AND ');
+      if (pv !== undefined) values[':pv'] = N(Number(pv));
+      if (old !== undefined) values[':old'] = N(old);
+      try {
+        await this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: keyOf(pk),
+            UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+            ConditionExpression: seen,
+            ExpressionAttributeValues: values,
+          }),
+        );
+        this.known.delete(pk);
+        this.seen.delete(pk);
+        return;
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) {
+          return translateAwsError(error, 'DynamoDB UpdateItem (pace set)');
+        }
+      }
+    }
+    throw new ThrottledError(`the pace of ${input.scope}/${input.key} changed on every try; try again shortly`);
+  }
+
+  private async read(pk: string): Promise<Record<string, AttributeValue> | undefined> {
+    try {
+      const out = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: keyOf(pk), ConsistentRead: true }),
+      );
+      return out.Item;
+    } catch (error) {
+      return translateAwsError(error, 'DynamoDB GetItem (pace)');
+    }
+  }
+
+  async runtimePace({ scope, key }: { scope: string; key: string }): Promise<RuntimePace | undefined> {
+    return runtimeOf(await this.read(paceKey(scope, key)));
   }
 }

@@ -121,6 +121,15 @@ export function nextTurn(tat: number | undefined, now: number, pace: Pace): { at
   return { at: Math.max(now, tat - pace.toleranceMs), tat: tat + pace.intervalMs };
 }
 
+/**
+ * A TAT carried over a change of pace: the starts it is ahead of `now` by, under `from`, are as
+ * many under `to` (a quiet key stays quiet).
+ */
+export function rescaleTat(tat: number | undefined, now: number, from: Pace, to: Pace): number | undefined {
+  if (tat === undefined || tat <= now) return tat;
+  return now + ((tat - now) / from.intervalMs) * to.intervalMs;
+}
+
 /** GCRA for a rate limit: whether a job arriving at `now` conforms, and the TAT after it. */
 export function conforms(tat: number | undefined, now: number, pace: Pace): { ok: boolean; tat: number | undefined } {
   if (tat === undefined || tat <= now) return { ok: true, tat: now + pace.intervalMs };
@@ -128,9 +137,24 @@ export function conforms(tat: number | undefined, now: number, pace: Pace): { ok
   return { ok: false, tat };
 }
 
+/** A throttle or rate limit set at run time on one key, in place of the spec's. */
+export interface RuntimePace {
+  limit: number;
+  periodSeconds: number;
+  /** A throttle's burst (a rate limit's is its limit). */
+  burst?: number;
+  /** Its GCRA parameters, as the spec's would be computed ({@link throttlePace}, {@link rateLimitPace}). */
+  pace: Pace;
+  /** Who set it (the caller's ARN), and when (epoch ms). */
+  by: string;
+  at: number;
+}
+
 /**
  * Keeps the TAT of each throttle and rate-limit key. Both methods are one atomic conditional
- * write in the usual case (two when a key's state is not what the caller last saw).
+ * write in the usual case (two when a key's state is not what the caller last saw). A pace set
+ * at run time on a key ({@link Pacer.setPace}) replaces the `pace` callers give, from the next
+ * call on, for every caller.
  */
 export interface Pacer {
   /** Takes the next turn of the key (a throttle); returns when it is (epoch ms, ≥ `now`). */
@@ -139,4 +163,20 @@ export interface Pacer {
   tryStart(input: { scope: string; key: string; now: number; pace: Pace }): Promise<boolean>;
   /** The key's TAT (epoch ms), undefined when it never started a job. */
   state(input: { scope: string; key: string }): Promise<number | undefined>;
+  /**
+   * Sets the key's pace at run time (`runtime`), or removes it (undefined: `spec`, the callers'
+   * pace, holds again). The starts the key is ahead by carry over, counted in starts: a TAT
+   * `n` intervals ahead of `now` under the old pace is `n` intervals ahead under the new one, so
+   * a lowered limit holds from the next start and a raised one allows more at once. Safe to
+   * call again.
+   */
+  setPace(input: {
+    scope: string;
+    key: string;
+    runtime: RuntimePace | undefined;
+    spec: Pace;
+    now: number;
+  }): Promise<void>;
+  /** The pace set at run time on the key, if any (strongly consistent). */
+  runtimePace(input: { scope: string; key: string }): Promise<RuntimePace | undefined>;
 }

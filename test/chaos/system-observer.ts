@@ -119,6 +119,8 @@ export class SystemObserver {
       },
       tryStart: (input) => pacer.tryStart(input),
       state: (input) => pacer.state(input),
+      setPace: (input) => pacer.setPace(input),
+      runtimePace: (input) => pacer.runtimePace(input),
     };
   }
 

@@ -62,5 +62,61 @@ export function pacerContract(fresh: () => Promise<Pacer>): void {
       expect(await other.tryStart({ scope: s, key: 'k', now: NOW + 1500, pace })).toBe(false);
       expect(await other.tryStart({ scope: s, key: 'k', now: NOW + 60_000, pace })).toBe(true);
     });
+    describe('a pace set at run time', () => {
+      const runtime = (limit: number, periodSeconds: number, burst?: number) => ({
+        limit,
+        periodSeconds,
+        ...(burst === undefined ? {} : { burst }),
+        pace: throttlePace({ limit, periodSeconds, ...(burst === undefined ? {} : { burst }) }),
+        by: 'arn:aws:iam::123456789012:role/ops',
+        at: NOW,
+      });
+
+      it('replaces the callers’ pace from the next turn, for a pacer that has seen the key and one that has not', async () => {
+        const spec = throttlePace({ limit: 10, periodSeconds: 1 }); // T = 100 ms
+        const s = scope();
+        const a = await fresh();
+        expect(await a.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW);
+        expect(await a.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW + 100);
+        // the tenant is slowed down to 1 per 2 s, while the platform runs
+        await (await fresh()).setPace({ scope: s, key: 'k', runtime: runtime(1, 2), spec, now: NOW });
+        expect(await a.runtimePace({ scope: s, key: 'k' })).toMatchObject({ limit: 1, periodSeconds: 2 });
+        // the two turns given count as two at the new pace (the TAT is 2 intervals ahead: 4 s
+        // now), then one per 2 s, whichever pacer asks
+        expect(await a.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW + 4_000);
+        const b = await fresh();
+        expect(await b.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW + 6_000);
+        expect(await a.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW + 8_000);
+        // removed: the spec's pace again, for both (the 5 turns ahead: 500 ms at the spec's)
+        await (await fresh()).setPace({ scope: s, key: 'k', runtime: undefined, spec, now: NOW });
+        expect(await b.runtimePace({ scope: s, key: 'k' })).toBeUndefined();
+        expect(await b.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW + 500);
+        expect(await a.takeTurn({ scope: s, key: 'k', now: NOW, pace: spec })).toBe(NOW + 600);
+        // set again, then read back whole
+        await a.setPace({ scope: s, key: 'k', runtime: runtime(3, 1, 2), spec, now: NOW });
+        expect(await b.runtimePace({ scope: s, key: 'k' })).toEqual(runtime(3, 1, 2));
+      });
+
+      it('lets a raised rate limit accept more at once', async () => {
+        const spec = rateLimitPace({ limit: 2, periodSeconds: 60 });
+        const s = scope().replace(/~t$/, '~r');
+        const p = await fresh();
+        const accept = async (n: number) => {
+          let ok = 0;
+          for (let i = 0; i < n; i++) if (await p.tryStart({ scope: s, key: 'k', now: NOW, pace: spec })) ok += 1;
+          return ok;
+        };
+        expect(await accept(5)).toBe(2);
+        const raised = { ...runtime(5, 60), pace: rateLimitPace({ limit: 5, periodSeconds: 60 }) };
+        // the 2 taken count as 2 of the new 5
+        await (await fresh()).setPace({ scope: s, key: 'k', runtime: raised, spec, now: NOW });
+        expect(await accept(5)).toBe(3);
+        // removing a pace from a key that never had an item creates none
+        const none = await fresh();
+        await none.setPace({ scope: s, key: 'never', runtime: undefined, spec, now: NOW });
+        expect(await none.state({ scope: s, key: 'never' })).toBeUndefined();
+        expect(await none.runtimePace({ scope: s, key: 'never' })).toBeUndefined();
+      });
+    });
   });
 }

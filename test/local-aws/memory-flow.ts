@@ -21,7 +21,7 @@ import {
   type Slot,
   type SlotState,
 } from '../../shared/core/flow';
-import { conforms, nextTurn, type Pace, type Pacer } from '../../shared/core/pace';
+import { conforms, nextTurn, type Pace, type Pacer, type RuntimePace, rescaleTat } from '../../shared/core/pace';
 
 interface FakeSlot {
   /** Job id → since, attempt token and (a slot shared fairly) fair key. */
@@ -301,12 +301,18 @@ export class FakeFlowSlots implements FlowSlots {
  */
 export class FakePacer implements Pacer {
   private readonly tats = new Map<string, number>();
+  private readonly runtimes = new Map<string, RuntimePace>();
   /** Writes, as the adapter makes them in the usual case (one per call). */
   writes = 0;
 
+  /** As the adapter: the pace set at run time on the key holds over the caller's. */
+  private paceOf(id: string, pace: Pace): Pace {
+    return this.runtimes.get(id)?.pace ?? pace;
+  }
+
   async takeTurn(input: { scope: string; key: string; now: number; pace: Pace }): Promise<number> {
     const id = `${input.scope}#${input.key}`;
-    const turn = nextTurn(this.tats.get(id), input.now, input.pace);
+    const turn = nextTurn(this.tats.get(id), input.now, this.paceOf(id, input.pace));
     this.tats.set(id, turn.tat);
     this.writes += 1;
     return turn.at;
@@ -314,7 +320,7 @@ export class FakePacer implements Pacer {
 
   async tryStart(input: { scope: string; key: string; now: number; pace: Pace }): Promise<boolean> {
     const id = `${input.scope}#${input.key}`;
-    const result = conforms(this.tats.get(id), input.now, input.pace);
+    const result = conforms(this.tats.get(id), input.now, this.paceOf(id, input.pace));
     if (result.tat !== undefined) this.tats.set(id, result.tat);
     this.writes += 1;
     return result.ok;
@@ -322,6 +328,28 @@ export class FakePacer implements Pacer {
 
   async state(input: { scope: string; key: string }): Promise<number | undefined> {
     return this.tats.get(`${input.scope}#${input.key}`);
+  }
+
+  async setPace(input: {
+    scope: string;
+    key: string;
+    runtime: RuntimePace | undefined;
+    spec: Pace;
+    now: number;
+  }): Promise<void> {
+    const id = `${input.scope}#${input.key}`;
+    this.writes += 1;
+    // as the adapter: the starts the key is ahead by carry over to the new pace
+    const from = this.paceOf(id, input.spec);
+    const tat = rescaleTat(this.tats.get(id), input.now, from, input.runtime?.pace ?? input.spec);
+    if (tat !== undefined) this.tats.set(id, tat);
+    if (input.runtime) this.runtimes.set(id, { ...input.runtime });
+    else this.runtimes.delete(id);
+  }
+
+  async runtimePace(input: { scope: string; key: string }): Promise<RuntimePace | undefined> {
+    const found = this.runtimes.get(`${input.scope}#${input.key}`);
+    return found ? { ...found } : undefined;
   }
 }
 
