@@ -69,6 +69,11 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     max: 16,
   },
   {
+    id: 'fair-wait',
+    goal: "DynamoDB write units, job of a limit shared fairly (fairBy) that waits in its fair key's line (as priority-wait: the key's count and turn ride on the same join and admission transactions)",
+    max: 16,
+  },
+  {
     id: 'singleton-free',
     goal: 'DynamoDB write units, immediate job of a type with a singleton, key free (immediate + 2)',
     max: 6,
