@@ -49,6 +49,18 @@ export const rankedJob = defineJobType({
 });
 export const ranked = defineJob(rankedJob, async () => ({ ok: true }));
 
+/**
+ * `fair`: like `sink`, one place for the whole type, shared fairly between tenants (`fairBy`):
+ * the bench makes its jobs wait in their tenant's line of the shared slot.
+ */
+export const fairJob = defineJobType({
+  type: 'fair',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  concurrency: [{ limit: 1, fairBy: (p) => p.tenant }],
+});
+export const fair = defineJob(fairJob, async () => ({ ok: true }));
+
 /** `single`: like `sink`, one at a time per `tenant` (a singleton, mode queue). */
 export const singleJob = defineJobType({
   type: 'single',

@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../shared/aws/dynamo-flow-slots';
+import { type Slot, WHOLE_TYPE_KEY } from '../shared/core/flow';
 import type { Job, JobView } from '../shared/core/job';
 import type { JobState } from '../shared/core/states';
 import { newJob } from '../test/support/fakes';
@@ -92,19 +93,29 @@ async function fireNext(h: Harness, pick: (expression: string) => boolean): Prom
 }
 
 /**
- * A job that has to wait for its slot (limit 1 per tenant), then runs. Each trace's key is held
- * by a stand-in job (`setup`, not counted: a running job item and its slot) while the job
- * arrives, so the job waits; once it waits, the stand-in gives the slot back (`setup`) and the
- * hand-on is made as the worker would after its job's release (`worker`, counted): the trace
- * counts the job's own path, its wait, and the admission that ends it.
+ * The slot a trace's stand-in holds: its tenant's (a limit of 1 per tenant), or, for `fair`, the
+ * type's one place, shared fairly, held by another tenant (the waiting job joins its own
+ * tenant's line, and the hand-on picks that tenant).
  */
-function waitPath(id: string, type: 'lined' | 'ranked', what: string): PathPlan {
-  const slotOf = (i: number) => ({ scope: `${type}#0`, key: `bench-${i}`, limit: 1 });
+function heldSlot(type: 'lined' | 'ranked' | 'fair', i: number): Slot {
+  if (type !== 'fair') return { scope: `${type}#0`, key: `bench-${i}`, limit: 1 };
+  return { scope: 'fair#0', key: WHOLE_TYPE_KEY, limit: 1, fair: { key: 'bench-holder', weightOf: () => 1 } };
+}
+
+/**
+ * A job that has to wait for its slot (limit 1), then runs. Each trace's slot is held by a
+ * stand-in job (`setup`, not counted: a running job item and its slot) while the job arrives,
+ * so the job waits; once it waits, the stand-in gives the slot back (`setup`) and the hand-on is
+ * made as the worker would after its job's release (`worker`, counted): the trace counts the
+ * job's own path, its wait, and the admission that ends it.
+ */
+function waitPath(id: string, type: 'lined' | 'ranked' | 'fair', label: string): PathPlan {
+  const slotOf = (i: number) => heldSlot(type, i);
   const holderOf = (i: number) => `bench-holder-${type}-${i}`;
   const handedOn = new Set<string>();
   return {
     id,
-    label: `Immediate job with a concurrency limit (1 per tenant), ${what}, succeeds`,
+    label,
     start: async (h, i) => {
       const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
       const now = h.clock.now();
@@ -188,11 +199,20 @@ export const PLANS: PathPlan[] = [
     type: 'limited',
     waitSeconds: 1,
   },
-  waitPath('concurrency-wait', 'lined', 'its slot held: it waits in the oldest-first line, is handed the slot'),
+  waitPath(
+    'concurrency-wait',
+    'lined',
+    'Immediate job with a concurrency limit (1 per tenant), its slot held: it waits in the oldest-first line, is handed the slot, succeeds',
+  ),
   waitPath(
     'priority-wait',
     'ranked',
-    'a type with priorities, its slot held: it waits in the ranked line, is admitted',
+    'Immediate job with a concurrency limit (1 per tenant), a type with priorities, its slot held: it waits in the ranked line, is admitted, succeeds',
+  ),
+  waitPath(
+    'fair-wait',
+    'fair',
+    "Immediate job with a limit of 1 shared fairly between tenants (fairBy), held by another tenant: it waits in its tenant's line, is admitted, succeeds",
   ),
   {
     id: 'singleton-free',

@@ -17,6 +17,7 @@ import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
 import {
   debounced,
+  fair,
   limited,
   lined,
   paced,
@@ -240,6 +241,7 @@ export async function measurePaths(
       limited,
       lined,
       ranked,
+      fair,
       single,
       paced,
       rated,

@@ -6,6 +6,7 @@ import type { CostBreakdown, CostModel, Range } from './cost-model';
 import type { Goal } from './goals';
 import type { JournalBench } from './journal';
 import { kb, table, usd } from './markdown';
+import type { NoisyNeighbourBench } from './noisy-neighbour';
 import type { OverheadResult } from './overhead';
 import type { PathResult } from './paths';
 import type { MeasuredPeer } from './peers';
@@ -37,6 +38,8 @@ export interface BenchResults {
   journal?: JournalBench;
   /** Priorities: a line of low-priority jobs, then high-priority ones (bench/priorities.ts). */
   priorities?: PriorityBench;
+  /** Fair share: a noisy tenant and four quiet ones (bench/noisy-neighbour.ts). */
+  noisyNeighbour?: NoisyNeighbourBench;
 }
 
 function goalsTable(goals: Goal[]): string {
@@ -206,6 +209,34 @@ function journalTable(journal: JournalBench | undefined): string {
   );
 }
 
+function noisyNeighbourTable(n: NoisyNeighbourBench | undefined): string {
+  if (!n) return '';
+  const ms = (v: number | undefined) => (v === undefined ? '–' : Math.round(v));
+  const rows = [n.alone, n.oldestFirst, n.fair].map((r) => [
+    r.row,
+    r.type,
+    ms(r.quiet.p50),
+    ms(r.quiet.p99),
+    `${(r.quiet.p99 / n.alone.quiet.p99).toFixed(1)}×`,
+    `${ms(r.quietInQueue.p50)} / ${ms(r.quietInQueue.p99)}`,
+    `${ms(r.noisy?.p50)} / ${ms(r.noisy?.p99)}`,
+    r.seconds.toFixed(1),
+  ]);
+  return table(
+    [
+      'run',
+      'type',
+      'quiet p50 (ms)',
+      'quiet p99 (ms)',
+      'p99 vs alone',
+      'quiet, in the queue: p50 / p99 (ms)',
+      'noisy p50 / p99 (ms)',
+      'seconds',
+    ],
+    rows,
+  );
+}
+
 function throughputTable(runs: ThroughputRun[]): string {
   return table(
     [
@@ -272,5 +303,13 @@ export function renderReport(r: BenchResults): string {
         `${Math.round(r.journal.stepRate.barePerSecond)}/s for a bare conditional-PutItem loop ` +
         `(${r.journal.stepRate.ratio.toFixed(2)}×).`
       : '',
+    '## Fair share on local AWS: a noisy neighbour',
+    r.noisyNeighbour
+      ? `Limit ${r.noisyNeighbour.limit}, jobs of ${r.noisyNeighbour.jobMs} ms; ${r.noisyNeighbour.quietTenants} quiet tenants enqueue ` +
+        `${r.noisyNeighbour.quietEach} jobs each once the noisy one has enqueued half of its ` +
+        `${r.noisyNeighbour.noisy.toLocaleString('en-US')}. Wait: enqueue (the batch request sent) → start (the handler called). ` +
+        '"In the queue": before the first delivery (SQS fair queues would share this part on AWS; no emulator does).'
+      : '',
+    noisyNeighbourTable(r.noisyNeighbour),
   ].join('\n\n');
 }

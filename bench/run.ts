@@ -9,9 +9,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureColdStart } from './cold-start';
 import { costModel } from './cost-model';
-import { checkGoals, journalGoals, priorityGoal } from './goals';
+import { checkGoals, fairShareGoal, journalGoals, priorityGoal } from './goals';
 import { type JournalBench, measureJournal } from './journal';
 import { startBenchAws } from './local';
+import { measureNoisyNeighbour, type NoisyNeighbourBench } from './noisy-neighbour';
 import { measureOverhead } from './overhead';
 import { measurePaths } from './paths';
 import { measurePowertoolsPeer } from './peers';
@@ -31,6 +32,8 @@ const SIZES = {
     sequentialSteps: 300,
     priorityLow: 100,
     priorityHigh: 10,
+    noisyJobs: 200,
+    quietJobsEach: 5,
   },
   full: {
     jobsPerPath: 10,
@@ -43,6 +46,8 @@ const SIZES = {
     sequentialSteps: 2000,
     priorityLow: 1000,
     priorityHigh: 50,
+    noisyJobs: 2000,
+    quietJobsEach: 20,
   },
 } as const;
 const CONCURRENCY = [1, 4, 16];
@@ -74,6 +79,7 @@ async function main(): Promise<void> {
   let throughput: Awaited<ReturnType<typeof measureThroughput>>;
   let journal: JournalBench;
   let priorities: PriorityBench;
+  let noisyNeighbour: NoisyNeighbourBench;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
     paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath, mode === 'full');
@@ -85,6 +91,10 @@ async function main(): Promise<void> {
     journal = await measureJournal(bench.aws, size);
     step(`priorities: ${size.priorityLow} low-priority jobs in line, then ${size.priorityHigh} high-priority ones`);
     priorities = await measurePriorities(bench.aws, size.priorityLow, size.priorityHigh);
+    step(
+      `fair share: ${size.quietJobsEach} jobs each of 4 quiet tenants in the middle of one tenant's ${size.noisyJobs}; alone, oldest-first, fair share`,
+    );
+    noisyNeighbour = await measureNoisyNeighbour(bench.aws, size.noisyJobs, size.quietJobsEach);
   } finally {
     step('stopping local AWS');
     await bench.stop();
@@ -102,7 +112,12 @@ async function main(): Promise<void> {
       seconds: (performance.now() - started) / 1000,
       loadAverage: [loadBefore, loadavg()[0] ?? 0].map((n) => Math.round(n * 100) / 100),
     },
-    goals: [...checkGoals(paths, overhead, coldStart, cost), ...journalGoals(journal), priorityGoal(priorities)],
+    goals: [
+      ...checkGoals(paths, overhead, coldStart, cost),
+      ...journalGoals(journal),
+      priorityGoal(priorities),
+      fairShareGoal(noisyNeighbour),
+    ],
     paths,
     peers: [handmade],
     cost,
@@ -111,6 +126,7 @@ async function main(): Promise<void> {
     throughput,
     journal,
     priorities,
+    noisyNeighbour,
   };
   const out = join(
     dirname(fileURLToPath(import.meta.url)),
