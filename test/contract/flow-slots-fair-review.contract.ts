@@ -87,6 +87,17 @@ export function fairShareReviewContract(setup: () => Promise<{ slots: FlowSlots 
       expect(after.waitingByFairKey).toBeUndefined();
     });
 
+    it('a fair key with a lone surrogate (a JSON "\\ud800" in a payload) leaves the shared slot usable by other keys', async () => {
+      const { slots } = await setup();
+      const base = baseOf(1);
+      expect(await join(slots, base, 'h', 'h0', NOW)).toMatchObject({ kind: 'held' });
+      // refused or taken, either is fine; what must not happen is the shared slot item becoming unusable
+      await join(slots, base, '\ud800', 'bad1', NOW + 1).catch(() => undefined);
+      await join(slots, base, '\udbff', 'bad2', NOW + 2).catch(() => undefined);
+      expect(await join(slots, base, 'b', 'b1', NOW + 3)).toMatchObject({ kind: 'waiting' });
+      expect(await slots.state(base)).toMatchObject({ holders: [{ jobId: 'h0' }] });
+    });
+
     it('takes 800 fair keys of 256 characters waiting at once (a type with many tenants)', async () => {
       const { slots } = await setup();
       const base = baseOf(1);
