@@ -1,6 +1,5 @@
 import type { PlatformConfig } from '../config';
 import type { Clock } from '../core/clock';
-import { runningByKey } from '../core/fair-share';
 import {
   type Admitted,
   effectiveLimit,
@@ -77,13 +76,16 @@ const lineView = (line: readonly InLine[]): LineView[] =>
 export function fairKeyView(slot: Slot, state: SlotState): FairKeyView | undefined {
   if (!slot.fair) return undefined;
   const key = slot.fair.key;
-  const runtime = state.fairWeights?.[key];
+  // own properties only: a tenant may be called `constructor`
+  const own = <T>(record: Record<string, T> | undefined): T | undefined =>
+    record && Object.hasOwn(record, key) ? record[key] : undefined;
+  const runtime = own(state.fairWeights);
   return {
     key,
     weight: runtime ?? slot.fair.weightOf(key),
     weightSource: runtime === undefined ? 'spec' : 'runtime',
-    running: runningByKey(state.holders).get(key) ?? 0,
-    waiting: state.waitingByFairKey?.[key] ?? 0,
+    running: state.holders.filter((h) => h.fair === key).length,
+    waiting: own(state.waitingByFairKey) ?? 0,
   };
 }
 
@@ -247,7 +249,8 @@ export class KeyLimitsService {
         out.push({ index, keyed: false, ...total, keys: [] });
         continue;
       }
-      const running = runningByKey(state.holders);
+      const running = new Map<string, number>();
+      for (const h of state.holders) if (h.fair !== undefined) running.set(h.fair, (running.get(h.fair) ?? 0) + 1);
       const names = new Set([
         ...running.keys(),
         ...Object.keys(state.waitingByFairKey ?? {}),

@@ -27,6 +27,7 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { fairLineOf } from '../core/fair-share';
 import {
   type AcquireInput,
   type AcquireResult,
@@ -44,7 +45,7 @@ import { rankTime } from '../core/priority';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
-import { admitHead, entries, head, inLine, joinLine, nextInLine } from './flow-slots/ranked-line';
+import { admitHead, entries, inLine, joinLine, nextInLine } from './flow-slots/ranked-line';
 import {
   fairAttrs,
   flowKeys,
@@ -161,7 +162,15 @@ export class DynamoFlowSlots implements FlowSlots {
       if (old.holders.some((h) => h.jobId === jobId)) return { kind: 'held', fresh: false };
       if (input.wait === false) return { kind: 'busy', holders: old.holders };
       if (rank !== undefined) {
-        const joined = await joinLine(this.table, slot, { jobId, type: input.type, rank, now: input.now });
+        // past the cap of fair keys waiting, a new key joins the shared line
+        const fairLine = slot.fair ? fairLineOf(slot.fair.key, old.fairWaiting) : undefined;
+        const joined = await joinLine(this.table, slot, {
+          jobId,
+          type: input.type,
+          rank,
+          now: input.now,
+          ...(fairLine === undefined ? {} : { fairLine }),
+        });
         // otherwise a place came free, or the job was handed one, or another writer moved: look again
         if (joined.kind === 'conflict') await sleep(10 * (i + 1) + Math.random() * 20 * (i + 1));
         if (joined.kind !== 'waiting') continue;
@@ -190,7 +199,7 @@ export class DynamoFlowSlots implements FlowSlots {
    */
   private async firstInLine(slot: Slot, jobId: string, item: SlotItem): Promise<boolean> {
     if (item.issued > item.admitted) return false;
-    const mine = slot.fair?.key;
+    const mine = slot.fair ? fairLineOf(slot.fair.key, item.fairWaiting) : undefined;
     if (mine !== undefined && !item.fairWaiting.some((w) => w.key === mine)) {
       item = { ...item, fairWaiting: [...item.fairWaiting, { key: mine, waiting: 1, since: Number.MAX_SAFE_INTEGER }] };
     }
@@ -253,7 +262,11 @@ export class DynamoFlowSlots implements FlowSlots {
    * A ticket not written yet goes first (its admission waits for it, or skips it).
    */
   private async ticketFirst(slot: Slot, item: SlotItem): Promise<boolean> {
-    const [at, first] = await Promise.all([ticketAt(this.table, slot, item.admitted), head(this.table, slot)]);
+    // the entry that would be served (in a slot shared fairly, the picked key's head)
+    const [at, first] = await Promise.all([
+      ticketAt(this.table, slot, item.admitted),
+      nextInLine(this.table, slot, item),
+    ]);
     return at === undefined || first === undefined || at <= rankTime(first.rank);
   }
 

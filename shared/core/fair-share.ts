@@ -13,6 +13,21 @@
 export const MAX_FAIR_WEIGHT = 1000;
 /** A fair key's weight when the spec gives none, or gives one that is not usable. */
 export const DEFAULT_FAIR_WEIGHT = 1;
+/**
+ * Most fair keys a slot keeps a line of their own for at once. The slot item counts each waiting
+ * key (about 30 bytes plus twice the key's length), and every write to it costs 1 write unit per
+ * KB: past this many keys waiting at once, a newly waiting key joins the shared line
+ * ({@link SHARED_FAIR_LINE}), which takes its turns as one more key, oldest first within it.
+ */
+export const MAX_FAIR_KEYS_WAITING = 100;
+/** The line of the keys past {@link MAX_FAIR_KEYS_WAITING}: the empty string, which no key can be. */
+export const SHARED_FAIR_LINE = '';
+
+/** The line a job of `fairKey` joins, given the keys waiting now: its own, or past the cap the shared one. */
+export function fairLineOf(fairKey: string, waiting: readonly { key: string }[]): string {
+  if (waiting.some((w) => w.key === fairKey) || waiting.length < MAX_FAIR_KEYS_WAITING) return fairKey;
+  return SHARED_FAIR_LINE;
+}
 
 /** A limit shared fairly between keys: the job's fair key, and the weight of any key. */
 export interface FairShare {
@@ -53,10 +68,13 @@ export function fairWeight(weight: ((key: string) => number) | undefined, key: s
   }
 }
 
-/** Running places per fair key, from the holders of a slot. */
-export function runningByKey(holders: readonly { fair?: string }[]): Map<string, number> {
+/** Running places per fair key, from the holders of a slot (by their line: see {@link fairLineOf}). */
+export function runningByKey(holders: readonly { fair?: string; fairLine?: string }[]): Map<string, number> {
   const out = new Map<string, number>();
-  for (const h of holders) if (h.fair !== undefined) out.set(h.fair, (out.get(h.fair) ?? 0) + 1);
+  for (const h of holders) {
+    const key = h.fairLine ?? h.fair;
+    if (key !== undefined) out.set(key, (out.get(key) ?? 0) + 1);
+  }
   return out;
 }
 
@@ -73,7 +91,7 @@ export function runningByKey(holders: readonly { fair?: string }[]): Map<string,
  * }); // 'b': it runs 1 against a's 2
  */
 export function chooseFairKey(input: {
-  holders: readonly { fair?: string }[];
+  holders: readonly { fair?: string; fairLine?: string }[];
   waiting: readonly FairWaiting[];
   weightOf: (key: string) => number;
 }): string | undefined {
@@ -81,7 +99,9 @@ export function chooseFairKey(input: {
   let best: { key: string; share: number; since: number } | undefined;
   for (const w of input.waiting) {
     if (w.waiting <= 0) continue;
-    const share = (running.get(w.key) ?? 0) / input.weightOf(w.key);
+    const weight = input.weightOf(w.key);
+    // a weight that is not usable (not a finite number above 0) counts as the default
+    const share = (running.get(w.key) ?? 0) / (fairWeightProblem(weight) === undefined ? weight : DEFAULT_FAIR_WEIGHT);
     const better =
       best === undefined ||
       share < best.share ||

@@ -113,6 +113,11 @@ export function flowKeyProblem(value: unknown): string | undefined {
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
   if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
+  // a lone surrogate is no character: DynamoDB cannot store it as UTF-8 (the item would become
+  // unreadable to every job of the key's slot)
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value)) {
+    return 'must be well-formed Unicode (it has a lone surrogate)';
+  }
   return undefined;
 }
 
@@ -298,6 +303,8 @@ export interface Holder {
   token: number;
   /** Its fair key, in a slot shared fairly (a limit with `fairBy`). */
   fair?: string;
+  /** The line it was admitted from, when not its key's own: the shared line (see `fairLineOf`). */
+  fairLine?: string;
 }
 
 export type AcquireResult =

@@ -131,8 +131,10 @@ export function keyLimitsRequest(type: string, limits: Limits, key: string, body
     ) {
       invalid('concurrency', `must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`);
     }
-    const spec = limits?.[index]?.limit ?? 0;
-    out.concurrency = { index, slot: { scope: `${type}#${index}`, key, limit: spec }, limit: concurrency as number };
+    // the slot as a job sees it (a fair limit's with its weights): the raise hands places on by its rule
+    const keys = (limits ?? []).map((l, i) => (i === index ? key : l.fairBy ? key : WHOLE_TYPE_KEY));
+    const slot = slotsOf(type, limits ?? [], keys)[index] as Slot;
+    out.concurrency = { index, slot, limit: concurrency as number };
   }
   if (fields.weight !== undefined) {
     const { index, slot } = fairLimitSlot(type, limits, key);

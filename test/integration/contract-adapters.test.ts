@@ -23,7 +23,7 @@ import { JOB_TABLE, keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
-import { fairShareReviewContract } from '../contract/flow-slots-fair-review.contract';
+import { fairShareEdgesContract } from '../contract/flow-slots-fair-edges.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
@@ -73,7 +73,7 @@ describe('flow slots contract: DynamoFlowSlots on DynamoDB Local', () => {
       );
     },
   }));
-  fairShareReviewContract(async () => ({ slots: new DynamoFlowSlots(dynamo, tableName) }));
+  fairShareEdgesContract(async () => ({ slots: new DynamoFlowSlots(dynamo, tableName) }));
 });
 
 describe('pacer contract: DynamoPacer on DynamoDB Local', () => {

@@ -6,7 +6,13 @@
  */
 
 import type { Debouncer, DebounceWindow } from '../../shared/core/debounce';
-import { chooseFairKey, type FairWaiting } from '../../shared/core/fair-share';
+import {
+  chooseFairKey,
+  DEFAULT_FAIR_WEIGHT,
+  type FairWaiting,
+  fairLineOf,
+  SHARED_FAIR_LINE,
+} from '../../shared/core/fair-share';
 import {
   type AcquireInput,
   type AcquireResult,
@@ -24,14 +30,14 @@ import {
 import { conforms, nextTurn, type Pace, type Pacer, type RuntimePace, rescaleTat } from '../../shared/core/pace';
 
 interface FakeSlot {
-  /** Job id → since, attempt token and (a slot shared fairly) fair key. */
-  holders: Map<string, { since: number; token: number; fair?: string }>;
+  /** Job id → since, attempt token and (a slot shared fairly) fair key, and its line when not its key's. */
+  holders: Map<string, { since: number; token: number; fair?: string; fairLine?: string }>;
   issued: number;
   admitted: number;
   /** Ticket → its job and when it was written, or 'skipped'. */
   tickets: Map<number, { jobId: string; type: string; at: number } | 'skipped'>;
-  /** The ranked line: entry key → its job (and its fair key, in a slot shared fairly). */
-  line: Map<string, { jobId: string; type: string; at: number; fair?: string }>;
+  /** The ranked line: entry key → its job (and its fair key and line, in a slot shared fairly). */
+  line: Map<string, { jobId: string; type: string; at: number; fair?: string; fairLine?: string }>;
   /** Per fair key in line: since when it waits for a place (`ws:<key>` on the adapter's item). */
   fairSince: Map<string, number>;
   /** Weights set at run time per fair key (`fw:<key>`). */
@@ -46,26 +52,31 @@ function limitOf(slot: Pick<Slot, 'limit'>, s: FakeSlot): { limit?: number } {
 }
 
 /** The ranked line's first entry key (lowest), if any; with `fairKey`, the first of that key's entries. */
-function headOf(s: FakeSlot, fairKey?: string): string | undefined {
-  const keys = [...s.line.entries()].filter(([, e]) => fairKey === undefined || e.fair === fairKey).map(([k]) => k);
+/** An entry's line: its fair key's, or the shared one past the cap. */
+const lineOf = (e: { fair?: string; fairLine?: string }) => e.fairLine ?? e.fair;
+
+function headOf(s: FakeSlot, line?: string): string | undefined {
+  const keys = [...s.line.entries()].filter(([, e]) => line === undefined || lineOf(e) === line).map(([k]) => k);
   return keys.sort()[0];
 }
 
-/** The fair keys in line, with their counts and since when they wait. */
+/** The fair lines waiting, with their counts and since when they wait. */
 function fairWaitingOf(s: FakeSlot): FairWaiting[] {
   const counts = new Map<string, number>();
-  for (const e of s.line.values()) if (e.fair !== undefined) counts.set(e.fair, (counts.get(e.fair) ?? 0) + 1);
+  for (const e of s.line.values()) {
+    const line = lineOf(e);
+    if (line !== undefined) counts.set(line, (counts.get(line) ?? 0) + 1);
+  }
   return [...counts].map(([key, waiting]) => ({ key, waiting, since: s.fairSince.get(key) ?? 0 }));
 }
 
-/** As the adapter: the entry a freed place goes to (in a slot shared fairly, the head of the key picked). */
+/** As the adapter: the entry a freed place goes to (while fair keys wait, the head of the key picked, whoever admits). */
 function nextOf(s: FakeSlot, slot: Pick<Slot, 'fair'>, waiting = fairWaitingOf(s)): string | undefined {
-  const { fair } = slot;
-  if (!fair || waiting.length === 0) return headOf(s);
+  if (waiting.length === 0) return headOf(s);
   const key = chooseFairKey({
     holders: holdersOf(s),
     waiting,
-    weightOf: (k) => s.fairWeights.get(k) ?? fair.weightOf(k),
+    weightOf: (k) => s.fairWeights.get(k) ?? slot.fair?.weightOf(k) ?? DEFAULT_FAIR_WEIGHT,
   });
   return (key === undefined ? undefined : headOf(s, key)) ?? headOf(s);
 }
@@ -78,12 +89,19 @@ function firstInLine(s: FakeSlot, slot: Pick<Slot, 'fair'>, jobId: string): bool
 
 function holdersOf(s: FakeSlot): Holder[] {
   return [...s.holders.entries()]
-    .map(([jobId, h]) => ({ jobId, since: h.since, token: h.token, ...(h.fair === undefined ? {} : { fair: h.fair }) }))
+    .map(([jobId, h]) => ({
+      jobId,
+      since: h.since,
+      token: h.token,
+      ...(h.fair === undefined ? {} : { fair: h.fair }),
+      ...(h.fairLine === undefined ? {} : { fairLine: h.fairLine }),
+    }))
     .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
 }
 
-/** The fake's line key of an entry: its rank, after its fair key in a slot shared fairly (as the adapter's sort key). */
-const lineKey = (slot: Pick<Slot, 'fair'>, rank: string) => (slot.fair ? `${slot.fair.key}\u0000${rank}` : rank);
+/** The fake's key of an entry: its rank, after its line in a slot shared fairly (as the adapter's sort key). */
+const lineKey = (slot: Pick<Slot, 'fair'>, rank: string, line = slot.fair?.key) =>
+  line === undefined ? rank : `${line}\u0000${rank}`;
 
 export class FakeFlowSlots implements FlowSlots {
   private readonly slots = new Map<string, FakeSlot>();
@@ -131,7 +149,10 @@ export class FakeFlowSlots implements FlowSlots {
           ...limitOf(input.slot, s),
         };
       }
-      if (!mine && waitsAs !== undefined && s.line.has(lineKey(input.slot, waitsAs))) {
+      const inLine = (rank: string) =>
+        s.line.has(lineKey(input.slot, rank)) ||
+        (input.slot.fair !== undefined && s.line.has(lineKey(input.slot, rank, SHARED_FAIR_LINE)));
+      if (!mine && waitsAs !== undefined && inLine(waitsAs)) {
         const first = firstInLine(s, input.slot, input.jobId);
         return { kind: 'waiting', rank: waitsAs, first, holders: holdersOf(s), ...limitOf(input.slot, s) };
       }
@@ -150,16 +171,20 @@ export class FakeFlowSlots implements FlowSlots {
     }
     if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
     if (rank !== undefined) {
-      // one transaction in the adapter: the entry and the counts (an entry there already: it waits)
-      const key = lineKey(input.slot, rank);
-      if (!s.line.has(key)) {
+      // one transaction in the adapter: the entry and the counts (an entry there already: it
+      // waits); past the cap of fair keys waiting, a new key joins the shared line
+      const line = fair === undefined ? undefined : fairLineOf(fair, fairWaitingOf(s));
+      const key = lineKey(input.slot, rank, line);
+      const there = s.line.has(key) || (fair !== undefined && s.line.has(lineKey(input.slot, rank, fair)));
+      if (!there) {
         s.line.set(key, {
           jobId: input.jobId,
           type: input.type,
           at: input.now,
           ...(fair === undefined ? {} : { fair }),
+          ...(line !== fair ? { fairLine: line } : {}),
         });
-        if (fair !== undefined && !s.fairSince.has(fair)) s.fairSince.set(fair, input.now);
+        if (line !== undefined && !s.fairSince.has(line)) s.fairSince.set(line, input.now);
         this.write('join');
       }
       const first = firstInLine(s, input.slot, input.jobId);
@@ -214,16 +239,22 @@ export class FakeFlowSlots implements FlowSlots {
         continue;
       }
       // the entry served next (one transaction in the adapter, with its fair key's count and since)
-      const holder = s.line.get(head as string) as { jobId: string; type: string; fair?: string };
+      const holder = s.line.get(head as string) as { jobId: string; type: string; fair?: string; fairLine?: string };
       s.line.delete(head as string);
       this.write('admit-ranked');
-      const { fair } = holder;
-      if (fair !== undefined) {
-        if ([...s.line.values()].some((e) => e.fair === fair)) s.fairSince.set(fair, input.now);
-        else s.fairSince.delete(fair);
+      const { fair, fairLine } = holder;
+      const line = lineOf(holder);
+      if (line !== undefined) {
+        if ([...s.line.values()].some((e) => lineOf(e) === line)) s.fairSince.set(line, input.now);
+        else s.fairSince.delete(line);
       }
       if (!s.holders.has(holder.jobId)) {
-        s.holders.set(holder.jobId, { since: input.now, token: 0, ...(fair === undefined ? {} : { fair }) });
+        s.holders.set(holder.jobId, {
+          since: input.now,
+          token: 0,
+          ...(fair === undefined ? {} : { fair }),
+          ...(fairLine === undefined ? {} : { fairLine }),
+        });
       }
       const one = { jobId: holder.jobId, type: holder.type, rank: headRank as string };
       admitted.push(one);

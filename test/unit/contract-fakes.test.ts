@@ -8,7 +8,7 @@ import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
-import { fairShareReviewContract } from '../contract/flow-slots-fair-review.contract';
+import { fairShareEdgesContract } from '../contract/flow-slots-fair-edges.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { jobQueueContract } from '../contract/job-queue.contract';
@@ -53,7 +53,7 @@ describe('flow slots contract: FakeFlowSlots', () => {
     const slots = new FakeFlowSlots();
     return { slots, orphanTicket: async (slot) => slots.orphanTicket(slot) };
   });
-  fairShareReviewContract(async () => ({ slots: new FakeFlowSlots() }));
+  fairShareEdgesContract(async () => ({ slots: new FakeFlowSlots() }));
 });
 
 describe('pacer contract: FakePacer', () => {

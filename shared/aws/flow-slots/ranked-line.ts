@@ -33,7 +33,7 @@ import {
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
-import { chooseFairKey } from '../../core/fair-share';
+import { chooseFairKey, DEFAULT_FAIR_WEIGHT, SHARED_FAIR_LINE } from '../../core/fair-share';
 import type { Admitted, Slot } from '../../core/flow';
 import { itemKey } from '../../core/table';
 import { keyOf, N, S } from '../attributes';
@@ -55,9 +55,12 @@ export const linePk = (slot: Pick<Slot, 'scope' | 'key'>) => `flowq#${slot.scope
 /** Where a fair key's line starts within the slot's item collection. */
 const fairPrefix = (fairKey: string) => `f${fairKey.length}:${fairKey}#`;
 
-/** The sort key of a job's entry: its rank, after its fair key's prefix in a slot shared fairly. */
-export const entrySk = (slot: Pick<Slot, 'fair'>, rank: string) =>
-  slot.fair ? `${fairPrefix(slot.fair.key)}${rank}` : rank;
+/**
+ * The sort key of a job's entry: its rank, after its line's prefix in a slot shared fairly (its
+ * fair key's, or `line`: the shared line past the cap).
+ */
+export const entrySk = (slot: Pick<Slot, 'fair'>, rank: string, line = slot.fair?.key) =>
+  line === undefined ? rank : `${fairPrefix(line)}${rank}`;
 
 /** Why a transaction was cancelled: each item's reason code, in the order of its items. */
 function reasons(error: unknown): string[] | undefined {
@@ -89,9 +92,11 @@ export type JoinResult =
 export async function joinLine(
   table: SlotTable,
   slot: Slot,
-  job: { jobId: string; type: string; rank: string; now: number },
+  job: { jobId: string; type: string; rank: string; now: number; fairLine?: string },
 ): Promise<JoinResult> {
-  const fair = slot.fair ? fairAttrs(slot.fair.key) : undefined;
+  // a job of a fair key joins its key's line, or past the cap the shared one (`fairLine`)
+  const line = slot.fair ? (job.fairLine ?? slot.fair.key) : undefined;
+  const fair = line === undefined ? undefined : fairAttrs(line);
   const out = await transact(
     table,
     [
@@ -99,11 +104,12 @@ export async function joinLine(
         Put: {
           TableName: table.tableName,
           Item: {
-            ...keyOf(itemKey(linePk(slot), entrySk(slot, job.rank))),
+            ...keyOf(itemKey(linePk(slot), entrySk(slot, job.rank, line))),
             jobId: S(job.jobId),
             type: S(job.type),
             at: N(job.now),
             ...(slot.fair ? { r: S(job.rank), f: S(slot.fair.key) } : {}),
+            ...(slot.fair && line !== slot.fair.key ? { fl: S(line as string) } : {}),
           },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
@@ -131,12 +137,21 @@ export async function joinLine(
   // its entry is there: an earlier join of it was applied (its count with it)
   if (out[0] === 'ConditionalCheckFailed') return { kind: 'waiting' };
   if (out[1] === 'ConditionalCheckFailed') return { kind: 'take' };
+  // a request DynamoDB refuses (an item over its size): no use trying again
+  if (out.includes('ValidationError')) {
+    throw new Error(`DynamoDB refused the join of ${slot.scope}/${slot.key}: ${out.join(', ')}`);
+  }
   return { kind: 'conflict' };
 }
 
 /** Whether the job's entry is in the line (strongly consistent). */
 export async function inLine(table: SlotTable, slot: Slot, rank: string): Promise<boolean> {
-  return (await table.read(itemKey(linePk(slot), entrySk(slot, rank)))) !== undefined;
+  if ((await table.read(itemKey(linePk(slot), entrySk(slot, rank)))) !== undefined) return true;
+  // past the cap of fair keys, the job waits in the shared line
+  return (
+    slot.fair !== undefined &&
+    (await table.read(itemKey(linePk(slot), entrySk(slot, rank, SHARED_FAIR_LINE)))) !== undefined
+  );
 }
 
 /** An entry of a ranked line: its job, its rank and (a slot shared fairly) its fair key. */
@@ -147,6 +162,8 @@ export interface LineEntry {
   /** Its sort key (the rank, after the fair key's prefix in a slot shared fairly). */
   sk: string;
   fair?: string;
+  /** Its line, when not its fair key's own (the shared line). */
+  fairLine?: string;
 }
 
 /**
@@ -199,7 +216,15 @@ function lineEntry(item: Record<string, AttributeValue> | undefined): LineEntry 
   if (!item?.jobId?.S || !item.type?.S || !item.sk?.S) return undefined;
   const rank = item.r?.S ?? item.sk.S;
   const fair = item.f?.S;
-  return { jobId: item.jobId.S, type: item.type.S, rank, sk: item.sk.S, ...(fair === undefined ? {} : { fair }) };
+  const fairLine = item.fl?.S;
+  return {
+    jobId: item.jobId.S,
+    type: item.type.S,
+    rank,
+    sk: item.sk.S,
+    ...(fair === undefined ? {} : { fair }),
+    ...(fairLine === undefined ? {} : { fairLine }),
+  };
 }
 
 /**
@@ -208,12 +233,12 @@ function lineEntry(item: Record<string, AttributeValue> | undefined): LineEntry 
  * line, and their weights: a weight set at run time, else the spec's).
  */
 export async function nextInLine(table: SlotTable, slot: Slot, item: SlotItem): Promise<LineEntry | undefined> {
-  if (!slot.fair || item.fairWaiting.length === 0) return head(table, slot);
-  const { fair } = slot;
+  // the fair rule whenever keys wait, whoever admits (a limit raised at run time knows no fair key)
+  if (item.fairWaiting.length === 0) return head(table, slot);
   const key = chooseFairKey({
     holders: item.holders,
     waiting: item.fairWaiting,
-    weightOf: (k) => item.fairWeights[k] ?? fair.weightOf(k),
+    weightOf: (k) => item.fairWeights[k] ?? slot.fair?.weightOf(k) ?? DEFAULT_FAIR_WEIGHT,
   });
   // (a key counted with no entry cannot be: they change in one transaction; the whole line's
   // head then, so that no entry is stranded)
@@ -233,10 +258,12 @@ export async function admitHead(
   const { slot, item, now, me } = input;
   const first = await nextInLine(table, slot, item);
   if (!first) return 'empty';
-  const place = holderEntry(now, 0, first.fair);
+  const place = holderEntry(now, 0, first.fair, first.fairLine);
   place.M = { ...place.M, a: S(me) };
+  const update = admitUpdate(table, { slot, item, first, now, place });
+  if (!update) return undefined;
   const out = await transactOrMarked(table, slot, first.jobId, me, [
-    { Update: admitUpdate(table, { slot, item, first, now, place }) },
+    { Update: update },
     {
       Delete: {
         TableName: table.tableName,
@@ -262,7 +289,7 @@ export async function admitHead(
 function admitUpdate(
   table: SlotTable,
   input: { slot: Slot; item: SlotItem; first: LineEntry; now: number; place: AttributeValue },
-): NonNullable<TransactWriteItem['Update']> {
+): NonNullable<TransactWriteItem['Update']> | undefined {
   const { slot, item, first, now, place } = input;
   const base = {
     TableName: table.tableName,
@@ -283,23 +310,30 @@ function admitUpdate(
       ExpressionAttributeNames: { '#id': first.jobId },
     };
   }
-  const fair = fairAttrs(first.fair);
+  const line = first.fairLine ?? first.fair;
+  const fair = fairAttrs(line);
   const names = { '#id': first.jobId, '#wf': fair.count, '#ws': fair.since };
-  const last = (item.fairWaiting.find((w) => w.key === first.fair)?.waiting ?? 1) <= 1;
-  return last
+  const read = item.fairWaiting.find((w) => w.key === line);
+  // not counted in the item as read: a read older than the entry's join; the admitter reads again
+  if (!read) return undefined;
+  // the key's count and since as read: a concurrent admission of the key (which moves both)
+  // refuses this one, and the admitter reads again, so no two choices rest on one read
+  const seen = `${when} AND #wf = :n AND #ws = :since`;
+  const values = { ...base.ExpressionAttributeValues, ':n': N(read.waiting), ':since': N(read.since) };
+  return read.waiting <= 1
     ? {
         ...base,
         UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry) REMOVE #wf, #ws ADD w :minus',
-        ConditionExpression: `${when} AND (attribute_not_exists(#wf) OR #wf <= :one)`,
+        ConditionExpression: seen,
         ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':one': N(1) },
+        ExpressionAttributeValues: values,
       }
     : {
         ...base,
         UpdateExpression: 'SET hs.#id = if_not_exists(hs.#id, :entry), #ws = :now ADD w :minus, #wf :minus',
-        ConditionExpression: `${when} AND #wf > :one`,
+        ConditionExpression: seen,
         ExpressionAttributeNames: names,
-        ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':one': N(1), ':now': N(now) },
+        ExpressionAttributeValues: { ...values, ':now': N(now) },
       };
 }
 

@@ -33,8 +33,13 @@ export const AT_LIMIT =
   '((attribute_not_exists(lim) AND size(hs) >= :limit) OR (attribute_exists(lim) AND size(hs) >= lim))';
 
 /** A holder's entry in the slot item: since when, for which attempt, and its fair key (a slot shared fairly). */
-export const holderEntry = (since: number, token: number, fair?: string): AttributeValue => ({
-  M: { s: N(since), t: N(token), ...(fair === undefined ? {} : { f: { S: fair } }) },
+export const holderEntry = (since: number, token: number, fair?: string, fairLine?: string): AttributeValue => ({
+  M: {
+    s: N(since),
+    t: N(token),
+    ...(fair === undefined ? {} : { f: { S: fair } }),
+    ...(fairLine === undefined || fairLine === fair ? {} : { fl: { S: fairLine } }),
+  },
 });
 
 /**
@@ -67,9 +72,11 @@ export function slotItem(item: Record<string, AttributeValue> | undefined): Slot
     since: Number(entry.M?.s?.N ?? '0'),
     token: Number(entry.M?.t?.N ?? '0'),
     ...(entry.M?.f?.S === undefined ? {} : { fair: entry.M.f.S }),
+    ...(entry.M?.fl?.S === undefined ? {} : { fairLine: entry.M.fl.S }),
   }));
   const fairWaiting: FairWaiting[] = [];
-  const fairWeights: Record<string, number> = {};
+  // keys are tenants' strings: no prototype to find `constructor` or `__proto__` in
+  const fairWeights: Record<string, number> = Object.create(null);
   for (const [name, value] of Object.entries(item ?? {})) {
     if (name.startsWith('fw:')) fairWeights[name.slice(3)] = Number(value.N ?? '1');
     if (!name.startsWith('wf:')) continue;

@@ -58,7 +58,7 @@ function setup() {
   return { call, flow };
 }
 
-describe('fair share review: a limit raised at run time', () => {
+describe('a limit raised at run time', () => {
   it('hands the new place to the waiting fair key that runs fewest', async () => {
     const { call, flow } = setup();
     const fairSlot = (key: string): Slot => ({
