@@ -13,8 +13,9 @@ import {
   WHOLE_TYPE_KEY,
 } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
-import { fairLimitSlot, type KeyLimitField, keyLimitIndex, keyLimitsRequest } from '../core/key-limits';
+import { fairLimitSlot, type KeyLimitField, keyLimitIndex, keyLimitsRequest, paceTarget } from '../core/key-limits';
 import { fairQueueTypes } from '../core/message-group';
+import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../core/pace';
 import type { JobQueue, JobScheduler } from '../core/ports';
 import { rankTime } from '../core/priority';
 import { type DispatchDeps, dispatchNow, handOffOf } from '../dispatch/dispatch';
@@ -120,10 +121,61 @@ export interface TypeKeysView {
   keys: FairKeyView[];
 }
 
+/** A throttle or rate limit of a key, as the key views show it. */
+export interface PaceView {
+  key: string;
+  limit: number;
+  periodSeconds: number;
+  burst?: number;
+  /** `runtime`: set by `PUT …/limits`; `spec`: the spec's holds. */
+  source: 'spec' | 'runtime';
+  specLimit: number;
+  specPeriodSeconds: number;
+  setBy?: string;
+  setAt?: string;
+  /** The next start the key allows: a throttle's next turn, or when a rate limit accepts again. */
+  nextStartAt: string;
+}
+
+/** The view of a key's throttle or rate limit (`what`), as it holds now: two reads. */
+export async function paceView(
+  pacer: Pacer,
+  spec: JobTypeSpec,
+  what: 'throttle' | 'rateLimit',
+  key: string,
+  now: number,
+): Promise<PaceView | undefined> {
+  const options = spec[what];
+  if (!options) return undefined;
+  const paceKey = options.key ? key : WHOLE_TYPE_KEY;
+  const scope = paceScope(spec.type, what);
+  const [tat, runtime] = await Promise.all([
+    pacer.state({ scope, key: paceKey }),
+    pacer.runtimePace({ scope, key: paceKey }),
+  ]);
+  const pace = runtime?.pace ?? (what === 'throttle' ? throttlePace(options) : rateLimitPace(options));
+  // the next start the key allows: a throttle's next turn, a rate limit's next accepted job
+  const next = tat === undefined ? now : Math.max(now, tat - pace.toleranceMs);
+  const burst = runtime ? runtime.burst : (options as { burst?: number }).burst;
+  return {
+    key: paceKey,
+    limit: runtime?.limit ?? options.limit,
+    periodSeconds: runtime?.periodSeconds ?? options.periodSeconds,
+    ...(what === 'throttle' ? { burst: burst ?? 1 } : {}),
+    source: runtime ? 'runtime' : 'spec',
+    specLimit: options.limit,
+    specPeriodSeconds: options.periodSeconds,
+    ...(runtime ? { setBy: runtime.by, setAt: new Date(runtime.at).toISOString() } : {}),
+    nextStartAt: new Date(next).toISOString(),
+  };
+}
+
 export interface KeyLimitsServiceDeps {
   config: Pick<PlatformConfig, 'routes' | 'queues'>;
   catalog: readonly JobTypeSpec[];
   flow: FlowSlots;
+  /** Throttles' and rate limits' keys; without it, setting one answers 404 `not_configured`. */
+  pacer?: Pacer;
   queue: JobQueue;
   scheduler?: JobScheduler;
   clock: Clock;
@@ -137,6 +189,9 @@ export interface KeyLimitsAnswer {
   limits: KeyLimitView[];
   /** The waiting jobs the change handed a place to (and sent their messages). */
   handedOn: string[];
+  /** The key's throttle and rate limit as they hold now, when the request set or removed one. */
+  throttle?: PaceView;
+  rateLimit?: PaceView;
 }
 
 /**
@@ -157,6 +212,12 @@ export class KeyLimitsService {
     this.handOff = handOffOf(deps.config, deps.queue, deps.scheduler, fairQueueTypes(deps.catalog));
   }
 
+  private pacer(): Pacer {
+    if (!this.deps.pacer)
+      throw new NotFoundError('throttles and rate limits are not configured here', 'not_configured');
+    return this.deps.pacer;
+  }
+
   private specOf(type: string): JobTypeSpec {
     const spec = this.specs.get(type);
     if (!spec) throw new NotFoundError(`job type ${JSON.stringify(type)} not found`, 'type_not_found');
@@ -169,9 +230,27 @@ export class KeyLimitsService {
    */
   async set(type: string, key: string, body: unknown, by: string): Promise<KeyLimitsAnswer> {
     const spec = this.specOf(type);
-    const target = keyLimitsRequest(type, spec.concurrency, key, body);
+    const target = keyLimitsRequest(type, spec.concurrency, key, body, spec);
     const now = this.deps.clock.now();
     const handedOn: string[] = [];
+    const paces: Partial<Record<'throttle' | 'rateLimit', PaceView>> = {};
+    for (const what of ['throttle', 'rateLimit'] as const) {
+      const pace = target[what];
+      if (!pace) continue;
+      const pacer = this.pacer();
+      const { limit, periodSeconds, burst } = pace;
+      const runtime = { limit, periodSeconds, ...(burst === undefined ? {} : { burst }), pace: pace.pace, by, at: now };
+      await pacer.setPace({ scope: pace.scope, key: pace.key, runtime, spec: pace.spec, now });
+      this.deps.log.info(`${what} set`, {
+        type,
+        key: pace.key,
+        limit,
+        periodSeconds,
+        ...(burst === undefined ? {} : { burst }),
+        by,
+      });
+      paces[what] = (await paceView(pacer, spec, what, key, now)) as PaceView;
+    }
     if (target.concurrency) {
       const { slot, index, limit } = target.concurrency;
       await this.deps.flow.setLimit({ slot, limit, by, now });
@@ -183,7 +262,7 @@ export class KeyLimitsService {
       await this.deps.flow.setWeight({ slot, fairKey, weight, by, now });
       this.deps.log.info('fair weight set', { type, key: fairKey, index, weight, by });
     }
-    return { type, key, limits: await this.views(spec, key), handedOn };
+    return { type, key, limits: await this.views(spec, key), handedOn, ...paces };
   }
 
   /**
@@ -193,6 +272,14 @@ export class KeyLimitsService {
   async clear(type: string, key: string, limit: unknown, by: string, field: KeyLimitField = 'concurrency') {
     const spec = this.specOf(type);
     const now = this.deps.clock.now();
+    if (field === 'throttle' || field === 'rateLimit') {
+      const target = paceTarget(type, spec, field, key);
+      const pacer = this.pacer();
+      await pacer.setPace({ scope: target.scope, key: target.key, runtime: undefined, spec: target.spec, now });
+      this.deps.log.info(`${field} cleared`, { type, key: target.key, by });
+      const view = (await paceView(pacer, spec, field, key, now)) as PaceView;
+      return { type, key, limits: await this.views(spec, key), handedOn: [], [field]: view };
+    }
     if (field === 'weight') {
       const { slot, index } = fairLimitSlot(type, spec.concurrency, key);
       await this.deps.flow.setWeight({ slot, fairKey: key, weight: undefined, by, now });

@@ -529,6 +529,13 @@ const paceStateSchema = z.object({
   nextStartAt: isoTime.meta({
     description: "The next start the key allows: a throttle's next turn, or when a rate limit accepts again",
   }),
+  source: z
+    .enum(['spec', 'runtime'])
+    .meta({ description: '`runtime`: set by `PUT /types/{type}/keys/{key}/limits`; `spec`: the spec’s holds' }),
+  specLimit: z.int().min(1).meta({ description: "The limit in the job type's spec" }),
+  specPeriodSeconds: z.int().min(1).meta({ description: "The period in the job type's spec" }),
+  setBy: z.string().optional().meta({ description: 'Who set the run-time pace (the caller’s ARN)' }),
+  setAt: isoTime.optional().meta({ description: 'When the run-time pace was set' }),
 });
 
 /** A fair key's share of a limit shared fairly. */
@@ -588,6 +595,26 @@ export const keyLimitsRequestSchema = z
       description:
         "Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit",
     }),
+    throttle: z
+      .object({
+        limit: z.int().min(1).max(10_000),
+        periodSeconds: z.int().min(1).max(86_400),
+        burst: z.int().min(1).max(1000).optional(),
+      })
+      .strict()
+      .optional()
+      .meta({
+        description:
+          "The key's throttle, in place of the spec's (a type with a throttle): starts per period, bursts of `burst`",
+      }),
+    rateLimit: z
+      .object({ limit: z.int().min(1).max(10_000), periodSeconds: z.int().min(1).max(86_400) })
+      .strict()
+      .optional()
+      .meta({
+        description:
+          "The key's rate limit, in place of the spec's (a type with a rate limit): jobs accepted per period",
+      }),
     weight: z.number().gt(0).max(1000).optional().meta({
       description:
         'The weight of this key in the type’s limit shared fairly (`fairBy`): its share of places against the other keys’, more than 0, at most 1000',
@@ -601,9 +628,9 @@ export const keyLimitsQuerySchema = z
     limit: z.string().regex(/^\d+$/).optional().meta({
       description: "Which of the type's concurrency limits (its index). @default as in the PUT",
     }),
-    field: z.enum(['concurrency', 'weight']).optional().meta({
+    field: z.enum(['concurrency', 'weight', 'throttle', 'rateLimit']).optional().meta({
       description:
-        'What to remove: the key’s concurrency limit, or its weight in the limit shared fairly. @default concurrency',
+        'What to remove: the key’s concurrency limit, its weight in the limit shared fairly, its throttle or its rate limit. @default concurrency',
     }),
   })
   .strict();
@@ -634,6 +661,8 @@ export const keyLimitsResponseSchema = z.object({
   handedOn: z
     .array(z.string())
     .meta({ description: 'Waiting jobs the change handed a place to: their messages were sent' }),
+  throttle: paceStateSchema.optional().meta({ description: 'When the request set or removed the key’s throttle' }),
+  rateLimit: paceStateSchema.optional().meta({ description: 'When the request set or removed the key’s rate limit' }),
 });
 
 export const keyStateSchema = z.object({

@@ -248,7 +248,7 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   clearKeyLimits(
     type: TypeName<T>,
     key: string,
-    options?: { limit?: number; field?: 'concurrency' | 'weight' },
+    options?: { limit?: number; field?: 'concurrency' | 'weight' | 'throttle' | 'rateLimit' },
   ): Promise<KeyLimits>;
   /**
    * `GET /types/{type}/keys`: the keys one read can list; for a limit shared fairly, each fair key

@@ -346,17 +346,22 @@ export type KeyLimits = z.output<typeof keyLimitsResponseSchema>;
 /** `GET /types/{type}/keys`: the keys of a type's limits that one read can list (a fair limit's, with their shares). */
 export type TypeKeys = z.output<typeof typeKeysSchema>;
 
-/** A key's concurrency limit, or its weight in a limit shared fairly, to set at run time (one or both). */
-export type KeyLimitsInput =
-  | {
-      /** The limit, 1 to 1000. */
-      concurrency: number;
-      /** Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit */
-      limit?: number;
-      /** The key's weight in the type's limit shared fairly (`fairBy`): more than 0, at most 1000. */
-      weight?: number;
-    }
-  | { weight: number };
+/**
+ * What to set on a key at run time, in place of the spec's: its concurrency limit, its weight in a
+ * limit shared fairly, its throttle or its rate limit (at least one).
+ */
+export interface KeyLimitsInput {
+  /** The concurrency limit, 1 to 1000. */
+  concurrency?: number;
+  /** Which of the type's concurrency limits (its index). @default the first limit with a key function, or the only limit */
+  limit?: number;
+  /** The key's weight in the type's limit shared fairly (`fairBy`): more than 0, at most 1000. */
+  weight?: number;
+  /** The key's throttle: `limit` starts per `periodSeconds`, bursts of `burst` (@default 1). */
+  throttle?: { limit: number; periodSeconds: number; burst?: number };
+  /** The key's rate limit: `limit` jobs accepted per `periodSeconds`. */
+  rateLimit?: { limit: number; periodSeconds: number };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Dead-letter queues

@@ -15,17 +15,16 @@ import {
   slotsOf,
   WHOLE_TYPE_KEY,
 } from './flow';
+import { type Pace, paceProblem, paceScope, rateLimitPace, throttlePace } from './pace';
 
 /** The error code of a request whose limits cannot be set. */
 export const INVALID_LIMITS = 'invalid_limits';
 
 /** The fields `PUT /types/{type}/keys/{key}/limits` takes. */
-const FIELDS = ['concurrency', 'limit', 'weight'];
-/** Fields a later version may take: named apart, so the answer says they are not settable yet. */
-const NOT_YET = ['throttle', 'rateLimit'];
+const FIELDS = ['concurrency', 'limit', 'weight', 'throttle', 'rateLimit'];
 
 /** What a `DELETE …/limits` removes (`?field=`). */
-export const KEY_LIMIT_FIELDS = ['concurrency', 'weight'] as const;
+export const KEY_LIMIT_FIELDS = ['concurrency', 'weight', 'throttle', 'rateLimit'] as const;
 export type KeyLimitField = (typeof KEY_LIMIT_FIELDS)[number];
 
 /** A checked request: what it sets, each with its slot. */
@@ -34,6 +33,70 @@ export interface KeyLimitTarget {
   concurrency?: { index: number; slot: Slot; limit: number };
   /** The weight to set for the key (a fair key) on the type's fair limit `index` (its slot's key is `*`). */
   weight?: { index: number; slot: Slot; fairKey: string; weight: number };
+  /** The throttle to set on the key, in place of the spec's (`spec`: the spec's pace). */
+  throttle?: PaceTarget;
+  /** The rate limit to set on the key, in place of the spec's. */
+  rateLimit?: PaceTarget;
+}
+
+/** A throttle or rate limit of one key, as a request sets it. */
+export interface PaceTarget {
+  scope: string;
+  key: string;
+  limit: number;
+  periodSeconds: number;
+  burst?: number;
+  pace: Pace;
+  /** The spec's pace, which a removal falls back to. */
+  spec: Pace;
+}
+
+type PacedSpec = {
+  throttle?: { limit: number; periodSeconds: number; burst?: number; key?: unknown };
+  rateLimit?: { limit: number; periodSeconds: number; key?: unknown };
+};
+
+/**
+ * The pace slot of the type's throttle or rate limit (`what`) for `key`. Throws ValidationError
+ * (`invalid_limits`) when the type has none, or the key cannot be one of its keys (`*` for one
+ * without a key function).
+ */
+export function paceTarget(
+  type: string,
+  spec: PacedSpec,
+  what: 'throttle' | 'rateLimit',
+  key: string,
+): Omit<PaceTarget, 'limit' | 'periodSeconds' | 'burst' | 'pace'> {
+  const options = spec[what];
+  if (!options) return invalid(what, `cannot be set: job type ${type} has no ${what}`);
+  const problem = flowKeyProblem(key);
+  if (problem) invalid('key', problem);
+  if (options.key === undefined && key !== WHOLE_TYPE_KEY) {
+    invalid('key', `must be ${JSON.stringify(WHOLE_TYPE_KEY)}: the ${what} has no key function`);
+  }
+  const specPace = what === 'throttle' ? throttlePace(options) : rateLimitPace(options);
+  return { scope: paceScope(type, what), key, spec: specPace };
+}
+
+/** A `throttle` or `rateLimit` field of a `PUT …/limits` body, checked as the spec's is. */
+function paceField(
+  type: string,
+  spec: PacedSpec,
+  what: 'throttle' | 'rateLimit',
+  key: string,
+  value: unknown,
+): PaceTarget {
+  const target = paceTarget(type, spec, what, key);
+  if (typeof value === 'object' && value !== null && 'key' in value)
+    invalid(what, 'takes no key (the key is in the path)');
+  const problem = paceProblem(value, what);
+  if (problem) invalid(what, problem.replace(new RegExp(`^${what}\\.?`), ''));
+  const { limit, periodSeconds, burst } = value as { limit: number; periodSeconds: number; burst?: number };
+  const pace =
+    what === 'throttle'
+      ? throttlePace({ limit, periodSeconds, ...(burst === undefined ? {} : { burst }) })
+      : rateLimitPace({ limit, periodSeconds });
+  return { ...target, limit, periodSeconds, ...(burst === undefined ? {} : { burst }), pace };
 }
 
 type Limits = readonly Pick<ConcurrencyLimit<unknown>, 'limit' | 'key' | 'fairBy' | 'weight'>[] | undefined;
@@ -104,22 +167,30 @@ export function fairLimitSlot(
  * const target = keyLimitsRequest('tenant-sync', spec.concurrency, 'tenant-42', { concurrency: 5, weight: 3 });
  * if (target.concurrency) await flow.setLimit({ slot: target.concurrency.slot, limit: target.concurrency.limit, by, now });
  */
-export function keyLimitsRequest(type: string, limits: Limits, key: string, body: unknown): KeyLimitTarget {
+export function keyLimitsRequest(
+  type: string,
+  limits: Limits,
+  key: string,
+  body: unknown,
+  paced: PacedSpec = {},
+): KeyLimitTarget {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return invalid(
       '(body)',
-      'must be an object: { "concurrency"?: <1 to 1000>, "limit"?: <index>, "weight"?: <number> }',
+      'must be an object: { "concurrency"?: <1 to 1000>, "limit"?: <index>, "weight"?: <number>, "throttle"?: {…}, "rateLimit"?: {…} }',
     );
   }
   const fields = body as Record<string, unknown>;
   for (const name of Object.keys(fields)) {
-    if (NOT_YET.includes(name)) invalid(name, 'cannot be set at run time yet (concurrency and weight can)');
     if (!FIELDS.includes(name)) invalid(name, `is not a field here (${FIELDS.join(', ')})`);
   }
-  if (fields.concurrency === undefined && fields.weight === undefined) {
-    invalid('concurrency', 'or weight is required');
+  if (['concurrency', 'weight', 'throttle', 'rateLimit'].every((name) => fields[name] === undefined)) {
+    invalid('concurrency', 'or weight, throttle or rateLimit is required');
   }
   const out: KeyLimitTarget = {};
+  for (const what of ['throttle', 'rateLimit'] as const) {
+    if (fields[what] !== undefined) out[what] = paceField(type, paced, what, key, fields[what]);
+  }
   if (fields.concurrency !== undefined || fields.limit !== undefined) {
     const index = keyLimitIndex(type, limits, key, fields.limit);
     const concurrency = fields.concurrency;

@@ -13,7 +13,7 @@ import { ManualClock } from '../../shared/core/clock';
 import type { Slot } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
-import { FakeFlowSlots } from '../local-aws/memory-flow';
+import { FakeFlowSlots, FakePacer } from '../local-aws/memory-flow';
 import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
 
 const T0 = Date.parse('2026-06-01T00:00:00.000Z');
@@ -33,15 +33,23 @@ const fairSync = defineJobType({
     { limit: 4, fairBy: (p) => p.tenantId, weight: (k) => (k === 'gold' ? 2 : 1) },
   ],
 });
+const apiCall = defineJobType({
+  type: 'api-call',
+  payload: z.object({ apiKey: z.string() }),
+  throttle: { limit: 5, periodSeconds: 1, burst: 5, key: (p) => p.apiKey },
+  rateLimit: { limit: 100, periodSeconds: 60 },
+});
 const catalog = [
   tenantSync,
   fairSync,
+  apiCall,
   defineJobType({ type: 'global', payload: z.object({}), concurrency: [{ limit: 3 }] }),
   defineJobType({ type: 'plain', payload: z.object({}) }),
 ];
 
 function setup() {
   const flow = new FakeFlowSlots();
+  const pacer = new FakePacer();
   const queue = new FakeJobQueue();
   const logs = captureLogs();
   const api = createApiHandler({
@@ -52,13 +60,14 @@ function setup() {
         [READER]: [{ action: 'read' }],
       },
     }),
-    config: testConfig(['tenant-sync', 'fair-sync', 'global', 'plain']),
+    config: testConfig(['tenant-sync', 'fair-sync', 'api-call', 'global', 'plain']),
     catalog,
     store: new FakeJobStore(),
     queue,
     scheduler: new FakeJobScheduler(),
     clock: new ManualClock(T0),
     flow,
+    pacer,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
   const call = async (method: string, path: string, body?: unknown, as = OPS, rawQuery = '') => {
@@ -79,7 +88,7 @@ function setup() {
     } as unknown as APIGatewayProxyEventV2);
     return { status: response.statusCode, body: JSON.parse(response.body ?? 'null') };
   };
-  return { api, call, flow, queue, logs: logs.lines };
+  return { api, call, flow, pacer, queue, logs: logs.lines };
 }
 
 const slotOf = (key: string, index = 0, limit = 2): Slot => ({ scope: `tenant-sync#${index}`, key, limit });
@@ -152,16 +161,42 @@ describe('PUT /types/{type}/keys/{key}/limits', () => {
     ['a good weight beside a bad limit', 'fair-sync', 'acme', { weight: 2, concurrency: 0 }, 'concurrency'],
     ['a good limit beside a bad weight', 'fair-sync', 'acme', { weight: -1, concurrency: 3 }, 'weight'],
     ['an unknown field', 'tenant-sync', 't1', { concurrency: 3, limits: 1 }, 'limits'],
+    ['a throttle on a type without one', 'tenant-sync', 't1', { throttle: { limit: 1, periodSeconds: 1 } }, 'throttle'],
+    ['a throttle of 0', 'api-call', 'k1', { throttle: { limit: 0, periodSeconds: 1 } }, 'throttle'],
+    ['a throttle with no period', 'api-call', 'k1', { throttle: { limit: 2 } }, 'throttle'],
+    ['a throttle with a key', 'api-call', 'k1', { throttle: { limit: 2, periodSeconds: 1, key: 'x' } }, 'throttle'],
+    [
+      'a rate limit with a burst',
+      'api-call',
+      '*',
+      { rateLimit: { limit: 2, periodSeconds: 1, burst: 2 } },
+      'rateLimit',
+    ],
+    [
+      'a rate limit on a key of a type whose rate limit has none',
+      'api-call',
+      'k1',
+      { rateLimit: { limit: 2, periodSeconds: 1 } },
+      'key',
+    ],
+    [
+      'a good throttle beside a bad concurrency',
+      'tenant-sync',
+      't1',
+      { concurrency: 0, throttle: { limit: 1, periodSeconds: 1 } },
+      'throttle',
+    ],
     ['a body that is not an object', 'tenant-sync', 't1', [3], '(body)'],
   ])(
     'answers 400 invalid_limits naming the field for %s, and writes nothing',
     async (_what, type, key, body, field) => {
-      const { call, flow, queue } = setup();
+      const { call, flow, pacer, queue } = setup();
       const response = await call('PUT', `/types/${type}/keys/${key}/limits`, body);
       expect(response.status).toBe(400);
       expect(response.body.error.code).toBe('invalid_limits');
       expect(response.body.error.issues.map((i: { path: string }) => i.path)).toEqual([field]);
       expect(flow.writes).toEqual({});
+      expect(pacer.writes).toBe(0);
       expect(queue.sent).toEqual([]);
     },
   );
@@ -283,7 +318,7 @@ describe('fair share: weights set at run time, the keys of a type, and the line'
     expect(cleared.body.limits[1].fair).toMatchObject({ weight: 1, weightSource: 'spec' });
     // the concurrency limit stays until it is removed itself
     expect((await flow.state({ scope: 'fair-sync#0', key: 'acme' })).runtimeLimit?.limit).toBe(1);
-    const bad = await call('DELETE', '/types/fair-sync/keys/acme/limits', undefined, OPS, 'field=throttle');
+    const bad = await call('DELETE', '/types/fair-sync/keys/acme/limits', undefined, OPS, 'field=bogus');
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'invalid_limits', issues: [{ path: 'field' }] });
     const none = await call('DELETE', '/types/tenant-sync/keys/t1/limits', undefined, OPS, 'field=weight');
@@ -334,5 +369,56 @@ describe('fair share: weights set at run time, the keys of a type, and the line'
     const reader = await call('GET', '/types/fair-sync/keys', undefined, READER);
     expect(reader.status).toBe(200);
     expect((await call('GET', '/types/nope/keys')).status).toBe(404);
+  });
+});
+
+describe('throttles and rate limits set at run time', () => {
+  it("sets a key's throttle in place of the spec's, from its next turn, shows it, and removes it", async () => {
+    const { call, pacer } = setup();
+    const put = await call('PUT', '/types/api-call/keys/k1/limits', { throttle: { limit: 1, periodSeconds: 10 } });
+    expect(put.status).toBe(200);
+    expect(put.body.throttle).toMatchObject({
+      key: 'k1',
+      limit: 1,
+      periodSeconds: 10,
+      burst: 1,
+      source: 'runtime',
+      specLimit: 5,
+      specPeriodSeconds: 1,
+      setBy: OPS,
+    });
+    expect(keyLimitsResponseSchema.parse(put.body)).toEqual(put.body);
+    // the worker's next turns, with the spec's pace as it passes it: one per 10 s now
+    const spec = { intervalMs: 200, toleranceMs: 800 };
+    const turns = [];
+    for (let i = 0; i < 3; i++)
+      turns.push((await pacer.takeTurn({ scope: 'api-call~t', key: 'k1', now: T0, pace: spec })) - T0);
+    expect(turns).toEqual([0, 10_000, 20_000]);
+    // another key keeps the spec's
+    expect((await call('GET', '/types/api-call/keys/k2')).body.throttle).toMatchObject({ limit: 5, source: 'spec' });
+    const got = await call('GET', '/types/api-call/keys/k1');
+    expect(got.body.throttle).toMatchObject({
+      limit: 1,
+      source: 'runtime',
+      nextStartAt: new Date(T0 + 30_000).toISOString(),
+    });
+    expect(keyStateSchema.parse(got.body)).toEqual(got.body);
+    const cleared = await call('DELETE', '/types/api-call/keys/k1/limits', undefined, OPS, 'field=throttle');
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.throttle).toMatchObject({ limit: 5, periodSeconds: 1, source: 'spec' });
+    expect(await pacer.runtimePace({ scope: 'api-call~t', key: 'k1' })).toBeUndefined();
+  });
+
+  it("sets the rate limit of a type's one key (*), and refuses to remove one from a type without", async () => {
+    const { call, pacer } = setup();
+    const put = await call('PUT', '/types/api-call/keys/*/limits', { rateLimit: { limit: 1000, periodSeconds: 60 } });
+    expect(put.body.rateLimit).toMatchObject({ key: '*', limit: 1000, source: 'runtime', specLimit: 100 });
+    expect(await pacer.runtimePace({ scope: 'api-call~r', key: '*' })).toMatchObject({
+      limit: 1000,
+      periodSeconds: 60,
+    });
+    const bad = await call('DELETE', '/types/tenant-sync/keys/t1/limits', undefined, OPS, 'field=rateLimit');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_limits', issues: [{ path: 'rateLimit' }] });
   });
 });

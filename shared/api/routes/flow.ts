@@ -4,13 +4,13 @@ import { type Debouncer, debounceScope } from '../../core/debounce';
 import { type FlowSlots, flowKeyProblem, type Holder, singletonScope, WHOLE_TYPE_KEY } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
 import { keyLimitField } from '../../core/key-limits';
-import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../../core/pace';
+import type { Pacer } from '../../core/pace';
 import type { JobQueue, JobScheduler } from '../../core/ports';
 import { NotFoundError, ValidationError } from '../../errors';
 import type { Logger } from '../../logger';
 import { actorOf } from '../access';
 import { json, jsonBody, type Route } from '../http';
-import { KeyLimitsService } from '../key-limits-service';
+import { KeyLimitsService, paceView } from '../key-limits-service';
 
 const running = (holders: readonly Holder[]) =>
   holders.map((h) => ({ jobId: h.jobId, since: new Date(h.since).toISOString() }));
@@ -154,23 +154,7 @@ export function flowRoutes(deps: {
               : {}),
             ...Object.fromEntries(
               await Promise.all(
-                paced.map(async ([what, options]) => {
-                  const paceKey = options.key ? key : WHOLE_TYPE_KEY;
-                  const tat = await deps.pacer?.state({ scope: paceScope(type, what), key: paceKey });
-                  const pace = what === 'throttle' ? throttlePace(options) : rateLimitPace(options);
-                  // the next start the key allows: a throttle's next turn, a rate limit's next accepted job
-                  const next = tat === undefined ? now : Math.max(now, tat - pace.toleranceMs);
-                  return [
-                    what,
-                    {
-                      key: paceKey,
-                      limit: options.limit,
-                      periodSeconds: options.periodSeconds,
-                      ...(what === 'throttle' ? { burst: (options as { burst?: number }).burst ?? 1 } : {}),
-                      nextStartAt: new Date(next).toISOString(),
-                    },
-                  ];
-                }),
+                paced.map(async ([what]) => [what, await paceView(deps.pacer as Pacer, spec, what, key, now)]),
               ),
             ),
           });

@@ -42,8 +42,7 @@ const keyState: Command = {
       ['rate limit', state.rateLimit],
     ] as const) {
       if (!p) continue;
-      const burst = p.burst === undefined ? '' : `, burst ${p.burst}`;
-      rows.push([what, p.key, `${p.limit}/${p.periodSeconds}s${burst}`, '', '', `next start ${p.nextStartAt}`]);
+      rows.push([what, p.key, paceText(p, style), '', '', `next start ${p.nextStartAt}`]);
     }
     if (state.debounce) {
       const d = state.debounce;
@@ -66,6 +65,23 @@ function limitText(
   return `${l.limit} ${style.dim(`(set at run time${by}; spec ${l.specLimit})`)}`;
 }
 
+/** A throttle or rate limit and where it comes from: `10/1s, burst 5 (set at run time; spec 5/1s)`. */
+function paceText(
+  p: {
+    limit: number;
+    periodSeconds: number;
+    burst?: number | undefined;
+    source?: string;
+    specLimit?: number;
+    specPeriodSeconds?: number;
+  },
+  style: CommandContext['style'],
+): string {
+  const text = `${p.limit}/${p.periodSeconds}s${p.burst === undefined ? '' : `, burst ${p.burst}`}`;
+  if (p.source !== 'runtime') return text;
+  return `${text} ${style.dim(`(set at run time; spec ${p.specLimit}/${p.specPeriodSeconds}s)`)}`;
+}
+
 function showLimits(context: CommandContext, answer: KeyLimits, headline: string): number {
   if (context.json) {
     printJson(context.stdout, answer);
@@ -80,6 +96,12 @@ function showLimits(context: CommandContext, answer: KeyLimits, headline: string
     String(l.running.length),
     String(l.waiting),
   ]);
+  for (const [what, p] of [
+    ['throttle', answer.throttle],
+    ['rate limit', answer.rateLimit],
+  ] as const) {
+    if (p) rows.push([what, p.key, paceText(p, style), '', '']);
+  }
   println(context.stdout, table(['CONTROL', 'KEY', 'LIMIT', 'RUNNING', 'WAITING'], rows, style));
   if (answer.handedOn.length > 0) println(context.stdout, `started now: ${answer.handedOn.join(', ')}`);
   return EXIT.ok;
@@ -97,6 +119,9 @@ const setLimits: Command = {
       value: 'W',
       description: `the key's weight in the type's limit shared fairly (fairBy), more than 0 and at most ${MAX_FAIR_WEIGHT}`,
     },
+    throttle: { type: 'string', value: 'N/S', description: "the key's throttle: N starts per S seconds" },
+    burst: { type: 'string', value: 'B', description: "the throttle's burst (with --throttle; default 1)" },
+    'rate-limit': { type: 'string', value: 'N/S', description: "the key's rate limit: N jobs accepted per S seconds" },
     limit: {
       type: 'string',
       value: 'I',
@@ -107,24 +132,38 @@ const setLimits: Command = {
     'orrery limits set tenant-sync tenant-42 --concurrency 10',
     "orrery limits set api-call '*' --concurrency 5 --limit 1",
     'orrery limits set tenant-sync tenant-42 --weight 3',
+    'orrery limits set api-call k1 --throttle 10/1 --burst 5',
   ],
   async run(context, args, options) {
     const concurrency = intOption(options, 'concurrency', 'limits set', { min: 1, max: MAX_CONCURRENCY_LIMIT });
     const weight = weightOption(options);
-    if (concurrency === undefined && weight === undefined) {
-      throw new UsageError('--concurrency or --weight is required', 'limits set');
+    const throttle = rateOption(options, 'throttle');
+    const burst = intOption(options, 'burst', 'limits set', { min: 1 });
+    const rateLimit = rateOption(options, 'rate-limit');
+    if ([concurrency, weight, throttle, rateLimit].every((v) => v === undefined)) {
+      throw new UsageError('--concurrency, --weight, --throttle or --rate-limit is required', 'limits set');
     }
+    if (burst !== undefined && throttle === undefined)
+      throw new UsageError('--burst goes with --throttle', 'limits set');
     const limit = intOption(options, 'limit', 'limits set', { min: 0 });
     const type = args.type as string;
     const key = args.key as string;
-    const input =
-      concurrency === undefined
-        ? { weight: weight as number }
-        : { concurrency, ...(limit === undefined ? {} : { limit }), ...(weight === undefined ? {} : { weight }) };
+    const input = {
+      ...(concurrency === undefined ? {} : { concurrency, ...(limit === undefined ? {} : { limit }) }),
+      ...(weight === undefined ? {} : { weight }),
+      ...(throttle === undefined ? {} : { throttle: { ...throttle, ...(burst === undefined ? {} : { burst }) } }),
+      ...(rateLimit === undefined ? {} : { rateLimit }),
+    };
     const answer = await context.client().setKeyLimits(type, key, input);
     const what = [
       ...(concurrency === undefined ? [] : [`the concurrency limit of ${type} / ${key} to ${concurrency}`]),
       ...(weight === undefined ? [] : [`the weight of ${type} / ${key} to ${weight}`]),
+      ...(throttle === undefined
+        ? []
+        : [`the throttle of ${type} / ${key} to ${throttle.limit}/${throttle.periodSeconds}s`]),
+      ...(rateLimit === undefined
+        ? []
+        : [`the rate limit of ${type} / ${key} to ${rateLimit.limit}/${rateLimit.periodSeconds}s`]),
     ].join(' and ');
     return showLimits(context, answer, `set ${what}`);
   },
@@ -141,20 +180,34 @@ const unsetLimits: Command = {
       description: "which of the type's concurrency limits (default: the first keyed one, or the only one)",
     },
     weight: { type: 'boolean', description: "remove the key's weight in the limit shared fairly instead" },
+    throttle: { type: 'boolean', description: "remove the key's throttle instead" },
+    'rate-limit': { type: 'boolean', description: "remove the key's rate limit instead" },
   },
   examples: ['orrery limits unset tenant-sync tenant-42', 'orrery limits unset tenant-sync tenant-42 --weight'],
   async run(context, args, options) {
     const limit = intOption(options, 'limit', 'limits unset', { min: 0 });
     const type = args.type as string;
     const key = args.key as string;
-    const weight = options.weight === true;
+    const picked = (['weight', 'throttle', 'rate-limit'] as const).filter((name) => options[name] === true);
+    if (picked.length > 1) throw new UsageError('give one of --weight, --throttle and --rate-limit', 'limits unset');
+    const flag = picked[0];
+    const field = flag === 'rate-limit' ? 'rateLimit' : flag;
     const answer = await context
       .client()
-      .clearKeyLimits(type, key, { ...(limit === undefined ? {} : { limit }), ...(weight ? { field: 'weight' } : {}) });
-    const what = weight ? 'weight' : 'concurrency limit';
+      .clearKeyLimits(type, key, { ...(limit === undefined ? {} : { limit }), ...(field ? { field } : {}) });
+    const what = flag === undefined ? 'concurrency limit' : flag.replace('-', ' ');
     return showLimits(context, answer, `removed the run-time ${what} of ${type} / ${key}`);
   },
 };
+
+/** `--throttle N/S` or `--rate-limit N/S`: a limit per period in seconds (the API checks their ranges). */
+function rateOption(options: OptionValues, name: string): { limit: number; periodSeconds: number } | undefined {
+  const text = stringOption(options, name);
+  if (text === undefined) return undefined;
+  const match = /^(\d+)\/(\d+)s?$/.exec(text.trim());
+  if (!match) throw new UsageError(`--${name} takes N/S: N per S seconds (e.g. 10/1)`, 'limits set');
+  return { limit: Number(match[1]), periodSeconds: Number(match[2]) };
+}
 
 /** `--weight W`: a number, checked as the API checks it. */
 function weightOption(options: OptionValues): number | undefined {
