@@ -40,6 +40,9 @@ const REMEMBERED_KEYS = 4096;
 
 export const paceKey = (scope: string, key: string) => `pace#${scope}#${key}`;
 
+/** What a turn or a rate's count is asked with. */
+type PaceCall = { scope: string; key: string; now: number; pace: Pace };
+
 type Write = { done: true; tat: number } | { done: false; tat: number | undefined };
 
 /** What the adapter last saw of a key's run-time pace: its version, and its parameters if set. */
@@ -157,17 +160,7 @@ export class DynamoPacer implements Pacer {
     );
   }
 
-  async takeTurn({
-    scope,
-    key,
-    now,
-    pace: spec,
-  }: {
-    scope: string;
-    key: string;
-    now: number;
-    pace: Pace;
-  }): Promise<number> {
+  async takeTurn({ scope, key, now, pace: spec }: PaceCall): Promise<number> {
     const pk = paceKey(scope, key);
     let busyFirst = (this.seen.get(pk) ?? 0) > now;
     // Each refused write tells the state it found (and the pace that holds); a key that changes
@@ -182,17 +175,7 @@ export class DynamoPacer implements Pacer {
     throw new ThrottledError(`the pace of ${scope}/${key} changed on every try; try again shortly`);
   }
 
-  async tryStart({
-    scope,
-    key,
-    now,
-    pace: spec,
-  }: {
-    scope: string;
-    key: string;
-    now: number;
-    pace: Pace;
-  }): Promise<boolean> {
+  async tryStart({ scope, key, now, pace: spec }: PaceCall): Promise<boolean> {
     const pk = paceKey(scope, key);
     let busyFirst = (this.seen.get(pk) ?? 0) > now;
     for (let i = 0; i < 5; i++) {

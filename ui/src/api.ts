@@ -105,8 +105,10 @@ export type {
   JobState,
   JobSummary,
   JobView,
+  KeyState,
   Overview,
   ScheduleView,
+  TypeKeys,
 } from '../../shared/client/types';
 export { shortPrincipal } from '../../shared/core/access';
 export type { OperatorAction } from '../../shared/core/job';

@@ -171,38 +171,32 @@ export interface LineEntry {
  * line. (In a slot shared fairly, the whole collection's first is the first of the lowest key.)
  */
 export async function head(table: SlotTable, slot: Slot, fairKey?: string): Promise<LineEntry | undefined> {
-  const byKey = fairKey !== undefined;
-  const out = await table.send('Query (flow line)', () =>
-    table.client.send(
-      new QueryCommand({
-        TableName: table.tableName,
-        KeyConditionExpression: byKey ? 'pk = :pk AND begins_with(sk, :prefix)' : 'pk = :pk',
-        ExpressionAttributeValues: {
-          ':pk': S(linePk(slot)),
-          ...(byKey ? { ':prefix': S(fairPrefix(fairKey)) } : {}),
-        },
-        ConsistentRead: true,
-        Limit: 1,
-      }),
-    ),
-  );
-  return lineEntry(out === 'refused' ? undefined : out.Items?.[0]);
+  return (await queryLine(table, slot, { max: 1, consistent: true, fairKey }))[0];
 }
 
 /** The first `max` entries of the line by rank (of one fair key's line, with `fairKey`); eventually consistent. */
-export async function entries(table: SlotTable, slot: Slot, max: number, fairKey?: string): Promise<LineEntry[]> {
-  if (max <= 0) return [];
-  const byKey = fairKey !== undefined;
+export function entries(table: SlotTable, slot: Slot, max: number, fairKey?: string): Promise<LineEntry[]> {
+  return queryLine(table, slot, { max, consistent: false, fairKey });
+}
+
+async function queryLine(
+  table: SlotTable,
+  slot: Slot,
+  input: { max: number; consistent: boolean; fairKey: string | undefined },
+): Promise<LineEntry[]> {
+  if (input.max <= 0) return [];
+  const { fairKey } = input;
   const out = await table.send('Query (flow line)', () =>
     table.client.send(
       new QueryCommand({
         TableName: table.tableName,
-        KeyConditionExpression: byKey ? 'pk = :pk AND begins_with(sk, :prefix)' : 'pk = :pk',
+        KeyConditionExpression: fairKey === undefined ? 'pk = :pk' : 'pk = :pk AND begins_with(sk, :prefix)',
         ExpressionAttributeValues: {
           ':pk': S(linePk(slot)),
-          ...(byKey ? { ':prefix': S(fairPrefix(fairKey)) } : {}),
+          ...(fairKey === undefined ? {} : { ':prefix': S(fairPrefix(fairKey)) }),
         },
-        Limit: max,
+        ...(input.consistent ? { ConsistentRead: true } : {}),
+        Limit: input.max,
       }),
     ),
   );

@@ -5,54 +5,13 @@
  * (`PUT`/`DELETE /types/{type}/keys/{key}/limits`).
  */
 import { useState } from 'preact/hooks';
-import { ApiError, api, seg } from '../api';
+import { ApiError, api, type KeyState, seg, type TypeKeys } from '../api';
 import { ErrorBox, Json, Time, TypeSelect, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 
-interface Holder {
-  jobId: string;
-  since: string;
-}
-interface FairShare {
-  key: string;
-  weight: number;
-  weightSource: 'spec' | 'runtime';
-  running: number;
-  waiting: number;
-}
-interface LimitState {
-  index: number;
-  limit: number;
-  specLimit: number;
-  source: 'spec' | 'runtime';
-  setBy?: string;
-  setAt?: string;
-  key: string;
-  running: Holder[];
-  waiting: number;
-  line?: { jobId: string; ticket?: number; rankedAt?: string }[];
-  fair?: FairShare;
-}
-interface KeyState {
-  type: string;
-  key: string;
-  limits: LimitState[];
-  singleton?: { scope: string; mode: string; key: string; running: Holder[]; waiting: number };
-  [other: string]: unknown;
-}
-interface TypeKeys {
-  type: string;
-  limits: {
-    index: number;
-    keyed: boolean;
-    fair?: boolean;
-    limit?: number;
-    running?: number;
-    waiting?: number;
-    keys: FairShare[];
-  }[];
-}
+type LimitState = KeyState['limits'][number];
+type Holder = LimitState['running'][number];
 
 export function KeysView({ route }: { route: Route }) {
   const type = route.params.get('type') ?? '';
