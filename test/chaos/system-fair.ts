@@ -76,11 +76,12 @@ export interface ExecutionSpan {
   end?: string;
 }
 
-/** Places handed on by a limit change through the API (its admission logs no hand-on). */
+/** A limit change through the API: its admission hands places on and logs no hand-on. */
 export interface ApiHandOn {
   /** When the call was sent and answered (real ms): the places were handed in between. */
   from: number;
   to: number;
+  /** The jobs its answer named (an answer lost on the way names none). */
   jobs: readonly string[];
 }
 
@@ -128,9 +129,28 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
       if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
     }
   }
-  const apiHanded = new Map<string, number>();
-  for (const a of input.apiHandOns ?? []) for (const id of a.jobs) apiHanded.set(id, a.from);
   const startsOf = (id: string) => (input.executions.get(id) ?? []).map((e) => e.startedAt).sort((a, b) => a - b);
+  const sortedExecutions = (id: string) =>
+    [...(input.executions.get(id) ?? [])].sort((a, b) => a.startedAt - b.startedAt);
+  // Places a limit change's own admission handed on (it logs none): the ones its answer named,
+  // and, since an answer may be lost (the call is sent again), every start of a job that joined
+  // the line since its previous start with no hand-on logged in between, while or after a change
+  // was under way: that change handed it its place, at the earliest once both had begun.
+  const windows = input.apiHandOns ?? [];
+  const apiHanded = new Map<string, number[]>();
+  for (const a of windows) for (const id of a.jobs) push(apiHanded, id, a.from);
+  for (const id of planned.keys()) {
+    const execs = sortedExecutions(id);
+    execs.forEach((e, i) => {
+      const since = execs[i - 1]?.startedAt ?? Number.NEGATIVE_INFINITY;
+      if ((handOns.get(id) ?? []).some((h) => h > since && h <= e.startedAt)) return;
+      const joined = (joins.get(id) ?? []).filter((j) => j > since && j < e.startedAt);
+      if (joined.length === 0) return;
+      const first = Math.min(...joined);
+      const change = windows.find((w) => w.from < e.startedAt && w.to > first - M);
+      if (change) push(apiHanded, id, Math.max(first, change.from));
+    });
+  }
   const cancels = (id: string) => (observer.acks.get(id) ?? []).filter((a) => a.via === 'cancel').map((a) => a.at);
 
   // every place, per slot key: executions, and places handed on until their job starts
@@ -142,8 +162,7 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
   for (const id of planned.keys()) {
     const starts = startsOf(id);
     for (const e of input.executions.get(id) ?? []) addPlace(id, e.startedAt, e.endedAt ?? Number.POSITIVE_INFINITY);
-    const handed = [...(handOns.get(id) ?? []), ...(apiHanded.has(id) ? [apiHanded.get(id) as number] : [])];
-    for (const h of handed) {
+    for (const h of [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])]) {
       const next = starts.find((s) => s > h) ?? Number.POSITIVE_INFINITY;
       addPlace(id, h, Math.min(next, h + input.inFlightMs));
     }
@@ -171,8 +190,7 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     (joins.get(id) ?? []).some((j) => {
       if (j >= a - M) return false;
       const left = [...(handOns.get(id) ?? []), ...startsOf(id), ...cancels(id)];
-      const api = apiHanded.get(id);
-      if (api !== undefined) left.push(api);
+      left.push(...(apiHanded.get(id) ?? []));
       return !left.some((t) => t > j - M && t <= a);
     });
 
@@ -180,19 +198,20 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
   const given: { job: string; at: number; how: string }[] = [];
   for (const [id, times] of handOns) for (const t of times) given.push({ job: id, at: t, how: 'handed a place' });
   for (const id of planned.keys()) {
-    const execs = [...(input.executions.get(id) ?? [])].sort((a, b) => a.startedAt - b.startedAt);
+    const execs = sortedExecutions(id);
     execs.forEach((e, i) => {
       const prev = execs[i - 1];
       // a start after a killed, aborted or open execution may go on under that one's place
       if (prev && (prev.end === undefined || prev.end === 'killed' || prev.end === 'aborted')) return;
       const since = prev?.startedAt ?? Number.NEGATIVE_INFINITY;
-      const handed = [...(handOns.get(id) ?? []), apiHanded.get(id) ?? Number.NaN].some(
+      const handed = [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])].some(
         (h) => h > since && h <= e.startedAt,
       );
       if (!handed) given.push({ job: id, at: e.startedAt, how: 'took a place' });
     });
   }
-  const inApiWindow = (t: number) => (input.apiHandOns ?? []).some((a) => t >= a.from - M && t <= a.to + M);
+  // places given while a change was under way are not checked: its admission's are not logged
+  const inApiWindow = (t: number) => windows.some((a) => t >= a.from - M && t <= a.to + M);
 
   let checked = 0;
   const violations: FairShareResult['violations'] = [];

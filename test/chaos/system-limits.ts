@@ -49,11 +49,9 @@ export interface RuntimeLimitResult {
   violations: { subject: string; detail: string }[];
 }
 
-/** The places the changes' own admissions handed on, for invariant 18. */
+/** The changes, as invariant 18 sees them: calls whose admissions hand places on unlogged. */
 export function apiHandOns(changes: readonly LimitChange[]): ApiHandOn[] {
-  return changes
-    .filter((c) => c.handedOn.length > 0 || c.ackAt === undefined)
-    .map((c) => ({ from: c.sentAt, to: c.ackAt ?? Number.POSITIVE_INFINITY, jobs: c.handedOn }));
+  return changes.map((c) => ({ from: c.sentAt, to: c.ackAt ?? Number.POSITIVE_INFINITY, jobs: c.handedOn }));
 }
 
 /** Checks invariant 19 on what the run saw. */

@@ -113,6 +113,22 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     expect(w.check().violations).toEqual([]);
   });
 
+  it('holds for a place a limit change handed on unlogged (its answer lost), and checks none while it was under way', () => {
+    // b1 waits; a change's admission (5 s to 8 s) hands it a place that its answer does not name;
+    // it starts late, with no hand-on logged: it waited no more from 5 s
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000);
+    w.waits(1_000, 'b1').waits(1_000, 'a3').waits(1_000, 'a4');
+    w.handed(7_000, 'x', 'a3').ran('a3', 7_100, 30_000); // while the change was under way: not checked
+    w.handed(12_000, 'x', 'a4').ran('a4', 12_100, 30_000);
+    w.ran('b1', 20_000, 25_000);
+    const out = w.check({ apiHandOns: [{ from: T0 + 5_000, to: T0 + 8_000, jobs: [] }] });
+    expect(out.violations).toEqual([]);
+    expect(out.checked).toBe(0);
+    // without the change, b1 waited until 20 s: both hand-ons passed it over
+    expect(w.check().violations.map((v) => v.subject)).toEqual(['a3', 'a4']);
+  });
+
   it('is violated when the noisy tenant is handed a place two ahead of its share while another waits', () => {
     // oldest first, not fair: t0 holds 2 and gets a third while t2 holds none and waits
     const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
