@@ -13,7 +13,9 @@ import type { FaultInjector } from '../support/faults';
 import { gcraExcess } from '../support/gcra';
 import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
+import { checkFairShare, type FairShareInput } from './system-fair';
 import type { PacedType } from './system-flow';
+import { checkRuntimeLimits, type RuntimeLimitInput } from './system-limits';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
 import { checkRankedOrder, type RankedLineInput } from './system-priority';
@@ -38,6 +40,8 @@ export const INVARIANTS = [
   '15 every signal accepted with 2xx is returned by its wait, or was answered late',
   '16 every waiting job resumes within its stated bound, and every workflow written ends',
   '17 a type with priorities hands each freed place to the lowest rank waiting, and takes no ticket',
+  "18 a slot's key never holds more than its weighted share while another key waits (within one hand-off)",
+  '19 a limit changed at run time holds from the next start on',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -70,9 +74,11 @@ export interface CheckInput {
   fireFates?: Map<string, string[]>;
   /**
    * Limits on jobs running at once: per key (`payload.tag`), at most `limit` jobs of `types`
-   * together (a concurrency limit, or a singleton scope shared by types).
+   * together (a concurrency limit, or a singleton scope shared by types). A key whose limit was
+   * set at run time (`runtime`: every value it was set to) is bounded by the highest limit that
+   * held on it: a lowered limit's bound over time is invariant 19's.
    */
-  limits?: { label: string; types: readonly string[]; limit: number }[];
+  limits?: { label: string; types: readonly string[]; limit: number; runtime?: Record<string, number[]> }[];
   /** Every slot holder of the limited keys at the end, read from the slot items. */
   slotHolders?: { scope: string; key: string; jobId: string }[];
   /** Keys of slot items read at the end. */
@@ -93,6 +99,10 @@ export interface CheckInput {
   workflows?: WorkflowCheck;
   /** The ranked lines of a type with priorities (system-priority.ts), checked as invariant 17. */
   rankedLine?: RankedLineInput;
+  /** The fair type's slots (system-fair.ts), checked as invariant 18. */
+  fairShare?: FairShareInput;
+  /** Limits changed at run time (system-limits.ts), checked as invariant 19. */
+  runtimeLimits?: RuntimeLimitInput;
 }
 
 export interface CheckResult {
@@ -259,7 +269,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
   }
   // 8. per limit and key, in real time: executions of the limited types, killed ones ending when
   // their worker died, open ones running to the end.
-  for (const { label, types, limit } of input.limits ?? []) {
+  for (const { label, types, limit: specLimit, runtime } of input.limits ?? []) {
     const byKey = new Map<string, { start: number; end: number; id: string }[]>();
     for (const [id, trace] of input.tracker.jobs) {
       const job = planned.get(id);
@@ -274,6 +284,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
     }
     for (const [key, list] of byKey) {
       counts[INVARIANTS[7]].checked += list.length;
+      const limit = Math.max(specLimit, ...(runtime?.[key] ?? []));
       const max = maxOverlap(list);
       if (max > limit) {
         // the jobs running at the first start that found more than the limit running
@@ -468,6 +479,20 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const ranked = checkRankedOrder(observer, input.rankedLine);
     counts[INVARIANTS[16]].checked += ranked.checked;
     for (const v of ranked.violations) violate(INVARIANTS[16], v.subject, v.detail);
+  }
+
+  // 18. Fair share between the tenants of a key (system-fair.ts).
+  if (input.fairShare) {
+    const fair = checkFairShare(observer, input.fairShare);
+    counts[INVARIANTS[17]].checked += fair.checked;
+    for (const v of fair.violations) violate(INVARIANTS[17], v.subject, v.detail);
+  }
+
+  // 19. A limit set at run time holds from the next start (system-limits.ts).
+  if (input.runtimeLimits) {
+    const limits = checkRuntimeLimits(observer, input.runtimeLimits);
+    counts[INVARIANTS[18]].checked += limits.checked;
+    for (const v of limits.violations) violate(INVARIANTS[18], v.subject, v.detail);
   }
 
   // 13 to 16 for the workflows (system-workflows.ts checks them; their numbers are here).

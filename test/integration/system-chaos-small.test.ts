@@ -4,8 +4,9 @@
  * cancel/retry, batch, DLQ redrive, SQS and Scheduler delays, backoffs beyond 12 h on the
  * driven clock, recurring schedules under every overlap policy, two supervisors, dropped,
  * delayed and duplicated Scheduler fires, killed workers, duplicate deliveries, skewed clocks),
- * beside flow-controlled types (a concurrency limit, singletons of every mode sharing a scope, a
- * throttle, a rate limit, a debounce).
+ * beside flow-controlled types (a concurrency limit with priorities, a fair limit shared by
+ * tenants whose limit an operator lowers and removes mid-run, singletons of every mode sharing a
+ * scope, a throttle, a rate limit, a debounce).
  * The full run is `npm run test:chaos` (10,000 jobs).
  *
  * The seed is fixed, so `npm test` plans the same run every time (timing still varies) and every

@@ -210,6 +210,8 @@ export const probePayload = z
     killAfterSteps: z.int().min(0).max(5).optional(),
     /** Free-form tag echoed in the result. */
     tag: z.string().max(100).optional(),
+    /** The tenant a job runs for (a fair limit's `fairBy`). */
+    tenant: z.string().max(100).optional(),
   })
   .strict();
 export type ProbePayload = z.output<typeof probePayload>;

@@ -1,0 +1,243 @@
+/**
+ * Invariant 18 of the system chaos run: fair share. A type whose concurrency limit is shared
+ * fairly between tenants (`fairBy: (p) => p.tenant`, one tenant of weight 3), with one noisy
+ * tenant that sends most of its jobs, must not let a tenant hold more than its weighted share of
+ * a key while another tenant waits on it, within one hand-off.
+ *
+ * "Within one hand-off", precisely: at every place given on a slot (a hand-on, logged by the
+ * admitter as "handed a place in line on", or a job's direct take, seen as a start with no
+ * hand-on since its previous start) to a job of tenant X, for every other tenant Y with a job
+ * waiting in the slot's line (it logged "waiting for a concurrency slot" more than `marginMs`
+ * before, and was neither handed a place, nor started, nor cancelled since), it must hold that
+ *
+ *     before(X) / w(X) <= (running(Y) + 1) / w(Y)
+ *
+ * where before(X) is the least number of places X held, the new one aside, over the hand-off in
+ * flight (`marginMs` before the place), and running(Y) the most Y held over that time and as long
+ * after (a take or a release of Y not yet visible). The `+ 1` is the one hand-off: a place in
+ * flight to Y (handed, or taken, and not yet seen) may be missing from the evidence. So a tenant
+ * may be one place ahead of its share, never two.
+ *
+ * Everything comes from evidence that does not go through the admitter's choice: the tenant of
+ * each job from the plan (its payload), its places from its handler's executions (the tracker),
+ * the hand-ons to it from the log lines, and its joins from its own log lines. A place handed on
+ * and not yet started counts from its hand-on until its start (at most `inFlightMs`). The check
+ * never calls `chooseFairKey`.
+ */
+import type { ConcurrencyLimit } from '../../shared/core/flow';
+import { fnv1a } from '../../shared/core/table';
+import type { ProbePayload } from '../support/probes';
+import type { SystemObserver } from './system-observer';
+import type { PlannedJob } from './system-plan';
+
+/** The fair type: its jobs' fair key is `payload.tenant`; its limit has no key function (its slot's key is `*`). */
+export const FAIR_TYPE = 'sys-f';
+/** Its concurrency limit, shared fairly by the tenants. */
+export const FAIR_LIMIT = 4;
+/** The tenants: t0 is the noisy one; t1 pays for three times the share. */
+export const FAIR_TENANTS = ['t0', 't1', 't2', 't3'] as const;
+/** A tenant's weight. */
+export const fairWeight = (tenant: string) => (tenant === 't1' ? 3 : 1);
+/** Its first jobs are a burst on one key, in one batch call: the noisy tenant's first. */
+export const FAIR_BURST: readonly string[] = [...Array(10).fill('t0'), 't1', 't1', 't1', 't2', 't2', 't3'];
+
+/** The fair type's concurrency limit (a fair limit takes no key function: it shares one limit between keys). */
+export function fairConcurrency(): ConcurrencyLimit<ProbePayload>[] {
+  return [{ limit: FAIR_LIMIT, fairBy: (p) => p.tenant ?? 'none', weight: fairWeight }];
+}
+
+/**
+ * Gives the fair type's planned jobs their tenants (from their ids: no draw, so the rest of a
+ * seed's plan is the same): the burst as {@link FAIR_BURST}, each at least 800 ms long so that
+ * the line lasts, and none killed; the rest 60 % noisy t0, 20 % t1, 10 % t2, 10 % t3.
+ */
+export function assignTenants(jobs: PlannedJob[]): void {
+  let b = 0;
+  for (const job of jobs) {
+    if (job.together !== undefined && b < FAIR_BURST.length) {
+      job.payload.tenant = FAIR_BURST[b++];
+      job.payload.sleepMs = Math.max(job.payload.sleepMs ?? 0, 800);
+      // no kill: a dead holder keeps its place until a look at the line frees it, which would
+      // stall the line under the lowered limit of invariant 19 (the other jobs keep theirs)
+      delete job.payload.killOnAttempts;
+      delete job.payload.killAfterMs;
+      delete job.payload.killAfterSteps;
+      continue;
+    }
+    const h = fnv1a(job.id) % 10;
+    job.payload.tenant = h < 6 ? 't0' : h < 8 ? 't1' : h < 9 ? 't2' : 't3';
+  }
+}
+
+/** One handler execution: real ms. */
+export interface ExecutionSpan {
+  startedAt: number;
+  endedAt?: number;
+  end?: string;
+}
+
+/** A limit change through the API: its admission hands places on and logs no hand-on. */
+export interface ApiHandOn {
+  /** When the call was sent and answered (real ms): the places were handed in between. */
+  from: number;
+  to: number;
+  /** The jobs its answer named (an answer lost on the way names none). */
+  jobs: readonly string[];
+}
+
+export interface FairShareInput {
+  /** The slot scope of the fair limit (`<type>#0`). */
+  scope: string;
+  /** The fair type's planned jobs: `payload.tag` is the slot key (`*` without one), `payload.tenant` the fair key. */
+  jobs: readonly PlannedJob[];
+  executions: ReadonlyMap<string, readonly ExecutionSpan[]>;
+  weightOf(tenant: string): number;
+  /** The hand-off in flight (real ms). */
+  marginMs: number;
+  /** How long a place handed on counts before its job starts, at most (real ms). */
+  inFlightMs: number;
+  apiHandOns?: readonly ApiHandOn[];
+}
+
+export interface FairShareResult {
+  /** Places given while another tenant waited on the key (the cases the rule constrains). */
+  checked: number;
+  /** Places given in all. */
+  places: number;
+  violations: { subject: string; detail: string }[];
+}
+
+interface Interval {
+  job: string;
+  from: number;
+  to: number;
+}
+
+/** Checks invariant 18 on what the run saw. */
+export function checkFairShare(observer: SystemObserver, input: FairShareInput): FairShareResult {
+  const planned = new Map(input.jobs.map((j) => [j.id, j]));
+  const M = input.marginMs;
+  const handOns = new Map<string, number[]>();
+  const joins = new Map<string, number[]>();
+  const push = (into: Map<string, number[]>, id: string, t: number) => into.set(id, [...(into.get(id) ?? []), t]);
+  for (const [jobId, lines] of observer.logs) {
+    for (const l of lines) {
+      if (l.fields.scope !== input.scope) continue;
+      const to = l.fields.to;
+      if (l.message === 'handed a place in line on' && typeof to === 'string' && planned.has(to))
+        push(handOns, to, l.t);
+      if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
+    }
+  }
+  const startsOf = (id: string) => (input.executions.get(id) ?? []).map((e) => e.startedAt).sort((a, b) => a - b);
+  const sortedExecutions = (id: string) =>
+    [...(input.executions.get(id) ?? [])].sort((a, b) => a.startedAt - b.startedAt);
+  // Places a limit change's own admission handed on (it logs none): the ones its answer named,
+  // and, since an answer may be lost (the call is sent again), every start of a job that joined
+  // the line since its previous start with no hand-on logged in between, while or after a change
+  // was under way: that change handed it its place, at the earliest once both had begun.
+  const windows = input.apiHandOns ?? [];
+  const apiHanded = new Map<string, number[]>();
+  for (const a of windows) for (const id of a.jobs) push(apiHanded, id, a.from);
+  for (const id of planned.keys()) {
+    const execs = sortedExecutions(id);
+    execs.forEach((e, i) => {
+      const since = execs[i - 1]?.startedAt ?? Number.NEGATIVE_INFINITY;
+      if ((handOns.get(id) ?? []).some((h) => h > since && h <= e.startedAt)) return;
+      const joined = (joins.get(id) ?? []).filter((j) => j > since && j < e.startedAt);
+      if (joined.length === 0) return;
+      const first = Math.min(...joined);
+      const change = windows.find((w) => w.from < e.startedAt && w.to > first - M);
+      if (change) push(apiHanded, id, Math.max(first, change.from));
+    });
+  }
+  const cancels = (id: string) => (observer.acks.get(id) ?? []).filter((a) => a.via === 'cancel').map((a) => a.at);
+
+  // every place, per slot key: executions, and places handed on until their job starts
+  const places = new Map<string, Interval[]>();
+  const addPlace = (id: string, from: number, to: number) => {
+    const key = planned.get(id)?.payload.tag ?? '*';
+    places.set(key, [...(places.get(key) ?? []), { job: id, from, to }]);
+  };
+  for (const id of planned.keys()) {
+    const starts = startsOf(id);
+    for (const e of input.executions.get(id) ?? []) addPlace(id, e.startedAt, e.endedAt ?? Number.POSITIVE_INFINITY);
+    for (const h of [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])]) {
+      const next = starts.find((s) => s > h) ?? Number.POSITIVE_INFINITY;
+      addPlace(id, h, Math.min(next, h + input.inFlightMs));
+    }
+  }
+  const tenantOf = (id: string) => planned.get(id)?.payload.tenant ?? 'none';
+  /** Distinct jobs of `tenant` (but `except`) with a place at `t`. */
+  const runningAt = (list: Interval[], tenant: string, t: number, except?: string) =>
+    new Set(
+      list.filter((p) => p.job !== except && tenantOf(p.job) === tenant && p.from <= t && t < p.to).map((p) => p.job),
+    ).size;
+  const extreme = (
+    list: Interval[],
+    tenant: string,
+    from: number,
+    to: number,
+    pick: 'min' | 'max',
+    except?: string,
+  ) => {
+    const times = [from, to, ...list.flatMap((p) => [p.from, p.to]).filter((t) => t > from && t < to)];
+    const counts = times.map((t) => runningAt(list, tenant, t, except));
+    return pick === 'min' ? Math.min(...counts) : Math.max(...counts);
+  };
+  /** Whether `id` waited in line over all of `[a - M, a]`. */
+  const waits = (id: string, a: number) =>
+    (joins.get(id) ?? []).some((j) => {
+      if (j >= a - M) return false;
+      const left = [...(handOns.get(id) ?? []), ...startsOf(id), ...cancels(id)];
+      left.push(...(apiHanded.get(id) ?? []));
+      return !left.some((t) => t > j - M && t <= a);
+    });
+
+  // every place given: a hand-on, or a start with no hand-on since the job's previous start
+  const given: { job: string; at: number; how: string }[] = [];
+  for (const [id, times] of handOns) for (const t of times) given.push({ job: id, at: t, how: 'handed a place' });
+  for (const id of planned.keys()) {
+    const execs = sortedExecutions(id);
+    execs.forEach((e, i) => {
+      const prev = execs[i - 1];
+      // a start after a killed, aborted or open execution may go on under that one's place
+      if (prev && (prev.end === undefined || prev.end === 'killed' || prev.end === 'aborted')) return;
+      const since = prev?.startedAt ?? Number.NEGATIVE_INFINITY;
+      const handed = [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])].some(
+        (h) => h > since && h <= e.startedAt,
+      );
+      if (!handed) given.push({ job: id, at: e.startedAt, how: 'took a place' });
+    });
+  }
+  // places given while a change was under way are not checked: its admission's are not logged
+  const inApiWindow = (t: number) => windows.some((a) => t >= a.from - M && t <= a.to + M);
+
+  let checked = 0;
+  const violations: FairShareResult['violations'] = [];
+  const at = (ms: number) => `+${((ms - observer.t0) / 1000).toFixed(2)}s`;
+  for (const g of given.sort((a, b) => a.at - b.at)) {
+    if (inApiWindow(g.at)) continue;
+    const key = planned.get(g.job)?.payload.tag ?? '*';
+    const list = places.get(key) ?? [];
+    const x = tenantOf(g.job);
+    const waiting = new Map<string, string>();
+    for (const other of planned.values()) {
+      const y = other.payload.tenant ?? 'none';
+      if (y === x || waiting.has(y) || (other.payload.tag ?? '*') !== key) continue;
+      if (waits(other.id, g.at)) waiting.set(y, other.id);
+    }
+    if (waiting.size === 0) continue;
+    checked += 1;
+    const before = extreme(list, x, g.at - M, g.at, 'min', g.job);
+    for (const [y, job] of waiting) {
+      const running = extreme(list, y, g.at - M, g.at + M, 'max');
+      if (before / input.weightOf(x) <= (running + 1) / input.weightOf(y)) continue;
+      violations.push({
+        subject: g.job,
+        detail: `${g.how} of ${input.scope} key ${key} at ${at(g.at)} for tenant ${x} (weight ${input.weightOf(x)}), which already held ${before}, while tenant ${y} (weight ${input.weightOf(y)}) held at most ${running} and its job ${job} waited in line: ${before}/${input.weightOf(x)} > (${running} + 1)/${input.weightOf(y)}`,
+      });
+    }
+  }
+  return { checked, places: given.length, violations };
+}

@@ -1,0 +1,179 @@
+/**
+ * Invariant 18 of the system chaos run (test/chaos/system-fair.ts) on made-up histories: it holds
+ * when each place goes to the tenant furthest below its weighted share (or one hand-off ahead of
+ * it), and is violated when a tenant gets a place two ahead of its share while another waits,
+ * whether the place was handed on or taken.
+ */
+import { describe, expect, it } from 'vitest';
+import { checkFairShare, type ExecutionSpan, type FairShareInput, fairWeight } from '../chaos/system-fair';
+import { SystemObserver } from '../chaos/system-observer';
+import type { PlannedJob } from '../chaos/system-plan';
+
+const T0 = Date.parse('2026-11-29T12:00:00.000Z');
+const SCOPE = 'sys-f#0';
+
+/** A history: planned jobs with tenants, their executions, and log lines at real times `T0 + ms`. */
+function world() {
+  const observer = new SystemObserver(T0);
+  const jobs: PlannedJob[] = [];
+  const executions = new Map<string, ExecutionSpan[]>();
+  const at = (ms: number, line: Record<string, unknown>) => {
+    const realNow = Date.now;
+    Date.now = () => T0 + ms;
+    try {
+      observer.sink(JSON.stringify({ level: 'info', ...line }));
+    } finally {
+      Date.now = realNow;
+    }
+  };
+  const w = {
+    observer,
+    job(id: string, tenant: string, key = 'key-0') {
+      jobs.push({ id, type: 'sys-f', payload: { tag: key, tenant } } as PlannedJob);
+      return w;
+    },
+    ran(id: string, from: number, to?: number, end = 'completed') {
+      executions.set(id, [
+        ...(executions.get(id) ?? []),
+        { startedAt: T0 + from, ...(to === undefined ? {} : { endedAt: T0 + to, end }) },
+      ]);
+      return w;
+    },
+    waits(ms: number, id: string, key = 'key-0') {
+      at(ms, { message: 'waiting for a concurrency slot', jobId: id, scope: SCOPE, key, rank: `0#${id}` });
+      return w;
+    },
+    handed(ms: number, by: string, to: string, key = 'key-0') {
+      at(ms, { message: 'handed a place in line on', jobId: by, to, scope: SCOPE, key, rank: `0#${to}` });
+      return w;
+    },
+    check(extra: Partial<FairShareInput> = {}) {
+      return checkFairShare(observer, {
+        scope: SCOPE,
+        jobs,
+        executions,
+        weightOf: fairWeight,
+        marginMs: 1_000,
+        inFlightMs: 60_000,
+        ...extra,
+      });
+    },
+  };
+  return w;
+}
+
+describe("invariant 18: a slot's key never holds more than its weighted share while another key waits", () => {
+  it('holds when the waiting tenant is handed the freed place', () => {
+    // t0 (noisy) holds 2 of a limit of 2; t2 waits; t0's first ends, the place goes to t2
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2');
+    w.ran('a1', 0, 10_000).ran('a2', 0, 20_000);
+    w.waits(1_000, 'a3').waits(2_000, 'b1');
+    w.handed(10_010, 'a1', 'b1').ran('b1', 10_100, 15_000);
+    w.handed(20_010, 'a2', 'a3').ran('a3', 20_100, 25_000);
+    const out = w.check();
+    expect(out.violations).toEqual([]);
+    // the hand-on to b1 (a3 waited), the one to a3 comes after b1 left: nobody else waits
+    expect(out.checked).toBe(1);
+    expect(out.places).toBe(4);
+  });
+
+  it('holds when the tenant handed the place is one hand-off ahead of its share', () => {
+    // t0 held 1, t2 held 0 and waited: t0 gets its second (the +1 of one hand-off)
+    const w = world().job('a1', 't0').job('a2', 't0').job('b1', 't2').job('c1', 't3');
+    w.ran('a1', 0, 30_000).ran('c1', 0, 10_000);
+    w.waits(1_000, 'a2').waits(2_000, 'b1');
+    w.handed(10_010, 'c1', 'a2').ran('a2', 10_100, 15_000);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('holds when the weight gives the tenant the larger share', () => {
+    // t1 (weight 3) holds 2 and gets a third while t0 (weight 1) holds 1 and waits: 2/3 <= 2/1
+    const w = world().job('p1', 't1').job('p2', 't1').job('p3', 't1').job('a1', 't0').job('a2', 't0');
+    w.ran('p1', 0, 30_000).ran('p2', 0, 30_000).ran('a1', 0, 30_000).ran('a2', 0, 10_000);
+    w.waits(1_000, 'p3');
+    w.waits(1_000, 'a2');
+    w.handed(10_010, 'a2', 'p3').ran('p3', 10_100, 20_000);
+    const out = w.check();
+    expect(out.violations).toEqual([]);
+  });
+
+  it('holds when the other tenant joined within the hand-off in flight', () => {
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000);
+    w.waits(1_000, 'a3').waits(9_500, 'b1'); // 510 ms before the hand-on: the admitter may have read the line before it
+    w.handed(10_010, 'x', 'a3').ran('a3', 10_100, 20_000);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('holds across keys: each key is its own slot', () => {
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2', 'key-1');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000);
+    w.waits(1_000, 'a3').waits(1_000, 'b1', 'key-1');
+    w.handed(10_010, 'x', 'a3').ran('a3', 10_100, 20_000);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('holds for a place a limit change handed on unlogged (its answer lost), and checks none while it was under way', () => {
+    // b1 waits; a change's admission (5 s to 8 s) hands it a place that its answer does not name;
+    // it starts late, with no hand-on logged: it waited no more from 5 s
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000);
+    w.waits(1_000, 'b1').waits(1_000, 'a3').waits(1_000, 'a4');
+    w.handed(7_000, 'x', 'a3').ran('a3', 7_100, 30_000); // while the change was under way: not checked
+    w.handed(12_000, 'x', 'a4').ran('a4', 12_100, 30_000);
+    w.ran('b1', 20_000, 25_000);
+    const out = w.check({ apiHandOns: [{ from: T0 + 5_000, to: T0 + 8_000, jobs: [] }] });
+    expect(out.violations).toEqual([]);
+    expect(out.checked).toBe(0);
+    // without the change, b1 waited until 20 s: both hand-ons passed it over
+    expect(w.check().violations.map((v) => v.subject)).toEqual(['a3', 'a4']);
+  });
+
+  it('is violated when the noisy tenant is handed a place two ahead of its share while another waits', () => {
+    // oldest first, not fair: t0 holds 2 and gets a third while t2 holds none and waits
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000).ran('a3', 0, 10_000);
+    w.waits(1_000, 'a4').waits(2_000, 'b1');
+    w.handed(10_010, 'a3', 'a4').ran('a4', 10_100, 20_000);
+    const out = w.check();
+    expect(out.checked).toBe(1);
+    expect(out.violations).toEqual([
+      {
+        subject: 'a4',
+        detail: expect.stringContaining(
+          'tenant t0 (weight 1), which already held 2, while tenant t2 (weight 1) held at most 0',
+        ),
+      },
+    ]);
+  });
+
+  it('is violated when the heavy tenant is passed over for one below its weight', () => {
+    // t1 (weight 3) holds 1 and waits; t0 (weight 1) holds 1 and gets a second: 1/1 > (1 + 1)/3
+    const w = world().job('p1', 't1').job('p2', 't1').job('a1', 't0').job('a2', 't0').job('c1', 't3');
+    w.ran('p1', 0, 30_000).ran('a1', 0, 30_000).ran('c1', 0, 10_000);
+    w.waits(1_000, 'a2').waits(2_000, 'p2');
+    w.handed(10_010, 'c1', 'a2').ran('a2', 10_100, 20_000);
+    expect(w.check().violations.map((v) => v.subject)).toEqual(['a2']);
+  });
+
+  it('is violated when a job takes a place itself, with no hand-on, past a waiting tenant', () => {
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000);
+    w.waits(1_000, 'b1');
+    w.ran('a3', 10_000, 20_000); // no hand-on: it took the place
+    expect(w.check().violations).toEqual([
+      { subject: 'a3', detail: expect.stringContaining('took a place of sys-f#0 key key-0') },
+    ]);
+  });
+
+  it('counts a place handed on and not yet started as held', () => {
+    // t2 was handed a place at 5 s (not yet started): it waits no more, and t0's hand-on is fair
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2').job('b2', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000);
+    w.waits(1_000, 'a3').waits(1_000, 'b1').waits(1_000, 'b2');
+    w.handed(5_000, 'x', 'b1').ran('b1', 12_000, 20_000);
+    // b2 still waits, and t2 holds 1 (in flight) + 1 >= 2: within one hand-off
+    w.handed(10_010, 'x', 'a3').ran('a3', 10_100, 20_000);
+    expect(w.check().violations).toEqual([]);
+  });
+});
