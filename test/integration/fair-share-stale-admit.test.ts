@@ -1,10 +1,9 @@
 /**
- * Review: an admission of a slot shared fairly on a stale read of the slot item. ranked-line.ts
- * says "The key's count is conditioned on what was read, so an admission on a stale read is
- * refused and looked at again", but the condition is only `#wf > 1` (or `<= 1`): a second
- * admitter that read the item before the first one's admission picks the same key again, and
- * its transaction goes through. Two workers that free places at once (the usual case) then hand
- * both to one key while another key of equal share, waiting longer since, gets none.
+ * An admission of a slot shared fairly on a stale read of the slot item: two workers that free
+ * places at once read the same item. The admission is conditioned on the chosen key's count and
+ * since as read, so the second, whose read the first made stale, is refused and reads again;
+ * otherwise both would hand their places to one key while another of equal share, waiting
+ * longer, got none.
  */
 import { describe, expect, it } from 'vitest';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';

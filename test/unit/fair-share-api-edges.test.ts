@@ -1,7 +1,8 @@
 /**
- * Review: `PUT /types/{type}/keys/{key}/limits` (key `*`) raising a limit shared fairly (`fairBy`) hands the new
- * place on with a slot that has no `fair` (shared/core/key-limits.ts builds `{ scope, key, limit }`),
- * so the admit serves the line's first entry by sort key, not the key the fair rule picks.
+ * `PUT /types/{type}/keys/{key}/limits` (key `*`) raising a limit shared fairly (`fairBy`) hands
+ * the new places on by the fair rule, as a job does (it once built the slot without its `fair`,
+ * and the admission served the line's first entry by sort key); and a fair key named like an
+ * `Object.prototype` member shows as any other.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';

@@ -1,8 +1,8 @@
 /**
- * Review: a fair key is a DynamoDB attribute name (`wf:<key>`, `ws:<key>`) and a string on the
- * type's one shared slot item; a key that is not well-formed UTF-16 (a lone surrogate, which a
- * JSON payload can carry as "\ud800") made that item unreadable on DynamoDB Local
- * (InternalFailure on every later GetItem and UpdateItem), for every fair key of the type.
+ * Key values must be well-formed Unicode: a fair key is a DynamoDB attribute name (`wf:<key>`,
+ * `ws:<key>`) and a string on the type's one shared slot item, and a lone surrogate (which a JSON
+ * payload can carry as "\ud800") made that item unreadable on DynamoDB Local (InternalFailure on
+ * every later GetItem and UpdateItem), for every fair key of the type.
  */
 import { describe, expect, it } from 'vitest';
 import { flowKeyProblem, resolveFlowKeys } from '../../shared/core/flow';
