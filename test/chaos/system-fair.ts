@@ -163,8 +163,10 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     const starts = startsOf(id);
     for (const e of input.executions.get(id) ?? []) addPlace(id, e.startedAt, e.endedAt ?? Number.POSITIVE_INFINITY);
     for (const h of [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])]) {
+      // until the job starts on it, or an operator's cancel gives it back (the job never starts)
       const next = starts.find((s) => s > h) ?? Number.POSITIVE_INFINITY;
-      addPlace(id, h, Math.min(next, h + input.inFlightMs));
+      const cancel = cancels(id).find((c) => c > h) ?? Number.POSITIVE_INFINITY;
+      addPlace(id, h, Math.min(next, cancel, h + input.inFlightMs));
     }
   }
   const tenantOf = (id: string) => planned.get(id)?.payload.tenant ?? 'none';

@@ -43,6 +43,16 @@ function world() {
       at(ms, { message: 'waiting for a concurrency slot', jobId: id, scope: SCOPE, key, rank: `0#${id}` });
       return w;
     },
+    cancelled(ms: number, id: string) {
+      const realNow = Date.now;
+      Date.now = () => T0 + ms;
+      try {
+        observer.acknowledge(id, 200, 'cancel');
+      } finally {
+        Date.now = realNow;
+      }
+      return w;
+    },
     handed(ms: number, by: string, to: string, key = 'key-0') {
       at(ms, { message: 'handed a place in line on', jobId: by, to, scope: SCOPE, key, rank: `0#${to}` });
       return w;
@@ -75,6 +85,25 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     // the hand-on to b1 (a3 waited), the one to a3 comes after b1 left: nobody else waits
     expect(out.checked).toBe(1);
     expect(out.places).toBe(4);
+  });
+
+  it('does not count a place handed to a job that was cancelled before it started, past the cancel', () => {
+    // t0 holds a1, and was handed a place for a2, which an operator cancelled before it started:
+    // its place is given back (the job never starts), so t0 holds 1 when a3 is handed the next one
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2').job('b2', 't2');
+    w.ran('a1', 0, 30_000).ran('b1', 0, 9_000);
+    w.waits(1_000, 'a2').waits(1_500, 'a3').waits(2_000, 'b2');
+    w.handed(5_000, 'x', 'a2').cancelled(6_000, 'a2');
+    w.handed(20_000, 'y', 'a3').ran('a3', 20_100, 25_000);
+    expect(w.check().violations).toEqual([]);
+    // counted until a later cancel, a2's place is t0's second when a3 is handed one while t2's
+    // b2 waits with none: two ahead of t2's share
+    const late = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't2').job('b2', 't2');
+    late.ran('a1', 0, 30_000).ran('b1', 0, 9_000);
+    late.waits(1_000, 'a2').waits(1_500, 'a3').waits(2_000, 'b2');
+    late.handed(5_000, 'x', 'a2').cancelled(21_000, 'a2');
+    late.handed(20_000, 'y', 'a3').ran('a3', 20_100, 25_000);
+    expect(late.check().violations).toHaveLength(1);
   });
 
   it('holds when the tenant handed the place is one hand-off ahead of its share', () => {
