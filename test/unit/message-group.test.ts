@@ -156,6 +156,14 @@ describe('which job types send their messages in a group', () => {
     expect(plain).not.toHaveProperty('sqsFairQueue');
   });
 
+  it('groups a type whose only limit is shared fairly by its fair key: the tenant the issue names', () => {
+    const fair = defineJobType({ type: 'fair', payload, concurrency: [{ limit: 10, fairBy: (p) => p.tenant }] });
+    expect(usesFairQueue(fair)).toBe(true);
+    expect([...fairQueueTypes([fair, total])]).toEqual(['fair']);
+    expect(sqsFairQueueProblem({ ...fair, sqsFairQueue: true })).toBeUndefined();
+    expect(messageGroupOf({ type: 'fair', flowKeys: ['acme'] })).toBe('fair:acme');
+  });
+
   it('refuses a value that is not a boolean, and `true` on a type with no key to name the group by', () => {
     expect(sqsFairQueueProblem({ type: 't', sqsFairQueue: 'yes' as never })).toMatch(/true or false/);
     expect(sqsFairQueueProblem({ type: 't', sqsFairQueue: true, concurrency: [{}] })).toMatch(/needs a key/);
