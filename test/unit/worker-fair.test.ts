@@ -47,6 +47,9 @@ describe('worker: fair share', () => {
       g.release(current);
       await run;
       expect(h.queue.sent.at(-1)?.message).toMatchObject({ id: next });
+      // the wake names the job's tenant, as its first message did: on AWS, SQS fair queues let a
+      // quiet tenant's wake pass a noisy tenant's backlog in the ready queue
+      expect(h.queue.sent.at(-1)?.groupId).toBe(`echo:${next.slice(0, 1)}`);
       run = h.worker(sqsEvent(messageFor(next, { messageId: `m-${next}-2` })));
       await g.until(next);
       current = next;
