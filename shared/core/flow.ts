@@ -289,6 +289,8 @@ export interface Admitted {
   ticket?: number;
   /** Its entry's key (`rankKey` in shared/core/priority.ts), in a ranked line. */
   rank?: string;
+  /** Its fair key, in a slot shared fairly: it names the group of the message that wakes it. */
+  fair?: string;
 }
 
 /**

@@ -6,7 +6,8 @@
  * docs/flow-control.md ("SQS fair queues") for when that helps and what is not verified.
  *
  * The group is the job's tenant as its flow control already names it: its first keyed concurrency
- * key, else its singleton key, else its throttle key. Nothing is read or written to find it.
+ * key (or fair key), else its singleton key, else its throttle key. Nothing is read or written to
+ * find it.
  */
 import { createHash } from 'node:crypto';
 import { WHOLE_TYPE_KEY } from './flow';
@@ -64,18 +65,19 @@ export function messageGroupOf(job: GroupedJob): string | undefined {
 export interface FairQueueSpec {
   readonly type: string;
   readonly sqsFairQueue?: boolean;
-  readonly concurrency?: readonly { key?: unknown }[];
+  readonly concurrency?: readonly { key?: unknown; fairBy?: unknown }[];
   readonly singleton?: object;
   readonly throttle?: { key?: unknown };
 }
 
 /**
- * Whether a job type's options can key a job: a keyed concurrency limit, a singleton (whose key
- * an enqueue may give even without a key function) or a keyed throttle.
+ * Whether a job type's options can key a job: a keyed concurrency limit or one shared fairly (its
+ * fair key), a singleton (whose key an enqueue may give even without a key function) or a keyed
+ * throttle.
  */
 function keyable(spec: FairQueueSpec): boolean {
   return (
-    (spec.concurrency ?? []).some((limit) => limit.key !== undefined) ||
+    (spec.concurrency ?? []).some((limit) => limit.key !== undefined || limit.fairBy !== undefined) ||
     spec.singleton !== undefined ||
     spec.throttle?.key !== undefined
   );
@@ -103,7 +105,7 @@ export function sqsFairQueueProblem(spec: FairQueueSpec): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'boolean') return 'sqsFairQueue must be true or false';
   if (value && !keyable(spec)) {
-    return 'sqsFairQueue needs a key to name the group by: a keyed concurrency limit, a singleton or a keyed throttle';
+    return 'sqsFairQueue needs a key to name the group by: a keyed or fair concurrency limit, a singleton or a keyed throttle';
   }
   return undefined;
 }

@@ -138,7 +138,8 @@ export function createFlowGate(deps: FlowGateDeps) {
     const handOn = async (a: Admitted) => {
       const place = a.rank !== undefined ? { rank: a.rank } : { ticket: a.ticket };
       log.info('handed a place in line on', { to: a.jobId, scope: slot.scope, key: slot.key, ...place });
-      await wake({ id: a.jobId, type: a.type }, log);
+      // a fair admission knows the job's tenant: its wake carries the group its first message did
+      await wake({ id: a.jobId, type: a.type, ...(a.fair === undefined ? {} : { flowKeys: [a.fair] }) }, log);
     };
     await persist(
       () => slots.admit({ slot, now: clock.now(), onAdmitted: handOn }),

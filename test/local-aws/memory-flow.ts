@@ -256,7 +256,12 @@ export class FakeFlowSlots implements FlowSlots {
           ...(fairLine === undefined ? {} : { fairLine }),
         });
       }
-      const one = { jobId: holder.jobId, type: holder.type, rank: headRank as string };
+      const one = {
+        jobId: holder.jobId,
+        type: holder.type,
+        rank: headRank as string,
+        ...(fair === undefined ? {} : { fair }),
+      };
       admitted.push(one);
       await input.onAdmitted?.(one);
     }

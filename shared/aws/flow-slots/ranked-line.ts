@@ -266,7 +266,12 @@ export async function admitHead(
       },
     },
   ]);
-  const admitted = { jobId: first.jobId, type: first.type, rank: first.rank };
+  const admitted = {
+    jobId: first.jobId,
+    type: first.type,
+    rank: first.rank,
+    ...(first.fair === undefined ? {} : { fair: first.fair }),
+  };
   if (out === 'ok') return admitted;
   // Refused: another admitter moved first, the slot filled, or our own transaction was applied
   // and the answer lost. Ours when the place carries our mark: then the job is named, so it is
