@@ -15,12 +15,13 @@ import {
 import type { JobTypeSpec } from '../core/job-type';
 import { fairLimitSlot, type KeyLimitField, keyLimitIndex, keyLimitsRequest, paceTarget } from '../core/key-limits';
 import { fairQueueTypes } from '../core/message-group';
-import { type Pacer, paceScope, rateLimitPace, throttlePace } from '../core/pace';
+import type { Pacer } from '../core/pace';
 import type { JobQueue, JobScheduler } from '../core/ports';
 import { rankTime } from '../core/priority';
 import { type DispatchDeps, dispatchNow, handOffOf } from '../dispatch/dispatch';
 import { NotFoundError } from '../errors';
 import { errorFields, type Logger } from '../logger';
+import { type PaceView, paceView } from './pace-view';
 
 const running = (holders: readonly Holder[]) =>
   holders.map((h) => ({ jobId: h.jobId, since: new Date(h.since).toISOString() }));
@@ -119,55 +120,6 @@ export interface TypeKeysView {
   running?: number;
   waiting?: number;
   keys: FairKeyView[];
-}
-
-/** A throttle or rate limit of a key, as the key views show it. */
-export interface PaceView {
-  key: string;
-  limit: number;
-  periodSeconds: number;
-  burst?: number;
-  /** `runtime`: set by `PUT …/limits`; `spec`: the spec's holds. */
-  source: 'spec' | 'runtime';
-  specLimit: number;
-  specPeriodSeconds: number;
-  setBy?: string;
-  setAt?: string;
-  /** The next start the key allows: a throttle's next turn, or when a rate limit accepts again. */
-  nextStartAt: string;
-}
-
-/** The view of a key's throttle or rate limit (`what`), as it holds now: two reads. */
-export async function paceView(
-  pacer: Pacer,
-  spec: JobTypeSpec,
-  what: 'throttle' | 'rateLimit',
-  key: string,
-  now: number,
-): Promise<PaceView | undefined> {
-  const options = spec[what];
-  if (!options) return undefined;
-  const paceKey = options.key ? key : WHOLE_TYPE_KEY;
-  const scope = paceScope(spec.type, what);
-  const [tat, runtime] = await Promise.all([
-    pacer.state({ scope, key: paceKey }),
-    pacer.runtimePace({ scope, key: paceKey }),
-  ]);
-  const pace = runtime?.pace ?? (what === 'throttle' ? throttlePace(options) : rateLimitPace(options));
-  // the next start the key allows: a throttle's next turn, a rate limit's next accepted job
-  const next = tat === undefined ? now : Math.max(now, tat - pace.toleranceMs);
-  const burst = runtime ? runtime.burst : (options as { burst?: number }).burst;
-  return {
-    key: paceKey,
-    limit: runtime?.limit ?? options.limit,
-    periodSeconds: runtime?.periodSeconds ?? options.periodSeconds,
-    ...(what === 'throttle' ? { burst: burst ?? 1 } : {}),
-    source: runtime ? 'runtime' : 'spec',
-    specLimit: options.limit,
-    specPeriodSeconds: options.periodSeconds,
-    ...(runtime ? { setBy: runtime.by, setAt: new Date(runtime.at).toISOString() } : {}),
-    nextStartAt: new Date(next).toISOString(),
-  };
 }
 
 export interface KeyLimitsServiceDeps {

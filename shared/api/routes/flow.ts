@@ -10,7 +10,8 @@ import { NotFoundError, ValidationError } from '../../errors';
 import type { Logger } from '../../logger';
 import { actorOf } from '../access';
 import { json, jsonBody, type Route } from '../http';
-import { KeyLimitsService, paceView } from '../key-limits-service';
+import { KeyLimitsService } from '../key-limits-service';
+import { paceView } from '../pace-view';
 
 const running = (holders: readonly Holder[]) =>
   holders.map((h) => ({ jobId: h.jobId, since: new Date(h.since).toISOString() }));
