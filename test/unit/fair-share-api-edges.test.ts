@@ -4,7 +4,6 @@
  * and the admission served the line's first entry by sort key); and a fair key named like an
  * `Object.prototype` member shows as any other.
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { accessFrom } from '../../shared/api/access';
@@ -14,6 +13,7 @@ import type { Slot } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import { FakeFlowSlots } from '../local-aws/memory-flow';
+import { callApi } from '../support/api-call';
 import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
 
 const T0 = Date.parse('2026-06-01T00:00:00.000Z');
@@ -39,23 +39,7 @@ function setup() {
     flow,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await api({
-      version: '2.0',
-      routeKey: '$default',
-      rawPath: path,
-      rawQueryString: '',
-      headers: { 'content-type': 'application/json' },
-      requestContext: {
-        http: { method, path },
-        requestId: 'req-1',
-        authorizer: { iam: { accountId: '123456789012', userArn: OPS } },
-      },
-      isBase64Encoded: false,
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    } as unknown as APIGatewayProxyEventV2);
-    return { status: response.statusCode, body: JSON.parse(response.body ?? 'null') };
-  };
+  const call = (method: string, path: string, body?: unknown) => callApi(api, { method, path, body, as: OPS });
   return { call, flow };
 }
 

@@ -4,7 +4,6 @@
  * a job of a fair limit waits on. The line itself is in the flow-slots contract
  * (test/contract/flow-slots.contract.ts, "fair share").
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -17,6 +16,7 @@ import { defineJobType } from '../../shared/core/job-type';
 import { lineRank } from '../../shared/core/priority';
 import { createLogger } from '../../shared/logger';
 import { jobSlots } from '../../shared/runtime/flow-gate';
+import { callApi } from '../support/api-call';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
 import { FakeJobGraph } from '../support/graph-fakes';
 
@@ -182,19 +182,7 @@ describe('enqueue of a fair type', () => {
     logger: createLogger({ level: 'silent' }),
     graph: new FakeJobGraph(store),
   });
-  const post = async (body: unknown) => {
-    const response = await api({
-      version: '2.0',
-      routeKey: '$default',
-      rawPath: '/jobs',
-      rawQueryString: '',
-      headers: { 'content-type': 'application/json' },
-      requestContext: { http: { method: 'POST', path: '/jobs' }, requestId: 'req-1' },
-      isBase64Encoded: false,
-      body: JSON.stringify(body),
-    } as unknown as APIGatewayProxyEventV2);
-    return { status: response.statusCode, body: JSON.parse(response.body ?? 'null') };
-  };
+  const post = (body: unknown) => callApi(api, { method: 'POST', path: '/jobs', body });
 
   it('stores the fair key with the job, and refuses a payload it cannot be computed from: 400, nothing written', async () => {
     const ok = await post({ type: 'fair', payload: { tenant: 'acme' } });

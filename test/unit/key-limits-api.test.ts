@@ -3,7 +3,6 @@
  * answers 400 `invalid_limits` and nothing is written; a raise hands the new places to the
  * waiting jobs and sends their messages; `GET /types/{type}/keys/{key}` shows which limit holds.
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { accessFrom } from '../../shared/api/access';
@@ -14,6 +13,7 @@ import type { Slot } from '../../shared/core/flow';
 import { defineJobType } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import { FakeFlowSlots, FakePacer } from '../local-aws/memory-flow';
+import { callApi } from '../support/api-call';
 import { captureLogs, FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
 
 const T0 = Date.parse('2026-06-01T00:00:00.000Z');
@@ -70,24 +70,8 @@ function setup() {
     pacer,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
   });
-  const call = async (method: string, path: string, body?: unknown, as = OPS, rawQuery = '') => {
-    const response = await api({
-      version: '2.0',
-      routeKey: '$default',
-      rawPath: path,
-      rawQueryString: rawQuery,
-      ...(rawQuery ? { queryStringParameters: Object.fromEntries(new URLSearchParams(rawQuery)) } : {}),
-      headers: { 'content-type': 'application/json' },
-      requestContext: {
-        http: { method, path },
-        requestId: 'req-1',
-        authorizer: { iam: { accountId: '123456789012', userArn: as } },
-      },
-      isBase64Encoded: false,
-      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
-    } as unknown as APIGatewayProxyEventV2);
-    return { status: response.statusCode, body: JSON.parse(response.body ?? 'null') };
-  };
+  const call = (method: string, path: string, body?: unknown, as = OPS, query = '') =>
+    callApi(api, { method, path, body, as, query });
   return { api, call, flow, pacer, queue, logs: logs.lines };
 }
 
