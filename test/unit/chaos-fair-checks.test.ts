@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { checkFairShare, type ExecutionSpan, type FairShareInput, fairWeight } from '../chaos/system-fair';
 import { SystemObserver } from '../chaos/system-observer';
 import type { PlannedJob } from '../chaos/system-plan';
+import { atTime, logAt } from '../support/at-time';
 
 const T0 = Date.parse('2026-11-29T12:00:00.000Z');
 const SCOPE = 'sys-f#0';
@@ -17,15 +18,7 @@ function world() {
   const observer = new SystemObserver(T0);
   const jobs: PlannedJob[] = [];
   const executions = new Map<string, ExecutionSpan[]>();
-  const at = (ms: number, line: Record<string, unknown>) => {
-    const realNow = Date.now;
-    Date.now = () => T0 + ms;
-    try {
-      observer.sink(JSON.stringify({ level: 'info', ...line }));
-    } finally {
-      Date.now = realNow;
-    }
-  };
+  const at = logAt((line) => observer.sink(line), T0);
   const w = {
     observer,
     job(id: string, tenant: string, key = 'key-0') {
@@ -44,13 +37,7 @@ function world() {
       return w;
     },
     cancelled(ms: number, id: string) {
-      const realNow = Date.now;
-      Date.now = () => T0 + ms;
-      try {
-        observer.acknowledge(id, 200, 'cancel');
-      } finally {
-        Date.now = realNow;
-      }
+      atTime(T0 + ms, () => observer.acknowledge(id, 200, 'cancel'));
       return w;
     },
     handed(ms: number, by: string, to: string, key = 'key-0') {

@@ -9,6 +9,7 @@ import type { ExecutionSpan } from '../chaos/system-fair';
 import { checkRuntimeLimits, type LimitChange } from '../chaos/system-limits';
 import { SystemObserver } from '../chaos/system-observer';
 import type { PlannedJob } from '../chaos/system-plan';
+import { logAt } from '../support/at-time';
 
 const T0 = Date.parse('2026-11-29T12:00:00.000Z');
 const SCOPE = 'sys-f#0';
@@ -31,14 +32,13 @@ function world() {
       return w;
     },
     handed(ms: number, to: string, key = 'key-0') {
-      const realNow = Date.now;
-      Date.now = () => T0 + ms;
-      try {
-        const line = { level: 'info', message: 'handed a place in line on', jobId: 'x', to, scope: SCOPE, key };
-        observer.sink(JSON.stringify(line));
-      } finally {
-        Date.now = realNow;
-      }
+      logAt((line) => observer.sink(line), T0)(ms, {
+        message: 'handed a place in line on',
+        jobId: 'x',
+        to,
+        scope: SCOPE,
+        key,
+      });
       return w;
     },
     change(sent: number, ack: number | undefined, limit?: number, key = 'key-0', handedOn: string[] = []) {

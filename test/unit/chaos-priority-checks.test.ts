@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { SystemObserver } from '../chaos/system-observer';
 import { checkRankedOrder } from '../chaos/system-priority';
+import { logAt } from '../support/at-time';
 
 const T0 = Date.parse('2026-11-28T12:00:00.000Z');
 const SCOPE = 'sys-b#0';
@@ -15,15 +16,7 @@ const r = (rank: number, job: string) => `${String(rank).padStart(15, '0')}#${jo
 /** An observer fed log lines at real times `T0 + ms`. */
 function world() {
   const observer = new SystemObserver(T0);
-  const at = (ms: number, line: Record<string, unknown>) => {
-    const realNow = Date.now;
-    Date.now = () => T0 + ms;
-    try {
-      observer.sink(JSON.stringify({ level: 'info', ...line }));
-    } finally {
-      Date.now = realNow;
-    }
-  };
+  const at = logAt((line) => observer.sink(line), T0);
   return {
     observer,
     waits: (ms: number, job: string, rank: number, key = 'key-0') =>
