@@ -28,10 +28,11 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type Pace, type Pacer, type RuntimePace, rescaleTat } from '../core/pace';
+import { type LineTurn, type Pace, type PaceLineEntry, type Pacer, type RuntimePace, rescaleTat } from '../core/pace';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
+import { leaveLine, lineEntries, lineTurn, type PaceItemRead, paceLinePk } from './pace-line';
 
 /** How long an idle key's item is kept. */
 const PACE_RETENTION_SECONDS = 30 * 86_400;
@@ -296,5 +297,49 @@ export class DynamoPacer implements Pacer {
 
   async runtimePace({ scope, key }: { scope: string; key: string }): Promise<RuntimePace | undefined> {
     return runtimeOf(await this.read(paceKey(scope, key)));
+  }
+
+  /** The deps of a key's line (pace-line.ts): its items, and a read of the pace item with the pace that holds. */
+  private lineDeps(scope: string, key: string, spec: Pace) {
+    const pacePk = paceKey(scope, key);
+    return {
+      client: this.client,
+      tableName: this.tableName,
+      pacePk,
+      linePk: paceLinePk(scope, key),
+      read: async (): Promise<PaceItemRead> => {
+        const item = await this.read(pacePk);
+        this.learn(pacePk, item);
+        const runtime = runtimeOf(item);
+        return {
+          tat: item?.tat?.N === undefined ? undefined : Number(item.tat.N),
+          waiting: Number(item?.w?.N ?? '0'),
+          pv: Number(item?.pv?.N ?? '0'),
+          pace: runtime?.pace ?? spec,
+          kept: runtime !== undefined,
+        };
+      },
+      expiresAt: (now: number) => Math.floor(now / 1000) + PACE_RETENTION_SECONDS,
+    };
+  }
+
+  /**
+   * A turn from the key's line (a type with priorities): a consistent read of the pace item,
+   * then one conditional write (see pace-line.ts for the items and their write units).
+   */
+  async lineTurn(input: PaceCall & { job: PaceLineEntry; inLine: boolean }): Promise<LineTurn> {
+    this.seen.delete(paceKey(input.scope, input.key));
+    return lineTurn(this.lineDeps(input.scope, input.key, input.pace), input);
+  }
+
+  async leaveLine({ scope, key, rank }: { scope: string; key: string; rank: string }): Promise<boolean> {
+    return leaveLine(
+      { client: this.client, tableName: this.tableName, pacePk: paceKey(scope, key), linePk: paceLinePk(scope, key) },
+      rank,
+    );
+  }
+
+  async line({ scope, key, max }: { scope: string; key: string; max: number }): Promise<PaceLineEntry[]> {
+    return lineEntries({ client: this.client, tableName: this.tableName, linePk: paceLinePk(scope, key) }, max, false);
   }
 }

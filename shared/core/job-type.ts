@@ -166,12 +166,13 @@ export interface JobTypeOptions<
   debounce?: DebounceOptions<z.output<Schema>>;
   /**
    * Jobs carry a priority, 0 to 10 (higher first; `default` when the enqueue gives none), and a
-   * place freed in a concurrency or singleton line goes to the best-ranked waiting job: rank is
-   * the due time less `priority × agingSeconds`, so a job's wait stays bounded (a job is passed
-   * only by jobs due no later than `(10 − p) × agingSeconds` after it). Needs a `concurrency` or
-   * `singleton` limit: without one, jobs start as SQS and Lambda deliver them. A job that has to
-   * wait costs 10 write units instead of 5 (its place in line and its admission are transactions).
-   * See docs/flow-control.md.
+   * place freed in a concurrency or singleton line, or a throttle's turn, goes to the best-ranked
+   * waiting job: rank is the due time less `priority × agingSeconds`, so a job's wait stays
+   * bounded (a job is passed only by jobs due no later than `(10 − p) × agingSeconds` after it).
+   * Needs a `concurrency` or `singleton` limit or a `throttle`: without one, jobs start as SQS and
+   * Lambda deliver them. A job that has to wait costs 10 write units instead of 5 (its place in
+   * line and its admission are transactions); a throttled one 9 instead of 2. See
+   * docs/flow-control.md.
    * @default none: oldest first
    * @example
    * concurrency: [{ limit: 10 }],
@@ -271,10 +272,10 @@ export function defineJobType<
   if (options.priority !== undefined) {
     const problem = priorityProblem(options.priority);
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
-    if (options.concurrency === undefined && options.singleton === undefined) {
+    if (options.concurrency === undefined && options.singleton === undefined && options.throttle === undefined) {
       throw new ConfigError(
-        `job type "${options.type}": priority orders the line of a concurrency or singleton limit, and this type has ` +
-          'neither: without one, jobs start as SQS delivers them. Add one, e.g. concurrency: [{ limit: 10 }]',
+        `job type "${options.type}": priority orders the line of a concurrency or singleton limit or a throttle, and ` +
+          'this type has none: without one, jobs start as SQS delivers them. Add one, e.g. concurrency: [{ limit: 10 }]',
       );
     }
     priority = { priority: Object.freeze({ ...options.priority }) };

@@ -156,6 +156,11 @@ export interface ThrottleWait {
   until: string;
   /** The attempt (lease token its claim gives) the turn was taken for. */
   token: number;
+  /**
+   * Its entry's key in the throttle's line (a type with priorities): it holds no turn yet, and
+   * `until` is about when it would come, were every job ahead to take one.
+   */
+  rank?: string;
   since: string;
 }
 

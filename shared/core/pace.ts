@@ -137,6 +137,38 @@ export function conforms(tat: number | undefined, now: number, pace: Pace): { ok
   return { ok: false, tat };
 }
 
+/** Whether a turn is free at `now` (GCRA: `now ≥ TAT − τ`). */
+export function turnFree(tat: number | undefined, now: number, pace: Pace): boolean {
+  return tat === undefined || tat - pace.toleranceMs <= now;
+}
+
+/**
+ * When a job with `ahead` jobs before it in a throttle's line should come back: the key's next
+ * turn, then one interval for each job ahead (each takes one turn). Only a wake-up time: the
+ * turn goes to whoever is first in line when it is free.
+ */
+export function lineEstimate(tat: number | undefined, now: number, pace: Pace, ahead: number): number {
+  const next = tat === undefined ? now : Math.max(now, tat - pace.toleranceMs);
+  return next + Math.max(0, ahead) * pace.intervalMs;
+}
+
+/** A job waiting in a throttle's line (a type with priorities). */
+export interface PaceLineEntry {
+  jobId: string;
+  type: string;
+  /** Its rank key (shared/core/priority.ts): the line is served lowest first. */
+  rank: string;
+}
+
+/**
+ * What {@link Pacer.lineTurn} tells a job of a throttle's line:
+ * - `go`: it took a turn now (and left the line, if it was in it): start;
+ * - `wait`: it waits in line (joined now, or before). Come back at `until`; `head`, when given,
+ *   is the job first in line, for which a turn is free now: send it its message, as it may be
+ *   hidden until later.
+ */
+export type LineTurn = { kind: 'go' } | { kind: 'wait'; until: number; joined: boolean; head?: PaceLineEntry };
+
 /** A throttle or rate limit set at run time on one key, in place of the spec's. */
 export interface RuntimePace {
   limit: number;
@@ -179,4 +211,24 @@ export interface Pacer {
   }): Promise<void>;
   /** The pace set at run time on the key, if any (strongly consistent). */
   runtimePace(input: { scope: string; key: string }): Promise<RuntimePace | undefined>;
+  /**
+   * A throttle's turn for a type with priorities: turns go to the best-ranked job waiting, not
+   * in arrival order. A job takes a turn now only when one is free and it is first in line (or
+   * the line is empty); otherwise it joins the key's line under `job.rank` and waits (see
+   * {@link LineTurn}). Taking a turn from the line is one atomic write with leaving it, on the
+   * line as read: a job that joined meanwhile (perhaps ahead) makes it read again. `inLine`: the
+   * job believes it waits in this line under `job.rank` (its `waitingFor` says so).
+   */
+  lineTurn(input: {
+    scope: string;
+    key: string;
+    now: number;
+    pace: Pace;
+    job: PaceLineEntry;
+    inLine: boolean;
+  }): Promise<LineTurn>;
+  /** Takes out the entry of a job that will not come for its turn (it ended, or is gone); false if it was not there. */
+  leaveLine(input: { scope: string; key: string; rank: string }): Promise<boolean>;
+  /** The first `max` jobs of the key's line, in the order they will be served. */
+  line(input: { scope: string; key: string; max: number }): Promise<PaceLineEntry[]>;
 }

@@ -3,16 +3,26 @@
  * claim, a job takes the next turn of its key. A turn that is now starts the attempt; a later one
  * is recorded on the job (`waitingFor`, so the job says why it waits and a duplicate delivery
  * keeps the turn) and the message is hidden until then. Nothing polls.
+ *
+ * A type with priorities has a line per throttle key instead (shared/aws/pace-line.ts): a job
+ * takes a turn only when one is free and it is first in line by rank; otherwise it waits in line
+ * and comes back about when its turn would be. A job that finds a turn free and another first
+ * in line sends that one its message (its own may be hidden until later), after making sure it
+ * will come: an entry whose job ended, is gone, or no longer waits under it is taken out.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { routeOf } from '../config';
 import type { Clock } from '../core/clock';
 import { WHOLE_TYPE_KEY } from '../core/flow';
 import type { Job } from '../core/job';
 import type { JobTypeSpec } from '../core/job-type';
-import { LATE_TURN_MS, type Pacer, paceScope, resolvePaceKey, throttlePace } from '../core/pace';
+import { LATE_TURN_MS, type PaceLineEntry, type Pacer, paceScope, resolvePaceKey, throttlePace } from '../core/pace';
 import type { JobStore } from '../core/ports';
+import { jobRank } from '../core/priority';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
-import type { Logger } from '../logger';
+import { isTerminal } from '../core/states';
+import { type DispatchDeps, dispatchNow } from '../dispatch/dispatch';
+import { errorFields, type Logger } from '../logger';
 
 export type Turn =
   /** Start the attempt now (any fraction of a second before the turn has been waited out). */
@@ -20,12 +30,19 @@ export type Turn =
   /** Wait: the turn is at `until` (epoch ms), recorded on the job. */
   | { kind: 'later'; until: number };
 
+/** How many entries of jobs that will not come one turn takes out before it waits on. */
+const STALE_HEADS = 5;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
 /** A throttled job type's turns; undefined for a type without a throttle. */
 export function createPaceGate(deps: {
-  spec: Pick<JobTypeSpec, 'type' | 'throttle'>;
+  spec: Pick<JobTypeSpec, 'type' | 'throttle' | 'priority'>;
   pacer: Pacer;
   store: JobStore;
   clock: Clock;
+  /** Where a job first in line is sent its message (a type with priorities). */
+  handOff?: DispatchDeps;
 }) {
   const { spec, pacer, store, clock } = deps;
   const throttle = spec.throttle;
@@ -42,6 +59,67 @@ export function createPaceGate(deps: {
     }
   }
 
+  /**
+   * Whether the job of a line's head will come for its turn: it exists, has not ended, and waits
+   * in this line under that entry. One consistent read.
+   */
+  async function willCome(head: PaceLineEntry, key: string): Promise<boolean> {
+    const job = await store.get(head.jobId);
+    if (!job || isTerminal(job.state)) return false;
+    const w = job.waitingFor;
+    // a job between its join and its `waitingFor` write looks stale too: taken out, it joins
+    // again under the same rank when it comes back (and so keeps its place)
+    return w?.kind === 'throttle' && w.key === key && w.rank === head.rank;
+  }
+
+  /** Sends the line's head its message: it is first, and a turn is free. */
+  async function wake(head: PaceLineEntry, log: Logger): Promise<void> {
+    if (!deps.handOff || !routeOf(deps.handOff, head.type)) {
+      log.warn('the job first in a throttle line has no queue here; it starts when its own message comes', {
+        jobId: head.jobId,
+        type: head.type,
+      });
+      return;
+    }
+    try {
+      await dispatchNow(deps.handOff, { id: head.jobId, type: head.type }, clock.now());
+      log.info('sent the job first in its throttle line its turn', { to: head.jobId, rank: head.rank });
+    } catch (error) {
+      // its own message comes back at its estimate, or the next job in line wakes it again
+      log.warn('could not send the job first in line its turn', { to: head.jobId, ...errorFields(error) });
+    }
+  }
+
+  /** The line's turn of `job` (a type with priorities). */
+  async function lineTurn(job: Job, token: number, key: string, log: Logger): Promise<Turn> {
+    const w = job.waitingFor;
+    const waits = w?.kind === 'throttle' && w.key === key && w.rank !== undefined ? w.rank : undefined;
+    // it keeps the rank it joined under (its runAt may have moved since, as a give-back moves it)
+    const rank = waits ?? jobRank(spec.priority ?? {}, job);
+    const entry = { jobId: job.id, type: spec.type, rank };
+    for (let stale = 0; ; stale++) {
+      const now = clock.now();
+      const turn = await pacer.lineTurn({ scope, key, now, pace, job: entry, inLine: waits !== undefined });
+      if (turn.kind === 'go') return { kind: 'go' };
+      if (turn.head && stale < STALE_HEADS && !(await willCome(turn.head, key))) {
+        if (await pacer.leaveLine({ scope, key, rank: turn.head.rank })) {
+          log.info('took out of its throttle line a job that will not come', { jobId: turn.head.jobId });
+        }
+        continue;
+      }
+      if (turn.joined || waits === undefined) {
+        await store.markWaiting?.({
+          job,
+          waitingFor: { kind: 'throttle', key, until: iso(turn.until), token, rank, since: iso(now) },
+          now,
+        });
+        log.info('waiting in its throttle line', { key, rank, until: iso(turn.until) });
+      }
+      if (turn.head) await wake(turn.head, log);
+      return { kind: 'later', until: Math.max(turn.until, now + EARLY_START_TOLERANCE_MS + 1) };
+    }
+  }
+
   return {
     /**
      * The turn of `job`'s attempt `token` (the lease token its claim gives): the one it was given
@@ -49,6 +127,7 @@ export function createPaceGate(deps: {
      */
     async turn(job: Job, token: number, log: Logger): Promise<Turn> {
       const key = keyOf(job);
+      if (spec.priority) return lineTurn(job, token, key, log);
       const now = clock.now();
       const w = job.waitingFor;
       let at: number | undefined;
@@ -60,7 +139,6 @@ export function createPaceGate(deps: {
       if (at === undefined) {
         at = await pacer.takeTurn({ scope, key, now, pace });
         if (at - now > EARLY_START_TOLERANCE_MS) {
-          const iso = (ms: number) => new Date(ms).toISOString();
           await store.markWaiting?.({
             job,
             waitingFor: { kind: 'throttle', key, until: iso(at), token, since: iso(now) },

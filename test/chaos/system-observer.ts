@@ -121,6 +121,13 @@ export class SystemObserver {
       state: (input) => pacer.state(input),
       setPace: (input) => pacer.setPace(input),
       runtimePace: (input) => pacer.runtimePace(input),
+      lineTurn: async (input) => {
+        const turn = await pacer.lineTurn(input);
+        if (turn.kind === 'go') this.push(this.turns, `${input.scope}|${input.key}`, input.now);
+        return turn;
+      },
+      leaveLine: (input) => pacer.leaveLine(input),
+      line: (input) => pacer.line(input),
     };
   }
 

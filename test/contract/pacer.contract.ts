@@ -5,7 +5,8 @@
  * calls (another Lambda instance), so the adapter's "try the write it expects first" is crossed.
  */
 import { describe, expect, it } from 'vitest';
-import { type Pacer, rateLimitPace, throttlePace } from '../../shared/core/pace';
+import { type LineTurn, type Pacer, rateLimitPace, throttlePace } from '../../shared/core/pace';
+import { rankKey } from '../../shared/core/priority';
 
 const NOW = Date.parse('2026-06-01T00:00:00.000Z');
 
@@ -116,6 +117,131 @@ export function pacerContract(fresh: () => Promise<Pacer>): void {
         await none.setPace({ scope: s, key: 'never', runtime: undefined, spec, now: NOW });
         expect(await none.state({ scope: s, key: 'never' })).toBeUndefined();
         expect(await none.runtimePace({ scope: s, key: 'never' })).toBeUndefined();
+      });
+    });
+
+    describe('a throttle’s line (a type with priorities)', () => {
+      const pace = throttlePace({ limit: 1, periodSeconds: 1 }); // T = 1 s, no burst
+      const job = (rank: number, id: string) => ({ jobId: id, type: 't', rank: rankKey(rank, id) });
+      const ask = (p: Pacer, s: string, now: number, j: ReturnType<typeof job>, inLine = false) =>
+        p.lineTurn({ scope: s, key: 'k', now, pace, job: j, inLine });
+
+      it('gives a free turn to the best-ranked job waiting, not to the one that asked first', async () => {
+        const s = scope();
+        const [a, b] = [await fresh(), await fresh()];
+        const low1 = job(NOW, 'low1');
+        const low2 = job(NOW + 1, 'low2');
+        const high = job(NOW - 60_000, 'high'); // a head start of a minute
+        // the line is empty and a turn is free: the first goes at once
+        expect(await ask(a, s, NOW, low1)).toEqual({ kind: 'go' });
+        // no turn free: the next waits in line, about until the next turn
+        expect(await ask(b, s, NOW + 10, low2)).toEqual({ kind: 'wait', until: NOW + 1000, joined: true });
+        // a better-ranked job comes later: it waits behind one more turn, were low2 to take it
+        expect(await ask(a, s, NOW + 20, high)).toEqual({ kind: 'wait', until: NOW + 2000, joined: true });
+        expect((await b.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toEqual(['high', 'low2']);
+        // low2 comes at its estimate: the turn is free, but high is first; low2 is told whom to wake
+        const bumped = (await ask(b, s, NOW + 1000, low2, true)) as Extract<LineTurn, { kind: 'wait' }>;
+        expect(bumped).toMatchObject({
+          kind: 'wait',
+          joined: false,
+          head: { jobId: 'high', type: 't', rank: high.rank },
+        });
+        expect(bumped.until).toBeGreaterThanOrEqual(NOW + 2000);
+        // high comes (woken): it takes the turn, and leaves the line
+        expect(await ask(a, s, NOW + 1005, high, true)).toEqual({ kind: 'go' });
+        // low2 is first now, but the next turn is a second after the last
+        expect(await ask(b, s, NOW + 1500, low2, true)).toEqual({ kind: 'wait', until: NOW + 2005, joined: false });
+        expect(await ask(a, s, NOW + 2005, low2, true)).toEqual({ kind: 'go' });
+        expect(await a.line({ scope: s, key: 'k', max: 10 })).toEqual([]);
+        // an empty line and a free turn again: no wait
+        expect(await ask(b, s, NOW + 5000, job(NOW + 5000, 'later'))).toEqual({ kind: 'go' });
+      });
+
+      it('gives each free turn to exactly one job, the first in line, however many instances ask at once', async () => {
+        const s = scope();
+        const pacers = await Promise.all([fresh(), fresh(), fresh()]);
+        const at = (i: number) => pacers[i % 3] as Pacer;
+        // a started job holds the first turn, so that every other one has to wait
+        expect(await ask(at(0), s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
+        const jobs = Array.from({ length: 6 }, (_, i) => job(NOW + ((i * 7) % 6) * 1000 - i * 3, `j${i}`));
+        await Promise.all(jobs.map((j, i) => ask(at(i), s, NOW + 1, j)));
+        const order = [...jobs].sort((x, y) => x.rank.localeCompare(y.rank)).map((j) => j.jobId);
+        const started: string[] = [];
+        for (let turn = 1; turn <= 6; turn++) {
+          const now = NOW + turn * 1000;
+          // every job still waiting asks at once, each from another instance, and the job
+          // first in line twice (a duplicate delivery of its message)
+          const waiting = jobs.filter((j) => !started.includes(j.jobId));
+          const asks = [
+            ...waiting.map((j, i) => ({ j, p: at(i + turn) })),
+            { j: waiting[0] as (typeof jobs)[0], p: at(turn + 1) },
+          ];
+          const answers = await Promise.all(asks.map(({ j, p }) => ask(p, s, now, j, true).then((t) => ({ j, t }))));
+          const went = answers.filter((a) => a.t.kind === 'go').map((a) => a.j.jobId);
+          expect(went).toEqual([order[turn - 1]]);
+          started.push(...went);
+          // a duplicate that read the line before the turn was taken may have joined again: the
+          // worker takes out an entry whose job will not come (here: started), as it finds it first
+          for (const e of await at(turn).line({ scope: s, key: 'k', max: 10 })) {
+            if (started.includes(e.jobId))
+              expect(await at(turn).leaveLine({ scope: s, key: 'k', rank: e.rank })).toBe(true);
+          }
+        }
+        expect(started).toEqual(order);
+        expect(await at(1).line({ scope: s, key: 'k', max: 10 })).toEqual([]);
+      });
+
+      it('takes out an entry of a job that will not come, and lets a job whose entry is gone join again', async () => {
+        const s = scope();
+        const p = await fresh();
+        expect(await ask(p, s, NOW, job(NOW, 'a'))).toEqual({ kind: 'go' });
+        const gone = job(NOW - 10_000, 'gone');
+        const b = job(NOW, 'b');
+        await ask(p, s, NOW + 1, gone);
+        await ask(p, s, NOW + 2, b);
+        expect(await p.leaveLine({ scope: s, key: 'k', rank: gone.rank })).toBe(true);
+        expect(await p.leaveLine({ scope: s, key: 'k', rank: gone.rank })).toBe(false);
+        // b is first now
+        expect(
+          await (await fresh()).lineTurn({ scope: s, key: 'k', now: NOW + 1000, pace, job: b, inLine: true }),
+        ).toEqual({
+          kind: 'go',
+        });
+        // a job that believes it waits, but whose entry is not there, joins when it finds a turn
+        // free and another first in line
+        const c = job(NOW - 5000, 'c');
+        const d = job(NOW, 'd');
+        await ask(p, s, NOW + 1001, c);
+        expect(await ask(p, s, NOW + 2000, d, true)).toMatchObject({
+          kind: 'wait',
+          joined: true,
+          head: { jobId: 'c' },
+        });
+        expect((await p.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toEqual(['c', 'd']);
+      });
+
+      it('follows a pace set at run time', async () => {
+        const s = scope();
+        const p = await fresh();
+        expect(await ask(p, s, NOW, job(NOW, 'a'))).toEqual({ kind: 'go' });
+        // slowed down to 1 per 4 s: the next turn is 4 s after the last
+        await (await fresh()).setPace({
+          scope: s,
+          key: 'k',
+          runtime: {
+            limit: 1,
+            periodSeconds: 4,
+            pace: throttlePace({ limit: 1, periodSeconds: 4 }),
+            by: 'arn:aws:iam::123456789012:role/ops',
+            at: NOW,
+          },
+          spec: pace,
+          now: NOW,
+        });
+        const b = job(NOW, 'b');
+        expect(await ask(p, s, NOW + 1000, b)).toEqual({ kind: 'wait', until: NOW + 4000, joined: true });
+        expect(await ask(p, s, NOW + 3999, b, true)).toMatchObject({ kind: 'wait', joined: false });
+        expect(await ask(p, s, NOW + 4000, b, true)).toEqual({ kind: 'go' });
       });
     });
   });

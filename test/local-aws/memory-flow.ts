@@ -27,7 +27,18 @@ import {
   type Slot,
   type SlotState,
 } from '../../shared/core/flow';
-import { conforms, nextTurn, type Pace, type Pacer, type RuntimePace, rescaleTat } from '../../shared/core/pace';
+import {
+  conforms,
+  type LineTurn,
+  lineEstimate,
+  nextTurn,
+  type Pace,
+  type PaceLineEntry,
+  type Pacer,
+  type RuntimePace,
+  rescaleTat,
+  turnFree,
+} from '../../shared/core/pace';
 
 interface FakeSlot {
   /** Job id → since, attempt token and (a slot shared fairly) fair key, and its line when not its key's. */
@@ -386,6 +397,83 @@ export class FakePacer implements Pacer {
   async runtimePace(input: { scope: string; key: string }): Promise<RuntimePace | undefined> {
     const found = this.runtimes.get(`${input.scope}#${input.key}`);
     return found ? { ...found } : undefined;
+  }
+
+  /** Each key's line, by rank key. */
+  private readonly lines = new Map<string, Map<string, PaceLineEntry>>();
+
+  private lineOf(id: string): Map<string, PaceLineEntry> {
+    let line = this.lines.get(id);
+    if (!line) {
+      line = new Map();
+      this.lines.set(id, line);
+    }
+    return line;
+  }
+
+  private headOf(line: Map<string, PaceLineEntry>): PaceLineEntry | undefined {
+    const first = [...line.keys()].sort()[0];
+    return first === undefined ? undefined : line.get(first);
+  }
+
+  /** As the adapter (shared/aws/pace-line.ts), each step atomic: the write units it counts are the adapter's. */
+  async lineTurn(input: {
+    scope: string;
+    key: string;
+    now: number;
+    pace: Pace;
+    job: PaceLineEntry;
+    inLine: boolean;
+  }): Promise<LineTurn> {
+    const id = `${input.scope}#${input.key}`;
+    const { now, job } = input;
+    const pace = this.paceOf(id, input.pace);
+    const tat = this.tats.get(id);
+    const line = this.lineOf(id);
+    const waiting = line.size;
+    const free = turnFree(tat, now, pace);
+    const take = () => this.tats.set(id, nextTurn(tat, now, pace).tat);
+    if (free && waiting === 0) {
+      take();
+      this.writes += 1;
+      return { kind: 'go' };
+    }
+    const there = line.has(job.rank);
+    if (!free) {
+      // as the adapter: a job that believes it waits is not looked up until a turn is free
+      if (input.inLine) return { kind: 'wait', until: lineEstimate(tat, now, pace, 0), joined: false };
+      if (there) return { kind: 'wait', until: lineEstimate(tat, now, pace, waiting), joined: false };
+      line.set(job.rank, { ...job });
+      this.writes += 4;
+      return { kind: 'wait', until: lineEstimate(tat, now, pace, waiting), joined: true };
+    }
+    const head = this.headOf(line) as PaceLineEntry;
+    if (head.rank === job.rank) {
+      take();
+      line.delete(job.rank);
+      this.writes += 4;
+      return { kind: 'go' };
+    }
+    if (!there) {
+      line.set(job.rank, { ...job });
+      this.writes += 4;
+    }
+    return { kind: 'wait', until: lineEstimate(tat, now, pace, waiting), joined: !there, head: { ...head } };
+  }
+
+  async leaveLine(input: { scope: string; key: string; rank: string }): Promise<boolean> {
+    const line = this.lineOf(`${input.scope}#${input.key}`);
+    if (!line.delete(input.rank)) return false;
+    this.writes += 4;
+    return true;
+  }
+
+  async line(input: { scope: string; key: string; max: number }): Promise<PaceLineEntry[]> {
+    const line = this.lineOf(`${input.scope}#${input.key}`);
+    return [...line.keys()]
+      .sort()
+      .slice(0, Math.max(0, input.max))
+      .map((rank) => ({ ...(line.get(rank) as PaceLineEntry) }));
   }
 }
 

@@ -45,7 +45,7 @@ describe('the spec option', () => {
 
   it('is refused on a type with no concurrency or singleton limit, saying why', () => {
     expect(() => defineJobType({ type: 'p', payload, priority: {} })).toThrow(
-      /priority orders the line of a concurrency or singleton limit, and this type has neither/,
+      /priority orders the line of a concurrency or singleton limit or a throttle, and this type has none/,
     );
     expect(defineJobType({ type: 's', payload, singleton: { mode: 'queue' }, priority: {} }).priority).toEqual({});
   });

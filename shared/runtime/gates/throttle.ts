@@ -14,7 +14,7 @@ export const throttleGate: GateBuilder = (kit) => {
   if (!spec.throttle) return undefined;
   const pacer = kit.deps.pacer;
   if (!pacer) throw new ConfigError(`job type "${spec.type}" has a throttle: the worker needs its pacer`);
-  const pace = createPaceGate({ spec, pacer, store: kit.deps.store, clock: kit.clock });
+  const pace = createPaceGate({ spec, pacer, store: kit.deps.store, clock: kit.clock, handOff: kit.handOff });
   if (!pace) return undefined;
   return {
     name: 'throttle',

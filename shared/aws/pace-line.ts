@@ -1,0 +1,314 @@
+/**
+ * A throttle's line, for a type with priorities (the adapter side of {@link Pacer.lineTurn}):
+ * a turn goes to the best-ranked job waiting, not to the one that asked first.
+ *
+ * Items:
+ * - the key's pace item (`pace#<scope>#<key>`, see dynamo-pacer.ts) counts the jobs in line,
+ *   `w`, beside its TAT;
+ * - each waiting job has an entry `flowq#<scope>#<key>` / `<rank key>` (`jobId`, `type`): one item
+ *   collection sorted by rank, whose head is one Query (the same shape as a concurrency slot's
+ *   ranked line, shared/aws/flow-slots/ranked-line.ts, so the same grants cover it).
+ *
+ * A job asks with one consistent read of the pace item:
+ * - the line empty and a turn free: it takes the turn, conditioned on the TAT as read and the line
+ *   still empty (1 write unit, as a plain throttle's turn);
+ * - no turn free: it joins (its entry put and `w` counted up, one transaction: 4 write units) and
+ *   comes back about when its turn would be, were every job ahead to take one;
+ * - a turn free and jobs in line: the head of the line (one consistent Query) takes it. The head
+ *   itself takes it with one transaction (the TAT moved and `w` counted down, conditioned on both
+ *   as read, and its entry deleted: 4 write units). Anyone else tells its caller which job is
+ *   first, to send it its message (its own may be hidden until later), and waits on.
+ *
+ * Conditioning the take on `w` as read makes the order exact: a job that joined after the head
+ * was read (perhaps ahead of it) refuses the take, and the head is read again. A hand-off in
+ * flight is the head's message on its way, not a turn given away: no turn is taken in advance,
+ * so every start is at a turn that was free when it was taken.
+ */
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  QueryCommand,
+  TransactionCanceledException,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { type LineTurn, lineEstimate, nextTurn, type Pace, type PaceLineEntry, turnFree } from '../core/pace';
+import { itemKey } from '../core/table';
+import { ThrottledError } from '../errors';
+import { keyOf, N, S } from './attributes';
+import { translateAwsError } from './errors';
+
+/** The partition of a throttle key's line. */
+export const paceLinePk = (scope: string, key: string) => `flowq#${scope}#${key}`;
+
+/** How many times a job reads the line again after another writer moved first. */
+const TRIES = 8;
+
+/** The pace item as the line reads it. */
+export interface PaceItemRead {
+  tat: number | undefined;
+  /** Jobs in line. */
+  waiting: number;
+  /** The run-time pace's version (0: none). */
+  pv: number;
+  /** The pace that holds (the run-time one, else the caller's). */
+  pace: Pace;
+  /** Whether the item keeps no expiry (a run-time pace is set). */
+  kept: boolean;
+}
+
+interface LineDeps {
+  client: DynamoDBClient;
+  tableName: string;
+  /** The pace item's key. */
+  pacePk: string;
+  linePk: string;
+  /** Reads the pace item (consistent), with the pace that holds. */
+  read(): Promise<PaceItemRead>;
+  /** The expiry an idle key's item gets (epoch s). */
+  expiresAt(now: number): number;
+}
+
+/** The version and TAT conditions of a write on the pace item as read. */
+function asRead(read: PaceItemRead, values: Record<string, AttributeValue>): string {
+  const parts = [
+    read.pv > 0 ? 'pv = :pv' : 'attribute_not_exists(pv)',
+    read.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :seenTat',
+    read.waiting === 0 ? '(attribute_not_exists(w) OR w = :zero)' : 'w = :seenW',
+  ];
+  if (read.pv > 0) values[':pv'] = N(read.pv);
+  if (read.tat !== undefined) values[':seenTat'] = N(read.tat);
+  values[read.waiting === 0 ? ':zero' : ':seenW'] = N(read.waiting);
+  return parts.join(' AND ');
+}
+
+function cancelled(error: unknown): string[] | undefined {
+  if (!(error instanceof TransactionCanceledException)) return undefined;
+  return (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+}
+
+/** The first `max` entries of the line (consistent when asked). */
+export async function lineEntries(
+  deps: Pick<LineDeps, 'client' | 'tableName' | 'linePk'>,
+  max: number,
+  consistent: boolean,
+): Promise<PaceLineEntry[]> {
+  if (max <= 0) return [];
+  try {
+    const out = await deps.client.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': S(deps.linePk) },
+        ...(consistent ? { ConsistentRead: true } : {}),
+        Limit: max,
+      }),
+    );
+    return (out.Items ?? []).flatMap((item) =>
+      item.jobId?.S && item.type?.S && item.sk?.S ? [{ jobId: item.jobId.S, type: item.type.S, rank: item.sk.S }] : [],
+    );
+  } catch (error) {
+    return translateAwsError(error, 'DynamoDB Query (pace line)');
+  }
+}
+
+/** Whether the job's entry is in the line (consistent). */
+async function inLine(deps: LineDeps, rank: string): Promise<boolean> {
+  try {
+    const out = await deps.client.send(
+      new GetItemCommand({
+        TableName: deps.tableName,
+        Key: keyOf(itemKey(deps.linePk, rank)),
+        ConsistentRead: true,
+        ProjectionExpression: 'pk',
+      }),
+    );
+    return out.Item !== undefined;
+  } catch (error) {
+    return translateAwsError(error, 'DynamoDB GetItem (pace line)');
+  }
+}
+
+/** Takes a turn with the line empty: the TAT moved, on the item as read. False: it moved first. */
+async function takeEmpty(deps: LineDeps, read: PaceItemRead, now: number): Promise<boolean> {
+  const values: Record<string, AttributeValue> = { ':next': N(nextTurn(read.tat, now, read.pace).tat) };
+  const condition = asRead(read, values);
+  if (!read.kept) values[':exp'] = N(deps.expiresAt(now));
+  try {
+    await deps.client.send(
+      new UpdateItemCommand({
+        TableName: deps.tableName,
+        Key: keyOf(deps.pacePk),
+        UpdateExpression: read.kept ? 'SET tat = :next' : 'SET tat = :next, expiresAt = :exp',
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    return translateAwsError(error, 'DynamoDB UpdateItem (pace line)');
+  }
+}
+
+/** Joins the line: its entry put and the count up. `joined`, `there` (it was in line), or `conflict`. */
+async function join(deps: LineDeps, job: PaceLineEntry, now: number): Promise<'joined' | 'there' | 'conflict'> {
+  const items: TransactWriteItem[] = [
+    {
+      Put: {
+        TableName: deps.tableName,
+        Item: {
+          ...keyOf(itemKey(deps.linePk, job.rank)),
+          jobId: S(job.jobId),
+          type: S(job.type),
+          at: N(now),
+        },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    },
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: keyOf(deps.pacePk),
+        UpdateExpression: 'ADD w :one',
+        ExpressionAttributeValues: { ':one': N(1) },
+      },
+    },
+  ];
+  try {
+    await deps.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+    return 'joined';
+  } catch (error) {
+    const why = cancelled(error);
+    if (!why) return translateAwsError(error, 'DynamoDB TransactWriteItems (pace line join)');
+    return why[0] === 'ConditionalCheckFailed' ? 'there' : 'conflict';
+  }
+}
+
+/**
+ * The head takes the free turn: the TAT moved and the count down (on the item as read), and its
+ * entry deleted. `taken`, `gone` (its entry is not in line), or `conflict` (the item moved).
+ */
+async function takeHead(
+  deps: LineDeps,
+  read: PaceItemRead,
+  rank: string,
+  now: number,
+): Promise<'taken' | 'gone' | 'conflict'> {
+  const values: Record<string, AttributeValue> = {
+    ':next': N(nextTurn(read.tat, now, read.pace).tat),
+    ':minus': N(-1),
+  };
+  const condition = asRead(read, values);
+  if (!read.kept) values[':exp'] = N(deps.expiresAt(now));
+  const items: TransactWriteItem[] = [
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: keyOf(deps.pacePk),
+        UpdateExpression: read.kept ? 'SET tat = :next ADD w :minus' : 'SET tat = :next, expiresAt = :exp ADD w :minus',
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+      },
+    },
+    {
+      Delete: {
+        TableName: deps.tableName,
+        Key: keyOf(itemKey(deps.linePk, rank)),
+        ConditionExpression: 'attribute_exists(pk)',
+      },
+    },
+  ];
+  try {
+    await deps.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+    return 'taken';
+  } catch (error) {
+    const why = cancelled(error);
+    if (!why) return translateAwsError(error, 'DynamoDB TransactWriteItems (pace line turn)');
+    if (why[1] === 'ConditionalCheckFailed' && why[0] !== 'ConditionalCheckFailed') return 'gone';
+    return 'conflict';
+  }
+}
+
+/** See {@link Pacer.lineTurn}. */
+export async function lineTurn(
+  deps: LineDeps,
+  input: { now: number; job: PaceLineEntry; inLine: boolean },
+): Promise<LineTurn> {
+  const { now, job } = input;
+  let believed = input.inLine;
+  let joined = false;
+  for (let i = 0; i < TRIES; i++) {
+    const read = await deps.read();
+    const free = turnFree(read.tat, now, read.pace);
+    if (free && read.waiting === 0) {
+      if (await takeEmpty(deps, read, now)) return { kind: 'go' };
+      continue;
+    }
+    if (!free) {
+      if (believed) return { kind: 'wait', until: lineEstimate(read.tat, now, read.pace, 0), joined };
+      const out = await join(deps, job, now);
+      if (out === 'conflict') continue;
+      believed = true;
+      joined ||= out === 'joined';
+      // the jobs counted before it are ahead of it, at most
+      return { kind: 'wait', until: lineEstimate(read.tat, now, read.pace, read.waiting), joined };
+    }
+    // a turn is free, and jobs wait: it goes to the head
+    const [head] = await lineEntries(deps, 1, true);
+    if (head?.rank === job.rank) {
+      const taken = await takeHead(deps, read, job.rank, now);
+      if (taken === 'taken') return { kind: 'go' };
+      if (taken === 'gone') believed = false;
+      continue;
+    }
+    if (!believed || !(await inLine(deps, job.rank))) {
+      const out = await join(deps, job, now);
+      if (out === 'conflict') continue;
+      joined ||= out === 'joined';
+      believed = true;
+    }
+    const until = lineEstimate(read.tat, now, read.pace, read.waiting);
+    // no head: the count and the entries disagree only between a read and a write; read again
+    if (!head) continue;
+    return { kind: 'wait', until, joined, head };
+  }
+  throw new ThrottledError('the throttle line changed on every try; try again shortly');
+}
+
+/** See {@link Pacer.leaveLine}: the entry deleted and the count down, in one transaction. */
+export async function leaveLine(deps: Pick<LineDeps, 'client' | 'tableName' | 'pacePk' | 'linePk'>, rank: string) {
+  try {
+    await deps.client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: deps.tableName,
+              Key: keyOf(itemKey(deps.linePk, rank)),
+              ConditionExpression: 'attribute_exists(pk)',
+            },
+          },
+          {
+            Update: {
+              TableName: deps.tableName,
+              Key: keyOf(deps.pacePk),
+              UpdateExpression: 'ADD w :minus',
+              ConditionExpression: 'w > :zero',
+              ExpressionAttributeValues: { ':minus': N(-1), ':zero': N(0) },
+            },
+          },
+        ],
+      }),
+    );
+    return true;
+  } catch (error) {
+    const why = cancelled(error);
+    if (why?.[0] === 'ConditionalCheckFailed') return false;
+    if (why) throw new ThrottledError('the throttle line changed while a job left it; try again shortly');
+    return translateAwsError(error, 'DynamoDB TransactWriteItems (pace line leave)');
+  }
+}
