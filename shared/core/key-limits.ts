@@ -2,8 +2,8 @@
  * Limits set at run time for one key value of a job type (`PUT /types/{type}/keys/{key}/limits`):
  * which of the type's concurrency limits a request names, and whether its value is usable. Pure:
  * the API checks a request here before it writes anything, and answers 400 `invalid_limits`
- * naming the field otherwise. A key's concurrency limit and, for a type with a limit shared fairly
- * (`fairBy`), its weight can be set; throttles and rate limits are fixed in the spec.
+ * naming the field otherwise. A key's concurrency limit, its weight (for a type with a limit shared
+ * fairly, `fairBy`), and its throttle or rate limit (for a type with one) can be set.
  */
 import { ValidationError } from '../errors';
 import { fairWeightProblem, MAX_FAIR_WEIGHT } from './fair-share';
@@ -216,7 +216,7 @@ export function keyLimitsRequest(
   return out;
 }
 
-/** The `?field=` of a `DELETE …/limits`: `concurrency` (the default) or `weight`. */
+/** The `?field=` of a `DELETE …/limits`: `concurrency` (the default), `weight`, `throttle` or `rateLimit`. */
 export function keyLimitField(value: string | undefined): KeyLimitField {
   if (value === undefined) return 'concurrency';
   if ((KEY_LIMIT_FIELDS as readonly string[]).includes(value)) return value as KeyLimitField;

@@ -12,8 +12,10 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
+import { apiCall } from '../../functions/jobs/api-call';
 import { echo } from '../../functions/jobs/echo';
 import { tenantSync } from '../../functions/jobs/tenant-sync';
+import { welcomeEmail } from '../../functions/jobs/welcome-email';
 import { defineJobType } from '../../shared/core/job-type';
 import { createDashboardHandler, type DashboardServer, startDashboardServer } from '../../shared/dashboard/server';
 import { defineJob } from '../../shared/runtime/define-job';
@@ -123,7 +125,8 @@ beforeAll(async () => {
   platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('ui'),
-    jobs: [echo, fragile, tenantSync],
+    // api-call has a throttle (5 a second per API key, bursts of 5), welcome-email a rate limit (1 an hour per user)
+    jobs: [echo, fragile, tenantSync, apiCall, welcomeEmail],
     functionUrl: { fallback: dashboard },
   });
   apiUrl = platform.url;
@@ -369,6 +372,83 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     });
   });
 
+  it("sets a key's throttle at run time, refuses a bad one, and removes it", async () => {
+    const apiKey = uniquePrefix('api-key');
+    const keyPath = `/types/api-call/keys/${encodeURIComponent(apiKey)}`;
+    const paceOf = async (what: 'throttle' | 'rateLimit', path = keyPath) =>
+      (await call(platform.url, 'GET', path)).json[what] as Record<string, unknown>;
+    await page.goto(`${platform.url}/ui/#/keys?type=api-call&key=${encodeURIComponent(apiKey)}`);
+    const throttle = page.getByRole('region', { name: 'Throttle' });
+    await throttle.getByText('5 per 1 s, bursts of 5').waitFor();
+    await expect(throttle.locator('dd').nth(2).textContent()).resolves.toBe('spec');
+    // the type has no rate limit: no form for one
+    await expect(page.getByRole('form', { name: "Change this key's rate limit" }).count()).resolves.toBe(0);
+
+    const form = page.getByRole('form', { name: "Change this key's throttle" });
+    await form.getByLabel('Throttle limit').fill('2');
+    await form.getByLabel('Throttle period (seconds)').fill('10');
+    await form.getByLabel('Throttle burst').fill('1');
+    await form.getByRole('button', { name: 'Set throttle' }).click();
+    await form.getByRole('status').filter({ hasText: 'Throttle set.' }).waitFor();
+    await throttle.getByText('2 per 10 s, bursts of 1').waitFor();
+    await expect(throttle.locator('dd').nth(2).textContent()).resolves.toMatch(
+      /^set at run time by anonymous .+; spec 5 per 1 s$/,
+    );
+    const set = await paceOf('throttle');
+    expect(set).toMatchObject({
+      key: apiKey,
+      limit: 2,
+      periodSeconds: 10,
+      burst: 1,
+      source: 'runtime',
+      setBy: 'anonymous',
+      specLimit: 5,
+    });
+    await shot('keys-throttle');
+    await expectAccessible('keys-throttle');
+
+    // a limit of 0: the API's 400 names the field, beside the form, and nothing is written
+    await form.getByLabel('Throttle limit').fill('0');
+    await form.getByRole('button', { name: 'Set throttle' }).click();
+    const refused = form.getByRole('alert');
+    await refused.waitFor();
+    await expect(refused.textContent()).resolves.toContain(
+      'invalid_limits: these limits cannot be set: throttle limit must be an integer from 1 to 10000',
+    );
+    await expect(form.getByLabel('Throttle limit').getAttribute('aria-invalid')).resolves.toBe('true');
+    await expect(form.getByLabel('Throttle period (seconds)').getAttribute('aria-invalid')).resolves.toBeNull();
+    await shot('keys-throttle-refused');
+    await expectAccessible('keys-throttle-refused');
+    expect(await paceOf('throttle')).toMatchObject({ limit: 2, periodSeconds: 10, setAt: set.setAt });
+    await expect(throttle.getByText('2 per 10 s, bursts of 1').count()).resolves.toBe(1);
+
+    await form.getByRole('button', { name: 'Remove run-time throttle' }).click();
+    await form.getByRole('status').filter({ hasText: 'Run-time throttle removed.' }).waitFor();
+    await throttle.getByText('5 per 1 s, bursts of 5').waitFor();
+    await expect(throttle.locator('dd').nth(2).textContent()).resolves.toBe('spec');
+    await expect(form.getByRole('alert').count()).resolves.toBe(0);
+    await expect(form.getByRole('button', { name: 'Remove run-time throttle' }).count()).resolves.toBe(0);
+    expect(await paceOf('throttle')).toMatchObject({ limit: 5, periodSeconds: 1, burst: 5, source: 'spec' });
+
+    // a rate limit's form has no burst, and a type without a throttle shows no throttle form
+    const user = uniquePrefix('user');
+    const userPath = `/types/welcome-email/keys/${encodeURIComponent(user)}`;
+    await page.goto(`${platform.url}/ui/#/keys?type=welcome-email&key=${encodeURIComponent(user)}`);
+    const rate = page.getByRole('form', { name: "Change this key's rate limit" });
+    await page.getByRole('region', { name: 'Rate limit' }).getByText('1 per 3600 s').waitFor();
+    await expect(rate.getByLabel('Rate limit burst').count()).resolves.toBe(0);
+    await expect(page.getByRole('form', { name: "Change this key's throttle" }).count()).resolves.toBe(0);
+    await rate.getByLabel('Rate limit limit').fill('3');
+    await rate.getByLabel('Rate limit period (seconds)').fill('60');
+    await rate.getByRole('button', { name: 'Set rate limit' }).click();
+    await page.getByRole('region', { name: 'Rate limit' }).getByText('3 per 60 s').waitFor();
+    expect(await paceOf('rateLimit', userPath)).toMatchObject({ limit: 3, periodSeconds: 60, source: 'runtime' });
+    await expectAccessible('keys-rate-limit');
+    await rate.getByRole('button', { name: 'Remove run-time rate limit' }).click();
+    await page.getByRole('region', { name: 'Rate limit' }).getByText('1 per 3600 s').waitFor();
+    expect(await paceOf('rateLimit', userPath)).toMatchObject({ limit: 1, periodSeconds: 3600, source: 'spec' });
+  });
+
   it("links a flow job's parents and children", async () => {
     const [a, b] = [uniquePrefix('flow-a'), uniquePrefix('flow-b')];
     const created = await call(platform.url, 'POST', '/flows', {
@@ -488,7 +568,7 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
     signed = await startLocalPlatform({
       aws,
       prefix: uniquePrefix('ui-signed'),
-      jobs: [echo],
+      jobs: [echo, apiCall],
       // the signature is checked against the local credentials the default chain finds in the environment
       functionUrl: {
         authType: 'AWS_IAM',
@@ -565,6 +645,12 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
     await page.getByRole('link', { name: id }).waitFor();
     await expect(page.getByRole('button', { name: 'Retry all matching…' }).count()).resolves.toBe(0);
     await shot('read-only');
+    // a key's throttle is shown, but not the form that changes it
+    await page.goto(`${readOnly.uiUrl}#/keys?type=api-call&key=k1`);
+    await page.getByRole('region', { name: 'Throttle' }).getByText('5 per 1 s, bursts of 5').waitFor();
+    await expect(page.getByRole('form', { name: "Change this key's throttle" }).count()).resolves.toBe(0);
+    await expect(page.getByRole('button', { name: 'Set throttle' }).count()).resolves.toBe(0);
+    await expectAccessible('keys read-only');
     const refused = await page.evaluate(
       async ({ url, jobId }) => {
         const response = await fetch(`${url}/api/jobs/${jobId}/retry`, {

@@ -38,6 +38,16 @@ export class ApiError extends Error {
   }
 }
 
+/** The fields an error answer names (a 400's `issues`: `{ path, message }`), or none. */
+export function fieldIssues(error: unknown): { path: string; message: string }[] {
+  if (!(error instanceof ApiError)) return [];
+  const issues = (error.body as { error?: { issues?: unknown } } | undefined)?.error?.issues;
+  if (!Array.isArray(issues)) return [];
+  return issues.filter(
+    (i): i is { path: string; message: string } => typeof i?.path === 'string' && typeof i?.message === 'string',
+  );
+}
+
 /** True when the API does not have the route (an older deployment). */
 export function isMissingRoute(error: unknown): boolean {
   return error instanceof ApiError && (error.code === 'route_not_found' || error.code === 'method_not_allowed');

@@ -56,7 +56,8 @@ export function Who({ arn }: { arn: string }) {
   );
 }
 
-export function ErrorBox({ error, what }: { error: unknown; what?: string }) {
+/** An error, announced (`role="alert"`); `id` lets the fields it names point at it (`aria-describedby`). */
+export function ErrorBox({ error, what, id }: { error: unknown; what?: string; id?: string }) {
   if (!error) return null;
   const message =
     error instanceof ApiError
@@ -65,7 +66,7 @@ export function ErrorBox({ error, what }: { error: unknown; what?: string }) {
         ? error.message
         : String(error);
   return (
-    <p class="error" role="alert">
+    <p class="error" role="alert" id={id}>
       {what ? `${what}: ` : ''}
       {message}
     </p>

@@ -1,14 +1,16 @@
 /**
  * Flow-control keys: who holds a key's slots, how many wait and in what order, where each limit
  * comes from (`GET /types/{type}/keys/{key}`); a type's fair keys and their shares
- * (`GET /types/{type}/keys`); and, unless read-only, a key's limit and weight set at run time
- * (`PUT`/`DELETE /types/{type}/keys/{key}/limits`).
+ * (`GET /types/{type}/keys`); and, unless read-only, a key's limit, weight, throttle and rate
+ * limit set at run time (`PUT`/`DELETE /types/{type}/keys/{key}/limits`; the throttle and rate
+ * limit in ./key-pace.tsx).
  */
 import { useState } from 'preact/hooks';
 import { ApiError, api, type KeyState, seg, type TypeKeys } from '../api';
 import { ErrorBox, Json, Time, TypeSelect, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
+import { PacePanel } from './key-pace';
 
 type LimitState = KeyState['limits'][number];
 type Holder = LimitState['running'][number];
@@ -122,7 +124,7 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
       </p>
     );
   }
-  const { type: _t, key: _k, limits = [], singleton, ...others } = state ?? ({} as KeyState);
+  const { type: _t, key: _k, limits = [], singleton, throttle, rateLimit, ...others } = state ?? ({} as KeyState);
   const fair = limits.find((l) => l.fair)?.fair;
   return (
     <>
@@ -206,6 +208,8 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
               </dl>
             </>
           ) : null}
+          {throttle ? <PacePanel type={type} what="throttle" pace={throttle} onChanged={loaded.reload} /> : null}
+          {rateLimit ? <PacePanel type={type} what="rateLimit" pace={rateLimit} onChanged={loaded.reload} /> : null}
           {Object.entries(others)
             .filter(([, v]) => v !== undefined)
             .map(([name, v]) => (
