@@ -536,6 +536,13 @@ const paceStateSchema = z.object({
   specPeriodSeconds: z.int().min(1).meta({ description: "The period in the job type's spec" }),
   setBy: z.string().optional().meta({ description: 'Who set the run-time pace (the caller’s ARN)' }),
   setAt: isoTime.optional().meta({ description: 'When the run-time pace was set' }),
+  line: z
+    .array(z.object({ jobId: z.string(), rankedAt: isoTime }))
+    .optional()
+    .meta({
+      description:
+        'Only for the throttle of a type with priorities: the first 50 jobs waiting for a turn, first served first, with the time each rank stands for',
+    }),
 });
 
 /** A fair key's share of a limit shared fairly. */

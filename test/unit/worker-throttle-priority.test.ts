@@ -1,0 +1,120 @@
+/**
+ * A throttle's line in the worker, for a type with priorities, on in-memory ports (FakePacer passes
+ * the same contract as DynamoPacer): a job with no free turn waits in line under its rank, a free
+ * turn goes to the best-ranked job (the one that finds another first sends it its message), and
+ * an entry whose job will not come is taken out.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { paceView } from '../../shared/api/pace-view';
+import type { Job } from '../../shared/core/job';
+import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { jobRank } from '../../shared/core/priority';
+import { newJob, sqsEvent } from '../support/fakes';
+import { harness, messageFor, T0 } from './worker-harness';
+
+const payload = z.object({ n: z.number() });
+// one start per 2 s for the type, priorities 0–10
+const spec = defineJobType({
+  type: 'echo',
+  payload,
+  timeoutMs: 1000,
+  throttle: { limit: 1, periodSeconds: 2 },
+  priority: { default: 0, agingSeconds: 30 },
+}) as JobTypeSpec;
+const iso = (ms: number) => new Date(ms).toISOString();
+const job = (id: string, priority: number) =>
+  newJob({ id, type: 'echo', payload: { n: 1 }, priority, runAt: iso(T0), throttleKey: '*' }, T0);
+
+describe('worker: a throttle with priorities', () => {
+  it('serves the turns by rank, not by arrival: a later high-priority job passes the low ones waiting', async () => {
+    const started: string[] = [];
+    const h = harness({
+      spec,
+      run: async (_p, ctx) => {
+        started.push(ctx.jobId);
+        return 'ok';
+      },
+    });
+    for (const [id, p] of [
+      ['first', 0],
+      ['low1', 0],
+      ['low2', 0],
+      ['high', 9],
+    ] as const)
+      h.store.seed(job(id, p));
+    await h.worker(sqsEvent(messageFor('first')));
+    expect(started).toEqual(['first']);
+    // no turn free: each waits in line under its rank, hidden about until its turn
+    for (const id of ['low1', 'low2']) {
+      const out = await h.worker(sqsEvent(messageFor(id)));
+      expect(out.batchItemFailures).toEqual([{ itemIdentifier: `m-${id}` }]);
+      expect(h.store.peek(id)?.waitingFor).toMatchObject({
+        kind: 'throttle',
+        key: '*',
+        rank: jobRank({ agingSeconds: 30 }, h.store.peek(id) as never),
+      });
+    }
+    expect(h.queue.visibility.map((v) => v.seconds)).toEqual([2, 4]);
+    // the high-priority job comes last, and waits behind them by its estimate only
+    await h.worker(sqsEvent(messageFor('high')));
+    expect((await h.pacer.line({ scope: 'echo~t', key: '*', max: 10 })).map((e) => e.jobId)).toEqual([
+      'high',
+      'low1',
+      'low2',
+    ]);
+    // the key view lists the line in that order, with the time each rank stands for
+    const view = await paceView(h.pacer, spec, 'throttle', '*', h.clock.now());
+    expect(view?.line).toEqual([
+      { jobId: 'high', rankedAt: iso(T0 - 9 * 30_000) },
+      { jobId: 'low1', rankedAt: iso(T0) },
+      { jobId: 'low2', rankedAt: iso(T0) },
+    ]);
+    // low1's message comes back at its turn: the turn is free, but high is first. low1 sends
+    // high its message and waits on; high takes the turn when its message comes.
+    h.clock.set(T0 + 2000);
+    const sent = h.queue.sent.length;
+    await h.worker(sqsEvent(messageFor('low1', { messageId: 'm-low1-back' })));
+    expect(started).toEqual(['first']);
+    expect(h.queue.sent.slice(sent).map((s) => s.message)).toEqual([expect.objectContaining({ id: 'high' })]);
+    await h.worker(sqsEvent(messageFor('high', { messageId: 'm-high-woken' })));
+    expect(started).toEqual(['first', 'high']);
+    expect(h.store.peek('high')?.waitingFor).toBeUndefined();
+    // then low1, then low2, one turn each
+    h.clock.set(T0 + 4000);
+    await h.worker(sqsEvent(messageFor('low2', { messageId: 'm-low2-back' }))); // low1 is first: woken
+    await h.worker(sqsEvent(messageFor('low1', { messageId: 'm-low1-woken' })));
+    h.clock.set(T0 + 6000);
+    await h.worker(sqsEvent(messageFor('low2', { messageId: 'm-low2-again' })));
+    expect(started).toEqual(['first', 'high', 'low1', 'low2']);
+    expect(await h.pacer.line({ scope: 'echo~t', key: '*', max: 10 })).toEqual([]);
+  });
+
+  it('takes out of the line the entry of a job that will not come (cancelled), and the next job takes the turn', async () => {
+    const started: string[] = [];
+    const h = harness({
+      spec,
+      run: async (_p, ctx) => {
+        started.push(ctx.jobId);
+        return 'ok';
+      },
+    });
+    for (const [id, p] of [
+      ['first', 0],
+      ['low', 0],
+      ['gone', 9],
+    ] as const)
+      h.store.seed(job(id, p));
+    await h.worker(sqsEvent(messageFor('first')));
+    await h.worker(sqsEvent(messageFor('low')));
+    await h.worker(sqsEvent(messageFor('gone')));
+    // the high-priority job is cancelled while it waits: its entry stays until someone finds it
+    h.store.seed({ ...(h.store.peek('gone') as Job), state: 'cancelled' });
+    h.clock.set(T0 + 2000);
+    const sent = h.queue.sent.length;
+    await h.worker(sqsEvent(messageFor('low', { messageId: 'm-low-back' })));
+    expect(started).toEqual(['first', 'low']);
+    expect(h.queue.sent.length).toBe(sent); // nobody to wake
+    expect(await h.pacer.line({ scope: 'echo~t', key: '*', max: 10 })).toEqual([]);
+  });
+});
