@@ -79,6 +79,19 @@ export const pacedJob = defineJobType({
 });
 export const paced = defineJob(pacedJob, async () => ({ ok: true }));
 
+/**
+ * `paced-ranked`: like `paced`, with priorities, one start per 2 s per `tenant`: a job that finds
+ * no turn free waits in the key's throttle line.
+ */
+export const pacedRankedJob = defineJobType({
+  type: 'paced-ranked',
+  payload: z.object({ tenant: z.string(), i: z.int() }),
+  timeoutMs: 10_000,
+  throttle: { limit: 1, periodSeconds: 2, key: (p) => p.tenant },
+  priority: { default: 0 },
+});
+export const pacedRanked = defineJob(pacedRankedJob, async () => ({ ok: true }));
+
 /** `rated`: like `sink`, rate-limited per `tenant` at a rate the bench never reaches (always accepted). */
 export const ratedJob = defineJobType({
   type: 'rated',

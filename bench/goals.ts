@@ -85,6 +85,11 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     max: 6,
   },
   {
+    id: 'throttle-line-wait',
+    goal: "DynamoDB write units, job of a throttled type with priorities that waits in its key's line (immediate + 9: a 2-item join transaction, waitingFor, a 2-item transaction that takes the turn and leaves the line)",
+    max: 13,
+  },
+  {
     id: 'rate-limit-accepted',
     goal: 'DynamoDB write units, immediate job of a rate-limited type, accepted (immediate + 2)',
     max: 6,

@@ -5,12 +5,14 @@
 import { performance } from 'node:perf_hooks';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../shared/aws/dynamo-flow-slots';
+import { DynamoPacer } from '../shared/aws/dynamo-pacer';
 import { type Slot, WHOLE_TYPE_KEY } from '../shared/core/flow';
 import type { Job, JobView } from '../shared/core/job';
+import { paceScope, throttlePace } from '../shared/core/pace';
 import type { JobState } from '../shared/core/states';
 import { newJob } from '../test/support/fakes';
 import { asActor } from './counting-middleware';
-import { functionUrlEvent, payloadOfBytes, responseJson } from './fixtures';
+import { functionUrlEvent, pacedRankedJob, payloadOfBytes, responseJson } from './fixtures';
 import type { Harness } from './harness';
 
 /** What starting a trace did. */
@@ -235,6 +237,29 @@ export const PLANS: PathPlan[] = [
     start: (h, i) => enqueue(h, { type: 'paced', payload: { tenant: 'bench-tenant', i } }),
     type: 'paced',
     waitSeconds: 1,
+  },
+  {
+    id: 'throttle-line-wait',
+    label:
+      'Job of a throttled type with priorities (1 per 2 s per tenant), no turn free: it waits in the throttle line, takes the next turn, succeeds',
+    start: async (h, i) => {
+      const pacer = new DynamoPacer(h.platform.clients.dynamo, h.platform.config.tableName);
+      const throttle = pacedRankedJob.throttle as { limit: number; periodSeconds: number };
+      // another job of the tenant took the turn that was free
+      await asActor('setup', () =>
+        pacer.lineTurn({
+          scope: paceScope(pacedRankedJob.type, 'throttle'),
+          key: `bench-${i}`,
+          now: h.clock.now(),
+          pace: throttlePace(throttle),
+          job: { jobId: `bench-setup-${i}`, type: pacedRankedJob.type, rank: `0#bench-setup-${i}` },
+          inLine: false,
+        }),
+      );
+      return enqueue(h, { type: pacedRankedJob.type, payload: { tenant: `bench-${i}`, i } });
+    },
+    type: pacedRankedJob.type,
+    waitSeconds: 3,
   },
   {
     id: 'rate-limit-accepted',

@@ -90,6 +90,16 @@ export function createPaceGate(deps: {
     }
   }
 
+  /** Records on the job that it waits in the line, under which rank, and about until when. */
+  async function markLine(job: Job, key: string, rank: string, token: number, until: number, now: number, log: Logger) {
+    await store.markWaiting?.({
+      job,
+      waitingFor: { kind: 'throttle', key, until: iso(until), token, rank, since: iso(now) },
+      now,
+    });
+    log.info('waiting in its throttle line', { key, rank, until: iso(until) });
+  }
+
   /** The line's turn of `job` (a type with priorities). */
   async function lineTurn(job: Job, token: number, key: string, log: Logger): Promise<Turn> {
     const w = job.waitingFor;
@@ -97,23 +107,33 @@ export function createPaceGate(deps: {
     // it keeps the rank it joined under (its runAt may have moved since, as a give-back moves it)
     const rank = waits ?? jobRank(spec.priority ?? {}, job);
     const entry = { jobId: job.id, type: spec.type, rank };
+    let inLine = waits !== undefined;
+    let waited = false;
+    let marked = waits !== undefined;
     for (let stale = 0; ; stale++) {
       const now = clock.now();
-      const turn = await pacer.lineTurn({ scope, key, now, pace, job: entry, inLine: waits !== undefined });
+      const turn = await pacer.lineTurn({ scope, key, now, pace, job: entry, inLine });
       if (turn.kind === 'go') return { kind: 'go' };
+      // a turn within a second, first in line or alone: wait for it in place, once, rather than
+      // hiding the message for so little
+      const soon = turn.until - now;
+      if (!turn.head && !waited && soon <= EARLY_START_TOLERANCE_MS && (turn.joined || inLine)) {
+        // (not recorded for so short a wait: an entry with no record is taken out as stale, and
+        // the job joins again under the same rank when its message comes back)
+        waited = true;
+        inLine = true;
+        await sleep(Math.max(0, Math.ceil(soon)) + 1);
+        continue;
+      }
       if (turn.head && stale < STALE_HEADS && !(await willCome(turn.head, key))) {
         if (await pacer.leaveLine({ scope, key, rank: turn.head.rank })) {
           log.info('took out of its throttle line a job that will not come', { jobId: turn.head.jobId });
         }
         continue;
       }
-      if (turn.joined || waits === undefined) {
-        await store.markWaiting?.({
-          job,
-          waitingFor: { kind: 'throttle', key, until: iso(turn.until), token, rank, since: iso(now) },
-          now,
-        });
-        log.info('waiting in its throttle line', { key, rank, until: iso(turn.until) });
+      if (turn.joined || !marked) {
+        await markLine(job, key, rank, token, turn.until, now, log);
+        marked = true;
       }
       if (turn.head) await wake(turn.head, log);
       return { kind: 'later', until: Math.max(turn.until, now + EARLY_START_TOLERANCE_MS + 1) };
