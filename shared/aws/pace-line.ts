@@ -14,10 +14,13 @@
  *   still empty (1 write unit, as a plain throttle's turn);
  * - no turn free: it joins (its entry put and `w` counted up, one transaction: 4 write units) and
  *   comes back about when its turn would be, were every job ahead to take one;
- * - a turn free and jobs in line: the head of the line (one consistent Query) takes it. The head
- *   itself takes it with one transaction (the TAT moved and `w` counted down, conditioned on both
- *   as read, and its entry deleted: 4 write units). Anyone else tells its caller which job is
- *   first, to send it its message (its own may be hidden until later), and waits on.
+ * - a turn free and jobs in line: the head of the line (one consistent Query of the first two)
+ *   takes it. The head itself takes it with one transaction (the TAT moved and `w` counted down,
+ *   conditioned on both as read, and its entry deleted: 4 write units), and names the job after
+ *   it, which its caller sends its message: so the line moves at the throttle's pace, each job
+ *   handing on to the next. Anyone else waits on; when the turn has been free for a while (the
+ *   hand-on was lost, or the head joined after it) it names the head, for its caller to send it
+ *   its message (its own may be hidden until later).
  *
  * Conditioning the take on `w` as read makes the order exact: a job that joined after the head
  * was read (perhaps ahead of it) refuses the take, and the head is read again. A hand-off in
@@ -35,7 +38,15 @@ import {
   TransactWriteItemsCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type LineTurn, lineEstimate, nextTurn, type Pace, type PaceLineEntry, turnFree } from '../core/pace';
+import {
+  type LineTurn,
+  lineEstimate,
+  nextTurn,
+  type Pace,
+  type PaceLineEntry,
+  turnFree,
+  turnOverdue,
+} from '../core/pace';
 import { itemKey } from '../core/table';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
@@ -258,10 +269,10 @@ export async function lineTurn(
       return { kind: 'wait', until: lineEstimate(read.tat, now, read.pace, read.waiting), joined };
     }
     // a turn is free, and jobs wait: it goes to the head
-    const [head] = await lineEntries(deps, 1, true);
+    const [head, next] = await lineEntries(deps, 2, true);
     if (head?.rank === job.rank) {
       const taken = await takeHead(deps, read, job.rank, now);
-      if (taken === 'taken') return { kind: 'go' };
+      if (taken === 'taken') return next ? { kind: 'go', next } : { kind: 'go' };
       if (taken === 'gone') believed = false;
       continue;
     }
@@ -274,6 +285,9 @@ export async function lineTurn(
     const until = lineEstimate(read.tat, now, read.pace, read.waiting);
     // no head: the count and the entries disagree only between a read and a write; read again
     if (!head) continue;
+    // the job that took the last turn sent the head its message: only a turn free for a while
+    // says that it was lost
+    if (!turnOverdue(read.tat, now, read.pace)) return { kind: 'wait', until, joined };
     return { kind: 'wait', until, joined, head };
   }
   throw new ThrottledError('the throttle line changed on every try; try again shortly');

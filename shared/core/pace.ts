@@ -143,6 +143,19 @@ export function turnFree(tat: number | undefined, now: number, pace: Pace): bool
 }
 
 /**
+ * How long a turn of a throttle's line may stay free before a job that finds another first in
+ * line sends that one its message: the job that took the last turn sends the next one its
+ * message at once, so a turn free for longer means that hand-on was lost (or the job first in
+ * line joined after it, ahead of the rest).
+ */
+export const LINE_HAND_ON_GRACE_MS = 2_000;
+
+/** Whether a throttle's turn has been free for longer than {@link LINE_HAND_ON_GRACE_MS}. */
+export function turnOverdue(tat: number | undefined, now: number, pace: Pace): boolean {
+  return tat === undefined || now - (tat - pace.toleranceMs) > LINE_HAND_ON_GRACE_MS;
+}
+
+/**
  * When a job with `ahead` jobs before it in a throttle's line should come back: the key's next
  * turn, then one interval for each job ahead (each takes one turn). Only a wake-up time: the
  * turn goes to whoever is first in line when it is free.
@@ -162,12 +175,16 @@ export interface PaceLineEntry {
 
 /**
  * What {@link Pacer.lineTurn} tells a job of a throttle's line:
- * - `go`: it took a turn now (and left the line, if it was in it): start;
+ * - `go`: it took a turn now (and left the line, if it was in it): start. `next`, when given, is
+ *   the job now first in line: send it its message, so that the line keeps moving at the
+ *   throttle's pace however the waiting jobs' messages are hidden;
  * - `wait`: it waits in line (joined now, or before). Come back at `until`; `head`, when given,
- *   is the job first in line, for which a turn is free now: send it its message, as it may be
- *   hidden until later.
+ *   is the job first in line, for which a turn has been free for a while
+ *   ({@link turnOverdue}): send it its message, as it may be hidden until later.
  */
-export type LineTurn = { kind: 'go' } | { kind: 'wait'; until: number; joined: boolean; head?: PaceLineEntry };
+export type LineTurn =
+  | { kind: 'go'; next?: PaceLineEntry }
+  | { kind: 'wait'; until: number; joined: boolean; head?: PaceLineEntry };
 
 /** A throttle or rate limit set at run time on one key, in place of the spec's. */
 export interface RuntimePace {

@@ -113,7 +113,11 @@ export function createPaceGate(deps: {
     for (let stale = 0; ; stale++) {
       const now = clock.now();
       const turn = await pacer.lineTurn({ scope, key, now, pace, job: entry, inLine });
-      if (turn.kind === 'go') return { kind: 'go' };
+      if (turn.kind === 'go') {
+        // the job after it is first now: its turn is next, and its own message may come much later
+        if (turn.next) await wake(turn.next, log);
+        return { kind: 'go' };
+      }
       // a turn within a second, first in line or alone: wait for it in place, once, rather than
       // hiding the message for so little
       const soon = turn.until - now;

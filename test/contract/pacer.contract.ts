@@ -147,8 +147,8 @@ export function pacerContract(fresh: () => Promise<Pacer>): void {
           head: { jobId: 'high', type: 't', rank: high.rank },
         });
         expect(bumped.until).toBeGreaterThanOrEqual(NOW + 2000);
-        // high comes (woken): it takes the turn, and leaves the line
-        expect(await ask(a, s, NOW + 1005, high, true)).toEqual({ kind: 'go' });
+        // high comes (woken): it takes the turn, leaves the line, and names the job first now
+        expect(await ask(a, s, NOW + 1005, high, true)).toEqual({ kind: 'go', next: low2 });
         // low2 is first now, but the next turn is a second after the last
         expect(await ask(b, s, NOW + 1500, low2, true)).toEqual({ kind: 'wait', until: NOW + 2005, joined: false });
         expect(await ask(a, s, NOW + 2005, low2, true)).toEqual({ kind: 'go' });

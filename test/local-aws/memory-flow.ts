@@ -38,6 +38,7 @@ import {
   type RuntimePace,
   rescaleTat,
   turnFree,
+  turnOverdue,
 } from '../../shared/core/pace';
 
 interface FakeSlot {
@@ -452,13 +453,16 @@ export class FakePacer implements Pacer {
       take();
       line.delete(job.rank);
       this.writes += 4;
-      return { kind: 'go' };
+      const next = this.headOf(line);
+      return next ? { kind: 'go', next: { ...next } } : { kind: 'go' };
     }
     if (!there) {
       line.set(job.rank, { ...job });
       this.writes += 4;
     }
-    return { kind: 'wait', until: lineEstimate(tat, now, pace, waiting), joined: !there, head: { ...head } };
+    const until = lineEstimate(tat, now, pace, waiting);
+    if (!turnOverdue(tat, now, pace)) return { kind: 'wait', until, joined: !there };
+    return { kind: 'wait', until, joined: !there, head: { ...head } };
   }
 
   async leaveLine(input: { scope: string; key: string; rank: string }): Promise<boolean> {

@@ -77,8 +77,11 @@ describe('worker: a throttle with priorities', () => {
     await h.worker(sqsEvent(messageFor('low1', { messageId: 'm-low1-back' })));
     expect(started).toEqual(['first']);
     expect(h.queue.sent.slice(sent).map((s) => s.message)).toEqual([expect.objectContaining({ id: 'high' })]);
+    const beforeHigh = h.queue.sent.length;
     await h.worker(sqsEvent(messageFor('high', { messageId: 'm-high-woken' })));
     expect(started).toEqual(['first', 'high']);
+    // high hands on: low1 is first now, and is sent its message for the next turn
+    expect(h.queue.sent.slice(beforeHigh).map((s) => s.message)).toEqual([expect.objectContaining({ id: 'low1' })]);
     expect(h.store.peek('high')?.waitingFor).toBeUndefined();
     // then low1, then low2, one turn each
     h.clock.set(T0 + 4000);
