@@ -1,0 +1,136 @@
+/**
+ * Failing cases of a throttle's line on DynamoDB Local (DynamoPacer, shared/aws/pace-line.ts),
+ * that the in-memory fake cannot show: the pace item's expiry, and a request held while others
+ * run (an SDK middleware waits on a gate before sending it, as in flow-ranked-line-races.test.ts).
+ * Each test states the invariant it breaks; they fail until the code is fixed.
+ */
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  type TransactWriteItemsCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { describe, expect, inject, it } from 'vitest';
+import { keyOf } from '../../shared/aws/attributes';
+import { DynamoPacer, paceKey } from '../../shared/aws/dynamo-pacer';
+import { type LineTurn, type Pacer, throttlePace } from '../../shared/core/pace';
+import { rankKey } from '../../shared/core/priority';
+import { LOCAL_CREDENTIALS } from '../local-aws/clients';
+import { useJobTable } from '../local-aws/job-table';
+
+const { dynamo, tableName } = useJobTable('throttle-line-review');
+const NOW = Date.parse('2026-06-01T00:00:00.000Z');
+const DAY = 86_400_000;
+const pace = throttlePace({ limit: 1, periodSeconds: 1 }); // T = 1 s, no burst
+const run = Math.random().toString(36).slice(2, 8);
+let seq = 0;
+const scope = () => `review-${run}-${++seq}~t`;
+const job = (rank: number, id: string) => ({ jobId: id, type: 't', rank: rankKey(rank, id) });
+const ask = (p: Pacer, s: string, now: number, j: ReturnType<typeof job>, inLine = false) =>
+  p.lineTurn({ scope: s, key: 'k', now, pace, job: j, inLine });
+
+/** The pace item's attributes (consistent read). */
+async function paceItem(s: string) {
+  const out = await dynamo.send(
+    new GetItemCommand({ TableName: tableName, Key: keyOf(paceKey(s, 'k')), ConsistentRead: true }),
+  );
+  return out.Item;
+}
+
+/** A client whose takeHead transaction for the entry `rank` (the pace item's update, then the entry's delete) waits until `open()`. */
+function holdingTakeOf(rank: string) {
+  const client = new DynamoDBClient({
+    endpoint: inject('dynamodbEndpoint'),
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+  });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let reach!: () => void;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const items = (args.input as TransactWriteItemsCommandInput).TransactItems;
+      if (
+        context.commandName === 'TransactWriteItemsCommand' &&
+        items?.[0]?.Update !== undefined &&
+        items[1]?.Delete?.Key?.sk?.S === rank
+      ) {
+        reach();
+        await gate;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'holdTake' },
+  );
+  return { client, open, reached };
+}
+
+describe('throttle line review on DynamoDB Local', () => {
+  it('keeps the count of jobs in line across the pace item’s expiry, so a free turn still goes to the best-ranked job', async () => {
+    const s = scope();
+    const p = new DynamoPacer(dynamo, tableName);
+    expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
+    // two jobs wait in line, then are cancelled: their entries stay until a job finds them first
+    const gone = [job(NOW - 100_000, 'gone1'), job(NOW - 90_000, 'gone2')];
+    for (const [i, g] of gone.entries()) expect(await ask(p, s, NOW + 1 + i, g)).toMatchObject({ joined: true });
+    // the pace item counts them, and still expires 30 days after the last take (a join leaves
+    // its expiresAt as it was)
+    const item = await paceItem(s);
+    expect(item?.w?.N).toBe('2');
+    expect(Number(item?.expiresAt?.N)).toBeLessThanOrEqual(Math.floor(NOW / 1000) + 30 * 86_400);
+    // nobody uses the key for a month: the table's TTL deletes the pace item (the entries, which
+    // carry no expiresAt, stay)
+    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(paceKey(s, 'k')) }));
+    const later = NOW + 31 * DAY;
+    expect(await ask(p, s, later, job(later, 'x'))).toEqual({ kind: 'go' });
+    // a high-priority job joins (no turn free), first of the live jobs
+    const high = job(later - 300_000, 'high');
+    expect(await ask(p, s, later + 1, high)).toMatchObject({ kind: 'wait', joined: true });
+    // a turn is free: a newcomer asks, and takes out each head that will not come, as the gate does
+    const low = job(later + 1000, 'low');
+    let turn: LineTurn = await ask(p, s, later + 1000, low);
+    for (let i = 0; i < 5 && turn.kind === 'wait' && turn.head?.jobId.startsWith('gone'); i++) {
+      await p.leaveLine({ scope: s, key: 'k', rank: turn.head.rank });
+      turn = await ask(p, s, later + 1000, low, true);
+    }
+    expect((await p.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toContain('high');
+    // Invariant: a free turn never goes to a job while a better-ranked one is in line, and `w`
+    // is the number of entries. Broken: the expiry reset `w` to 0 under two entries; each stale
+    // entry taken out counts it down once more, so `w` reads 0 with high (and low) in line,
+    // and low takes the turn as if the line were empty (its own entry then stays for ever)
+    expect(turn).toMatchObject({ kind: 'wait', head: { jobId: 'high' } });
+  });
+
+  it('refuses the head’s take when a better-ranked job joined after the head was read, even if another entry left meanwhile', async () => {
+    const s = scope();
+    const p = new DynamoPacer(dynamo, tableName);
+    expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
+    const me = job(NOW, 'me');
+    const stale = job(NOW + 500, 'stale'); // behind me; its job has ended
+    expect(await ask(p, s, NOW + 1, stale)).toMatchObject({ joined: true });
+    expect(await ask(p, s, NOW + 2, me)).toMatchObject({ joined: true });
+    // a turn is free: I read the line (w = 2), find myself first, and my take is held
+    const held = holdingTakeOf(me.rank);
+    const mine = ask(new DynamoPacer(held.client, tableName), s, NOW + 1000, me, true);
+    await held.reached;
+    // meanwhile a better-ranked job joins (w = 3) and is told I am first, and a worker that
+    // found `stale` first earlier (before I joined) takes it out (w = 2 again)
+    const best = job(NOW - 60_000, 'best');
+    expect(await ask(p, s, NOW + 1000, best)).toMatchObject({ kind: 'wait', joined: true });
+    expect(await p.leaveLine({ scope: s, key: 'k', rank: stale.rank })).toBe(true);
+    expect((await p.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toEqual(['best', 'me']);
+    held.open();
+    const got = await mine;
+    held.client.destroy();
+    // Invariant: the take is refused when a job joined after the head was read (pace-line.ts:
+    // "a job that joined after the head was read (perhaps ahead of it) refuses the take").
+    // Broken: the take is conditioned on `w` as read, and a join plus a leave bring `w` back to
+    // it (ABA): I take the turn while best, ranked ahead, is in line
+    expect(got).not.toEqual({ kind: 'go' });
+  });
+});
