@@ -251,16 +251,24 @@ export class DynamoPacer implements Pacer {
         }
         removes.push('expiresAt');
       } else {
-        sets.push('expiresAt = :exp');
-        values[':exp'] = N(Math.floor(now / 1000) + PACE_RETENTION_SECONDS);
+        // an item with jobs in its throttle's line does not expire (shared/aws/pace-line.ts)
+        if (Number(item?.w?.N ?? '0') > 0) removes.push('expiresAt');
+        else {
+          sets.push('expiresAt = :exp');
+          values[':exp'] = N(Math.floor(now / 1000) + PACE_RETENTION_SECONDS);
+        }
         removes.push('pT', 'pTau', 'pL', 'pP', 'pB', 'pBy', 'pAt');
       }
       const pv = item?.pv?.N;
+      const lv = item?.lv?.N;
       const seen = [
         pv === undefined ? 'attribute_not_exists(pv)' : 'pv = :pv',
         old === undefined ? 'attribute_not_exists(tat)' : 'tat = :old',
+        // the expiry above follows the throttle line's count as read
+        lv === undefined ? 'attribute_not_exists(lv)' : 'lv = :lv',
       ].join(' AND ');
       if (pv !== undefined) values[':pv'] = N(Number(pv));
+      if (lv !== undefined) values[':lv'] = N(Number(lv));
       if (old !== undefined) values[':old'] = N(old);
       try {
         await this.client.send(
@@ -314,6 +322,7 @@ export class DynamoPacer implements Pacer {
         return {
           tat: item?.tat?.N === undefined ? undefined : Number(item.tat.N),
           waiting: Number(item?.w?.N ?? '0'),
+          lv: Number(item?.lv?.N ?? '0'),
           pv: Number(item?.pv?.N ?? '0'),
           pace: runtime?.pace ?? spec,
           kept: runtime !== undefined,

@@ -63,6 +63,8 @@ export interface PaceItemRead {
   tat: number | undefined;
   /** Jobs in line. */
   waiting: number;
+  /** The line's version: counted up by every join, leave and take (0: none yet). */
+  lv: number;
   /** The run-time pace's version (0: none). */
   pv: number;
   /** The pace that holds (the run-time one, else the caller's). */
@@ -83,17 +85,39 @@ interface LineDeps {
   expiresAt(now: number): number;
 }
 
-/** The version and TAT conditions of a write on the pace item as read. */
+/**
+ * The conditions of a write on the pace item as read: the pace's version, the TAT, and the line's
+ * version (not its count: a join and a leave between the read and the write leave the count as
+ * it was, and the line changed).
+ */
 function asRead(read: PaceItemRead, values: Record<string, AttributeValue>): string {
   const parts = [
     read.pv > 0 ? 'pv = :pv' : 'attribute_not_exists(pv)',
     read.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :seenTat',
-    read.waiting === 0 ? '(attribute_not_exists(w) OR w = :zero)' : 'w = :seenW',
+    read.lv > 0 ? 'lv = :seenLv' : 'attribute_not_exists(lv)',
   ];
   if (read.pv > 0) values[':pv'] = N(read.pv);
   if (read.tat !== undefined) values[':seenTat'] = N(read.tat);
-  values[read.waiting === 0 ? ':zero' : ':seenW'] = N(read.waiting);
+  if (read.lv > 0) values[':seenLv'] = N(read.lv);
   return parts.join(' AND ');
+}
+
+/**
+ * How a write that leaves `waiting` jobs in line treats the item's expiry: set (nobody waits, the
+ * key may go quiet) or removed (an item with jobs in line never expires: its count would go with
+ * it while their entries stay). A run-time pace keeps it from expiring anyway.
+ */
+function expiry(
+  read: PaceItemRead,
+  waitingAfter: number,
+  now: number,
+  deps: LineDeps,
+  values: Record<string, AttributeValue>,
+) {
+  if (read.kept) return { set: '', remove: '' };
+  if (waitingAfter > 0) return { set: '', remove: ' REMOVE expiresAt' };
+  values[':exp'] = N(deps.expiresAt(now));
+  return { set: ', expiresAt = :exp', remove: '' };
 }
 
 function cancelled(error: unknown): string[] | undefined {
@@ -119,8 +143,35 @@ export async function lineEntries(
       }),
     );
     return (out.Items ?? []).flatMap((item) =>
-      item.jobId?.S && item.type?.S && item.sk?.S ? [{ jobId: item.jobId.S, type: item.type.S, rank: item.sk.S }] : [],
+      item.jobId?.S && item.type?.S && item.sk?.S
+        ? [
+            {
+              jobId: item.jobId.S,
+              type: item.type.S,
+              rank: item.sk.S,
+              ...(item.at?.N === undefined ? {} : { joinedAt: Number(item.at.N) }),
+            },
+          ]
+        : [],
     );
+  } catch (error) {
+    return translateAwsError(error, 'DynamoDB Query (pace line)');
+  }
+}
+
+/** Whether any job waits ahead of `rank` (an eventually consistent Query of one entry: an estimate's input). */
+async function anyAhead(deps: LineDeps, rank: string): Promise<boolean> {
+  try {
+    const out = await deps.client.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk < :rank',
+        ExpressionAttributeValues: { ':pk': S(deps.linePk), ':rank': S(rank) },
+        ProjectionExpression: 'pk',
+        Limit: 1,
+      }),
+    );
+    return (out.Items ?? []).length > 0;
   } catch (error) {
     return translateAwsError(error, 'DynamoDB Query (pace line)');
   }
@@ -147,13 +198,13 @@ async function inLine(deps: LineDeps, rank: string): Promise<boolean> {
 async function takeEmpty(deps: LineDeps, read: PaceItemRead, now: number): Promise<boolean> {
   const values: Record<string, AttributeValue> = { ':next': N(nextTurn(read.tat, now, read.pace).tat) };
   const condition = asRead(read, values);
-  if (!read.kept) values[':exp'] = N(deps.expiresAt(now));
+  const exp = expiry(read, 0, now, deps, values);
   try {
     await deps.client.send(
       new UpdateItemCommand({
         TableName: deps.tableName,
         Key: keyOf(deps.pacePk),
-        UpdateExpression: read.kept ? 'SET tat = :next' : 'SET tat = :next, expiresAt = :exp',
+        UpdateExpression: `SET tat = :next${exp.set}`,
         ConditionExpression: condition,
         ExpressionAttributeValues: values,
       }),
@@ -184,7 +235,8 @@ async function join(deps: LineDeps, job: PaceLineEntry, now: number): Promise<'j
       Update: {
         TableName: deps.tableName,
         Key: keyOf(deps.pacePk),
-        UpdateExpression: 'ADD w :one',
+        // an item with jobs in line does not expire (see expiry)
+        UpdateExpression: 'ADD w :one, lv :one REMOVE expiresAt',
         ExpressionAttributeValues: { ':one': N(1) },
       },
     },
@@ -212,15 +264,16 @@ async function takeHead(
   const values: Record<string, AttributeValue> = {
     ':next': N(nextTurn(read.tat, now, read.pace).tat),
     ':minus': N(-1),
+    ':one': N(1),
   };
   const condition = asRead(read, values);
-  if (!read.kept) values[':exp'] = N(deps.expiresAt(now));
+  const exp = expiry(read, read.waiting - 1, now, deps, values);
   const items: TransactWriteItem[] = [
     {
       Update: {
         TableName: deps.tableName,
         Key: keyOf(deps.pacePk),
-        UpdateExpression: read.kept ? 'SET tat = :next ADD w :minus' : 'SET tat = :next, expiresAt = :exp ADD w :minus',
+        UpdateExpression: `SET tat = :next${exp.set} ADD w :minus, lv :one${exp.remove}`,
         ConditionExpression: condition,
         ExpressionAttributeValues: values,
       },
@@ -265,8 +318,9 @@ export async function lineTurn(
       if (out === 'conflict') continue;
       believed = true;
       joined ||= out === 'joined';
-      // the jobs counted before it are ahead of it, at most
-      return { kind: 'wait', until: lineEstimate(read.tat, now, read.pace, read.waiting), joined };
+      // the jobs counted before it are ahead of it, at most; none, and it is first: the next turn
+      const ahead = read.waiting > 0 && (await anyAhead(deps, job.rank)) ? read.waiting : 0;
+      return { kind: 'wait', until: lineEstimate(read.tat, now, read.pace, ahead), joined };
     }
     // a turn is free, and jobs wait: it goes to the head
     const [head, next] = await lineEntries(deps, 2, true);
@@ -310,9 +364,10 @@ export async function leaveLine(deps: Pick<LineDeps, 'client' | 'tableName' | 'p
             Update: {
               TableName: deps.tableName,
               Key: keyOf(deps.pacePk),
-              UpdateExpression: 'ADD w :minus',
+              // (the item keeps no expiry: a join removed it, and the next take from an empty line sets it)
+              UpdateExpression: 'ADD w :minus, lv :one',
               ConditionExpression: 'w > :zero',
-              ExpressionAttributeValues: { ':minus': N(-1), ':zero': N(0) },
+              ExpressionAttributeValues: { ':minus': N(-1), ':zero': N(0), ':one': N(1) },
             },
           },
         ],

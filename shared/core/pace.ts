@@ -171,6 +171,8 @@ export interface PaceLineEntry {
   type: string;
   /** Its rank key (shared/core/priority.ts): the line is served lowest first. */
   rank: string;
+  /** When it joined (epoch ms), as the line reports it. */
+  joinedAt?: number;
 }
 
 /**

@@ -32,6 +32,11 @@ export type Turn =
 
 /** How many entries of jobs that will not come one turn takes out before it waits on. */
 const STALE_HEADS = 5;
+/**
+ * How long after its join an entry is taken to be coming whatever its job says: the job writes
+ * its `waitingFor` after its join.
+ */
+const JOIN_GRACE_MS = 30_000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -63,13 +68,16 @@ export function createPaceGate(deps: {
    * Whether the job of a line's head will come for its turn: it exists, has not ended, and waits
    * in this line under that entry. One consistent read.
    */
-  async function willCome(head: PaceLineEntry, key: string): Promise<boolean> {
+  async function willCome(head: PaceLineEntry, key: string, now: number): Promise<boolean> {
     const job = await store.get(head.jobId);
     if (!job || isTerminal(job.state)) return false;
+    // not due (a retry in its backoff, joined again by a delivery read before its attempt):
+    // it joins again when it is due
+    if (Date.parse(job.runAt) > now + EARLY_START_TOLERANCE_MS) return false;
     const w = job.waitingFor;
-    // a job between its join and its `waitingFor` write looks stale too: taken out, it joins
-    // again under the same rank when it comes back (and so keeps its place)
-    return w?.kind === 'throttle' && w.key === key && w.rank === head.rank;
+    if (w?.kind === 'throttle' && w.key === key && w.rank === head.rank) return true;
+    // a job that has just joined may not have written its `waitingFor` yet
+    return head.joinedAt !== undefined && now - head.joinedAt < JOIN_GRACE_MS;
   }
 
   /** Sends the line's head its message: it is first, and a turn is free. */
@@ -100,8 +108,33 @@ export function createPaceGate(deps: {
     log.info('waiting in its throttle line', { key, rank, until: iso(until) });
   }
 
+  /**
+   * A turn this attempt took on the plain path (no line: a type that took priorities on while
+   * it waited): `until`, unless it came to it more than {@link LATE_TURN_MS} late. A line's
+   * `waitingFor` (with a `rank`) holds an estimate, not a turn.
+   */
+  function heldTurn(job: Job, token: number, key: string, now: number, log: Logger): number | undefined {
+    const w = job.waitingFor;
+    if (w?.kind !== 'throttle' || w.rank !== undefined || w.token !== token || w.key !== key) return undefined;
+    const until = Date.parse(w.until);
+    if (now <= until + LATE_TURN_MS) return until;
+    log.info('came to its throttle turn late; taking a new one', { key, lateMs: now - until });
+    return undefined;
+  }
+
+  /** Waits for a turn at `at`: in place when it is within a second, otherwise later. */
+  async function startAt(at: number): Promise<Turn> {
+    const wait = at - clock.now();
+    if (wait > EARLY_START_TOLERANCE_MS) return { kind: 'later', until: at };
+    if (wait > 0) await sleep(Math.ceil(wait) + 1);
+    return { kind: 'go' };
+  }
+
   /** The line's turn of `job` (a type with priorities). */
   async function lineTurn(job: Job, token: number, key: string, log: Logger): Promise<Turn> {
+    // a turn taken before the type had priorities is kept
+    const held = heldTurn(job, token, key, clock.now(), log);
+    if (held !== undefined) return startAt(held);
     const w = job.waitingFor;
     const waits = w?.kind === 'throttle' && w.key === key && w.rank !== undefined ? w.rank : undefined;
     // it keeps the rank it joined under (its runAt may have moved since, as a give-back moves it)
@@ -129,7 +162,7 @@ export function createPaceGate(deps: {
         await sleep(Math.max(0, Math.ceil(soon)) + 1);
         continue;
       }
-      if (turn.head && stale < STALE_HEADS && !(await willCome(turn.head, key))) {
+      if (turn.head && stale < STALE_HEADS && !(await willCome(turn.head, key, now))) {
         if (await pacer.leaveLine({ scope, key, rank: turn.head.rank })) {
           log.info('took out of its throttle line a job that will not come', { jobId: turn.head.jobId });
         }
@@ -153,13 +186,7 @@ export function createPaceGate(deps: {
       const key = keyOf(job);
       if (spec.priority) return lineTurn(job, token, key, log);
       const now = clock.now();
-      const w = job.waitingFor;
-      let at: number | undefined;
-      if (w?.kind === 'throttle' && w.token === token && w.key === key) {
-        const until = Date.parse(w.until);
-        if (now <= until + LATE_TURN_MS) at = until;
-        else log.info('came to its throttle turn late; taking a new one', { key, lateMs: now - until });
-      }
+      let at = heldTurn(job, token, key, now, log);
       if (at === undefined) {
         at = await pacer.takeTurn({ scope, key, now, pace });
         if (at - now > EARLY_START_TOLERANCE_MS) {
@@ -171,10 +198,7 @@ export function createPaceGate(deps: {
           log.info('waiting for its throttle turn', { key, until: iso(at) });
         }
       }
-      const wait = at - clock.now();
-      if (wait > EARLY_START_TOLERANCE_MS) return { kind: 'later', until: at };
-      if (wait > 0) await sleep(Math.ceil(wait) + 1);
-      return { kind: 'go' };
+      return startAt(at);
     },
   };
 }

@@ -71,39 +71,44 @@ function holdingTakeOf(rank: string) {
 }
 
 describe('throttle line review on DynamoDB Local', () => {
-  it('keeps the count of jobs in line across the pace item’s expiry, so a free turn still goes to the best-ranked job', async () => {
+  it('keeps the count of jobs in line: the pace item does not expire while jobs wait, and expires again once none do', async () => {
     const s = scope();
     const p = new DynamoPacer(dynamo, tableName);
     expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
+    expect(Number((await paceItem(s))?.expiresAt?.N)).toBe(Math.floor(NOW / 1000) + 30 * 86_400);
     // two jobs wait in line, then are cancelled: their entries stay until a job finds them first
     const gone = [job(NOW - 100_000, 'gone1'), job(NOW - 90_000, 'gone2')];
     for (const [i, g] of gone.entries()) expect(await ask(p, s, NOW + 1 + i, g)).toMatchObject({ joined: true });
-    // the pace item counts them, and still expires 30 days after the last take (a join leaves
-    // its expiresAt as it was)
+    // the pace item counts them, and has no expiry: the table's TTL can never take the count
+    // away from entries that stay (it was: the count reset to 0 under two entries, and a
+    // newcomer took the turn as if the line were empty, passing a better-ranked job)
     const item = await paceItem(s);
     expect(item?.w?.N).toBe('2');
-    expect(Number(item?.expiresAt?.N)).toBeLessThanOrEqual(Math.floor(NOW / 1000) + 30 * 86_400);
-    // nobody uses the key for a month: the table's TTL deletes the pace item (the entries, which
-    // carry no expiresAt, stay)
-    await dynamo.send(new DeleteItemCommand({ TableName: tableName, Key: keyOf(paceKey(s, 'k')) }));
+    expect(item?.expiresAt).toBeUndefined();
+    // a month later, a high-priority job joins (no turn free... one is: the line is not empty)
     const later = NOW + 31 * DAY;
-    expect(await ask(p, s, later, job(later, 'x'))).toEqual({ kind: 'go' });
-    // a high-priority job joins (no turn free), first of the live jobs
     const high = job(later - 300_000, 'high');
-    expect(await ask(p, s, later + 1, high)).toMatchObject({ kind: 'wait', joined: true });
-    // a turn is free: a newcomer asks, and takes out each head that will not come, as the gate does
+    expect(await ask(p, s, later, high)).toMatchObject({ kind: 'wait', joined: true });
+    // a newcomer asks, and takes out each head that will not come, as the gate does
     const low = job(later + 1000, 'low');
     let turn: LineTurn = await ask(p, s, later + 1000, low);
     for (let i = 0; i < 5 && turn.kind === 'wait' && turn.head?.jobId.startsWith('gone'); i++) {
       await p.leaveLine({ scope: s, key: 'k', rank: turn.head.rank });
       turn = await ask(p, s, later + 1000, low, true);
     }
-    expect((await p.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toContain('high');
-    // Invariant: a free turn never goes to a job while a better-ranked one is in line, and `w`
-    // is the number of entries. Broken: the expiry reset `w` to 0 under two entries; each stale
-    // entry taken out counts it down once more, so `w` reads 0 with high (and low) in line,
-    // and low takes the turn as if the line were empty (its own entry then stays for ever)
+    // the free turn goes to high, first in line, not to low
     expect(turn).toMatchObject({ kind: 'wait', head: { jobId: 'high' } });
+    expect(await ask(p, s, later + 1001, high, true)).toEqual({
+      kind: 'go',
+      next: expect.objectContaining({ jobId: 'low' }),
+    });
+    expect((await paceItem(s))?.w?.N).toBe('1');
+    expect((await paceItem(s))?.expiresAt).toBeUndefined();
+    // the last job takes its turn: nobody waits, and the item expires again
+    const last = later + 1001 + 1000;
+    expect(await ask(p, s, last, low, true)).toEqual({ kind: 'go' });
+    expect((await paceItem(s))?.w?.N).toBe('0');
+    expect(Number((await paceItem(s))?.expiresAt?.N)).toBe(Math.floor(last / 1000) + 30 * 86_400);
   });
 
   it('refuses the head’s take when a better-ranked job joined after the head was read, even if another entry left meanwhile', async () => {

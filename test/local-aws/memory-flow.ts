@@ -443,10 +443,12 @@ export class FakePacer implements Pacer {
     if (!free) {
       // as the adapter: a job that believes it waits is not looked up until a turn is free
       if (input.inLine) return { kind: 'wait', until: lineEstimate(tat, now, pace, 0), joined: false };
-      if (there) return { kind: 'wait', until: lineEstimate(tat, now, pace, waiting), joined: false };
-      line.set(job.rank, { ...job });
+      // as the adapter: no job ahead of it, and its estimate is the next turn
+      const ahead = waiting > 0 && [...line.keys()].some((rank) => rank < job.rank) ? waiting : 0;
+      if (there) return { kind: 'wait', until: lineEstimate(tat, now, pace, ahead), joined: false };
+      line.set(job.rank, { ...job, joinedAt: now });
       this.writes += 4;
-      return { kind: 'wait', until: lineEstimate(tat, now, pace, waiting), joined: true };
+      return { kind: 'wait', until: lineEstimate(tat, now, pace, ahead), joined: true };
     }
     const head = this.headOf(line) as PaceLineEntry;
     if (head.rank === job.rank) {
@@ -457,7 +459,7 @@ export class FakePacer implements Pacer {
       return next ? { kind: 'go', next: { ...next } } : { kind: 'go' };
     }
     if (!there) {
-      line.set(job.rank, { ...job });
+      line.set(job.rank, { ...job, joinedAt: now });
       this.writes += 4;
     }
     const until = lineEstimate(tat, now, pace, waiting);

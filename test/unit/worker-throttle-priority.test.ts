@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { paceView } from '../../shared/api/pace-view';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { LINE_HAND_ON_GRACE_MS } from '../../shared/core/pace';
 import { jobRank } from '../../shared/core/priority';
 import { newJob, sqsEvent } from '../support/fakes';
 import { harness, messageFor, T0 } from './worker-harness';
@@ -70,22 +71,21 @@ describe('worker: a throttle with priorities', () => {
       { jobId: 'low1', rankedAt: iso(T0) },
       { jobId: 'low2', rankedAt: iso(T0) },
     ]);
-    // low1's message comes back at its turn: the turn is free, but high is first. low1 sends
-    // high its message and waits on; high takes the turn when its message comes.
+    // high is first in line: its estimate is the next turn, as low1's is. low1's message comes
+    // back: the turn is free, but high is first, and its own message is due now: low1 waits on
     h.clock.set(T0 + 2000);
     const sent = h.queue.sent.length;
     await h.worker(sqsEvent(messageFor('low1', { messageId: 'm-low1-back' })));
     expect(started).toEqual(['first']);
-    expect(h.queue.sent.slice(sent).map((s) => s.message)).toEqual([expect.objectContaining({ id: 'high' })]);
-    const beforeHigh = h.queue.sent.length;
-    await h.worker(sqsEvent(messageFor('high', { messageId: 'm-high-woken' })));
+    expect(h.queue.sent.length).toBe(sent);
+    // high's message comes back: it takes the turn, and sends low1 (first now) its message
+    await h.worker(sqsEvent(messageFor('high', { messageId: 'm-high-back' })));
     expect(started).toEqual(['first', 'high']);
-    // high hands on: low1 is first now, and is sent its message for the next turn
-    expect(h.queue.sent.slice(beforeHigh).map((s) => s.message)).toEqual([expect.objectContaining({ id: 'low1' })]);
     expect(h.store.peek('high')?.waitingFor).toBeUndefined();
+    expect(h.queue.sent.slice(sent).map((s) => s.message)).toEqual([expect.objectContaining({ id: 'low1' })]);
     // then low1, then low2, one turn each
     h.clock.set(T0 + 4000);
-    await h.worker(sqsEvent(messageFor('low2', { messageId: 'm-low2-back' }))); // low1 is first: woken
+    await h.worker(sqsEvent(messageFor('low2', { messageId: 'm-low2-back' }))); // low1 is first: low2 waits on
     await h.worker(sqsEvent(messageFor('low1', { messageId: 'm-low1-woken' })));
     h.clock.set(T0 + 6000);
     await h.worker(sqsEvent(messageFor('low2', { messageId: 'm-low2-again' })));
@@ -113,7 +113,9 @@ describe('worker: a throttle with priorities', () => {
     await h.worker(sqsEvent(messageFor('gone')));
     // the high-priority job is cancelled while it waits: its entry stays until someone finds it
     h.store.seed({ ...(h.store.peek('gone') as Job), state: 'cancelled' });
-    h.clock.set(T0 + 2000);
+    // low comes back once the turn has been free for longer than the grace (gone's message
+    // never comes): gone is first, and will not come: low takes its entry out, and the turn
+    h.clock.set(T0 + 2001 + LINE_HAND_ON_GRACE_MS);
     const sent = h.queue.sent.length;
     await h.worker(sqsEvent(messageFor('low', { messageId: 'm-low-back' })));
     expect(started).toEqual(['first', 'low']);

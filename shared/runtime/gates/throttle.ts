@@ -36,7 +36,9 @@ export const throttleGate: GateBuilder = (kit) => {
           if (turn.kind === 'go') return GO_ON;
           return {
             kind: 'give-back',
-            runAt: turn.until,
+            // in a throttle's line (priorities) the job keeps its due time, and so its rank: it
+            // waits under it, and `until` is only an estimate
+            runAt: spec.priority ? Date.parse(claimed.runAt) : turn.until,
             hideUntil: turn.until,
             what: 'giving back an attempt that must wait for its throttle turn',
           };
