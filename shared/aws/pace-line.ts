@@ -17,8 +17,8 @@
  * - a turn free and jobs in line: the head of the line (one consistent Query of the first two)
  *   takes it. The head itself takes it with one transaction (the TAT moved and `w` counted down,
  *   conditioned on both as read, and its entry deleted: 4 write units), and names the job after
- *   it, which its caller sends its message: so the line moves at the throttle's pace, each job
- *   handing on to the next. Anyone else waits on; when the turn has been free for a while (the
+ *   it, which its caller sends its message: so the line moves on by itself, each job handing on
+ *   to the next (at one message's latency per turn, at most). Anyone else waits on; when the turn has been free for a while (the
  *   hand-on was lost, or the head joined after it) it names the head, for its caller to send it
  *   its message (its own may be hidden until later).
  *
@@ -336,6 +336,8 @@ export async function lineTurn(
       joined ||= out === 'joined';
       believed = true;
     }
+    // passed: it comes back behind every job now in line (the one after the head is sent its
+    // message when the head takes its turn)
     const until = lineEstimate(read.tat, now, read.pace, read.waiting);
     // no head: the count and the entries disagree only between a read and a write; read again
     if (!head) continue;

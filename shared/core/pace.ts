@@ -178,8 +178,8 @@ export interface PaceLineEntry {
 /**
  * What {@link Pacer.lineTurn} tells a job of a throttle's line:
  * - `go`: it took a turn now (and left the line, if it was in it): start. `next`, when given, is
- *   the job now first in line: send it its message, so that the line keeps moving at the
- *   throttle's pace however the waiting jobs' messages are hidden;
+ *   the job now first in line: send it its message, so that the line keeps moving however the
+ *   waiting jobs' messages are hidden (one message's latency per turn);
  * - `wait`: it waits in line (joined now, or before). Come back at `until`; `head`, when given,
  *   is the job first in line, for which a turn has been free for a while
  *   ({@link turnOverdue}): send it its message, as it may be hidden until later.

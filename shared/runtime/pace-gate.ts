@@ -151,8 +151,8 @@ export function createPaceGate(deps: {
         if (turn.next) await wake(turn.next, log);
         return { kind: 'go' };
       }
-      // a turn within a second, first in line or alone: wait for it in place, once, rather than
-      // hiding the message for so little
+      // a turn within a second: wait for it in place, once, rather than hiding the message for
+      // so little (a job passed by another comes back behind the line, not so soon)
       const soon = turn.until - now;
       if (!turn.head && !waited && soon <= EARLY_START_TOLERANCE_MS && (turn.joined || inLine)) {
         // (not recorded for so short a wait: an entry with no record is taken out as stale, and

@@ -450,13 +450,16 @@ export class FakePacer implements Pacer {
       this.writes += 4;
       return { kind: 'wait', until: lineEstimate(tat, now, pace, ahead), joined: true };
     }
-    const head = this.headOf(line) as PaceLineEntry;
+    const first = [...line.keys()]
+      .sort()
+      .slice(0, 2)
+      .map((rank) => ({ ...(line.get(rank) as PaceLineEntry) }));
+    const [head, next] = first as [PaceLineEntry, PaceLineEntry | undefined];
     if (head.rank === job.rank) {
       take();
       line.delete(job.rank);
       this.writes += 4;
-      const next = this.headOf(line);
-      return next ? { kind: 'go', next: { ...next } } : { kind: 'go' };
+      return next ? { kind: 'go', next } : { kind: 'go' };
     }
     if (!there) {
       line.set(job.rank, { ...job, joinedAt: now });
