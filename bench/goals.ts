@@ -13,6 +13,7 @@ import { BATCH_JOBS } from './path-plans';
 import type { PathResult } from './paths';
 import { PRICES } from './prices';
 import type { PriorityBench } from './priorities';
+import type { ThrottlePriorityBench } from './throttle-priorities';
 
 export interface Goal {
   goal: string;
@@ -358,6 +359,19 @@ export function priorityGoal(p: PriorityBench): Goal {
       `${Math.round(p.highWaitMs.p99)} ms; low p50 ${Math.round(p.lowWaitMs.p50)} ms, p99 ${Math.round(p.lowWaitMs.p99)} ms ` +
       `(the low ones waited for the high ones to join); line drained in ${p.drainSeconds.toFixed(1)} s`,
     met: p.lowAdmittedBeforeLastHigh === 0,
+  };
+}
+
+/** Priorities in a throttle's line: once the high-priority jobs wait in line, every turn goes to them first. */
+export function throttlePriorityGoal(p: ThrottlePriorityBench): Goal {
+  const ms = (w: { p50: number; p99: number }) => `p50 ${Math.round(w.p50)} ms, p99 ${Math.round(w.p99)} ms`;
+  return {
+    goal: `Throttle priorities: ${p.high} high-priority jobs join a throttle's line (${p.perSecond} starts a second) of ${p.low} low-priority ones; every turn taken once they wait goes to them first`,
+    target: '0 low jobs started after the last high one joined and before the last high one started',
+    measured:
+      `${p.lowBetween} (of ${p.lowWaitingThen} low jobs still waiting then); wait enqueue → start: high ${ms(p.highWaitMs)}; ` +
+      `low ${ms(p.lowWaitMs)}; the line drained at ${p.startsPerSecond.toFixed(1)} starts a second (one message's latency per turn)`,
+    met: p.lowBetween === 0,
   };
 }
 

@@ -13,6 +13,7 @@ import type { MeasuredPeer } from './peers';
 import { ASSUMPTIONS, PRICE_SOURCE } from './prices';
 import type { PriorityBench } from './priorities';
 import { requestsTable, roundTripTable } from './report-paths';
+import type { ThrottlePriorityBench } from './throttle-priorities';
 import type { ThroughputRun } from './throughput';
 
 export interface BenchResults {
@@ -38,6 +39,8 @@ export interface BenchResults {
   journal?: JournalBench;
   /** Priorities: a line of low-priority jobs, then high-priority ones (bench/priorities.ts). */
   priorities?: PriorityBench;
+  /** Priorities in a throttle's line: low-priority jobs in line, then high-priority ones (bench/throttle-priorities.ts). */
+  throttlePriorities?: ThrottlePriorityBench;
   /** Fair share: a noisy tenant and four quiet ones (bench/noisy-neighbour.ts). */
   noisyNeighbour?: NoisyNeighbourBench;
 }

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureColdStart } from './cold-start';
 import { costModel } from './cost-model';
-import { checkGoals, fairShareGoal, journalGoals, priorityGoal } from './goals';
+import { checkGoals, fairShareGoal, journalGoals, priorityGoal, throttlePriorityGoal } from './goals';
 import { type JournalBench, measureJournal } from './journal';
 import { startBenchAws } from './local';
 import { measureNoisyNeighbour, type NoisyNeighbourBench } from './noisy-neighbour';
@@ -18,6 +18,7 @@ import { measurePaths } from './paths';
 import { measurePowertoolsPeer } from './peers';
 import { measurePriorities, type PriorityBench } from './priorities';
 import { type BenchResults, renderReport } from './report';
+import { measureThrottlePriorities, type ThrottlePriorityBench } from './throttle-priorities';
 import { measureThroughput } from './throughput';
 
 const SIZES = {
@@ -32,6 +33,8 @@ const SIZES = {
     sequentialSteps: 300,
     priorityLow: 100,
     priorityHigh: 10,
+    throttleLow: 60,
+    throttleHigh: 10,
     noisyJobs: 200,
     quietJobsEach: 5,
   },
@@ -46,6 +49,8 @@ const SIZES = {
     sequentialSteps: 2000,
     priorityLow: 1000,
     priorityHigh: 50,
+    throttleLow: 300,
+    throttleHigh: 30,
     noisyJobs: 2000,
     quietJobsEach: 20,
   },
@@ -79,6 +84,7 @@ async function main(): Promise<void> {
   let throughput: Awaited<ReturnType<typeof measureThroughput>>;
   let journal: JournalBench;
   let priorities: PriorityBench;
+  let throttlePriorities: ThrottlePriorityBench;
   let noisyNeighbour: NoisyNeighbourBench;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
@@ -91,6 +97,10 @@ async function main(): Promise<void> {
     journal = await measureJournal(bench.aws, size);
     step(`priorities: ${size.priorityLow} low-priority jobs in line, then ${size.priorityHigh} high-priority ones`);
     priorities = await measurePriorities(bench.aws, size.priorityLow, size.priorityHigh);
+    step(
+      `throttle priorities: ${size.throttleLow} low-priority jobs in a throttle's line, then ${size.throttleHigh} high-priority ones`,
+    );
+    throttlePriorities = await measureThrottlePriorities(bench.aws, size.throttleLow, size.throttleHigh);
     step(
       `fair share: ${size.quietJobsEach} jobs each of 4 quiet tenants in the middle of one tenant's ${size.noisyJobs}; alone, oldest-first, fair share`,
     );
@@ -116,6 +126,7 @@ async function main(): Promise<void> {
       ...checkGoals(paths, overhead, coldStart, cost),
       ...journalGoals(journal),
       priorityGoal(priorities),
+      throttlePriorityGoal(throttlePriorities),
       fairShareGoal(noisyNeighbour),
     ],
     paths,
@@ -126,6 +137,7 @@ async function main(): Promise<void> {
     throughput,
     journal,
     priorities,
+    throttlePriorities,
     noisyNeighbour,
   };
   const out = join(
