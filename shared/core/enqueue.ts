@@ -76,7 +76,7 @@ export const enqueueRequestSchema = z
     /** Jobs this one waits for (at most 1,000, no duplicates, not itself); see docs/workflows.md. */
     dependsOn: dependsOnSchema.optional(),
     priority: priorityField(
-      `Only for job types with a priority option: the job's place in the line of its type's concurrency or singleton limit, 0 to ${MAX_PRIORITY}, higher first. Default: the type's (priority.default). A type without the option refuses it (400 invalid_priority)`,
+      `Only for job types with a priority option: the job's place in the line of its type's concurrency or singleton limit or throttle, 0 to ${MAX_PRIORITY}, higher first. Default: the type's (priority.default). A type without the option refuses it (400 invalid_priority)`,
     ),
   })
   .strict();

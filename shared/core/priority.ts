@@ -83,7 +83,7 @@ export function priorityProblem(value: unknown): string | undefined {
 export function checkPriority(value: unknown, typeTakesPriority: boolean, path = 'priority'): number {
   if (!typeTakesPriority) {
     throw new ValidationError(
-      'this job type has no priority option: priorities order the line of a concurrency or singleton limit',
+      'this job type has no priority option: priorities order the line of a concurrency or singleton limit, or a throttle',
       [{ path, message: 'the type takes no priority' }],
       'invalid_priority',
     );
