@@ -105,7 +105,7 @@ export function createPaceGate(deps: {
       waitingFor: { kind: 'throttle', key, until: iso(until), token, rank, since: iso(now) },
       now,
     });
-    log.info('waiting in its throttle line', { key, rank, until: iso(until) });
+    log.info('waiting in its throttle line', { scope, key, rank, until: iso(until) });
   }
 
   /**
@@ -147,6 +147,7 @@ export function createPaceGate(deps: {
       const now = clock.now();
       const turn = await pacer.lineTurn({ scope, key, now, pace, job: entry, inLine });
       if (turn.kind === 'go') {
+        log.info('took a turn of its throttle line', { scope, key, rank });
         // the job after it is first now: its turn is next, and its own message may come much later
         if (turn.next) await wake(turn.next, log);
         return { kind: 'go' };
@@ -157,6 +158,7 @@ export function createPaceGate(deps: {
       if (!turn.head && !waited && soon <= EARLY_START_TOLERANCE_MS && (turn.joined || inLine)) {
         // (not recorded for so short a wait: an entry with no record is taken out as stale, and
         // the job joins again under the same rank when its message comes back)
+        if (turn.joined) log.info('waiting in its throttle line', { scope, key, rank, until: iso(turn.until) });
         waited = true;
         inLine = true;
         await sleep(Math.max(0, Math.ceil(soon)) + 1);
