@@ -8,6 +8,7 @@
 import { useState } from 'preact/hooks';
 import { api, fieldIssues, type KeyState, seg } from '../api';
 import { ErrorBox, Time, Who, Writable } from '../components';
+import { Line } from './line';
 
 export type PaceKind = 'throttle' | 'rateLimit';
 type Pace = NonNullable<KeyState['throttle']>;
@@ -61,6 +62,14 @@ export function PacePanel(props: { type: string; what: PaceKind; pace: Pace; onC
         <dd>
           <PaceSource pace={pace} />
         </dd>
+        {pace.line ? (
+          <>
+            <dt>In line</dt>
+            <dd>
+              <Line line={pace.line} waiting={pace.line.length} />
+            </dd>
+          </>
+        ) : null}
         <dt>{names.next}</dt>
         <dd>
           {Date.parse(pace.nextStartAt) <= Date.now() ? (

@@ -11,6 +11,7 @@ import { ErrorBox, Json, Time, TypeSelect, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 import { PacePanel } from './key-pace';
+import { Line } from './line';
 
 type LimitState = KeyState['limits'][number];
 type Holder = LimitState['running'][number];
@@ -66,28 +67,6 @@ function Holders({ running }: { running: Holder[] }) {
         </li>
       ))}
     </ul>
-  );
-}
-
-/** The first jobs in line, first served first (the API lists up to 50; the first 5 here). */
-function Line({ line, waiting }: { line: LimitState['line']; waiting: number }) {
-  const shown = (line ?? []).slice(0, 5);
-  if (shown.length === 0) return <span class="muted">{waiting > 0 ? `${waiting} waiting` : 'none'}</span>;
-  return (
-    <ol class="plain">
-      {shown.map((e) => (
-        <li key={e.jobId}>
-          <a href={href(`/jobs/${seg(e.jobId)}`)}>{e.jobId}</a>
-          {e.rankedAt ? (
-            <span class="muted">
-              {' '}
-              ranked at <Time iso={e.rankedAt} />
-            </span>
-          ) : null}
-        </li>
-      ))}
-      {waiting > shown.length ? <li class="muted">and {waiting - shown.length} more</li> : null}
-    </ol>
   );
 }
 
