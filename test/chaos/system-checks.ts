@@ -39,7 +39,7 @@ export const INVARIANTS = [
   '14 no job reads an entry written by another incarnation of its id',
   '15 every signal accepted with 2xx is returned by its wait, or was answered late',
   '16 every waiting job resumes within its stated bound, and every workflow written ends',
-  '17 a type with priorities hands each freed place to the lowest rank waiting, and takes no ticket',
+  '17 a type with priorities hands each freed place or throttle turn to the lowest rank waiting, and takes no ticket',
   "18 a slot's key never holds more than its weighted share while another key waits (within one hand-off)",
   '19 a limit changed at run time holds from the next start on',
 ] as const;
@@ -99,6 +99,8 @@ export interface CheckInput {
   workflows?: WorkflowCheck;
   /** The ranked lines of a type with priorities (system-priority.ts), checked as invariant 17. */
   rankedLine?: RankedLineInput;
+  /** A throttle's line (a throttled type with priorities, system-priority.ts), also invariant 17. */
+  throttleLine?: RankedLineInput;
   /** The fair type's slots (system-fair.ts), checked as invariant 18. */
   fairShare?: FairShareInput;
   /** Limits changed at run time (system-limits.ts), checked as invariant 19. */
@@ -475,8 +477,9 @@ export function checkInvariants(input: CheckInput): CheckResult {
   }
 
   // 17. The ranked lines serve by rank (system-priority.ts).
-  if (input.rankedLine) {
-    const ranked = checkRankedOrder(observer, input.rankedLine);
+  for (const line of [input.rankedLine, input.throttleLine]) {
+    if (!line) continue;
+    const ranked = checkRankedOrder(observer, line);
     counts[INVARIANTS[16]].checked += ranked.checked;
     for (const v of ranked.violations) violate(INVARIANTS[16], v.subject, v.detail);
   }

@@ -8,13 +8,20 @@
  *   meanwhile is not passed over, it came too late for that hand-off), and the time between a
  *   job's join and its "waiting" line (an admission of it within it counts as served);
  * - no job of the type ever takes a ticket of the oldest-first line.
+ *
+ * The same rule holds for a throttle's line (a throttled type with priorities, `line:
+ * 'throttle'`): a job's "waiting in its throttle line" names the rank it joined under, and its
+ * own "took a turn of its throttle line" the rank it took a turn under. A turn is never taken by
+ * a job while a job of a lower rank had waited in the same line for longer than `marginMs`.
  */
 import type { SystemObserver } from './system-observer';
 
 export interface RankedLineInput {
-  /** The slot scope of the type's limit (`<type>#0`). */
+  /** The slot scope of the type's limit (`<type>#0`), or the pace scope of its throttle (`<type>~t`). */
   scope: string;
-  /** Tickets its slots issued, read at the end: must be 0. */
+  /** Which line: a concurrency slot's (the default) or a throttle's. */
+  line?: 'slot' | 'throttle';
+  /** Tickets its slots issued, read at the end: must be 0 (a slot's line). */
   ticketsIssued: number;
   /** The hand-off in flight (real ms). */
   marginMs: number;
@@ -37,10 +44,16 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
   const joins = new Map<string, Event[]>();
   const admissions = new Map<string, Event[]>();
   const add = (into: Map<string, Event[]>, line: string, e: Event) => into.set(line, [...(into.get(line) ?? []), e]);
+  const throttle = input.line === 'throttle';
   for (const [jobId, lines] of observer.logs) {
     for (const l of lines) {
       const { scope, key, rank } = l.fields;
       if (scope !== input.scope || typeof key !== 'string' || typeof rank !== 'string') continue;
+      if (throttle) {
+        if (l.message === 'waiting in its throttle line') add(joins, key, { t: l.t, job: jobId, rank });
+        if (l.message === 'took a turn of its throttle line') add(admissions, key, { t: l.t, job: jobId, rank });
+        continue;
+      }
       if (l.message === 'waiting for a concurrency slot') add(joins, key, { t: l.t, job: jobId, rank });
       const to = l.fields.to;
       if (l.message === 'handed a place in line on' && typeof to === 'string')
@@ -68,7 +81,7 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
           .join('; ');
         violations.push({
           subject: a.job,
-          detail: `handed a place of ${input.scope} key ${key} at ${t(a.t)} under rank ${a.rank}, while ${job} had waited since ${t(j.t)} under the lower rank ${j.rank} (its lines: ${its})`,
+          detail: `${throttle ? 'took a turn' : 'handed a place'} of ${input.scope} key ${key} at ${t(a.t)} under rank ${a.rank}, while ${job} had waited since ${t(j.t)} under the lower rank ${j.rank} (its lines: ${its})`,
         });
       }
     }

@@ -97,3 +97,48 @@ describe('invariant 17: a type with priorities serves its lines by rank', () => 
     ]);
   });
 });
+
+describe("invariant 17 on a throttle's line", () => {
+  const PACE = 'flo-t~t';
+  function line() {
+    const observer = new SystemObserver(T0);
+    const at = logAt((l) => observer.sink(l), T0);
+    return {
+      observer,
+      waits: (ms: number, job: string, rank: number) =>
+        at(ms, { message: 'waiting in its throttle line', jobId: job, scope: PACE, key: 'k', rank: r(rank, job) }),
+      took: (ms: number, job: string, rank: number) =>
+        at(ms, { message: 'took a turn of its throttle line', jobId: job, scope: PACE, key: 'k', rank: r(rank, job) }),
+      check: () => checkRankedOrder(observer, { scope: PACE, line: 'throttle', ticketsIssued: 0, marginMs: 1_000 }),
+    };
+  }
+
+  it('holds when each turn goes to the lowest rank waiting', () => {
+    const w = line();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    w.took(2_000, 'high', 10);
+    w.took(4_000, 'low', 50);
+    expect(w.check()).toEqual({ checked: 3, violations: [] });
+  });
+
+  it('is violated when a turn is taken while a lower rank had waited longer than the hand-off in flight', () => {
+    const w = line();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    w.took(2_000, 'low', 50);
+    const out = w.check();
+    expect(out.violations).toHaveLength(1);
+    expect(out.violations[0]?.subject).toBe('low');
+    expect(out.violations[0]?.detail).toMatch(/took a turn of flo-t~t key k .* while high had waited/);
+  });
+
+  it("does not count a slot's lines: the throttle's own lines only", () => {
+    const w = line();
+    const at = logAt((l) => w.observer.sink(l), T0);
+    at(0, { message: 'waiting for a concurrency slot', jobId: 'x', scope: PACE, key: 'k', rank: r(1, 'x') });
+    w.waits(10, 'low', 50);
+    w.took(2_000, 'low', 50);
+    expect(w.check().violations).toEqual([]);
+  });
+});
