@@ -21,6 +21,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import type { LocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { uniquePrefix } from '../test/local-aws/namespace';
+import { quantile, until } from './scenario';
 
 const LIMIT = 10;
 /** How long each job's handler takes. */
@@ -81,21 +82,9 @@ interface Planned {
   i: number;
 }
 
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-
 function waits(values: number[]): Waits {
   const sorted = [...values].sort((x, y) => x - y);
   return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? Number.NaN };
-}
-
-async function until(what: () => boolean, ms: number, label: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (what()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`noisy-neighbour bench: timed out waiting for ${label}`);
 }
 
 const jobsOf = (row: string, tenant: string, n: number): Planned[] =>
@@ -185,7 +174,12 @@ async function startScenario(aws: LocalAws, quietEach: number) {
       ),
     );
     await enqueue(type, loud.slice(half));
-    await until(() => all.every((j) => ended.has(j.id)), 900_000, `every job of the ${row} run to end`);
+    await until(
+      'noisy-neighbour',
+      () => all.every((j) => ended.has(j.id)),
+      900_000,
+      `every job of the ${row} run to end`,
+    );
     const last = Math.max(...all.map((j) => starts.get(j.id) ?? Number.NaN));
     return {
       row,

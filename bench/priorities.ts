@@ -13,6 +13,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import type { LocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { uniquePrefix } from '../test/local-aws/namespace';
+import { quantile, until } from './scenario';
 
 export interface PriorityBench {
   limit: number;
@@ -40,20 +41,6 @@ const spec = defineJobType({
   concurrency: [{ limit: LIMIT }],
   priority: { default: 0, agingSeconds: 3600 },
 });
-
-const quantile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
-
-async function until(what: () => Promise<boolean>, ms: number, label: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await what()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`priorities bench: timed out waiting for ${label}`);
-}
 
 export async function measurePriorities(aws: LocalAws, low: number, high: number): Promise<PriorityBench> {
   const starts = new Map<string, number>();
@@ -117,14 +104,14 @@ export async function measurePriorities(aws: LocalAws, low: number, high: number
     const lows = Array.from({ length: low }, (_, i) => ({ id: `low-${i}` }));
     const highs = Array.from({ length: high }, (_, i) => ({ id: `high-${i}`, priority: 9 }));
     await batch(holders);
-    await until(async () => starts.size === LIMIT, 60_000, 'the holders to start');
+    await until('priorities', async () => starts.size === LIMIT, 60_000, 'the holders to start');
     await batch(lows);
-    await until(async () => (await waiting()) === low, 300_000, 'the low jobs to join the line');
+    await until('priorities', async () => (await waiting()) === low, 300_000, 'the low jobs to join the line');
     await batch(highs);
-    await until(async () => (await waiting()) === low + high, 120_000, 'the high jobs to join the line');
+    await until('priorities', async () => (await waiting()) === low + high, 120_000, 'the high jobs to join the line');
     const released = performance.now();
     letGo();
-    await until(async () => starts.size === LIMIT + low + high, 600_000, 'every job to start');
+    await until('priorities', async () => starts.size === LIMIT + low + high, 600_000, 'every job to start');
     const lastHigh = Math.max(...highs.map((h) => starts.get(h.id) ?? Number.POSITIVE_INFINITY));
     const lowStarts = lows.map((l) => starts.get(l.id) ?? Number.POSITIVE_INFINITY);
     const waitOf = (ids: { id: string }[]) =>

@@ -14,6 +14,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import type { LocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { uniquePrefix } from '../test/local-aws/namespace';
+import { quantile, until } from './scenario';
 
 export interface ThrottlePriorityBench {
   /** Starts per second. */
@@ -39,20 +40,6 @@ const spec = defineJobType({
   throttle: { limit: PER_SECOND, periodSeconds: 1 },
   priority: { default: 0, agingSeconds: 3600 },
 });
-
-const quantile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
-
-async function until(what: () => boolean, ms: number, label: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (what()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`throttle priorities bench: timed out waiting for ${label}`);
-}
 
 /** The worker's log line when a job joins a throttle's line. */
 const JOINED = 'waiting in its throttle line';
@@ -112,18 +99,20 @@ export async function measureThrottlePriorities(
     await batch(lows);
     // every low job has started or joined the line
     await until(
+      'throttle priorities',
       () => lows.every((l) => starts.has(l.id) || joined.has(l.id)),
       300_000,
       'the low jobs to join the line',
     );
     await batch(highs);
     await until(
+      'throttle priorities',
       () => highs.every((h) => starts.has(h.id) || joined.has(h.id)),
       120_000,
       'the high jobs to join the line',
     );
     const lastJoin = Math.max(...highs.map((h) => joined.get(h.id) ?? 0));
-    await until(() => starts.size === low + high, 600_000, 'every job to start');
+    await until('throttle priorities', () => starts.size === low + high, 600_000, 'every job to start');
     const lastHigh = Math.max(...highs.map((h) => starts.get(h.id) ?? Number.POSITIVE_INFINITY));
     const lowStarts = lows.map((l) => starts.get(l.id) ?? Number.POSITIVE_INFINITY);
     const waitOf = (ids: { id: string }[]) =>

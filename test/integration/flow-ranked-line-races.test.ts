@@ -3,48 +3,18 @@
  * DynamoDB Local through the real SDK. One client holds a chosen request (an SDK middleware waits
  * on a gate before sending it); the others go on. No mock of DynamoDB.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import type { Slot } from '../../shared/core/flow';
-import { LOCAL_CREDENTIALS } from '../local-aws/clients';
 import { useJobTable } from '../local-aws/job-table';
+import { holdingTransaction, localDynamoClient } from '../support/held-requests';
 
 const { dynamo, tableName } = useJobTable('flow-ranked-races');
 const NOW = Date.parse('2026-06-01T00:00:00.000Z');
 const r = (rank: number, jobId: string) => `${String(rank).padStart(15, '0')}#${jobId}`;
 
 /** A client whose TransactWriteItems that puts an entry of `jobId` waits until `open()`; `reached` resolves once it waits. */
-function holdingJoinOf(jobId: string) {
-  const client = new DynamoDBClient({
-    endpoint: inject('dynamodbEndpoint'),
-    region: 'us-east-1',
-    credentials: LOCAL_CREDENTIALS,
-  });
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  let reach!: () => void;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = args.input as { TransactItems?: { Put?: { Item?: { jobId?: { S?: string } } } }[] };
-      if (
-        context.commandName === 'TransactWriteItemsCommand' &&
-        input.TransactItems?.[0]?.Put?.Item?.jobId?.S === jobId
-      ) {
-        reach();
-        await gate;
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'holdJoin' },
-  );
-  return { client, open, reached };
-}
+const holdingJoinOf = (jobId: string) => holdingTransaction((items) => items[0]?.Put?.Item?.jobId?.S === jobId);
 
 describe('ranked line races on DynamoDB Local', () => {
   it('tells a job that joins an empty line it is first, though another job waited when it looked', async () => {
@@ -86,11 +56,7 @@ describe('ranked line races on DynamoDB Local', () => {
 
 /** A client whose matching request is applied, and whose caller then gets an error: an answer lost every time. */
 function answerLostOn(commandName: string) {
-  const client = new DynamoDBClient({
-    endpoint: inject('dynamodbEndpoint'),
-    region: 'us-east-1',
-    credentials: LOCAL_CREDENTIALS,
-  });
+  const client = localDynamoClient();
   let lost = 0;
   client.middlewareStack.add(
     (next, context) => async (args) => {

@@ -4,19 +4,14 @@
  * run (an SDK middleware waits on a gate before sending it, as in flow-ranked-line-races.test.ts).
  * Each test states the invariant it breaks; they fail until the code is fixed.
  */
-import {
-  DeleteItemCommand,
-  DynamoDBClient,
-  GetItemCommand,
-  type TransactWriteItemsCommandInput,
-} from '@aws-sdk/client-dynamodb';
-import { describe, expect, inject, it } from 'vitest';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
 import { keyOf } from '../../shared/aws/attributes';
 import { DynamoPacer, paceKey } from '../../shared/aws/dynamo-pacer';
 import { type LineTurn, type Pacer, throttlePace } from '../../shared/core/pace';
 import { rankKey } from '../../shared/core/priority';
-import { LOCAL_CREDENTIALS } from '../local-aws/clients';
 import { useJobTable } from '../local-aws/job-table';
+import { holdingTransaction } from '../support/held-requests';
 
 const { dynamo, tableName } = useJobTable('throttle-line-review');
 const NOW = Date.parse('2026-06-01T00:00:00.000Z');
@@ -38,37 +33,8 @@ async function paceItem(s: string) {
 }
 
 /** A client whose takeHead transaction for the entry `rank` (the pace item's update, then the entry's delete) waits until `open()`. */
-function holdingTakeOf(rank: string) {
-  const client = new DynamoDBClient({
-    endpoint: inject('dynamodbEndpoint'),
-    region: 'us-east-1',
-    credentials: LOCAL_CREDENTIALS,
-  });
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  let reach!: () => void;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const items = (args.input as TransactWriteItemsCommandInput).TransactItems;
-      if (
-        context.commandName === 'TransactWriteItemsCommand' &&
-        items?.[0]?.Update !== undefined &&
-        items[1]?.Delete?.Key?.sk?.S === rank
-      ) {
-        reach();
-        await gate;
-      }
-      return next(args);
-    },
-    { step: 'initialize', name: 'holdTake' },
-  );
-  return { client, open, reached };
-}
+const holdingTakeOf = (rank: string) =>
+  holdingTransaction((items) => items[0]?.Update !== undefined && items[1]?.Delete?.Key?.sk?.S === rank);
 
 describe('throttle line review on DynamoDB Local', () => {
   it('keeps the count of jobs in line: the pace item does not expire while jobs wait, and expires again once none do', async () => {

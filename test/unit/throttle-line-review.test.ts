@@ -13,6 +13,7 @@ import { createLogger } from '../../shared/logger';
 import { createPaceGate } from '../../shared/runtime/pace-gate';
 import { FakeJobStore, newJob, sqsEvent } from '../support/fakes';
 import { FakePacer } from '../support/flow-fakes';
+import { latch } from '../support/latch';
 import { harness, messageFor, T0 } from './worker-harness';
 
 const payload = z.object({ n: z.number() });
@@ -91,20 +92,10 @@ describe('throttle line review: the worker', () => {
     await h.worker(sqsEvent(messageFor('low'))); // no turn free: low waits in line
     expect(started).toEqual(['first']);
     // high's markWaiting is slow (its join is written, its waitingFor not yet)
-    let open!: () => void;
-    const held = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    let reach!: () => void;
-    const reached = new Promise<void>((resolve) => {
-      reach = resolve;
-    });
+    const { open, reached, wait } = latch();
     const markWaiting = h.store.markWaiting.bind(h.store);
     h.store.markWaiting = async (input) => {
-      if (input.job.id === 'high') {
-        reach();
-        await held;
-      }
+      if (input.job.id === 'high') await wait();
       return markWaiting(input);
     };
     h.clock.set(T0 + 2000); // a turn is free
@@ -149,22 +140,14 @@ describe('throttle line review: the worker', () => {
     // a turn is free at T0 + 2 s, and a has two messages (its own back at its estimate, and the
     // one a waker sent it): the first one's read of the job is answered, then its worker stalls
     h.clock.set(T0 + 2000);
-    let open!: () => void;
-    const held = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    let reach!: () => void;
-    const reached = new Promise<void>((resolve) => {
-      reach = resolve;
-    });
+    const { open, reached, wait } = latch();
     const get = h.store.get.bind(h.store);
     let hold = true;
     h.store.get = async (id) => {
       const read = await get(id);
       if (id === 'a' && hold) {
         hold = false;
-        reach();
-        await held;
+        await wait();
       }
       return read;
     };

@@ -27,16 +27,22 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const job = (id: string, priority: number) =>
   newJob({ id, type: 'echo', payload: { n: 1 }, priority, runAt: iso(T0), throttleKey: '*' }, T0);
 
+/** A worker of the type whose handler notes each job it starts. */
+function recording() {
+  const started: string[] = [];
+  const h = harness({
+    spec,
+    run: async (_p, ctx) => {
+      started.push(ctx.jobId);
+      return 'ok';
+    },
+  });
+  return { h, started };
+}
+
 describe('worker: a throttle with priorities', () => {
   it('serves the turns by rank, not by arrival: a later high-priority job passes the low ones waiting', async () => {
-    const started: string[] = [];
-    const h = harness({
-      spec,
-      run: async (_p, ctx) => {
-        started.push(ctx.jobId);
-        return 'ok';
-      },
-    });
+    const { h, started } = recording();
     for (const [id, p] of [
       ['first', 0],
       ['low1', 0],
@@ -94,14 +100,7 @@ describe('worker: a throttle with priorities', () => {
   });
 
   it('takes out of the line the entry of a job that will not come (cancelled), and the next job takes the turn', async () => {
-    const started: string[] = [];
-    const h = harness({
-      spec,
-      run: async (_p, ctx) => {
-        started.push(ctx.jobId);
-        return 'ok';
-      },
-    });
+    const { h, started } = recording();
     for (const [id, p] of [
       ['first', 0],
       ['low', 0],

@@ -1,0 +1,23 @@
+/** What the scenarios that run jobs through the workers share (priorities, throttle priorities, noisy neighbour). */
+
+/** The `q` quantile of `values` (nearest rank, from below). */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+/** Waits until `what` holds, looking every `everyMs`; throws after `ms`, naming the scenario and `label`. */
+export async function until(
+  scenario: string,
+  what: () => boolean | Promise<boolean>,
+  ms: number,
+  label: string,
+  everyMs = 100,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await what()) return;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`${scenario} bench: timed out waiting for ${label}`);
+}
