@@ -438,6 +438,11 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     },
     seeded(seed ^ 0xf10),
   );
+  // the throttled type with priorities: its jobs get priorities 0–3 from their ids, as the limited type's
+  const rankedFlow = new Set(flowed.filter((f) => f.priority).map((f) => f.type));
+  for (const job of flowPlan.jobs) {
+    if (rankedFlow.has(job.type)) job.priority = [...job.id].reduce((n, c) => n + c.charCodeAt(0), 0) % 4;
+  }
   const fairCount = options.fairJobs ?? Math.max(40, Math.round(options.jobs * 0.02));
   const fairJobs =
     fairCount > 0
@@ -518,6 +523,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
   try {
     const deadZones = new DeadZones();
     const flowOf = new Map(flowed.map((f) => [f.type, f.flow]));
+    const flowPriorityOf = new Map(flowed.flatMap((f) => (f.priority ? [[f.type, f.priority] as const] : [])));
     const fairTypes = fairJobs.length > 0 ? [FAIR_TYPE] : [];
     const defs = [...types, ...flowed.map((f) => f.type), ...fairTypes, scheduleType].map((type) =>
       probeJob({
@@ -539,6 +545,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         // its limit is shared fairly between the tenants of a key
         ...(type === FAIR_TYPE ? { concurrency: fairConcurrency() } : {}),
         ...(flowOf.has(type) ? { flow: flowOf.get(type) } : {}),
+        ...(flowPriorityOf.has(type) ? { priority: flowPriorityOf.get(type) } : {}),
       }),
     );
     if (round1.length > 0) {
@@ -871,6 +878,17 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
           : []),
       ],
       ...(slotScopes.length > 0 ? { slotKeys: slots.keys, slotHolders: slots.holders } : {}),
+      // a throttled type with priorities: its turns go by rank
+      ...(rankedFlow.size > 0
+        ? {
+            throttleLine: {
+              scope: `${[...rankedFlow][0]}~t`,
+              line: 'throttle' as const,
+              ticketsIssued: 0,
+              marginMs: RANKED_HANDOFF_MARGIN_MS,
+            },
+          }
+        : {}),
       ...(limitedType
         ? {
             rankedLine: {

@@ -38,6 +38,8 @@ export interface FlowType {
    */
   burst?: number;
   flow: NonNullable<ProbeJobOptions['flow']>;
+  /** Priorities (a throttled type's jobs then wait in its key's line, by rank). @default none */
+  priority?: NonNullable<ProbeJobOptions['priority']>;
 }
 
 /** A GCRA-paced type: its starts (throttle) or its accepted jobs (rate limit) obey the bound. */
@@ -65,12 +67,14 @@ export function flowTypes(jobs: number): FlowType[] {
     },
     // in runs of 10: a key's jobs come in bursts that fill its throttle
     // a burst of 10: 8 beyond the throttle's burst of 2 must wait (unless 16 s passed between their claims)
+    // with priorities: its jobs wait in their key's line, and a free turn goes to the best rank
     {
       type: 'flo-t',
       keys: Math.ceil(perType / 20),
       run: 10,
       burst: 10,
       flow: { throttle: { ...CHAOS_THROTTLE, key: tag } },
+      priority: { default: 0, agingSeconds: 2 },
     },
     {
       type: 'flo-r',
