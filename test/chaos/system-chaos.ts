@@ -322,7 +322,8 @@ function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singl
     singletonWaits: singletonTickets,
     singletonSkips: skipped('singleton'),
     singletonCancels: observer.logged('cancelled the job running with this singleton key'),
-    throttleWaits: observer.logged('waiting for its throttle turn'),
+    // (a throttled type with priorities waits in its key's line)
+    throttleWaits: observer.logged('waiting for its throttle turn') + observer.logged('waiting in its throttle line'),
     rateLimitSkips: skipped('rate-limit'),
     debounceAbsorbed: skipped('debounce'),
   };
