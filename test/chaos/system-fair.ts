@@ -21,8 +21,9 @@
  * Everything comes from evidence that does not go through the admitter's choice: the tenant of
  * each job from the plan (its payload), its places from its handler's executions (the tracker),
  * the hand-ons to it from the log lines, and its joins from its own log lines. A place handed on
- * and not yet started counts from its hand-on until its start (at most `inFlightMs`). The check
- * never calls `chooseFairKey`.
+ * and not yet started counts from its hand-on until its start, a cancel of it, or a hand-on it
+ * makes itself (a job that ended while it was handed its place gives it back and hands it on), at
+ * most `inFlightMs`. The check never calls `chooseFairKey`.
  */
 import type { ConcurrencyLimit } from '../../shared/core/flow';
 import { fnv1a } from '../../shared/core/table';
@@ -118,14 +119,18 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
   const planned = new Map(input.jobs.map((j) => [j.id, j]));
   const M = input.marginMs;
   const handOns = new Map<string, number[]>();
+  /** The hand-ons each job made itself (it gave its place back, or held none, and handed one on). */
+  const gaveOn = new Map<string, number[]>();
   const joins = new Map<string, number[]>();
   const push = (into: Map<string, number[]>, id: string, t: number) => into.set(id, [...(into.get(id) ?? []), t]);
   for (const [jobId, lines] of observer.logs) {
     for (const l of lines) {
       if (l.fields.scope !== input.scope) continue;
       const to = l.fields.to;
-      if (l.message === 'handed a place in line on' && typeof to === 'string' && planned.has(to))
+      if (l.message === 'handed a place in line on' && typeof to === 'string' && planned.has(to)) {
         push(handOns, to, l.t);
+        push(gaveOn, jobId, l.t);
+      }
       if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
     }
   }
@@ -163,10 +168,14 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     const starts = startsOf(id);
     for (const e of input.executions.get(id) ?? []) addPlace(id, e.startedAt, e.endedAt ?? Number.POSITIVE_INFINITY);
     for (const h of [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])]) {
-      // until the job starts on it, or an operator's cancel gives it back (the job never starts)
+      // until the job starts on it, or an operator's cancel gives it back (the job never starts),
+      // or the job hands a place on itself before it starts: a job that ended while it was handed
+      // its place (cancelled, the cancel's answer lost) gives it back and hands it on; any other
+      // hand-on of its own is a release, or a look at the line while it waits: it holds no place
       const next = starts.find((s) => s > h) ?? Number.POSITIVE_INFINITY;
       const cancel = cancels(id).find((c) => c > h) ?? Number.POSITIVE_INFINITY;
-      addPlace(id, h, Math.min(next, cancel, h + input.inFlightMs));
+      const gave = (gaveOn.get(id) ?? []).find((g) => g > h) ?? Number.POSITIVE_INFINITY;
+      addPlace(id, h, Math.min(next, cancel, gave, h + input.inFlightMs));
     }
   }
   const tenantOf = (id: string) => planned.get(id)?.payload.tenant ?? 'none';
