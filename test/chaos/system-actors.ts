@@ -56,6 +56,11 @@ export interface ActorOptions {
    * plan holds it there), then releases it once the cancel was answered.
    */
   tracker?: ProbeTracker;
+  /**
+   * Called once every follower of a planned line has arrived: its holders are let go when the
+   * promise it returns settles (an operator changes the key's limit meanwhile). @default at once
+   */
+  holdLine?: (holders: readonly PlannedJob[]) => Promise<void> | undefined;
 }
 
 const bump = (record: Record<string, number>, key: string) => {
@@ -247,8 +252,8 @@ export class Actors {
   /**
    * A planned line: its holders are sent (in one batch call); once every holder's handler runs
    * (each holds its first attempt), each stage's followers are sent in one batch call and awaited
-   * until they have arrived (see awaitArrival); then the holders are released. Every wait is
-   * bounded by {@link AIM_WAIT_MS}.
+   * until they have arrived (see awaitArrival); then the holders are released (once `holdLine`
+   * lets them go). Every wait of its own is bounded by {@link AIM_WAIT_MS}.
    */
   private async line(holders: PlannedJob[], stages: PlannedJob[][]): Promise<void> {
     const tracker = this.options.tracker;
@@ -266,6 +271,7 @@ export class Actors {
           if (this.observer.acks.has(job.id)) await this.awaitArrival(job.id);
         }
       }
+      await this.options.holdLine?.(holders);
     } finally {
       for (const holder of holders) tracker?.release(holder.id);
     }
@@ -274,12 +280,14 @@ export class Actors {
   /**
    * Polls until the job has arrived at its held key: it waits in line, has ended (skipped), or its
    * handler ran; or until `AIM_WAIT_MS` has passed. (A job claimed but not yet through its gate
-   * is `running` for a moment: not arrived yet.)
+   * is `running` for a moment: not arrived yet.) Its own log line of the wait is looked at first:
+   * under the API's faults a read can take seconds, and a line's followers are awaited one by one.
    */
   private async awaitArrival(id: string): Promise<void> {
     const terminal = TERMINAL_STATES as readonly string[];
     await this.waitUntil(`${id} arrival`, async () => {
       if ((this.options.tracker?.jobs.get(id)?.executions.length ?? 0) > 0) return true;
+      if (this.observer.logs.get(id)?.some((l) => l.message === 'waiting for a concurrency slot')) return true;
       const now = await this.stateOf(id);
       return now === 'waiting' || terminal.includes(now);
     });
