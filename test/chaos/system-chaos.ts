@@ -38,7 +38,7 @@ import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
-import { assignTenants, FAIR_BURST, FAIR_LIMIT, FAIR_TYPE, fairConcurrency, fairWeight } from './system-fair';
+import { assignTenants, FAIR_LIMIT, FAIR_TYPE, fairConcurrency, fairLine, fairWeight } from './system-fair';
 import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE, singletonLines } from './system-flow';
 import { apiHandOns, changeLimitMidRun, type LimitChange } from './system-limits';
 import { SystemObserver } from './system-observer';
@@ -447,7 +447,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
             jobs: fairCount,
             types: [FAIR_TYPE],
             schedules: 0,
-            bursts: { [FAIR_TYPE]: FAIR_BURST.length },
+            lines: [fairLine()],
             idPrefix: 'fair',
           },
           seeded(seed ^ 0xfa1),
@@ -580,21 +580,37 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     supervisorFaults.enabled = true;
     w.startRunners();
     w.startSupervisors();
+    // The fair type's line (system-fair.ts): the operator lowers its limit once its holders hold
+    // every place (system-limits.ts); they are let go once the lowered limit holds and the
+    // followers have waited, each for longer than the hand-off in flight, so that every place
+    // handed on from then on is a case of invariants 18 and 19, however the run is timed.
+    const fairHolders = [...new Set(fairJobs.flatMap((j) => j.arrival?.holders ?? []))];
+    let fairLineFormed = false;
+    let fairLineWent = false;
+    let letFairLineGo = () => {};
+    const fairLineGoes = new Promise<void>((resolve) => {
+      letFairLineGo = resolve;
+    });
     const actors = new Actors(w, observer, {
       clientTimeoutMs: options.clientTimeoutMs,
       clientRetries: options.clientRetries,
       producers: options.producers,
       enqueueTries: 8,
       tracker,
+      holdLine: (holders) => {
+        if (holders[0]?.type !== FAIR_TYPE) return undefined;
+        fairLineFormed = true;
+        return Promise.all([fairLineGoes, sleep(FAIR_HANDOFF_MARGIN_MS + 1_000)]).then(() => {
+          fairLineWent = true;
+        });
+      },
     });
     const workflows = new WorkflowActors(w.platform.url, workflowRecords, apiFaults, w.driven, seeded(seed ^ 0x3f2), {
       clientTimeoutMs: options.clientTimeoutMs,
     });
     await actors.createSchedules(plan.schedules);
     const produceStarted = Date.now();
-    // the operator lowers the key's limit once its burst runs and waits, and removes it later
-    const loweredIds = fairJobs.map((j) => j.id);
-    const burstIds = fairJobs.filter((j) => j.together !== undefined).map((j) => j.id);
+    const followerIds = fairJobs.filter((j) => j.arrival !== undefined).map((j) => j.id);
     const changing =
       fairJobs.length > 0
         ? changeLimitMidRun({
@@ -606,14 +622,18 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
             type: FAIR_TYPE,
             key: LOWERED_KEY,
             lowered: LOWERED_LIMIT,
-            running: () => burstIds.filter((id) => (tracker.jobs.get(id)?.running ?? 0) > 0).length,
-            startsSince: (t) =>
-              loweredIds.reduce(
-                (n, id) => n + (tracker.jobs.get(id)?.executions.filter((e) => e.startedAt > t).length ?? 0),
-                0,
-              ),
-            busyAt: 3,
-            starts: 6,
+            // once its holders hold every place (or its followers have arrived)
+            held: () => fairLineFormed || fairHolders.every((id) => (tracker.jobs.get(id)?.running ?? 0) > 0),
+            proceed: letFairLineGo,
+            // the line went on, and every follower that arrived (its enqueue may have gone
+            // unanswered) ran to an end
+            drained: () =>
+              fairLineWent &&
+              followerIds.every((id) => {
+                const executions = tracker.jobs.get(id)?.executions ?? [];
+                const waited = observer.logs.get(id)?.some((l) => l.message === 'waiting for a concurrency slot');
+                return executions.some((e) => e.endedAt !== undefined) || (executions.length === 0 && !waited);
+              }),
             waitMs: 180_000,
             holdMs: 120_000,
             marginMs: FAIR_HANDOFF_MARGIN_MS,

@@ -29,7 +29,7 @@ import type { ConcurrencyLimit } from '../../shared/core/flow';
 import { fnv1a } from '../../shared/core/table';
 import type { ProbePayload } from '../support/probes';
 import type { SystemObserver } from './system-observer';
-import type { PlannedJob } from './system-plan';
+import type { PlannedJob, PlannedLine } from './system-plan';
 
 /** The fair type: its jobs' fair key is `payload.tenant`; its limit has no key function (its slot's key is `*`). */
 export const FAIR_TYPE = 'sys-f';
@@ -39,8 +39,19 @@ export const FAIR_LIMIT = 4;
 export const FAIR_TENANTS = ['t0', 't1', 't2', 't3'] as const;
 /** A tenant's weight. */
 export const fairWeight = (tenant: string) => (tenant === 't1' ? 3 : 1);
-/** Its first jobs are a burst on one key, in one batch call: the noisy tenant's first. */
-export const FAIR_BURST: readonly string[] = [...Array(10).fill('t0'), 't1', 't1', 't1', 't2', 't2', 't3'];
+/**
+ * Its planned line (on its one key): {@link FAIR_LIMIT} jobs of the noisy tenant hold every place
+ * while the followers arrive in one batch call (the noisy tenant's first) and wait behind them, for
+ * longer than the hand-off in flight; then the holders are let go (system-limits.ts: the operator
+ * lowers the limit meanwhile), and each place freed goes to a tenant while others wait: the cases
+ * of invariant 18, however the run is timed.
+ */
+export const FAIR_FOLLOWERS: readonly string[] = [...Array(6).fill('t0'), 't1', 't1', 't1', 't2', 't2', 't3'];
+
+/** The planned line of the fair type: see {@link FAIR_FOLLOWERS}. */
+export function fairLine(): PlannedLine {
+  return { holderType: FAIR_TYPE, holders: FAIR_LIMIT, stages: [FAIR_FOLLOWERS.map(() => FAIR_TYPE)] };
+}
 
 /** The fair type's concurrency limit (a fair limit takes no key function: it shares one limit between keys). */
 export function fairConcurrency(): ConcurrencyLimit<ProbePayload>[] {
@@ -49,20 +60,25 @@ export function fairConcurrency(): ConcurrencyLimit<ProbePayload>[] {
 
 /**
  * Gives the fair type's planned jobs their tenants (from their ids: no draw, so the rest of a
- * seed's plan is the same): the burst as {@link FAIR_BURST}, each at least 800 ms long so that
- * the line lasts, and none killed; the rest 60 % noisy t0, 20 % t1, 10 % t2, 10 % t3.
+ * seed's plan is the same): the holders of its line the noisy t0 (held on every attempt), its followers as
+ * {@link FAIR_FOLLOWERS}, each at least 1 s long so that the line lasts under the lowered limit
+ * (none is killed: a line takes no job with a kill); the rest 60 % noisy t0, 20 % t1, 10 % t2,
+ * 10 % t3.
  */
 export function assignTenants(jobs: PlannedJob[]): void {
-  let b = 0;
+  const holders = new Set(jobs.flatMap((j) => j.arrival?.holders ?? []));
+  let f = 0;
   for (const job of jobs) {
-    if (job.together !== undefined && b < FAIR_BURST.length) {
-      job.payload.tenant = FAIR_BURST[b++];
-      job.payload.sleepMs = Math.max(job.payload.sleepMs ?? 0, 800);
-      // no kill: a dead holder keeps its place until a look at the line frees it, which would
-      // stall the line under the lowered limit of invariant 19 (the other jobs keep theirs)
-      delete job.payload.killOnAttempts;
-      delete job.payload.killAfterMs;
-      delete job.payload.killAfterSteps;
+    if (holders.has(job.id)) {
+      job.payload.tenant = 't0';
+      // held on every attempt: a holder whose lease was lost under faults is taken over on its
+      // place and holds again, until the line goes on
+      job.payload.holdOnAttempts = Array.from({ length: job.maxAttempts }, (_, i) => i + 1);
+      continue;
+    }
+    if (job.arrival !== undefined && f < FAIR_FOLLOWERS.length) {
+      job.payload.tenant = FAIR_FOLLOWERS[f++];
+      job.payload.sleepMs = Math.max(job.payload.sleepMs ?? 0, 1000);
       continue;
     }
     const h = fnv1a(job.id) % 10;

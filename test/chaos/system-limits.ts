@@ -103,28 +103,33 @@ export function checkRuntimeLimits(observer: SystemObserver, input: RuntimeLimit
 
 /** Tries for an operator's call (answered, or a 4xx): a call that got no answer, a 5xx or a 429 is sent again. */
 const TRIES = 12;
+/** How long after the lowered limit's acknowledgement and margin a held line goes on, at the earliest. */
+const LET_GO_AFTER_MS = 1_000;
 
 /**
- * The operator: once `busyAt` of the key's jobs run (or `waitMs` passed), lowers the key's limit
- * to `lowered`; once `starts` of the key's jobs started after that (or `holdMs` passed), removes it.
+ * The operator, on a planned line of the key (system-fair.ts): once the line's holders hold every
+ * place (`held`; or `waitMs` passed), lowers the key's limit to `lowered`, below what they hold;
+ * lets the line go on (`proceed`) a margin and a second after the acknowledgement, so that the
+ * places handed on from then on are taken under the new limit and outside the call's window (the
+ * cases of invariants 18 and 19); once the line has drained (or `holdMs` passed), removes it.
  */
 export async function changeLimitMidRun(input: {
   client: OrreryClient;
   type: string;
   key: string;
   lowered: number;
-  running: () => number;
-  startsSince: (t: number) => number;
-  busyAt: number;
-  starts: number;
+  held: () => boolean;
+  proceed: () => void;
+  drained: () => boolean;
   waitMs: number;
   holdMs: number;
   marginMs: number;
 }): Promise<LimitChange[]> {
   const changes: LimitChange[] = [];
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const until = async (done: () => boolean, ms: number) => {
     const end = Date.now() + ms;
-    while (!done() && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    while (!done() && Date.now() < end) await sleep(100);
   };
   const call = async (
     change: Omit<LimitChange, 'sentAt' | 'handedOn'>,
@@ -140,16 +145,21 @@ export async function changeLimitMidRun(input: {
         return;
       } catch (error) {
         if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) return;
-        await new Promise((r) => setTimeout(r, 200 + t * 300));
+        await sleep(200 + t * 300);
       }
     }
   };
-  await until(() => input.running() >= input.busyAt, input.waitMs);
-  await call({ key: input.key, limit: input.lowered }, () =>
-    input.client.setKeyLimits(input.type, input.key, { concurrency: input.lowered }),
-  );
-  const from = (changes[0]?.ackAt ?? Date.now()) + input.marginMs;
-  await until(() => input.startsSince(from) >= input.starts, input.holdMs);
+  try {
+    await until(input.held, input.waitMs);
+    await call({ key: input.key, limit: input.lowered }, () =>
+      input.client.setKeyLimits(input.type, input.key, { concurrency: input.lowered }),
+    );
+    const acked = changes[0]?.ackAt;
+    if (acked !== undefined) await sleep(Math.max(0, acked + input.marginMs + LET_GO_AFTER_MS - Date.now()));
+  } finally {
+    input.proceed();
+  }
+  await until(input.drained, input.holdMs);
   await call({ key: input.key }, () => input.client.clearKeyLimits(input.type, input.key));
   return changes;
 }
