@@ -56,6 +56,11 @@ export interface ActorOptions {
    * plan holds it there), then releases it once the cancel was answered.
    */
   tracker?: ProbeTracker;
+  /**
+   * Called once every follower of a planned line has arrived: its holders are let go when the
+   * promise it returns settles (an operator changes the key's limit meanwhile). @default at once
+   */
+  holdLine?: (holders: readonly PlannedJob[]) => Promise<void> | undefined;
 }
 
 const bump = (record: Record<string, number>, key: string) => {
@@ -247,42 +252,65 @@ export class Actors {
   /**
    * A planned line: its holders are sent (in one batch call); once every holder's handler runs
    * (each holds its first attempt), each stage's followers are sent in one batch call and awaited
-   * until they have arrived (see awaitArrival); then the holders are released. Every wait is
-   * bounded by {@link AIM_WAIT_MS}.
+   * until they have arrived (see awaitArrival); then the holders are released (once `holdLine`
+   * lets them go). A batch call may be answered late, or never, under the API's faults, with its
+   * jobs created all the same (a small run's followers arrived at once and their call went
+   * unanswered for 50 s): each call's jobs are awaited side by side with it, not after its
+   * answer. Every wait of its own is bounded by {@link AIM_WAIT_MS}.
    */
   private async line(holders: PlannedJob[], stages: PlannedJob[][]): Promise<void> {
     const tracker = this.options.tracker;
+    const calls: Promise<void>[] = [];
     try {
-      await this.enqueueBatch(holders);
-      if (tracker) {
-        for (const holder of holders) {
-          if (this.observer.acks.has(holder.id)) await this.awaitHandler(tracker, holder.id);
-        }
-      }
+      calls.push(this.enqueueBatch(holders));
+      if (tracker) await Promise.all(holders.map((holder) => this.awaitHandler(tracker, holder.id)));
       for (const stage of stages) {
         if (!stage || stage.length === 0) continue;
-        await this.enqueueBatch(stage);
-        for (const job of stage) {
-          if (this.observer.acks.has(job.id)) await this.awaitArrival(job.id);
-        }
+        calls.push(this.enqueueBatch(stage));
+        await Promise.all(stage.map((job) => this.awaitArrival(job.id)));
       }
+      await this.options.holdLine?.(holders);
     } finally {
       for (const holder of holders) tracker?.release(holder.id);
     }
+    await Promise.all(calls);
   }
 
   /**
    * Polls until the job has arrived at its held key: it waits in line, has ended (skipped), or its
    * handler ran; or until `AIM_WAIT_MS` has passed. (A job claimed but not yet through its gate
-   * is `running` for a moment: not arrived yet.)
+   * is `running` for a moment: not arrived yet.) Its own log line of the wait is looked at at
+   * every look, the store now and then only, and never waited on (see stateReader).
    */
   private async awaitArrival(id: string): Promise<void> {
     const terminal = TERMINAL_STATES as readonly string[];
-    await this.waitUntil(`${id} arrival`, async () => {
+    const state = this.stateReader(id);
+    await this.waitUntil(`${id} arrival`, (look) => {
       if ((this.options.tracker?.jobs.get(id)?.executions.length ?? 0) > 0) return true;
-      const now = await this.stateOf(id);
-      return now === 'waiting' || terminal.includes(now);
+      if (this.observer.logs.get(id)?.some((l) => l.message === 'waiting for a concurrency slot')) return true;
+      const now = state(look % 4 === 3);
+      return now === 'waiting' || (now !== undefined && terminal.includes(now));
     });
+  }
+
+  /**
+   * The job's state as last read: a read is started in the background when `ask` and none is in
+   * flight, so that a look never waits on one (under the API's faults a read can take seconds,
+   * while the tracker and the job's own log lines tell at once).
+   */
+  private stateReader(id: string): (ask: boolean) => string | undefined {
+    let last: string | undefined;
+    let reading = false;
+    return (ask) => {
+      if (ask && !reading) {
+        reading = true;
+        void this.stateOf(id).then((state) => {
+          last = state;
+          reading = false;
+        });
+      }
+      return last;
+    };
   }
 
   /** Polls `reached` every AIM_POLL_MS until it holds or AIM_WAIT_MS has passed; counted in `aimWaits`. */
@@ -482,10 +510,12 @@ export class Actors {
 
   /** Waits until a handler of the job runs, the job has finished, or `AIM_WAIT_MS` has passed. */
   private async awaitHandler(tracker: ProbeTracker, id: string): Promise<void> {
-    await this.waitUntil(`${id} handler`, async (look) => {
+    const state = this.stateReader(id);
+    await this.waitUntil(`${id} handler`, (look) => {
       if ((tracker.jobs.get(id)?.running ?? 0) > 0) return true;
       // the store is asked now and then only: the tracker sees the handler start at once
-      return look % 10 === 9 && (TERMINAL_STATES as readonly string[]).includes(await this.stateOf(id));
+      const now = state(look % 10 === 9);
+      return now !== undefined && (TERMINAL_STATES as readonly string[]).includes(now);
     });
   }
 

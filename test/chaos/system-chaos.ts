@@ -17,9 +17,10 @@
  * clock forward, lets the Scheduler stand-in fire and the supervisors repair, and resumes.
  * SQS delays and visibility stay real time: messages hidden for hours must be recovered by the
  * supervisor. Beside the plain job types run flow-controlled ones (system-flow.ts): a concurrency
- * limit, singletons of every mode sharing one scope, a throttle, a rate limit and a debounce; a
- * fair limit shared by tenants, whose limit an operator lowers and removes mid-run through the
- * API (system-fair.ts, system-limits.ts); and
+ * limit, singletons of every mode sharing one scope, a throttle (an operator slows its burst's
+ * key and removes that through the API), a rate limit and a debounce; a fair limit shared by
+ * tenants, whose limit an operator lowers and removes mid-run (system-fair.ts, system-limits.ts);
+ * and
  * workflows (system-workflows.ts): steps, sleeps, signals sent before, during, in the last second
  * of and after a wait, API calls killed between two of their writes, and, once the driven clock
  * is past their retention, their ids reused by new jobs. See system-checks.ts for the invariants.
@@ -28,7 +29,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { createClient } from '../../shared/client/index';
 import type { Job } from '../../shared/core/job';
-import { LATE_TURN_MS } from '../../shared/core/pace';
+import { LATE_TURN_MS, paceScope } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
 import { WAKE_GRACE_MS } from '../../shared/runtime/flow-gate';
 import type { Schedule } from '../../shared/schedules/model';
@@ -38,10 +39,24 @@ import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
-import { assignTenants, FAIR_BURST, FAIR_LIMIT, FAIR_TYPE, fairConcurrency, fairWeight } from './system-fair';
-import { flowTypes, type PacedType, pacedTypes, SINGLETON_SCOPE, singletonLines } from './system-flow';
-import { apiHandOns, changeLimitMidRun, type LimitChange } from './system-limits';
-import { SystemObserver } from './system-observer';
+import { assignTenants, FAIR_LIMIT, FAIR_TYPE, fairConcurrency, fairLine, fairWeight } from './system-fair';
+import {
+  CHAOS_RUNTIME_THROTTLE,
+  flowTypes,
+  type PacedType,
+  pacedTypes,
+  SINGLETON_SCOPE,
+  singletonLines,
+} from './system-flow';
+import {
+  apiHandOns,
+  changeLimitMidRun,
+  changeThrottleMidRun,
+  type LimitChange,
+  type PaceChange,
+  pacePeriods,
+} from './system-limits';
+import { SystemObserver, type Turn } from './system-observer';
 import { DIAMOND_JOBS, type PlannedJob, planDiamonds, planSystem } from './system-plan';
 import {
   type CycleRecord,
@@ -354,6 +369,19 @@ function throttleOverExact(paced: PacedType[], jobs: PlannedJob[], observer: Sys
   return Number(worst.toFixed(2));
 }
 
+/** The throttle changes, as the report shows them: when each was sent and answered, and how many turns were given under it. */
+function paceReport(changes: readonly PaceChange[], turns: readonly Turn[], started: number) {
+  const periods = pacePeriods(turns, changes);
+  const at = (ms: number | undefined) => (ms === undefined ? 'never' : `+${((ms - started) / 1000).toFixed(2)}s`);
+  return changes.map((c) => ({
+    key: c.key,
+    throttle: c.throttle ?? 'removed',
+    sent: at(c.sentAt),
+    acknowledged: at(c.ackAt),
+    turnsGivenUnder: periods.find((p) => p.change === c)?.turns.length ?? 0,
+  }));
+}
+
 /**
  * The hand-off in flight of invariant 17 (real ms): an admitter reads the line's head, then
  * writes, then logs; under injected latency and retries that can take seconds, and a job that
@@ -453,7 +481,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
             jobs: fairCount,
             types: [FAIR_TYPE],
             schedules: 0,
-            bursts: { [FAIR_TYPE]: FAIR_BURST.length },
+            lines: [fairLine()],
             idPrefix: 'fair',
           },
           seeded(seed ^ 0xfa1),
@@ -588,46 +616,91 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     supervisorFaults.enabled = true;
     w.startRunners();
     w.startSupervisors();
+    // The fair type's line (system-fair.ts): the operator lowers its limit once its holders hold
+    // every place (system-limits.ts); they are let go once the lowered limit holds and the
+    // followers have waited, each for longer than the hand-off in flight, so that every place
+    // handed on from then on is a case of invariants 18 and 19, however the run is timed.
+    const fairHolders = [...new Set(fairJobs.flatMap((j) => j.arrival?.holders ?? []))];
+    let fairLineFormed = false;
+    let fairLineWent = false;
+    let letFairLineGo = () => {};
+    const fairLineGoes = new Promise<void>((resolve) => {
+      letFairLineGo = resolve;
+    });
     const actors = new Actors(w, observer, {
       clientTimeoutMs: options.clientTimeoutMs,
       clientRetries: options.clientRetries,
       producers: options.producers,
       enqueueTries: 8,
       tracker,
+      holdLine: (holders) => {
+        if (holders[0]?.type !== FAIR_TYPE) return undefined;
+        fairLineFormed = true;
+        return Promise.all([fairLineGoes, sleep(FAIR_HANDOFF_MARGIN_MS + 1_000)]).then(() => {
+          fairLineWent = true;
+        });
+      },
     });
     const workflows = new WorkflowActors(w.platform.url, workflowRecords, apiFaults, w.driven, seeded(seed ^ 0x3f2), {
       clientTimeoutMs: options.clientTimeoutMs,
     });
     await actors.createSchedules(plan.schedules);
+    const operatorClient = createClient({
+      url: w.platform.url,
+      timeoutMs: options.clientTimeoutMs,
+      retry: { retries: options.clientRetries, baseDelayMs: 50, maxDelayMs: 500 },
+    });
+    // The operator slows the key of the throttled type's burst before the burst is sent, and
+    // removes the change once the burst has asked for its turns (system-limits.ts)
+    const throttled = flowed.find((f) => f.flow.throttle);
+    const throttledKey = flowPlan.jobs.find((j) => j.type === throttled?.type && j.together !== undefined)?.payload.tag;
+    const slowing =
+      throttled && throttledKey !== undefined
+        ? changeThrottleMidRun({
+            client: operatorClient,
+            type: throttled.type,
+            key: throttledKey,
+            throttle: CHAOS_RUNTIME_THROTTLE,
+            done: (since) =>
+              (observer.turns.get(`${paceScope(throttled.type, 'throttle')}|${throttledKey}`) ?? []).filter(
+                (t) => t.askedAt > since,
+              ).length >= (throttled.burst ?? 1),
+            holdMs: 120_000,
+          })
+        : undefined;
+    await slowing?.set;
     const produceStarted = Date.now();
-    // the operator lowers the key's limit once its burst runs and waits, and removes it later
-    const loweredIds = fairJobs.map((j) => j.id);
-    const burstIds = fairJobs.filter((j) => j.together !== undefined).map((j) => j.id);
+    const followerIds = fairJobs.filter((j) => j.arrival !== undefined).map((j) => j.id);
     const changing =
       fairJobs.length > 0
         ? changeLimitMidRun({
-            client: createClient({
-              url: w.platform.url,
-              timeoutMs: options.clientTimeoutMs,
-              retry: { retries: options.clientRetries, baseDelayMs: 50, maxDelayMs: 500 },
-            }),
+            client: operatorClient,
             type: FAIR_TYPE,
             key: LOWERED_KEY,
             lowered: LOWERED_LIMIT,
-            running: () => burstIds.filter((id) => (tracker.jobs.get(id)?.running ?? 0) > 0).length,
-            startsSince: (t) =>
-              loweredIds.reduce(
-                (n, id) => n + (tracker.jobs.get(id)?.executions.filter((e) => e.startedAt > t).length ?? 0),
-                0,
-              ),
-            busyAt: 3,
-            starts: 6,
+            // once its holders hold every place (or its followers have arrived)
+            held: () => fairLineFormed || fairHolders.every((id) => (tracker.jobs.get(id)?.running ?? 0) > 0),
+            proceed: letFairLineGo,
+            // the line went on, and every follower that arrived (its enqueue may have gone
+            // unanswered) ran to an end
+            drained: () =>
+              fairLineWent &&
+              followerIds.every((id) => {
+                const executions = tracker.jobs.get(id)?.executions ?? [];
+                const waited = observer.logs.get(id)?.some((l) => l.message === 'waiting for a concurrency slot');
+                return executions.some((e) => e.endedAt !== undefined) || (executions.length === 0 && !waited);
+              }),
             waitMs: 180_000,
             holdMs: 120_000,
             marginMs: FAIR_HANDOFF_MARGIN_MS,
           })
         : Promise.resolve([] as LimitChange[]);
-    const [, , limitChanges] = await Promise.all([actors.produce(plan.jobs), workflows.produce(round1), changing]);
+    const [, , limitChanges, paceChanges] = await Promise.all([
+      actors.produce(plan.jobs),
+      workflows.produce(round1),
+      changing,
+      slowing?.changes ?? Promise.resolve([] as PaceChange[]),
+    ]);
     const produceMs = Date.now() - produceStarted;
     progress(
       `system chaos: enqueued in ${(produceMs / 1000).toFixed(1)} s: ${actors.stats.acknowledged} acknowledged, ${actors.stats.notAcknowledged} not; ${actors.stats.enqueueRetries} retries`,
@@ -920,6 +993,9 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
           }
         : {}),
       paced,
+      ...(throttled && throttledKey !== undefined
+        ? { paceChanges: [{ type: throttled.type, key: throttledKey, changes: paceChanges }] }
+        : {}),
       throttleWindow: {
         earlyMs: options.maxSkewMs + 50,
         lateMs: LATE_TURN_MS + options.maxSkewMs + THROTTLE_START_SLACK_MS,
@@ -1052,6 +1128,15 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
               acknowledged: c.ackAt === undefined ? 'never' : `+${((c.ackAt - started) / 1000).toFixed(2)}s`,
               handedOn: c.handedOn.length,
             })),
+          }
+        : {}),
+      ...(throttled && throttledKey !== undefined && paceChanges.length > 0
+        ? {
+            paceChanges: paceReport(
+              paceChanges,
+              observer.turns.get(`${paceScope(throttled.type, 'throttle')}|${throttledKey}`) ?? [],
+              started,
+            ),
           }
         : {}),
       produceMs,

@@ -6,7 +6,7 @@
 import { jobDueAt } from '../../shared/core/due';
 import { runId } from '../../shared/core/fire-message';
 import type { Job } from '../../shared/core/job';
-import { paceScope } from '../../shared/core/pace';
+import { paceScope, throttlePace } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
@@ -15,7 +15,7 @@ import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
 import { checkFairShare, type FairShareInput } from './system-fair';
 import type { PacedType } from './system-flow';
-import { checkRuntimeLimits, type RuntimeLimitInput } from './system-limits';
+import { checkRuntimeLimits, type PaceChange, pacePeriods, type RuntimeLimitInput } from './system-limits';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
 import { checkRankedOrder, type RankedLineInput } from './system-priority';
@@ -105,6 +105,11 @@ export interface CheckInput {
   fairShare?: FairShareInput;
   /** Limits changed at run time (system-limits.ts), checked as invariant 19. */
   runtimeLimits?: RuntimeLimitInput;
+  /**
+   * Throttles changed at run time on a key (system-limits.ts): its turns given under a change
+   * are checked against the change's pace as invariant 19, the others against the spec's as 10.
+   */
+  paceChanges?: readonly { type: string; key: string; changes: readonly PaceChange[] }[];
 }
 
 export interface CheckResult {
@@ -346,16 +351,30 @@ export function checkInvariants(input: CheckInput): CheckResult {
       for (const [key, starts] of byKey) {
         const turns = observer.turns.get(`${scope}|${key}`) ?? [];
         counts[INVARIANTS[9]].checked += turns.length + starts.length;
-        const excess = gcraExcess(turns, p.intervalMs, p.burst, GCRA_ROUNDING_MS);
-        if (excess > 0) {
-          violate(
-            INVARIANTS[9],
-            `${p.type}:${key}`,
-            `throttle of ${p.type} key ${key}: its turns exceed the GCRA bound (interval ${p.intervalMs} ms, burst ${p.burst}) by ${excess.toFixed(2)}`,
-          );
+        // by the pace each turn was given under: a throttle changed at run time on the key is
+        // invariant 19's (a removal, a raise, may rightly give more across it than either pace)
+        const changes = input.paceChanges?.find((c) => c.type === p.type && c.key === key)?.changes ?? [];
+        for (const period of pacePeriods(turns, changes)) {
+          const times = period.turns.map((t) => t.at);
+          const set = period.change?.throttle;
+          const pace = set ? { intervalMs: throttlePace(set).intervalMs, burst: set.burst } : p;
+          const invariant = set ? INVARIANTS[18] : INVARIANTS[9];
+          if (set) counts[invariant].checked += times.length;
+          const excess = gcraExcess(times, pace.intervalMs, pace.burst, GCRA_ROUNDING_MS);
+          if (excess > 0) {
+            violate(
+              invariant,
+              `${p.type}:${key}`,
+              `throttle of ${p.type} key ${key}${set ? ` (set at run time: ${set.limit} per ${set.periodSeconds} s, burst ${set.burst})` : ''}: its turns exceed the GCRA bound (interval ${pace.intervalMs} ms, burst ${pace.burst}) by ${excess.toFixed(2)}`,
+            );
+          }
         }
         const window = input.throttleWindow ?? { earlyMs: 0, lateMs: 0 };
-        const unmatched = startsWithoutTurn(starts, turns, window);
+        const unmatched = startsWithoutTurn(
+          starts,
+          turns.map((t) => t.at),
+          window,
+        );
         if (unmatched.length > 0) {
           violate(
             INVARIANTS[9],

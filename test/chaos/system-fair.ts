@@ -21,14 +21,15 @@
  * Everything comes from evidence that does not go through the admitter's choice: the tenant of
  * each job from the plan (its payload), its places from its handler's executions (the tracker),
  * the hand-ons to it from the log lines, and its joins from its own log lines. A place handed on
- * and not yet started counts from its hand-on until its start (at most `inFlightMs`). The check
- * never calls `chooseFairKey`.
+ * and not yet started counts from its hand-on until its start, a cancel of it, or a hand-on it
+ * makes itself (a job that ended while it was handed its place gives it back and hands it on), at
+ * most `inFlightMs`. The check never calls `chooseFairKey`.
  */
 import type { ConcurrencyLimit } from '../../shared/core/flow';
 import { fnv1a } from '../../shared/core/table';
 import type { ProbePayload } from '../support/probes';
 import type { SystemObserver } from './system-observer';
-import type { PlannedJob } from './system-plan';
+import type { PlannedJob, PlannedLine } from './system-plan';
 
 /** The fair type: its jobs' fair key is `payload.tenant`; its limit has no key function (its slot's key is `*`). */
 export const FAIR_TYPE = 'sys-f';
@@ -38,8 +39,19 @@ export const FAIR_LIMIT = 4;
 export const FAIR_TENANTS = ['t0', 't1', 't2', 't3'] as const;
 /** A tenant's weight. */
 export const fairWeight = (tenant: string) => (tenant === 't1' ? 3 : 1);
-/** Its first jobs are a burst on one key, in one batch call: the noisy tenant's first. */
-export const FAIR_BURST: readonly string[] = [...Array(10).fill('t0'), 't1', 't1', 't1', 't2', 't2', 't3'];
+/**
+ * Its planned line (on its one key): {@link FAIR_LIMIT} jobs of the noisy tenant hold every place
+ * while the followers arrive in one batch call (the noisy tenant's first) and wait behind them, for
+ * longer than the hand-off in flight; then the holders are let go (system-limits.ts: the operator
+ * lowers the limit meanwhile), and each place freed goes to a tenant while others wait: the cases
+ * of invariant 18, however the run is timed.
+ */
+export const FAIR_FOLLOWERS: readonly string[] = [...Array(6).fill('t0'), 't1', 't1', 't1', 't2', 't2', 't3'];
+
+/** The planned line of the fair type: see {@link FAIR_FOLLOWERS}. */
+export function fairLine(): PlannedLine {
+  return { holderType: FAIR_TYPE, holders: FAIR_LIMIT, stages: [FAIR_FOLLOWERS.map(() => FAIR_TYPE)] };
+}
 
 /** The fair type's concurrency limit (a fair limit takes no key function: it shares one limit between keys). */
 export function fairConcurrency(): ConcurrencyLimit<ProbePayload>[] {
@@ -48,20 +60,25 @@ export function fairConcurrency(): ConcurrencyLimit<ProbePayload>[] {
 
 /**
  * Gives the fair type's planned jobs their tenants (from their ids: no draw, so the rest of a
- * seed's plan is the same): the burst as {@link FAIR_BURST}, each at least 800 ms long so that
- * the line lasts, and none killed; the rest 60 % noisy t0, 20 % t1, 10 % t2, 10 % t3.
+ * seed's plan is the same): the holders of its line the noisy t0 (held on every attempt), its followers as
+ * {@link FAIR_FOLLOWERS}, each at least 1 s long so that the line lasts under the lowered limit
+ * (none is killed: a line takes no job with a kill); the rest 60 % noisy t0, 20 % t1, 10 % t2,
+ * 10 % t3.
  */
 export function assignTenants(jobs: PlannedJob[]): void {
-  let b = 0;
+  const holders = new Set(jobs.flatMap((j) => j.arrival?.holders ?? []));
+  let f = 0;
   for (const job of jobs) {
-    if (job.together !== undefined && b < FAIR_BURST.length) {
-      job.payload.tenant = FAIR_BURST[b++];
-      job.payload.sleepMs = Math.max(job.payload.sleepMs ?? 0, 800);
-      // no kill: a dead holder keeps its place until a look at the line frees it, which would
-      // stall the line under the lowered limit of invariant 19 (the other jobs keep theirs)
-      delete job.payload.killOnAttempts;
-      delete job.payload.killAfterMs;
-      delete job.payload.killAfterSteps;
+    if (holders.has(job.id)) {
+      job.payload.tenant = 't0';
+      // held on every attempt: a holder whose lease was lost under faults is taken over on its
+      // place and holds again, until the line goes on
+      job.payload.holdOnAttempts = Array.from({ length: job.maxAttempts }, (_, i) => i + 1);
+      continue;
+    }
+    if (job.arrival !== undefined && f < FAIR_FOLLOWERS.length) {
+      job.payload.tenant = FAIR_FOLLOWERS[f++];
+      job.payload.sleepMs = Math.max(job.payload.sleepMs ?? 0, 1000);
       continue;
     }
     const h = fnv1a(job.id) % 10;
@@ -118,14 +135,18 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
   const planned = new Map(input.jobs.map((j) => [j.id, j]));
   const M = input.marginMs;
   const handOns = new Map<string, number[]>();
+  /** The hand-ons each job made itself (it gave its place back, or held none, and handed one on). */
+  const gaveOn = new Map<string, number[]>();
   const joins = new Map<string, number[]>();
   const push = (into: Map<string, number[]>, id: string, t: number) => into.set(id, [...(into.get(id) ?? []), t]);
   for (const [jobId, lines] of observer.logs) {
     for (const l of lines) {
       if (l.fields.scope !== input.scope) continue;
       const to = l.fields.to;
-      if (l.message === 'handed a place in line on' && typeof to === 'string' && planned.has(to))
+      if (l.message === 'handed a place in line on' && typeof to === 'string' && planned.has(to)) {
         push(handOns, to, l.t);
+        push(gaveOn, jobId, l.t);
+      }
       if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
     }
   }
@@ -163,10 +184,14 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     const starts = startsOf(id);
     for (const e of input.executions.get(id) ?? []) addPlace(id, e.startedAt, e.endedAt ?? Number.POSITIVE_INFINITY);
     for (const h of [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])]) {
-      // until the job starts on it, or an operator's cancel gives it back (the job never starts)
+      // until the job starts on it, or an operator's cancel gives it back (the job never starts),
+      // or the job hands a place on itself before it starts: a job that ended while it was handed
+      // its place (cancelled, the cancel's answer lost) gives it back and hands it on; any other
+      // hand-on of its own is a release, or a look at the line while it waits: it holds no place
       const next = starts.find((s) => s > h) ?? Number.POSITIVE_INFINITY;
       const cancel = cancels(id).find((c) => c > h) ?? Number.POSITIVE_INFINITY;
-      addPlace(id, h, Math.min(next, cancel, h + input.inFlightMs));
+      const gave = (gaveOn.get(id) ?? []).find((g) => g > h) ?? Number.POSITIVE_INFINITY;
+      addPlace(id, h, Math.min(next, cancel, gave, h + input.inFlightMs));
     }
   }
   const tenantOf = (id: string) => planned.get(id)?.payload.tenant ?? 'none';

@@ -19,6 +19,12 @@ const tag = (p: ProbePayload) => p.tag ?? 'none';
  * among the few jobs of a small run.
  */
 export const CHAOS_THROTTLE = { limit: 1, periodSeconds: 2, burst: 2 } as const;
+/**
+ * The throttle an operator sets at run time on the key of the throttled type's burst, before the
+ * burst comes, and removes once the burst has its turns: a start every 3 s, no bursts (slower
+ * than the spec's, so that a change not applied shows in the burst's turns; invariant 19).
+ */
+export const CHAOS_RUNTIME_THROTTLE = { limit: 1, periodSeconds: 3, burst: 1 } as const;
 /** The rate limit: 2 accepted per minute per key (the excess ends skipped). */
 export const CHAOS_RATE_LIMIT = { limit: 2, periodSeconds: 60 } as const;
 /** The debounce: one run per key after 3 s of quiet, or 10 s after the window opened. */

@@ -14,10 +14,15 @@
  * claim). A start after a killed, aborted or open execution of the same job may go on under that
  * one's place: it is not counted. Running jobs come from the handlers' executions (the tracker),
  * not from the slot the platform keeps.
+ *
+ * A throttle changed at run time holds likewise: an operator slows the key of the throttled
+ * type's burst before the burst comes (`PUT … { throttle }`) and removes the change once the burst
+ * has taken its turns (`DELETE …?field=throttle`). The turns the pacer gave under the change obey
+ * its pace exactly (see {@link pacePeriods}; checked with invariant 10, system-checks.ts).
  */
 import { OrreryApiError, type OrreryClient } from '../../shared/client/index';
 import type { ApiHandOn, ExecutionSpan } from './system-fair';
-import type { SystemObserver } from './system-observer';
+import type { SystemObserver, Turn } from './system-observer';
 import type { PlannedJob } from './system-plan';
 
 /** One change of a key's limit through the API. */
@@ -31,6 +36,45 @@ export interface LimitChange {
   ackAt?: number;
   /** The jobs its admission handed a place (the answer's `handedOn`). */
   handedOn: string[];
+}
+
+/** One change of a key's throttle through the API. */
+export interface PaceChange {
+  key: string;
+  /** The throttle set; undefined: the run-time throttle was removed (the spec's holds). */
+  throttle?: { limit: number; periodSeconds: number; burst: number };
+  /** Its first send (real ms). */
+  sentAt: number;
+  /** Its answer 200 (real ms); undefined when it was never answered. */
+  ackAt?: number;
+}
+
+/** Some of a key's throttle turns, all given under one pace. */
+export interface PacePeriod {
+  /** The change whose pace they were given under: none, or a removal, for the spec's. */
+  change?: PaceChange;
+  turns: Turn[];
+}
+
+/**
+ * A key's throttle turns, by the pace they were given under: the spec's until the first change
+ * was sent; a change's from its answer until the next change was sent (the spec's again after a
+ * removal). A change holds once it is written, and every turn's write is conditioned on the
+ * pace's version the pacer saw: so a turn asked for after a change was answered was written
+ * under it, and one given before a change was sent was not. A turn asked for before a change was
+ * answered and given after it was sent may be under either pace: it is in no period (nor is any
+ * turn after a change that was never answered, until the next one was).
+ */
+export function pacePeriods(turns: readonly Turn[], changes: readonly PaceChange[]): PacePeriod[] {
+  const first = changes[0]?.sentAt ?? Number.POSITIVE_INFINITY;
+  const periods: PacePeriod[] = [{ turns: turns.filter((t) => t.givenAt < first) }];
+  changes.forEach((change, i) => {
+    const answered = change.ackAt;
+    if (answered === undefined) return;
+    const until = changes[i + 1]?.sentAt ?? Number.POSITIVE_INFINITY;
+    periods.push({ change, turns: turns.filter((t) => t.askedAt > answered && t.givenAt < until) });
+  });
+  return periods;
 }
 
 export interface RuntimeLimitInput {
@@ -104,52 +148,106 @@ export function checkRuntimeLimits(observer: SystemObserver, input: RuntimeLimit
 /** Tries for an operator's call (answered, or a 4xx): a call that got no answer, a 5xx or a 429 is sent again. */
 const TRIES = 12;
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `done` every 100 ms until it holds or `ms` passed. */
+async function until(done: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done() && Date.now() < end) await sleep(100);
+}
+
 /**
- * The operator: once `busyAt` of the key's jobs run (or `waitMs` passed), lowers the key's limit
- * to `lowered`; once `starts` of the key's jobs started after that (or `holdMs` passed), removes it.
+ * Sends an operator's call until it is answered, as an operator would (see {@link TRIES}), and
+ * notes on `record` when it was: its answer, or undefined when it got none (or a 4xx).
+ */
+async function untilAnswered<A>(record: { ackAt?: number }, send: () => Promise<A>): Promise<A | undefined> {
+  for (let t = 0; t < TRIES; t++) {
+    try {
+      const answer = await send();
+      record.ackAt = Date.now();
+      return answer;
+    } catch (error) {
+      if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) return undefined;
+      await sleep(200 + t * 300);
+    }
+  }
+  return undefined;
+}
+/** How long after the lowered limit's acknowledgement and margin a held line goes on, at the earliest. */
+const LET_GO_AFTER_MS = 1_000;
+
+/**
+ * The operator, on a planned line of the key (system-fair.ts): once the line's holders hold every
+ * place (`held`; or `waitMs` passed), lowers the key's limit to `lowered`, below what they hold;
+ * lets the line go on (`proceed`) a margin and a second after the acknowledgement, so that the
+ * places handed on from then on are taken under the new limit and outside the call's window (the
+ * cases of invariants 18 and 19); once the line has drained (or `holdMs` passed), removes it.
  */
 export async function changeLimitMidRun(input: {
   client: OrreryClient;
   type: string;
   key: string;
   lowered: number;
-  running: () => number;
-  startsSince: (t: number) => number;
-  busyAt: number;
-  starts: number;
+  held: () => boolean;
+  proceed: () => void;
+  drained: () => boolean;
   waitMs: number;
   holdMs: number;
   marginMs: number;
 }): Promise<LimitChange[]> {
   const changes: LimitChange[] = [];
-  const until = async (done: () => boolean, ms: number) => {
-    const end = Date.now() + ms;
-    while (!done() && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  };
   const call = async (
     change: Omit<LimitChange, 'sentAt' | 'handedOn'>,
     send: () => Promise<{ handedOn: string[] }>,
   ) => {
     const record: LimitChange = { ...change, sentAt: Date.now(), handedOn: [] };
     changes.push(record);
-    for (let t = 0; t < TRIES; t++) {
-      try {
-        const answer = await send();
-        record.ackAt = Date.now();
-        record.handedOn = answer.handedOn;
-        return;
-      } catch (error) {
-        if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) return;
-        await new Promise((r) => setTimeout(r, 200 + t * 300));
-      }
-    }
+    record.handedOn = (await untilAnswered(record, send))?.handedOn ?? [];
   };
-  await until(() => input.running() >= input.busyAt, input.waitMs);
-  await call({ key: input.key, limit: input.lowered }, () =>
-    input.client.setKeyLimits(input.type, input.key, { concurrency: input.lowered }),
-  );
-  const from = (changes[0]?.ackAt ?? Date.now()) + input.marginMs;
-  await until(() => input.startsSince(from) >= input.starts, input.holdMs);
+  try {
+    await until(input.held, input.waitMs);
+    await call({ key: input.key, limit: input.lowered }, () =>
+      input.client.setKeyLimits(input.type, input.key, { concurrency: input.lowered }),
+    );
+    const acked = changes[0]?.ackAt;
+    if (acked !== undefined) await sleep(Math.max(0, acked + input.marginMs + LET_GO_AFTER_MS - Date.now()));
+  } finally {
+    input.proceed();
+  }
+  await until(input.drained, input.holdMs);
   await call({ key: input.key }, () => input.client.clearKeyLimits(input.type, input.key));
   return changes;
+}
+
+/**
+ * The operator of a key's throttle: sets `throttle` on the key at once (`PUT …/limits`), and
+ * removes it (`DELETE …/limits?field=throttle`) once `done` holds of the time it was answered (or
+ * `holdMs` passed). `set` settles once the PUT was answered, or its tries ran out: the run sends
+ * the key's burst after that, so that the burst's turns are taken under the change.
+ */
+export function changeThrottleMidRun(input: {
+  client: OrreryClient;
+  type: string;
+  key: string;
+  throttle: { limit: number; periodSeconds: number; burst: number };
+  done: (since: number) => boolean;
+  holdMs: number;
+}): { set: Promise<void>; changes: Promise<PaceChange[]> } {
+  const changes: PaceChange[] = [];
+  const call = async (change: Pick<PaceChange, 'throttle'>, send: () => Promise<unknown>) => {
+    const record: PaceChange = { key: input.key, ...change, sentAt: Date.now() };
+    changes.push(record);
+    await untilAnswered(record, send);
+    return record;
+  };
+  const set = call({ throttle: input.throttle }, () =>
+    input.client.setKeyLimits(input.type, input.key, { throttle: input.throttle }),
+  );
+  const run = async () => {
+    const since = await set;
+    await until(() => input.done(since.ackAt ?? since.sentAt), input.holdMs);
+    await call({}, () => input.client.clearKeyLimits(input.type, input.key, { field: 'throttle' }));
+    return changes;
+  };
+  return { set: set.then(() => undefined), changes: run() };
 }

@@ -42,6 +42,15 @@ export interface Ack {
   via: string;
 }
 
+/** A throttle turn, as the pacer gave it to a worker. */
+export interface Turn {
+  /** The turn (driven ms, from the worker's clock). */
+  at: number;
+  /** When the worker asked for it, and when it was given (real ms): a change of the key's pace between the two may or may not apply. */
+  askedAt: number;
+  givenAt: number;
+}
+
 /** A log line of the runtime about one job. */
 export interface LogLine {
   t: number;
@@ -59,8 +68,8 @@ export class SystemObserver {
   readonly logs = new Map<string, LogLine[]>();
   readonly logCounts = new Map<string, number>();
   readonly events = new Map<string, string[]>();
-  /** Every throttle turn a worker was given, by pace scope and key (`<scope>|<key>`): its time (driven ms). */
-  readonly turns = new Map<string, number[]>();
+  /** Every throttle turn a worker was given, by pace scope and key (`<scope>|<key>`). */
+  readonly turns = new Map<string, Turn[]>();
 
   private push<T>(map: Map<string, T[]>, key: string, value: T): void {
     let list = map.get(key);
@@ -113,8 +122,9 @@ export class SystemObserver {
   observePacer(pacer: Pacer): Pacer {
     return {
       takeTurn: async (input) => {
+        const askedAt = Date.now();
         const at = await pacer.takeTurn(input);
-        this.push(this.turns, `${input.scope}|${input.key}`, at);
+        this.push(this.turns, `${input.scope}|${input.key}`, { at, askedAt, givenAt: Date.now() });
         return at;
       },
       tryStart: (input) => pacer.tryStart(input),

@@ -108,11 +108,11 @@ export interface PlanOptions {
    */
   bursts?: Readonly<Record<string, number>>;
   /**
-   * Lines planned on one key: `holders` jobs of `holderType` hold their first attempt until
-   * released, while one job of each type of each stage arrives on their key, stage after stage
-   * (see {@link PlannedJob.arrival}). A concurrency limit of n needs n holders for a wait; a
-   * singleton scope one holder for a wait (`queue`), a skip (`skip`) and a cancel
-   * (`cancel-running`). @default none
+   * Lines planned on one key (an untagged type's one key, `*`): `holders` jobs of `holderType`
+   * hold their first attempt until released, while one job of each type of each stage arrives on
+   * their key, stage after stage (see {@link PlannedJob.arrival}). A concurrency limit of n needs
+   * n holders for a wait; a singleton scope one holder for a wait (`queue`), a skip (`skip`) and a
+   * cancel (`cancel-running`). @default none
    */
   lines?: readonly PlannedLine[];
   /** Prefix of the job ids. @default 'sys' */
@@ -328,16 +328,20 @@ export function planSystem(
       holder.payload.holdAbortable = true;
       holders.push(holder);
     }
+    if (holders.length < line.holders) continue;
+    // one key for the line: the first holder's (none for a limit without a key function: its one key)
     const tag = holders[0]?.payload.tag;
-    if (holders.length < line.holders || tag === undefined) continue;
-    for (const holder of holders) holder.payload.tag = tag;
+    const onKey = (job: PlannedJob) => {
+      if (tag !== undefined) job.payload.tag = tag;
+    };
+    for (const holder of holders) onKey(holder);
     for (const [stage, types] of line.stages.entries()) {
       for (const type of types) {
         const follower = take(type);
         if (!follower) continue;
         follower.together = `line-${n}-${stage}`;
         follower.via = 'batch';
-        follower.payload.tag = tag;
+        onKey(follower);
         follower.arrival = { holders: holders.map((h) => h.id), stage };
       }
     }

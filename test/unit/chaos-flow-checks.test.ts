@@ -120,10 +120,14 @@ describe('chaos invariant 9: no slot held by a finished job', () => {
 
 describe('chaos invariant 10: the GCRA bound', () => {
   const window = { earlyMs: 1050, lateMs: 4000 };
-  const turnsOf = (r: Records, times: number[]) =>
+  /** Turns at `times` (ms after T0), each asked for and given at its time, or at the time paired with it. */
+  const turnsOf = (r: Records, times: (number | [at: number, asked: number])[]) =>
     r.observer.turns.set(
       'flo-t~t|k',
-      times.map((t) => T0 + t),
+      times.map((t) => {
+        const [at, asked] = typeof t === 'number' ? [t, t] : t;
+        return { at: T0 + at, askedAt: T0 + asked, givenAt: T0 + asked };
+      }),
     );
 
   it('holds for throttled starts at their turns, and for turns that keep to the bound', () => {
@@ -150,6 +154,55 @@ describe('chaos invariant 10: the GCRA bound', () => {
     const early = new Records().job('t0', 'flo-t', 'k').ran('t0', 0, 0);
     turnsOf(early, [2000]); // started 2 s before its turn
     expect(early.check({ paced, throttleWindow: window })[ten].violated).toBe(1);
+  });
+
+  describe('with a throttle changed at run time (invariant 19 for the turns under the change)', () => {
+    // the operator slows key k to a turn every 3 s, no bursts (sent at 3 s, answered at 3.5 s),
+    // and removes it (sent at 5 s, answered at 5.5 s)
+    const slow = { limit: 1, periodSeconds: 3, burst: 1 };
+    const changes = [
+      { key: 'k', throttle: slow, sentAt: T0 + 3_000, ackAt: T0 + 3_500 },
+      { key: 'k', sentAt: T0 + 5_000, ackAt: T0 + 5_500 },
+    ];
+    const check = (times: (number | [number, number])[]) => {
+      const r = new Records();
+      turnsOf(r, times);
+      const counts = r.check({ paced, throttleWindow: window, paceChanges: [{ type: 'flo-t', key: 'k', changes }] });
+      return { ten: counts[ten], nineteen: counts[INVARIANTS[18]] };
+    };
+
+    it('holds for the turns given under each pace, though more than the spec allows across the removal', () => {
+      // the spec's burst of 2, then three turns asked for at 4 s, 3 s apart under the change; at
+      // the removal the key is 2.5 turns ahead (its TAT 13 s), so 2.5 of the spec's 2 s (10.5 s):
+      // turns asked for at 6 s come at 8.5, 10.5 and 12.5 s, between those given under the change
+      // (5 within 5.5 s, more than the spec's 2 + 5.5 / 2)
+      const under: [number, number][] = [
+        [4_000, 4_000],
+        [7_000, 4_000],
+        [10_000, 4_000],
+      ];
+      const after: [number, number][] = [
+        [8_500, 6_000],
+        [10_500, 6_000],
+        [12_500, 6_000],
+      ];
+      const out = check([0, 0, 2_000, ...under, ...after]);
+      expect(out.ten).toEqual({ checked: 9, violated: 0 });
+      expect(out.nineteen).toEqual({ checked: 3, violated: 0 });
+    });
+
+    it('is violated by turns asked for after the change was answered at the spec pace', () => {
+      const out = check([0, 0, 2_000, [4_000, 4_000], [4_000, 4_000], [6_000, 4_000]]);
+      expect(out.nineteen).toEqual({ checked: 3, violated: 1 });
+      expect(out.ten.violated).toBe(0);
+    });
+
+    it('bounds no turn asked for while the change was under way by either pace', () => {
+      // asked for at 3.2 s, before the answer, and given at once: under the old pace or the new
+      const out = check([0, 0, 2_000, 3_200, [4_500, 4_000]]);
+      expect(out.nineteen).toEqual({ checked: 1, violated: 0 });
+      expect(out.ten.violated).toBe(0);
+    });
   });
 
   it('counts the rate limit on accepted jobs only', () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ExecutionSpan } from '../chaos/system-fair';
-import { checkRuntimeLimits, type LimitChange } from '../chaos/system-limits';
+import { checkRuntimeLimits, type LimitChange, type PaceChange, pacePeriods } from '../chaos/system-limits';
 import { SystemObserver } from '../chaos/system-observer';
 import type { PlannedJob } from '../chaos/system-plan';
 import { logAt } from '../support/at-time';
@@ -107,5 +107,40 @@ describe('invariant 19: a limit changed at run time holds from the next start on
     w.ran('a', 0, 20_000).change(4_000, 5_000, 1);
     w.ran('b', 4_500, 10_000).ran('c', 5_500, 10_000);
     expect(w.check()).toEqual({ checked: 0, violations: [] });
+  });
+});
+
+describe('invariant 19 for a throttle: the pace each turn was given under', () => {
+  const turn = (at: number, askedAt = at, givenAt = askedAt) => ({
+    at: T0 + at,
+    askedAt: T0 + askedAt,
+    givenAt: T0 + givenAt,
+  });
+  const slow = { limit: 1, periodSeconds: 3, burst: 1 };
+
+  it("puts a turn under a change from its answer to the next change's send, and one given during a call under none", () => {
+    const turns = [turn(0), turn(2_000), turn(3_100), turn(4_000), turn(9_000, 4_000), turn(11_000), turn(12_000)];
+    const changes: PaceChange[] = [
+      { key: 'k', throttle: slow, sentAt: T0 + 3_000, ackAt: T0 + 3_500 },
+      { key: 'k', sentAt: T0 + 10_000, ackAt: T0 + 10_500 },
+    ];
+    const periods = pacePeriods(turns, changes).map((p) => ({
+      pace: p.change === undefined ? 'spec' : (p.change.throttle ?? 'removed'),
+      at: p.turns.map((t) => t.at - T0),
+    }));
+    expect(periods).toEqual([
+      { pace: 'spec', at: [0, 2_000] },
+      { pace: slow, at: [4_000, 9_000] },
+      { pace: 'removed', at: [11_000, 12_000] },
+    ]);
+  });
+
+  it('puts the turns after a change that was never answered under none, until the next answered one', () => {
+    const turns = [turn(1_000), turn(5_000), turn(12_000)];
+    const changes: PaceChange[] = [
+      { key: 'k', throttle: slow, sentAt: T0 + 3_000 },
+      { key: 'k', sentAt: T0 + 10_000, ackAt: T0 + 10_500 },
+    ];
+    expect(pacePeriods(turns, changes).map((p) => p.turns.map((t) => t.at - T0))).toEqual([[1_000], [12_000]]);
   });
 });

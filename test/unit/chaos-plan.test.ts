@@ -23,6 +23,7 @@ import {
   planChaosJobs,
 } from '../chaos/chaos';
 import { seeded } from '../chaos/seeded';
+import { assignTenants, FAIR_FOLLOWERS, FAIR_LIMIT, FAIR_TYPE, fairLine } from '../chaos/system-fair';
 import { flowTypes, singletonLines } from '../chaos/system-flow';
 import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
 import { API_KILLS, planReuse, planWorkflows, WORKFLOW_KINDS } from '../chaos/system-workflows';
@@ -309,6 +310,43 @@ describe('system chaos plan', () => {
         expect(job.timing).toBe('now');
         expect(job.control).toBeUndefined();
         expect(job.payload.killOnAttempts).toBeUndefined();
+      }
+    }
+  });
+
+  // The small run's fair-share check (invariant 18) counted 0 to 3 places given while another
+  // tenant waited, by timing: its burst was over before anyone had waited past the hand-off in
+  // flight. A planned line holds the limit while every tenant's followers wait.
+  it("plans the fair type's line: the noisy tenant holds every place on every attempt while each tenant's followers arrive", () => {
+    for (let seed = 0; seed < 300; seed++) {
+      const { jobs } = planSystem(
+        { ...options, jobs: 40, types: [FAIR_TYPE], schedules: 0, lines: [fairLine()], idPrefix: 'fair' },
+        seeded(seed),
+      );
+      assignTenants(jobs);
+      const followers = jobs.filter((j) => j.arrival !== undefined);
+      const holderIds = followers[0]?.arrival?.holders ?? [];
+      const holders = jobs.filter((j) => holderIds.includes(j.id));
+      expect(holders.length, `seed ${seed}`).toBe(FAIR_LIMIT);
+      // in one batch call, the noisy tenant's first
+      expect(followers.map((j) => j.payload.tenant)).toEqual(FAIR_FOLLOWERS);
+      for (const holder of holders) {
+        const at = `seed ${seed} ${holder.id}`;
+        expect(holder.payload.tenant, at).toBe('t0');
+        expect(holder.payload.holdOnAttempts, at).toEqual(Array.from({ length: holder.maxAttempts }, (_, i) => i + 1));
+        expect(holder.payload.holdAbortable, at).toBe(true);
+      }
+      for (const job of [...holders, ...followers]) {
+        const at = `seed ${seed} ${job.id}`;
+        // the type's one key: its limit has no key function
+        expect(job.payload.tag, at).toBeUndefined();
+        expect(job.timing, at).toBe('now');
+        expect(job.control, at).toBeUndefined();
+        expect(job.payload.killOnAttempts, at).toBeUndefined();
+      }
+      for (const job of followers) {
+        expect(job.arrival, `seed ${seed} ${job.id}`).toEqual({ holders: holderIds, stage: 0 });
+        expect(job.payload.sleepMs, `seed ${seed} ${job.id}`).toBeGreaterThanOrEqual(1000);
       }
     }
   });
