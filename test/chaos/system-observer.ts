@@ -131,9 +131,13 @@ export class SystemObserver {
       state: (input) => pacer.state(input),
       setPace: (input) => pacer.setPace(input),
       runtimePace: (input) => pacer.runtimePace(input),
+      // a turn of a throttle's line is taken at the asker's `now`, when it is free
       lineTurn: async (input) => {
+        const askedAt = Date.now();
         const turn = await pacer.lineTurn(input);
-        if (turn.kind === 'go') this.push(this.turns, `${input.scope}|${input.key}`, input.now);
+        if (turn.kind === 'go') {
+          this.push(this.turns, `${input.scope}|${input.key}`, { at: input.now, askedAt, givenAt: Date.now() });
+        }
         return turn;
       },
       leaveLine: (input) => pacer.leaveLine(input),
