@@ -10,22 +10,24 @@
  *   ranked line, shared/aws/flow-slots/ranked-line.ts, so the same grants cover it).
  *
  * A job asks with one consistent read of the pace item:
- * - the line empty and a turn free: it takes the turn, conditioned on the TAT as read and the line
- *   still empty (1 write unit, as a plain throttle's turn);
- * - no turn free: it joins (its entry put and `w` counted up, one transaction: 4 write units) and
- *   comes back about when its turn would be, were every job ahead to take one;
+ * - the line empty and a turn free: it takes the turn, conditioned on the TAT, the pace's version
+ *   and the line's version `lv` as read (1 write unit, as a plain throttle's turn);
+ * - no turn free: it joins (its entry put, `w` and `lv` counted up, one transaction: 4 write
+ *   units) and comes back about when its turn would be, were every job ahead to take one (the
+ *   next turn when none is ahead: one more Query of one entry);
  * - a turn free and jobs in line: the head of the line (one consistent Query of the first two)
- *   takes it. The head itself takes it with one transaction (the TAT moved and `w` counted down,
- *   conditioned on both as read, and its entry deleted: 4 write units), and names the job after
- *   it, which its caller sends its message: so the line moves on by itself, each job handing on
- *   to the next (at one message's latency per turn, at most). Anyone else waits on; when the turn has been free for a while (the
- *   hand-on was lost, or the head joined after it) it names the head, for its caller to send it
- *   its message (its own may be hidden until later).
+ *   takes it, with one transaction (the TAT moved, `w` counted down and `lv` up, conditioned as
+ *   above, and its entry deleted: 4 write units), and names the job after it, which its caller
+ *   sends its message: the line moves on by itself, one message's latency per turn at most.
+ *   Anyone else waits on, behind the line; when the turn has been free for a while (the hand-on
+ *   was lost, or the head joined after it) it names the head, for its caller to send it its
+ *   message (its own may be hidden until later).
  *
- * Conditioning the take on `w` as read makes the order exact: a job that joined after the head
- * was read (perhaps ahead of it) refuses the take, and the head is read again. A hand-off in
- * flight is the head's message on its way, not a turn given away: no turn is taken in advance,
- * so every start is at a turn that was free when it was taken.
+ * Conditioning the take on the line's version as read makes the order exact: a job that joined
+ * after the head was read (perhaps ahead of it) refuses the take, even if another left meanwhile,
+ * and the head is read again. A hand-off in flight is the head's message on its way, not a turn
+ * given away: no turn is taken in advance, so every start is at a turn that was free when it was
+ * taken. The pace item keeps no expiry while jobs wait in line (its count would go with it).
  */
 import {
   type AttributeValue,

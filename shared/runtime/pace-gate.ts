@@ -6,9 +6,10 @@
  *
  * A type with priorities has a line per throttle key instead (shared/aws/pace-line.ts): a job
  * takes a turn only when one is free and it is first in line by rank; otherwise it waits in line
- * and comes back about when its turn would be. A job that finds a turn free and another first
- * in line sends that one its message (its own may be hidden until later), after making sure it
- * will come: an entry whose job ended, is gone, or no longer waits under it is taken out.
+ * and comes back about when its turn would be. The job that takes a turn sends the one after it
+ * its message; a job that finds a turn free for a while and another first in line sends that
+ * one its message (its own may be hidden until later), after making sure it will come: an entry
+ * whose job ended, is gone, is not due, or no longer waits under it is taken out.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { routeOf } from '../config';
@@ -65,8 +66,8 @@ export function createPaceGate(deps: {
   }
 
   /**
-   * Whether the job of a line's head will come for its turn: it exists, has not ended, and waits
-   * in this line under that entry. One consistent read.
+   * Whether the job of a line's head will come for its turn: it exists, has not ended, is due,
+   * and waits in this line under that entry (or joined it moments ago). One consistent read.
    */
   async function willCome(head: PaceLineEntry, key: string, now: number): Promise<boolean> {
     const job = await store.get(head.jobId);
