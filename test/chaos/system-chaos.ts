@@ -651,7 +651,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       retry: { retries: options.clientRetries, baseDelayMs: 50, maxDelayMs: 500 },
     });
     // The operator slows the key of the throttled type's burst before the burst is sent, and
-    // removes the change once the burst has asked for its turns (system-limits.ts)
+    // removes the change once the burst has asked for its turns (system-limits.ts; its jobs wait
+    // in the key's throttle line, so a turn is recorded as it is taken, when it is free)
     const throttled = flowed.find((f) => f.flow.throttle);
     const throttledKey = flowPlan.jobs.find((j) => j.type === throttled?.type && j.together !== undefined)?.payload.tag;
     const slowing =
