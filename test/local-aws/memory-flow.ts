@@ -412,11 +412,6 @@ export class FakePacer implements Pacer {
     return line;
   }
 
-  private headOf(line: Map<string, PaceLineEntry>): PaceLineEntry | undefined {
-    const first = [...line.keys()].sort()[0];
-    return first === undefined ? undefined : line.get(first);
-  }
-
   /** As the adapter (shared/aws/pace-line.ts), each step atomic: the write units it counts are the adapter's. */
   async lineTurn(input: {
     scope: string;
