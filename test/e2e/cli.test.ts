@@ -248,7 +248,8 @@ describe('orrery CLI (built)', () => {
         'enqueue',
         'tenant-sync',
         '--payload',
-        JSON.stringify({ tenantId: tenant, ms: 3000 }),
+        // long enough that two running and one waiting is seen however slow the CLI's calls are
+        JSON.stringify({ tenantId: tenant, ms: 10_000 }),
         // the type has priorities: the third asks for one, the others get the type's default
         ...(i === 2 ? ['--priority', '7'] : []),
         '-q',
