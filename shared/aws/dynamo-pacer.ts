@@ -32,7 +32,8 @@ import { type LineTurn, type Pace, type PaceLineEntry, type Pacer, type RuntimeP
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
-import { leaveLine, lineEntries, lineTurn, type PaceItemRead, paceLinePk } from './pace-line';
+import { SlotTable } from './flow-slots/slot-table';
+import { leaveLine, lineEntries, lineTurn, type PaceItemRead, type PaceLine } from './pace-line';
 
 /** How long an idle key's item is kept. */
 const PACE_RETENTION_SECONDS = 30 * 86_400;
@@ -85,10 +86,15 @@ export class DynamoPacer implements Pacer {
     return this.known.get(pk)?.pace ?? spec;
   }
 
+  /** The table as a ranked line's calls see it (a throttle's line is one: pace-line.ts). */
+  private readonly lines: SlotTable;
+
   constructor(
     private readonly client: DynamoDBClient,
     private readonly tableName: string,
-  ) {}
+  ) {
+    this.lines = new SlotTable(client, tableName);
+  }
 
   private remember(pk: string, tat: number | undefined): void {
     this.seen.delete(pk);
@@ -307,29 +313,9 @@ export class DynamoPacer implements Pacer {
     return runtimeOf(await this.read(paceKey(scope, key)));
   }
 
-  /** The deps of a key's line (pace-line.ts): its items, and a read of the pace item with the pace that holds. */
-  private lineDeps(scope: string, key: string, spec: Pace) {
-    const pacePk = paceKey(scope, key);
-    return {
-      client: this.client,
-      tableName: this.tableName,
-      pacePk,
-      linePk: paceLinePk(scope, key),
-      read: async (): Promise<PaceItemRead> => {
-        const item = await this.read(pacePk);
-        this.learn(pacePk, item);
-        const runtime = runtimeOf(item);
-        return {
-          tat: item?.tat?.N === undefined ? undefined : Number(item.tat.N),
-          waiting: Number(item?.w?.N ?? '0'),
-          lv: Number(item?.lv?.N ?? '0'),
-          pv: Number(item?.pv?.N ?? '0'),
-          pace: runtime?.pace ?? spec,
-          kept: runtime !== undefined,
-        };
-      },
-      expiresAt: (now: number) => Math.floor(now / 1000) + PACE_RETENTION_SECONDS,
-    };
+  /** A key's throttle line (pace-line.ts): its entries, and its pace item. */
+  private lineOf(scope: string, key: string): PaceLine {
+    return { table: this.lines, slot: { scope, key }, pacePk: paceKey(scope, key) };
   }
 
   /**
@@ -337,18 +323,35 @@ export class DynamoPacer implements Pacer {
    * then one conditional write (see pace-line.ts for the items and their write units).
    */
   async lineTurn(input: PaceCall & { job: PaceLineEntry; inLine: boolean }): Promise<LineTurn> {
-    this.seen.delete(paceKey(input.scope, input.key));
-    return lineTurn(this.lineDeps(input.scope, input.key, input.pace), input);
-  }
-
-  async leaveLine({ scope, key, rank }: { scope: string; key: string; rank: string }): Promise<boolean> {
-    return leaveLine(
-      { client: this.client, tableName: this.tableName, pacePk: paceKey(scope, key), linePk: paceLinePk(scope, key) },
-      rank,
+    const line = this.lineOf(input.scope, input.key);
+    this.seen.delete(line.pacePk);
+    return lineTurn(
+      {
+        ...line,
+        read: async (): Promise<PaceItemRead> => {
+          const item = await this.read(line.pacePk);
+          this.learn(line.pacePk, item);
+          const runtime = runtimeOf(item);
+          return {
+            tat: item?.tat?.N === undefined ? undefined : Number(item.tat.N),
+            waiting: Number(item?.w?.N ?? '0'),
+            lv: Number(item?.lv?.N ?? '0'),
+            pv: Number(item?.pv?.N ?? '0'),
+            pace: runtime?.pace ?? input.pace,
+            kept: runtime !== undefined,
+          };
+        },
+        expiresAt: (now: number) => Math.floor(now / 1000) + PACE_RETENTION_SECONDS,
+      },
+      input,
     );
   }
 
+  async leaveLine({ scope, key, rank }: { scope: string; key: string; rank: string }): Promise<boolean> {
+    return leaveLine(this.lineOf(scope, key), rank);
+  }
+
   async line({ scope, key, max }: { scope: string; key: string; max: number }): Promise<PaceLineEntry[]> {
-    return lineEntries({ client: this.client, tableName: this.tableName, linePk: paceLinePk(scope, key) }, max, false);
+    return lineEntries(this.lineOf(scope, key), max, false);
   }
 }

@@ -5,9 +5,10 @@
  * Items:
  * - the key's pace item (`pace#<scope>#<key>`, see dynamo-pacer.ts) counts the jobs in line,
  *   `w`, beside its TAT;
- * - each waiting job has an entry `flowq#<scope>#<key>` / `<rank key>` (`jobId`, `type`): one item
- *   collection sorted by rank, whose head is one Query (the same shape as a concurrency slot's
- *   ranked line, shared/aws/flow-slots/ranked-line.ts, so the same grants cover it).
+ * - each waiting job has an entry `flowq#<scope>#<key>` / `<rank key>` (`jobId`, `type`, `at`): one
+ *   item collection sorted by rank, whose head is one Query. It is a concurrency slot's ranked
+ *   line (shared/aws/flow-slots/ranked-line.ts), read and written with its calls and covered by
+ *   the same grants; only its count lives on the pace item instead of a slot item.
  *
  * A job asks with one consistent read of the pace item:
  * - the line empty and a turn free: it takes the turn, conditioned on the TAT, the pace's version
@@ -29,17 +30,8 @@
  * given away: no turn is taken in advance, so every start is at a turn that was free when it was
  * taken. The pace item keeps no expiry while jobs wait in line (its count would go with it).
  */
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  GetItemCommand,
-  QueryCommand,
-  TransactionCanceledException,
-  type TransactWriteItem,
-  TransactWriteItemsCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   type LineTurn,
   lineEstimate,
@@ -52,10 +44,8 @@ import {
 import { itemKey } from '../core/table';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
-import { translateAwsError } from './errors';
-
-/** The partition of a throttle key's line. */
-export const paceLinePk = (scope: string, key: string) => `flowq#${scope}#${key}`;
+import { inLine, type LineEntry, linePk, queryLine, transact } from './flow-slots/ranked-line';
+import type { SlotTable } from './flow-slots/slot-table';
 
 /** How many times a job reads the line again after another writer moved first. */
 const TRIES = 8;
@@ -75,12 +65,16 @@ export interface PaceItemRead {
   kept: boolean;
 }
 
-interface LineDeps {
-  client: DynamoDBClient;
-  tableName: string;
+/** A throttle key's line: its entries are a ranked line's (`flowq#<scope>#<key>`), counted on the pace item. */
+export interface PaceLine {
+  table: SlotTable;
+  /** The throttle's pace scope and key: the line's partition, as a slot's ranked line's. */
+  slot: { scope: string; key: string };
   /** The pace item's key. */
   pacePk: string;
-  linePk: string;
+}
+
+interface LineDeps extends PaceLine {
   /** Reads the pace item (consistent), with the pace that holds. */
   read(): Promise<PaceItemRead>;
   /** The expiry an idle key's item gets (epoch s). */
@@ -105,9 +99,9 @@ function asRead(read: PaceItemRead, values: Record<string, AttributeValue>): str
 }
 
 /**
- * How a write that leaves `waiting` jobs in line treats the item's expiry: set (nobody waits, the
- * key may go quiet) or removed (an item with jobs in line never expires: its count would go with
- * it while their entries stay). A run-time pace keeps it from expiring anyway.
+ * How a write that leaves `waitingAfter` jobs in line treats the item's expiry: set (nobody
+ * waits, the key may go quiet) or removed (an item with jobs in line never expires: its count
+ * would go with it while their entries stay). A run-time pace keeps it from expiring anyway.
  */
 function expiry(
   read: PaceItemRead,
@@ -122,78 +116,32 @@ function expiry(
   return { set: ', expiresAt = :exp', remove: '' };
 }
 
-function cancelled(error: unknown): string[] | undefined {
-  if (!(error instanceof TransactionCanceledException)) return undefined;
-  return (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-}
+const paceEntry = (e: LineEntry): PaceLineEntry => ({
+  jobId: e.jobId,
+  type: e.type,
+  rank: e.rank,
+  ...(e.joinedAt === undefined ? {} : { joinedAt: e.joinedAt }),
+});
 
 /** The first `max` entries of the line (consistent when asked). */
-export async function lineEntries(
-  deps: Pick<LineDeps, 'client' | 'tableName' | 'linePk'>,
-  max: number,
-  consistent: boolean,
-): Promise<PaceLineEntry[]> {
-  if (max <= 0) return [];
-  try {
-    const out = await deps.client.send(
-      new QueryCommand({
-        TableName: deps.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': S(deps.linePk) },
-        ...(consistent ? { ConsistentRead: true } : {}),
-        Limit: max,
-      }),
-    );
-    return (out.Items ?? []).flatMap((item) =>
-      item.jobId?.S && item.type?.S && item.sk?.S
-        ? [
-            {
-              jobId: item.jobId.S,
-              type: item.type.S,
-              rank: item.sk.S,
-              ...(item.at?.N === undefined ? {} : { joinedAt: Number(item.at.N) }),
-            },
-          ]
-        : [],
-    );
-  } catch (error) {
-    return translateAwsError(error, 'DynamoDB Query (pace line)');
-  }
+export async function lineEntries(line: PaceLine, max: number, consistent: boolean): Promise<PaceLineEntry[]> {
+  return (await queryLine(line.table, line.slot, { max, consistent, fairKey: undefined })).map(paceEntry);
 }
 
 /** Whether any job waits ahead of `rank` (an eventually consistent Query of one entry: an estimate's input). */
 async function anyAhead(deps: LineDeps, rank: string): Promise<boolean> {
-  try {
-    const out = await deps.client.send(
+  const out = await deps.table.send('Query (pace line)', () =>
+    deps.table.client.send(
       new QueryCommand({
-        TableName: deps.tableName,
+        TableName: deps.table.tableName,
         KeyConditionExpression: 'pk = :pk AND sk < :rank',
-        ExpressionAttributeValues: { ':pk': S(deps.linePk), ':rank': S(rank) },
+        ExpressionAttributeValues: { ':pk': S(linePk(deps.slot)), ':rank': S(rank) },
         ProjectionExpression: 'pk',
         Limit: 1,
       }),
-    );
-    return (out.Items ?? []).length > 0;
-  } catch (error) {
-    return translateAwsError(error, 'DynamoDB Query (pace line)');
-  }
-}
-
-/** Whether the job's entry is in the line (consistent). */
-async function inLine(deps: LineDeps, rank: string): Promise<boolean> {
-  try {
-    const out = await deps.client.send(
-      new GetItemCommand({
-        TableName: deps.tableName,
-        Key: keyOf(itemKey(deps.linePk, rank)),
-        ConsistentRead: true,
-        ProjectionExpression: 'pk',
-      }),
-    );
-    return out.Item !== undefined;
-  } catch (error) {
-    return translateAwsError(error, 'DynamoDB GetItem (pace line)');
-  }
+    ),
+  );
+  return out !== 'refused' && (out.Items ?? []).length > 0;
 }
 
 /** Takes a turn with the line empty: the TAT moved, on the item as read. False: it moved first. */
@@ -201,21 +149,18 @@ async function takeEmpty(deps: LineDeps, read: PaceItemRead, now: number): Promi
   const values: Record<string, AttributeValue> = { ':next': N(nextTurn(read.tat, now, read.pace).tat) };
   const condition = asRead(read, values);
   const exp = expiry(read, 0, now, deps, values);
-  try {
-    await deps.client.send(
+  const out = await deps.table.send('UpdateItem (pace line)', () =>
+    deps.table.client.send(
       new UpdateItemCommand({
-        TableName: deps.tableName,
+        TableName: deps.table.tableName,
         Key: keyOf(deps.pacePk),
         UpdateExpression: `SET tat = :next${exp.set}`,
         ConditionExpression: condition,
         ExpressionAttributeValues: values,
       }),
-    );
-    return true;
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return false;
-    return translateAwsError(error, 'DynamoDB UpdateItem (pace line)');
-  }
+    ),
+  );
+  return out !== 'refused';
 }
 
 /** Joins the line: its entry put and the count up. `joined`, `there` (it was in line), or `conflict`. */
@@ -223,9 +168,9 @@ async function join(deps: LineDeps, job: PaceLineEntry, now: number): Promise<'j
   const items: TransactWriteItem[] = [
     {
       Put: {
-        TableName: deps.tableName,
+        TableName: deps.table.tableName,
         Item: {
-          ...keyOf(itemKey(deps.linePk, job.rank)),
+          ...keyOf(itemKey(linePk(deps.slot), job.rank)),
           jobId: S(job.jobId),
           type: S(job.type),
           at: N(now),
@@ -235,7 +180,7 @@ async function join(deps: LineDeps, job: PaceLineEntry, now: number): Promise<'j
     },
     {
       Update: {
-        TableName: deps.tableName,
+        TableName: deps.table.tableName,
         Key: keyOf(deps.pacePk),
         // an item with jobs in line does not expire (see expiry)
         UpdateExpression: 'ADD w :one, lv :one REMOVE expiresAt',
@@ -243,14 +188,9 @@ async function join(deps: LineDeps, job: PaceLineEntry, now: number): Promise<'j
       },
     },
   ];
-  try {
-    await deps.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-    return 'joined';
-  } catch (error) {
-    const why = cancelled(error);
-    if (!why) return translateAwsError(error, 'DynamoDB TransactWriteItems (pace line join)');
-    return why[0] === 'ConditionalCheckFailed' ? 'there' : 'conflict';
-  }
+  const out = await transact(deps.table, items, 'pace line join');
+  if (out === 'ok') return 'joined';
+  return out[0] === 'ConditionalCheckFailed' ? 'there' : 'conflict';
 }
 
 /**
@@ -270,33 +210,31 @@ async function takeHead(
   };
   const condition = asRead(read, values);
   const exp = expiry(read, read.waiting - 1, now, deps, values);
-  const items: TransactWriteItem[] = [
-    {
-      Update: {
-        TableName: deps.tableName,
-        Key: keyOf(deps.pacePk),
-        UpdateExpression: `SET tat = :next${exp.set} ADD w :minus, lv :one${exp.remove}`,
-        ConditionExpression: condition,
-        ExpressionAttributeValues: values,
+  const out = await transact(
+    deps.table,
+    [
+      {
+        Update: {
+          TableName: deps.table.tableName,
+          Key: keyOf(deps.pacePk),
+          UpdateExpression: `SET tat = :next${exp.set} ADD w :minus, lv :one${exp.remove}`,
+          ConditionExpression: condition,
+          ExpressionAttributeValues: values,
+        },
       },
-    },
-    {
-      Delete: {
-        TableName: deps.tableName,
-        Key: keyOf(itemKey(deps.linePk, rank)),
-        ConditionExpression: 'attribute_exists(pk)',
+      {
+        Delete: {
+          TableName: deps.table.tableName,
+          Key: keyOf(itemKey(linePk(deps.slot), rank)),
+          ConditionExpression: 'attribute_exists(pk)',
+        },
       },
-    },
-  ];
-  try {
-    await deps.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-    return 'taken';
-  } catch (error) {
-    const why = cancelled(error);
-    if (!why) return translateAwsError(error, 'DynamoDB TransactWriteItems (pace line turn)');
-    if (why[1] === 'ConditionalCheckFailed' && why[0] !== 'ConditionalCheckFailed') return 'gone';
-    return 'conflict';
-  }
+    ],
+    'pace line turn',
+  );
+  if (out === 'ok') return 'taken';
+  if (out[1] === 'ConditionalCheckFailed' && out[0] !== 'ConditionalCheckFailed') return 'gone';
+  return 'conflict';
 }
 
 /** See {@link Pacer.lineTurn}. */
@@ -332,7 +270,7 @@ export async function lineTurn(
       if (taken === 'gone') believed = false;
       continue;
     }
-    if (!believed || !(await inLine(deps, job.rank))) {
+    if (!believed || !(await inLine(deps.table, deps.slot, job.rank))) {
       const out = await join(deps, job, now);
       if (out === 'conflict') continue;
       joined ||= out === 'joined';
@@ -352,36 +290,31 @@ export async function lineTurn(
 }
 
 /** See {@link Pacer.leaveLine}: the entry deleted and the count down, in one transaction. */
-export async function leaveLine(deps: Pick<LineDeps, 'client' | 'tableName' | 'pacePk' | 'linePk'>, rank: string) {
-  try {
-    await deps.client.send(
-      new TransactWriteItemsCommand({
-        TransactItems: [
-          {
-            Delete: {
-              TableName: deps.tableName,
-              Key: keyOf(itemKey(deps.linePk, rank)),
-              ConditionExpression: 'attribute_exists(pk)',
-            },
-          },
-          {
-            Update: {
-              TableName: deps.tableName,
-              Key: keyOf(deps.pacePk),
-              // (the item keeps no expiry: a join removed it, and the next take from an empty line sets it)
-              UpdateExpression: 'ADD w :minus, lv :one',
-              ConditionExpression: 'w > :zero',
-              ExpressionAttributeValues: { ':minus': N(-1), ':zero': N(0), ':one': N(1) },
-            },
-          },
-        ],
-      }),
-    );
-    return true;
-  } catch (error) {
-    const why = cancelled(error);
-    if (why?.[0] === 'ConditionalCheckFailed') return false;
-    if (why) throw new ThrottledError('the throttle line changed while a job left it; try again shortly');
-    return translateAwsError(error, 'DynamoDB TransactWriteItems (pace line leave)');
-  }
+export async function leaveLine(line: PaceLine, rank: string): Promise<boolean> {
+  const out = await transact(
+    line.table,
+    [
+      {
+        Delete: {
+          TableName: line.table.tableName,
+          Key: keyOf(itemKey(linePk(line.slot), rank)),
+          ConditionExpression: 'attribute_exists(pk)',
+        },
+      },
+      {
+        Update: {
+          TableName: line.table.tableName,
+          Key: keyOf(line.pacePk),
+          // (the item keeps no expiry: a join removed it, and the next take from an empty line sets it)
+          UpdateExpression: 'ADD w :minus, lv :one',
+          ConditionExpression: 'w > :zero',
+          ExpressionAttributeValues: { ':minus': N(-1), ':zero': N(0), ':one': N(1) },
+        },
+      },
+    ],
+    'pace line leave',
+  );
+  if (out === 'ok') return true;
+  if (out[0] === 'ConditionalCheckFailed') return false;
+  throw new ThrottledError('the throttle line changed while a job left it; try again shortly');
 }

@@ -69,7 +69,7 @@ function reasons(error: unknown): string[] | undefined {
 }
 
 /** Runs a transaction: `ok`, or the cancellation's reasons (a condition that failed, a conflict). */
-async function transact(table: SlotTable, items: TransactWriteItem[], what: string): Promise<'ok' | string[]> {
+export async function transact(table: SlotTable, items: TransactWriteItem[], what: string): Promise<'ok' | string[]> {
   try {
     await table.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
     return 'ok';
@@ -145,7 +145,11 @@ export async function joinLine(
 }
 
 /** Whether the job's entry is in the line (strongly consistent). */
-export async function inLine(table: SlotTable, slot: Slot, rank: string): Promise<boolean> {
+export async function inLine(
+  table: SlotTable,
+  slot: Pick<Slot, 'scope' | 'key' | 'fair'>,
+  rank: string,
+): Promise<boolean> {
   if ((await table.read(itemKey(linePk(slot), entrySk(slot, rank)))) !== undefined) return true;
   // past the cap of fair keys, the job waits in the shared line
   return (
@@ -164,6 +168,8 @@ export interface LineEntry {
   fair?: string;
   /** Its line, when not its fair key's own (the shared line). */
   fairLine?: string;
+  /** When it joined (epoch ms). */
+  joinedAt?: number;
 }
 
 /**
@@ -179,9 +185,10 @@ export function entries(table: SlotTable, slot: Slot, max: number, fairKey?: str
   return queryLine(table, slot, { max, consistent: false, fairKey });
 }
 
-async function queryLine(
+/** The first `max` entries of the line by rank (of one fair key's line, with `fairKey`). */
+export async function queryLine(
   table: SlotTable,
-  slot: Slot,
+  slot: Pick<Slot, 'scope' | 'key'>,
   input: { max: number; consistent: boolean; fairKey: string | undefined },
 ): Promise<LineEntry[]> {
   if (input.max <= 0) return [];
@@ -218,6 +225,7 @@ function lineEntry(item: Record<string, AttributeValue> | undefined): LineEntry 
     sk: item.sk.S,
     ...(fair === undefined ? {} : { fair }),
     ...(fairLine === undefined ? {} : { fairLine }),
+    ...(item.at?.N === undefined ? {} : { joinedAt: Number(item.at.N) }),
   };
 }
 
