@@ -56,6 +56,37 @@ export function Who({ arn }: { arn: string }) {
   );
 }
 
+/**
+ * Where a limit or pace comes from: `spec`, or set at run time (by whom, when), then what the
+ * spec says (`spec`, already worded).
+ */
+export function Source(props: {
+  source: 'spec' | 'runtime';
+  setBy?: string | undefined;
+  setAt?: string | undefined;
+  spec: string;
+}) {
+  if (props.source === 'spec') return <span class="muted">spec</span>;
+  return (
+    <span>
+      set at run time
+      {props.setBy ? (
+        <>
+          {' '}
+          by <Who arn={props.setBy} />
+        </>
+      ) : null}
+      {props.setAt ? (
+        <>
+          {' '}
+          <Time iso={props.setAt} rel />
+        </>
+      ) : null}
+      ; spec {props.spec}
+    </span>
+  );
+}
+
 /** An error, announced (`role="alert"`); `id` lets the fields it names point at it (`aria-describedby`). */
 export function ErrorBox({ error, what, id }: { error: unknown; what?: string; id?: string }) {
   if (!error) return null;

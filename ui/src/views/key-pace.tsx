@@ -7,7 +7,7 @@
  */
 import { useState } from 'preact/hooks';
 import { api, fieldIssues, type KeyState, seg } from '../api';
-import { ErrorBox, Time, Who, Writable } from '../components';
+import { ErrorBox, Source, Time, Writable } from '../components';
 import { Line } from './line';
 
 export type PaceKind = 'throttle' | 'rateLimit';
@@ -21,29 +21,6 @@ const NAMES: Record<PaceKind, { title: string; noun: string; next: string }> = {
 /** `5 per 1 s, bursts of 5`. */
 function paceText(limit: number, periodSeconds: number, burst?: number): string {
   return `${limit} per ${periodSeconds} s${burst === undefined ? '' : `, bursts of ${burst}`}`;
-}
-
-/** Where the pace comes from: the spec's, or set at run time (by whom, when). */
-function PaceSource({ pace }: { pace: Pace }) {
-  if (pace.source === 'spec') return <span class="muted">spec</span>;
-  return (
-    <span>
-      set at run time
-      {pace.setBy ? (
-        <>
-          {' '}
-          by <Who arn={pace.setBy} />
-        </>
-      ) : null}
-      {pace.setAt ? (
-        <>
-          {' '}
-          <Time iso={pace.setAt} rel />
-        </>
-      ) : null}
-      ; spec {paceText(pace.specLimit, pace.specPeriodSeconds)}
-    </span>
-  );
 }
 
 /** The key's throttle or rate limit (`what`), and the form that changes it. */
@@ -60,7 +37,12 @@ export function PacePanel(props: { type: string; what: PaceKind; pace: Pace; onC
         <dd>{paceText(pace.limit, pace.periodSeconds, pace.burst)}</dd>
         <dt>Source</dt>
         <dd>
-          <PaceSource pace={pace} />
+          <Source
+            source={pace.source}
+            setBy={pace.setBy}
+            setAt={pace.setAt}
+            spec={paceText(pace.specLimit, pace.specPeriodSeconds)}
+          />
         </dd>
         {pace.line ? (
           <>

@@ -7,7 +7,7 @@
  */
 import { useState } from 'preact/hooks';
 import { ApiError, api, type KeyState, seg, type TypeKeys } from '../api';
-import { ErrorBox, Json, Time, TypeSelect, Who, Writable } from '../components';
+import { ErrorBox, Json, Source, Time, TypeSelect, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 import { PacePanel } from './key-pace';
@@ -70,29 +70,6 @@ function Holders({ running }: { running: Holder[] }) {
   );
 }
 
-/** Where a limit comes from: the spec's, or set at run time (by whom, when). */
-function LimitSource({ l }: { l: LimitState }) {
-  if (l.source === 'spec') return <span class="muted">spec</span>;
-  return (
-    <span>
-      set at run time
-      {l.setBy ? (
-        <>
-          {' '}
-          by <Who arn={l.setBy} />
-        </>
-      ) : null}
-      {l.setAt ? (
-        <>
-          {' '}
-          <Time iso={l.setAt} rel />
-        </>
-      ) : null}
-      ; spec {l.specLimit}
-    </span>
-  );
-}
-
 function KeyPanel({ type, value }: { type: string; value: string }) {
   const loaded = usePoll(() => api<KeyState>('GET', `/types/${seg(type)}/keys/${seg(value)}`), `key:${type}:${value}`);
   const state = loaded.data;
@@ -133,7 +110,7 @@ function KeyPanel({ type, value }: { type: string; value: string }) {
                     </td>
                     <td class="mono">{l.key}</td>
                     <td>
-                      <LimitSource l={l} />
+                      <Source source={l.source} setBy={l.setBy} setAt={l.setAt} spec={String(l.specLimit)} />
                     </td>
                     <td>
                       <Holders running={l.running} />
