@@ -13,6 +13,7 @@ import { BATCH_JOBS } from './path-plans';
 import type { PathResult } from './paths';
 import { PRICES } from './prices';
 import type { PriorityBench } from './priorities';
+import type { Percentiles } from './scenario';
 import type { ThrottlePriorityBench } from './throttle-priorities';
 
 export interface Goal {
@@ -364,7 +365,7 @@ export function priorityGoal(p: PriorityBench): Goal {
 
 /** Priorities in a throttle's line: once the high-priority jobs wait in line, every turn goes to them first. */
 export function throttlePriorityGoal(p: ThrottlePriorityBench): Goal {
-  const ms = (w: { p50: number; p99: number }) => `p50 ${Math.round(w.p50)} ms, p99 ${Math.round(w.p99)} ms`;
+  const ms = (w: Percentiles) => `p50 ${Math.round(w.p50)} ms, p99 ${Math.round(w.p99)} ms`;
   return {
     goal: `Throttle priorities: ${p.high} high-priority jobs join a throttle's line (${p.perSecond} starts a second) of ${p.low} low-priority ones; every turn taken once they wait goes to them first`,
     target: '0 low jobs started after the last high one joined and before the last high one started',

@@ -13,7 +13,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import type { LocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { uniquePrefix } from '../test/local-aws/namespace';
-import { quantile, until } from './scenario';
+import { type Percentiles, percentiles, until } from './scenario';
 
 export interface PriorityBench {
   limit: number;
@@ -27,8 +27,8 @@ export interface PriorityBench {
    */
   lowBeforeLastHigh: number;
   /** Wait from enqueue to start, ms. */
-  highWaitMs: { p50: number; p99: number };
-  lowWaitMs: { p50: number; p99: number };
+  highWaitMs: Percentiles;
+  lowWaitMs: Percentiles;
   /** From letting the holders go to the last start. */
   drainSeconds: number;
 }
@@ -127,8 +127,8 @@ export async function measurePriorities(aws: LocalAws, low: number, high: number
       lowAdmittedBeforeLastHigh:
         lastHighAdmitted < 0 ? low : order.slice(0, lastHighAdmitted).filter((id) => id.startsWith('low-')).length,
       lowBeforeLastHigh: lowStarts.filter((t) => t < lastHigh).length,
-      highWaitMs: { p50: quantile(highWaits, 0.5), p99: quantile(highWaits, 0.99) },
-      lowWaitMs: { p50: quantile(lowWaits, 0.5), p99: quantile(lowWaits, 0.99) },
+      highWaitMs: percentiles(highWaits),
+      lowWaitMs: percentiles(lowWaits),
       drainSeconds: (Math.max(...lowStarts, lastHigh) - released) / 1000,
     };
   } finally {

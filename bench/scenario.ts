@@ -6,6 +6,17 @@ export function quantile(values: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
+/** The median and 99th percentile of some waits, ms. */
+export interface Percentiles {
+  p50: number;
+  p99: number;
+}
+
+/** The {@link Percentiles} of `values`. */
+export function percentiles(values: readonly number[]): Percentiles {
+  return { p50: quantile(values, 0.5), p99: quantile(values, 0.99) };
+}
+
 /** Waits until `what` holds, looking every `everyMs`; throws after `ms`, naming the scenario and `label`. */
 export async function until(
   scenario: string,

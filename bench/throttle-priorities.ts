@@ -14,7 +14,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import type { LocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { uniquePrefix } from '../test/local-aws/namespace';
-import { quantile, until } from './scenario';
+import { type Percentiles, percentiles, until } from './scenario';
 
 export interface ThrottlePriorityBench {
   /** Starts per second. */
@@ -26,8 +26,8 @@ export interface ThrottlePriorityBench {
   /** Low jobs still waiting (not started) when the last high one joined. */
   lowWaitingThen: number;
   /** Wait from enqueue to start, ms. */
-  highWaitMs: { p50: number; p99: number };
-  lowWaitMs: { p50: number; p99: number };
+  highWaitMs: Percentiles;
+  lowWaitMs: Percentiles;
   /** Starts per second while the line drained (the throttle's pace, were the line to keep up). */
   startsPerSecond: number;
 }
@@ -126,8 +126,8 @@ export async function measureThrottlePriorities(
       high,
       lowBetween: lowStarts.filter((t) => t > lastJoin && t < lastHigh).length,
       lowWaitingThen: lowStarts.filter((t) => t > lastJoin).length,
-      highWaitMs: { p50: quantile(waitOf(highs), 0.5), p99: quantile(waitOf(highs), 0.99) },
-      lowWaitMs: { p50: quantile(waitOf(lows), 0.5), p99: quantile(waitOf(lows), 0.99) },
+      highWaitMs: percentiles(waitOf(highs)),
+      lowWaitMs: percentiles(waitOf(lows)),
       startsPerSecond: last > first ? ((all.length - 1) * 1000) / (last - first) : Number.NaN,
     };
   } finally {
