@@ -52,7 +52,10 @@ export interface ApiDeps {
   metrics?: Metrics;
   /** Recurring schedules' store and trigger. @default built from the environment on first use */
   schedules?: ScheduleRouteDeps['schedules'];
-  /** Concurrency slots, for `GET /types/{type}/keys/{key}` and its `/limits`. Without it those routes answer 404. */
+  /**
+   * Concurrency slots, for `GET /types/{type}/keys/{key}` and its `/limits`, and for a new job that
+   * joins its line at enqueue. Without it those routes answer 404, and every job is sent.
+   */
   flow?: FlowSlots;
   /** Throttle and rate-limit state: required when a job type has a `rateLimit` (counted at enqueue). */
   pacer?: Pacer;

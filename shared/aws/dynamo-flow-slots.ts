@@ -35,12 +35,14 @@ import {
   effectiveLimit,
   type FlowSlots,
   type InLine,
+  type JoinWhenFullInput,
   MAX_CONCURRENCY_LIMIT,
   type SetLimitInput,
   type SetWeightInput,
   type Slot,
   type SlotState,
 } from '../core/flow';
+import { holderSuspect } from '../core/job-slots';
 import { rankTime } from '../core/priority';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
@@ -67,6 +69,8 @@ const limitOf = (slot: Slot, item: SlotItem) =>
 
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
 const ACQUIRE_TRIES = 6;
+/** Tries of a join at enqueue before the job is sent instead (another writer changed the slot every time). */
+const JOIN_WHEN_FULL_TRIES = 3;
 
 export class DynamoFlowSlots implements FlowSlots {
   private readonly table: SlotTable;
@@ -253,6 +257,30 @@ export class DynamoFlowSlots implements FlowSlots {
       }
     }
     return admitted;
+  }
+
+  async joinWhenFull(input: JoinWhenFullInput): Promise<'joined' | 'free'> {
+    const { slot } = input;
+    for (let i = 0; i < JOIN_WHEN_FULL_TRIES; i++) {
+      const item = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
+      const full = item.holders.length >= effectiveLimit(slot, item.runtimeLimit);
+      if (!full || item.holders.some((h) => holderSuspect(h, input.now))) return 'free';
+      // past the cap of fair keys waiting, a new key joins the shared line
+      const fairLine = slot.fair ? fairLineOf(slot.fair.key, item.fairWaiting) : undefined;
+      const joined = await joinLine(this.table, slot, {
+        jobId: input.jobId,
+        type: input.type,
+        rank: input.rank,
+        now: input.now,
+        whenFull: true,
+        ...(fairLine === undefined ? {} : { fairLine }),
+      });
+      if (joined.kind === 'waiting') return 'joined';
+      if (joined.kind === 'take') return 'free';
+      await sleep(10 * (i + 1) + Math.random() * 20 * (i + 1));
+    }
+    // another writer changed the slot on every try: the job is sent, and its delivery decides
+    return 'free';
   }
 
   /**

@@ -398,6 +398,17 @@ export interface SetLimitInput {
   now: number;
 }
 
+/** What {@link FlowSlots.joinWhenFull} is given. */
+export interface JoinWhenFullInput {
+  /** The slot: a ranked line's (a type with priorities, or a limit shared fairly). */
+  slot: Slot;
+  jobId: string;
+  type: string;
+  /** The job's entry key (`lineRank` in shared/core/priority.ts). */
+  rank: string;
+  now: number;
+}
+
 /** What {@link FlowSlots.acquire} is given. */
 export interface AcquireInput {
   slot: Slot;
@@ -449,6 +460,16 @@ export interface FlowSlots {
    * on (so each of those jobs is sent its message), and the caller's retry hands on the rest.
    */
   admit(input: { slot: Slot; now: number; onAdmitted?: (admitted: Admitted) => Promise<void> }): Promise<Admitted[]>;
+  /**
+   * Joins the slot's ranked line under `rank` for a job that has no message yet (a new job, at
+   * enqueue), only while every place is held by a holder that will give it back (none
+   * `holderSuspect`) under the limit that holds: `joined`, and the holder that frees a place
+   * sends it its message. `free` when a place is free (or may be soon): the job is sent to its
+   * queue, and its delivery takes the place or joins, as any job's. A lost answer tried again
+   * finds the entry and answers `joined`. Reads the slot item, and writes only to join (a
+   * transaction: the entry and the counts).
+   */
+  joinWhenFull(input: JoinWhenFullInput): Promise<'joined' | 'free'>;
   /** Reads the slot's state (strongly consistent). */
   state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState>;
   /**

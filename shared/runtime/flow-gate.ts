@@ -6,21 +6,9 @@
  */
 import { routeOf } from '../config';
 import type { Clock } from '../core/clock';
-import { ATTEMPT_MARGIN_MS } from '../core/due';
-import {
-  type Admitted,
-  effectiveLimit,
-  type FlowSlots,
-  type Holder,
-  resolveFlowKeys,
-  resolveSingletonKey,
-  type Slot,
-  singletonScope,
-  slotsOf,
-  WHOLE_TYPE_KEY,
-} from '../core/flow';
+import { type Admitted, effectiveLimit, type FlowSlots, type Holder, type Slot } from '../core/flow';
 import type { Job } from '../core/job';
-import { type JobTypeSpec, MAX_TIMEOUT_MS } from '../core/job-type';
+import { holderSuspect, WAKE_GRACE_MS } from '../core/job-slots';
 import { leaseHeld } from '../core/lease';
 import { type GroupedJob, groupKeysOf } from '../core/message-group';
 import type { JobStore } from '../core/ports';
@@ -28,15 +16,6 @@ import { isTerminal } from '../core/states';
 import { type DispatchDeps, dispatchNow } from '../dispatch/dispatch';
 import { errorFields, type Logger } from '../logger';
 import { persist } from './attempt-support';
-
-/**
- * A job handed a slot is expected to start within this long (its message is on its way). A
- * holder that is still waiting to start after it is sent its message again: the message that
- * should have started it may be lost.
- */
-export const WAKE_GRACE_MS = 2 * 60_000;
-/** Longer than any attempt holds a slot: the longest timeout, its margin, and the heartbeat's stop. */
-const LONGEST_HOLD_MS = MAX_TIMEOUT_MS + ATTEMPT_MARGIN_MS + 60_000;
 
 /**
  * A job cancelled while it ran may still be stopping (its handler goes on until its worker's next
@@ -68,42 +47,6 @@ export type Entry =
   | { kind: 'waiting'; slot: Slot; ticket?: number; rank?: string }
   /** Its `skip` singleton's key is taken (by `by`, when a job holds it): the job must not run. */
   | { kind: 'skipped'; slot: Slot; by?: string };
-
-/**
- * The slots a job of `spec` takes, in order: its singleton's first (the only slots types share),
- * then its concurrency limits'. So every job takes slots in one global order, and no two jobs
- * wait on each other in a cycle. None for a type without flow control.
- */
-export function jobSlots(
-  spec: Pick<JobTypeSpec, 'type' | 'concurrency' | 'singleton'>,
-  job: Pick<Job, 'flowKeys' | 'payload' | 'singletonKey'>,
-): Slot[] {
-  const out: Slot[] = [];
-  const singleton = spec.singleton;
-  if (singleton) {
-    let key = job.singletonKey;
-    if (key === undefined) {
-      // A job written before its type had a singleton: its key from its payload, as at enqueue.
-      try {
-        key = resolveSingletonKey(singleton, job.payload);
-      } catch {
-        key = WHOLE_TYPE_KEY;
-      }
-    }
-    out.push({ scope: singletonScope(spec.type, singleton), key, limit: 1, singleton: singleton.mode });
-  }
-  const limits = spec.concurrency;
-  if (!limits || limits.length === 0) return out;
-  let keys = job.flowKeys;
-  if (!keys || keys.length !== limits.length) {
-    try {
-      keys = resolveFlowKeys(limits, job.payload);
-    } catch {
-      keys = limits.map(() => WHOLE_TYPE_KEY);
-    }
-  }
-  return [...out, ...slotsOf(spec.type, limits, keys)];
-}
 
 export function createFlowGate(deps: FlowGateDeps) {
   const { slots, store, clock } = deps;
@@ -192,16 +135,6 @@ export function createFlowGate(deps: FlowGateDeps) {
       state: job?.state ?? 'missing',
     });
     return freed;
-  }
-
-  /**
-   * A holder that may never give its place back: handed it over {@link WAKE_GRACE_MS} ago and not
-   * started, or holding it for longer than any attempt runs (it may be waiting on a later slot,
-   * which a read tells). Any job in line that sees one looks, so a line whose head never comes
-   * back (cancelled while it waited, or an orphaned ticket) still moves.
-   */
-  function suspect(holder: Holder, now: number): boolean {
-    return holder.token === 0 ? holder.since < now - WAKE_GRACE_MS : holder.since < now - LONGEST_HOLD_MS;
   }
 
   /** A `cancel-running` singleton: cancels the jobs holding the key; each gives its place back once it has stopped. */
@@ -304,7 +237,7 @@ export function createFlowGate(deps: FlowGateDeps) {
           // looks at it: the head of the line may never come back (cancelled, expired, or its
           // ticket orphaned) after a hand-on was lost.
           const now = clock.now();
-          const suspects = got.holders.filter((h) => suspect(h, now));
+          const suspects = got.holders.filter((h) => holderSuspect(h, now));
           if (suspects.length > 0) await reclaim(slot, got.holders, suspects, job.id, log, limit);
           else if (got.holders.length < limit) await admit(slot, log);
         }

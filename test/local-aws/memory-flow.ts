@@ -21,12 +21,14 @@ import {
   type FlowSlots,
   type Holder,
   type InLine,
+  type JoinWhenFullInput,
   type RuntimeLimit,
   type SetLimitInput,
   type SetWeightInput,
   type Slot,
   type SlotState,
 } from '../../shared/core/flow';
+import { holderSuspect } from '../../shared/core/job-slots';
 import {
   conforms,
   type LineTurn,
@@ -278,6 +280,28 @@ export class FakeFlowSlots implements FlowSlots {
       await input.onAdmitted?.(one);
     }
     return admitted;
+  }
+
+  async joinWhenFull(input: JoinWhenFullInput): Promise<'joined' | 'free'> {
+    const s = this.slotOf(input.slot);
+    // as the adapter: the item read first, and the join (one transaction) only while every place is held
+    const full = s.holders.size >= effectiveLimit(input.slot, s.runtimeLimit);
+    if (!full || holdersOf(s).some((h) => holderSuspect(h, input.now))) return 'free';
+    const fair = input.slot.fair?.key;
+    const line = fair === undefined ? undefined : fairLineOf(fair, fairWaitingOf(s));
+    const key = lineKey(input.slot, input.rank, line);
+    if (s.line.has(key)) return 'joined';
+    if (s.holders.has(input.jobId)) return 'free';
+    s.line.set(key, {
+      jobId: input.jobId,
+      type: input.type,
+      at: input.now,
+      ...(fair === undefined ? {} : { fair }),
+      ...(line !== fair ? { fairLine: line } : {}),
+    });
+    if (line !== undefined && !s.fairSince.has(line)) s.fairSince.set(line, input.now);
+    this.write('join');
+    return 'joined';
   }
 
   /** A ticket taken by a job that died before writing its ticket item. */

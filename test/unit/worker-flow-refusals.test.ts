@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { jobSlots } from '../../shared/core/job-slots';
 import { defineJobType } from '../../shared/core/job-type';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
-import { jobSlots } from '../../shared/runtime/flow-gate';
 import { echoJob, harness, redelivery, T0 } from './worker-harness';
 
 /** `echo` with one slot for the whole type. */

@@ -1,6 +1,7 @@
 import { pastRetention } from '../../core/control';
 import type { Debouncer } from '../../core/debounce';
 import type { JobGraph } from '../../core/dependencies';
+import type { FlowSlots } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
 import { fairQueueTypes } from '../../core/message-group';
 import type { Metrics } from '../../core/metrics';
@@ -18,6 +19,11 @@ export interface JobsServiceDeps extends ApiServiceDeps {
   metrics?: Metrics;
   /** Job dependencies; required for an enqueue with `dependsOn`. @default `dependsOn` is refused (400) */
   graph?: JobGraph;
+  /**
+   * Concurrency slots: a new job of a type with a ranked line joins it at enqueue when every
+   * place is held (see ./line.ts). @default every job is sent, and joins on its delivery
+   */
+  flow?: FlowSlots;
 }
 
 /** What the API itself adds to an enqueue request (never read from the caller's body). */

@@ -15,6 +15,7 @@ import { ConflictError } from '../../errors';
 import { checkRequest, refuseDebouncedDelay } from './checks';
 import { type DebounceOpen, openDebounce, settleDebounce } from './debounce';
 import { type EnqueueContext, type EnqueueOptions, finishedExpiresAt } from './deps';
+import { joinedAtEnqueue } from './line';
 import { applyStart, type Parents, parentsOf, putParents, registerAgain, registerNew } from './parents';
 import { rateLimited } from './rate-limit';
 import { handOff, handOffEnded, type PendingSend, throwDispatchFailure } from './send';
@@ -177,6 +178,8 @@ async function afterCreate(
     log.info('job skipped: its rate limit is spent', { jobId: job.id, type: job.type, key: skipReason.key });
     return withSend(true, toView(job), await handOffEnded(ctx, job, now, true));
   }
+  // every place held: it waits in its line, and is sent its message when handed one
+  if (await joinedAtEnqueue(ctx, job, now)) return { created: true, job: toView(job) };
   const send = await handOff(ctx, job, now, true).catch((error: unknown) => throwDispatchFailure(log, job.id, error));
   return withSend(true, toView(job), send);
 }

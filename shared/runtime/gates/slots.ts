@@ -1,6 +1,7 @@
 import { CANCELLABLE_STATES } from '../../core/control';
 import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
+import { jobSlots } from '../../core/job-slots';
 import { leaseHeld } from '../../core/lease';
 import type { ClaimResult, RefusedClaim } from '../../core/ports';
 import { lineRank } from '../../core/priority';
@@ -8,7 +9,7 @@ import { isTerminal } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
 import type { WorkerKit } from '../delivery/kit';
-import { createFlowGate, type FlowGate, jobSlots } from '../flow-gate';
+import { createFlowGate, type FlowGate } from '../flow-gate';
 import { startsNow } from './claimable';
 import {
   type AfterClaim,
