@@ -68,13 +68,18 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
   },
   {
     id: 'priority-wait',
-    goal: 'DynamoDB write units, job of a type with priorities that waits in the ranked line (slot free path + 10: the refused take, a 2-item join transaction, waitingFor, a 2-item admission transaction)',
+    goal: 'DynamoDB write units, job of a type with priorities enqueued while its slot is held: it joins the ranked line at enqueue and is sent no message until admitted (slot free path + 10: the refused take, a 2-item join transaction, waitingFor, a 2-item admission transaction)',
     max: 16,
   },
   {
     id: 'fair-wait',
-    goal: "DynamoDB write units, job of a limit shared fairly (fairBy) that waits in its fair key's line (as priority-wait: the key's count and turn ride on the same join and admission transactions)",
+    goal: "DynamoDB write units, job of a limit shared fairly (fairBy) enqueued while every place is held: it joins its fair key's line at enqueue (as priority-wait: the key's count and turn ride on the same join and admission transactions)",
     max: 16,
+  },
+  {
+    id: 'fair-free',
+    goal: 'DynamoDB write units, immediate job of a limit shared fairly (fairBy), its place free: taken at enqueue, taken over by its attempt, given back (concurrency-free + 1)',
+    max: 7,
   },
   {
     id: 'singleton-free',

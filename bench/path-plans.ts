@@ -201,6 +201,23 @@ export const PLANS: PathPlan[] = [
     type: 'limited',
     waitSeconds: 1,
   },
+  {
+    id: 'fair-free',
+    label:
+      'Immediate job of a limit of 1 shared fairly between tenants (fairBy), its place free: it takes the place at enqueue, its attempt takes it over, succeeds',
+    // the slot item created before counting, as for concurrency-free
+    setup: async (h) => {
+      const slots = new DynamoFlowSlots(h.platform.clients.dynamo, h.platform.config.tableName);
+      const slot = heldSlot('fair', 0);
+      await asActor('setup', async () => {
+        await slots.acquire({ slot, jobId: 'bench-setup', type: 'fair', now: Date.now(), token: 1 });
+        await slots.release({ slot, jobId: 'bench-setup' });
+      });
+    },
+    start: (h, i) => enqueue(h, { type: 'fair', payload: { tenant: `bench-free-${i}`, i } }),
+    type: 'fair',
+    waitSeconds: 1,
+  },
   waitPath(
     'concurrency-wait',
     'lined',
@@ -209,12 +226,12 @@ export const PLANS: PathPlan[] = [
   waitPath(
     'priority-wait',
     'ranked',
-    'Immediate job with a concurrency limit (1 per tenant), a type with priorities, its slot held: it waits in the ranked line, is admitted, succeeds',
+    'Immediate job with a concurrency limit (1 per tenant), a type with priorities, its slot held: it joins the ranked line at enqueue (no message), is admitted, succeeds',
   ),
   waitPath(
     'fair-wait',
     'fair',
-    "Immediate job with a limit of 1 shared fairly between tenants (fairBy), held by another tenant: it waits in its tenant's line, is admitted, succeeds",
+    "Immediate job with a limit of 1 shared fairly between tenants (fairBy), held by another tenant: it joins its tenant's line at enqueue (no message), is admitted, succeeds",
   ),
   {
     id: 'singleton-free',

@@ -398,8 +398,8 @@ export interface SetLimitInput {
   now: number;
 }
 
-/** What {@link FlowSlots.joinWhenFull} is given. */
-export interface JoinWhenFullInput {
+/** What {@link FlowSlots.enterAtEnqueue} is given. */
+export interface EnterAtEnqueueInput {
   /** The slot: a ranked line's (a type with priorities, or a limit shared fairly). */
   slot: Slot;
   jobId: string;
@@ -461,15 +461,17 @@ export interface FlowSlots {
    */
   admit(input: { slot: Slot; now: number; onAdmitted?: (admitted: Admitted) => Promise<void> }): Promise<Admitted[]>;
   /**
-   * Joins the slot's ranked line under `rank` for a job that has no message yet (a new job, at
-   * enqueue), only while every place is held by a holder that will give it back (none
-   * `holderSuspect`) under the limit that holds: `joined`, and the holder that frees a place
-   * sends it its message. `free` when a place is free (or may be soon): the job is sent to its
-   * queue, and its delivery takes the place or joins, as any job's. A lost answer tried again
-   * finds the entry and answers `joined`. Reads the slot item, and writes only to join (a
-   * transaction: the entry and the counts).
+   * A new job's place, taken at enqueue, before it has a message (a job of a ranked line, due
+   * now): `held`: a place was free and nobody waits, and the job now holds it as a job handed a
+   * place does (token 0: its attempt takes it over when its message comes; send it one);
+   * `joined`: every place is held by a holder that will give it back (none `holderSuspect`), and
+   * the job waits in the line under `rank` (send it nothing: the holder that frees a place sends
+   * it its message); `free`: neither (a place is free while jobs wait, a hand-on in flight, or the
+   * slot changed on every try): send it, and its delivery takes a place or joins, as any job's.
+   * A call sent again after a lost answer finds what it wrote. Writes one take (refused when
+   * the slot is full) and, to join, the join's transaction.
    */
-  joinWhenFull(input: JoinWhenFullInput): Promise<'joined' | 'free'>;
+  enterAtEnqueue(input: EnterAtEnqueueInput): Promise<'held' | 'joined' | 'free'>;
   /** Reads the slot's state (strongly consistent). */
   state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState>;
   /**

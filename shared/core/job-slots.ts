@@ -80,10 +80,11 @@ export interface EnqueueLine {
 }
 
 /**
- * Whether a job just created may join its line at enqueue, when every place of its first slot is
- * held (see `FlowSlots.joinWhenFull`), instead of being sent to its queue only to join on its
- * first delivery: so a backlog waits in its line (ranked, and shared fairly), not in the queue
- * ahead of everyone else's messages and of the messages that start the jobs handed a place.
+ * Whether a job just created takes its place at enqueue (see `FlowSlots.enterAtEnqueue`): it
+ * holds a free place before its message is sent, or, every place held, joins its line and is
+ * sent no message, instead of being sent to its queue only to do either on its first delivery.
+ * So a backlog waits in its line (ranked, and shared fairly), not in the queue ahead of everyone
+ * else's messages and of the messages that start the jobs handed a place.
  *
  * Only where the slot's line is the first gate the job meets and it is due now: a type with a
  * ranked line (priorities, or a limit with `fairBy`), no singleton (its slot comes first and may

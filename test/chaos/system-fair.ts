@@ -5,8 +5,9 @@
  * a key while another tenant waits on it, within one hand-off.
  *
  * "Within one hand-off", precisely: at every place given on a slot (a hand-on, logged by the
- * admitter as "handed a place in line on", or a job's direct take, seen as a start with no
- * hand-on since its previous start) to a job of tenant X, for every other tenant Y with a job
+ * admitter as "handed a place in line on"; a place taken at enqueue, logged by the API as "took a
+ * place at enqueue"; or a job's direct take on delivery, seen as a start with no hand-on since its
+ * previous start) to a job of tenant X, for every other tenant Y with a job
  * waiting in the slot's line (it logged "waiting for a concurrency slot" more than `marginMs`
  * before, and was neither handed a place, nor started, nor cancelled since), it must hold that
  *
@@ -148,6 +149,8 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
         push(gaveOn, jobId, l.t);
       }
       if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
+      // a place taken at enqueue is held from then on, as one handed on (the job starts later, on its message)
+      if (l.message === 'took a place at enqueue' && planned.has(jobId)) push(handOns, jobId, l.t);
     }
   }
   const startsOf = (id: string) => (input.executions.get(id) ?? []).map((e) => e.startedAt).sort((a, b) => a - b);

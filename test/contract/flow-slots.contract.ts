@@ -531,39 +531,36 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       });
     });
 
-    describe('joining at enqueue (joinWhenFull)', () => {
+    describe('a place at enqueue (enterAtEnqueue)', () => {
       const r = (rank: number, jobId: string) => `${String(rank).padStart(15, '0')}#${jobId}`;
       const fairSlot = (base: Slot, fairKey: string): Slot => ({ ...base, fair: { key: fairKey, weightOf: () => 1 } });
-      const holdAll = async (slots: FlowSlots, slot: Slot, ids: string[], now = NOW) => {
-        for (const id of ids) {
-          expect(await slots.acquire({ slot, jobId: id, type: 'echo', now, token: 1, rank: r(0, id) })).toEqual({
-            kind: 'held',
-            fresh: true,
-          });
-        }
-      };
-      const joinNew = (slots: FlowSlots, slot: Slot, jobId: string, rank: number, now = NOW) =>
-        slots.joinWhenFull({ slot, jobId, type: 'echo', rank: r(rank, jobId), now });
+      const enter = (slots: FlowSlots, slot: Slot, jobId: string, rank: number, now = NOW) =>
+        slots.enterAtEnqueue({ slot, jobId, type: 'echo', rank: r(rank, jobId), now });
+      /** The job's attempt takes over the place it holds (token 0), as its delivery does. */
+      const takeOver = (slots: FlowSlots, slot: Slot, jobId: string, rank: number) =>
+        slots.acquire({ slot, jobId, type: 'echo', now: NOW + 2, token: 1, rank: r(rank, jobId) });
 
-      it('joins only while every place is held, and writes nothing otherwise', async () => {
+      it('holds a free place while nobody waits, joins while every place is held, and is idempotent', async () => {
         const { slots } = await setup();
         const slot = slotOf(2);
-        // no item yet, then one place held of two: free
-        expect(await joinNew(slots, slot, 'n1', 5)).toBe('free');
-        await holdAll(slots, slot, ['a']);
-        expect(await joinNew(slots, slot, 'n1', 5)).toBe('free');
-        expect(await stateOf(slots, slot)).toEqual({ holders: ['a'], waiting: 0, issued: 0, admitted: 0 });
-        await holdAll(slots, slot, ['b']);
-        expect(await joinNew(slots, slot, 'n1', 5)).toBe('joined');
+        // no item yet: made, and the place taken
+        expect(await enter(slots, slot, 'a', 1)).toBe('held');
+        expect(await enter(slots, slot, 'a', 1)).toBe('held');
+        expect(await enter(slots, slot, 'b', 2)).toBe('held');
+        expect((await slots.state(slot)).holders).toEqual([
+          { jobId: 'a', since: NOW, token: 0 },
+          { jobId: 'b', since: NOW, token: 0 },
+        ]);
+        expect(await takeOver(slots, slot, 'a', 1)).toEqual({ kind: 'held', fresh: false });
+        expect(await enter(slots, slot, 'n1', 5)).toBe('joined');
         // sent again (a lost answer): the same one entry
-        expect(await joinNew(slots, slot, 'n1', 5)).toBe('joined');
-        expect(await joinNew(slots, slot, 'n2', 3)).toBe('joined');
+        expect(await enter(slots, slot, 'n1', 5)).toBe('joined');
+        expect(await enter(slots, slot, 'n2', 3)).toBe('joined');
         expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 2, issued: 0, admitted: 0 });
         expect((await slots.line({ slot, max: 10 })).map((e) => e.jobId)).toEqual(['n2', 'n1']);
         // a freed place goes to the lowest rank, as for a job that joined on delivery
         await slots.release({ slot, jobId: 'a' });
         expect(await slots.admit({ slot, now: NOW + 1 })).toEqual([{ jobId: 'n2', type: 'echo', rank: r(3, 'n2') }]);
-        // the admitted job's attempt takes the place handed to it
         expect(
           await slots.acquire({
             slot,
@@ -575,47 +572,50 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
             waitsAs: r(3, 'n2'),
           }),
         ).toEqual({ kind: 'held', fresh: false });
+        // a place free while a job waits (a hand-on in flight): neither
+        await slots.release({ slot, jobId: 'b' });
+        expect(await enter(slots, slot, 'n3', 0)).toBe('free');
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['n2'], waiting: 1, issued: 0, admitted: 0 });
       });
 
-      it('is free under a raised limit set at run time, and joins under a lowered one', async () => {
+      it('takes a place under a raised limit set at run time, and joins under a lowered one', async () => {
         const { slots } = await setup();
         const slot = slotOf(1);
-        await holdAll(slots, slot, ['a']);
+        expect(await enter(slots, slot, 'a', 0)).toBe('held');
         await slots.setLimit({ slot, limit: 2, by: 'ops', now: NOW });
-        expect(await joinNew(slots, slot, 'n1', 1)).toBe('free');
-        await holdAll(slots, slot, ['b']);
+        expect(await enter(slots, slot, 'b', 1)).toBe('held');
         await slots.setLimit({ slot, limit: 1, by: 'ops', now: NOW });
-        expect(await joinNew(slots, slot, 'n1', 1)).toBe('joined');
+        expect(await enter(slots, slot, 'c', 2)).toBe('joined');
+        expect(await stateOf(slots, slot)).toMatchObject({ holders: ['a', 'b'], waiting: 1 });
       });
 
-      it('is free while a holder may never give its place back (handed it long ago and not started)', async () => {
+      it('does not join while a holder may never give its place back (handed it long ago and not started)', async () => {
         const { slots } = await setup();
         const slot = slotOf(1);
-        await holdAll(slots, slot, ['a']);
-        expect(
-          await slots.acquire({ slot, jobId: 'w', type: 'echo', now: NOW, token: 1, rank: r(1, 'w') }),
-        ).toMatchObject({
-          kind: 'waiting',
-        });
-        await slots.release({ slot, jobId: 'a' });
-        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['w']);
-        // w was handed its place and has not taken it: suspect only once the wake's grace has passed
-        expect(await joinNew(slots, slot, 'n1', 2, NOW + 1000)).toBe('joined');
-        expect(await joinNew(slots, slot, 'n2', 3, NOW + 3 * 60_000)).toBe('free');
+        expect(await enter(slots, slot, 'a', 0)).toBe('held');
+        expect(await enter(slots, slot, 'n1', 2, NOW + 1000)).toBe('joined');
+        // a has not taken its place two minutes on: its message may be lost; a delivery looks at it
+        expect(await enter(slots, slot, 'n2', 3, NOW + 3 * 60_000)).toBe('free');
+        expect(await stateOf(slots, slot)).toMatchObject({ holders: ['a'], waiting: 1 });
       });
 
-      it('joins its fair key’s line in a slot shared fairly, served by the fair rule', async () => {
+      it('holds its fair key in a slot shared fairly, and joins its key’s line, served by the fair rule', async () => {
         const { slots } = await setup();
         const base = { ...slotOf(2), key: '*' };
-        await holdAll(slots, fairSlot(base, 'a'), ['a1', 'a2']);
-        for (let i = 3; i <= 5; i++) expect(await joinNew(slots, fairSlot(base, 'a'), `a${i}`, i)).toBe('joined');
-        expect(await joinNew(slots, fairSlot(base, 'b'), 'b1', 10)).toBe('joined');
-        expect(await slots.state(base)).toMatchObject({ waiting: 4, waitingByFairKey: { a: 3, b: 1 } });
+        expect(await enter(slots, fairSlot(base, 'a'), 'a1', 1)).toBe('held');
+        expect(await enter(slots, fairSlot(base, 'a'), 'a2', 2)).toBe('held');
+        for (let i = 3; i <= 5; i++) expect(await enter(slots, fairSlot(base, 'a'), `a${i}`, i)).toBe('joined');
+        expect(await enter(slots, fairSlot(base, 'b'), 'b1', 10)).toBe('joined');
+        const state = await slots.state(base);
+        expect(state).toMatchObject({ waiting: 4, waitingByFairKey: { a: 3, b: 1 } });
+        expect(state.holders.map((h) => [h.jobId, h.fair, h.token])).toEqual([
+          ['a1', 'a', 0],
+          ['a2', 'a', 0],
+        ]);
         await slots.release({ slot: base, jobId: 'a1' });
         // a runs 1, b 0: b's first, though a's waited longer
         expect((await slots.admit({ slot: fairSlot(base, 'any'), now: NOW + 1 })).map((a) => a.jobId)).toEqual(['b1']);
-        const held = (await slots.state(base)).holders.find((h) => h.jobId === 'b1');
-        expect(held).toMatchObject({ token: 0, fair: 'b' });
+        expect((await slots.state(base)).holders.find((h) => h.jobId === 'b1')).toMatchObject({ token: 0, fair: 'b' });
       });
     });
 

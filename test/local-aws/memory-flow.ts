@@ -17,11 +17,11 @@ import {
   type AcquireInput,
   type AcquireResult,
   type Admitted,
+  type EnterAtEnqueueInput,
   effectiveLimit,
   type FlowSlots,
   type Holder,
   type InLine,
-  type JoinWhenFullInput,
   type RuntimeLimit,
   type SetLimitInput,
   type SetWeightInput,
@@ -282,16 +282,25 @@ export class FakeFlowSlots implements FlowSlots {
     return admitted;
   }
 
-  async joinWhenFull(input: JoinWhenFullInput): Promise<'joined' | 'free'> {
+  async enterAtEnqueue(input: EnterAtEnqueueInput): Promise<'held' | 'joined' | 'free'> {
     const s = this.slotOf(input.slot);
-    // as the adapter: the item read first, and the join (one transaction) only while every place is held
+    const fair = input.slot.fair?.key;
+    // as the adapter: a take (token 0) while a place is free and nobody waits, the same take sent again
+    this.write('acquire');
+    const mine = s.holders.get(input.jobId);
+    const free =
+      s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0;
+    if ((mine && mine.token <= 0) || (!mine && free)) {
+      s.holders.set(input.jobId, { since: input.now, token: 0, ...(fair === undefined ? {} : { fair }) });
+      return 'held';
+    }
+    // refused: the join (one transaction) only while every place is held by a holder that gives it back
     const full = s.holders.size >= effectiveLimit(input.slot, s.runtimeLimit);
     if (!full || holdersOf(s).some((h) => holderSuspect(h, input.now))) return 'free';
-    const fair = input.slot.fair?.key;
     const line = fair === undefined ? undefined : fairLineOf(fair, fairWaitingOf(s));
     const key = lineKey(input.slot, input.rank, line);
     if (s.line.has(key)) return 'joined';
-    if (s.holders.has(input.jobId)) return 'free';
+    if (mine) return 'free';
     s.line.set(key, {
       jobId: input.jobId,
       type: input.type,
