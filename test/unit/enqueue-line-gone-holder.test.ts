@@ -1,0 +1,80 @@
+/**
+ * Review of "a new job takes its place at enqueue" (shared/api/enqueue/line.ts): a job joins at
+ * enqueue when every place is held by holders not suspect *by time*; it never reads them. A holder
+ * whose job has ended but whose release failed (lost answer) is not suspect for longer than any
+ * attempt (token > 0), so every new job joins behind it with no message, and no delivery is first
+ * in line to `reclaim` it (which before the change freed it at once).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createClient } from '../../shared/client';
+import { ManualClock } from '../../shared/core/clock';
+import { defineJobType } from '../../shared/core/job-type';
+import { type MemoryPlatform, startMemoryPlatform } from '../local-aws/memory-platform';
+
+const payload = z.object({ t: z.string(), i: z.int() });
+const fair = defineJobType({
+  type: 'tenant-fair',
+  payload,
+  timeoutMs: 60_000,
+  concurrency: [{ limit: 1, fairBy: (p) => p.t }],
+});
+
+let platform: MemoryPlatform | undefined;
+afterEach(async () => {
+  await platform?.stop();
+  platform = undefined;
+});
+
+const T0 = Date.parse('2026-06-01T09:00:00.000Z');
+const slot = { scope: 'tenant-fair#0', key: '*' };
+
+async function start(options: { visibilityTimeoutSeconds?: number } = {}) {
+  const started: string[] = [];
+  const run = (async (_p: unknown, ctx: { jobId: string }) => {
+    started.push(ctx.jobId);
+    return { ok: true };
+  }) as never;
+  const clock = new ManualClock(T0);
+  platform = await startMemoryPlatform({
+    jobs: [{ spec: fair, run }],
+    clock,
+    logLevel: 'silent',
+    ...(options.visibilityTimeoutSeconds === undefined
+      ? {}
+      : { visibilityTimeoutSeconds: options.visibilityTimeoutSeconds }),
+  });
+  const orrery = createClient({ url: platform.url, jobs: { 'tenant-fair': fair }, retry: false });
+  return { p: platform, orrery, started, clock };
+}
+
+describe('a job that joined its line at enqueue is left behind a place nobody gives back', () => {
+  it('a holder that finished but whose release failed blocks the jobs that join behind it (no first-in-line reclaim)', async () => {
+    // a worker Lambda of 150 s: its message comes back after 15 minutes
+    const { p, orrery, started } = await start({ visibilityTimeoutSeconds: 900 });
+    // a0 runs and succeeds, but giving its place back fails once (a lost DynamoDB answer, a throttle
+    // past the retries): its message is kept for its next delivery, 15 minutes on
+    let failRelease = true;
+    p.ports.flow.hook = (op) => {
+      if (op === 'release' && failRelease) throw new Error('connection reset');
+    };
+    await orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' });
+    await p.runUntilIdle();
+    failRelease = false;
+    expect((await orrery.get('a0')).state).toBe('succeeded');
+    expect((await p.ports.flow.state(slot)).holders).toMatchObject([{ jobId: 'a0', token: 1 }]);
+    await p.advance(1_000);
+    // b joins at enqueue (a0's place is not suspect by time); before the change it was delivered,
+    // found itself first in line, read the holders and freed a0's place at once
+    await orrery.enqueue('tenant-fair', { t: 'b', i: 1 }, { id: 'b1' });
+    // traffic does not help: a0's place (token 1) is not suspect for longer than any attempt, so
+    // every new job joins too, and none is delivered to look at the holder
+    for (let minute = 1; minute <= 5; minute++) {
+      await p.advance(60_000);
+      await orrery.enqueue('tenant-fair', { t: 'c', i: minute }, { id: `c${minute}` });
+      await p.supervise();
+    }
+    expect((await p.ports.flow.state(slot)).waiting).toBe(0);
+    expect(started.slice(0, 3)).toEqual(['a0', 'b1', 'c1']);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * Review of "a new job takes its place at enqueue" (shared/api/enqueue/line.ts): a place taken at
+ * enqueue (token 0) whose SQS send then fails is held by a job with no message; the jobs that join
+ * the line behind it at enqueue have no message either, so no delivery in line ever looks at the
+ * holder (`reclaim`): the line stalls until the supervisor re-sends a job (about 11 minutes),
+ * where before the change the next job simply took the free place.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createClient } from '../../shared/client';
+import { ManualClock } from '../../shared/core/clock';
+import { defineJobType } from '../../shared/core/job-type';
+import { DependencyError } from '../../shared/errors';
+import { type MemoryPlatform, startMemoryPlatform } from '../local-aws/memory-platform';
+
+const payload = z.object({ t: z.string(), i: z.int() });
+const fair = defineJobType({
+  type: 'tenant-fair',
+  payload,
+  timeoutMs: 60_000,
+  concurrency: [{ limit: 1, fairBy: (p) => p.t }],
+});
+
+let platform: MemoryPlatform | undefined;
+afterEach(async () => {
+  await platform?.stop();
+  platform = undefined;
+});
+
+const T0 = Date.parse('2026-06-01T09:00:00.000Z');
+const slot = { scope: 'tenant-fair#0', key: '*' };
+
+async function start(options: { visibilityTimeoutSeconds?: number } = {}) {
+  const started: string[] = [];
+  const run = (async (_p: unknown, ctx: { jobId: string }) => {
+    started.push(ctx.jobId);
+    return { ok: true };
+  }) as never;
+  const clock = new ManualClock(T0);
+  platform = await startMemoryPlatform({
+    jobs: [{ spec: fair, run }],
+    clock,
+    logLevel: 'silent',
+    ...(options.visibilityTimeoutSeconds === undefined
+      ? {}
+      : { visibilityTimeoutSeconds: options.visibilityTimeoutSeconds }),
+  });
+  const orrery = createClient({ url: platform.url, jobs: { 'tenant-fair': fair }, retry: false });
+  return { p: platform, orrery, started, clock };
+}
+
+describe('a job that joined its line at enqueue is left behind a place nobody gives back', () => {
+  it('a held place whose send failed blocks the jobs that join behind it until the supervisor (docs: two minutes)', async () => {
+    const { p, orrery, started } = await start();
+    // a's place is taken at enqueue (token 0), then its SQS send fails: the API answers 503
+    p.ports.queue.failNext('send', new DependencyError('SQS SendMessage failed'));
+    await expect(orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' })).rejects.toThrow();
+    expect((await p.ports.flow.state(slot)).holders).toMatchObject([{ jobId: 'a0', token: 0 }]);
+    // b finds every place held by a holder that is not suspect yet: it joins, and is sent nothing
+    await p.advance(1_000);
+    const { job } = await orrery.enqueue('tenant-fair', { t: 'b', i: 1 }, { id: 'b1' });
+    expect(job.waitingFor).toBeDefined();
+    // Before the change, b was sent, took the free place and ran at once. Docs: "a place taken at
+    // enqueue whose message is lost is found as any place handed on and not taken: a job in line
+    // sends its message again after two minutes". No job in line has a message: nobody looks.
+    for (let minute = 1; minute <= 5; minute++) {
+      await p.advance(60_000);
+      await p.supervise();
+    }
+    // b (whose own send never failed) should have run by now, as it did before the change; a0
+    // itself is the supervisor's to re-send (ten minutes), as any job whose send failed
+    expect(started).toContain('b1');
+  });
+});
