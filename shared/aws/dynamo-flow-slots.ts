@@ -32,7 +32,6 @@ import {
   type AcquireInput,
   type AcquireResult,
   type Admitted,
-  type EnterAtEnqueueInput,
   effectiveLimit,
   type FlowSlots,
   type InLine,
@@ -42,7 +41,6 @@ import {
   type Slot,
   type SlotState,
 } from '../core/flow';
-import { holderSuspect } from '../core/job-slots';
 import { rankTime } from '../core/priority';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
@@ -69,8 +67,6 @@ const limitOf = (slot: Slot, item: SlotItem) =>
 
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
 const ACQUIRE_TRIES = 6;
-/** Tries of a place at enqueue before the job is sent instead (another writer changed the slot every time). */
-const ENTER_AT_ENQUEUE_TRIES = 3;
 
 export class DynamoFlowSlots implements FlowSlots {
   private readonly table: SlotTable;
@@ -257,37 +253,6 @@ export class DynamoFlowSlots implements FlowSlots {
       }
     }
     return admitted;
-  }
-
-  async enterAtEnqueue(input: EnterAtEnqueueInput): Promise<'held' | 'joined' | 'free'> {
-    const { slot } = input;
-    for (let i = 0; i < ENTER_AT_ENQUEUE_TRIES; i++) {
-      // a free place and nobody in line: the job holds it as one handed a place (token 0)
-      const taken = await this.take(slot, input.jobId, input.now, 0);
-      if (taken.taken) return 'held';
-      const { old } = taken;
-      if (!old) {
-        await this.create(slot); // the key's first job
-        continue;
-      }
-      const full = old.holders.length >= effectiveLimit(slot, old.runtimeLimit);
-      if (!full || old.holders.some((h) => holderSuspect(h, input.now))) return 'free';
-      // past the cap of fair keys waiting, a new key joins the shared line
-      const fairLine = slot.fair ? fairLineOf(slot.fair.key, old.fairWaiting) : undefined;
-      const joined = await joinLine(this.table, slot, {
-        jobId: input.jobId,
-        type: input.type,
-        rank: input.rank,
-        now: input.now,
-        whenFull: true,
-        ...(fairLine === undefined ? {} : { fairLine }),
-      });
-      if (joined.kind === 'waiting') return 'joined';
-      // a place came free (take it), or another writer moved at the same moment
-      if (joined.kind === 'conflict') await sleep(10 * (i + 1) + Math.random() * 20 * (i + 1));
-    }
-    // the slot changed on every try: the job is sent, and its delivery decides
-    return 'free';
   }
 
   /**

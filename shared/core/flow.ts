@@ -398,17 +398,6 @@ export interface SetLimitInput {
   now: number;
 }
 
-/** What {@link FlowSlots.enterAtEnqueue} is given. */
-export interface EnterAtEnqueueInput {
-  /** The slot: a ranked line's (a type with priorities, or a limit shared fairly). */
-  slot: Slot;
-  jobId: string;
-  type: string;
-  /** The job's entry key (`lineRank` in shared/core/priority.ts). */
-  rank: string;
-  now: number;
-}
-
 /** What {@link FlowSlots.acquire} is given. */
 export interface AcquireInput {
   slot: Slot;
@@ -460,18 +449,6 @@ export interface FlowSlots {
    * on (so each of those jobs is sent its message), and the caller's retry hands on the rest.
    */
   admit(input: { slot: Slot; now: number; onAdmitted?: (admitted: Admitted) => Promise<void> }): Promise<Admitted[]>;
-  /**
-   * A new job's place, taken at enqueue, before it has a message (a job of a ranked line, due
-   * now): `held`: a place was free and nobody waits, and the job now holds it as a job handed a
-   * place does (token 0: its attempt takes it over when its message comes; send it one);
-   * `joined`: every place is held by a holder that will give it back (none `holderSuspect`), and
-   * the job waits in the line under `rank` (send it nothing: the holder that frees a place sends
-   * it its message); `free`: neither (a place is free while jobs wait, a hand-on in flight, or the
-   * slot changed on every try): send it, and its delivery takes a place or joins, as any job's.
-   * A call sent again after a lost answer finds what it wrote. Writes one take (refused when
-   * the slot is full) and, to join, the join's transaction.
-   */
-  enterAtEnqueue(input: EnterAtEnqueueInput): Promise<'held' | 'joined' | 'free'>;
   /** Reads the slot's state (strongly consistent). */
   state(slot: Pick<Slot, 'scope' | 'key'>): Promise<SlotState>;
   /**

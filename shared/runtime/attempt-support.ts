@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock';
 import type { Job, JobProgress } from '../core/job';
 import type { JobStore } from '../core/ports';
-import { LeaseLostError, OrreryError } from '../errors';
+import { LeaseLostError } from '../errors';
 import { errorFields, type Logger } from '../logger';
 
 /** Progress writes are at most this frequent per attempt; later reports are coalesced. */
@@ -90,22 +90,4 @@ export function progressReporter(input: {
   };
 }
 
-/** Delays between tries of a write that closes an attempt (after the SDK's own retries). */
-export const FINAL_WRITE_BACKOFF_MS = [100, 400, 1_600] as const;
-
-/**
- * Runs a write that records an attempt's outcome, trying again on throttling and dependency
- * failures: losing it would mean running the handler again after the lease expires.
- */
-export async function persist<T>(write: () => Promise<T>, log: Logger, what: string): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await write();
-    } catch (error) {
-      const delay = FINAL_WRITE_BACKOFF_MS[attempt];
-      if (!(error instanceof OrreryError) || !error.retryable || delay === undefined) throw error;
-      log.warn(`${what} failed; trying again`, { delayMs: delay, ...errorFields(error) });
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
-  }
-}
+export { FINAL_WRITE_BACKOFF_MS, persist } from '../dispatch/persist';

@@ -2,40 +2,15 @@
  * The worker's side of concurrency limits (see shared/core/flow.ts and docs/flow-control.md):
  * a job takes its slots before its claim, and gives them back once its attempt is over; a job
  * with no free slot records why it waits and leaves, and the job that frees a slot sends it a
- * message. Nothing here polls.
+ * message (shared/dispatch/line-keeper.ts). Nothing here polls.
  */
-import { routeOf } from '../config';
-import type { Clock } from '../core/clock';
-import { type Admitted, effectiveLimit, type FlowSlots, type Holder, type Slot } from '../core/flow';
+import { effectiveLimit, type Holder, type Slot } from '../core/flow';
 import type { Job } from '../core/job';
-import { holderSuspect, WAKE_GRACE_MS } from '../core/job-slots';
-import { leaseHeld } from '../core/lease';
-import { type GroupedJob, groupKeysOf } from '../core/message-group';
-import type { JobStore } from '../core/ports';
-import { isTerminal } from '../core/states';
-import { type DispatchDeps, dispatchNow } from '../dispatch/dispatch';
+import { createLineKeeper, gone, type LineKeeperDeps, mayStillRun } from '../dispatch/line-keeper';
 import { errorFields, type Logger } from '../logger';
 import { persist } from './attempt-support';
 
-/**
- * A job cancelled while it ran may still be stopping (its handler goes on until its worker's next
- * heartbeat): its places stay its own until its lease may no longer be held.
- */
-function mayStillRun(job: Pick<Job, 'state' | 'leaseExpiresAt'>, now: number): boolean {
-  return job.state === 'cancelled' && leaseHeld(job, now);
-}
-
-/** A holder that will never give its place back: finished (and not still stopping), or gone. */
-function gone(job: Job | undefined, now: number): boolean {
-  return !job || (isTerminal(job.state) && !mayStillRun(job, now));
-}
-
-export interface FlowGateDeps {
-  slots: FlowSlots;
-  store: JobStore;
-  /** The job types' queues, for the message that starts a job handed a slot (sent through `dispatch()`). */
-  handOff: DispatchDeps;
-  clock: Clock;
+export interface FlowGateDeps extends LineKeeperDeps {
   /** Cancels a job (an operator's cancel): for a `cancel-running` singleton. */
   cancel?(jobId: string): Promise<void>;
 }
@@ -50,92 +25,8 @@ export type Entry =
 
 export function createFlowGate(deps: FlowGateDeps) {
   const { slots, store, clock } = deps;
-
-  /**
-   * Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). The
-   * message carries the job's group when its keys are known here (a holder reclaim read), not
-   * when only its id is (a slot's hand-on: reading the job for it would cost a read).
-   */
-  async function wake(job: GroupedJob & { id: string }, log: Logger): Promise<void> {
-    const { id: jobId, type } = job;
-    if (!routeOf(deps.handOff, type)) {
-      log.error('a job handed a concurrency slot has no queue here; it starts when the supervisor finds it', {
-        jobId,
-        type,
-      });
-      return;
-    }
-    try {
-      const now = clock.now();
-      const handed = { id: jobId, type, ...groupKeysOf(job) };
-      await persist(() => dispatchNow(deps.handOff, handed, now), log, 'sending a job its slot');
-    } catch (error) {
-      log.warn('could not send a job the slot it was handed; it is sent again later', { jobId, ...errorFields(error) });
-    }
-  }
-
-  /** Hands the slot's free places to the oldest waiting jobs and sends them their messages. */
-  async function admit(slot: Slot, log: Logger): Promise<void> {
-    // each job handed a place is sent its message as it is admitted: a call that fails part-way
-    // (and is tried again) has lost none of them
-    const handOn = async (a: Admitted) => {
-      const place = a.rank !== undefined ? { rank: a.rank } : { ticket: a.ticket };
-      log.info('handed a place in line on', { to: a.jobId, scope: slot.scope, key: slot.key, ...place });
-      // a fair admission knows the job's tenant: its wake carries the group its first message did
-      await wake({ id: a.jobId, type: a.type, ...(a.fair === undefined ? {} : { flowKeys: [a.fair] }) }, log);
-    };
-    await persist(
-      () => slots.admit({ slot, now: clock.now(), onAdmitted: handOn }),
-      log,
-      'handing on a concurrency slot',
-    );
-  }
-
-  /**
-   * Frees the places of holders that will never give them back (finished, or gone), and sends
-   * again the message of a holder handed its place a while ago that has not started. Run by the
-   * first job in line when it has to wait, and by any job in line that sees a suspect holder (see
-   * {@link suspect}): costs a read per holder it looks at, writes only what it frees. A place is
-   * freed only under the token read with it, so an attempt that took it over since keeps it.
-   */
-  async function reclaim(
-    slot: Slot,
-    holders: readonly Holder[],
-    look: readonly Holder[],
-    self: string,
-    log: Logger,
-    limit = slot.limit,
-  ) {
-    const now = clock.now();
-    let freed = 0;
-    for (const holder of look) {
-      if (holder.jobId === self) continue;
-      const job = await store.get(holder.jobId);
-      if (gone(job, now)) {
-        if (await freeGone(slot, holder, job, log)) freed += 1;
-      } else if (!job || isTerminal(job.state)) {
-        // cancelled while it ran, and may still be stopping: its worker gives the place back
-      } else if ((job.state === 'retrying' || job.state === 'waiting') && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
-        // a retry waits for its backoff (a sleep for its end) without a slot: this one was left behind (unless its
-        // next attempt took it meanwhile: the token says whose it is)
-        if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
-      } else if (job.state !== 'running' && holder.since < now - WAKE_GRACE_MS) {
-        await wake(job, log);
-      }
-    }
-    // A free place with a line means a hand-on was lost (its job died after giving the slot back): do it now.
-    if (freed > 0 || holders.length < limit) await admit(slot, log);
-  }
-
-  /** Frees the place of a holder that is finished or gone, under the token read with it; true when freed. */
-  async function freeGone(slot: Slot, holder: Holder, job: Job | undefined, log: Logger): Promise<boolean> {
-    const freed = await slots.release({ slot, jobId: holder.jobId, token: holder.token });
-    log.warn('freed a concurrency slot its job never gave back', {
-      holder: holder.jobId,
-      state: job?.state ?? 'missing',
-    });
-    return freed;
-  }
+  const keeper = createLineKeeper(deps);
+  const { admit, freeGone } = keeper;
 
   /** A `cancel-running` singleton: cancels the jobs holding the key; each gives its place back once it has stopped. */
   async function cancelHolders(holders: readonly Holder[], self: string, log: Logger): Promise<void> {
@@ -229,18 +120,7 @@ export function createFlowGate(deps: FlowGateDeps) {
           await store.markWaiting?.({ job, waitingFor: { kind, limit: i, key: slot.key, ...place, since } });
         }
         if (slot.singleton === 'cancel-running') await cancelHolders(got.holders, job.id, log);
-        // the limit that holds: a run-time one when set, else the spec's
-        const limit = got.limit ?? slot.limit;
-        if (got.first) await reclaim(slot, got.holders, got.holders, job.id, log, limit);
-        else {
-          // Any job in line that sees a free place hands it on, and any that sees a suspect holder
-          // looks at it: the head of the line may never come back (cancelled, expired, or its
-          // ticket orphaned) after a hand-on was lost.
-          const now = clock.now();
-          const suspects = got.holders.filter((h) => holderSuspect(h, now));
-          if (suspects.length > 0) await reclaim(slot, got.holders, suspects, job.id, log, limit);
-          else if (got.holders.length < limit) await admit(slot, log);
-        }
+        await keeper.look(slot, got, job.id, log);
         return {
           kind: 'waiting',
           slot,

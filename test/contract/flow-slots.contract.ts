@@ -531,81 +531,46 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       });
     });
 
-    describe('a place at enqueue (enterAtEnqueue)', () => {
+    describe('a place taken at enqueue (acquire with token 0, before the job has an attempt)', () => {
       const r = (rank: number, jobId: string) => `${String(rank).padStart(15, '0')}#${jobId}`;
       const fairSlot = (base: Slot, fairKey: string): Slot => ({ ...base, fair: { key: fairKey, weightOf: () => 1 } });
-      const enter = (slots: FlowSlots, slot: Slot, jobId: string, rank: number, now = NOW) =>
-        slots.enterAtEnqueue({ slot, jobId, type: 'echo', rank: r(rank, jobId), now });
-      /** The job's attempt takes over the place it holds (token 0), as its delivery does. */
-      const takeOver = (slots: FlowSlots, slot: Slot, jobId: string, rank: number) =>
+      const atEnqueue = (slots: FlowSlots, slot: Slot, jobId: string, rank: number) =>
+        slots.acquire({ slot, jobId, type: 'echo', now: NOW, token: 0, rank: r(rank, jobId) });
+      /** The job's first attempt, on its delivery. */
+      const attempt = (slots: FlowSlots, slot: Slot, jobId: string, rank: number) =>
         slots.acquire({ slot, jobId, type: 'echo', now: NOW + 2, token: 1, rank: r(rank, jobId) });
 
-      it('holds a free place while nobody waits, joins while every place is held, and is idempotent', async () => {
+      it('holds a free place as one handed on (token 0), which the attempt takes over; joins while every place is held', async () => {
         const { slots } = await setup();
         const slot = slotOf(2);
-        // no item yet: made, and the place taken
-        expect(await enter(slots, slot, 'a', 1)).toBe('held');
-        expect(await enter(slots, slot, 'a', 1)).toBe('held');
-        expect(await enter(slots, slot, 'b', 2)).toBe('held');
+        expect(await atEnqueue(slots, slot, 'a', 1)).toEqual({ kind: 'held', fresh: true });
+        // sent again (a lost answer): the same place
+        expect(await atEnqueue(slots, slot, 'a', 1)).toEqual({ kind: 'held', fresh: false });
+        expect(await atEnqueue(slots, slot, 'b', 2)).toEqual({ kind: 'held', fresh: true });
         expect((await slots.state(slot)).holders).toEqual([
           { jobId: 'a', since: NOW, token: 0 },
           { jobId: 'b', since: NOW, token: 0 },
         ]);
-        expect(await takeOver(slots, slot, 'a', 1)).toEqual({ kind: 'held', fresh: false });
-        expect(await enter(slots, slot, 'n1', 5)).toBe('joined');
-        // sent again (a lost answer): the same one entry
-        expect(await enter(slots, slot, 'n1', 5)).toBe('joined');
-        expect(await enter(slots, slot, 'n2', 3)).toBe('joined');
-        expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 2, issued: 0, admitted: 0 });
-        expect((await slots.line({ slot, max: 10 })).map((e) => e.jobId)).toEqual(['n2', 'n1']);
-        // a freed place goes to the lowest rank, as for a job that joined on delivery
-        await slots.release({ slot, jobId: 'a' });
-        expect(await slots.admit({ slot, now: NOW + 1 })).toEqual([{ jobId: 'n2', type: 'echo', rank: r(3, 'n2') }]);
-        expect(
-          await slots.acquire({
-            slot,
-            jobId: 'n2',
-            type: 'echo',
-            now: NOW + 2,
-            token: 1,
-            rank: r(3, 'n2'),
-            waitsAs: r(3, 'n2'),
-          }),
-        ).toEqual({ kind: 'held', fresh: false });
-        // a place free while a job waits (a hand-on in flight): neither
-        await slots.release({ slot, jobId: 'b' });
-        expect(await enter(slots, slot, 'n3', 0)).toBe('free');
-        expect(await stateOf(slots, slot)).toEqual({ holders: ['n2'], waiting: 1, issued: 0, admitted: 0 });
-      });
-
-      it('takes a place under a raised limit set at run time, and joins under a lowered one', async () => {
-        const { slots } = await setup();
-        const slot = slotOf(1);
-        expect(await enter(slots, slot, 'a', 0)).toBe('held');
-        await slots.setLimit({ slot, limit: 2, by: 'ops', now: NOW });
-        expect(await enter(slots, slot, 'b', 1)).toBe('held');
-        await slots.setLimit({ slot, limit: 1, by: 'ops', now: NOW });
-        expect(await enter(slots, slot, 'c', 2)).toBe('joined');
-        expect(await stateOf(slots, slot)).toMatchObject({ holders: ['a', 'b'], waiting: 1 });
-      });
-
-      it('does not join while a holder may never give its place back (handed it long ago and not started)', async () => {
-        const { slots } = await setup();
-        const slot = slotOf(1);
-        expect(await enter(slots, slot, 'a', 0)).toBe('held');
-        expect(await enter(slots, slot, 'n1', 2, NOW + 1000)).toBe('joined');
-        // a has not taken its place two minutes on: its message may be lost; a delivery looks at it
-        expect(await enter(slots, slot, 'n2', 3, NOW + 3 * 60_000)).toBe('free');
-        expect(await stateOf(slots, slot)).toMatchObject({ holders: ['a'], waiting: 1 });
+        expect(await attempt(slots, slot, 'a', 1)).toEqual({ kind: 'held', fresh: false });
+        // the attempt's place is not taken back by a late take at enqueue
+        expect(await atEnqueue(slots, slot, 'a', 1)).toEqual({ kind: 'held', fresh: false });
+        expect((await slots.state(slot)).holders[0]).toEqual({ jobId: 'a', since: NOW + 2, token: 1 });
+        expect(await atEnqueue(slots, slot, 'n1', 5)).toMatchObject({ kind: 'waiting', rank: r(5, 'n1'), first: true });
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 1, issued: 0, admitted: 0 });
+        // a place given back before b's attempt took it goes to the line
+        expect(await slots.release({ slot, jobId: 'b', token: 0 })).toBe(true);
+        expect(await slots.admit({ slot, now: NOW + 3 })).toEqual([{ jobId: 'n1', type: 'echo', rank: r(5, 'n1') }]);
       });
 
       it('holds its fair key in a slot shared fairly, and joins its key’s line, served by the fair rule', async () => {
         const { slots } = await setup();
         const base = { ...slotOf(2), key: '*' };
-        expect(await enter(slots, fairSlot(base, 'a'), 'a1', 1)).toBe('held');
-        expect(await enter(slots, fairSlot(base, 'a'), 'a2', 2)).toBe('held');
-        for (let i = 3; i <= 5; i++) expect(await enter(slots, fairSlot(base, 'a'), `a${i}`, i)).toBe('joined');
-        expect(await enter(slots, fairSlot(base, 'b'), 'b1', 10)).toBe('joined');
+        expect(await atEnqueue(slots, fairSlot(base, 'a'), 'a1', 1)).toMatchObject({ kind: 'held' });
+        expect(await atEnqueue(slots, fairSlot(base, 'a'), 'a2', 2)).toMatchObject({ kind: 'held' });
+        for (let i = 3; i <= 5; i++) {
+          expect(await atEnqueue(slots, fairSlot(base, 'a'), `a${i}`, i)).toMatchObject({ kind: 'waiting' });
+        }
+        expect(await atEnqueue(slots, fairSlot(base, 'b'), 'b1', 10)).toMatchObject({ kind: 'waiting' });
         const state = await slots.state(base);
         expect(state).toMatchObject({ waiting: 4, waitingByFairKey: { a: 3, b: 1 } });
         expect(state.holders.map((h) => [h.jobId, h.fair, h.token])).toEqual([
@@ -615,7 +580,6 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         await slots.release({ slot: base, jobId: 'a1' });
         // a runs 1, b 0: b's first, though a's waited longer
         expect((await slots.admit({ slot: fairSlot(base, 'any'), now: NOW + 1 })).map((a) => a.jobId)).toEqual(['b1']);
-        expect((await slots.state(base)).holders.find((h) => h.jobId === 'b1')).toMatchObject({ token: 0, fair: 'b' });
       });
     });
 

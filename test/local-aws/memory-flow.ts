@@ -17,7 +17,6 @@ import {
   type AcquireInput,
   type AcquireResult,
   type Admitted,
-  type EnterAtEnqueueInput,
   effectiveLimit,
   type FlowSlots,
   type Holder,
@@ -28,7 +27,6 @@ import {
   type Slot,
   type SlotState,
 } from '../../shared/core/flow';
-import { holderSuspect } from '../../shared/core/job-slots';
 import {
   conforms,
   type LineTurn,
@@ -280,37 +278,6 @@ export class FakeFlowSlots implements FlowSlots {
       await input.onAdmitted?.(one);
     }
     return admitted;
-  }
-
-  async enterAtEnqueue(input: EnterAtEnqueueInput): Promise<'held' | 'joined' | 'free'> {
-    const s = this.slotOf(input.slot);
-    const fair = input.slot.fair?.key;
-    // as the adapter: a take (token 0) while a place is free and nobody waits, the same take sent again
-    this.write('acquire');
-    const mine = s.holders.get(input.jobId);
-    const free =
-      s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0;
-    if ((mine && mine.token <= 0) || (!mine && free)) {
-      s.holders.set(input.jobId, { since: input.now, token: 0, ...(fair === undefined ? {} : { fair }) });
-      return 'held';
-    }
-    // refused: the join (one transaction) only while every place is held by a holder that gives it back
-    const full = s.holders.size >= effectiveLimit(input.slot, s.runtimeLimit);
-    if (!full || holdersOf(s).some((h) => holderSuspect(h, input.now))) return 'free';
-    const line = fair === undefined ? undefined : fairLineOf(fair, fairWaitingOf(s));
-    const key = lineKey(input.slot, input.rank, line);
-    if (s.line.has(key)) return 'joined';
-    if (mine) return 'free';
-    s.line.set(key, {
-      jobId: input.jobId,
-      type: input.type,
-      at: input.now,
-      ...(fair === undefined ? {} : { fair }),
-      ...(line !== fair ? { fairLine: line } : {}),
-    });
-    if (line !== undefined && !s.fairSince.has(line)) s.fairSince.set(line, input.now);
-    this.write('join');
-    return 'joined';
   }
 
   /** A ticket taken by a job that died before writing its ticket item. */

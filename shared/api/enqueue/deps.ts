@@ -6,6 +6,8 @@ import type { JobTypeSpec } from '../../core/job-type';
 import { fairQueueTypes } from '../../core/message-group';
 import type { Metrics } from '../../core/metrics';
 import type { Pacer } from '../../core/pace';
+import { handOffOf } from '../../dispatch/dispatch';
+import { createLineKeeper, type LineKeeper } from '../../dispatch/line-keeper';
 import { type ReleaseDeps, releaseDepsOf } from '../../dispatch/release';
 import { ConfigError } from '../../errors';
 import type { ApiServiceDeps } from '../service-deps';
@@ -20,8 +22,8 @@ export interface JobsServiceDeps extends ApiServiceDeps {
   /** Job dependencies; required for an enqueue with `dependsOn`. @default `dependsOn` is refused (400) */
   graph?: JobGraph;
   /**
-   * Concurrency slots: a new job of a type with a ranked line joins it at enqueue when every
-   * place is held (see ./line.ts). @default every job is sent, and joins on its delivery
+   * Concurrency slots: a new job of a type with a ranked line takes its place, or joins its line,
+   * at enqueue (see ./line.ts). @default every job is sent, and does either on its delivery
    */
   flow?: FlowSlots;
 }
@@ -60,6 +62,8 @@ export interface EnqueueContext {
   specs: ReadonlyMap<string, JobTypeSpec>;
   /** The catalog's types whose messages carry an SQS message group (`fairQueueTypes`). */
   fairQueues: ReadonlySet<string>;
+  /** Hands places on and looks at holders, for the jobs that take their place at enqueue (with `deps.flow`). */
+  keeper?: LineKeeper;
 }
 
 /** The context of a service over `deps`; refuses a catalog whose limits need a port it lacks. */
@@ -72,10 +76,14 @@ export function enqueueContext(deps: JobsServiceDeps): EnqueueContext {
   if (debounced && !deps.debouncer) {
     throw new ConfigError(`job type "${debounced.type}" has a debounce: the API needs its debouncer`);
   }
+  const fairQueues = fairQueueTypes(deps.catalog);
+  const { flow, store, clock } = deps;
+  const handOff = handOffOf(deps.config, deps.queue, deps.scheduler, fairQueues);
   return {
     deps,
     specs: new Map(deps.catalog.map((spec) => [spec.type, spec])),
-    fairQueues: fairQueueTypes(deps.catalog),
+    fairQueues,
+    ...(flow ? { keeper: createLineKeeper({ slots: flow, store, handOff, clock }) } : {}),
   };
 }
 

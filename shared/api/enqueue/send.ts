@@ -5,16 +5,20 @@
  * stored: the caller may replay, or the supervisor sends it.
  */
 import { needsRelease } from '../../core/dependencies';
+import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
 import { dispatchOrPend, type QueueSend } from '../../dispatch/dispatch';
 import { DependencyError, NotFoundError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { EnqueueContext } from './deps';
+import { giveBackPlace } from './line';
 
 /** An SQS message an enqueue still has to send: see `JobsService.write`. */
 export interface PendingSend extends QueueSend {
   /** The job was created by this request (a failed send is then reported as "stored, not dispatched"). */
   created: boolean;
+  /** The place the job took at enqueue (./line.ts): given back and handed on when the send fails. */
+  place?: Slot;
 }
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
@@ -58,11 +62,12 @@ export async function handOffEnded(
 }
 
 /** Sends one pending message, as {@link sendPending} would. */
-export async function sendOne({ deps }: EnqueueContext, send: PendingSend): Promise<void> {
+export async function sendOne(ctx: EnqueueContext, send: PendingSend): Promise<void> {
   const { queueUrl, message, delaySeconds, groupId } = send;
-  await deps.queue
-    .send(queueUrl, message, delaySeconds, groupId)
-    .catch((error: unknown) => throwSendFailure(deps.log, send, error));
+  await ctx.deps.queue.send(queueUrl, message, delaySeconds, groupId).catch(async (error: unknown) => {
+    if (send.place) await giveBackPlace(ctx, message.id, send.place);
+    return throwSendFailure(ctx.deps.log, send, error);
+  });
 }
 
 /**
@@ -70,11 +75,11 @@ export async function sendOne({ deps }: EnqueueContext, send: PendingSend): Prom
  * Returns, in order, undefined for a message sent, or the error to report for its job (as an
  * enqueue would have thrown it).
  */
-export async function sendPending(
-  { deps }: EnqueueContext,
-  sends: readonly PendingSend[],
-): Promise<(Error | undefined)[]> {
+export async function sendPending(ctx: EnqueueContext, sends: readonly PendingSend[]): Promise<(Error | undefined)[]> {
+  const { deps } = ctx;
   const results = new Array<Error | undefined>(sends.length);
+  // the places of jobs whose message was not sent, given back and handed on
+  const gaveBack: Promise<void>[] = [];
   const byQueue = new Map<string, number[]>();
   sends.forEach((send, i) => {
     byQueue.set(send.queueUrl, [...(byQueue.get(send.queueUrl) ?? []), i]);
@@ -98,6 +103,8 @@ export async function sendPending(
         const outcome = outcomes[n];
         if (outcome?.sent) return;
         const error = outcome?.error ?? new DependencyError('SQS SendMessageBatch reported nothing for this message');
+        const { place } = sends[i] as PendingSend;
+        if (place) gaveBack.push(giveBackPlace(ctx, (sends[i] as PendingSend).message.id, place));
         try {
           throwSendFailure(deps.log, sends[i] as PendingSend, error);
         } catch (e) {
@@ -106,6 +113,7 @@ export async function sendPending(
       });
     }),
   );
+  await Promise.all(gaveBack);
   return results;
 }
 

@@ -15,7 +15,7 @@ import { ConflictError } from '../../errors';
 import { checkRequest, refuseDebouncedDelay } from './checks';
 import { type DebounceOpen, openDebounce, settleDebounce } from './debounce';
 import { type EnqueueContext, type EnqueueOptions, finishedExpiresAt } from './deps';
-import { joinedAtEnqueue } from './line';
+import { giveBackPlace, placeAtEnqueue } from './line';
 import { applyStart, type Parents, parentsOf, putParents, registerAgain, registerNew } from './parents';
 import { rateLimited } from './rate-limit';
 import { handOff, handOffEnded, type PendingSend, throwDispatchFailure } from './send';
@@ -178,10 +178,15 @@ async function afterCreate(
     log.info('job skipped: its rate limit is spent', { jobId: job.id, type: job.type, key: skipReason.key });
     return withSend(true, toView(job), await handOffEnded(ctx, job, now, true));
   }
-  // every place held: it waits in its line, and is sent its message when handed one
-  if (await joinedAtEnqueue(ctx, job, now)) return { created: true, job: toView(job) };
-  const send = await handOff(ctx, job, now, true).catch((error: unknown) => throwDispatchFailure(log, job.id, error));
-  return withSend(true, toView(job), send);
+  // a job of a ranked line takes its place at enqueue; one that waits in line is sent its message when handed a place
+  const place = await placeAtEnqueue(ctx, job, now);
+  if (place?.kind === 'joined') return { created: true, job: toView(job) };
+  const held = place?.kind === 'held' ? { place: place.slot } : {};
+  const send = await handOff(ctx, job, now, true).catch(async (error: unknown) => {
+    if (held.place) await giveBackPlace(ctx, job.id, held.place);
+    return throwDispatchFailure(log, job.id, error);
+  });
+  return withSend(true, toView(job), send && { ...send, ...held });
 }
 
 function withSend(created: boolean, job: JobView, send: PendingSend | undefined): WriteResult {

@@ -88,14 +88,11 @@ export type JoinResult =
   /** Another writer changed the slot at the same moment: try again. */
   | { kind: 'conflict' };
 
-/**
- * Joins the line under `rank`, only while the job really has to wait: every place held, or
- * someone in line (a ticket or an entry); with `whenFull`, only while every place is held.
- */
+/** Joins the line under `rank`, only while the job really has to wait. */
 export async function joinLine(
   table: SlotTable,
   slot: Slot,
-  job: { jobId: string; type: string; rank: string; now: number; fairLine?: string; whenFull?: boolean },
+  job: { jobId: string; type: string; rank: string; now: number; fairLine?: string },
 ): Promise<JoinResult> {
   // a job of a fair key joins its key's line, or past the cap the shared one (`fairLine`)
   const line = slot.fair ? (job.fairLine ?? slot.fair.key) : undefined;
@@ -123,13 +120,11 @@ export async function joinLine(
           Key: keyOf(flowKeys.slot(slot.scope, slot.key)),
           // a fair key's count and since when it waits go up with `w`
           UpdateExpression: fair ? 'ADD w :one, #wf :one SET #ws = if_not_exists(#ws, :now)' : 'ADD w :one',
-          ConditionExpression: job.whenFull
-            ? `attribute_not_exists(hs.#id) AND ${AT_LIMIT}`
-            : `attribute_not_exists(hs.#id) AND (${AT_LIMIT} OR iss > adm OR w > :zero)`,
+          ConditionExpression: `attribute_not_exists(hs.#id) AND (${AT_LIMIT} OR iss > adm OR w > :zero)`,
           ExpressionAttributeNames: { '#id': job.jobId, ...(fair ? { '#wf': fair.count, '#ws': fair.since } : {}) },
           ExpressionAttributeValues: {
             ':one': N(1),
-            ...(job.whenFull ? {} : { ':zero': N(0) }),
+            ':zero': N(0),
             ':limit': N(slot.limit),
             ...(fair ? { ':now': N(job.now) } : {}),
           },

@@ -1,0 +1,160 @@
+/**
+ * What keeps a slot's line moving, whoever looks at it: the worker's gate
+ * (shared/runtime/flow-gate.ts) when a job gives its places back or has to wait, and the enqueue
+ * (shared/api/enqueue/line.ts) when a new job joins its line with no message. A place freed is
+ * handed on and its job sent its message; a job that has to wait and is first in line (or sees a
+ * suspect holder) looks at the holders, and frees the places of those that will never give them
+ * back. Nothing here polls.
+ */
+import { routeOf } from '../config';
+import type { Clock } from '../core/clock';
+import type { Admitted, FlowSlots, Holder, Slot } from '../core/flow';
+import type { Job } from '../core/job';
+import { holderSuspect, WAKE_GRACE_MS } from '../core/job-slots';
+import { leaseHeld } from '../core/lease';
+import { type GroupedJob, groupKeysOf } from '../core/message-group';
+import type { JobStore } from '../core/ports';
+import { isTerminal } from '../core/states';
+import { errorFields, type Logger } from '../logger';
+import { type DispatchDeps, dispatchNow } from './dispatch';
+import { persist } from './persist';
+
+/**
+ * A job cancelled while it ran may still be stopping (its handler goes on until its worker's next
+ * heartbeat): its places stay its own until its lease may no longer be held.
+ */
+export function mayStillRun(job: Pick<Job, 'state' | 'leaseExpiresAt'>, now: number): boolean {
+  return job.state === 'cancelled' && leaseHeld(job, now);
+}
+
+/** A holder that will never give its place back: finished (and not still stopping), or gone. */
+export function gone(job: Job | undefined, now: number): boolean {
+  return !job || (isTerminal(job.state) && !mayStillRun(job, now));
+}
+
+export interface LineKeeperDeps {
+  slots: FlowSlots;
+  store: JobStore;
+  /** The job types' queues, for the message that starts a job handed a slot (sent through `dispatch()`). */
+  handOff: DispatchDeps;
+  clock: Clock;
+}
+
+/** What a job that has to wait saw of its slot as it joined (an `acquire`'s `waiting` answer). */
+export interface Joined {
+  /** It is the next the slot serves. */
+  first: boolean;
+  holders: readonly Holder[];
+  /** The limit set at run time, when one holds. */
+  limit?: number;
+}
+
+export function createLineKeeper(deps: LineKeeperDeps) {
+  const { slots, store, clock } = deps;
+
+  /**
+   * Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). The
+   * message carries the job's group when its keys are known here (a holder reclaim read), not
+   * when only its id is (a slot's hand-on: reading the job for it would cost a read).
+   */
+  async function wake(job: GroupedJob & { id: string }, log: Logger): Promise<void> {
+    const { id: jobId, type } = job;
+    if (!routeOf(deps.handOff, type)) {
+      log.error('a job handed a concurrency slot has no queue here; it starts when the supervisor finds it', {
+        jobId,
+        type,
+      });
+      return;
+    }
+    try {
+      const now = clock.now();
+      const handed = { id: jobId, type, ...groupKeysOf(job) };
+      await persist(() => dispatchNow(deps.handOff, handed, now), log, 'sending a job its slot');
+    } catch (error) {
+      log.warn('could not send a job the slot it was handed; it is sent again later', { jobId, ...errorFields(error) });
+    }
+  }
+
+  /** Hands the slot's free places to the oldest waiting jobs and sends them their messages. */
+  async function admit(slot: Slot, log: Logger): Promise<void> {
+    // each job handed a place is sent its message as it is admitted: a call that fails part-way
+    // (and is tried again) has lost none of them
+    const handOn = async (a: Admitted) => {
+      const place = a.rank !== undefined ? { rank: a.rank } : { ticket: a.ticket };
+      log.info('handed a place in line on', { to: a.jobId, scope: slot.scope, key: slot.key, ...place });
+      // a fair admission knows the job's tenant: its wake carries the group its first message did
+      await wake({ id: a.jobId, type: a.type, ...(a.fair === undefined ? {} : { flowKeys: [a.fair] }) }, log);
+    };
+    await persist(
+      () => slots.admit({ slot, now: clock.now(), onAdmitted: handOn }),
+      log,
+      'handing on a concurrency slot',
+    );
+  }
+
+  /**
+   * Frees the places of holders that will never give them back (finished, or gone), and sends
+   * again the message of a holder handed its place a while ago that has not started. Run by the
+   * first job in line when it has to wait, and by any job in line that sees a suspect holder (see
+   * {@link suspect}): costs a read per holder it looks at, writes only what it frees. A place is
+   * freed only under the token read with it, so an attempt that took it over since keeps it.
+   */
+  async function reclaim(
+    slot: Slot,
+    holders: readonly Holder[],
+    look: readonly Holder[],
+    self: string,
+    log: Logger,
+    limit = slot.limit,
+  ) {
+    const now = clock.now();
+    let freed = 0;
+    for (const holder of look) {
+      if (holder.jobId === self) continue;
+      const job = await store.get(holder.jobId);
+      if (gone(job, now)) {
+        if (await freeGone(slot, holder, job, log)) freed += 1;
+      } else if (!job || isTerminal(job.state)) {
+        // cancelled while it ran, and may still be stopping: its worker gives the place back
+      } else if ((job.state === 'retrying' || job.state === 'waiting') && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
+        // a retry waits for its backoff (a sleep for its end) without a slot: this one was left behind (unless its
+        // next attempt took it meanwhile: the token says whose it is)
+        if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
+      } else if (job.state !== 'running' && holder.since < now - WAKE_GRACE_MS) {
+        await wake(job, log);
+      }
+    }
+    // A free place with a line means a hand-on was lost (its job died after giving the slot back): do it now.
+    if (freed > 0 || holders.length < limit) await admit(slot, log);
+  }
+
+  /** Frees the place of a holder that is finished or gone, under the token read with it; true when freed. */
+  async function freeGone(slot: Slot, holder: Holder, job: Job | undefined, log: Logger): Promise<boolean> {
+    const freed = await slots.release({ slot, jobId: holder.jobId, token: holder.token });
+    log.warn('freed a concurrency slot its job never gave back', {
+      holder: holder.jobId,
+      state: job?.state ?? 'missing',
+    });
+    return freed;
+  }
+
+  /**
+   * What a job that has to wait does once it joined: the first in line looks at every holder;
+   * any other that sees a free place hands it on, and any that sees a suspect holder looks at it,
+   * so a line whose head never comes back (cancelled, expired, or its ticket orphaned) after a
+   * hand-on was lost still moves.
+   */
+  async function look(slot: Slot, joined: Joined, self: string, log: Logger): Promise<void> {
+    // the limit that holds: a run-time one when set, else the spec's
+    const limit = joined.limit ?? slot.limit;
+    if (joined.first) return await reclaim(slot, joined.holders, joined.holders, self, log, limit);
+    const now = clock.now();
+    const suspects = joined.holders.filter((h) => holderSuspect(h, now));
+    if (suspects.length > 0) await reclaim(slot, joined.holders, suspects, self, log, limit);
+    else if (joined.holders.length < limit) await admit(slot, log);
+  }
+
+  return { wake, admit, reclaim, freeGone, look };
+}
+
+export type LineKeeper = ReturnType<typeof createLineKeeper>;
