@@ -203,6 +203,8 @@ export class FlowsService {
         const out = await this.deps.jobs.write(node, {
           at,
           parentsChecked: true,
+          // its messages are sent after the flow's last writes, which may fail: no place is held meanwhile
+          placeAtEnqueue: false,
           ...(by !== undefined ? { by } : {}),
           ...(registered.size > 0 ? { sameRequest: registered } : {}),
           ...(children.length > 0 ? { childCount: children.length } : {}),

@@ -49,6 +49,13 @@ export interface EnqueueOptions {
    */
   parentsChecked?: boolean;
   /**
+   * Whether a job of a ranked line takes its place at enqueue (./line.ts). A request that writes
+   * more after this job and may fail before it sends its messages (a flow: later levels, its
+   * record) passes false: a place taken for a job whose message is never sent would hold up the
+   * line. @default true
+   */
+  placeAtEnqueue?: boolean;
+  /**
    * The time (epoch ms) the job is created at, hence its incarnation: a flow fixes it for all its
    * jobs up front, and writes the registry of a parent it creates under that incarnation, naming
    * its children's, before it writes the parent and them. @default the clock's now

@@ -179,7 +179,7 @@ async function afterCreate(
     return withSend(true, toView(job), await handOffEnded(ctx, job, now, true));
   }
   // a job of a ranked line takes its place at enqueue; one that waits in line is sent its message when handed a place
-  const place = await placeAtEnqueue(ctx, job, now);
+  const place = made.options.placeAtEnqueue === false ? undefined : await placeAtEnqueue(ctx, job, now);
   if (place?.kind === 'joined') return { created: true, job: toView(job) };
   const held = place?.kind === 'held' ? { place: place.slot } : {};
   const send = await handOff(ctx, job, now, true).catch(async (error: unknown) => {
