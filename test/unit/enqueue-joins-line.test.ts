@@ -5,34 +5,12 @@
  * sent no message: it waits in its line, and the holder that frees a place sends it its message.
  * A type that is not eligible is sent as before.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
 import { createClient } from '../../shared/client';
 import { ManualClock } from '../../shared/core/clock';
-import { defineJobType } from '../../shared/core/job-type';
-import { type MemoryPlatform, startMemoryPlatform } from '../local-aws/memory-platform';
+import { fairSpec as fair, fairPlatform, T0, throttledSpec as throttled } from '../support/enqueue-line';
 
-const payload = z.object({ t: z.string(), i: z.int() });
-const fair = defineJobType({
-  type: 'tenant-fair',
-  payload,
-  timeoutMs: 60_000,
-  concurrency: [{ limit: 1, fairBy: (p) => p.t }],
-});
-/** Not eligible: a throttle's gate comes before its slots. */
-const throttled = defineJobType({
-  type: 'tenant-throttled',
-  payload,
-  timeoutMs: 60_000,
-  throttle: { limit: 100, periodSeconds: 1 },
-  concurrency: [{ limit: 1, fairBy: (p) => p.t }],
-});
-
-let platform: MemoryPlatform | undefined;
-afterEach(async () => {
-  await platform?.stop();
-  platform = undefined;
-});
+const platform = fairPlatform();
 
 /** A handler whose first job holds its place until `letGo()`; the order jobs started in. */
 function holding() {
@@ -49,11 +27,10 @@ function holding() {
   return { started, run, letGo: () => letGo() };
 }
 
-const clock = () => new ManualClock(Date.parse('2026-06-01T09:00:00.000Z'));
+const clock = () => new ManualClock(T0);
 
 async function start(spec: typeof fair, run: never, at = clock()) {
-  platform = await startMemoryPlatform({ jobs: [{ spec, run }], clock: at, logLevel: 'silent' });
-  return platform;
+  return (await platform.start({ spec, run, clock: at })).p;
 }
 
 const until = async (what: () => boolean) => {

@@ -8,41 +8,11 @@
  * holder again: the line stalls until the supervisor re-sends the root (about ten minutes). Before
  * the change, the root stayed unsent but held nothing, and the next job took the free place.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createClient } from '../../shared/client';
-import { ManualClock } from '../../shared/core/clock';
-import { defineJobType } from '../../shared/core/job-type';
+import { describe, expect, it } from 'vitest';
 import { DependencyError } from '../../shared/errors';
-import { type MemoryPlatform, startMemoryPlatform } from '../local-aws/memory-platform';
+import { fairPlatform, FAIR_SLOT as slot } from '../support/enqueue-line';
 
-const payload = z.object({ t: z.string(), i: z.int() });
-const fair = defineJobType({
-  type: 'tenant-fair',
-  payload,
-  timeoutMs: 60_000,
-  concurrency: [{ limit: 1, fairBy: (p) => p.t }],
-});
-
-let platform: MemoryPlatform | undefined;
-afterEach(async () => {
-  await platform?.stop();
-  platform = undefined;
-});
-
-const T0 = Date.parse('2026-06-01T09:00:00.000Z');
-const slot = { scope: 'tenant-fair#0', key: '*' };
-
-async function start() {
-  const started: string[] = [];
-  const run = (async (_p: unknown, ctx: { jobId: string }) => {
-    started.push(ctx.jobId);
-    return { ok: true };
-  }) as never;
-  platform = await startMemoryPlatform({ jobs: [{ spec: fair, run }], clock: new ManualClock(T0), logLevel: 'silent' });
-  const orrery = createClient({ url: platform.url, jobs: { 'tenant-fair': fair }, retry: false });
-  return { p: platform, orrery, started };
-}
+const { start } = fairPlatform();
 
 describe('a flow that fails after its root took its place at enqueue', () => {
   it('leaves the place held by a job with no message, and the jobs behind it stall until the supervisor', async () => {

@@ -5,48 +5,10 @@
  * attempt (token > 0), so every new job joins behind it with no message, and no delivery is first
  * in line to `reclaim` it (which before the change freed it at once).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createClient } from '../../shared/client';
-import { ManualClock } from '../../shared/core/clock';
-import { defineJobType } from '../../shared/core/job-type';
-import { type MemoryPlatform, startMemoryPlatform } from '../local-aws/memory-platform';
+import { describe, expect, it } from 'vitest';
+import { fairPlatform, FAIR_SLOT as slot } from '../support/enqueue-line';
 
-const payload = z.object({ t: z.string(), i: z.int() });
-const fair = defineJobType({
-  type: 'tenant-fair',
-  payload,
-  timeoutMs: 60_000,
-  concurrency: [{ limit: 1, fairBy: (p) => p.t }],
-});
-
-let platform: MemoryPlatform | undefined;
-afterEach(async () => {
-  await platform?.stop();
-  platform = undefined;
-});
-
-const T0 = Date.parse('2026-06-01T09:00:00.000Z');
-const slot = { scope: 'tenant-fair#0', key: '*' };
-
-async function start(options: { visibilityTimeoutSeconds?: number } = {}) {
-  const started: string[] = [];
-  const run = (async (_p: unknown, ctx: { jobId: string }) => {
-    started.push(ctx.jobId);
-    return { ok: true };
-  }) as never;
-  const clock = new ManualClock(T0);
-  platform = await startMemoryPlatform({
-    jobs: [{ spec: fair, run }],
-    clock,
-    logLevel: 'silent',
-    ...(options.visibilityTimeoutSeconds === undefined
-      ? {}
-      : { visibilityTimeoutSeconds: options.visibilityTimeoutSeconds }),
-  });
-  const orrery = createClient({ url: platform.url, jobs: { 'tenant-fair': fair }, retry: false });
-  return { p: platform, orrery, started, clock };
-}
+const { start } = fairPlatform();
 
 describe('a job that joined its line at enqueue is left behind a place nobody gives back', () => {
   it('a holder that finished but whose release failed blocks the jobs that join behind it (no first-in-line reclaim)', async () => {
