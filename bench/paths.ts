@@ -104,6 +104,8 @@ async function runTrace(
   const pending = new Set(started.ids);
   const until = plan.until ?? 'succeeded';
   const invocations: Invocation[] = [];
+  /** Calls a hand-on made as the worker before the job's first invocation. */
+  const handedOnEarly: Invocation['calls'] = [];
   const esm: JobTrace['esm'] = [];
   for (let polls = 0; ; polls++) {
     if (plan.discover) {
@@ -120,8 +122,11 @@ async function runTrace(
       started.apiInvocations += await plan.during(h, jobs);
       // what it made as the worker (a hand-on another job's worker makes) counts with the last
       // invocation: its requests and write units, but no Lambda invocation of its own
+      // (a job that waited from its enqueue has had no invocation yet: its next one carries them)
       const handOn = h.recorder.since(duringMark).filter((c) => c.actor === 'worker');
-      if (handOn.length > 0) invocations.at(-1)?.calls.push(...handOn);
+      const last = invocations.at(-1);
+      if (last) last.calls.push(...handOn);
+      else handedOnEarly.push(...handOn);
     }
     const type = plan.type ?? 'echo';
     const q = h.platform.deployment.queues[type];
@@ -151,7 +156,11 @@ async function runTrace(
     const calls = h.recorder.since(before);
     esm.push(...calls.filter((c) => c.actor === 'esm' && !(c.operation === 'ReceiveMessage' && c.messages === 0)));
     if (result.messageIds.length === 0) continue;
-    const invocation: Invocation = { calls: calls.filter((c) => c.actor === 'worker'), records: handles.length, ms };
+    const invocation: Invocation = {
+      calls: [...handedOnEarly.splice(0), ...calls.filter((c) => c.actor === 'worker')],
+      records: handles.length,
+      ms,
+    };
     if (h.window.current) invocation.handler = h.window.current;
     invocations.push(invocation);
     await probe?.probe(ours());
