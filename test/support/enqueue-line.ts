@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { createClient } from '../../shared/client';
 import { ManualClock } from '../../shared/core/clock';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { createLogger } from '../../shared/logger';
 import { type MemoryPlatform, startMemoryPlatform } from '../local-aws/memory-platform';
 
 export const T0 = Date.parse('2026-06-01T09:00:00.000Z');
@@ -39,7 +40,14 @@ export function fairPlatform() {
   });
   return {
     async start(
-      options: { spec?: JobTypeSpec; run?: never; clock?: ManualClock; visibilityTimeoutSeconds?: number } = {},
+      options: {
+        spec?: JobTypeSpec;
+        run?: never;
+        clock?: ManualClock;
+        visibilityTimeoutSeconds?: number;
+        /** Receives every log line (JSON), at info and above. @default none: silent */
+        logs?: (line: string) => void;
+      } = {},
     ) {
       const spec = options.spec ?? fairSpec;
       const started: string[] = [];
@@ -53,7 +61,7 @@ export function fairPlatform() {
       platform = await startMemoryPlatform({
         jobs: [{ spec, run }],
         clock,
-        logLevel: 'silent',
+        ...(options.logs ? { logger: createLogger({ level: 'info', sink: options.logs }) } : { logLevel: 'silent' }),
         ...(options.visibilityTimeoutSeconds === undefined
           ? {}
           : { visibilityTimeoutSeconds: options.visibilityTimeoutSeconds }),

@@ -39,4 +39,23 @@ describe('a job that joined its line at enqueue is left behind a place nobody gi
     expect((await p.ports.flow.state(slot)).waiting).toBe(0);
     expect(started.slice(0, 3)).toEqual(['a0', 'b1', 'c1']);
   });
+
+  it('logs the places it hands on under the job that enqueued, as a worker logs them under its own', async () => {
+    const lines: { message: string; jobId?: string; to?: string; scope?: string }[] = [];
+    const { p, orrery } = await start({ visibilityTimeoutSeconds: 900, logs: (l) => lines.push(JSON.parse(l)) });
+    let failRelease = true;
+    p.ports.flow.hook = (op) => {
+      if (op === 'release' && failRelease) throw new Error('connection reset');
+    };
+    await orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' });
+    await p.runUntilIdle();
+    failRelease = false;
+    // b1 joins first in line, frees a0's place and hands it on (to itself): the enqueue's lines
+    await orrery.enqueue('tenant-fair', { t: 'b', i: 1 }, { id: 'b1' });
+    const handedOn = lines.filter((l) => l.message === 'handed a place in line on' && l.to === 'b1');
+    expect(handedOn).toEqual([expect.objectContaining({ jobId: 'b1', scope: 'tenant-fair#0' })]);
+    expect(lines.filter((l) => l.message === 'freed a concurrency slot its job never gave back')).toEqual([
+      expect.objectContaining({ jobId: 'b1', holder: 'a0' }),
+    ]);
+  });
 });
