@@ -32,13 +32,15 @@ export type PlaceAtEnqueue = { kind: 'held'; slot: Slot } | { kind: 'joined' };
  * place or joins, finding what a take or a join whose answer was lost wrote).
  */
 export async function placeAtEnqueue(ctx: EnqueueContext, job: Job, now: number): Promise<PlaceAtEnqueue | undefined> {
-  const { flow, log } = ctx.deps;
+  const { flow } = ctx.deps;
   const { keeper } = ctx;
+  // as the worker's: every line of this job's place (a hand-on it makes, a holder it frees) names it
+  const log = ctx.deps.log.child({ jobId: job.id });
   const spec = ctx.specs.get(job.type);
   const line = flow && keeper && spec ? lineAtEnqueue(spec, job, now) : undefined;
   if (!flow || !keeper || !line) return undefined;
   const { slot, rank } = line;
-  const where = { jobId: job.id, scope: slot.scope, key: slot.key };
+  const where = { scope: slot.scope, key: slot.key };
   try {
     const got = await flow.acquire({ slot, jobId: job.id, type: job.type, now, token: 0, rank });
     if (got.kind === 'held') {
@@ -70,12 +72,13 @@ export async function placeAtEnqueue(ctx: EnqueueContext, job: Job, now: number)
  * sends the job.
  */
 export async function giveBackPlace(ctx: EnqueueContext, jobId: string, slot: Slot): Promise<void> {
-  const { flow, log } = ctx.deps;
+  const { flow } = ctx.deps;
   if (!flow || !ctx.keeper) return;
+  const log = ctx.deps.log.child({ jobId });
   try {
     await flow.release({ slot, jobId, token: 0 });
     await ctx.keeper.admit(slot, log);
   } catch (error) {
-    log.warn('could not give back the place of a job whose message was not sent', { jobId, ...errorFields(error) });
+    log.warn('could not give back the place of a job whose message was not sent', errorFields(error));
   }
 }
