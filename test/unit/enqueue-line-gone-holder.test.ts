@@ -1,28 +1,36 @@
 /**
- * Review of "a new job takes its place at enqueue" (shared/api/enqueue/line.ts): a job joins at
- * enqueue when every place is held by holders not suspect *by time*; it never reads them. A holder
- * whose job has ended but whose release failed (lost answer) is not suspect for longer than any
- * attempt (token > 0), so every new job joins behind it with no message, and no delivery is first
- * in line to `reclaim` it (which before the change freed it at once).
+ * Review of "a new job takes its place at enqueue" (shared/api/enqueue/line.ts): a holder whose
+ * job has ended but whose release failed (lost answer) is not suspect by time for longer than any
+ * attempt (token > 0). A job that joins at enqueue has no message, so the enqueue itself must do
+ * what a delivery first in line does: read the holders and free that place (`reclaim`).
  */
 import { describe, expect, it } from 'vitest';
 import { fairPlatform, FAIR_SLOT as slot } from '../support/enqueue-line';
 
 const { start } = fairPlatform();
 
+type Started = Awaited<ReturnType<typeof start>>;
+
+/**
+ * a0 runs and succeeds, but giving its place back fails once (a lost DynamoDB answer, a throttle
+ * past the retries): its message is kept for its next delivery, and its place stays held.
+ */
+async function holderLeftBehind(p: Started['p'], orrery: Started['orrery']): Promise<void> {
+  let failRelease = true;
+  p.ports.flow.hook = (op) => {
+    if (op === 'release' && failRelease) throw new Error('connection reset');
+  };
+  await orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' });
+  await p.runUntilIdle();
+  failRelease = false;
+}
+
 describe('a job that joined its line at enqueue is left behind a place nobody gives back', () => {
   it('a holder that finished but whose release failed blocks the jobs that join behind it (no first-in-line reclaim)', async () => {
     // a worker Lambda of 150 s: its message comes back after 15 minutes
     const { p, orrery, started } = await start({ visibilityTimeoutSeconds: 900 });
-    // a0 runs and succeeds, but giving its place back fails once (a lost DynamoDB answer, a throttle
-    // past the retries): its message is kept for its next delivery, 15 minutes on
-    let failRelease = true;
-    p.ports.flow.hook = (op) => {
-      if (op === 'release' && failRelease) throw new Error('connection reset');
-    };
-    await orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' });
-    await p.runUntilIdle();
-    failRelease = false;
+    // its message comes back 15 minutes on
+    await holderLeftBehind(p, orrery);
     expect((await orrery.get('a0')).state).toBe('succeeded');
     expect((await p.ports.flow.state(slot)).holders).toMatchObject([{ jobId: 'a0', token: 1 }]);
     await p.advance(1_000);
@@ -43,13 +51,7 @@ describe('a job that joined its line at enqueue is left behind a place nobody gi
   it('logs the places it hands on under the job that enqueued, as a worker logs them under its own', async () => {
     const lines: { message: string; jobId?: string; to?: string; scope?: string }[] = [];
     const { p, orrery } = await start({ visibilityTimeoutSeconds: 900, logs: (l) => lines.push(JSON.parse(l)) });
-    let failRelease = true;
-    p.ports.flow.hook = (op) => {
-      if (op === 'release' && failRelease) throw new Error('connection reset');
-    };
-    await orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' });
-    await p.runUntilIdle();
-    failRelease = false;
+    await holderLeftBehind(p, orrery);
     // b1 joins first in line, frees a0's place and hands it on (to itself): the enqueue's lines
     await orrery.enqueue('tenant-fair', { t: 'b', i: 1 }, { id: 'b1' });
     const handedOn = lines.filter((l) => l.message === 'handed a place in line on' && l.to === 'b1');
