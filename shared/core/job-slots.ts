@@ -1,6 +1,6 @@
 /**
  * The slots a job takes (its singleton's, then its concurrency limits'), the rule that says a
- * holder may never give its place back, and the rule that lets a new job join its line at
+ * holder may never give its place back, and the rule that lets a new job take its place at
  * enqueue. Pure: the worker's gate (shared/runtime/flow-gate.ts), the flow slots' adapters and
  * the enqueue (shared/api/enqueue/line.ts) apply them.
  */
@@ -80,9 +80,10 @@ export interface EnqueueLine {
 }
 
 /**
- * Whether a job just created takes its place at enqueue (see `FlowSlots.enterAtEnqueue`): it
- * holds a free place before its message is sent, or, every place held, joins its line and is
- * sent no message, instead of being sent to its queue only to do either on its first delivery.
+ * Whether a job just created takes its place at enqueue (shared/api/enqueue/line.ts: the
+ * delivery's `FlowSlots.acquire`, for no attempt yet): it holds a free place before its message
+ * is sent, or, when it has to wait, joins its line and is sent no message, instead of being sent
+ * to its queue only to do either on its first delivery.
  * So a backlog waits in its line (ranked, and shared fairly), not in the queue ahead of everyone
  * else's messages and of the messages that start the jobs handed a place.
  *

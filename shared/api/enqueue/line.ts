@@ -34,11 +34,11 @@ export type PlaceAtEnqueue = { kind: 'held'; slot: Slot } | { kind: 'joined' };
 export async function placeAtEnqueue(ctx: EnqueueContext, job: Job, now: number): Promise<PlaceAtEnqueue | undefined> {
   const { flow } = ctx.deps;
   const { keeper } = ctx;
-  // as the worker's: every line of this job's place (a hand-on it makes, a holder it frees) names it
-  const log = ctx.deps.log.child({ jobId: job.id });
   const spec = ctx.specs.get(job.type);
   const line = flow && keeper && spec ? lineAtEnqueue(spec, job, now) : undefined;
   if (!flow || !keeper || !line) return undefined;
+  // as the worker's: every line of this job's place (a hand-on it makes, a holder it frees) names it
+  const log = ctx.deps.log.child({ jobId: job.id });
   const { slot, rank } = line;
   const where = { scope: slot.scope, key: slot.key };
   try {

@@ -103,10 +103,10 @@ export async function sendPending(ctx: EnqueueContext, sends: readonly PendingSe
         const outcome = outcomes[n];
         if (outcome?.sent) return;
         const error = outcome?.error ?? new DependencyError('SQS SendMessageBatch reported nothing for this message');
-        const { place } = sends[i] as PendingSend;
-        if (place) gaveBack.push(giveBackPlace(ctx, (sends[i] as PendingSend).message.id, place));
+        const send = sends[i] as PendingSend;
+        if (send.place) gaveBack.push(giveBackPlace(ctx, send.message.id, send.place));
         try {
-          throwSendFailure(deps.log, sends[i] as PendingSend, error);
+          throwSendFailure(deps.log, send, error);
         } catch (e) {
           results[i] = asError(e);
         }
