@@ -13,6 +13,7 @@ import type { Job } from '../core/job';
 import { holderSuspect, WAKE_GRACE_MS } from '../core/job-slots';
 import { leaseHeld } from '../core/lease';
 import { type GroupedJob, groupKeysOf } from '../core/message-group';
+import { createOneAtATime } from '../core/one-at-a-time';
 import type { JobStore } from '../core/ports';
 import { isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';
@@ -49,8 +50,13 @@ export interface Joined {
   limit?: number;
 }
 
+/** The key that one slot's writers in this process take turns on. */
+const slotTurn = (what: string, slot: Pick<Slot, 'scope' | 'key'>) => `${what}#${slot.scope}#${slot.key}`;
+
 export function createLineKeeper(deps: LineKeeperDeps) {
   const { slots, store, clock } = deps;
+  // this process's writers of one slot, one at a time (they write one item: at once, they refuse each other)
+  const oneAtATime = createOneAtATime();
 
   /**
    * Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). The
@@ -75,8 +81,17 @@ export function createLineKeeper(deps: LineKeeperDeps) {
     }
   }
 
-  /** Hands the slot's free places to the oldest waiting jobs and sends them their messages. */
-  async function admit(slot: Slot, log: Logger): Promise<void> {
+  /**
+   * Hands the slot's free places to the oldest waiting jobs and sends them their messages. The
+   * admissions this process makes on one slot run one after another: at once, each would read
+   * the same head and all but one be refused; in turn, the next one reads what the last wrote
+   * (usually nothing left to hand on: one read).
+   */
+  function admit(slot: Slot, log: Logger): Promise<void> {
+    return oneAtATime.run(slotTurn('admit', slot), () => admitNow(slot, log));
+  }
+
+  async function admitNow(slot: Slot, log: Logger): Promise<void> {
     // each job handed a place is sent its message as it is admitted: a call that fails part-way
     // (and is tried again) has lost none of them
     const handOn = async (a: Admitted) => {
@@ -154,7 +169,15 @@ export function createLineKeeper(deps: LineKeeperDeps) {
     else if (joined.holders.length < limit) await admit(slot, log);
   }
 
-  return { wake, admit, reclaim, freeGone, look };
+  /**
+   * Runs `fn` (a take or a join of the slot) after this process's other takes and joins of the
+   * slot: the jobs of a batch request joining one line write its item one after another.
+   */
+  function inTurn<T>(slot: Pick<Slot, 'scope' | 'key'>, fn: () => Promise<T>): Promise<T> {
+    return oneAtATime.run(slotTurn('join', slot), fn);
+  }
+
+  return { wake, admit, reclaim, freeGone, look, inTurn };
 }
 
 export type LineKeeper = ReturnType<typeof createLineKeeper>;

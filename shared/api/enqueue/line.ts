@@ -42,7 +42,10 @@ export async function placeAtEnqueue(ctx: EnqueueContext, job: Job, now: number)
   const { slot, rank } = line;
   const where = { scope: slot.scope, key: slot.key };
   try {
-    const got = await flow.acquire({ slot, jobId: job.id, type: job.type, now, token: 0, rank });
+    // the jobs of a batch that join one line take turns: at once, their transactions refuse each other
+    const got = await keeper.inTurn(slot, () =>
+      flow.acquire({ slot, jobId: job.id, type: job.type, now, token: 0, rank }),
+    );
     if (got.kind === 'held') {
       log.info('took a place at enqueue', where);
       return { kind: 'held', slot };
