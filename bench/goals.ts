@@ -400,8 +400,8 @@ export function fairShareGoal(n: NoisyNeighbourBench): Goal {
     measured:
       `fair share ${quietText(fair)} (${ratio(fair)}); alone ${quietText(alone)}; ` +
       `oldest-first (baseline) ${quietText(oldestFirst)} (${ratio(oldestFirst)}). Of the fair-share wait, ` +
-      `p50 ${Math.round(fair.quietInQueue.p50)} ms / p99 ${Math.round(fair.quietInQueue.p99)} ms passed in the queue ` +
-      "behind the noisy tenant's messages, before the first delivery",
+      `p50 ${Math.round(fair.quietInQueue.p50)} ms / p99 ${Math.round(fair.quietInQueue.p99)} ms passed before ` +
+      'the job was placed (in line, or started)',
     met: fair.quiet.p99 <= 2 * alone.quiet.p99,
   };
 }

@@ -7,9 +7,8 @@
  * - `oldest-first`: behind `a`, on the same limit without `fairBy` (today's line: oldest first);
  * - `fair share`: behind `a`, on the limit with `fairBy: (p) => p.tenant`.
  * Reported: the quiet tenants' wait from enqueue (the batch request sent) to start (the handler
- * called), and `a`'s, in each run; and, of the quiet tenants' wait, the part before their first
- * delivery (in the queue, behind `a`'s messages: SQS fair queues would share that part, and no
- * emulator does). Every job takes {@link JOB_MS} in its handler. The queue runners are the
+ * called), and `a`'s, in each run; of the quiet tenants' wait, the part before each job was
+ * placed (in line, or started); and the DynamoDB transactions each run sent and had refused. Every job takes {@link JOB_MS} in its handler. The queue runners are the
  * deployed defaults (5 concurrent invocations of up to 10 messages). An uncounted warm-up run on
  * each type comes first.
  */
@@ -21,6 +20,7 @@ import type { JobDefinition } from '../shared/runtime/job-definition';
 import type { LocalAws } from '../test/local-aws/index';
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { uniquePrefix } from '../test/local-aws/namespace';
+import { CallRecorder, countedClients } from './counting-middleware';
 import { quantile, until } from './scenario';
 
 const LIMIT = 10;
@@ -53,12 +53,18 @@ export interface NoisyRun {
   /** The quiet tenants' (`b`–`e`) waits. */
   quiet: Waits;
   /**
-   * The part of the quiet tenants' waits before their first delivery (to the handler, or to the
-   * line when the limit was full): the time their messages spent in the queue.
+   * The part of the quiet tenants' waits before each job was placed: in line (at enqueue, or on
+   * its first delivery) or started.
    */
   quietInQueue: Waits;
   /** The noisy tenant's (`a`) waits; absent when it enqueued nothing. */
   noisy?: Waits;
+  /**
+   * DynamoDB transactions the run sent (joins, admissions) and those refused (a conflict with
+   * another writer of the slot item, or a condition another's write broke): each refused one
+   * was read again and sent again.
+   */
+  transactions: { sent: number; refused: number };
   /** From the first enqueue to the last job's start. */
   seconds: number;
 }
@@ -118,10 +124,12 @@ async function startScenario(aws: LocalAws, quietEach: number) {
   const ended = new Set<string>();
   const joined = new Map<string, number>();
   const run = recording(starts, ended);
+  const recorder = new CallRecorder();
   aws.applyEnv();
   const platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('bench-noisy'),
+    clients: countedClients(recorder),
     jobs: [
       { spec: fairSpec, run },
       { spec: plainSpec, run },
@@ -164,6 +172,7 @@ async function startScenario(aws: LocalAws, quietEach: number) {
     // the last run's places are given back after its handlers returned: let them go first
     await new Promise((r) => setTimeout(r, 1000));
     const first = performance.now();
+    const mark = recorder.mark();
     await enqueue(type, loud.slice(0, half));
     await Promise.all(
       QUIET.map((t) =>
@@ -181,12 +190,14 @@ async function startScenario(aws: LocalAws, quietEach: number) {
       `every job of the ${row} run to end`,
     );
     const last = Math.max(...all.map((j) => starts.get(j.id) ?? Number.NaN));
+    const sent = recorder.since(mark).filter((c) => c.service === 'dynamodb' && c.operation === 'TransactWriteItems');
     return {
       row,
       type,
       quiet: waits(waitOf(quiet)),
       quietInQueue: waits(quiet.map((j) => delivered(j) - enqueued(j))),
       ...(loud.length > 0 ? { noisy: waits(waitOf(loud)) } : {}),
+      transactions: { sent: sent.length, refused: sent.filter((c) => !c.ok).length },
       seconds: (last - first) / 1000,
     };
   };

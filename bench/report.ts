@@ -223,6 +223,9 @@ function noisyNeighbourTable(n: NoisyNeighbourBench | undefined): string {
     `${(r.quiet.p99 / n.alone.quiet.p99).toFixed(1)}×`,
     `${ms(r.quietInQueue.p50)} / ${ms(r.quietInQueue.p99)}`,
     `${ms(r.noisy?.p50)} / ${ms(r.noisy?.p99)}`,
+    r.transactions
+      ? `${r.transactions.refused.toLocaleString('en-US')} of ${r.transactions.sent.toLocaleString('en-US')}`
+      : '–',
     r.seconds.toFixed(1),
   ]);
   return table(
@@ -232,8 +235,9 @@ function noisyNeighbourTable(n: NoisyNeighbourBench | undefined): string {
       'quiet p50 (ms)',
       'quiet p99 (ms)',
       'p99 vs alone',
-      'quiet, in the queue: p50 / p99 (ms)',
+      'quiet, until placed: p50 / p99 (ms)',
       'noisy p50 / p99 (ms)',
+      'transactions refused',
       'seconds',
     ],
     rows,
@@ -311,7 +315,10 @@ export function renderReport(r: BenchResults): string {
       ? `Limit ${r.noisyNeighbour.limit}, jobs of ${r.noisyNeighbour.jobMs} ms; ${r.noisyNeighbour.quietTenants} quiet tenants enqueue ` +
         `${r.noisyNeighbour.quietEach} jobs each once the noisy one has enqueued half of its ` +
         `${r.noisyNeighbour.noisy.toLocaleString('en-US')}. Wait: enqueue (the batch request sent) → start (the handler called). ` +
-        '"In the queue": before the first delivery (SQS fair queues would share this part on AWS; no emulator does).'
+        '"Until placed": until the job was in line (at enqueue, or on its first delivery) or started. ' +
+        '"Transactions refused": joins and admissions DynamoDB refused (another writer of the slot item ' +
+        'moved first), each read and sent again. The local platform runs every worker and the API in one ' +
+        "process, so all of a slot's writers there take turns; on AWS, each Lambda instance's do."
       : '',
     noisyNeighbourTable(r.noisyNeighbour),
   ].join('\n\n');
