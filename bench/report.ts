@@ -317,8 +317,9 @@ export function renderReport(r: BenchResults): string {
         `${r.noisyNeighbour.noisy.toLocaleString('en-US')}. Wait: enqueue (the batch request sent) → start (the handler called). ` +
         '"Until placed": until the job was in line (at enqueue, or on its first delivery) or started. ' +
         '"Transactions refused": joins and admissions DynamoDB refused (another writer of the slot item ' +
-        'moved first), each read and sent again. The local platform runs every worker and the API in one ' +
-        "process, so all of a slot's writers there take turns; on AWS, each Lambda instance's do."
+        "moved first), each read and sent again. A slot's admissions, and its joins at enqueue, take turns " +
+        'within a process: here all the workers of a type share one, and the API another; on AWS, each ' +
+        'Lambda instance is one.'
       : '',
     noisyNeighbourTable(r.noisyNeighbour),
   ].join('\n\n');

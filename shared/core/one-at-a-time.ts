@@ -3,16 +3,17 @@
  * run at once. Nothing is dropped or merged: each call runs, in the order it came, and a call
  * that fails does not hold the next back.
  *
- * Why: the writers of one concurrency slot (the jobs of a batch joining its line, the workers of
- * a delivery batch handing on places they freed) all write one DynamoDB item with conditional
+ * Why: the writers of one concurrency slot (the jobs of a batch joining its line, the jobs of a
+ * delivery batch handing on the places they freed) write one DynamoDB item with conditional
  * transactions. Run at once, they refuse each other (`TransactionConflict`, or a condition that
  * another's write just broke) and try again; one after another, each finds what the one before
  * wrote. Across processes they still race, and the conditions keep that safe: taking turns is
  * an economy, never what makes a write correct.
  *
- * So a call waits for the one before it at most `maxWaitMs`, then runs anyway: a call that
- * never settles (a request that hangs, a process killed mid-call) costs the next one that long,
- * and holds nothing back after it.
+ * So a call waits for the one before it to end, but at most `maxWaitMs` from when that one
+ * started: a call that never settles (a request that hangs, a process killed mid-call) costs the
+ * next one that long, and the calls behind go on one after another. Calls must not nest on one
+ * key: a call that waits for its own turn waits `maxWaitMs`.
  *
  * @example
  * const oneAtATime = createOneAtATime();
@@ -21,21 +22,23 @@
 export function createOneAtATime(options: { maxWaitMs?: number } = {}) {
   /** @default 2000 */
   const maxWaitMs = options.maxWaitMs ?? 2000;
-  /** The last call of each key: resolves (never rejects) once that call has ended. */
-  const tails = new Map<string, Promise<void>>();
+  /** The last call of each key. */
+  const tails = new Map<string, Turn>();
   return {
     async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
       const before = tails.get(key);
-      let done!: () => void;
-      const mine = new Promise<void>((resolve) => {
-        done = resolve;
-      });
+      const mine = turn();
       tails.set(key, mine);
       try {
-        if (before) await waitAtMost(before, maxWaitMs);
+        if (before) {
+          await before.started.promise;
+          await waitAtMost(before.ended.promise, maxWaitMs);
+        }
+        mine.started.resolve();
         return await fn();
       } finally {
-        done();
+        mine.started.resolve();
+        mine.ended.resolve();
         if (tails.get(key) === mine) tails.delete(key);
       }
     },
@@ -46,6 +49,27 @@ export function createOneAtATime(options: { maxWaitMs?: number } = {}) {
   };
 }
 
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+/** A call's turn: when it started, and when it ended (neither ever rejects). */
+interface Turn {
+  started: Deferred;
+  ended: Deferred;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+const turn = (): Turn => ({ started: deferred(), ended: deferred() });
+
 /** Waits for `p` (which never rejects), or `ms`, whichever comes first. */
 async function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -53,7 +77,6 @@ async function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
     p,
     new Promise<void>((resolve) => {
       timer = setTimeout(resolve, ms);
-      timer.unref?.();
     }),
   ]);
   clearTimeout(timer);
