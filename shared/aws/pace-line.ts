@@ -210,31 +210,48 @@ async function takeHead(
   };
   const condition = asRead(read, values);
   const exp = expiry(read, read.waiting - 1, now, deps, values);
-  const out = await transact(
-    deps.table,
-    [
-      {
-        Update: {
-          TableName: deps.table.tableName,
-          Key: keyOf(deps.pacePk),
-          UpdateExpression: `SET tat = :next${exp.set} ADD w :minus, lv :one${exp.remove}`,
-          ConditionExpression: condition,
-          ExpressionAttributeValues: values,
-        },
+  const items: TransactWriteItem[] = [
+    {
+      Update: {
+        TableName: deps.table.tableName,
+        Key: keyOf(deps.pacePk),
+        UpdateExpression: `SET tat = :next${exp.set} ADD w :minus, lv :one${exp.remove}`,
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
       },
-      {
-        Delete: {
-          TableName: deps.table.tableName,
-          Key: keyOf(itemKey(linePk(deps.slot), rank)),
-          ConditionExpression: 'attribute_exists(pk)',
-        },
+    },
+    {
+      Delete: {
+        TableName: deps.table.tableName,
+        Key: keyOf(itemKey(linePk(deps.slot), rank)),
+        ConditionExpression: 'attribute_exists(pk)',
       },
-    ],
-    'pace line turn',
-  );
+    },
+  ];
+  let out: 'ok' | string[];
+  try {
+    out = await transact(deps.table, items, 'pace line turn');
+  } catch (error) {
+    // failed outright (its answer lost on every try): applied all the same when the entry is
+    // gone and the TAT moved. The job starts at the turn it took: out of line with the turn
+    // spent, it would see the next one go to a job ranked behind it
+    if (await tookHead(deps, read, rank).catch(() => false)) return 'taken';
+    throw error;
+  }
   if (out === 'ok') return 'taken';
   if (out[1] === 'ConditionalCheckFailed' && out[0] !== 'ConditionalCheckFailed') return 'gone';
   return 'conflict';
+}
+
+/**
+ * Whether the take of the head `rank`, whose every answer was lost, was applied: its entry is
+ * gone, and the TAT moved since `read` (a take moves it; taking out an entry whose job will not
+ * come does not). The entry of a job asking for its turn is not taken out by others: it is due,
+ * and waits under that entry.
+ */
+async function tookHead(deps: LineDeps, read: PaceItemRead, rank: string): Promise<boolean> {
+  if (await inLine(deps.table, deps.slot, rank)) return false;
+  return (await deps.read()).tat !== read.tat;
 }
 
 /** See {@link Pacer.lineTurn}. */

@@ -148,7 +148,9 @@ export function createPaceGate(deps: {
       const now = clock.now();
       const turn = await pacer.lineTurn({ scope, key, now, pace, job: entry, inLine });
       if (turn.kind === 'go') {
-        log.info('took a turn of its throttle line', { scope, key, rank });
+        // takeMs: how long the take's call took (the SDK's retries of a take whose answers were
+        // lost, say): the turn was taken up to that long before this line
+        log.info('took a turn of its throttle line', { scope, key, rank, takeMs: clock.now() - now });
         // the job after it is first now: its turn is next, and its own message may come much later
         if (turn.next) await wake(turn.next, log);
         return { kind: 'go' };

@@ -12,7 +12,10 @@
  * The same rule holds for a throttle's line (a throttled type with priorities, `line:
  * 'throttle'`): a job's "waiting in its throttle line" names the rank it joined under, and its
  * own "took a turn of its throttle line" the rank it took a turn under. A turn is never taken by
- * a job while a job of a lower rank had waited in the same line for longer than `marginMs`.
+ * a job while a job of a lower rank had waited in the same line for longer than `marginMs`. A
+ * job's turn may have been taken before its line says so, by as long as the take's call took
+ * (its `takeMs`: a take whose answers were lost is found applied after the SDK's retries), up to
+ * `marginMs`: it counts as served from then.
  */
 import type { SystemObserver } from './system-observer';
 
@@ -36,6 +39,8 @@ interface Event {
   t: number;
   job: string;
   rank: string;
+  /** An admission: the earliest it may have been made (`t`, less the time its take's call took). */
+  from?: number;
 }
 
 /** Checks invariant 17 on what the observer saw. */
@@ -51,7 +56,11 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
       if (scope !== input.scope || typeof key !== 'string' || typeof rank !== 'string') continue;
       if (throttle) {
         if (l.message === 'waiting in its throttle line') add(joins, key, { t: l.t, job: jobId, rank });
-        if (l.message === 'took a turn of its throttle line') add(admissions, key, { t: l.t, job: jobId, rank });
+        if (l.message === 'took a turn of its throttle line') {
+          const takeMs =
+            typeof l.fields.takeMs === 'number' ? Math.min(Math.max(0, l.fields.takeMs), input.marginMs) : 0;
+          add(admissions, key, { t: l.t, job: jobId, rank, from: l.t - takeMs });
+        }
         continue;
       }
       if (l.message === 'waiting for a concurrency slot') add(joins, key, { t: l.t, job: jobId, rank });
@@ -72,8 +81,9 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
       for (const [job, j] of latest) {
         if (job === a.job || j.rank >= a.rank || j.t >= a.t - input.marginMs) continue;
         // served meanwhile: its admission may even come before its own "waiting" line, which is
-        // logged after its join, its wait's mark and its look at the holders
-        const servedSince = served.some((o) => o.job === job && o.t > j.t - input.marginMs && o.t <= a.t);
+        // logged after its join, its wait's mark and its look at the holders; and a turn it took
+        // may be logged after this one, when its take's call took longer (lost answers)
+        const servedSince = served.some((o) => o.job === job && o.t > j.t - input.marginMs && (o.from ?? o.t) <= a.t);
         if (servedSince) continue;
         // what the passed-over job's own lines say, to tell where its place went
         const its = (observer.logs.get(job) ?? [])

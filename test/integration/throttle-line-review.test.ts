@@ -11,7 +11,8 @@ import { DynamoPacer, paceKey } from '../../shared/aws/dynamo-pacer';
 import { type LineTurn, type Pacer, throttlePace } from '../../shared/core/pace';
 import { rankKey } from '../../shared/core/priority';
 import { useJobTable } from '../local-aws/job-table';
-import { holdingTransaction } from '../support/held-requests';
+import { type CallInfo, FaultInjector, type FaultPhase } from '../support/faults';
+import { holdingTransaction, localDynamoClient } from '../support/held-requests';
 
 const { dynamo, tableName } = useJobTable('throttle-line-review');
 const NOW = Date.parse('2026-06-01T00:00:00.000Z');
@@ -30,6 +31,30 @@ async function paceItem(s: string) {
     new GetItemCommand({ TableName: tableName, Key: keyOf(paceKey(s, 'k')), ConsistentRead: true }),
   );
   return out.Item;
+}
+
+/**
+ * A client whose takeHead transaction for the entry `rank` fails on every SDK attempt, so that
+ * the error reaches the line's code: with `after`, each attempt is applied (the first one; the
+ * SDK's retries send the same ClientRequestToken, and DynamoDB answers them as the first) and
+ * its answer lost; with `before`, none is sent.
+ */
+function failingTakeOf(rank: string, phase: FaultPhase) {
+  const client = localDynamoClient();
+  const faults = new FaultInjector();
+  faults.install(client, 'dynamodb');
+  const items = (call: CallInfo) =>
+    (call.input.TransactItems ?? []) as { Update?: unknown; Delete?: { Key?: { sk?: { S?: string } } } }[];
+  faults.script({
+    match: (call) =>
+      call.command === 'TransactWriteItems' &&
+      items(call)[0]?.Update !== undefined &&
+      items(call)[1]?.Delete?.Key?.sk?.S === rank,
+    kind: 'server',
+    phase,
+    times: Number.POSITIVE_INFINITY,
+  });
+  return { client, faults };
 }
 
 /** A client whose takeHead transaction for the entry `rank` (the pace item's update, then the entry's delete) waits until `open()`. */
@@ -103,5 +128,51 @@ describe('throttle line review on DynamoDB Local', () => {
     // Broken: the take is conditioned on `w` as read, and a join plus a leave bring `w` back to
     // it (ABA): I take the turn while best, ranked ahead, is in line
     expect(got).not.toEqual({ kind: 'go' });
+  });
+
+  it('starts the head whose take was applied though its answer was lost on every try, instead of leaving it out of line with its turn spent', async () => {
+    const s = scope();
+    const p = new DynamoPacer(dynamo, tableName);
+    expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
+    const high = job(NOW - 60_000, 'high');
+    const low = job(NOW, 'low');
+    expect(await ask(p, s, NOW + 1, high)).toMatchObject({ kind: 'wait', joined: true });
+    expect(await ask(p, s, NOW + 2, low)).toMatchObject({ kind: 'wait', joined: true });
+    // a turn is free at NOW + 1 s: high, first in line, takes it; DynamoDB applies the take, and
+    // every answer to it is lost (the error escapes the SDK's retries)
+    const failing = failingTakeOf(high.rank, 'after');
+    const got = await ask(new DynamoPacer(failing.client, tableName), s, NOW + 1000, high, true).catch(
+      (error: unknown) => error,
+    );
+    failing.client.destroy();
+    expect(failing.faults.events.length).toBeGreaterThan(1);
+    // the take was applied: high left the line and the turn is spent
+    expect((await p.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toEqual(['low']);
+    // Invariant: a job that took a turn starts at it (and names the one after it). Broken: the
+    // error reaches the worker, which does not start high; its entry is gone, so the next free
+    // turn goes to low, ranked behind it, and high joins again behind the line's turn it lost
+    // (the full chaos run: flo-01179 took a turn while flo-01197, ranked ahead, had waited 15 s)
+    expect(got).toEqual({ kind: 'go', next: expect.objectContaining({ jobId: 'low' }) });
+  });
+
+  it('keeps in line the head whose take failed without being applied', async () => {
+    const s = scope();
+    const p = new DynamoPacer(dynamo, tableName);
+    expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
+    const high = job(NOW - 60_000, 'high');
+    const low = job(NOW, 'low');
+    expect(await ask(p, s, NOW + 1, high)).toMatchObject({ kind: 'wait', joined: true });
+    expect(await ask(p, s, NOW + 2, low)).toMatchObject({ kind: 'wait', joined: true });
+    // high's take never reaches DynamoDB: the error is the worker's, and high is still first
+    const failing = failingTakeOf(high.rank, 'before');
+    await expect(ask(new DynamoPacer(failing.client, tableName), s, NOW + 1000, high, true)).rejects.toThrow();
+    failing.client.destroy();
+    expect((await p.line({ scope: s, key: 'k', max: 10 })).map((e) => e.jobId)).toEqual(['high', 'low']);
+    // the turn is still free, and goes to high when its message comes back
+    expect(await ask(p, s, NOW + 1500, low, true)).toMatchObject({ kind: 'wait' });
+    expect(await ask(p, s, NOW + 1500, high, true)).toEqual({
+      kind: 'go',
+      next: expect.objectContaining({ jobId: 'low' }),
+    });
   });
 });

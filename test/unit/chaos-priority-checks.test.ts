@@ -107,8 +107,15 @@ describe("invariant 17 on a throttle's line", () => {
       observer,
       waits: (ms: number, job: string, rank: number) =>
         at(ms, { message: 'waiting in its throttle line', jobId: job, scope: PACE, key: 'k', rank: r(rank, job) }),
-      took: (ms: number, job: string, rank: number) =>
-        at(ms, { message: 'took a turn of its throttle line', jobId: job, scope: PACE, key: 'k', rank: r(rank, job) }),
+      took: (ms: number, job: string, rank: number, takeMs?: number) =>
+        at(ms, {
+          message: 'took a turn of its throttle line',
+          jobId: job,
+          scope: PACE,
+          key: 'k',
+          rank: r(rank, job),
+          ...(takeMs === undefined ? {} : { takeMs }),
+        }),
       check: () => checkRankedOrder(observer, { scope: PACE, line: 'throttle', ticketsIssued: 0, marginMs: 1_000 }),
     };
   }
@@ -131,6 +138,39 @@ describe("invariant 17 on a throttle's line", () => {
     expect(out.violations).toHaveLength(1);
     expect(out.violations[0]?.subject).toBe('low');
     expect(out.violations[0]?.detail).toMatch(/took a turn of flo-t~t key k .* while high had waited/);
+  });
+
+  it('holds when the lower rank took its turn first, and its line came after (its take’s answers lost, then found applied)', () => {
+    const w = line();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    // high's take is applied at about 2 s; its answers are lost, and its call ends 900 ms later
+    w.took(2_500, 'low', 50);
+    w.took(2_900, 'high', 10, 900);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('is violated when the lower rank lost its turn and took another after (its take’s answers lost, not found)', () => {
+    const w = line();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    // high's take was applied at about 2 s, and no line says so; low takes the next turn, then
+    // high joins again and takes a turn after it, in a call of its own
+    w.took(2_500, 'low', 50);
+    w.waits(2_900, 'high', 10);
+    w.took(3_500, 'high', 10, 80);
+    const out = w.check();
+    expect(out.violations.map((v) => v.subject)).toEqual(['low']);
+    expect(out.violations[0]?.detail).toMatch(/while high had waited since \+0\.10s/);
+  });
+
+  it('counts a take’s call as in flight for no longer than the hand-off margin', () => {
+    const w = line();
+    w.waits(0, 'low', 50);
+    w.waits(100, 'high', 10);
+    w.took(2_500, 'low', 50);
+    w.took(6_000, 'high', 10, 5_000); // a call of 5 s counts as 1 s (the margin)
+    expect(w.check().violations.map((v) => v.subject)).toEqual(['low']);
   });
 
   it("does not count a slot's lines: the throttle's own lines only", () => {
