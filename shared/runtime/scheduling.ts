@@ -52,8 +52,9 @@ export async function waitUntilDue(input: {
 }
 
 /**
- * Hides a message that names when its job is due (`notBefore`) until then, without reading or
- * writing the job: whole seconds rounded down, as for runAt (the claim accepts 1 s early).
+ * Hides a message until its job may go on (`until`: when it is due, or a gate's next chance: a
+ * throttle's turn), without reading or writing the job: whole seconds rounded down, as for runAt
+ * (the claim accepts 1 s early).
  */
 export async function hideUntil(input: {
   until: number;
@@ -67,7 +68,8 @@ export async function hideUntil(input: {
   await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {
     input.log.warn('could not delay the early message; it returns after the visibility timeout', errorFields(error));
   });
-  input.log.info('message arrived ahead of its job; it returns when the job is due', { waitSeconds: seconds });
+  // a job not due yet, or a gate's wait (a throttle's next turn, say): not only an early message
+  input.log.info('message hidden until its job may go on', { waitSeconds: seconds });
   return 'retry';
 }
 
