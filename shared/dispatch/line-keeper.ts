@@ -50,12 +50,13 @@ export interface Joined {
   limit?: number;
 }
 
-/** The key that one slot's writers in this process take turns on. */
+/** The key that one kind of write to a slot (`admit`, `join`) takes turns on in this process. */
 const slotTurn = (what: string, slot: Pick<Slot, 'scope' | 'key'>) => `${what}#${slot.scope}#${slot.key}`;
 
 export function createLineKeeper(deps: LineKeeperDeps) {
   const { slots, store, clock } = deps;
-  // this process's writers of one slot, one at a time (they write one item: at once, they refuse each other)
+  // a slot's admissions in this process, and its takes and joins at enqueue, take turns (they write one item:
+  // at once, they refuse each other); a delivery's take and a give-back do not
   const oneAtATime = createOneAtATime();
 
   /**
