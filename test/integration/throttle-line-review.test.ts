@@ -130,7 +130,8 @@ describe('throttle line review on DynamoDB Local', () => {
     expect(got).not.toEqual({ kind: 'go' });
   });
 
-  it('starts the head whose take was applied though its answer was lost on every try, instead of leaving it out of line with its turn spent', async () => {
+  /** A turn just taken by `first`, then `high` and `low` (ranked behind it) in line. */
+  async function highAndLowInLine() {
     const s = scope();
     const p = new DynamoPacer(dynamo, tableName);
     expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
@@ -138,6 +139,11 @@ describe('throttle line review on DynamoDB Local', () => {
     const low = job(NOW, 'low');
     expect(await ask(p, s, NOW + 1, high)).toMatchObject({ kind: 'wait', joined: true });
     expect(await ask(p, s, NOW + 2, low)).toMatchObject({ kind: 'wait', joined: true });
+    return { s, p, high, low };
+  }
+
+  it('starts the head whose take was applied though its answer was lost on every try, instead of leaving it out of line with its turn spent', async () => {
+    const { s, p, high } = await highAndLowInLine();
     // a turn is free at NOW + 1 s: high, first in line, takes it; DynamoDB applies the take, and
     // every answer to it is lost (the error escapes the SDK's retries)
     const failing = failingTakeOf(high.rank, 'after');
@@ -156,13 +162,7 @@ describe('throttle line review on DynamoDB Local', () => {
   });
 
   it('keeps in line the head whose take failed without being applied', async () => {
-    const s = scope();
-    const p = new DynamoPacer(dynamo, tableName);
-    expect(await ask(p, s, NOW, job(NOW, 'first'))).toEqual({ kind: 'go' });
-    const high = job(NOW - 60_000, 'high');
-    const low = job(NOW, 'low');
-    expect(await ask(p, s, NOW + 1, high)).toMatchObject({ kind: 'wait', joined: true });
-    expect(await ask(p, s, NOW + 2, low)).toMatchObject({ kind: 'wait', joined: true });
+    const { s, p, high, low } = await highAndLowInLine();
     // high's take never reaches DynamoDB: the error is the worker's, and high is still first
     const failing = failingTakeOf(high.rank, 'before');
     await expect(ask(new DynamoPacer(failing.client, tableName), s, NOW + 1000, high, true)).rejects.toThrow();
