@@ -12,6 +12,7 @@ import type { JobQueue, JobScheduler, JobStore } from '../core/ports';
 import { createLogger, errorFields, type Logger } from '../logger';
 import { type ApiAccess, auditOperatorAction, createAccessGate, denyEveryone, principalOf } from './access';
 import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
+import { EventsService } from './events-service';
 import { FlowsService } from './flows-service';
 import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
 import { jobTypeOf } from './job-type-of';
@@ -19,6 +20,7 @@ import { JobsService } from './jobs-service';
 import { batchRoutes } from './routes/batch';
 import { bulkRoutes } from './routes/bulk';
 import { dlqRoutes } from './routes/dlq';
+import { eventRoutes } from './routes/events';
 import { flowRoutes } from './routes/flow';
 import { flowsRoutes } from './routes/flows';
 import { jobControlRoutes } from './routes/job-control';
@@ -109,6 +111,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
       }),
     ),
   );
+  routes.push(...eventRoutes(new EventsService({ jobs, specs: deps.catalog })));
   if (deps.journal) {
     routes.push(
       ...signalRoutes(

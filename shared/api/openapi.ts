@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { enqueueRequestSchema } from '../core/enqueue';
 import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/request';
+import { eventBatchViewSchema, eventJobsSchema, eventsRequestDocSchema, eventViewSchema } from './events-service';
 import { flowRequestSchema } from './flows-service';
 import {
   attemptErrorSchema,
@@ -386,6 +387,39 @@ export const OPERATIONS: ApiOperation[] = [
       '200': { description: 'The flow, written before (a replay)', schema: flowViewSchema },
       ...errors('400', '409', '413', '415', '429', '503'),
     },
+  },
+  {
+    method: 'post',
+    path: '/events',
+    operationId: 'sendEvents',
+    summary: 'Send an event (or up to 100): each subscribed job type gets one job',
+    description:
+      'Body: one event `{ name, id?, data }`, or `{ events: [...] }` with 1 to 100. Each event makes one job per job type ' +
+      "that subscribes to it (`on` in its spec) and whose filter takes it, under an id derived from the event's id and " +
+      'the type: the same event sent again makes nothing new (`status: existing`). The whole request is checked before ' +
+      'anything is written: an event no type subscribes to (400 `unknown_event`), data that does not match its schema ' +
+      '(400 `invalid_event_data`), a job payload its type refuses, or an id twice (400 `duplicate_event`) writes nothing. ' +
+      'A 2xx means every job is written and sent; on a 409 or 5xx, send the same request again. Access: `enqueue` on ' +
+      'every type that subscribes to an event named. Body limit 5 MiB.',
+    body: eventsRequestDocSchema,
+    responses: {
+      '200': {
+        description: 'The event and its jobs (a batch: `{ events: [...] }`, in order)',
+        schema: z.union([eventViewSchema, eventBatchViewSchema]),
+      },
+      ...errors('400', '409', '413', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/events/{id}',
+    operationId: 'getEvent',
+    summary: 'The jobs an event made',
+    description:
+      'One read per job type that subscribes to some event (the job ids are derived; the event itself is not stored), ' +
+      'limited to the types the caller may read. 404 `event_not_found` when none exists.',
+    pathParams: { id: 'The event id' },
+    responses: { '200': { description: "The event's jobs", schema: eventJobsSchema }, ...errors('404', '429', '503') },
   },
   {
     method: 'get',

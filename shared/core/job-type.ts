@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type DebounceOptions, debounceProblem } from './debounce';
+import { type Subscription, subscriptionsProblem } from './events';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { STEP_NAME_PATTERN } from './journal';
 import { sqsFairQueueProblem } from './message-group';
@@ -102,6 +103,8 @@ export interface JobTypeSpec<
    * signal, any payload. Its names and payloads type `ctx.waitForSignal` and the client's `signal`.
    */
   readonly signals?: Signals;
+  /** The events it subscribes to (see {@link JobTypeOptions.on}); absent: none. */
+  readonly on?: readonly Subscription[];
 }
 
 export interface JobTypeOptions<
@@ -202,6 +205,16 @@ export interface JobTypeOptions<
    * signals: { payment: z.object({ amount: z.number(), currency: z.string() }) }
    */
   signals?: Signals;
+  /**
+   * The events it subscribes to: each event sent with `POST /events` makes one job of this type
+   * (an id derived from the event's and the type, so a replay makes none), its payload the
+   * event's data or what `payload` makes of it, unless `filter` turns the event down. See
+   * docs/events.md.
+   * @default none
+   * @example
+   * on: [subscribe(orderPlaced, { payload: (d) => ({ orderId: d.orderId }) })]
+   */
+  on?: readonly Subscription[];
 }
 
 /**
@@ -293,6 +306,12 @@ export function defineJobType<
     }
     signals = { signals: Object.freeze({ ...options.signals }) };
   }
+  let on = {};
+  if (options.on !== undefined) {
+    const problem = subscriptionsProblem(options.on);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    on = { on: Object.freeze([...options.on]) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -306,5 +325,6 @@ export function defineJobType<
     ...priority,
     ...sqsFairQueue,
     ...signals,
+    ...on,
   });
 }

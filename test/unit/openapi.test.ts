@@ -101,6 +101,8 @@ describe('GET /openapi.json document', () => {
         'post /jobs/bulk',
         'post /flows',
         'get /flows/{id}',
+        'post /events',
+        'get /events/{id}',
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths)) {

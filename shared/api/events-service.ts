@@ -1,0 +1,235 @@
+/**
+ * `POST /events` and `GET /events/{id}`: an event sent once makes one job for each job type that
+ * subscribes to it (shared/core/events.ts, docs/events.md). The request is checked whole before
+ * anything is written (each event's name and data, each job's payload and options): any 400
+ * writes nothing. Then each job is written as an enqueue writes it, under the id derived from the
+ * event's id and its type, and their messages are sent together. An event is accepted (2xx) only
+ * once every one of its jobs is written and sent; a request cut short answers 5xx, and sending it
+ * again with the same ids finds the jobs written and makes the rest.
+ */
+import { randomUUID } from 'node:crypto';
+import * as z from 'zod';
+import type { TypeScope } from '../core/access';
+import {
+  EVENT_ID_PATTERN,
+  EVENT_NAME_PATTERN,
+  type EventCatalog,
+  type EventInput,
+  type EventJob,
+  eventCatalog,
+  eventJobId,
+  MAX_EVENTS_PER_REQUEST,
+  planEvent,
+  type Subscriber,
+} from '../core/events';
+import type { JobView } from '../core/job';
+import type { JobState } from '../core/states';
+import { parseOrThrow } from '../core/validation';
+import { type FieldIssue, NotFoundError, OrreryError, ValidationError } from '../errors';
+import { mapWithConcurrency } from './concurrency';
+import type { JobsService, PendingSend } from './jobs-service';
+import { jobStateSchema } from './schemas';
+
+/** Job writes of one request in flight at once. */
+const EVENT_CONCURRENCY = 10;
+
+export const eventSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(EVENT_NAME_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit'),
+    /** The event's id: sending it again with this id makes nothing new. @default a random UUID */
+    id: z
+      .string()
+      .regex(EVENT_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit')
+      .optional(),
+    data: z.record(z.string(), z.unknown(), 'must be a JSON object'),
+  })
+  .strict();
+
+export const eventBatchSchema = z
+  .object({
+    events: z
+      .array(eventSchema)
+      .min(1, `must hold 1 to ${MAX_EVENTS_PER_REQUEST} events`)
+      .max(MAX_EVENTS_PER_REQUEST, `must hold 1 to ${MAX_EVENTS_PER_REQUEST} events`),
+  })
+  .strict();
+
+/** `POST /events`'s body, as documented: one event, or a batch. */
+export const eventsRequestDocSchema = z.union([eventSchema, eventBatchSchema]);
+
+const eventJobViewSchema = z.object({
+  type: z.string(),
+  id: z.string().meta({ description: 'Derived from the event id and the type' }),
+  status: z.enum(['created', 'existing']).meta({ description: '`existing`: made by an earlier send of the event' }),
+  state: jobStateSchema,
+});
+
+/** An event's answer: its id and name, and the job each subscribed type got (none where a filter turned it down). */
+export const eventViewSchema = z.object({ id: z.string(), name: z.string(), jobs: z.array(eventJobViewSchema) });
+export const eventBatchViewSchema = z.object({ events: z.array(eventViewSchema) });
+export const eventJobsSchema = z.object({
+  id: z.string(),
+  jobs: z.array(z.object({ type: z.string(), id: z.string(), state: jobStateSchema, createdAt: z.string() })),
+});
+
+/** A job an event made (or found made by an earlier send of it). */
+export interface EventJobView {
+  type: string;
+  id: string;
+  /** `created` by this request, or `existing`: made by an earlier send of the event. */
+  status: 'created' | 'existing';
+  state: JobState;
+}
+
+export interface EventView {
+  id: string;
+  name: string;
+  /** One per subscribed type whose filter took the event; empty when every filter turned it down. */
+  jobs: EventJobView[];
+}
+
+/** A job of `GET /events/{id}`. */
+export interface EventJobState {
+  type: string;
+  id: string;
+  state: JobState;
+  createdAt: string;
+}
+
+/** The types an event request may make jobs of, read loosely for the access check (`enqueue` on each). */
+export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[] {
+  if (typeof body !== 'object' || body === null) return [];
+  const list = 'events' in body ? (body as { events?: unknown }).events : [body];
+  if (!Array.isArray(list)) return [];
+  const types = new Set<string>();
+  for (const item of list) {
+    const name = typeof item === 'object' && item !== null ? (item as { name?: unknown }).name : undefined;
+    if (typeof name !== 'string') continue;
+    for (const s of catalog.get(name)?.subscribers ?? []) types.add(s.type);
+  }
+  return [...types];
+}
+
+export class EventsService {
+  readonly catalog: EventCatalog;
+  /** Every type that subscribes to some event: the types `GET /events/{id}` looks in. */
+  private readonly subscribers: string[];
+
+  constructor(private readonly deps: { jobs: JobsService; specs: readonly Subscriber[] }) {
+    this.catalog = eventCatalog(deps.specs);
+    this.subscribers = [...new Set([...this.catalog.values()].flatMap((e) => e.subscribers.map((s) => s.type)))];
+  }
+
+  /**
+   * Sends one event (`{ name, id?, data }`) or a batch (`{ events: [...] }`, up to 100). Returns
+   * each event's jobs, in the order sent; `batch` says which form the body had.
+   */
+  async send(body: unknown, by?: string): Promise<{ batch: boolean; events: EventView[] }> {
+    const batch = typeof body === 'object' && body !== null && 'events' in body;
+    const sent = batch
+      ? parseOrThrow(eventBatchSchema, body, { message: 'invalid events' }).events
+      : [parseOrThrow(eventSchema, body, { message: 'invalid event' })];
+    const events: EventInput[] = sent.map((e) => ({ name: e.name, id: e.id ?? randomUUID(), data: e.data }));
+    const planned = this.plan(events, batch);
+    const jobs = planned.flatMap((p) => p.jobs);
+    const outcomes = await mapWithConcurrency(jobs, EVENT_CONCURRENCY, (job) =>
+      this.deps.jobs
+        .write({ type: job.type, id: job.id, payload: job.payload as Record<string, unknown> }, by ? { by } : {})
+        .then(
+          (w) => ({ ok: true as const, ...w }),
+          (error: unknown) => ({ ok: false as const, error }),
+        ),
+    );
+    // the jobs written are sent even when another failed: each is stored and owed its message
+    const sends = outcomes.flatMap((o) => (o.ok && o.send ? [o.send] : [])) as PendingSend[];
+    const failures = await this.deps.jobs.sendPending(sends);
+    // a job not written (a conflict, a dependency), or written and not sent: the event is not
+    // accepted; the same request again finds what was written and makes the rest
+    const failed = outcomes.find((o) => !o.ok)?.error ?? failures.find((f) => f !== undefined);
+    if (failed) throw failed;
+    const views = new Map(jobs.map((job, i) => [job.id, outcomes[i] as { created: boolean; job: JobView }]));
+    return {
+      batch,
+      events: planned.map(({ event, jobs: made }) => ({
+        id: event.id,
+        name: event.name,
+        jobs: made.map((job) => {
+          const w = views.get(job.id) as { created: boolean; job: JobView };
+          return { type: job.type, id: job.id, status: w.created ? 'created' : 'existing', state: w.job.state };
+        }),
+      })),
+    };
+  }
+
+  /** Every event's jobs, each checked as its enqueue would check it: any refusal is a 400 for the whole request. */
+  private plan(events: readonly EventInput[], batch: boolean): { event: EventInput; jobs: EventJob[] }[] {
+    const seen = new Map<string, number>();
+    return events.map((event, i) => {
+      const path = batch ? `events.${i}` : '';
+      const at = (field: string) => (path ? `${path}.${field}` : field);
+      const first = seen.get(event.id);
+      if (first !== undefined) {
+        throw new ValidationError(
+          `event id ${event.id} appears twice in the request`,
+          [{ path: at('id'), message: `the id of events.${first} too` }],
+          'duplicate_event',
+        );
+      }
+      seen.set(event.id, i);
+      const jobs = planEvent(this.catalog, event, path);
+      for (const job of jobs) {
+        try {
+          this.deps.jobs.validate({ type: job.type, id: job.id, payload: job.payload as Record<string, unknown> }, '');
+        } catch (error) {
+          if (!(error instanceof ValidationError)) throw error;
+          throw new ValidationError(
+            `the ${job.type} job this event makes is refused: ${error.message}`,
+            (error.issues ?? []).map((issue) => dataIssue(issue, job, at('data'))),
+            error.code,
+          );
+        }
+      }
+      return { event, jobs };
+    });
+  }
+
+  /**
+   * The jobs the event `id` made, of the types in `scope`: one read per type that subscribes to
+   * some event (the job ids are derived; the event itself is not stored). 404 when none is found.
+   */
+  async get(id: string, scope: TypeScope): Promise<{ id: string; jobs: EventJobState[] }> {
+    if (!EVENT_ID_PATTERN.test(id)) throw new NotFoundError(`event ${id} not found`, 'event_not_found');
+    const types = this.subscribers.filter(
+      (type) => scope.kind === 'all' || (scope.kind === 'some' && scope.types.has(type)),
+    );
+    const found = await Promise.all(
+      types.map(async (type) => {
+        try {
+          const job = await this.deps.jobs.get(eventJobId(id, type));
+          return [{ type, id: job.id, state: job.state, createdAt: job.createdAt }];
+        } catch (error) {
+          if (error instanceof OrreryError && error.status === 404) return [];
+          throw error;
+        }
+      }),
+    );
+    const jobs = found.flat();
+    if (jobs.length === 0) throw new NotFoundError(`event ${id} not found (no job it made exists)`, 'event_not_found');
+    return { id, jobs };
+  }
+}
+
+/**
+ * An issue of the job an event makes, named on the event: a field of its payload is the same
+ * field of the data when the payload is the data; else the data as a whole, the field in the message.
+ */
+function dataIssue(issue: FieldIssue, job: EventJob, data: string): FieldIssue {
+  const path = (issue.path ?? '').replace(/^\./, '');
+  if (job.asData && (path === 'payload' || path.startsWith('payload.'))) {
+    const field = path.slice('payload'.length + 1);
+    return { path: field ? `${data}.${field}` : data, message: issue.message };
+  }
+  return { path: data, message: `the ${job.type} job's ${path || 'request'}: ${issue.message}` };
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineEvent, eventCatalog, eventJobId, planEvent, subscribe } from '../../shared/core/events';
+import { defineJobType } from '../../shared/core/job-type';
+import { JOB_ID_PATTERN } from '../../shared/core/limits';
+import { ConfigError, ValidationError } from '../../shared/errors';
+
+const placed = defineEvent('order.placed', z.object({ orderId: z.string() }));
+
+describe('defineEvent and subscriptions', () => {
+  it('refuses a name outside the pattern', () => {
+    expect(() => defineEvent('has space', z.object({}))).toThrow(ConfigError);
+    expect(() => defineEvent('x'.repeat(129), z.object({}))).toThrow(/up to 128/);
+    expect(defineEvent('a:b.c_d-e', z.object({})).name).toBe('a:b.c_d-e');
+  });
+
+  it('refuses a job type that subscribes to one event twice, or to something not made with defineEvent', () => {
+    const base = { type: 'receipt', payload: z.object({ orderId: z.string() }) };
+    expect(() => defineJobType({ ...base, on: [subscribe(placed), subscribe(placed)] })).toThrow(/twice/);
+    expect(() => defineJobType({ ...base, on: [{ event: { name: 'x' } } as never] })).toThrow(/defineEvent/);
+    expect(() => defineJobType({ ...base, on: [{ event: placed, filter: 1 } as never] })).toThrow(
+      /filter must be a function/,
+    );
+  });
+
+  it('refuses two definitions of one event name in a catalog', () => {
+    const other = defineEvent('order.placed', z.object({ orderId: z.number() }));
+    const a = defineJobType({ type: 'a', payload: z.object({}).loose(), on: [subscribe(placed)] });
+    const b = defineJobType({ type: 'b', payload: z.object({}).loose(), on: [subscribe(other)] });
+    expect(() => eventCatalog([a, b])).toThrow(/defined twice \(job types a and b\)/);
+  });
+});
+
+describe('eventJobId', () => {
+  it('is a valid job id whatever the lengths, the same for the same event and type, and differs otherwise', () => {
+    const long = eventJobId('e'.repeat(64), 't'.repeat(40));
+    expect(long).toMatch(JOB_ID_PATTERN);
+    expect(long.length).toBe(43);
+    expect(eventJobId('e1', 'a')).toBe(eventJobId('e1', 'a'));
+    expect(eventJobId('e1', 'a')).not.toBe(eventJobId('e1', 'b'));
+    expect(eventJobId('e1', 'a')).not.toBe(eventJobId('e2', 'a'));
+    // the id and the type are kept apart: no two pairs that join to the same text share an id
+    expect(eventJobId('ab', 'c')).not.toBe(eventJobId('a', 'bc'));
+  });
+});
+
+describe('planEvent', () => {
+  const catalog = eventCatalog([
+    defineJobType({
+      type: 'throws-filter',
+      payload: z.object({}).loose(),
+      on: [
+        subscribe(placed, {
+          filter: () => {
+            throw new Error('boom');
+          },
+        }),
+      ],
+    }),
+  ]);
+
+  it('a filter or payload function that throws is a 400 invalid_event_data naming the data', () => {
+    let caught: unknown;
+    try {
+      planEvent(catalog, { name: 'order.placed', id: 'e', data: { orderId: 'o' } }, 'events.2');
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ValidationError);
+    expect(caught).toMatchObject({ code: 'invalid_event_data', status: 400 });
+    expect((caught as ValidationError).issues).toEqual([
+      { path: 'events.2.data', message: 'the throws-filter subscription could not take it: boom' },
+    ]);
+  });
+
+  it('passes the data as parsed by the event schema (defaults applied, unknown keys stripped)', () => {
+    const withDefault = defineEvent('with.default', z.object({ n: z.number().default(7) }));
+    const cat = eventCatalog([
+      defineJobType({ type: 'takes', payload: z.object({ n: z.number() }), on: [subscribe(withDefault)] }),
+    ]);
+    expect(planEvent(cat, { name: 'with.default', id: 'e', data: { extra: 1 } })).toEqual([
+      { type: 'takes', id: eventJobId('e', 'takes'), payload: { n: 7 }, asData: true },
+    ]);
+  });
+});
