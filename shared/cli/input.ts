@@ -66,29 +66,31 @@ export function stateOption(options: OptionValues, name: string, command: string
 
 /**
  * The payload from `--payload JSON` or `--payload-file FILE` (`-` reads stdin), or undefined
- * when neither is given. It must be a JSON object.
+ * when neither is given. It must be a JSON object. `name` names the options (`data`: `--data`
+ * and `--data-file`).
  */
 export async function payloadOption(
   context: CommandContext,
   options: OptionValues,
   command: string,
+  name = 'payload',
 ): Promise<Record<string, unknown> | undefined> {
-  const inline = stringOption(options, 'payload');
-  const file = stringOption(options, 'payload-file');
+  const inline = stringOption(options, name);
+  const file = stringOption(options, `${name}-file`);
   if (inline !== undefined && file !== undefined) {
-    throw new UsageError('give --payload or --payload-file, not both', command);
+    throw new UsageError(`give --${name} or --${name}-file, not both`, command);
   }
   let text: string;
   let from: string;
   if (inline !== undefined) {
     text = inline;
-    from = '--payload';
+    from = `--${name}`;
   } else if (file !== undefined) {
     from = file === '-' ? 'stdin' : file;
     try {
       text = file === '-' ? await context.readStdin() : readFileSync(resolve(context.cwd, file), 'utf8');
     } catch (error) {
-      throw new UsageError(`cannot read --payload-file ${file}: ${(error as Error).message}`, command);
+      throw new UsageError(`cannot read --${name}-file ${file}: ${(error as Error).message}`, command);
     }
   } else {
     return undefined;

@@ -13,6 +13,7 @@ import { type CommandDef, commandHelp, overviewHelp, parseCommandLine, UsageErro
 import { dashboard } from './commands/dashboard';
 import { dev } from './commands/dev';
 import { dlqCommands } from './commands/dlq';
+import { eventCommands } from './commands/events';
 import { flowCommands } from './commands/flows';
 import { jobCommands } from './commands/jobs';
 import { keyCommands } from './commands/keys';
@@ -31,6 +32,7 @@ export const COMMANDS: readonly CommandDef<CommandContext>[] = [
   ...scheduleCommands,
   ...keyCommands,
   ...flowCommands,
+  ...eventCommands,
   dashboard,
   dev,
 ];

@@ -37,6 +37,9 @@ import type {
   KeyLimitsInput,
   KeyState,
   ListFilter,
+  EventJobs,
+  EventToSend,
+  EventView,
   Listing,
   Overview,
   Page,
@@ -216,6 +219,18 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
    * ], { id: 'etl-2026-06-01' });
    */
   createFlow(jobs: readonly FlowJob<T>[], options?: { id?: string }): Promise<{ created: boolean; flow: FlowView }>;
+  /**
+   * `POST /events`: sends an event; each job type that subscribes to it (`on`) gets one job. The
+   * request is checked whole before anything is written (400: an event nothing subscribes to,
+   * data its schema refuses). Give an `id` to make a resend safe: the same id makes nothing new.
+   * @example
+   * const { jobs } = await client.sendEvent('order.placed', { orderId: 'o1', total: 12 }, { id: 'order-o1' });
+   */
+  sendEvent(name: string, data: Record<string, unknown>, options?: { id?: string }): Promise<EventView>;
+  /** `POST /events` with up to 100 events: one answer per event, in order; any bad event refuses them all. */
+  sendEvents(events: readonly EventToSend[]): Promise<EventView[]>;
+  /** `GET /events/{id}`: the jobs the event made (of the types the caller may read). */
+  getEvent(id: string): Promise<EventJobs>;
   /** `GET /flows/{id}`: the flow's graph and each job's state. */
   getFlow(id: string): Promise<FlowView>;
   /** `GET /jobs`: iterate for items, or `.pages()` for pages; follows cursors. */
@@ -482,6 +497,17 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     },
 
     getFlow: (id) => send({ method: 'GET', path: `/flows/${encodeURIComponent(id)}`, idempotent: true }),
+
+    sendEvent: (name, data, eventOptions = {}) =>
+      send({ method: 'POST', path: '/events', body: { name, id: eventOptions.id ?? newId(), data }, idempotent: true }),
+
+    async sendEvents(events) {
+      const body = { events: events.map((e) => ({ name: e.name, id: e.id ?? newId(), data: e.data })) };
+      const out = await send<{ events: EventView[] }>({ method: 'POST', path: '/events', body, idempotent: true });
+      return out.events;
+    },
+
+    getEvent: (id) => send({ method: 'GET', path: `/events/${encodeURIComponent(id)}`, idempotent: true }),
 
     async get(id: string, getOptions?: GetOptions & Partial<ExpectedType<string>>) {
       const found = await send<JobView>({ method: 'GET', path: job(id), idempotent: true, signal: getOptions?.signal });

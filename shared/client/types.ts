@@ -3,6 +3,7 @@
  * and their payloads.
  */
 import type { z } from 'zod';
+import type { eventJobsSchema, eventViewSchema } from '../api/events-service';
 import type {
   batchItemResultSchema,
   bulkResultSchema,
@@ -271,6 +272,20 @@ export type FlowJob<T extends JobTypeMap> = {
 
 /** `GET /flows/{id}` and the answer of `POST /flows`: the graph and each job's state. */
 export type FlowView = z.output<typeof flowViewSchema>;
+
+/** One event of `sendEvents`. */
+export interface EventToSend {
+  name: string;
+  data: Record<string, unknown>;
+  /** Makes a resend safe: the same id makes nothing new. @default a random UUID, kept across the client's retries */
+  id?: string;
+}
+
+/** The answer of `sendEvent`: the event's id and name, and the job each subscribed type got. */
+export type EventView = z.output<typeof eventViewSchema>;
+
+/** `GET /events/{id}`: the jobs the event made. */
+export type EventJobs = z.output<typeof eventJobsSchema>;
 
 export interface EnqueueResult<J = JobView> {
   /** False when a job with this id already existed with the same type and payload (a replay). */

@@ -376,6 +376,39 @@ describe('commands', () => {
     expect(quiet.stdout).toBe(`${sent?.id}\n`);
   });
 
+  it('event send posts the event under its id and prints its jobs; event get reads them', async () => {
+    const event = {
+      id: 'order-o1',
+      name: 'order.placed',
+      jobs: [{ type: 'bill-order', id: 'ev.0123', status: 'created', state: 'queued' }],
+    };
+    const found = {
+      id: 'order-o1',
+      jobs: [{ type: 'bill-order', id: 'ev.0123', state: 'succeeded', createdAt: '2026-06-01T00:00:00.000Z' }],
+    };
+    const peer = await startPeer((req) => ({ status: 200, body: req.method === 'POST' ? event : found }));
+    const data = { orderId: 'o1', total: 12 };
+    const sent = await run(['event', 'send', 'order.placed', '--id', 'order-o1', '--data', JSON.stringify(data)], {
+      url: peer.url,
+    });
+    expect({ code: sent.code, stderr: sent.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests[0]).toMatchObject({
+      method: 'POST',
+      rawUrl: '/events',
+      json: { name: 'order.placed', id: 'order-o1', data },
+    });
+    expect(sent.stdout).toMatch(/bill-order\s+ev\.0123\s+created\s+queued/);
+    const got = await run(['event', 'get', 'order-o1', '--json'], { url: peer.url });
+    expect(JSON.parse(got.stdout)).toEqual(found);
+    expect(peer.requests[1]).toMatchObject({ method: 'GET', rawUrl: '/events/order-o1' });
+    // no data: a usage error (exit 2), nothing sent
+    expect((await run(['event', 'send', 'order.placed'], { url: peer.url })).code).toBe(2);
+    expect(
+      (await run(['event', 'send', 'x', '--data', '{}', '--data-file', 'f.json'], { url: peer.url })).stderr,
+    ).toContain('give --data or --data-file, not both');
+    expect(peer.requests).toHaveLength(2);
+  });
+
   it('flow create posts the file’s jobs under its id and prints the graph; flow get reads it', async () => {
     const flow = {
       id: 'etl',
