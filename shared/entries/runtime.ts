@@ -25,6 +25,13 @@
 export { createLambdaApiHandler } from '../api/lambda';
 export type { Backoff, BackoffInput, RetryPolicy } from '../core/backoff';
 export type { DebounceOptions } from '../core/debounce';
+export {
+  defineEvent,
+  type EventDataSchema,
+  type EventDefinition,
+  type Subscription,
+  subscribe,
+} from '../core/events';
 export type { ConcurrencyLimit, SingletonMode, SingletonOptions } from '../core/flow';
 export type { AttemptError } from '../core/job';
 export {
