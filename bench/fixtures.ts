@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { z } from 'zod';
+import { defineEvent, subscribe } from '../shared/core/events';
 import type { Job } from '../shared/core/job';
 import { defineJobType } from '../shared/core/job-type';
 import { defineJob } from '../shared/runtime/define-job';
@@ -244,3 +245,14 @@ export const signaledJob = defineJobType({ type: 'signaled', payload: z.object({
 export const signaled = defineJob(signaledJob, async (_p, ctx) => ({
   go: await ctx.waitForSignal('go', { timeout: '1d' }),
 }));
+
+/** `bench.pinged`: an event one type subscribes to, for the event path. */
+export const pingedEvent = defineEvent('bench.pinged', z.object({ i: z.number() }));
+/** `notified`: a job made by `bench.pinged` (its payload the event's data). */
+export const notifiedJob = defineJobType({
+  type: 'notified',
+  payload: z.object({ i: z.number() }),
+  timeoutMs: 10_000,
+  on: [subscribe(pingedEvent)],
+});
+export const notified = defineJob(notifiedJob, async () => ({ ok: true }));

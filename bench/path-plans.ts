@@ -388,6 +388,18 @@ export const PLANS: PathPlan[] = [
     statusItem: true,
   },
   {
+    id: 'event-1',
+    label: 'An event one type subscribes to (POST /events), its job succeeds',
+    start: async (h, i) => {
+      const { response, ms } = await call(h, 'api', 'POST', '/events', { name: 'bench.pinged', data: { i } });
+      const { jobs } = responseJson<{ jobs: { id: string }[] }>(response);
+      if (jobs.length !== 1) throw new Error(`the event made ${jobs.length} jobs, not 1`);
+      return { ids: jobs.map((j) => j.id), jobs: 1, apiInvocations: 1, apiMs: ms, schedulerInvocations: 0 };
+    },
+    type: 'notified',
+    waitSeconds: 1,
+  },
+  {
     id: 'batch-100',
     label: 'Batch enqueue of 100 (POST /jobs:batch), per job',
     start: async (h, i) => {
