@@ -3,9 +3,10 @@
  * subscribes to it (shared/core/events.ts, docs/events.md). The request is checked whole before
  * anything is written (each event's name and data, each job's payload and options): any 400
  * writes nothing. Then each job is written as an enqueue writes it, under the id derived from the
- * event's id and its type, and their messages are sent together. An event is accepted (2xx) only
- * once every one of its jobs is written and sent; a request cut short answers 5xx, and sending it
- * again with the same ids finds the jobs written and makes the rest.
+ * event's id and its type, and their messages are sent together (a job of a ranked line may
+ * take its place or join its line instead, as at any enqueue). An event is accepted (2xx) only
+ * once every one of its jobs is written and handed on; a request cut short answers 5xx, and
+ * sending it again with the same ids finds the jobs written and makes the rest.
  */
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';

@@ -399,7 +399,7 @@ export const OPERATIONS: ApiOperation[] = [
       'the type: the same event sent again makes nothing new (`status: existing`). The whole request is checked before ' +
       'anything is written: an event no type subscribes to (400 `unknown_event`), data that does not match its schema ' +
       '(400 `invalid_event_data`), a job payload its type refuses, or an id twice (400 `duplicate_event`) writes nothing. ' +
-      'A 2xx means every job is written and sent; on a 409 or 5xx, send the same request again. Access: `enqueue` on ' +
+      'A 2xx means every job is written and handed on (sent, or in its line); on a 409 or 5xx, send the same request again. Access: `enqueue` on ' +
       'every type that subscribes to an event named. Body limit 5 MiB.',
     body: eventsRequestDocSchema,
     responses: {
