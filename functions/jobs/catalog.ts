@@ -5,6 +5,7 @@
  * them all, and full `zod` would add a good part to its cold start (either flavour works).
  */
 import * as z from 'zod/mini';
+import { defineEvent, subscribe } from '../../shared/core/events';
 import { defineJobType } from '../../shared/core/job-type';
 
 /** `echo`: any JSON object; the result is the payload. */
@@ -56,6 +57,15 @@ export const apiCallJob = defineJobType({
 });
 
 /**
+ * `user.signed-up`: sent once per new user (`POST /events`); `welcome-email` and `account-sync`
+ * each get one job of it (docs/events.md).
+ */
+export const userSignedUpEvent = defineEvent(
+  'user.signed-up',
+  z.strictObject({ userId: z.string(), email: z.string() }),
+);
+
+/**
  * `account-sync`: one sync per account at a time; a newer request cancels the running one (its
  * handler's signal aborts) and starts once it has stopped.
  */
@@ -65,6 +75,7 @@ export const accountSyncJob = defineJobType({
   timeoutMs: 60_000,
   retry: { maxAttempts: 1 },
   singleton: { key: (p) => p.accountId, mode: 'cancel-running' },
+  on: [subscribe(userSignedUpEvent, { payload: (d) => ({ accountId: d.userId }) })],
 });
 
 /** `welcome-email`: at most one per user per hour; repeats are written as `skipped` and never sent. */
@@ -73,6 +84,7 @@ export const welcomeEmailJob = defineJobType({
   payload: z.strictObject({ userId: z.string(), to: z.string() }),
   timeoutMs: 10_000,
   rateLimit: { limit: 1, periodSeconds: 3600, key: (p) => p.userId },
+  on: [subscribe(userSignedUpEvent, { payload: (d) => ({ userId: d.userId, to: d.email }) })],
 });
 
 /** `reindex`: rebuilds a catalog's search index once its changes have stopped for 5 s (at least every minute). */

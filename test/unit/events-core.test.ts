@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { catalog } from '../../functions/jobs/catalog';
 import { defineEvent, eventCatalog, eventJobId, planEvent, subscribe } from '../../shared/core/events';
 import { defineJobType } from '../../shared/core/job-type';
 import { JOB_ID_PATTERN } from '../../shared/core/limits';
+import { safeParse } from '../../shared/core/zod-mini';
 import { ConfigError, ValidationError } from '../../shared/errors';
 
 const placed = defineEvent('order.placed', z.object({ orderId: z.string() }));
@@ -81,5 +83,23 @@ describe('planEvent', () => {
     expect(planEvent(cat, { name: 'with.default', id: 'e', data: { extra: 1 } })).toEqual([
       { type: 'takes', id: eventJobId('e', 'takes'), payload: { n: 7 }, asData: true },
     ]);
+  });
+});
+
+describe("the repository's catalog (npm run dev)", () => {
+  it('user.signed-up makes a welcome-email and an account-sync job, each payload valid for its type', () => {
+    const jobs = planEvent(eventCatalog(catalog), {
+      name: 'user.signed-up',
+      id: 'signup-u1',
+      data: { userId: 'u1', email: 'ada@example.com' },
+    });
+    expect(jobs.map((j) => [j.type, j.payload])).toEqual([
+      ['account-sync', { accountId: 'u1' }],
+      ['welcome-email', { userId: 'u1', to: 'ada@example.com' }],
+    ]);
+    for (const job of jobs) {
+      const spec = catalog.find((s) => s.type === job.type);
+      expect(safeParse(spec?.payload as never, job.payload).success, job.type).toBe(true);
+    }
   });
 });
