@@ -3,6 +3,7 @@
  * priority, times and the form of its `dependsOn`. Each throws the 400 (or 413) an enqueue answers.
  */
 
+import { resolveDebounceKey } from '../../core/debounce';
 import { parentEdges } from '../../core/dependencies';
 import { type EnqueueRequest, jsonBytes, MAX_PAYLOAD_BYTES, planEnqueue } from '../../core/enqueue';
 import { resolveFlowKeys, resolveSingletonKey } from '../../core/flow';
@@ -54,7 +55,10 @@ export function checkRequest(ctx: EnqueueContext, request: EnqueueRequest) {
   };
 }
 
-/** The concurrency, singleton and throttle keys of a request's job: refused for a type without them. */
+/**
+ * The concurrency, singleton and throttle keys of a request's job (refused for a type without
+ * them); its rate-limit and debounce keys are checked too.
+ */
 function keysOf(spec: JobTypeSpec, request: EnqueueRequest, payload: unknown) {
   if (request.concurrencyKey !== undefined && !spec.concurrency?.some((l) => l.key)) {
     throw new ValidationError(
@@ -73,6 +77,10 @@ function keysOf(spec: JobTypeSpec, request: EnqueueRequest, payload: unknown) {
   }
   const singletonKey = spec.singleton ? resolveSingletonKey(spec.singleton, payload, request.singletonKey) : undefined;
   const throttleKey = spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : undefined;
+  // the rate limit's and the debounce's keys are resolved again where they are spent; here, so a
+  // key the payload cannot give is refused before anything is written (a flow's, an event's jobs)
+  if (spec.rateLimit) resolvePaceKey(spec.rateLimit, payload, 'rateLimit');
+  if (spec.debounce) resolveDebounceKey(spec.debounce, payload);
   return { flowKeys, singletonKey, throttleKey };
 }
 
