@@ -26,7 +26,14 @@ import {
 import type { JobView } from '../core/job';
 import type { JobState } from '../core/states';
 import { parseOrThrow } from '../core/validation';
-import { type FieldIssue, NotFoundError, OrreryError, ValidationError } from '../errors';
+import {
+  ConfigError,
+  type FieldIssue,
+  NotFoundError,
+  OrreryError,
+  PayloadTooLargeError,
+  ValidationError,
+} from '../errors';
 import { mapWithConcurrency } from './concurrency';
 import type { JobsService, PendingSend } from './jobs-service';
 import { jobStateSchema } from './schemas';
@@ -72,7 +79,9 @@ export const eventViewSchema = z.object({ id: z.string(), name: z.string(), jobs
 export const eventBatchViewSchema = z.object({ events: z.array(eventViewSchema) });
 export const eventJobsSchema = z.object({
   id: z.string(),
-  jobs: z.array(z.object({ type: z.string(), id: z.string(), state: jobStateSchema, createdAt: z.string() })),
+  jobs: z.array(
+    z.object({ name: z.string(), type: z.string(), id: z.string(), state: jobStateSchema, createdAt: z.string() }),
+  ),
 });
 
 /** A job an event made (or found made by an earlier send of it). */
@@ -93,6 +102,8 @@ export interface EventView {
 
 /** A job of `GET /events/{id}`. */
 export interface EventJobState {
+  /** The event that made it (two events sent under one id are two events). */
+  name: string;
   type: string;
   id: string;
   state: JobState;
@@ -115,12 +126,12 @@ export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[
 
 export class EventsService {
   readonly catalog: EventCatalog;
-  /** Every type that subscribes to some event: the types `GET /events/{id}` looks in. */
-  private readonly subscribers: string[];
+  /** Every event name and each type that subscribes to it: the jobs `GET /events/{id}` looks for. */
+  private readonly pairs: { name: string; type: string }[];
 
   constructor(private readonly deps: { jobs: JobsService; specs: readonly Subscriber[] }) {
     this.catalog = eventCatalog(deps.specs);
-    this.subscribers = [...new Set([...this.catalog.values()].flatMap((e) => e.subscribers.map((s) => s.type)))];
+    this.pairs = [...this.catalog.entries()].flatMap(([name, e]) => e.subscribers.map((s) => ({ name, type: s.type })));
   }
 
   /**
@@ -137,7 +148,10 @@ export class EventsService {
     const jobs = planned.flatMap((p) => p.jobs);
     const outcomes = await mapWithConcurrency(jobs, EVENT_CONCURRENCY, (job) =>
       this.deps.jobs
-        .write({ type: job.type, id: job.id, payload: job.payload as Record<string, unknown> }, by ? { by } : {})
+        .write(
+          { type: job.type, id: job.id, payload: job.payload as Record<string, unknown> },
+          { fromEvent: true, ...(by ? { by } : {}) },
+        )
         .then(
           (w) => ({ ok: true as const, ...w }),
           (error: unknown) => ({ ok: false as const, error }),
@@ -147,8 +161,11 @@ export class EventsService {
     const sends = outcomes.flatMap((o) => (o.ok && o.send ? [o.send] : [])) as PendingSend[];
     const failures = await this.deps.jobs.sendPending(sends);
     // a job not written (a conflict, a dependency), or written and not sent: the event is not
-    // accepted; the same request again finds what was written and makes the rest
-    const failed = outcomes.find((o) => !o.ok)?.error ?? failures.find((f) => f !== undefined);
+    // accepted; the same request again finds what was written and makes the rest. A failure to
+    // try again answers ahead of a conflict: a 409 says "do not send it again", and a job the
+    // failure left unwritten would never be made
+    const errors = [...outcomes.flatMap((o) => (o.ok ? [] : [o.error])), ...failures.filter((f) => f !== undefined)];
+    const failed = errors.find((e) => !(e instanceof OrreryError && e.status === 409)) ?? errors[0];
     if (failed) throw failed;
     const views = new Map(jobs.map((job, i) => [job.id, outcomes[i] as { created: boolean; job: JobView }]));
     return {
@@ -170,20 +187,39 @@ export class EventsService {
     return events.map((event, i) => {
       const path = batch ? `events.${i}` : '';
       const at = (field: string) => (path ? `${path}.${field}` : field);
-      const first = seen.get(event.id);
+      // one event is its name and its id: two names under one id are two events
+      const key = `${event.name}\n${event.id}`;
+      const first = seen.get(key);
       if (first !== undefined) {
         throw new ValidationError(
-          `event id ${event.id} appears twice in the request`,
+          `event ${event.name} ${event.id} appears twice in the request`,
           [{ path: at('id'), message: `the id of events.${first} too` }],
           'duplicate_event',
         );
       }
-      seen.set(event.id, i);
+      seen.set(key, i);
       const jobs = planEvent(this.catalog, event, path);
+      const deployed = new Set(this.deps.jobs.deployedTypes());
       for (const job of jobs) {
+        if (!deployed.has(job.type)) {
+          // the API's catalog names a type this deployment has not: a fault of the deployment, not of the event
+          throw new ConfigError(
+            `job type ${job.type} subscribes to ${event.name} in the API's catalog but is not deployed; ` +
+              'deploy it (addJobType) or remove it from the catalog',
+          );
+        }
         try {
-          this.deps.jobs.validate({ type: job.type, id: job.id, payload: job.payload as Record<string, unknown> }, '');
+          this.deps.jobs.validate({ type: job.type, id: job.id, payload: job.payload as Record<string, unknown> }, '', {
+            fromEvent: true,
+          });
         } catch (error) {
+          if (error instanceof PayloadTooLargeError) {
+            const limit = error.details?.limitBytes;
+            throw new PayloadTooLargeError(
+              `${at('data')}: the ${job.type} job this event makes: ${error.message}`,
+              typeof limit === 'number' ? limit : 0,
+            );
+          }
           if (!(error instanceof ValidationError)) throw error;
           throw new ValidationError(
             `the ${job.type} job this event makes is refused: ${error.message}`,
@@ -197,19 +233,19 @@ export class EventsService {
   }
 
   /**
-   * The jobs the event `id` made, of the types in `scope`: one read per type that subscribes to
-   * some event (the job ids are derived; the event itself is not stored). 404 when none is found.
+   * The jobs the event `id` made, of the types in `scope`: one read per event name and type that
+   * subscribes to it (the job ids are derived; the event itself is not stored). 404 when none is found.
    */
   async get(id: string, scope: TypeScope): Promise<{ id: string; jobs: EventJobState[] }> {
     if (!EVENT_ID_PATTERN.test(id)) throw new NotFoundError(`event ${id} not found`, 'event_not_found');
-    const types = this.subscribers.filter(
-      (type) => scope.kind === 'all' || (scope.kind === 'some' && scope.types.has(type)),
+    const pairs = this.pairs.filter(
+      ({ type }) => scope.kind === 'all' || (scope.kind === 'some' && scope.types.has(type)),
     );
     const found = await Promise.all(
-      types.map(async (type) => {
+      pairs.map(async ({ name, type }) => {
         try {
-          const job = await this.deps.jobs.get(eventJobId(id, type));
-          return [{ type, id: job.id, state: job.state, createdAt: job.createdAt }];
+          const job = await this.deps.jobs.get(eventJobId(name, id, type));
+          return [{ name, type, id: job.id, state: job.state, createdAt: job.createdAt }];
         } catch (error) {
           if (error instanceof OrreryError && error.status === 404) return [];
           throw error;

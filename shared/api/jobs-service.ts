@@ -61,8 +61,8 @@ export class JobsService {
    * priority, times, the form of `dependsOn`): what `POST /flows` runs on every node before it writes any.
    * Returns the hash a job of this request would carry (to tell a replay from an id conflict).
    */
-  validate(request: EnqueueRequest, path: string): { payloadHash: string } {
-    return validateRequest(this.ctx, request, path);
+  validate(request: EnqueueRequest, path: string, options: { fromEvent?: boolean } = {}): { payloadHash: string } {
+    return validateRequest(this.ctx, request, path, options);
   }
 
   /** A job's view, with its parents and children, and the run a debounce replaced it with. */

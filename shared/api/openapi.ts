@@ -398,7 +398,7 @@ export const OPERATIONS: ApiOperation[] = [
       "that subscribes to it (`on` in its spec) and whose filter takes it, under an id derived from the event's id and " +
       'the type: the same event sent again makes nothing new (`status: existing`). The whole request is checked before ' +
       'anything is written: an event no type subscribes to (400 `unknown_event`), data that does not match its schema ' +
-      '(400 `invalid_event_data`), a job payload its type refuses, or an id twice (400 `duplicate_event`) writes nothing. ' +
+      '(400 `invalid_event_data`), a job payload its type refuses, or one event (name and id) twice (400 `duplicate_event`) writes nothing. ' +
       'A 2xx means every job is written and handed on (sent, or in its line); on a 409 or 5xx, send the same request again. Access: `enqueue` on ' +
       'every type that subscribes to an event named. Body limit 5 MiB.',
     body: eventsRequestDocSchema,
@@ -416,7 +416,7 @@ export const OPERATIONS: ApiOperation[] = [
     operationId: 'getEvent',
     summary: 'The jobs an event made',
     description:
-      'One read per job type that subscribes to some event (the job ids are derived; the event itself is not stored), ' +
+      'One read per event name and job type that subscribes to it (the job ids are derived; the event itself is not stored), ' +
       'limited to the types the caller may read. 404 `event_not_found` when none exists.',
     pathParams: { id: 'The event id' },
     responses: { '200': { description: "The event's jobs", schema: eventJobsSchema }, ...errors('404', '429', '503') },

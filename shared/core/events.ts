@@ -142,12 +142,20 @@ export function subscribersOf(catalog: EventCatalog, name: string): string[] {
 }
 
 /**
- * The id of the job an event makes for a type: `ev.` and 40 hex digits of SHA-256 over the event
- * id and the type. Derived, so a replay finds the job; hashed, so it fits a job id (64 chars)
- * whatever the lengths of the two.
+ * The id of the job an event makes for a type: `ev.` and 40 hex digits of SHA-256 over the event's
+ * name and id and the type. Derived, so a replay finds the job; hashed, so it fits a job id (64
+ * chars) whatever their lengths; with the name, so two events under one id are two events. Ids of
+ * this shape are the events' own: an enqueue that names one is refused ({@link isEventJobId}).
  */
-export function eventJobId(eventId: string, type: string): string {
-  return `ev.${createHash('sha256').update(`${eventId}\n${type}`).digest('hex').slice(0, 40)}`;
+export function eventJobId(name: string, eventId: string, type: string): string {
+  return `ev.${createHash('sha256').update(`${name}\n${eventId}\n${type}`).digest('hex').slice(0, 40)}`;
+}
+
+const EVENT_JOB_ID = /^ev\.[0-9a-f]{40}$/;
+
+/** Whether `id` has the shape of an event's job id, which only `POST /events` may write. */
+export function isEventJobId(id: string): boolean {
+  return EVENT_JOB_ID.test(id);
 }
 
 /** An event as sent, its id given or drawn. */
@@ -191,14 +199,21 @@ export function planEvent(catalog: EventCatalog, event: EventInput, path = ''): 
       'invalid_event_data',
     );
   }
-  const data = parsed.data as never;
   const jobs: EventJob[] = [];
   for (const { type, subscription } of entry.subscribers) {
+    // each subscriber its own copy: a function that changes its argument changes no other job's payload
+    const data = structuredClone(parsed.data) as never;
     const made = mapped(type, at('data'), () => {
       if (subscription.filter && !subscription.filter(data)) return undefined;
       return { payload: subscription.payload ? subscription.payload(data, { id: event.id, name: event.name }) : data };
     });
-    if (made) jobs.push({ type, id: eventJobId(event.id, type), payload: made.payload, asData: !subscription.payload });
+    if (made)
+      jobs.push({
+        type,
+        id: eventJobId(event.name, event.id, type),
+        payload: made.payload,
+        asData: !subscription.payload,
+      });
   }
   return jobs;
 }

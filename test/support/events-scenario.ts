@@ -14,8 +14,8 @@ export async function eventsScenario(platform: TestPlatform): Promise<void> {
 
   const placed = await orrery.sendEvent('order.placed', { orderId: 'o1', total: 12 }, { id: 'order-o1' });
   expect(placed.jobs.map((j) => [j.type, j.id, j.status])).toEqual([
-    ['send-receipt', eventJobId('order-o1', 'send-receipt'), 'created'],
-    ['bill-order', eventJobId('order-o1', 'bill-order'), 'created'],
+    ['send-receipt', eventJobId('order.placed', 'order-o1', 'send-receipt'), 'created'],
+    ['bill-order', eventJobId('order.placed', 'order-o1', 'bill-order'), 'created'],
   ]);
   // a filter turns a free order down: only bill-order gets a job
   const free = await orrery.sendEvent('order.placed', { orderId: 'o2', total: 0 }, { id: 'order-o2' });

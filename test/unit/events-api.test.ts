@@ -80,14 +80,27 @@ describe('POST /events', () => {
       id: 'ord-1',
       name: 'order.placed',
       jobs: [
-        { type: 'send-receipt', id: eventJobId('ord-1', 'send-receipt'), status: 'created', state: 'queued' },
-        { type: 'bill-order', id: eventJobId('ord-1', 'bill-order'), status: 'created', state: 'queued' },
+        {
+          type: 'send-receipt',
+          id: eventJobId('order.placed', 'ord-1', 'send-receipt'),
+          status: 'created',
+          state: 'queued',
+        },
+        {
+          type: 'bill-order',
+          id: eventJobId('order.placed', 'ord-1', 'bill-order'),
+          status: 'created',
+          state: 'queued',
+        },
       ],
     });
-    expect((await store.get(eventJobId('ord-1', 'send-receipt')))?.payload).toEqual({ orderId: 'o1' });
-    expect((await store.get(eventJobId('ord-1', 'bill-order')))?.payload).toEqual({ orderId: 'o1', total: 12 });
+    expect((await store.get(eventJobId('order.placed', 'ord-1', 'send-receipt')))?.payload).toEqual({ orderId: 'o1' });
+    expect((await store.get(eventJobId('order.placed', 'ord-1', 'bill-order')))?.payload).toEqual({
+      orderId: 'o1',
+      total: 12,
+    });
     expect(queue.sent.map((m) => m.message.id).sort()).toEqual(
-      [eventJobId('ord-1', 'send-receipt'), eventJobId('ord-1', 'bill-order')].sort(),
+      [eventJobId('order.placed', 'ord-1', 'send-receipt'), eventJobId('order.placed', 'ord-1', 'bill-order')].sort(),
     );
   });
 
@@ -109,15 +122,15 @@ describe('POST /events', () => {
     expect(out.status).toBe(400);
     expect(out.body.error.code).toBe('invalid_payload');
     expect(out.body.error.issues).toEqual([expect.objectContaining({ path: 'data.total' })]);
-    expect(await store.get(eventJobId('ord-0', 'send-receipt'))).toBeUndefined();
-    expect(await store.get(eventJobId('ord-0', 'bill-order'))).toBeUndefined();
+    expect(await store.get(eventJobId('order.placed', 'ord-0', 'send-receipt'))).toBeUndefined();
+    expect(await store.get(eventJobId('order.placed', 'ord-0', 'bill-order'))).toBeUndefined();
   });
 
   it('a mapping gets the event: its name reaches the payload', async () => {
     const { call, store } = setup();
     const out = await call('POST', '/events', { name: 'user.signed-up', id: 'u1', data: { email: 'a@b.co' } });
     expect(out.status).toBe(200);
-    expect((await store.get(eventJobId('u1', 'welcome')))?.payload).toEqual({
+    expect((await store.get(eventJobId('user.signed-up', 'u1', 'welcome')))?.payload).toEqual({
       email: 'a@b.co',
       source: 'user.signed-up',
     });
@@ -128,7 +141,7 @@ describe('POST /events', () => {
     const out = await call('POST', '/events', { name: 'user.signed-up', data: { email: 'a@b.co' } });
     expect(out.status).toBe(200);
     expect(out.body.id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(out.body.jobs[0].id).toBe(eventJobId(out.body.id, 'welcome'));
+    expect(out.body.jobs[0].id).toBe(eventJobId('user.signed-up', out.body.id, 'welcome'));
   });
 
   it('a batch answers each event in order; one bad event refuses the whole batch and writes nothing', async () => {
@@ -139,7 +152,7 @@ describe('POST /events', () => {
     expect(refused.status).toBe(400);
     expect(refused.body.error.code).toBe('invalid_event_data');
     expect(refused.body.error.issues).toEqual([expect.objectContaining({ path: 'events.1.data.email' })]);
-    expect(await store.get(eventJobId('u2', 'welcome'))).toBeUndefined();
+    expect(await store.get(eventJobId('user.signed-up', 'u2', 'welcome'))).toBeUndefined();
     const ok = await call('POST', '/events', {
       events: [good, { name: 'order.placed', id: 'ord-3', data: { orderId: 'o3', total: 1 } }],
     });

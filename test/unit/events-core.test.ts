@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { catalog } from '../../functions/jobs/catalog';
-import { defineEvent, eventCatalog, eventJobId, planEvent, subscribe } from '../../shared/core/events';
+import { defineEvent, eventCatalog, eventJobId, isEventJobId, planEvent, subscribe } from '../../shared/core/events';
 import { defineJobType } from '../../shared/core/job-type';
 import { JOB_ID_PATTERN } from '../../shared/core/limits';
 import { safeParse } from '../../shared/core/zod-mini';
@@ -35,14 +35,18 @@ describe('defineEvent and subscriptions', () => {
 
 describe('eventJobId', () => {
   it('is a valid job id whatever the lengths, the same for the same event and type, and differs otherwise', () => {
-    const long = eventJobId('e'.repeat(64), 't'.repeat(40));
+    const long = eventJobId('n'.repeat(128), 'e'.repeat(64), 't'.repeat(40));
     expect(long).toMatch(JOB_ID_PATTERN);
+    expect(isEventJobId(long)).toBe(true);
     expect(long.length).toBe(43);
-    expect(eventJobId('e1', 'a')).toBe(eventJobId('e1', 'a'));
-    expect(eventJobId('e1', 'a')).not.toBe(eventJobId('e1', 'b'));
-    expect(eventJobId('e1', 'a')).not.toBe(eventJobId('e2', 'a'));
-    // the id and the type are kept apart: no two pairs that join to the same text share an id
-    expect(eventJobId('ab', 'c')).not.toBe(eventJobId('a', 'bc'));
+    expect(eventJobId('a.b', 'e1', 'a')).toBe(eventJobId('a.b', 'e1', 'a'));
+    expect(eventJobId('a.b', 'e1', 'a')).not.toBe(eventJobId('a.b', 'e1', 'b'));
+    expect(eventJobId('a.b', 'e1', 'a')).not.toBe(eventJobId('a.b', 'e2', 'a'));
+    // two events sent under one id are two events
+    expect(eventJobId('a.b', 'e1', 'a')).not.toBe(eventJobId('a.c', 'e1', 'a'));
+    // the parts are kept apart: no two triples that join to the same text share an id
+    expect(eventJobId('x', 'ab', 'c')).not.toBe(eventJobId('x', 'a', 'bc'));
+    expect(isEventJobId('ev.123')).toBe(false);
   });
 });
 
@@ -81,7 +85,7 @@ describe('planEvent', () => {
       defineJobType({ type: 'takes', payload: z.object({ n: z.number() }), on: [subscribe(withDefault)] }),
     ]);
     expect(planEvent(cat, { name: 'with.default', id: 'e', data: { extra: 1 } })).toEqual([
-      { type: 'takes', id: eventJobId('e', 'takes'), payload: { n: 7 }, asData: true },
+      { type: 'takes', id: eventJobId('with.default', 'e', 'takes'), payload: { n: 7 }, asData: true },
     ]);
   });
 });

@@ -6,6 +6,7 @@
 import { resolveDebounceKey } from '../../core/debounce';
 import { parentEdges } from '../../core/dependencies';
 import { type EnqueueRequest, jsonBytes, MAX_PAYLOAD_BYTES, planEnqueue } from '../../core/enqueue';
+import { isEventJobId } from '../../core/events';
 import { resolveFlowKeys, resolveSingletonKey } from '../../core/flow';
 import type { JobTypeSpec } from '../../core/job-type';
 import { resolvePaceKey } from '../../core/pace';
@@ -84,6 +85,20 @@ function keysOf(spec: JobTypeSpec, request: EnqueueRequest, payload: unknown) {
   return { flowKeys, singletonKey, throttleKey };
 }
 
+/**
+ * An id of the shape of an event's job id (`ev.` and 40 hex digits) is the events' own: only the
+ * jobs `POST /events` makes may carry one (400 `reserved_id`), so no caller can take an event's
+ * job before the event comes, or list under it a job no event made.
+ */
+export function refuseEventJobId(request: EnqueueRequest, fromEvent: boolean | undefined): void {
+  if (fromEvent || request.id === undefined || !isEventJobId(request.id)) return;
+  throw new ValidationError(
+    `job id ${request.id} has the shape of the jobs events make (ev. and 40 hex digits)`,
+    [{ path: 'id', message: 'is reserved for the jobs POST /events makes' }],
+    'reserved_id',
+  );
+}
+
 /** A debounced type's jobs start when their key has been quiet: a delay is refused (400). */
 export function refuseDebouncedDelay(spec: JobTypeSpec, request: EnqueueRequest): void {
   for (const field of ['delaySeconds', 'runAt'] as const) {
@@ -115,8 +130,14 @@ export function refuseParentsOf(spec: JobTypeSpec): void {
  * hash a job of this request would carry (to tell a replay from an id conflict); the issues of
  * a refusal are named under `path`.
  */
-export function validateRequest(ctx: EnqueueContext, request: EnqueueRequest, path: string): { payloadHash: string } {
+export function validateRequest(
+  ctx: EnqueueContext,
+  request: EnqueueRequest,
+  path: string,
+  options: { fromEvent?: boolean } = {},
+): { payloadHash: string } {
   try {
+    refuseEventJobId(request, options.fromEvent);
     const { spec, payload } = checkRequest(ctx, request);
     if (spec.debounce) refuseDebouncedDelay(spec, request);
     const now = ctx.deps.clock.now();

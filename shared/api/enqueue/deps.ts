@@ -56,6 +56,11 @@ export interface EnqueueOptions {
    */
   placeAtEnqueue?: boolean;
   /**
+   * The job is one an event makes (`POST /events`): its id has the shape of an event's job id,
+   * which any other enqueue is refused. @default false
+   */
+  fromEvent?: boolean;
+  /**
    * The time (epoch ms) the job is created at, hence its incarnation: a flow fixes it for all its
    * jobs up front, and writes the registry of a parent it creates under that incarnation, naming
    * its children's, before it writes the parent and them. @default the clock's now

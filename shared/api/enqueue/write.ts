@@ -12,7 +12,7 @@ import { METRIC } from '../../core/metrics';
 import { payloadHash } from '../../core/payload-hash';
 import { checkDispatchBy } from '../../core/scheduling';
 import { ConflictError } from '../../errors';
-import { checkRequest, refuseDebouncedDelay } from './checks';
+import { checkRequest, refuseDebouncedDelay, refuseEventJobId } from './checks';
 import { type DebounceOpen, openDebounce, settleDebounce } from './debounce';
 import { type EnqueueContext, type EnqueueOptions, finishedExpiresAt } from './deps';
 import { giveBackPlace, placeAtEnqueue } from './line';
@@ -37,6 +37,7 @@ export async function writeJob(
   request: EnqueueRequest,
   options: EnqueueOptions = {},
 ): Promise<WriteResult> {
+  refuseEventJobId(request, options.fromEvent);
   const checked = checkRequest(ctx, request);
   const { spec, payload } = checked;
   const now = options.at ?? ctx.deps.clock.now();
