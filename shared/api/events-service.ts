@@ -184,6 +184,7 @@ export class EventsService {
   /** Every event's jobs, each checked as its enqueue would check it: any refusal is a 400 for the whole request. */
   private plan(events: readonly EventInput[], batch: boolean): { event: EventInput; jobs: EventJob[] }[] {
     const seen = new Map<string, number>();
+    const deployed = new Set(this.deps.jobs.deployedTypes());
     return events.map((event, i) => {
       const path = batch ? `events.${i}` : '';
       const at = (field: string) => (path ? `${path}.${field}` : field);
@@ -199,7 +200,6 @@ export class EventsService {
       }
       seen.set(key, i);
       const jobs = planEvent(this.catalog, event, path);
-      const deployed = new Set(this.deps.jobs.deployedTypes());
       for (const job of jobs) {
         if (!deployed.has(job.type)) {
           // the API's catalog names a type this deployment has not: a fault of the deployment, not of the event
