@@ -166,6 +166,30 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     expect(w.check().violations.map((v) => v.subject)).toEqual(['a3', 'a4']);
   });
 
+  it('dates a place a later change handed on unlogged from that change, not from an earlier one the job waited through', () => {
+    // The operator lowers the limit to 2 (5 s to 8 s: it hands nothing on) and removes it at 40 s;
+    // a9 (t0) waits from 4 s until the removal's admission hands it a place (unlogged), so it
+    // holds no place before 40 s. Under the lowered limit p1 (t1) holds one place; at 20 s the
+    // other goes to a3 (t0): t0 holds none, 0/1 < 1/3, fair, though p2 (t1) waits.
+    const w = world().job('a3', 't0').job('a9', 't0').job('p1', 't1').job('p2', 't1');
+    w.waits(4_000, 'a9').waits(4_000, 'a3').waits(4_000, 'p2');
+    w.handed(10_000, 'x', 'p1').ran('p1', 10_100, 30_000);
+    w.handed(20_000, 'x', 'a3').ran('a3', 20_100, 25_000);
+    w.handed(30_010, 'p1', 'p2').ran('p2', 30_100, 35_000);
+    w.ran('a9', 40_200, 45_000);
+    const changes = [
+      { from: T0 + 5_000, to: T0 + 8_000, jobs: [] },
+      { from: T0 + 40_000, to: T0 + 40_100, jobs: ['a9'] },
+    ];
+    const out = w.check({ apiHandOns: changes });
+    expect(out.violations).toEqual([]);
+    // p1's, a3's and p2's places, each given while a tenant of the other waited (a9 until 40 s)
+    expect(out.checked).toBe(3);
+    // and so when the removal's answer was lost (it names no job)
+    const lost = [changes[0], { ...changes[1], jobs: [] }];
+    expect(w.check({ apiHandOns: lost }).violations).toEqual([]);
+  });
+
   it('is violated when the noisy tenant is handed a place two ahead of its share while another waits', () => {
     // oldest first, not fair: t0 holds 2 and gets a third while t2 holds none and waits
     const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
