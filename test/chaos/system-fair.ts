@@ -158,8 +158,10 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     [...(input.executions.get(id) ?? [])].sort((a, b) => a.startedAt - b.startedAt);
   // Places a limit change's own admission handed on (it logs none): the ones its answer named,
   // and, since an answer may be lost (the call is sent again), every start of a job that joined
-  // the line since its previous start with no hand-on logged in between, while or after a change
-  // was under way: that change handed it its place, at the earliest once both had begun.
+  // the line since its previous start with no hand-on logged or named in between, while or after
+  // a change was under way: the last change begun before the start handed it its place (a job
+  // that waited through an earlier one, a lowering say, held nothing then), at the earliest once
+  // both had begun.
   const windows = input.apiHandOns ?? [];
   const apiHanded = new Map<string, number[]>();
   for (const a of windows) for (const id of a.jobs) push(apiHanded, id, a.from);
@@ -167,11 +169,14 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     const execs = sortedExecutions(id);
     execs.forEach((e, i) => {
       const since = execs[i - 1]?.startedAt ?? Number.NEGATIVE_INFINITY;
-      if ((handOns.get(id) ?? []).some((h) => h > since && h <= e.startedAt)) return;
+      const handed = [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])];
+      if (handed.some((h) => h > since && h <= e.startedAt)) return;
       const joined = (joins.get(id) ?? []).filter((j) => j > since && j < e.startedAt);
       if (joined.length === 0) return;
       const first = Math.min(...joined);
-      const change = windows.find((w) => w.from < e.startedAt && w.to > first - M);
+      const change = windows
+        .filter((w) => w.from < e.startedAt && w.to > first - M)
+        .reduce<ApiHandOn | undefined>((last, w) => (last === undefined || w.from > last.from ? w : last), undefined);
       if (change) push(apiHanded, id, Math.max(first, change.from));
     });
   }
