@@ -268,9 +268,15 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     for (const [y, job] of waiting) {
       const running = extreme(list, y, g.at - M, g.at + M, 'max');
       if (before / input.weightOf(x) <= (running + 1) / input.weightOf(y)) continue;
+      // the places counted for each side, so that a story shows where the counts came from
+      const counted = (tenant: string, from: number, to: number, except?: string) =>
+        list
+          .filter((p) => p.job !== except && tenantOf(p.job) === tenant && p.from < to && p.to > from)
+          .map((p) => `${p.job} ${at(p.from)}→${Number.isFinite(p.to) ? at(p.to) : 'open'}`)
+          .join(', ');
       violations.push({
         subject: g.job,
-        detail: `${g.how} of ${input.scope} key ${key} at ${at(g.at)} for tenant ${x} (weight ${input.weightOf(x)}), which already held ${before}, while tenant ${y} (weight ${input.weightOf(y)}) held at most ${running} and its job ${job} waited in line: ${before}/${input.weightOf(x)} > (${running} + 1)/${input.weightOf(y)}`,
+        detail: `${g.how} of ${input.scope} key ${key} at ${at(g.at)} for tenant ${x} (weight ${input.weightOf(x)}), which already held ${before}, while tenant ${y} (weight ${input.weightOf(y)}) held at most ${running} and its job ${job} waited in line: ${before}/${input.weightOf(x)} > (${running} + 1)/${input.weightOf(y)} [${x}: ${counted(x, g.at - M, g.at, g.job)}; ${y}: ${counted(y, g.at - M, g.at + M)}]`,
       });
     }
   }
