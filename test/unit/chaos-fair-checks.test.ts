@@ -177,16 +177,15 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     w.handed(20_000, 'x', 'a3').ran('a3', 20_100, 25_000);
     w.handed(30_010, 'p1', 'p2').ran('p2', 30_100, 35_000);
     w.ran('a9', 40_200, 45_000);
-    const changes = [
-      { from: T0 + 5_000, to: T0 + 8_000, jobs: [] },
-      { from: T0 + 40_000, to: T0 + 40_100, jobs: ['a9'] },
-    ];
+    const lowering = { from: T0 + 5_000, to: T0 + 8_000, jobs: [] as string[] };
+    const removal = { from: T0 + 40_000, to: T0 + 40_100, jobs: ['a9'] };
+    const changes = [lowering, removal];
     const out = w.check({ apiHandOns: changes });
     expect(out.violations).toEqual([]);
     // p1's, a3's and p2's places, each given while a tenant of the other waited (a9 until 40 s)
     expect(out.checked).toBe(3);
     // and so when the removal's answer was lost (it names no job)
-    const lost = [changes[0], { ...changes[1], jobs: [] }];
+    const lost = [lowering, { ...removal, jobs: [] }];
     expect(w.check({ apiHandOns: lost }).violations).toEqual([]);
   });
 
