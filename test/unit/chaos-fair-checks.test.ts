@@ -114,6 +114,19 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     expect(history('x').violations.map((v) => v.subject)).toEqual(['b2']);
   });
 
+  it('counts a place handed to a job while it runs as the place it runs on: it ends with that run', () => {
+    // a1 (t0) runs 0-10 s, and a hand-on names it at 5 s (a stale entry of its own, or a limit
+    // change's admission): a job holds one place per slot, so it holds none once its run ends.
+    // Then b1 (t1) holds one and a2 (t0) is handed the freed place while c1 (t1) waits: t0 holds
+    // none at that moment, so that is its share
+    const w = world().job('a1', 't0').job('a2', 't0').job('b1', 't1').job('c1', 't1').job('d1', 't2');
+    w.ran('a1', 0, 10_000).ran('b1', 0, 40_000).ran('d1', 0, 20_000);
+    w.handed(5_000, 'd1', 'a1');
+    w.waits(1_000, 'a2').waits(2_000, 'c1');
+    w.handed(20_010, 'd1', 'a2').ran('a2', 20_100, 25_000);
+    expect(w.check().violations).toEqual([]);
+  });
+
   it('holds when the tenant handed the place is one hand-off ahead of its share', () => {
     // t0 held 1, t2 held 0 and waited: t0 gets its second (the +1 of one hand-off)
     const w = world().job('a1', 't0').job('a2', 't0').job('b1', 't2').job('c1', 't3');
