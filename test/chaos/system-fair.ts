@@ -191,7 +191,11 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
   for (const id of planned.keys()) {
     const starts = startsOf(id);
     for (const e of input.executions.get(id) ?? []) addPlace(id, e.startedAt, e.endedAt ?? Number.POSITIVE_INFINITY);
+    const runs = input.executions.get(id) ?? [];
     for (const h of [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])]) {
+      // a job holds one place per slot: a place handed to it while it runs (a stale entry of its
+      // own admitted, a limit change's admission named) is the place it runs on, counted by the run
+      if (runs.some((e) => e.startedAt <= h && h < (e.endedAt ?? Number.POSITIVE_INFINITY))) continue;
       // until the job starts on it, or an operator's cancel gives it back (the job never starts),
       // or the job hands a place on itself before it starts: a job that ended while it was handed
       // its place (cancelled, the cancel's answer lost) gives it back and hands it on; any other
