@@ -40,6 +40,10 @@ function world() {
       atTime(T0 + ms, () => observer.acknowledge(id, 200, 'cancel'));
       return w;
     },
+    freed(ms: number, by: string, holder: string, key = 'key-0') {
+      at(ms, { message: 'freed a concurrency slot its job never gave back', jobId: by, holder, scope: SCOPE, key });
+      return w;
+    },
     handed(ms: number, by: string, to: string, key = 'key-0') {
       at(ms, { message: 'handed a place in line on', jobId: by, to, scope: SCOPE, key, rank: `0#${to}` });
       return w;
@@ -124,6 +128,18 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     w.handed(5_000, 'd1', 'a1');
     w.waits(1_000, 'a2').waits(2_000, 'c1');
     w.handed(20_010, 'd1', 'a2').ran('a2', 20_100, 25_000);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('ends a place when a look frees it (its job never gave it back): it is not held for the hand-off in flight', () => {
+    // a2 (t0) is handed a place at 5 s but was cancelled: it never starts, and a look frees its
+    // place at 8 s. At 20 s t0 holds none, so a3 (t0) is its share while c1 (t1, holding 1) waits
+    const w = world().job('a2', 't0').job('a3', 't0').job('b1', 't1').job('c1', 't1').job('d1', 't2');
+    w.ran('b1', 0, 40_000).ran('d1', 0, 20_000);
+    w.waits(1_000, 'a3').waits(2_000, 'c1');
+    w.handed(5_000, 'd1', 'a2');
+    w.freed(8_000, 'd1', 'a2');
+    w.handed(20_010, 'd1', 'a3').ran('a3', 20_100, 25_000);
     expect(w.check().violations).toEqual([]);
   });
 
