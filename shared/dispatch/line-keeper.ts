@@ -148,6 +148,8 @@ export function createLineKeeper(deps: LineKeeperDeps) {
   async function freeGone(slot: Slot, holder: Holder, job: Job | undefined, log: Logger): Promise<boolean> {
     const freed = await slots.release({ slot, jobId: holder.jobId, token: holder.token });
     log.warn('freed a concurrency slot its job never gave back', {
+      scope: slot.scope,
+      key: slot.key,
       holder: holder.jobId,
       state: job?.state ?? 'missing',
     });

@@ -149,6 +149,11 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
         push(gaveOn, jobId, l.t);
       }
       if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
+      // a look freed the place of a job that never gave it back (ended, or gone): its place ends there
+      const holder = l.fields.holder;
+      if (l.message === 'freed a concurrency slot its job never gave back' && typeof holder === 'string') {
+        push(gaveOn, holder, l.t);
+      }
       // a place taken at enqueue is held from then on, as one handed on (the job starts later, on its message)
       if (l.message === 'took a place at enqueue' && planned.has(jobId)) push(handOns, jobId, l.t);
     }
