@@ -110,10 +110,14 @@ export interface EventJobState {
   createdAt: string;
 }
 
+/** Whether a `POST /events` body is a batch (`{ events: [...] }`) rather than one event: the access check and the service read it alike. */
+const isBatch = (body: unknown): body is { events?: unknown } =>
+  typeof body === 'object' && body !== null && 'events' in body;
+
 /** The types an event request may make jobs of, read loosely for the access check (`enqueue` on each). */
 export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[] {
   if (typeof body !== 'object' || body === null) return [];
-  const list = 'events' in body ? (body as { events?: unknown }).events : [body];
+  const list = isBatch(body) ? body.events : [body];
   if (!Array.isArray(list)) return [];
   const types = new Set<string>();
   for (const item of list) {
@@ -139,7 +143,7 @@ export class EventsService {
    * each event's jobs, in the order sent; `batch` says which form the body had.
    */
   async send(body: unknown, by?: string): Promise<{ batch: boolean; events: EventView[] }> {
-    const batch = typeof body === 'object' && body !== null && 'events' in body;
+    const batch = isBatch(body);
     const sent = batch
       ? parseOrThrow(eventBatchSchema, body, { message: 'invalid events' }).events
       : [parseOrThrow(eventSchema, body, { message: 'invalid event' })];
