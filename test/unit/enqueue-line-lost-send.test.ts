@@ -13,12 +13,17 @@ const { start } = fairPlatform();
 
 describe('a job that joined its line at enqueue is left behind a place nobody gives back', () => {
   it('a held place whose send failed blocks the jobs that join behind it until the supervisor (docs: two minutes)', async () => {
-    const { p, orrery, started } = await start();
+    const lines: Record<string, unknown>[] = [];
+    const { p, orrery, started } = await start({ logs: (line) => lines.push(JSON.parse(line)) });
     // a's place is taken at enqueue (token 0), then its SQS send fails: the API answers 503
     p.ports.queue.failNext('send', new DependencyError('SQS SendMessage failed'));
     await expect(orrery.enqueue('tenant-fair', { t: 'a', i: 0 }, { id: 'a0' })).rejects.toThrow();
     // the place it took at enqueue is given back (and handed on) with the failed send
     expect((await p.ports.flow.state(slot)).holders).toEqual([]);
+    // and logged with its slot and holder (nobody waited: nothing was handed on to say so)
+    expect(lines.filter((l) => l.message === 'gave back a concurrency slot')).toEqual([
+      expect.objectContaining({ scope: slot.scope, key: slot.key, holder: 'a0' }),
+    ]);
     // b finds the place free (before the fix, it found a0 holding it, not suspect yet, joined, and
     // was sent nothing)
     await p.advance(1_000);

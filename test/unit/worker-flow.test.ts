@@ -121,6 +121,35 @@ describe('worker: concurrency limits', () => {
     expect(h.queue.sent.map((s) => s.message.id)).toEqual(['c']);
   });
 
+  it('logs the give-back of a place its job never started on, with the slot and the holder, when nobody waits to be handed it', async () => {
+    const h = harness({ spec: perTenant });
+    h.store.seed(job('b', 't1', { state: 'cancelled' }));
+    // b was handed the slot (it had waited); nobody waits behind it
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'b', type: 'echo', now: T0, token: 1 });
+
+    await h.worker(sqsEvent(messageFor('b')));
+    expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [], waiting: 0 });
+    // nothing was handed on: the give-back is the only line that says the place ended
+    expect(logged(h.logs, 'handed a place in line on')).toEqual([]);
+    expect(logged(h.logs, 'gave back a concurrency slot')).toEqual([
+      expect.objectContaining({ scope: slot('t1').scope, key: slot('t1').key, holder: 'b' }),
+    ]);
+  });
+
+  it('logs the place it frees of a job waiting for its retry (left behind), with the slot and the holder', async () => {
+    const h = harness({ spec: perTenant });
+    // r holds the slot but waits for a retry an hour away (its worker died before giving it back)
+    h.store.seed(job('r', 't1', { state: 'retrying', runAt: new Date(T0 + 3_600_000).toISOString() }));
+    h.store.seed(job('b', 't1'));
+    await h.flow.acquire({ slot: slot('t1'), jobId: 'r', type: 'echo', now: T0, token: 1 });
+
+    await h.worker(sqsEvent(messageFor('b')));
+    expect(await h.flow.state(slot('t1'))).toMatchObject({ holders: [{ jobId: 'b' }], waiting: 0 });
+    expect(logged(h.logs, 'freed a concurrency slot its job never gave back')).toEqual([
+      expect.objectContaining({ scope: slot('t1').scope, key: slot('t1').key, holder: 'r', state: 'retrying' }),
+    ]);
+  });
+
   it('frees a slot its job never gave back (finished, its worker died first) when the next job must wait', async () => {
     const h = harness({ spec: perTenant });
     h.store.seed(job('gone', 't1', { state: 'succeeded' }));
