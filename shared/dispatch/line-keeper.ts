@@ -135,7 +135,7 @@ export function createLineKeeper(deps: LineKeeperDeps) {
       } else if ((job.state === 'retrying' || job.state === 'waiting') && Date.parse(job.runAt) > now + WAKE_GRACE_MS) {
         // a retry waits for its backoff (a sleep for its end) without a slot: this one was left behind (unless its
         // next attempt took it meanwhile: the token says whose it is)
-        if (await slots.release({ slot, jobId: holder.jobId, token: holder.token })) freed += 1;
+        if (await freeGone(slot, holder, job, log)) freed += 1;
       } else if (job.state !== 'running' && holder.since < now - WAKE_GRACE_MS) {
         await wake(job, log);
       }
@@ -144,15 +144,18 @@ export function createLineKeeper(deps: LineKeeperDeps) {
     if (freed > 0 || holders.length < limit) await admit(slot, log);
   }
 
-  /** Frees the place of a holder that is finished or gone, under the token read with it; true when freed. */
+  /** Frees the place of a holder that is finished, gone or left behind, under the token read with it; true when freed. */
   async function freeGone(slot: Slot, holder: Holder, job: Job | undefined, log: Logger): Promise<boolean> {
     const freed = await slots.release({ slot, jobId: holder.jobId, token: holder.token });
-    log.warn('freed a concurrency slot its job never gave back', {
-      scope: slot.scope,
-      key: slot.key,
-      holder: holder.jobId,
-      state: job?.state ?? 'missing',
-    });
+    // only when freed: a place its job's newer attempt took meanwhile (another token) is not this one
+    if (freed) {
+      log.warn('freed a concurrency slot its job never gave back', {
+        scope: slot.scope,
+        key: slot.key,
+        holder: holder.jobId,
+        state: job?.state ?? 'missing',
+      });
+    }
     return freed;
   }
 

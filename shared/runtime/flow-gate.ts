@@ -177,11 +177,13 @@ export function createFlowGate(deps: FlowGateDeps) {
       let all = true;
       for (const slot of [...jobSlotList].reverse()) {
         try {
-          await persist(
+          const gave = await persist(
             () => slots.release({ slot, jobId: job.id, ...(token === undefined ? {} : { token }) }),
             log,
             'giving back a concurrency slot',
           );
+          // the line that says the place ended when nobody waits for it (no hand-on is logged)
+          if (gave) log.info('gave back a concurrency slot', { scope: slot.scope, key: slot.key, holder: job.id });
           // Even when it held none (a try whose answer was lost freed it): admitting reads first, and writes only to hand a place on.
           await admit(slot, log);
         } catch (error) {

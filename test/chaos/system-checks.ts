@@ -507,7 +507,18 @@ export function checkInvariants(input: CheckInput): CheckResult {
   if (input.fairShare) {
     const fair = checkFairShare(observer, input.fairShare);
     counts[INVARIANTS[17]].checked += fair.checked;
-    for (const v of fair.violations) violate(INVARIANTS[17], v.subject, v.detail);
+    for (const v of fair.violations) {
+      violate(INVARIANTS[17], v.subject, v.detail);
+      // the story of each place counted to the hand-off bound: what the checker did not see end
+      for (const other of v.related) {
+        violations.push({
+          invariant: INVARIANTS[17],
+          subject: other,
+          detail: `held a place counted to the hand-off bound when ${v.subject} was given one`,
+          story: storyOf(other, input, planned.get(other)),
+        });
+      }
+    }
   }
 
   // 19. A limit set at run time holds from the next start (system-limits.ts).

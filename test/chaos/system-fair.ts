@@ -122,7 +122,8 @@ export interface FairShareResult {
   checked: number;
   /** Places given in all. */
   places: number;
-  violations: { subject: string; detail: string }[];
+  /** `related`: jobs whose places were counted to the in-flight bound (never started, never ended by a line the checker reads): their stories show why. */
+  violations: { subject: string; detail: string; related: string[] }[];
 }
 
 interface Interval {
@@ -149,11 +150,14 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
         push(gaveOn, jobId, l.t);
       }
       if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
-      // a look freed the place of a job that never gave it back (ended, or gone): its place ends there
+      // a look freed the place of a job that never gave it back (ended, gone, or waiting for its
+      // retry), or its job (or its enqueue, the message not sent) gave it back with nobody in line
+      // to hand it on to: its place ends there
       const holder = l.fields.holder;
-      if (l.message === 'freed a concurrency slot its job never gave back' && typeof holder === 'string') {
-        push(gaveOn, holder, l.t);
-      }
+      const released =
+        l.message === 'freed a concurrency slot its job never gave back' ||
+        l.message === 'gave back a concurrency slot';
+      if (released && typeof holder === 'string') push(gaveOn, holder, l.t);
       // a place taken at enqueue is held from then on, as one handed on (the job starts later, on its message)
       if (l.message === 'took a place at enqueue' && planned.has(jobId)) push(handOns, jobId, l.t);
     }
@@ -283,8 +287,17 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
           .filter((p) => p.job !== except && tenantOf(p.job) === tenant && p.from < to && p.to > from)
           .map((p) => `${p.job} ${at(p.from)}→${Number.isFinite(p.to) ? at(p.to) : 'open'}`)
           .join(', ');
+      const bounded = list.filter(
+        (p) =>
+          p.job !== g.job &&
+          tenantOf(p.job) === x &&
+          p.to - p.from >= input.inFlightMs &&
+          p.from < g.at &&
+          p.to > g.at - M,
+      );
       violations.push({
         subject: g.job,
+        related: [...new Set(bounded.map((p) => p.job))],
         detail: `${g.how} of ${input.scope} key ${key} at ${at(g.at)} for tenant ${x} (weight ${input.weightOf(x)}), which already held ${before}, while tenant ${y} (weight ${input.weightOf(y)}) held at most ${running} and its job ${job} waited in line: ${before}/${input.weightOf(x)} > (${running} + 1)/${input.weightOf(y)} [${x}: ${counted(x, g.at - M, g.at, g.job)}; ${y}: ${counted(y, g.at - M, g.at + M)}]`,
       });
     }

@@ -79,7 +79,9 @@ export async function giveBackPlace(ctx: EnqueueContext, jobId: string, slot: Sl
   if (!flow || !ctx.keeper) return;
   const log = ctx.deps.log.child({ jobId });
   try {
-    await flow.release({ slot, jobId, token: 0 });
+    if (await flow.release({ slot, jobId, token: 0 })) {
+      log.info('gave back a concurrency slot', { scope: slot.scope, key: slot.key, holder: jobId });
+    }
     await ctx.keeper.admit(slot, log);
   } catch (error) {
     log.warn('could not give back the place of a job whose message was not sent', errorFields(error));
