@@ -23,6 +23,8 @@ export interface ActorStats {
   /** `POST /flows` calls, and flows acknowledged. */
   flowCalls: number;
   flowsAcknowledged: number;
+  /** `POST /events` calls. */
+  eventCalls: number;
   cancels: Record<string, number>;
   cancelAnswers: Record<string, number>;
   retries: Record<string, number>;
@@ -99,6 +101,7 @@ export class Actors {
     batchCalls: 0,
     flowCalls: 0,
     flowsAcknowledged: 0,
+    eventCalls: 0,
     cancels: {},
     cancelAnswers: {},
     retries: {},
@@ -114,6 +117,8 @@ export class Actors {
   };
   /** Schedules whose creation was acknowledged. */
   readonly schedules: PlannedSchedule[] = [];
+  /** Every 2xx answer to a `POST /events`, by event id: the job ids it named (invariant 20). */
+  readonly eventAnswers = new Map<string, string[][]>();
   /** HTTP attempts the typed client made, calls made through it, and attempts it timed out. */
   readonly http = { attempts: 0, calls: 0, timeouts: 0 };
   private readonly client: OrreryClient;
@@ -195,6 +200,7 @@ export class Actors {
     const flows = new Map<string, PlannedJob[]>();
     const bursts = new Map<string, PlannedJob[]>();
     const lines = new Map<string, PlannedJob[][]>();
+    const events = new Map<string, PlannedJob[]>();
     // a line's holders are sent by the line itself, so their hold starts with it
     const holderIds = new Set(jobs.flatMap((j) => j.arrival?.holders ?? []));
     const holderJobs = new Map(jobs.filter((j) => holderIds.has(j.id)).map((j) => [j.id, j]));
@@ -212,6 +218,14 @@ export class Actors {
         if (burst.length === 0) units.push(burst);
         burst.push(job);
         bursts.set(job.together, burst);
+        continue;
+      }
+      // an event's jobs (one per subscriber) are made by one POST /events
+      if (job.event !== undefined) {
+        const made = events.get(job.event.id) ?? [];
+        if (made.length === 0) units.push(made);
+        made.push(job);
+        events.set(job.event.id, made);
         continue;
       }
       if (job.flow !== undefined) {
@@ -242,6 +256,7 @@ export class Actors {
           const unit = units[next++];
           if (!unit) continue;
           if (unit[0]?.flow !== undefined) await this.createFlow(unit);
+          else if (unit[0]?.event !== undefined) await this.sendEvent(unit);
           else if (unit.length === 1 && unit[0]?.via === 'single') await this.enqueueSingle(unit[0]);
           else await this.enqueueBatch(unit);
         }
@@ -369,6 +384,65 @@ export class Actors {
       }
     }
     this.stats.notAcknowledged += 1;
+  }
+
+  /**
+   * Sends a planned event (`POST /events`), retried with the same event id until answered 2xx:
+   * each answer is noted (invariant 20), and the jobs it names are acknowledged.
+   */
+  private async sendEvent(jobs: PlannedJob[]): Promise<void> {
+    const first = jobs[0];
+    const event = first?.event;
+    if (!first || !event) return;
+    for (let tries = 0; tries < this.options.enqueueTries; tries++) {
+      if (tries > 0) this.stats.enqueueRetries += 1;
+      this.stats.eventCalls += 1;
+      this.http.calls += 1;
+      try {
+        const out = await this.client.sendEvent(event.name, first.payload as Record<string, unknown>, { id: event.id });
+        const named = out.jobs.map((j) => j.id);
+        this.eventAnswers.set(event.id, [...(this.eventAnswers.get(event.id) ?? []), named]);
+        for (const job of jobs) {
+          const made = out.jobs.find((j) => j.id === job.id);
+          if (made) this.acked(job, made.status === 'created' ? 201 : 200, 'event');
+        }
+        return;
+      } catch (error) {
+        bump(this.stats.enqueueErrors, `event:${errorKey(error)}`);
+        for (const job of jobs)
+          this.observer.note(job.id, `event ${event.id} try ${tries + 1} failed: ${errorKey(error)}`);
+        if (error instanceof OrreryApiError && error.status < 500 && error.status !== 429) break;
+        await sleep(100 + tries * 100);
+      }
+    }
+    this.stats.notAcknowledged += jobs.length;
+  }
+
+  /**
+   * `GET /events/{id}` of each event (read again on a failure, under the API's faults): the ids
+   * of the jobs listed under its name, or why every read failed.
+   */
+  async readEvents(
+    events: readonly { id: string; name: string }[],
+  ): Promise<Map<string, string[] | { error: string }>> {
+    const out = new Map<string, string[] | { error: string }>();
+    for (const event of events) {
+      let last = 'not read';
+      for (let tries = 0; tries < 5 && !out.has(event.id); tries++) {
+        try {
+          const found = await this.reader.getEvent(event.id);
+          out.set(
+            event.id,
+            found.jobs.filter((j) => j.name === event.name).map((j) => j.id),
+          );
+        } catch (error) {
+          last = errorKey(error);
+          await sleep(200 + tries * 200);
+        }
+      }
+      if (!out.has(event.id)) out.set(event.id, { error: last });
+    }
+    return out;
   }
 
   /** Creates a planned flow whole (`POST /flows`), retried with the same flow and job ids until acknowledged. */

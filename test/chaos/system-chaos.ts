@@ -39,6 +39,7 @@ import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
+import { EVENT_TYPE, type EventsInput, planEvents, SYSTEM_EVENT_SUBSCRIPTION } from './system-events';
 import { assignTenants, FAIR_LIMIT, FAIR_TYPE, fairConcurrency, fairLine, fairWeight } from './system-fair';
 import {
   CHAOS_RUNTIME_THROTTLE,
@@ -110,6 +111,12 @@ export interface SystemChaosOptions {
   controlRate: number;
   dlqCopyRate: number;
   batchShare: number;
+  /**
+   * The share of the first plain type's eligible jobs (due now, succeeding, no cancel, burst,
+   * line or flow) made by an event instead (system-events.ts), each with a sibling job of the
+   * event's second subscriber. @default 0.3
+   */
+  eventShare: number;
   fireDropRate: number;
   fireDelayRate: number;
   fireDuplicateRate: number;
@@ -204,6 +211,7 @@ export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   controlRate: 0.04,
   dlqCopyRate: 0.01,
   batchShare: 0.2,
+  eventShare: 0.3,
   fireDropRate: 0.1,
   fireDelayRate: 0.1,
   fireDuplicateRate: 0.1,
@@ -497,6 +505,15 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     jobs: [...interleave(interleave(plain.jobs, flowPlan.jobs), fairJobs), ...diamonds],
     schedules: plain.schedules,
   };
+  // a share of the first plain type's jobs is made by events, each with a sibling job of the
+  // event's second subscriber (system-events.ts); the types' retry policy, as below
+  const plannedEvents = planEvents(plan.jobs, {
+    types: [types[0] ?? 'sys-a', EVENT_TYPE],
+    share: options.eventShare,
+    maxAttempts: 3,
+    backoffDelayMs: 300,
+  });
+  const subscribers = new Set(plannedEvents.length > 0 ? [types[0] ?? 'sys-a', EVENT_TYPE] : []);
   const workflowUnits = options.workflows ?? Math.max(2 * WORKFLOW_KINDS, Math.round(options.jobs * 0.015));
   const round1 = planWorkflows(workflowUnits, seeded(seed ^ 0x3f1));
   let round2: PlannedWorkflow[] = [];
@@ -554,7 +571,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const flowOf = new Map(flowed.map((f) => [f.type, f.flow]));
     const flowPriorityOf = new Map(flowed.flatMap((f) => (f.priority ? [[f.type, f.priority] as const] : [])));
     const fairTypes = fairJobs.length > 0 ? [FAIR_TYPE] : [];
-    const defs = [...types, ...flowed.map((f) => f.type), ...fairTypes, scheduleType].map((type) =>
+    const eventTypes = plannedEvents.length > 0 ? [EVENT_TYPE] : [];
+    const defs = [...types, ...eventTypes, ...flowed.map((f) => f.type), ...fairTypes, scheduleType].map((type) =>
       probeJob({
         type,
         tracker,
@@ -575,6 +593,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         ...(type === FAIR_TYPE ? { concurrency: fairConcurrency() } : {}),
         ...(flowOf.has(type) ? { flow: flowOf.get(type) } : {}),
         ...(flowPriorityOf.has(type) ? { priority: flowPriorityOf.get(type) } : {}),
+        ...(subscribers.has(type) ? { on: [SYSTEM_EVENT_SUBSCRIPTION] } : {}),
       }),
     );
     if (round1.length > 0) {
@@ -843,6 +862,14 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         `system chaos: cycle ${cycles} at +${((w.driven.now() - t0Driven) / 3600_000).toFixed(2)} h after ${Math.round((Date.now() - started) / 1000)} s: ${openCount()} acknowledged jobs open ${JSON.stringify(stateCounts())}; real ms so far ${JSON.stringify(phaseMs)}; supervisor ${JSON.stringify(w.supervisorStats)}`,
       );
     }
+    // ---- the events' jobs as the API lists them (before the jump past retention) --------------
+    const eventsSeen: EventsInput = {
+      planned: plannedEvents,
+      answers: actors.eventAnswers,
+      listed: await actors.readEvents(plannedEvents.filter((e) => actors.eventAnswers.has(e.id))),
+      stored: new Set(stored.keys()),
+    };
+
     // ---- the workflows' ids reused once their first jobs are past retention ----------------------
     let storedBeforeReuse = stored;
     if (round1.length > 0 && !timedOut) {
@@ -922,6 +949,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const fairScope = `${FAIR_TYPE}#0`;
     const result = checkInvariants({
       ...(workflowCheck ? { workflows: workflowCheck } : {}),
+      events: eventsSeen,
       jobs: plan.jobs,
       schedules: actors.schedules,
       stored,

@@ -13,6 +13,7 @@ import type { FaultInjector } from '../support/faults';
 import { gcraExcess } from '../support/gcra';
 import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
+import { checkEvents, type EventsInput } from './system-events';
 import { checkFairShare, type FairShareInput } from './system-fair';
 import type { PacedType } from './system-flow';
 import { checkRuntimeLimits, type PaceChange, pacePeriods, type RuntimeLimitInput } from './system-limits';
@@ -42,6 +43,7 @@ export const INVARIANTS = [
   '17 a type with priorities hands each freed place or throttle turn to the lowest rank waiting, and takes no ticket',
   "18 a slot's key never holds more than its weighted share while another key waits (within one hand-off)",
   '19 a limit changed at run time holds from the next start on',
+  '20 each event accepted with 2xx makes exactly one job per subscriber',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -103,6 +105,8 @@ export interface CheckInput {
   throttleLine?: RankedLineInput;
   /** The fair type's slots (system-fair.ts), checked as invariant 18. */
   fairShare?: FairShareInput;
+  /** The events sent and what the API said of them (system-events.ts), checked as invariant 20. */
+  events?: EventsInput;
   /** Limits changed at run time (system-limits.ts), checked as invariant 19. */
   runtimeLimits?: RuntimeLimitInput;
   /**
@@ -526,6 +530,13 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const limits = checkRuntimeLimits(observer, input.runtimeLimits);
     counts[INVARIANTS[18]].checked += limits.checked;
     for (const v of limits.violations) violate(INVARIANTS[18], v.subject, v.detail);
+  }
+
+  // 20. Each event accepted with 2xx makes exactly one job per subscriber (system-events.ts).
+  if (input.events) {
+    const events = checkEvents(input.events);
+    counts[INVARIANTS[19]].checked += events.checked;
+    for (const v of events.violations) violate(INVARIANTS[19], v.subject, v.detail);
   }
 
   // 13 to 16 for the workflows (system-workflows.ts checks them; their numbers are here).

@@ -34,7 +34,10 @@ export type Behaviour = 'succeed' | 'sleep' | 'long' | 'flaky' | 'always-fail';
 export interface PlannedJob {
   id: string;
   type: string;
-  via: 'single' | 'batch';
+  /** How it is created: alone, in a batch call, or by an event (system-events.ts) with its siblings. */
+  via: 'single' | 'batch' | 'event';
+  /** The event that makes it (`via: 'event'`). */
+  event?: { name: string; id: string };
   timing: Timing;
   delaySeconds?: number;
   /** Offset of `runAt` from the driven time at enqueue (Scheduler timing). */

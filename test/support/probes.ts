@@ -10,6 +10,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { BackoffInput } from '../../shared/core/backoff';
+import type { Subscription } from '../../shared/core/events';
 import type { ConcurrencyLimit } from '../../shared/core/flow';
 import { defineJobType, type JobTypeOptions } from '../../shared/core/job-type';
 import type { PriorityOptions } from '../../shared/core/priority';
@@ -241,6 +242,8 @@ export interface ProbeJobOptions {
   priority?: PriorityOptions;
   /** Other flow control of the probe type (keys usually from `tag`). @default none */
   flow?: Pick<JobTypeOptions<typeof probePayload>, 'singleton' | 'throttle' | 'rateLimit' | 'debounce'>;
+  /** Events the probe type subscribes to (its payload is the event's data). @default none */
+  on?: readonly Subscription[];
 }
 
 /** Waits `ms`, or until `signal` fires (then throws its reason), unless `ignoreSignal`. */
@@ -295,6 +298,7 @@ export function probeJob(options: ProbeJobOptions): JobDefinition {
     },
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
     ...(options.priority ? { priority: options.priority } : {}),
+    ...(options.on ? { on: options.on } : {}),
     ...options.flow,
   });
   const run = async (payload: ProbePayload, ctx: JobContext) => {
