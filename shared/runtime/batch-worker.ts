@@ -56,7 +56,8 @@ export interface BatchJobDefinition<
   Type extends string = string,
   Result = unknown,
 > {
-  readonly spec: JobTypeSpec<Schema, Type> & { readonly batch: BatchOptions<z.output<Schema>> };
+  /** Its spec, with `batch` (checked by `defineBatchJob` and `createBatchWorker`). */
+  readonly spec: JobTypeSpec<Schema, Type>;
   runBatch(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<readonly BatchOutcome<Result>[]>;
   onFailure?(payload: z.output<Schema>, info: FailureInfo): Promise<void>;
 }

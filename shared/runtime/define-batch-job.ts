@@ -1,5 +1,4 @@
 import type { z } from 'zod';
-import type { BatchOptions } from '../core/batch';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import { ConfigError } from '../errors';
 import { invocation, once, startLambdaRuntime } from '../lambda/runtime';
@@ -30,7 +29,8 @@ export function defineBatchJob<
   Result = unknown,
   Needs extends WorkerPort = never,
 >(
-  spec: JobTypeSpec<Schema, Type, Signals, Needs> & { readonly batch: BatchOptions<z.output<Schema>> },
+  // `batch` is checked here rather than in the type: a spec from `defineJobType` types it as optional
+  spec: JobTypeSpec<Schema, Type, Signals, Needs>,
   runBatch: BatchHandler<z.output<Schema>, Result>,
   options: JobOptions<z.output<Schema>> = {},
 ): BatchJobDefinition<Schema, Type, Result> & { handler: LambdaSqsHandler } {

@@ -75,7 +75,7 @@ describe('batch handlers on local AWS', () => {
   it(`runs ${SIZE} jobs in one handler call; the one failed item is retried alone and the ${SIZE - 1} others are not run again`, async () => {
     const calls: { jobId: string; n: number; attempt: number }[][] = [];
     const def: BatchJobDefinition = {
-      spec: mailSpec as BatchJobDefinition['spec'],
+      spec: mailSpec,
       runBatch: async (items) => {
         calls.push(items.map((i) => ({ jobId: i.jobId, n: (i.payload as { n: number }).n, attempt: i.attempt })));
         return items.map((i) => {

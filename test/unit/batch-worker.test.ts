@@ -42,7 +42,7 @@ function batchHarness(handler: BatchHandler<Payload>, spec: typeof batchSpec | t
   const logs = captureLogs();
   const calls: { ids: string[]; key: string | undefined }[] = [];
   const def: BatchJobDefinition = {
-    spec: spec as BatchJobDefinition['spec'],
+    spec,
     runBatch: async (items, ctx) => {
       calls.push({ ids: items.map((i) => i.jobId), key: ctx.key });
       return await handler(items as BatchItem<Payload>[], ctx);
@@ -207,6 +207,26 @@ describe('batch worker: grouping by key', () => {
   });
 });
 
+describe('defineBatchJob', () => {
+  it('binds a handler whose outcomes are typed by the spec’s payload, and runs under the batch worker', async () => {
+    const email = defineBatchJob(batchSpec, async (items) =>
+      items.map((i) =>
+        i.payload.n > 1
+          ? { ok: true, result: { twice: i.payload.n * 2 } }
+          : { ok: false, error: new Error('too small') },
+      ),
+    );
+    expect(typeof email.handler).toBe('function');
+    const h = batchHarness(doubled);
+    const ids = seedJobs(h.store, 2);
+    const worker = createBatchWorker(email, h.deps);
+
+    expect(await worker(eventOf(ids))).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-job-1' }] });
+    expect(h.store.peek('job-2')?.result).toEqual({ twice: 4 });
+    expect(h.store.peek('job-1')?.errors).toEqual([expect.objectContaining({ message: 'too small' })]);
+  });
+});
+
 describe('batch settings at the spec boundary', () => {
   const withBatch = (batch: unknown) => () =>
     defineJobType({ type: 'mail', payload: z.object({}), batch: batch as { maxSize: number; maxWaitSeconds: number } });
@@ -236,7 +256,7 @@ describe('batch settings at the spec boundary', () => {
   it('refuses a batch handler for a type without batch settings', () => {
     const plain = defineJobType({ type: 'mail', payload: z.object({}) });
     expect(() =>
-      defineBatchJob(plain as typeof batchSpec, async (items) => items.map(() => ({ ok: true, result: null }))),
+      defineBatchJob(plain, async (items) => items.map(() => ({ ok: true as const, result: null }))),
     ).toThrow(/has no batch settings/);
   });
 });
