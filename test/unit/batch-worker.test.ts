@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ManualClock } from '../../shared/core/clock';
+import { ManualClock, type Timer } from '../../shared/core/clock';
 import { defineJobType } from '../../shared/core/job-type';
 import { ConfigError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
@@ -35,7 +35,11 @@ const keyedSpec = defineJobType({
 type Payload = { n: number };
 
 /** A batch worker on in-memory ports; records each handler call's job ids (and key). */
-function batchHarness(handler: BatchHandler<Payload>, spec: typeof batchSpec | typeof keyedSpec = batchSpec) {
+function batchHarness(
+  handler: BatchHandler<Payload>,
+  spec: typeof batchSpec | typeof keyedSpec = batchSpec,
+  timer?: Timer,
+) {
   const store = new FakeJobStore();
   const queue = new FakeJobQueue();
   const clock = new ManualClock(T0);
@@ -57,6 +61,7 @@ function batchHarness(handler: BatchHandler<Payload>, spec: typeof batchSpec | t
     random: () => 0.5,
     logger: createLogger({ level: 'debug', sink: logs.sink }),
     metrics: new MemoryMetrics(),
+    ...(timer ? { timer } : {}),
   };
   return { store, queue, clock, calls, logs: logs.lines, worker: createBatchWorker(def, deps), deps };
 }
@@ -136,6 +141,38 @@ describe('batch worker: one handler call, an outcome per job', () => {
     expect(h.store.peek('job-2')?.errors).toEqual([
       expect.objectContaining({ message: 'the batch handler returned no outcome for job job-2' }),
     ]);
+  });
+});
+
+describe('batch worker: timeouts per item', () => {
+  it('records a timed-out item when its own timeout fires, ignores its later outcome, and records the others', async () => {
+    // each item's timeout, in the order the attempts set them; the test fires the first only
+    const timeouts: (() => void)[] = [];
+    let aborted: boolean[] = [];
+    const h = batchHarness(
+      async (items) => {
+        timeouts[0]?.();
+        aborted = items.map((i) => i.signal.aborted);
+        return items.map((i) => ({ ok: true, result: `late for ${i.jobId}` }));
+      },
+      batchSpec,
+      {
+        after: (_ms, fire) => {
+          timeouts.push(fire);
+          return () => {};
+        },
+      },
+    );
+    const ids = seedJobs(h.store, 2);
+
+    expect(await h.worker(eventOf(ids))).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-job-1' }] });
+    expect(timeouts).toHaveLength(2);
+    expect(aborted).toEqual([true, false]);
+    const timedOut = h.store.peek('job-1');
+    expect(timedOut?.state).toBe('retrying');
+    expect(timedOut?.result).toBeUndefined();
+    expect(timedOut?.errors).toEqual([expect.objectContaining({ reason: 'timeout', name: 'JobTimeoutError' })]);
+    expect(h.store.peek('job-2')?.result).toBe('late for job-2');
   });
 });
 
