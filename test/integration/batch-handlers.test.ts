@@ -179,4 +179,51 @@ describe('batch handlers on local AWS', () => {
         `${perJob(metrics.values(METRIC.requests, 'mail-single')).toFixed(2)} requests per job, 1 handler call each`,
     );
   });
+
+  it('runs under the local platform: its runner takes up to batch.maxSize messages per call', async () => {
+    const spec = defineJobType({
+      type: 'digest',
+      payload: z.object({ n: z.number() }),
+      timeoutMs: 10_000,
+      batch: { maxSize: 50, maxWaitSeconds: 1 },
+    });
+    const sizes: number[] = [];
+    const local = await startLocalPlatform({
+      aws,
+      prefix: uniquePrefix('batchrun'),
+      jobs: [
+        {
+          spec,
+          runBatch: async (items) => {
+            sizes.push(items.length);
+            return items.map((i) => ({ ok: true, result: (i.payload as { n: number }).n }));
+          },
+        },
+      ],
+      runner: { maxConcurrency: 1 },
+    });
+    try {
+      const ids = Array.from({ length: 40 }, (_, i) => `digest-${i}`);
+      const response = await fetch(`${local.url}/jobs/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jobs: ids.map((id, n) => ({ type: 'digest', id, payload: { n } })) }),
+      });
+      expect(response.status).toBe(200);
+      const deadline = Date.now() + 20_000;
+      let states: (string | undefined)[] = [];
+      while (Date.now() < deadline) {
+        states = (await Promise.all(ids.map((id) => local.store.get(id)))).map((j) => j?.state);
+        if (states.every((state) => state === 'succeeded')) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(states).toEqual(ids.map(() => 'succeeded'));
+      expect(sizes.reduce((a, b) => a + b, 0)).toBe(40);
+      // the runner, like the mapping, hands over what it received at once: fewer calls than jobs
+      expect(sizes.length).toBeLessThan(40);
+      expect(Math.max(...sizes)).toBeGreaterThan(10);
+    } finally {
+      await local.stop();
+    }
+  });
 });
