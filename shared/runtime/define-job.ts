@@ -11,6 +11,7 @@ import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
+import { ConfigError } from '../errors';
 import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../lambda/runtime';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
 import { createWorker, type WorkerDeps } from './worker';
@@ -44,6 +45,10 @@ export function defineJob<
   run: JobHandler<z.output<Schema>, Result, Signals>,
   options: JobOptions<z.output<Schema>> = {},
 ): JobDefinition<Schema, Type, Signals, Result, Needs> & { handler: LambdaSqsHandler } {
+  if (spec.batch) {
+    // Its event source mapping hands the worker up to batch.maxSize jobs at once: they belong to one handler call.
+    throw new ConfigError(`job type "${spec.type}" has batch settings: define its handler with defineBatchJob`);
+  }
   const definition: JobDefinition<Schema, Type, Signals, Result, Needs> = {
     spec,
     run,

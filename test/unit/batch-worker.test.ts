@@ -11,6 +11,7 @@ import {
   createBatchWorker,
 } from '../../shared/runtime/batch-worker';
 import { defineBatchJob } from '../../shared/runtime/define-batch-job';
+import { defineJob } from '../../shared/runtime/define-job';
 import { createWorker } from '../../shared/runtime/worker';
 import { captureLogs, FakeJobQueue, FakeJobStore, MemoryMetrics, sqsEvent, testConfig } from '../support/fakes';
 import { echoJob, messageFor, T0 } from './worker-harness';
@@ -288,6 +289,12 @@ describe('batch settings at the spec boundary', () => {
       maxWaitSeconds: 300,
     });
     expect(withBatch({ maxSize: 10, maxWaitSeconds: 0 })().batch).toEqual({ maxSize: 10, maxWaitSeconds: 0 });
+  });
+
+  it('refuses a single-job handler for a type with batch settings', () => {
+    expect(() => defineJob(batchSpec, async (p) => p)).toThrow(
+      /has batch settings: define its handler with defineBatchJob/,
+    );
   });
 
   it('refuses a batch handler for a type without batch settings', () => {
