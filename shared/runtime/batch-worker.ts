@@ -154,8 +154,11 @@ class Round {
     if (this.fired || this.pending.size > 0) return;
     this.fired = true;
     const submissions = this.submissions.splice(0);
-    // Settles every submission itself; never rejects.
-    void this.fire(submissions);
+    // `fire` settles every submission; should it fail itself, none may be left waiting (a settled
+    // submission ignores the second answer).
+    void this.fire(submissions).catch((error: unknown) => {
+      for (const submission of submissions) submission.reject(error);
+    });
   }
 }
 
