@@ -335,6 +335,7 @@ export class JobPlatform extends Construct {
     const timeoutSeconds = lambdaTimeoutSeconds(resolved.spec.timeoutMs);
     const queues = new JobQueue(group, 'Queues', {
       workerTimeoutSeconds: timeoutSeconds,
+      batchingWindowSeconds: resolved.maxBatchingWindowSeconds ?? 0,
       maxReceiveCount: resolved.maxReceiveCount,
       names: this.queueNaming.names(type),
     });
@@ -349,6 +350,9 @@ export class JobPlatform extends Construct {
       environment: this.environment,
       concurrency: resolved.concurrency,
       batchSize: resolved.batchSize,
+      ...(resolved.maxBatchingWindowSeconds === undefined
+        ? {}
+        : { maxBatchingWindowSeconds: resolved.maxBatchingWindowSeconds }),
       memorySize: resolved.memorySize,
       userEnvironment: resolved.environment,
       logGroupRetention: this.logRetention,

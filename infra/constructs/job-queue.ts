@@ -8,6 +8,12 @@ export interface JobQueueProps {
   /** Timeout (seconds) of the worker Lambda that consumes the ready queue. */
   readonly workerTimeoutSeconds: number;
   /**
+   * The worker's batching window (event source mapping `MaximumBatchingWindowInSeconds`): Lambda
+   * advises a visibility timeout of 6 × the function timeout plus this window.
+   * @default 0
+   */
+  readonly batchingWindowSeconds?: number;
+  /**
    * Receives before SQS moves a message to the DLQ.
    * @default MAX_RECEIVE_COUNT (30) from shared/core/queue-settings.ts
    */
@@ -54,7 +60,9 @@ export class JobQueue extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod,
-      visibilityTimeout: Duration.seconds(visibilityTimeoutSeconds(props.workerTimeoutSeconds)),
+      visibilityTimeout: Duration.seconds(
+        visibilityTimeoutSeconds(props.workerTimeoutSeconds, props.batchingWindowSeconds ?? 0),
+      ),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount },
     });
     acknowledge(

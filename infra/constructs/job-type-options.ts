@@ -1,10 +1,13 @@
 import type { RetryPolicy } from '../../shared/core/backoff';
+import { type BatchOptions, batchProblem, MAX_BATCH_SIZE_WITHOUT_WINDOW } from '../../shared/core/batch';
 import { JOB_TYPE_PATTERN, type JobTypeSpec, MAX_TIMEOUT_MS } from '../../shared/core/job-type';
 import { MAX_RECEIVE_COUNT } from '../../shared/core/queue-settings';
 
 /** What the infrastructure reads from a job type's spec. Every {@link JobTypeSpec} fits. */
 export type JobTypeInfo = Pick<JobTypeSpec, 'type' | 'timeoutMs'> & {
   readonly retry?: Pick<RetryPolicy, 'maxAttempts'>;
+  /** A batch type's event source mapping takes its `BatchSize` and batching window from here. */
+  readonly batch?: Pick<BatchOptions, 'maxSize' | 'maxWaitSeconds'>;
 };
 
 /**
@@ -35,8 +38,9 @@ export interface JobTypeOptions {
    */
   readonly concurrency?: number;
   /**
-   * Messages per worker invocation, an integer from 1 to 10.
-   * @default 10
+   * Messages per worker invocation, an integer from 1 to 10. A type whose spec has `batch` takes
+   * its size (and batching window) from there, and refuses this option.
+   * @default 10, or the spec's `batch.maxSize`
    */
   readonly batchSize?: number;
   /**
@@ -71,6 +75,8 @@ export interface ResolvedJobTypeOptions {
   readonly entry: string;
   readonly concurrency: number;
   readonly batchSize: number;
+  /** Event source mapping `MaximumBatchingWindowInSeconds`: the spec's `batch.maxWaitSeconds`, else none. */
+  readonly maxBatchingWindowSeconds: number | undefined;
   readonly memorySize: number;
   readonly environment: Readonly<Record<string, string>>;
   readonly maxReceiveCount: number;
@@ -108,14 +114,25 @@ export function resolveJobTypeOptions(options: JobTypeOptions): ResolvedJobTypeO
     spec,
     entry: options.entry,
     concurrency: options.concurrency ?? 5,
-    batchSize: options.batchSize ?? 10,
+    batchSize: spec.batch?.maxSize ?? options.batchSize ?? 10,
+    maxBatchingWindowSeconds: spec.batch?.maxWaitSeconds,
     memorySize: options.memorySize ?? 512,
     environment: options.environment ?? {},
     maxReceiveCount: options.maxReceiveCount ?? MAX_RECEIVE_COUNT,
   };
   requireInt(spec.type, 'timeoutMs', spec.timeoutMs, 1000, MAX_TIMEOUT_MS);
   requireInt(spec.type, 'concurrency', resolved.concurrency, 2, 1000, ' (SQS event source MaximumConcurrency)');
-  requireInt(spec.type, 'batchSize', resolved.batchSize, 1, 10);
+  if (spec.batch) {
+    if (options.batchSize !== undefined) {
+      throw new Error(
+        `job type "${spec.type}": batchSize is the spec's batch.maxSize for a batch type; remove the batchSize option`,
+      );
+    }
+    const problem = batchProblem(spec.batch);
+    if (problem) throw new Error(`job type "${spec.type}": ${problem}`);
+  } else {
+    requireInt(spec.type, 'batchSize', resolved.batchSize, 1, MAX_BATCH_SIZE_WITHOUT_WINDOW);
+  }
   requireInt(spec.type, 'memorySize', resolved.memorySize, 128, 10_240);
   const attempts = spec.retry?.maxAttempts ?? 1;
   requireInt(

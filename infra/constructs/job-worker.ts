@@ -39,8 +39,14 @@ export interface JobWorkerProps {
   readonly userEnvironment?: Readonly<Record<string, string>>;
   /** Event source mapping `MaximumConcurrency` (2–1000). */
   readonly concurrency: number;
-  /** Messages per invocation (1–10). */
+  /** Messages per invocation (1–10; up to 10,000 with a batching window). */
   readonly batchSize: number;
+  /**
+   * Event source mapping `MaximumBatchingWindowInSeconds` (0–300): how long Lambda gathers
+   * messages before it invokes the worker (a batch type's `batch.maxWaitSeconds`).
+   * @default none (Lambda's 0)
+   */
+  readonly maxBatchingWindowSeconds?: number;
   /** @default 512 */
   readonly memorySize?: number;
   /** @default RetentionDays.ONE_MONTH */
@@ -89,6 +95,9 @@ export class JobWorker extends Construct implements IGrantable {
     this.handler.addEventSource(
       new SqsEventSource(queue, {
         batchSize: props.batchSize,
+        ...(props.maxBatchingWindowSeconds === undefined
+          ? {}
+          : { maxBatchingWindow: Duration.seconds(props.maxBatchingWindowSeconds) }),
         maxConcurrency: props.concurrency,
         reportBatchItemFailures: true,
       }),

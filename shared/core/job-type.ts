@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
+import { type BatchOptions, batchProblem } from './batch';
 import { type DebounceOptions, debounceProblem } from './debounce';
 import { type Subscription, subscriptionsProblem } from './events';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
@@ -105,6 +106,8 @@ export interface JobTypeSpec<
   readonly signals?: Signals;
   /** The events it subscribes to (see {@link JobTypeOptions.on}); absent: none. */
   readonly on?: readonly Subscription[];
+  /** Batch handler settings (see {@link JobTypeOptions.batch}); absent: one job per handler call. */
+  readonly batch?: BatchOptions<z.output<Schema>>;
 }
 
 export interface JobTypeOptions<
@@ -215,6 +218,15 @@ export interface JobTypeOptions<
    * on: [subscribe(orderPlaced, { payload: (d) => ({ orderId: d.orderId }) })]
    */
   on?: readonly Subscription[];
+  /**
+   * Runs its jobs in batches: its handler (`defineBatchJob`) gets up to `maxSize` jobs per call,
+   * gathered by the SQS event source mapping for up to `maxWaitSeconds`, grouped by `key`. Each
+   * job keeps its own claim, attempts and result. See docs/workflows.md, "Batch handlers".
+   * @default none: one job per handler call (`defineJob`)
+   * @example
+   * batch: { maxSize: 100, maxWaitSeconds: 5, key: (p) => p.tenantId }
+   */
+  batch?: BatchOptions<z.output<Schema>>;
 }
 
 /**
@@ -312,6 +324,12 @@ export function defineJobType<
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     on = { on: Object.freeze([...options.on]) };
   }
+  let batch = {};
+  if (options.batch !== undefined) {
+    const problem = batchProblem(options.batch);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    batch = { batch: Object.freeze({ ...options.batch }) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -326,5 +344,6 @@ export function defineJobType<
     ...sqsFairQueue,
     ...signals,
     ...on,
+    ...batch,
   });
 }

@@ -26,9 +26,12 @@ export function lambdaTimeoutSeconds(timeoutMs: number): number {
   return Math.min(900, Math.ceil(timeoutMs / 1000) + LAMBDA_MARGIN_SECONDS);
 }
 
-/** Ready-queue visibility timeout (seconds) for a worker Lambda with this timeout. */
-export function visibilityTimeoutSeconds(lambdaTimeout: number): number {
-  return Math.min(43_200, lambdaTimeout * VISIBILITY_FACTOR);
+/**
+ * Ready-queue visibility timeout (seconds) for a worker Lambda with this timeout, fed with this
+ * batching window (Lambda's guidance: 6 × the function timeout plus the window).
+ */
+export function visibilityTimeoutSeconds(lambdaTimeout: number, batchingWindowSeconds = 0): number {
+  return Math.min(43_200, lambdaTimeout * VISIBILITY_FACTOR + batchingWindowSeconds);
 }
 
 /** Longest queue-name prefix: with `_ready_` and a 40-character type, a name stays within SQS's 80. */

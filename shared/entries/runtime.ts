@@ -24,6 +24,7 @@
  */
 export { createLambdaApiHandler } from '../api/lambda';
 export type { Backoff, BackoffInput, RetryPolicy } from '../core/backoff';
+export { type BatchOptions, MAX_BATCH_SIZE, MAX_BATCH_WAIT_SECONDS } from '../core/batch';
 export type { DebounceOptions } from '../core/debounce';
 export {
   defineEvent,
@@ -44,6 +45,14 @@ export {
 export type { RateLimitOptions, ThrottleOptions } from '../core/pace';
 export * from '../errors';
 export type { Logger, LogLevel } from '../logger';
+export type {
+  BatchContext,
+  BatchHandler,
+  BatchItem,
+  BatchJobDefinition,
+  BatchOutcome,
+} from '../runtime/batch-worker';
+export { defineBatchJob } from '../runtime/define-batch-job';
 export { defineJob, type LambdaSqsHandler } from '../runtime/define-job';
 export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from '../runtime/job-definition';
 export { type SignalWait, Suspension, type WaitForSignalOptions } from '../runtime/workflow';

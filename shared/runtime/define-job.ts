@@ -11,9 +11,10 @@ import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
-import { invocation, once, startLambdaRuntime } from '../lambda/runtime';
+import { ConfigError } from '../errors';
+import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../lambda/runtime';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
-import { createWorker } from './worker';
+import { createWorker, type WorkerDeps } from './worker';
 
 export type LambdaSqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
@@ -44,6 +45,10 @@ export function defineJob<
   run: JobHandler<z.output<Schema>, Result, Signals>,
   options: JobOptions<z.output<Schema>> = {},
 ): JobDefinition<Schema, Type, Signals, Result, Needs> & { handler: LambdaSqsHandler } {
+  if (spec.batch) {
+    // Its event source mapping hands the worker up to batch.maxSize jobs at once: they belong to one handler call.
+    throw new ConfigError(`job type "${spec.type}" has batch settings: define its handler with defineBatchJob`);
+  }
   const definition: JobDefinition<Schema, Type, Signals, Result, Needs> = {
     spec,
     run,
@@ -52,27 +57,8 @@ export function defineJob<
   const start = once(async () => {
     // Its own type's route; another type's queue (a child it releases) is found by its name.
     const runtime = await startLambdaRuntime({ meterCost: true, types: [spec.type] });
-    const { config, clients } = runtime;
-    // Typed wide: the ports below are built from the spec's own options, which is what the
-    // worker requires of them.
-    const worker = createWorker(definition as JobDefinition, {
-      config,
-      store: new DynamoJobStore(clients.dynamo, config.tableName),
-      queue: new SqsJobQueue(clients.sqs),
-      scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
-      schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
-      journal: new DynamoJournal(clients.dynamo, config.tableName),
-      ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
-      ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
-      ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
-      ...(spec.singleton?.mode === 'cancel-running'
-        ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
-        : {}),
-      graph: new DynamoJobGraph(clients.dynamo, config.tableName),
-      logger: runtime.logger,
-      metrics: runtime.metrics,
-      ...(runtime.meter ? { meter: runtime.meter } : {}),
-    });
+    // Typed wide: the ports are built from the spec's own options, which is what the worker requires of them.
+    const worker = createWorker(definition as JobDefinition, workerDepsOf(spec, runtime));
     return { runtime, worker };
   });
   const handler: LambdaSqsHandler = async (event, context) => {
@@ -80,4 +66,30 @@ export function defineJob<
     return invocation(runtime, context, () => worker(event, context));
   };
   return { ...definition, handler };
+}
+
+/**
+ * The worker's ports on AWS, from the Lambda runtime: the store, queue, scheduler, schedules,
+ * journal and job graph of every worker, and the flow ports its spec's options need.
+ */
+export function workerDepsOf(spec: JobTypeSpec, runtime: LambdaRuntime): WorkerDeps {
+  const { config, clients } = runtime;
+  return {
+    config,
+    store: new DynamoJobStore(clients.dynamo, config.tableName),
+    queue: new SqsJobQueue(clients.sqs),
+    scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
+    schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
+    journal: new DynamoJournal(clients.dynamo, config.tableName),
+    ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
+    ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
+    ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
+    ...(spec.singleton?.mode === 'cancel-running'
+      ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
+      : {}),
+    graph: new DynamoJobGraph(clients.dynamo, config.tableName),
+    logger: runtime.logger,
+    metrics: runtime.metrics,
+    ...(runtime.meter ? { meter: runtime.meter } : {}),
+  };
 }

@@ -1,7 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PayloadSchema, WorkerPort } from '../core/job-type';
 import { METRIC } from '../core/metrics';
-import { createKit, type WorkerDeps } from './delivery/kit';
+import { createKit, type HandlerCall, type WorkerDeps } from './delivery/kit';
 import { jobIdOf, receiveCountOf } from './delivery/parse';
 import { createPipeline } from './delivery/pipeline';
 import { STANDARD_GATES } from './gates';
@@ -29,10 +29,36 @@ export function createWorker<Needs extends WorkerPort = never>(
   deps: WorkerDeps & Required<Pick<WorkerDeps, Needs>>,
   gates: readonly GateBuilder[] = STANDARD_GATES,
 ): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
-  const kit = createKit(def as JobDefinition, deps);
+  const deliver = createDelivery(def as JobDefinition, deps, gates);
+  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    const outcomes = await Promise.all(event.Records.map((record) => deliver(record)));
+    return batchResponse(event, outcomes);
+  };
+}
+
+/** The SQS partial batch response: the records whose message must come back. */
+export function batchResponse(event: SQSEvent, outcomes: readonly Outcome[]): SQSBatchResponse {
+  return {
+    batchItemFailures: event.Records.flatMap((record, i) =>
+      outcomes[i] === 'retry' ? [{ itemIdentifier: record.messageId }] : [],
+    ),
+  };
+}
+
+/**
+ * One record's delivery (parse → gates → claim → attempt → outcome), with its cost as a metric
+ * and a log line when its message goes to the DLQ: what {@link createWorker} runs for each record.
+ * `call` runs the handler of a claimed attempt (a batch worker's share of one call for many).
+ */
+export function createDelivery(
+  def: JobDefinition,
+  deps: WorkerDeps,
+  gates: readonly GateBuilder[] = STANDARD_GATES,
+  call?: HandlerCall,
+): (record: SQSRecord) => Promise<Outcome> {
+  const kit = createKit(def, deps, call);
   const built = gates.map((build) => build(kit)).filter((gate): gate is Gate => gate !== undefined);
   const handleRecord = createPipeline(kit, built);
-
   /** One record, with what it cost (as a metric) and whether its message now goes to the DLQ. */
   async function deliver(record: SQSRecord): Promise<Outcome> {
     let outcome: Outcome;
@@ -59,12 +85,5 @@ export function createWorker<Needs extends WorkerPort = never>(
     return outcome;
   }
 
-  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const outcomes = await Promise.all(event.Records.map((record) => deliver(record)));
-    return {
-      batchItemFailures: event.Records.flatMap((record, i) =>
-        outcomes[i] === 'retry' ? [{ itemIdentifier: record.messageId }] : [],
-      ),
-    };
-  };
+  return deliver;
 }

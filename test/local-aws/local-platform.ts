@@ -22,6 +22,7 @@ import type { Metrics } from '../../shared/core/metrics';
 import type { JobStore } from '../../shared/core/ports';
 import type { CostMeter } from '../../shared/lambda/cost-meter';
 import { createLogger, type Logger } from '../../shared/logger';
+import { type BatchJobDefinition, createBatchWorker } from '../../shared/runtime/batch-worker';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker, type WorkerDeps } from '../../shared/runtime/worker';
 import type { ScheduleStore } from '../../shared/schedules/ports';
@@ -37,8 +38,11 @@ export interface LocalPlatformOptions extends LocalAccessOptions {
   aws: LocalAws;
   /** Resource-name prefix (table, queues, schedule group). */
   prefix: string;
-  /** Job definitions (spec + handler) to deploy and run. */
-  jobs: readonly JobDefinition[];
+  /**
+   * Job definitions (spec + handler) to deploy and run: `defineJob`'s, or `defineBatchJob`'s (a
+   * batch type's runner receives up to its `batch.maxSize` messages per call).
+   */
+  jobs: readonly (JobDefinition | BatchJobDefinition)[];
   /** Specs the API validates against. @default the specs of `jobs` */
   catalog?: readonly JobTypeSpec[];
   /** Clock for the API and workers. @default systemClock */
@@ -188,7 +192,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const workers: LocalPlatform['workers'] = {};
   const runners: { stop(): Promise<void> }[] = [];
   for (const job of options.jobs) {
-    const worker = createWorker(job, {
+    const deps: WorkerDeps = {
       config,
       store,
       queue,
@@ -206,7 +210,8 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.meter ? { meter: options.meter } : {}),
       ...options.worker,
-    });
+    };
+    const worker = 'runBatch' in job ? createBatchWorker(job, deps) : createWorker(job, deps);
     workers[job.spec.type] = worker;
     const queues = deployment.queues[job.spec.type];
     if (!queues) throw new Error(`deployLocal returned no queues for ${job.spec.type}`);
@@ -218,7 +223,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
           handler: worker,
           functionName: `${options.prefix}-${job.spec.type}`,
           timeoutMs: job.spec.timeoutMs + 30_000,
-          batchSize: options.runner?.batchSize ?? 10,
+          batchSize: job.spec.batch?.maxSize ?? options.runner?.batchSize ?? 10,
           maxConcurrency: options.runner?.maxConcurrency ?? 4,
           waitTimeSeconds: options.runner?.waitTimeSeconds ?? 1,
         }),

@@ -51,7 +51,7 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
     if (running.keeper.check()) {
       const { timeoutMs } = kit.def.spec;
       cancelTimeout = kit.timer.after(timeoutMs, () => running.controller.abort(new JobTimeoutError(timeoutMs)));
-      outcome = await execute(kit, running, job, parsed.data, log);
+      outcome = await execute(kit, running, job, parsed.data, record, log);
     }
   } finally {
     cancelTimeout();
@@ -124,6 +124,7 @@ async function execute(
   running: Running,
   job: Job,
   payload: unknown,
+  record: SQSRecord,
   log: Logger,
 ): Promise<AttemptResult> {
   const { controller, keeper, workflow } = running;
@@ -148,7 +149,7 @@ async function execute(
   };
   // Through a promise, so a handler that throws synchronously is caught like one that rejects.
   const runStart = kit.clock.now();
-  const handler = Promise.resolve().then(() => kit.def.run(payload, ctx));
+  const handler = Promise.resolve().then(() => kit.call(payload, ctx, record));
   let outcome: AttemptResult;
   try {
     outcome = { ok: true, result: await Promise.race([handler, aborted, running.suspended]) };

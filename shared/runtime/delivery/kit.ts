@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { SQSRecord } from 'aws-lambda';
 import type { PlatformConfig, Route } from '../../config';
 import { type Clock, systemClock, systemTimer, type Timer } from '../../core/clock';
 import type { JobControl } from '../../core/control-ports';
@@ -17,7 +18,13 @@ import { ConfigError } from '../../errors';
 import type { CostMeter } from '../../lambda/cost-meter';
 import { createLogger, type Logger } from '../../logger';
 import type { ScheduleStore } from '../../schedules/ports';
-import type { JobDefinition } from '../job-definition';
+import type { JobContext, JobDefinition } from '../job-definition';
+
+/**
+ * Calls the job's handler for one claimed attempt: `def.run`, or a batch handler's share of a
+ * call it makes for many records (../batch-worker.ts).
+ */
+export type HandlerCall = (payload: unknown, ctx: JobContext, record: SQSRecord) => Promise<unknown>;
 
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
@@ -76,6 +83,8 @@ export interface WorkerDeps {
 export interface WorkerKit {
   readonly def: JobDefinition;
   readonly deps: WorkerDeps;
+  /** Runs the handler for one claimed attempt. @default `def.run` */
+  readonly call: HandlerCall;
   readonly type: string;
   readonly route: Route;
   readonly clock: Clock;
@@ -99,7 +108,7 @@ export interface WorkerKit {
 }
 
 /** Resolves a worker's defaults and checks what needs no job type feature (its route, its lease). */
-export function createKit(def: JobDefinition, deps: WorkerDeps): WorkerKit {
+export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCall): WorkerKit {
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   if (!Number.isFinite(leaseMs) || leaseMs < MIN_LEASE_MS) {
     throw new ConfigError(
@@ -128,6 +137,7 @@ export function createKit(def: JobDefinition, deps: WorkerDeps): WorkerKit {
   return {
     def,
     deps,
+    call: call ?? ((payload, ctx) => def.run(payload, ctx)),
     type: def.spec.type,
     route,
     clock,
