@@ -5,6 +5,7 @@ import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobGraph } from '../aws/dynamo-job-graph';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
+import { DynamoEventWaits } from '../aws/dynamo-event-waits';
 import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
@@ -62,6 +63,7 @@ export function defineJob<
       scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
       schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
       journal: new DynamoJournal(clients.dynamo, config.tableName),
+      eventWaits: new DynamoEventWaits(clients.dynamo, config.tableName),
       ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
       ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
       ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
