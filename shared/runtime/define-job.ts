@@ -1,11 +1,11 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
+import { DynamoEventWaits } from '../aws/dynamo-event-waits';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobGraph } from '../aws/dynamo-job-graph';
 import { DynamoJobStore } from '../aws/dynamo-job-store';
-import { DynamoEventWaits } from '../aws/dynamo-event-waits';
 import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
