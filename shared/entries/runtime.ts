@@ -22,6 +22,7 @@
  *
  * @module
  */
+export { eventsFrom } from '../api/events-from';
 export { createLambdaApiHandler } from '../api/lambda';
 export type { Backoff, BackoffInput, RetryPolicy } from '../core/backoff';
 export type { DebounceOptions } from '../core/debounce';
@@ -45,5 +46,18 @@ export type { RateLimitOptions, ThrottleOptions } from '../core/pace';
 export * from '../errors';
 export type { Logger, LogLevel } from '../logger';
 export { defineJob, type LambdaSqsHandler } from '../runtime/define-job';
-export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from '../runtime/job-definition';
-export { type SignalWait, Suspension, type WaitForSignalOptions } from '../runtime/workflow';
+export type {
+  EventSenderFactory,
+  FailureInfo,
+  JobContext,
+  JobDefinition,
+  JobHandler,
+  JobOptions,
+} from '../runtime/job-definition';
+export {
+  type ReceivedEvent,
+  type SignalWait,
+  Suspension,
+  type WaitForEventOptions,
+  type WaitForSignalOptions,
+} from '../runtime/workflow';

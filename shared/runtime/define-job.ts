@@ -11,6 +11,7 @@ import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
+import { systemClock } from '../core/clock';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import { invocation, once, startLambdaRuntime } from '../lambda/runtime';
 import type { JobDefinition, JobHandler, JobOptions } from './job-definition';
@@ -64,6 +65,7 @@ export function defineJob<
       schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
       journal: new DynamoJournal(clients.dynamo, config.tableName),
       eventWaits: new DynamoEventWaits(clients.dynamo, config.tableName),
+      ...(options.events ? { events: options.events({ ...runtime, clock: systemClock }, spec.type) } : {}),
       ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
       ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
       ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),
