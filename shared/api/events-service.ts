@@ -118,7 +118,7 @@ export interface EventJobState {
 const isBatch = (body: unknown): body is { events?: unknown } =>
   typeof body === 'object' && body !== null && 'events' in body;
 
-/** The types an event request may make jobs of, read loosely for the access check (`enqueue` on each). */
+/** The types an event request may make jobs of or wake, read loosely for the access check (`enqueue` on each). */
 export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[] {
   if (typeof body !== 'object' || body === null) return [];
   const list = isBatch(body) ? body.events : [body];
@@ -128,6 +128,8 @@ export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[
     const name = typeof item === 'object' && item !== null ? (item as { name?: unknown }).name : undefined;
     if (typeof name !== 'string') continue;
     for (const s of catalog.get(name)?.subscribers ?? []) types.add(s.type);
+    // an event only waited for wakes jobs of the types that wait for it
+    for (const type of catalog.get(name)?.waiters ?? []) types.add(type);
   }
   return [...types];
 }

@@ -116,16 +116,34 @@ export function subscriptionsProblem(on: unknown): string | undefined {
   return undefined;
 }
 
-/** A job type as events see it: its name and its subscriptions. */
+/** A problem with a job type's `waitsFor`, or undefined. */
+export function waitsForProblem(waitsFor: unknown): string | undefined {
+  if (!Array.isArray(waitsFor)) return 'waitsFor must be an array of events (defineEvent)';
+  const seen = new Set<string>();
+  for (const [i, event] of waitsFor.entries()) {
+    const e = event as Partial<EventDefinition> | undefined;
+    if (!e || typeof e.name !== 'string' || !EVENT_NAME_PATTERN.test(e.name) || !e.data) {
+      return `waitsFor[${i}] must be an event made with defineEvent`;
+    }
+    if (seen.has(e.name)) return `waitsFor[${i}]: the type lists "${e.name}" twice`;
+    seen.add(e.name);
+  }
+  return undefined;
+}
+
+/** A job type as events see it: its name, its subscriptions, and the events it waits for. */
 export interface Subscriber {
   readonly type: string;
   readonly on?: readonly Subscription[];
+  readonly waitsFor?: readonly EventDefinition[];
 }
 
-/** One event of a catalog: its definition, and the types that subscribe to it. */
+/** One event of a catalog: its definition, the types that subscribe to it, and those that wait for it. */
 export interface CatalogEvent {
   definition: EventDefinition;
   subscribers: { type: string; subscription: Subscription }[];
+  /** Types that list it in `waitsFor` (sending it may wake their jobs). */
+  waiters: string[];
 }
 
 /** The events a catalog's types subscribe to, by name. */
@@ -137,20 +155,24 @@ export type EventCatalog = ReadonlyMap<string, CatalogEvent>;
  */
 export function eventCatalog(specs: readonly Subscriber[]): EventCatalog {
   const events = new Map<string, CatalogEvent>();
+  const entryOf = (event: EventDefinition, type: string): CatalogEvent => {
+    const known = events.get(event.name);
+    if (known && known.definition.data !== event.data) {
+      const first = known.subscribers[0]?.type ?? known.waiters[0];
+      throw new ConfigError(
+        `event "${event.name}" is defined twice (job types ${first} and ${type}): ` +
+          'export one defineEvent and subscribe to it from both',
+      );
+    }
+    const entry = known ?? { definition: event, subscribers: [], waiters: [] };
+    events.set(event.name, entry);
+    return entry;
+  };
   for (const spec of specs) {
     for (const subscription of spec.on ?? []) {
-      const { event } = subscription;
-      const known = events.get(event.name);
-      if (known && known.definition.data !== event.data) {
-        throw new ConfigError(
-          `event "${event.name}" is defined twice (job types ${known.subscribers[0]?.type} and ${spec.type}): ` +
-            'export one defineEvent and subscribe to it from both',
-        );
-      }
-      const entry = known ?? { definition: event, subscribers: [] };
-      entry.subscribers.push({ type: spec.type, subscription });
-      events.set(event.name, entry);
+      entryOf(subscription.event, spec.type).subscribers.push({ type: spec.type, subscription });
     }
+    for (const event of spec.waitsFor ?? []) entryOf(event, spec.type).waiters.push(spec.type);
   }
   return events;
 }
@@ -220,8 +242,8 @@ export function planEvent(catalog: EventCatalog, event: EventInput, path = ''): 
   const entry = catalog.get(event.name);
   if (!entry) {
     throw new ValidationError(
-      `no job type subscribes to the event "${event.name}"`,
-      [{ path: at('name'), message: 'is not an event any deployed job type subscribes to' }],
+      `no job type subscribes to or waits for the event "${event.name}"`,
+      [{ path: at('name'), message: 'is not an event any deployed job type subscribes to or waits for' }],
       'unknown_event',
     );
   }

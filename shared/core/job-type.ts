@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type DebounceOptions, debounceProblem } from './debounce';
-import { type Subscription, subscriptionsProblem } from './events';
+import { type EventDefinition, type Subscription, subscriptionsProblem, waitsForProblem } from './events';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { STEP_NAME_PATTERN } from './journal';
 import { sqsFairQueueProblem } from './message-group';
@@ -105,6 +105,8 @@ export interface JobTypeSpec<
   readonly signals?: Signals;
   /** The events it subscribes to (see {@link JobTypeOptions.on}); absent: none. */
   readonly on?: readonly Subscription[];
+  /** The events its handler waits for (see {@link JobTypeOptions.waitsFor}); absent: none. */
+  readonly waitsFor?: readonly EventDefinition[];
 }
 
 export interface JobTypeOptions<
@@ -215,6 +217,16 @@ export interface JobTypeOptions<
    * on: [subscribe(orderPlaced, { payload: (d) => ({ orderId: d.orderId }) })]
    */
   on?: readonly Subscription[];
+  /**
+   * The events its handler waits for (`ctx.waitForEvent`) without subscribing to them: it puts
+   * them in the API's catalog, so `POST /events` (and `ctx.emit`) takes them, checks their data,
+   * and delivers them to the waits. Sending one is an `enqueue` on this type (as sending an event
+   * is on its subscribers). An event a type subscribes to needs no entry here. See docs/events.md.
+   * @default none
+   * @example
+   * waitsFor: [orderPaid]
+   */
+  waitsFor?: readonly EventDefinition[];
 }
 
 /**
@@ -312,6 +324,12 @@ export function defineJobType<
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     on = { on: Object.freeze([...options.on]) };
   }
+  let waitsFor = {};
+  if (options.waitsFor !== undefined) {
+    const problem = waitsForProblem(options.waitsFor);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    waitsFor = { waitsFor: Object.freeze([...options.waitsFor]) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -326,5 +344,6 @@ export function defineJobType<
     ...sqsFairQueue,
     ...signals,
     ...on,
+    ...waitsFor,
   });
 }

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { EventsService } from '../../shared/api/events-service';
 import { JobsService } from '../../shared/api/jobs-service';
 import { defineEvent, subscribe } from '../../shared/core/events';
-import { defineJobType } from '../../shared/core/job-type';
+import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { FakeEventWaits } from '../local-aws/memory-event-waits';
@@ -36,7 +36,10 @@ const spec = defineJobType({
   retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
 });
 
-function setup(run: (payload: unknown, ctx: JobContext) => Promise<unknown>) {
+function setup(
+  run: (payload: unknown, ctx: JobContext) => Promise<unknown>,
+  catalog: readonly JobTypeSpec[] = [billSpec],
+) {
   const eventWaits = new FakeEventWaits();
   const sends: string[] = [];
   let events: EventsService | undefined;
@@ -54,7 +57,7 @@ function setup(run: (payload: unknown, ctx: JobContext) => Promise<unknown>) {
   const log = createLogger({ level: 'error' });
   const jobs = new JobsService({
     config: testConfig(['echo', 'bill']),
-    catalog: [billSpec],
+    catalog,
     store: h.store,
     queue: h.queue,
     scheduler: h.scheduler,
@@ -64,7 +67,7 @@ function setup(run: (payload: unknown, ctx: JobContext) => Promise<unknown>) {
   const signals = signalsOf(h);
   events = new EventsService({
     jobs,
-    specs: [billSpec],
+    specs: catalog,
     waits: {
       index: eventWaits,
       deliver: (waiter, event) => signals.deliverEvent(waiter, event),
@@ -72,7 +75,8 @@ function setup(run: (payload: unknown, ctx: JobContext) => Promise<unknown>) {
       retentionDays: 7,
     },
   });
-  const send = (orderId: string, id: string) => events.send({ name: 'order.paid', id, data: { orderId, amount: 5 } });
+  const send = (orderId: string, id: string, name = 'order.paid') =>
+    events.send({ name, id, data: { orderId, amount: 5 } });
   return { h, events, send, sends, eventWaits };
 }
 
@@ -158,6 +162,39 @@ describe('ctx.waitForEvent', () => {
     const { send, eventWaits } = setup(waiter);
     await send('nobody', 'pay-n');
     expect(eventWaits.calls.map((c) => c.method)).toEqual(['recordSent', 'waiters']);
+  });
+});
+
+describe('events only waited for, and events nobody waits on', () => {
+  const refundIssued = defineEvent('refund.issued', z.object({ orderId: z.string(), amount: z.number() }), {
+    matchOn: ['orderId'],
+  });
+  const orderNoted = defineEvent('order.noted', z.object({ orderId: z.string(), amount: z.number() }));
+  /** The waiting type lists the event it waits for; nobody subscribes to it. */
+  const waitsSpec = defineJobType({ type: 'echo', payload: z.object({ n: z.number() }), waitsFor: [refundIssued] });
+  const notedSpec = defineJobType({
+    type: 'bill',
+    payload: z.object({}),
+    on: [subscribe(orderNoted, { payload: () => ({}) })],
+  });
+
+  it('takes an event that a type only waits for (no subscriber), and delivers it to the wait', async () => {
+    const { h, send } = setup(
+      async (_p, ctx) => ({ got: await ctx.waitForEvent(refundIssued, { match: { 'data.orderId': ctx.jobId } }) }),
+      [waitsSpec],
+    );
+    h.store.seed(echoJob('r-1'));
+    await h.worker(redelivery('r-1'));
+    const sent = await send('r-1', 'refund-1', 'refund.issued');
+    expect(sent.events[0]?.jobs).toEqual([]);
+    await h.worker(redelivery('r-1'));
+    expect(h.store.peek('r-1')).toMatchObject({ state: 'succeeded', result: { got: { id: 'refund-1' } } });
+  });
+
+  it('an event whose definition declares no matchOn makes no request of the match index', async () => {
+    const { send, eventWaits } = setup(waiter, [billSpec, notedSpec]);
+    await send('o-9', 'noted-1', 'order.noted');
+    expect(eventWaits.calls).toEqual([]);
   });
 });
 
