@@ -1,7 +1,7 @@
 /**
  * `ctx.waitForEvent`: a job waits for an event whose data matches it on one field, and the event
  * finds its waiters by an index, not a scan. Pure rules and the port; see docs/workflows.md
- * ("Waiting for an event") for why it is exact.
+ * ("Events: ctx.emit and ctx.waitForEvent") for why it is exact.
  *
  * A match is a **key**: the event's name, a path in its data the event's definition declares
  * (`matchOn`), and the value at that path. Both sides write under the key's partition

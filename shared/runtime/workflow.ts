@@ -10,6 +10,11 @@
  * the worker waits for the handler to stop, as after a timeout, before the job waits in state
  * `waiting` with no Lambda running and no attempt spent. It resumes at its wake time, or when its
  * signal arrives.
+ *
+ * `ctx.emit` is a step that sends an event (through the {@link EventSender} the worker is given),
+ * and `ctx.waitForEvent` is a signal wait under a reserved name (`event:<step>`) that first
+ * registers in the match index and looks there for an event sent since the job was created
+ * (shared/core/event-waits.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
@@ -455,7 +460,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
         if (!index) throw new StepUsageError('this worker has no event waits: ctx.waitForEvent needs them');
         const key = matchKey(eventName, path, value);
         // register, then look: an event sent from now on finds this waiter, and one sent since
-        // the job was created is found here (docs/workflows.md, "Waiting for an event")
+        // the job was created is found here (docs/workflows.md, "Events: ctx.emit and ctx.waitForEvent")
         const expiresAt = Math.ceil(deadline / 1000) + 86_400;
         await untilAborted(
           index.register(key, { jobId: job.id, incarnation: scope.incarnation, signal: name }, expiresAt),
