@@ -122,12 +122,13 @@ export class EnqueueApi extends Construct {
     this.handler.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: indexArns }));
     // A slot's ranked line (`flowq#…`), and nothing else of the table: a limit raised at run time
     // admits the line's head (shared/api/key-limits-service.ts), and GET /types/{type}/keys/{key}
-    // lists the line
+    // lists the line. And a match key's partition (`evmatch#…`): POST /events reads the waits of
+    // an event that declares `matchOn` (shared/api/events-service.ts)
     this.handler.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:Query'],
         resources: [table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*'] } },
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*', 'evmatch#*'] } },
       }),
     );
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');

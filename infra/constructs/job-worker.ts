@@ -110,12 +110,15 @@ export class JobWorker extends Construct implements IGrantable {
     // IAM proof evaluates that Query with its partition key (test/deployed/workflow-resume.test.ts).
     // A slot's ranked line (a type with priorities) is read by its head, one Query of `flowq#…`,
     // and an admission deletes the entry it admits. Any worker may admit: singleton scopes are
-    // shared between types.
+    // shared between types. A `ctx.waitForEvent` looks for an event sent under its match key
+    // (`evmatch#…`, shared/core/event-waits.ts) after registering there (a PutItem).
     this.handler.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:Query'],
         resources: [props.jobTable.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal', 'flowq#*'] } },
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal', 'flowq#*', 'evmatch#*'] },
+        },
       }),
     );
     this.handler.addToRolePolicy(

@@ -11,6 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import type { TypeScope } from '../core/access';
+import type { Clock } from '../core/clock';
+import { type EventWaiter, type EventWaits, isMatchValue, matchKey, valueAt } from '../core/event-waits';
 import {
   EVENT_ID_PATTERN,
   EVENT_NAME_PATTERN,
@@ -24,6 +26,8 @@ import {
   type Subscriber,
 } from '../core/events';
 import type { JobView } from '../core/job';
+import { MAX_SIGNAL_BYTES } from '../core/journal';
+import { jsonBytes } from '../core/limits';
 import type { JobState } from '../core/states';
 import { parseOrThrow } from '../core/validation';
 import {
@@ -114,7 +118,7 @@ export interface EventJobState {
 const isBatch = (body: unknown): body is { events?: unknown } =>
   typeof body === 'object' && body !== null && 'events' in body;
 
-/** The types an event request may make jobs of, read loosely for the access check (`enqueue` on each). */
+/** The types an event request may make jobs of or wake, read loosely for the access check (`enqueue` on each). */
 export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[] {
   if (typeof body !== 'object' || body === null) return [];
   const list = isBatch(body) ? body.events : [body];
@@ -124,8 +128,20 @@ export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[
     const name = typeof item === 'object' && item !== null ? (item as { name?: unknown }).name : undefined;
     if (typeof name !== 'string') continue;
     for (const s of catalog.get(name)?.subscribers ?? []) types.add(s.type);
+    // an event only waited for wakes jobs of the types that wait for it
+    for (const type of catalog.get(name)?.waiters ?? []) types.add(type);
   }
   return [...types];
+}
+
+/** What delivers events to the jobs that wait for them (`ctx.waitForEvent`); see {@link EventsService}. */
+export interface EventWaitDeps {
+  index: EventWaits;
+  /** Delivers an event to one waiter through its wait's reserved signal (SignalsService.deliverEvent). */
+  deliver(waiter: EventWaiter, event: { id: string; name: string; data: unknown }): Promise<unknown>;
+  clock: Clock;
+  /** How long a sent event is kept for a wait that registers later: the jobs' retention. */
+  retentionDays: number;
 }
 
 export class EventsService {
@@ -133,7 +149,7 @@ export class EventsService {
   /** Every event name and each type that subscribes to it: the jobs `GET /events/{id}` looks for. */
   private readonly pairs: { name: string; type: string }[];
 
-  constructor(private readonly deps: { jobs: JobsService; specs: readonly Subscriber[] }) {
+  constructor(private readonly deps: { jobs: JobsService; specs: readonly Subscriber[]; waits?: EventWaitDeps }) {
     this.catalog = eventCatalog(deps.specs);
     this.pairs = [...this.catalog.entries()].flatMap(([name, e]) => e.subscribers.map((s) => ({ name, type: s.type })));
   }
@@ -171,6 +187,7 @@ export class EventsService {
     const errors = [...outcomes.flatMap((o) => (o.ok ? [] : [o.error])), ...failures.filter((f) => f !== undefined)];
     const failed = errors.find((e) => !(e instanceof OrreryError && e.status === 409)) ?? errors[0];
     if (failed) throw failed;
+    await this.announce(events);
     const views = new Map(jobs.map((job, i) => [job.id, outcomes[i] as { created: boolean; job: JobView }]));
     return {
       batch,
@@ -183,6 +200,37 @@ export class EventsService {
         }),
       })),
     };
+  }
+
+  /**
+   * Hands each event whose definition declares `matchOn` to the jobs that wait for it: per path
+   * whose value can be matched, it records the event under the match key (1 write unit per KB),
+   * then reads the waiters there (one strongly consistent Query) and delivers the event to each
+   * (SignalsService.deliverEvent: 4 write units per waiter reached). Recording first, and the
+   * waiter registering before it looks, is what keeps an event sent before the wait (and after
+   * the job was created) from being lost (docs/workflows.md). An event without `matchOn` costs
+   * nothing here. A failure answers 5xx: the same request again delivers once.
+   */
+  private async announce(events: readonly EventInput[]): Promise<void> {
+    const waits = this.deps.waits;
+    if (!waits) return;
+    const keys = events.flatMap((event) =>
+      (this.catalog.get(event.name)?.definition.matchOn ?? []).flatMap((path) => {
+        const value = valueAt(event.data, path);
+        return isMatchValue(value) ? [{ event, key: matchKey(event.name, path, value) }] : [];
+      }),
+    );
+    if (keys.length === 0) return;
+    const now = waits.clock.now();
+    const at = new Date(now).toISOString();
+    const expiresAt = Math.floor(now / 1000) + waits.retentionDays * 86_400;
+    await mapWithConcurrency(keys, EVENT_CONCURRENCY, async ({ event, key }) => {
+      const sent = { id: event.id, name: event.name, data: event.data };
+      await waits.index.recordSent(key, { ...sent, at }, expiresAt);
+      for (const waiter of await waits.index.waiters(key, Math.floor(now / 1000))) {
+        await waits.deliver(waiter, sent);
+      }
+    });
   }
 
   /** Every event's jobs, each checked as its enqueue would check it: any refusal is a 400 for the whole request. */
@@ -204,6 +252,16 @@ export class EventsService {
       }
       seen.set(key, i);
       const jobs = planEvent(this.catalog, event, path);
+      if (this.catalog.get(event.name)?.definition.matchOn && this.deps.waits) {
+        // delivered to a wait as a signal's payload: within a signal's limit
+        const size = jsonBytes(event.data);
+        if (size > MAX_SIGNAL_BYTES) {
+          throw new PayloadTooLargeError(
+            `${at('data')}: the ${event.name} event is matched by waits, whose events are at most ${MAX_SIGNAL_BYTES} bytes of JSON (this one: ${size})`,
+            MAX_SIGNAL_BYTES,
+          );
+        }
+      }
       for (const job of jobs) {
         if (!deployed.has(job.type)) {
           // the API's catalog names a type this deployment has not: a fault of the deployment, not of the event

@@ -3,6 +3,7 @@ import type { PlatformConfig } from '../config';
 import { type Clock, systemClock } from '../core/clock';
 import type { Debouncer } from '../core/debounce';
 import type { JobGraph } from '../core/dependencies';
+import type { EventWaits } from '../core/event-waits';
 import type { FlowSlots } from '../core/flow';
 import type { JobTypeSpec } from '../core/job-type';
 import type { Journal } from '../core/journal';
@@ -67,6 +68,11 @@ export interface ApiDeps {
   graph?: JobGraph;
   /** Job journals and signal inboxes, for `POST /jobs/{id}/signals/{name}`. Without it that route answers 404. */
   journal?: Journal;
+  /**
+   * The match index of event waits: with it (and `journal`), `POST /events` delivers an event
+   * whose definition declares `matchOn` to the jobs that wait for it. @default no wait is reached
+   */
+  eventWaits?: EventWaits;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
 }
@@ -111,15 +117,28 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
       }),
     ),
   );
-  routes.push(...eventRoutes(new EventsService({ jobs, specs: deps.catalog })));
-  if (deps.journal) {
-    routes.push(
-      ...signalRoutes(
-        new SignalsService({ ...deps, journal: deps.journal, clock: deps.clock ?? systemClock, log }),
-        typeOf,
-      ),
-    );
-  }
+  const signals = deps.journal
+    ? new SignalsService({ ...deps, journal: deps.journal, clock: deps.clock ?? systemClock, log })
+    : undefined;
+  routes.push(
+    ...eventRoutes(
+      new EventsService({
+        jobs,
+        specs: deps.catalog,
+        ...(signals && deps.eventWaits
+          ? {
+              waits: {
+                index: deps.eventWaits,
+                deliver: (waiter, event) => signals.deliverEvent(waiter, event),
+                clock: deps.clock ?? systemClock,
+                retentionDays: deps.config.retentionDays,
+              },
+            }
+          : {}),
+      }),
+    ),
+  );
+  if (signals) routes.push(...signalRoutes(signals, typeOf));
   routes.push(...openApiRoutes());
 
   return async (event) => {

@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
+import { DynamoEventWaits } from '../aws/dynamo-event-waits';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobGraph } from '../aws/dynamo-job-graph';
@@ -54,6 +55,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
       debouncer: new DynamoDebouncer(clients.dynamo, config.tableName),
       graph: new DynamoJobGraph(clients.dynamo, config.tableName),
       journal: new DynamoJournal(clients.dynamo, config.tableName),
+      eventWaits: new DynamoEventWaits(clients.dynamo, config.tableName),
       controlPlane: {
         index: new DynamoJobIndex(clients.dynamo, config.tableName),
         control: new DynamoJobControl(clients.dynamo, config.tableName),

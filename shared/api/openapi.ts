@@ -466,7 +466,8 @@ export const OPERATIONS: ApiOperation[] = [
       'the wait had recorded its timeout: then the answer says `late: true`, and the job is not woken. One signal ' +
       'per name and job: the same payload again answers 200 (`duplicate`), another payload 409 `signal_exists`. A ' +
       'finished job answers 409 `job_finished`; a name or payload the job type does not declare, 400 ' +
-      '(`unknown_signal`, `invalid_payload`). Costs 2 write units (the inbox, and the outcome of the wait), and 1 ' +
+      '(`unknown_signal`, `invalid_payload`); a name starting `event:` (the reserved signal of an event wait), 400 ' +
+      '`reserved_signal`. Costs 2 write units (the inbox, and the outcome of the wait), and 1 ' +
       'more when it wakes the job.',
     pathParams: { ...jobIdParam, name: 'The signal name: 1-200 printable characters without "#"' },
     body: signalRequestSchema,

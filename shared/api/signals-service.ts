@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { SIGNAL_LOOK_MS } from '../core/due';
 import { JOB_ID_PATTERN } from '../core/enqueue';
+import { EVENT_SIGNAL_PREFIX, type EventWaiter, isEventSignal } from '../core/event-waits';
 import type { JobTypeSpec } from '../core/job-type';
 import {
   checkName,
@@ -67,6 +68,13 @@ export class SignalsService {
   ): Promise<{ created: boolean; receipt: SignalReceipt }> {
     if (!JOB_ID_PATTERN.test(id)) throw new NotFoundError(`job ${JSON.stringify(id)} not found`, 'job_not_found');
     checkName(name, 'signal');
+    if (isEventSignal(name)) {
+      throw new ValidationError(
+        `signal names starting "${EVENT_SIGNAL_PREFIX}" are reserved for event waits: send the event (POST /events)`,
+        [{ path: 'name', message: `must not start with "${EVENT_SIGNAL_PREFIX}"` }],
+        'reserved_signal',
+      );
+    }
     const request = parseOrThrow(signalRequestSchema, body ?? {}, { message: 'invalid signal request' });
     const size = jsonBytes(request.payload ?? null);
     if (size > MAX_SIGNAL_BYTES) {
@@ -133,6 +141,41 @@ export class SignalsService {
       created: stored.stored,
       receipt: { jobId: id, signal: name, receivedAt, resumed, late, duplicate: !stored.stored },
     };
+  }
+
+  /**
+   * Delivers an event to a job that waits for it (`ctx.waitForEvent`), through the wait's
+   * reserved signal, as {@link send} delivers a signal: the inbox (1 write unit up to 1 KB, and 1
+   * for its due entry), the wait's outcome (1), the wake (1) and its message. Nothing for a
+   * waiter that is gone (a finished job, another job under the id: 1 read unit), or that another
+   * event reached first (`taken`: its inbox holds that one; the journal's first write wins).
+   */
+  async deliverEvent(
+    waiter: EventWaiter,
+    event: { id: string; name: string; data: unknown },
+  ): Promise<'delivered' | 'late' | 'taken' | 'gone'> {
+    const { store, journal, clock } = this.deps;
+    const now = clock.now();
+    const job = await store.get(waiter.jobId);
+    if (!job || pastRetention(job, now) || isTerminal(job.state)) return 'gone';
+    if (incarnationOf(job.createdAt) !== waiter.incarnation) return 'gone';
+    const name = waiter.signal;
+    const payload = { id: event.id, name: event.name, data: event.data };
+    const hash = payloadHash(`signal:${name}`, payload);
+    const at = new Date(now).toISOString();
+    const scope: JournalScope = { jobId: waiter.jobId, incarnation: waiter.incarnation };
+    const stored = await journal.deliver({
+      ...scope,
+      name,
+      signal: { payload, payloadHash: hash, at },
+      expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
+      dueAt: now + SIGNAL_LOOK_MS,
+    });
+    if (!stored.stored && stored.existing.payloadHash !== hash) return 'taken';
+    const receivedAt = stored.stored ? at : stored.existing.at;
+    if (await this.tooLate(scope, name, receivedAt, now)) return 'late';
+    await this.wake(job.type, waiter.jobId, name, now);
+    return 'delivered';
   }
 
   /**

@@ -21,32 +21,51 @@ export const EVENT_ID_PATTERN = JOB_ID_PATTERN;
 /** Events in one `POST /events` request. */
 export const MAX_EVENTS_PER_REQUEST = 100;
 
-/** An event: its name, and the schema its data must match. */
 /** A schema of an event's data: any zod 4 schema (full `zod` or `zod/mini`), as a job's payload. */
 export type EventDataSchema = z.core.$ZodType;
 
+/** An event: its name, the schema its data must match, and the fields waits may match it on. */
 export interface EventDefinition<Schema extends EventDataSchema = EventDataSchema, Name extends string = string> {
   readonly name: Name;
   readonly data: Schema;
+  /**
+   * Paths in the data (`orderId`, `customer.id`) that `ctx.waitForEvent` may match on: each send
+   * of the event looks up the waits on each of them (1 write unit and 1 read unit per path).
+   * @default none: no wait can match the event, and a send costs nothing beyond its jobs
+   */
+  readonly matchOn?: readonly string[];
 }
+
+/** A path of `matchOn`: dotted names of letters, digits and `_` (`orderId`, `customer.id`). */
+const MATCH_PATH = /^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*$/;
 
 /**
  * Declares an event. Job types subscribe to it with {@link subscribe}; `POST /events` refuses
- * (400) data that does not match its schema, and writes nothing.
+ * (400) data that does not match its schema, and writes nothing. `matchOn` names the fields a
+ * handler's `ctx.waitForEvent` may match it on.
  *
  * @example
  * export const orderPlaced = defineEvent('order.placed', z.object({ orderId: z.string(), total: z.number() }));
+ * export const orderPaid = defineEvent('order.paid', z.object({ orderId: z.string() }), { matchOn: ['orderId'] });
  */
 export function defineEvent<Schema extends EventDataSchema, const Name extends string>(
   name: Name,
   data: Schema,
+  options: { matchOn?: readonly string[] } = {},
 ): EventDefinition<Schema, Name> {
   if (!EVENT_NAME_PATTERN.test(name)) {
     throw new ConfigError(
       `event name "${name}" must match ${EVENT_NAME_PATTERN} (letters, digits and . _ : -, up to 128 chars)`,
     );
   }
-  return Object.freeze({ name, data });
+  const matchOn = options.matchOn ?? [];
+  for (const path of matchOn) {
+    if (!MATCH_PATH.test(path)) {
+      throw new ConfigError(`event "${name}": matchOn path "${path}" must be dotted names (orderId, customer.id)`);
+    }
+  }
+  if (new Set(matchOn).size !== matchOn.length) throw new ConfigError(`event "${name}": matchOn names a path twice`);
+  return Object.freeze({ name, data, ...(matchOn.length > 0 ? { matchOn: Object.freeze([...matchOn]) } : {}) });
 }
 
 /** What a job type does with an event it subscribes to. */
@@ -97,16 +116,34 @@ export function subscriptionsProblem(on: unknown): string | undefined {
   return undefined;
 }
 
-/** A job type as events see it: its name and its subscriptions. */
+/** A problem with a job type's `waitsFor`, or undefined. */
+export function waitsForProblem(waitsFor: unknown): string | undefined {
+  if (!Array.isArray(waitsFor)) return 'waitsFor must be an array of events (defineEvent)';
+  const seen = new Set<string>();
+  for (const [i, event] of waitsFor.entries()) {
+    const e = event as Partial<EventDefinition> | undefined;
+    if (!e || typeof e.name !== 'string' || !EVENT_NAME_PATTERN.test(e.name) || !e.data) {
+      return `waitsFor[${i}] must be an event made with defineEvent`;
+    }
+    if (seen.has(e.name)) return `waitsFor[${i}]: the type lists "${e.name}" twice`;
+    seen.add(e.name);
+  }
+  return undefined;
+}
+
+/** A job type as events see it: its name, its subscriptions, and the events it waits for. */
 export interface Subscriber {
   readonly type: string;
   readonly on?: readonly Subscription[];
+  readonly waitsFor?: readonly EventDefinition[];
 }
 
-/** One event of a catalog: its definition, and the types that subscribe to it. */
+/** One event of a catalog: its definition, the types that subscribe to it, and those that wait for it. */
 export interface CatalogEvent {
   definition: EventDefinition;
   subscribers: { type: string; subscription: Subscription }[];
+  /** Types that list it in `waitsFor` (sending it may wake their jobs). */
+  waiters: string[];
 }
 
 /** The events a catalog's types subscribe to, by name. */
@@ -118,20 +155,24 @@ export type EventCatalog = ReadonlyMap<string, CatalogEvent>;
  */
 export function eventCatalog(specs: readonly Subscriber[]): EventCatalog {
   const events = new Map<string, CatalogEvent>();
+  const entryOf = (event: EventDefinition, type: string): CatalogEvent => {
+    const known = events.get(event.name);
+    if (known && known.definition.data !== event.data) {
+      const first = known.subscribers[0]?.type ?? known.waiters[0];
+      throw new ConfigError(
+        `event "${event.name}" is defined twice (job types ${first} and ${type}): ` +
+          'export one defineEvent and subscribe to it from both',
+      );
+    }
+    const entry = known ?? { definition: event, subscribers: [], waiters: [] };
+    events.set(event.name, entry);
+    return entry;
+  };
   for (const spec of specs) {
     for (const subscription of spec.on ?? []) {
-      const { event } = subscription;
-      const known = events.get(event.name);
-      if (known && known.definition.data !== event.data) {
-        throw new ConfigError(
-          `event "${event.name}" is defined twice (job types ${known.subscribers[0]?.type} and ${spec.type}): ` +
-            'export one defineEvent and subscribe to it from both',
-        );
-      }
-      const entry = known ?? { definition: event, subscribers: [] };
-      entry.subscribers.push({ type: spec.type, subscription });
-      events.set(event.name, entry);
+      entryOf(subscription.event, spec.type).subscribers.push({ type: spec.type, subscription });
     }
+    for (const event of spec.waitsFor ?? []) entryOf(event, spec.type).waiters.push(spec.type);
   }
   return events;
 }
@@ -156,6 +197,21 @@ const EVENT_JOB_ID = /^ev\.[0-9a-f]{40}$/;
 /** Whether `id` has the shape of an event's job id, which only `POST /events` may write. */
 export function isEventJobId(id: string): boolean {
   return EVENT_JOB_ID.test(id);
+}
+
+/**
+ * The id of the event a job's `ctx.emit` sends: `em.` and 40 hex digits of SHA-256 over the job's
+ * id, its incarnation and the step's name. Derived, so an attempt that sent the event and died
+ * before recording its step sends the same event again, which makes nothing new.
+ */
+export function emitEventId(jobId: string, incarnation: string, step: string): string {
+  return `em.${createHash('sha256').update(`${jobId}\n${incarnation}\n${step}`).digest('hex').slice(0, 40)}`;
+}
+
+/** What sends an event for a handler (`ctx.emit`): the events service of the API, in the worker. */
+export interface EventSender {
+  /** Sends the event as `POST /events` does: every check, then one job per subscriber; idempotent by id. */
+  send(event: EventInput): Promise<void>;
 }
 
 /** An event as sent, its id given or drawn. */
@@ -186,8 +242,8 @@ export function planEvent(catalog: EventCatalog, event: EventInput, path = ''): 
   const entry = catalog.get(event.name);
   if (!entry) {
     throw new ValidationError(
-      `no job type subscribes to the event "${event.name}"`,
-      [{ path: at('name'), message: 'is not an event any deployed job type subscribes to' }],
+      `no job type subscribes to or waits for the event "${event.name}"`,
+      [{ path: at('name'), message: 'is not an event any deployed job type subscribes to or waits for' }],
       'unknown_event',
     );
   }

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type BatchOptions, batchProblem } from './batch';
 import { type DebounceOptions, debounceProblem } from './debounce';
-import { type Subscription, subscriptionsProblem } from './events';
+import { type EventDefinition, type Subscription, subscriptionsProblem, waitsForProblem } from './events';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { STEP_NAME_PATTERN } from './journal';
 import { sqsFairQueueProblem } from './message-group';
@@ -108,6 +108,8 @@ export interface JobTypeSpec<
   readonly on?: readonly Subscription[];
   /** Batch handler settings (see {@link JobTypeOptions.batch}); absent: one job per handler call. */
   readonly batch?: BatchOptions<z.output<Schema>>;
+  /** The events its handler waits for (see {@link JobTypeOptions.waitsFor}); absent: none. */
+  readonly waitsFor?: readonly EventDefinition[];
 }
 
 export interface JobTypeOptions<
@@ -227,6 +229,16 @@ export interface JobTypeOptions<
    * batch: { maxSize: 100, maxWaitSeconds: 5, key: (p) => p.tenantId }
    */
   batch?: BatchOptions<z.output<Schema>>;
+  /**
+   * The events its handler waits for (`ctx.waitForEvent`) without subscribing to them: it puts
+   * them in the API's catalog, so `POST /events` (and `ctx.emit`) takes them, checks their data,
+   * and delivers them to the waits. Sending one is an `enqueue` on this type (as sending an event
+   * is on its subscribers). An event a type subscribes to needs no entry here. See docs/events.md.
+   * @default none
+   * @example
+   * waitsFor: [orderPaid]
+   */
+  waitsFor?: readonly EventDefinition[];
 }
 
 /**
@@ -330,6 +342,12 @@ export function defineJobType<
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     batch = { batch: Object.freeze({ ...options.batch }) };
   }
+  let waitsFor = {};
+  if (options.waitsFor !== undefined) {
+    const problem = waitsForProblem(options.waitsFor);
+    if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
+    waitsFor = { waitsFor: Object.freeze([...options.waitsFor]) };
+  }
   return Object.freeze({
     type: options.type,
     payload: options.payload,
@@ -345,5 +363,6 @@ export function defineJobType<
     ...signals,
     ...on,
     ...batch,
+    ...waitsFor,
   });
 }

@@ -22,6 +22,7 @@
  *
  * @module
  */
+export { eventsFrom } from '../api/events-from';
 export { createLambdaApiHandler } from '../api/lambda';
 export type { Backoff, BackoffInput, RetryPolicy } from '../core/backoff';
 export { type BatchOptions, MAX_BATCH_SIZE, MAX_BATCH_WAIT_SECONDS } from '../core/batch';
@@ -54,5 +55,18 @@ export type {
 } from '../runtime/batch-worker';
 export { defineBatchJob } from '../runtime/define-batch-job';
 export { defineJob, type LambdaSqsHandler } from '../runtime/define-job';
-export type { FailureInfo, JobContext, JobDefinition, JobHandler, JobOptions } from '../runtime/job-definition';
-export { type SignalWait, Suspension, type WaitForSignalOptions } from '../runtime/workflow';
+export type {
+  EventSenderFactory,
+  FailureInfo,
+  JobContext,
+  JobDefinition,
+  JobHandler,
+  JobOptions,
+} from '../runtime/job-definition';
+export {
+  type ReceivedEvent,
+  type SignalWait,
+  Suspension,
+  type WaitForEventOptions,
+  type WaitForSignalOptions,
+} from '../runtime/workflow';

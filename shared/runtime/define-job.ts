@@ -1,6 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { z } from 'zod';
 import { DynamoDebouncer } from '../aws/dynamo-debouncer';
+import { DynamoEventWaits } from '../aws/dynamo-event-waits';
 import { DynamoFlowSlots } from '../aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../aws/dynamo-job-control';
 import { DynamoJobGraph } from '../aws/dynamo-job-graph';
@@ -10,6 +11,7 @@ import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
+import { systemClock } from '../core/clock';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import { ConfigError } from '../errors';
 import { invocation, type LambdaRuntime, once, startLambdaRuntime } from '../lambda/runtime';
@@ -58,7 +60,10 @@ export function defineJob<
     // Its own type's route; another type's queue (a child it releases) is found by its name.
     const runtime = await startLambdaRuntime({ meterCost: true, types: [spec.type] });
     // Typed wide: the ports are built from the spec's own options, which is what the worker requires of them.
-    const worker = createWorker(definition as JobDefinition, workerDepsOf(spec, runtime));
+    const worker = createWorker(definition as JobDefinition, {
+      ...workerDepsOf(spec, runtime),
+      ...(options.events ? { events: options.events({ ...runtime, clock: systemClock }, spec.type) } : {}),
+    });
     return { runtime, worker };
   });
   const handler: LambdaSqsHandler = async (event, context) => {
@@ -81,6 +86,7 @@ export function workerDepsOf(spec: JobTypeSpec, runtime: LambdaRuntime): WorkerD
     scheduler: new EventBridgeJobScheduler(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
     schedules: new DynamoScheduleStore(clients.dynamo, config.tableName),
     journal: new DynamoJournal(clients.dynamo, config.tableName),
+    eventWaits: new DynamoEventWaits(clients.dynamo, config.tableName),
     ...(spec.concurrency || spec.singleton ? { flow: new DynamoFlowSlots(clients.dynamo, config.tableName) } : {}),
     ...(spec.throttle ? { pacer: new DynamoPacer(clients.dynamo, config.tableName) } : {}),
     ...(spec.debounce ? { debouncer: new DynamoDebouncer(clients.dynamo, config.tableName) } : {}),

@@ -1,4 +1,8 @@
 import type { z } from 'zod';
+import type { AwsClients } from '../aws/clients';
+import type { PlatformConfig } from '../config';
+import type { Clock } from '../core/clock';
+import type { EventSender } from '../core/events';
 import type { AttemptError } from '../core/job';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import type { JobState } from '../core/states';
@@ -70,7 +74,22 @@ export interface JobOptions<Payload> {
    * its own errors are logged and never retried.
    */
   onFailure?: (payload: Payload, info: FailureInfo) => Promise<void>;
+  /**
+   * What `ctx.emit` sends through in the deployed worker: `eventsFrom(catalog)` (from
+   * `orrery-jobs/runtime`), with the specs of the types that subscribe to the events it sends.
+   * @default none: `ctx.emit` fails the job (StepUsageError)
+   */
+  events?: EventSenderFactory;
 }
+
+/**
+ * Builds a worker's event sender from its Lambda runtime (configuration, SDK clients, logger)
+ * and the clock; `type` is the worker's job type (the emitted jobs' `enqueuedBy` names it).
+ */
+export type EventSenderFactory = (
+  runtime: { config: PlatformConfig; clients: AwsClients; logger: Logger; clock: Clock },
+  type: string,
+) => EventSender;
 
 export const ON_FAILURE_TIMEOUT_MS = 5_000;
 

@@ -10,10 +10,25 @@
  * the worker waits for the handler to stop, as after a timeout, before the job waits in state
  * `waiting` with no Lambda running and no attempt spent. It resumes at its wake time, or when its
  * signal arrives.
+ *
+ * `ctx.emit` is a step that sends an event (through the {@link EventSender} the worker is given),
+ * and `ctx.waitForEvent` is a signal wait under a reserved name (`event:<step>`) that first
+ * registers in the match index and looks there for an event sent since the job was created
+ * (shared/core/event-waits.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { Clock } from '../core/clock';
+import {
+  EVENT_SIGNAL_PREFIX,
+  type EventWaits,
+  eventSignalName,
+  isEventSignal,
+  matchKey,
+  parseMatch,
+  type SentEvent,
+} from '../core/event-waits';
+import { type EventDefinition, type EventSender, emitEventId } from '../core/events';
 import type { WakeWait } from '../core/job';
 import type { DeclaresSignals, SignalSchemas } from '../core/job-type';
 import {
@@ -34,7 +49,7 @@ import {
   wakeTime,
 } from '../core/journal';
 import { incarnationOf } from '../core/table';
-import { SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
+import { OrreryError, SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
 import { untilAborted } from './until-aborted';
 
 /** Waits this short are waited out in the attempt: ending it would cost more and gain nothing. */
@@ -54,6 +69,29 @@ export interface WaitForSignalOptions {
    */
   onTimeout?: 'null' | 'throw';
 }
+
+/** `ctx.waitForEvent`'s options: what to match, and its timeout as a signal wait's. */
+export interface WaitForEventOptions extends WaitForSignalOptions {
+  /**
+   * The one field of the event's data this job waits on, and its value:
+   * `{ 'data.orderId': orderId }`. The path must be one of the event's `matchOn`.
+   */
+  match: Record<string, string | number | boolean>;
+  /**
+   * The wait's name in the job's journal, unique within a run. @default the event's name
+   */
+  step?: string;
+}
+
+/** An event a wait returns: its id, name and data. */
+export interface ReceivedEvent<Data = unknown> {
+  id: string;
+  name: string;
+  data: Data;
+}
+
+/** The data type of an event given as its definition (or `unknown` data for a name). */
+export type EventDataOf<E> = E extends EventDefinition<infer S> ? z.output<S> : Record<string, unknown>;
 
 /**
  * The signals of a context or a definition taken whatever its job type declares (the worker's
@@ -101,6 +139,35 @@ export interface WorkflowSteps<Signals extends SignalSchemas = AnySignals> {
    * const payment = await ctx.waitForSignal('payment', { timeout: '3d' }); // { amount: number } | null
    */
   waitForSignal: SignalWait<Signals>;
+  /**
+   * Sends the event `name` (or the event of a definition) with `data`, as `POST /events` does
+   * (its schema, its subscribers' filters and payloads; one job per subscriber; the waits that
+   * match it), once for the job: the send is a step named `emit:<step>` (default `emit:<name>`),
+   * and the event's id is derived from the job and that name, so a replay does not send it again,
+   * and an attempt that died between the send and its record sends the same event, which makes
+   * nothing new. Data the event refuses fails the job (`StepUsageError`). Costs the event's jobs
+   * (see docs/events.md) plus 1 write unit (the step).
+   * @example
+   * await ctx.emit(orderPlaced, { orderId: order.id, total: order.total });
+   */
+  emit<E extends string | EventDefinition>(
+    event: E,
+    data: EventDataOf<E>,
+    options?: { step?: string },
+  ): Promise<{ id: string }>;
+  /**
+   * Waits for an event whose data matches this job on one field, and returns it (`{ id, name,
+   * data }`), or `null` when the timeout passes first (or throws, with `onTimeout: 'throw'`).
+   * An event sent after the job was created is not lost, even when it came before the wait; one
+   * sent before the job was created is not matched. The path must be in the event's `matchOn`.
+   * It waits as a signal wait does, with no Lambda running; see docs/workflows.md for costs.
+   * @example
+   * const paid = await ctx.waitForEvent(orderPaid, { match: { 'data.orderId': order.id }, timeout: '3d' });
+   */
+  waitForEvent<E extends string | EventDefinition>(
+    event: E,
+    options: WaitForEventOptions,
+  ): Promise<ReceivedEvent<EventDataOf<E>> | null>;
 }
 
 /** `ctx.waitForSignal` of a job type that declares no signals: any name, the payload type is the caller's. */
@@ -144,6 +211,10 @@ export interface WorkflowOptions {
   job: JobRun;
   /** Without one, every call fails the job with a StepUsageError. */
   journal?: Journal;
+  /** The match index of event waits; without it, `ctx.waitForEvent` fails the job (StepUsageError). */
+  eventWaits?: EventWaits;
+  /** What `ctx.emit` sends through; without it, `ctx.emit` fails the job (StepUsageError). */
+  events?: EventSender;
   clock: Clock;
   /** The attempt's abort signal: nothing is run or recorded once it fired. */
   signal: AbortSignal;
@@ -263,6 +334,65 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     throw new Suspension(pending);
   }
 
+  /**
+   * A wait for the signal `name`. `beforeWait` (an event wait's registration and look) runs once
+   * the inbox held nothing, before the deadline is recorded: what it finds is the outcome.
+   */
+  async function signalWait<T>(
+    name: string,
+    waitOptions: WaitForSignalOptions,
+    beforeWait?: (deadline: number) => Promise<{ payload: unknown } | undefined>,
+  ): Promise<T | null> {
+    const journal = begin('signal', name);
+    const look = () => untilAborted(journal.signal({ ...scope, name }), signal);
+    let arrived: InboxSignal | undefined;
+    /** What the recorded outcome (a SignalOutcome) makes the wait return. */
+    const outcome = async (value: unknown): Promise<T | null> => {
+      const timedOut = timedOutAt(value);
+      if (timedOut !== undefined) {
+        if (waitOptions.onTimeout === 'throw') throw new SignalTimeoutError(name, timedOut);
+        return null;
+      }
+      const o = (value ?? {}) as { payload?: unknown; received?: string };
+      // recorded by the send: the signal is the inbox's
+      if (o.received !== undefined) arrived ??= await look();
+      return (('payload' in o ? o.payload : arrived?.payload) ?? null) as T | null;
+    };
+    const done = await read('signal', name);
+    if (done) return outcome(done.value);
+    // a signal may have come before the job ever ran: the inbox is read on every run
+    arrived = await look();
+    if (arrived) return outcome(await record('signal', name, { payload: arrived.payload }));
+    let until = (await read('wait', name))?.value as number | undefined;
+    if (until === undefined) {
+      const deadline = asUsage(() => {
+        // without a timeout, the wait lasts as long as the job may live
+        if (waitOptions.timeout === undefined) return Math.min(clock.now() + MAX_WAIT_MS, lifeEnd);
+        const ms = parseDuration(waitOptions.timeout);
+        if (ms > MAX_WAIT_MS) {
+          throw new ValidationError('a signal wait may last at most 366 days', [
+            { path: 'timeout', message: 'must be at most 366 days' },
+          ]);
+        }
+        return withinLife(clock.now() + ms, `signal wait "${name}"`);
+      });
+      const found = beforeWait ? await beforeWait(deadline) : undefined;
+      if (found) return outcome(await record('signal', name, { payload: found.payload }));
+      until = (await record('wait', name, deadline)) as number;
+    }
+    const over = await waitUntil({ kind: 'signal', key: name, until: iso(until) });
+    // No signal is lost to timing. A wait waited out here (its last second) kept the job
+    // running, so no send could wake it: it looks at the inbox again. Then the outcome is
+    // recorded, and the first write of it wins, the send's included (SignalsService records
+    // the signal it stored as the outcome before it answers). So a signal stored before this
+    // look is returned; one stored after it either recorded itself first (the timeout below is
+    // refused, and the wait returns the signal) or finds the timeout recorded and is answered
+    // `late`. (A wait already over when it began read the inbox just above.)
+    if (over === 'waited') arrived = await look();
+    const ended: SignalOutcome = arrived ? { payload: arrived.payload } : { timedOutAt: iso(until) };
+    return outcome(await record('signal', name, ended));
+  }
+
   const steps: WorkflowSteps = {
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
       begin('step', name);
@@ -287,52 +417,59 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     },
 
     async waitForSignal<T = unknown>(name: string, waitOptions: WaitForSignalOptions = {}): Promise<T | null> {
-      const journal = begin('signal', name);
-      const look = () => untilAborted(journal.signal({ ...scope, name }), signal);
-      let arrived: InboxSignal | undefined;
-      /** What the recorded outcome (a SignalOutcome) makes the wait return. */
-      const outcome = async (value: unknown): Promise<T | null> => {
-        const timedOut = timedOutAt(value);
-        if (timedOut !== undefined) {
-          if (waitOptions.onTimeout === 'throw') throw new SignalTimeoutError(name, timedOut);
-          return null;
-        }
-        const o = (value ?? {}) as { payload?: unknown; received?: string };
-        // recorded by the send: the signal is the inbox's
-        if (o.received !== undefined) arrived ??= await look();
-        return (('payload' in o ? o.payload : arrived?.payload) ?? null) as T | null;
-      };
-      const done = await read('signal', name);
-      if (done) return outcome(done.value);
-      // a signal may have come before the job ever ran: the inbox is read on every run
-      arrived = await look();
-      if (arrived) return outcome(await record('signal', name, { payload: arrived.payload }));
-      let until = (await read('wait', name))?.value as number | undefined;
-      if (until === undefined) {
-        const deadline = asUsage(() => {
-          // without a timeout, the wait lasts as long as the job may live
-          if (waitOptions.timeout === undefined) return Math.min(clock.now() + MAX_WAIT_MS, lifeEnd);
-          const ms = parseDuration(waitOptions.timeout);
-          if (ms > MAX_WAIT_MS) {
-            throw new ValidationError('a signal wait may last at most 366 days', [
-              { path: 'timeout', message: 'must be at most 366 days' },
-            ]);
-          }
-          return withinLife(clock.now() + ms, `signal wait "${name}"`);
-        });
-        until = (await record('wait', name, deadline)) as number;
+      if (typeof name === 'string' && isEventSignal(name)) {
+        throw new StepUsageError(
+          `signal names starting "${EVENT_SIGNAL_PREFIX}" are the event waits' own: use ctx.waitForEvent`,
+        );
       }
-      const over = await waitUntil({ kind: 'signal', key: name, until: iso(until) });
-      // No signal is lost to timing. A wait waited out here (its last second) kept the job
-      // running, so no send could wake it: it looks at the inbox again. Then the outcome is
-      // recorded, and the first write of it wins, the send's included (SignalsService records
-      // the signal it stored as the outcome before it answers). So a signal stored before this
-      // look is returned; one stored after it either recorded itself first (the timeout below is
-      // refused, and the wait returns the signal) or finds the timeout recorded and is answered
-      // `late`. (A wait already over when it began read the inbox just above.)
-      if (over === 'waited') arrived = await look();
-      const ended: SignalOutcome = arrived ? { payload: arrived.payload } : { timedOutAt: iso(until) };
-      return outcome(await record('signal', name, ended));
+      return signalWait<T>(name, waitOptions);
+    },
+
+    async emit(event, data, emitOptions = {}) {
+      const eventName = typeof event === 'string' ? event : event.name;
+      const step = `emit:${emitOptions.step ?? eventName}`;
+      begin('step', step);
+      const done = await read('step', step);
+      if (done) return done.value as { id: string };
+      const sender = options.events;
+      if (!sender) throw new StepUsageError('this worker sends no events: ctx.emit needs an event sender');
+      const id = emitEventId(job.id, scope.incarnation, step);
+      try {
+        await untilAborted(sender.send({ name: eventName, id, data: data as Record<string, unknown> }), signal);
+      } catch (error) {
+        // data the event refuses is refused again on every attempt: the job's own mistake
+        if (error instanceof OrreryError && error.status >= 400 && error.status < 500 && error.status !== 429) {
+          throw new StepUsageError(`ctx.emit("${eventName}") was refused: ${error.message}`, { cause: error });
+        }
+        throw error;
+      }
+      return (await record('step', step, { id })) as { id: string };
+    },
+
+    async waitForEvent(event, waitOptions) {
+      const eventName = typeof event === 'string' ? event : event.name;
+      const { path, value } = asUsage(() => parseMatch(waitOptions?.match));
+      if (typeof event !== 'string' && !(event.matchOn ?? []).includes(path)) {
+        throw new StepUsageError(
+          `event "${eventName}" declares no matchOn "${path}": add it to its defineEvent, or no event will match`,
+        );
+      }
+      const name = eventSignalName(waitOptions.step ?? eventName);
+      const index = options.eventWaits;
+      const got = await signalWait<SentEvent>(name, waitOptions, async (deadline) => {
+        if (!index) throw new StepUsageError('this worker has no event waits: ctx.waitForEvent needs them');
+        const key = matchKey(eventName, path, value);
+        // register, then look: an event sent from now on finds this waiter, and one sent since
+        // the job was created is found here (docs/workflows.md, "Events: ctx.emit and ctx.waitForEvent")
+        const expiresAt = Math.ceil(deadline / 1000) + 86_400;
+        await untilAborted(
+          index.register(key, { jobId: job.id, incarnation: scope.incarnation, signal: name }, expiresAt),
+          signal,
+        );
+        const sent = await untilAborted(index.firstSince(key, job.createdAt), signal);
+        return sent ? { payload: { id: sent.id, name: sent.name, data: sent.data } } : undefined;
+      });
+      return got === null ? null : { id: got.id, name: got.name, data: got.data as never };
     },
   };
 
@@ -340,6 +477,8 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     step: (name, fn) => track(steps.step(name, fn)),
     sleep: (name, duration) => track(steps.sleep(name, duration)),
     waitForSignal: (name, waitOptions) => track(steps.waitForSignal(name, waitOptions)),
+    emit: (event, data, emitOptions) => track(steps.emit(event, data, emitOptions)),
+    waitForEvent: (event, waitOptions) => track(steps.waitForEvent(event, waitOptions)),
     suspended: () => pending,
     misuse: () => misuse,
     /** Waits up to `withinMs` for every call the handler left running; true when none is left. */

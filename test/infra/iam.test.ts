@@ -74,10 +74,11 @@ describe('IAM least privilege', () => {
         'dynamodb:UpdateItem',
       ]);
       for (const a of dynamo) expect(a.resources, t.type).toBe(arn(tableId)); // the table only, no index/*
-      // the Query loads a resumed workflow's journal and a ranked line's head: those partitions only
+      // the Query loads a resumed workflow's journal, a ranked line's head, and an event wait's
+      // match key (ctx.waitForEvent's look; ctx.emit's waiters): those partitions only
       const query = statements.find((s) => JSON.stringify(s.Action) === JSON.stringify('dynamodb:Query'));
       expect(query?.Condition).toEqual({
-        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal', 'flowq#*'] },
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job#*#journal', 'flowq#*', 'evmatch#*'] },
       });
       // the only deletes are a ranked line's admitted entries
       const deletes = statements.find((s) => JSON.stringify(s.Action) === JSON.stringify('dynamodb:DeleteItem'));
@@ -126,14 +127,17 @@ describe('IAM least privilege', () => {
     expect(query).not.toContain('index/*');
   });
 
-  it("lets the API query the table only for a slot's ranked line (`flowq#…`): a limit raised at run time admits its head", () => {
+  it("lets the API query the table only for a slot's ranked line (`flowq#…`) and an event's match keys (`evmatch#…`)", () => {
     // KeyLimitsService.handOn → FlowSlots.admit → a ranked line's head is a Query on the table
     // (shared/aws/flow-slots/ranked-line.ts); GET /types/{type}/keys/{key} lists the line the same way
     const onTable = apiStatements.filter(
       (s) => asArray(s.Action).includes('dynamodb:Query') && JSON.stringify(s.Resource) === arn(tableId),
     );
     expect(onTable).toHaveLength(1);
-    expect(onTable[0]?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*'] } });
+    // POST /events reads the waits of an event that declares matchOn (shared/api/events-service.ts)
+    expect(onTable[0]?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*', 'evmatch#*'] },
+    });
   });
 
   it("lets the API's item actions reach every partition it writes: no dynamodb:LeadingKeys condition to keep in step", () => {

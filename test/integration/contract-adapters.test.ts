@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { keyOf } from '../../shared/aws/attributes';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
 import { DynamoDueIndex } from '../../shared/aws/dynamo-due-index';
+import { DynamoEventWaits } from '../../shared/aws/dynamo-event-waits';
 import { DynamoFlowSlots, flowKeys } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
@@ -22,6 +23,7 @@ import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
 import { JOB_TABLE, keys } from '../../shared/core/table';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
+import { eventWaitsContract } from '../contract/event-waits.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { fairShareEdgesContract } from '../contract/flow-slots-fair-edges.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
@@ -96,6 +98,10 @@ describe('job graph contract: DynamoJobGraph on DynamoDB Local', () => {
     store: new DynamoJobStore(dynamo, tableName),
     graph: new DynamoJobGraph(dynamo, tableName),
   }));
+});
+
+describe('event waits contract: DynamoEventWaits on DynamoDB Local', () => {
+  eventWaitsContract(async () => new DynamoEventWaits(dynamo, tableName));
 });
 
 describe('journal contract: DynamoJournal on DynamoDB Local', () => {

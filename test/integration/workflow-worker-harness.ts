@@ -12,6 +12,8 @@ import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { systemClock } from '../../shared/core/clock';
+import type { EventWaits } from '../../shared/core/event-waits';
+import type { EventSender } from '../../shared/core/events';
 import type { Job } from '../../shared/core/job';
 import type { JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
@@ -26,6 +28,10 @@ export interface DynamoWorkerOptions {
   run: JobHandler<unknown>;
   /** @default 30_000 */
   leaseMs?: number;
+  /** The match index `ctx.waitForEvent` registers in. @default none */
+  eventWaits?: EventWaits;
+  /** What `ctx.emit` sends through. @default none */
+  events?: EventSender;
 }
 
 export function dynamoWorker(options: DynamoWorkerOptions) {
@@ -48,6 +54,8 @@ export function dynamoWorker(options: DynamoWorkerOptions) {
       clock: systemClock,
       owner: 'worker-it',
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+      ...(options.eventWaits ? { eventWaits: options.eventWaits } : {}),
+      ...(options.events ? { events: options.events } : {}),
       logger: createLogger({ level: 'debug', sink: logs.sink }),
     },
   );
@@ -68,6 +76,7 @@ export function dynamoWorker(options: DynamoWorkerOptions) {
     flow,
     queue,
     signals,
+    config,
     logs: logs.lines,
     /** Writes a queued job of the spec's type (overrides as for `newJob`). */
     async create(id: string, overrides: Partial<Job> = {}): Promise<void> {

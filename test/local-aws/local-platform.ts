@@ -1,7 +1,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createEventSender } from '../../shared/api/event-sender';
 import { type ApiHandler, createApiHandler } from '../../shared/api/handler';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
+import { DynamoEventWaits } from '../../shared/aws/dynamo-event-waits';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
@@ -155,6 +157,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const debouncer = new DynamoDebouncer(clients.dynamo, config.tableName);
   const graph = new DynamoJobGraph(clients.dynamo, config.tableName);
   const journal = new DynamoJournal(clients.dynamo, config.tableName);
+  const eventWaits = new DynamoEventWaits(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
 
   const controlPlane = {
@@ -179,6 +182,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     debouncer,
     graph,
     journal,
+    eventWaits,
     schedules: { store: schedules, trigger },
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
@@ -206,6 +210,26 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       ...(job.spec.throttle ? { pacer } : {}),
       ...(job.spec.debounce ? { debouncer } : {}),
       journal,
+      eventWaits,
+      // ctx.emit: the API's events service, in the worker's process, as a deployed worker runs it
+      events: createEventSender(
+        {
+          config,
+          catalog,
+          store,
+          queue,
+          scheduler,
+          clock,
+          log: logger,
+          flow,
+          pacer,
+          debouncer,
+          graph,
+          journal,
+          eventWaits,
+        },
+        `job:${job.spec.type}`,
+      ),
       ...((options.leaseMs ?? aws.leaseMs) ? { leaseMs: options.leaseMs ?? aws.leaseMs } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.meter ? { meter: options.meter } : {}),

@@ -15,6 +15,7 @@
  * fauxqs for that.
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createEventSender } from '../../shared/api/event-sender';
 import { type ApiHandler, createApiHandler } from '../../shared/api/handler';
 import { namedRoute, type PlatformConfig, type QueueNaming } from '../../shared/config';
 import { type Clock, ManualClock } from '../../shared/core/clock';
@@ -31,6 +32,7 @@ import { type LocalAccessOptions, localAccess } from './local-access';
 import { FakeDeadLetterQueues, FakeJobControl, FakeJobIndex, FakeRedriveLog } from './memory-control';
 import { MemoryDelivery } from './memory-delivery';
 import { FakeDueIndex } from './memory-due-index';
+import { FakeEventWaits } from './memory-event-waits';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore } from './memory-fakes';
 import { FakeDebouncer, FakeFlowSlots, FakePacer } from './memory-flow';
 import { FakeJobGraph } from './memory-graph';
@@ -82,6 +84,8 @@ export interface MemoryPorts {
   queue: FakeJobQueue;
   scheduler: FakeJobScheduler;
   journal: FakeJournal;
+  /** The match index of event waits (`ctx.waitForEvent`). */
+  eventWaits: FakeEventWaits;
   graph: FakeJobGraph;
   flow: FakeFlowSlots;
   pacer: FakePacer;
@@ -185,6 +189,7 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
     schedules: new FakeScheduleStore(),
     trigger: new FakeRecurringTrigger(),
     dueIndex: new FakeDueIndex(store, journal),
+    eventWaits: new FakeEventWaits(),
   };
 
   // Every call of a port is activity (what `advance` waits to die down), and after each one the
@@ -220,6 +225,7 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
     debouncer: watched(ports.debouncer),
     control: watched(ports.control),
     schedules: watched(ports.schedules),
+    eventWaits: watched(ports.eventWaits),
   };
 
   const who = localAccess(options);
@@ -243,6 +249,7 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
     debouncer: live.debouncer,
     graph: live.graph,
     journal: live.journal,
+    eventWaits: live.eventWaits,
     schedules: { store: live.schedules, trigger: watched(ports.trigger) },
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
@@ -265,6 +272,26 @@ export async function startMemoryPlatform(options: MemoryPlatformOptions): Promi
       ...(spec.throttle ? { pacer: live.pacer } : {}),
       ...(spec.debounce ? { debouncer: live.debouncer } : {}),
       journal: live.journal,
+      eventWaits: live.eventWaits,
+      // ctx.emit: the API's events service, in the worker's process, as a deployed worker runs it
+      events: createEventSender(
+        {
+          config,
+          catalog,
+          store: live.store,
+          queue: live.queue,
+          scheduler: live.scheduler,
+          clock,
+          log: logger,
+          flow: live.flow,
+          pacer: live.pacer,
+          debouncer: live.debouncer,
+          graph: live.graph,
+          journal: live.journal,
+          eventWaits: live.eventWaits,
+        },
+        `job:${spec.type}`,
+      ),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...options.worker,
     });

@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
+import { eventWaitsContract } from '../contract/event-waits.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { fairShareEdgesContract } from '../contract/flow-slots-fair-edges.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
@@ -17,6 +18,7 @@ import { journalContract } from '../contract/journal.contract';
 import { pacerContract } from '../contract/pacer.contract';
 import { redriveLogContract } from '../contract/redrive-log.contract';
 import { scheduleStoreContract } from '../contract/schedule-store.contract';
+import { FakeEventWaits } from '../local-aws/memory-event-waits';
 import { FakeScheduleStore } from '../local-aws/memory-schedules';
 import { FakeJobControl, FakeJobIndex, FakeRedriveLog } from '../support/control-fakes';
 import { FakeDueIndex } from '../support/due-index-fake';
@@ -78,6 +80,10 @@ describe('job graph contract: FakeJobGraph', () => {
     const store = new FakeJobStore();
     return { store, graph: new FakeJobGraph(store) };
   });
+});
+
+describe('event waits contract: FakeEventWaits', () => {
+  eventWaitsContract(async () => new FakeEventWaits());
 });
 
 describe('journal contract: FakeJournal', () => {

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { SignalsService } from '../../shared/api/signals-service';
 import { ManualClock, type Timer } from '../../shared/core/clock';
 import type { JobGraph } from '../../shared/core/dependencies';
+import type { EventWaits } from '../../shared/core/event-waits';
+import type { EventSender } from '../../shared/core/events';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import type { JobStore } from '../../shared/core/ports';
@@ -78,6 +80,10 @@ export interface HarnessOptions {
   gates?: readonly GateBuilder[];
   /** The job graph `ctx.parents()` reads. @default none */
   graph?: JobGraph;
+  /** The match index `ctx.waitForEvent` registers in. @default none */
+  eventWaits?: EventWaits;
+  /** What `ctx.emit` sends through. @default none */
+  events?: EventSender;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -114,6 +120,8 @@ export function harness(options: HarnessOptions = {}) {
       clock,
       journal,
       ...(options.graph ? { graph: options.graph } : {}),
+      ...(options.eventWaits ? { eventWaits: options.eventWaits } : {}),
+      ...(options.events ? { events: options.events } : {}),
       owner: 'worker-test',
       random: options.random ?? (() => 0.5),
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),

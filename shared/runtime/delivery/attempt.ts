@@ -110,6 +110,8 @@ function start(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Runnin
   const workflow = createWorkflow({
     job,
     ...(journal ? { journal } : {}),
+    ...(kit.deps.eventWaits ? { eventWaits: kit.deps.eventWaits } : {}),
+    ...(kit.deps.events ? { events: kit.deps.events } : {}),
     clock: kit.clock,
     signal: controller.signal,
     expiresAt: (now) => Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
@@ -146,6 +148,8 @@ async function execute(
     step: workflow.step,
     sleep: workflow.sleep,
     waitForSignal: workflow.waitForSignal,
+    emit: workflow.emit,
+    waitForEvent: workflow.waitForEvent,
   };
   // Through a promise, so a handler that throws synchronously is caught like one that rejects.
   const runStart = kit.clock.now();

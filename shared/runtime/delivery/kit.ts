@@ -5,6 +5,8 @@ import { type Clock, systemClock, systemTimer, type Timer } from '../../core/clo
 import type { JobControl } from '../../core/control-ports';
 import type { Debouncer } from '../../core/debounce';
 import type { JobGraph } from '../../core/dependencies';
+import type { EventWaits } from '../../core/event-waits';
+import type { EventSender } from '../../core/events';
 import type { FlowSlots } from '../../core/flow';
 import type { Journal } from '../../core/journal';
 import { DEFAULT_LEASE_MS, MIN_LEASE_MS } from '../../core/lease';
@@ -59,6 +61,16 @@ export interface WorkerDeps {
    * record. Without it, a handler that calls them fails. @default none
    */
   journal?: Journal;
+  /**
+   * The match index of event waits: what `ctx.waitForEvent` registers in and looks at. Without
+   * it, a handler that calls it fails. @default none
+   */
+  eventWaits?: EventWaits;
+  /**
+   * What `ctx.emit` sends events through (the API's events service: its checks and fan-out).
+   * Without it, a handler that calls it fails. @default none
+   */
+  events?: EventSender;
   /** Where the job metrics go (started, succeeded, ..., queue delay, run duration, cost). @default noMetrics */
   metrics?: Metrics;
   /**

@@ -1,0 +1,55 @@
+/**
+ * The contract of {@link EventWaits}, run against the in-memory fake (test/unit/contract-fakes.test.ts)
+ * and the DynamoDB adapter on DynamoDB Local (test/integration/contract-adapters.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { type EventWaits, matchKey } from '../../shared/core/event-waits';
+
+const NOW_S = Math.floor(Date.parse('2026-06-01T00:00:00.000Z') / 1000);
+
+export function eventWaitsContract(setup: () => Promise<EventWaits>): void {
+  const run = Math.random().toString(36).slice(2, 8);
+  let seq = 0;
+  const key = () => matchKey('order.paid', 'orderId', `o-${run}-${++seq}`);
+
+  describe('event waits', () => {
+    it('finds the waiters of a key, once each however often they registered, and not those of another key', async () => {
+      const waits = await setup();
+      const [k, other] = [key(), key()];
+      expect(await waits.waiters(k, NOW_S)).toEqual([]);
+      const a = { jobId: `a-${run}`, incarnation: 'i1', signal: 'event:paid' };
+      const b = { jobId: `b-${run}`, incarnation: 'i1', signal: 'event:paid' };
+      await waits.register(k, a, NOW_S + 60);
+      await waits.register(k, a, NOW_S + 60);
+      await waits.register(k, b, NOW_S + 60);
+      await waits.register(other, { ...a, signal: 'event:other' }, NOW_S + 60);
+      expect(await waits.waiters(k, NOW_S)).toEqual([a, b]);
+      expect(await waits.waiters(other, NOW_S)).toEqual([{ ...a, signal: 'event:other' }]);
+    });
+
+    it('leaves out a waiter whose wait has expired', async () => {
+      const waits = await setup();
+      const k = key();
+      await waits.register(k, { jobId: `old-${run}`, incarnation: 'i1', signal: 'event:x' }, NOW_S - 1);
+      expect(await waits.waiters(k, NOW_S)).toEqual([]);
+    });
+
+    it('gives the first event sent at or after a moment, and none sent only before it', async () => {
+      const waits = await setup();
+      const k = key();
+      expect(await waits.firstSince(k, '2026-06-01T00:00:00.000Z')).toBeUndefined();
+      const early = { id: 'e1', name: 'order.paid', data: { orderId: 'o', n: 1 }, at: '2026-05-31T23:59:59.999Z' };
+      const first = { id: 'e2', name: 'order.paid', data: { orderId: 'o', n: 2 }, at: '2026-06-01T00:00:01.000Z' };
+      const second = { id: 'e3', name: 'order.paid', data: { orderId: 'o', n: 3 }, at: '2026-06-01T00:00:02.000Z' };
+      await waits.recordSent(k, early, NOW_S + 60);
+      expect(await waits.firstSince(k, '2026-06-01T00:00:00.000Z')).toBeUndefined();
+      await waits.recordSent(k, second, NOW_S + 60);
+      await waits.recordSent(k, first, NOW_S + 60);
+      expect(await waits.firstSince(k, '2026-06-01T00:00:00.000Z')).toEqual(first);
+      expect(await waits.firstSince(k, '2026-06-01T00:00:01.000Z')).toEqual(first);
+      expect(await waits.firstSince(k, '2026-06-01T00:00:01.001Z')).toEqual(second);
+      // the waiters are not events, and events are not waiters
+      expect(await waits.waiters(k, NOW_S)).toEqual([]);
+    });
+  });
+}
