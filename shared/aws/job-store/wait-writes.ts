@@ -49,9 +49,9 @@ export function suspendUpdate({
     set:
       'runAt = :runAt, updatedAt = :now, attempts = :attempts, resumes = :resumes, waitingFor = :w' +
       (signal === undefined ? '' : ', waitSignal = :signal') +
-      (invoke ? ', pendingParents = :pending' : ''),
-    // an invoke's wait counts its edges afresh: each is counted once more after this write (rel)
-    remove: `leaseOwner, leaseExpiresAt${signal === undefined ? ', waitSignal' : ''}${invoke ? ', rel' : ''}`,
+      (invoke ? ', pendingParents = :pending, rel = :noEdges' : ''),
+    // an invoke's wait counts its edges afresh (`rel` empty): each once, after this write
+    remove: `leaseOwner, leaseExpiresAt${signal === undefined ? ', waitSignal' : ''}`,
     values: {
       ':runAt': S(iso(runAt)),
       ':now': S(iso(now)),
@@ -59,7 +59,7 @@ export function suspendUpdate({
       ':resumes': N(resumes),
       ':w': S(JSON.stringify(waitingFor)),
       ...(signal === undefined ? {} : { ':signal': S(signal) }),
-      ...(invoke ? { ':pending': N(pendingParents) } : {}),
+      ...(invoke ? { ':pending': N(pendingParents), ':noEdges': { M: {} } } : {}),
     },
     end: { state: 'waiting', writer, ...(cost ? { cost: costAfter(job, ended(job, changes), cost, [], 0) } : {}) },
   };
