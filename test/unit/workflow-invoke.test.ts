@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { ControlService } from '../../shared/api/control-service';
 import { ManualClock } from '../../shared/core/clock';
 import { invokedChildId } from '../../shared/core/invoke';
 import { jobMessage } from '../../shared/core/job';
@@ -14,7 +15,16 @@ import { incarnationOf } from '../../shared/core/table';
 import { InvokedJobFailedError, PermanentError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
 import { createWorker } from '../../shared/runtime/worker';
-import { captureLogs, FakeJobQueue, FakeJobStore, newJob, sqsRecord, testConfig } from '../support/fakes';
+import { FakeJobControl } from '../support/control-fakes';
+import {
+  captureLogs,
+  FakeJobQueue,
+  FakeJobScheduler,
+  FakeJobStore,
+  newJob,
+  sqsRecord,
+  testConfig,
+} from '../support/fakes';
 import { FakeJobGraph } from '../support/graph-fakes';
 import { FakeJournal } from '../support/journal-fake';
 
@@ -22,7 +32,12 @@ const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 
 const parentSpec = defineJobType({
   type: 'parent',
-  payload: z.object({ children: z.number(), failAt: z.number().optional(), catchFailure: z.boolean().optional() }),
+  payload: z.object({
+    children: z.number(),
+    failAt: z.number().optional(),
+    catchFailure: z.boolean().optional(),
+    sleepBeside: z.boolean().optional(),
+  }),
   timeoutMs: 60_000,
   retry: { maxAttempts: 2, backoff: { kind: 'constant', delayMs: 1000 } },
 });
@@ -54,6 +69,9 @@ function platform() {
         const run: { results?: unknown[]; error?: string } = {};
         parentRuns.push(run);
         try {
+          if (payload.sleepBeside) {
+            await Promise.all([ctx.invoke('c0', 'child', { n: 0 }), ctx.sleep('nap', '1h')]);
+          }
           const results = await Promise.all(
             Array.from({ length: payload.children }, (_, n) =>
               ctx.invoke<{ doubled: number }>(`c${n}`, 'child', { n, ...(n === payload.failAt ? { fail: true } : {}) }),
@@ -100,7 +118,30 @@ function platform() {
     store.seed(job);
     await queue.send(config.routes.parent?.queueUrl ?? '', jobMessage(job));
   }
-  return { store, graph, queue, journal, clock, logs: logs.lines, parentRuns, childRuns, drain, enqueueParent };
+  const control = new ControlService({
+    config,
+    catalog: [parentSpec, childSpec],
+    store,
+    control: new FakeJobControl(store),
+    queue,
+    scheduler: new FakeJobScheduler(),
+    clock,
+    log: logger,
+    graph,
+  });
+  return {
+    store,
+    graph,
+    queue,
+    journal,
+    clock,
+    logs: logs.lines,
+    parentRuns,
+    childRuns,
+    drain,
+    enqueueParent,
+    control,
+  };
 }
 
 describe('ctx.invoke', () => {
@@ -196,6 +237,28 @@ describe('ctx.invoke', () => {
     expect(p.childRuns).toEqual([]);
     expect(p.store.peek('early')).toMatchObject({ state: 'succeeded', result: { sum: 0 }, attempts: 1, resumes: 1 });
     expect(p.parentRuns).toEqual([{}, { results: [{ doubled: 0 }] }]);
+  });
+
+  it('refuses an invoke beside a sleep in one attempt: the job fails (StepUsageError)', async () => {
+    const p = platform();
+    await p.enqueueParent('mixed', { children: 0, sleepBeside: true });
+    await p.drain();
+    expect(p.store.peek('mixed')?.state).toBe('failed');
+    expect(p.store.peek('mixed')?.lastError?.name).toBe('StepUsageError');
+    expect(p.store.peek('mixed')?.lastError?.message).toMatch(/an invoke \("c0"\) and a sleep wait at once/);
+  });
+
+  it('cancelling the waiting parent ends it; its child runs, and its release changes nothing', async () => {
+    const p = platform();
+    await p.enqueueParent('cancelled', { children: 1 });
+    await p.drain(1); // the parent's first run: it starts its child and waits
+    expect(p.store.peek('cancelled')?.state).toBe('waiting');
+    await p.control.cancel('cancelled');
+    await p.drain();
+    expect(p.store.peek('cancelled')?.state).toBe('cancelled');
+    expect(p.store.peek('cancelled.c0')?.state).toBe('succeeded');
+    expect(p.childRuns).toEqual(['cancelled.c0']);
+    expect(p.parentRuns).toHaveLength(1);
   });
 
   it('fans out 10,000 children: the parent resumes once and reads them in pages of 100', async () => {
