@@ -239,6 +239,28 @@ describe('ctx.invoke', () => {
     expect(p.parentRuns).toEqual([{}, { results: [{ doubled: 0 }] }]);
   });
 
+  it('a look that failed after the wait is made again when the kept message comes back', async () => {
+    const p = platform();
+    await p.enqueueParent('look', { children: 1 });
+    // its child ended already: only the parent's look after its wait can count it
+    p.store.seed(
+      newJob({
+        id: 'look.c0',
+        type: 'child',
+        state: 'succeeded',
+        payload: { n: 0 },
+        payloadHash: payloadHash('child', { n: 0 }),
+        result: { doubled: 0 },
+        createdAt: new Date(T0).toISOString(),
+      }),
+    );
+    p.graph.failNext('jobs', new Error('throttled'));
+    await p.drain();
+    expect(p.logs.some((l) => String(l.message).startsWith('could not look at the invoked jobs'))).toBe(true);
+    expect(p.store.peek('look')).toMatchObject({ state: 'succeeded', result: { sum: 0 }, resumes: 1 });
+    expect(p.parentRuns).toHaveLength(2);
+  });
+
   it('refuses an invoke beside a sleep in one attempt: the job fails (StepUsageError)', async () => {
     const p = platform();
     await p.enqueueParent('mixed', { children: 0, sleepBeside: true });
