@@ -14,6 +14,7 @@ import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import { invokedChildId } from '../../shared/core/invoke';
 import { defineJobType } from '../../shared/core/job-type';
+import { METRIC } from '../../shared/core/metrics';
 import type { JobStore } from '../../shared/core/ports';
 import { incarnationOf } from '../../shared/core/table';
 import { startInvoked } from '../../shared/dispatch/invoke';
@@ -24,13 +25,15 @@ import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
 import { uniquePrefix } from '../local-aws/namespace';
-import { newJob } from '../support/fakes';
+import { MemoryMetrics, newJob } from '../support/fakes';
 
 /** Children of the fan-out: 1,000 (about 40 s on DynamoDB Local); `ORRERY_INVOKE_FAN_OUT` sets another size. */
 const FAN_OUT = Number(process.env.ORRERY_INVOKE_FAN_OUT ?? 1000);
 
 let aws: LocalAws;
 let platform: LocalPlatform;
+/** Each delivery's requests and write units, by job type (the workers' cost metrics). */
+const metrics = new MemoryMetrics();
 /** Each run of a parent: its id, and what it returned or threw. */
 const parentRuns: { id: string; start: number; outcome?: unknown; error?: string }[] = [];
 /** The job ids the store's `create` was called with, in order (a start, or a replay's refused one). */
@@ -101,6 +104,8 @@ beforeAll(async () => {
     aws,
     prefix: uniquePrefix('invoke'),
     jobs: [invoker, invokee],
+    meter: new CostMeter(),
+    metrics,
     wrapStore: (store: JobStore): JobStore =>
       new Proxy(store, {
         get(target, key, receiver) {
@@ -192,6 +197,7 @@ describe('ctx.invoke on local AWS', () => {
 
   it(`a fan-out of ${FAN_OUT} children resumes the parent once, after the last`, async () => {
     const id = `invn-${Date.now()}`;
+    const deliveriesBefore = metrics.values(METRIC.writeUnits, 'invokee').length;
     expect(await post('/jobs', { type: 'invoker', id, payload: { children: FAN_OUT } })).toBe(201);
     const parent = await finished(id, 240_000);
     expect(parent).toMatchObject({
@@ -201,6 +207,16 @@ describe('ctx.invoke on local AWS', () => {
     });
     expect(runsOf(id)).toHaveLength(2);
     expect(new Set(childRuns.filter((r) => r.id.startsWith(`${id}.`)).map((r) => r.id)).size).toBe(FAN_OUT);
+    // Each child's delivery: its claim and success (2, as any job), the release write on the
+    // parent and its own `childrenReleased` (1 + 1 while the parent's item is under 1 KB; the
+    // release grows with the parent's `rel` map, see docs/workflows.md "Invoke").
+    const units = metrics.values(METRIC.writeUnits, 'invokee').slice(deliveriesBefore);
+    expect(units.length).toBeGreaterThanOrEqual(FAN_OUT);
+    expect(Math.min(...units)).toBe(4);
+    const mean = units.reduce((a, b) => a + b, 0) / units.length;
+    console.info(
+      `fan-out of ${FAN_OUT}: child deliveries' write units mean ${mean.toFixed(2)}, max ${Math.max(...units)}`,
+    );
   }, 300_000);
 });
 
