@@ -83,7 +83,7 @@ export class SignalsService {
         MAX_SIGNAL_BYTES,
       );
     }
-    const { store, journal, clock } = this.deps;
+    const { store, clock } = this.deps;
     const now = clock.now();
     const job = await store.get(id);
     if (!job || pastRetention(job, now))
@@ -115,18 +115,9 @@ export class SignalsService {
         state: job.state,
       });
     }
-    const hash = payloadHash(`signal:${name}`, payload);
-    const at = new Date(now).toISOString();
     // the inbox and journal of this job: a later job of the same id has its own
     const scope: JournalScope = { jobId: id, incarnation: incarnationOf(job.createdAt) };
-    const stored = await journal.deliver({
-      ...scope,
-      name,
-      signal: { payload, payloadHash: hash, at },
-      expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
-      // the supervisor's look, in case the wake below is lost (this call dies, or its writes fail)
-      dueAt: now + SIGNAL_LOOK_MS,
-    });
+    const { stored, hash, at } = await this.toInbox(scope, name, payload, now);
     if (!stored.stored && stored.existing.payloadHash !== hash) {
       throw new ConflictError(`job ${id} already has a signal "${name}" with another payload`, 'signal_exists', {
         jobId: id,
@@ -154,28 +145,37 @@ export class SignalsService {
     waiter: EventWaiter,
     event: { id: string; name: string; data: unknown },
   ): Promise<'delivered' | 'late' | 'taken' | 'gone'> {
-    const { store, journal, clock } = this.deps;
+    const { store, clock } = this.deps;
     const now = clock.now();
     const job = await store.get(waiter.jobId);
     if (!job || pastRetention(job, now) || isTerminal(job.state)) return 'gone';
     if (incarnationOf(job.createdAt) !== waiter.incarnation) return 'gone';
     const name = waiter.signal;
     const payload = { id: event.id, name: event.name, data: event.data };
+    const scope: JournalScope = { jobId: waiter.jobId, incarnation: waiter.incarnation };
+    const { stored, hash, at } = await this.toInbox(scope, name, payload, now);
+    if (!stored.stored && stored.existing.payloadHash !== hash) return 'taken';
+    const receivedAt = stored.stored ? at : stored.existing.at;
+    if (await this.tooLate(scope, name, receivedAt, now)) return 'late';
+    await this.wake(job.type, waiter.jobId, name, now);
+    return 'delivered';
+  }
+
+  /**
+   * Stores the signal in the job's inbox (the first send of a name wins), with the supervisor's
+   * look at it due shortly, in case the wake that follows is lost (the call dies, or its writes fail).
+   */
+  private async toInbox(scope: JournalScope, name: string, payload: unknown, now: number) {
     const hash = payloadHash(`signal:${name}`, payload);
     const at = new Date(now).toISOString();
-    const scope: JournalScope = { jobId: waiter.jobId, incarnation: waiter.incarnation };
-    const stored = await journal.deliver({
+    const stored = await this.deps.journal.deliver({
       ...scope,
       name,
       signal: { payload, payloadHash: hash, at },
       expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
       dueAt: now + SIGNAL_LOOK_MS,
     });
-    if (!stored.stored && stored.existing.payloadHash !== hash) return 'taken';
-    const receivedAt = stored.stored ? at : stored.existing.at;
-    if (await this.tooLate(scope, name, receivedAt, now)) return 'late';
-    await this.wake(job.type, waiter.jobId, name, now);
-    return 'delivered';
+    return { stored, hash, at };
   }
 
   /**
