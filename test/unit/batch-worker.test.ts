@@ -304,3 +304,52 @@ describe('batch settings at the spec boundary', () => {
     ).toThrow(/has no batch settings/);
   });
 });
+
+describe('batch worker: the barrier waits for no other record’s bookkeeping', () => {
+  /**
+   * A record that will not run (its job out of attempts at the claim, or its payload no longer
+   * valid) runs the type's onFailure hook, up to 5 s. The claimed items' timeouts run meanwhile:
+   * the handler call must not wait for that hook, or another record's hook eats their attempt.
+   */
+  it.each([
+    [
+      'a claim refused as exhausted',
+      echoJob('other', {
+        state: 'running',
+        attempts: 3,
+        leaseToken: 3,
+        leaseOwner: 'dead-worker',
+        leaseExpiresAt: T0 - 60_000, // and its clock-skew fence
+      }),
+    ],
+    ['a claimed job whose payload no longer parses', echoJob('other', { payload: { n: 'not a number' } })],
+  ])('calls the handler while %s is still in its onFailure hook', async (_what, other) => {
+    const h = batchHarness(doubled);
+    seedJobs(h.store, 1);
+    h.store.seed(other);
+    let called!: () => void;
+    const handlerCalled = new Promise<'called'>((resolve) => {
+      called = () => resolve('called');
+    });
+    const seenByHook: string[] = [];
+    const def: BatchJobDefinition = {
+      spec: batchSpec,
+      runBatch: async (items) => {
+        called();
+        return items.map((i) => ({ ok: true, result: i.jobId }));
+      },
+      onFailure: async (_payload, info) => {
+        // a hook that takes a while (an alert sent, say): 2 s here, within its 5 s limit
+        const wait = new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 2000));
+        seenByHook.push(`${info.jobId}: ${await Promise.race([handlerCalled, wait])}`);
+      },
+    };
+    const worker = createBatchWorker(def, h.deps);
+
+    await worker(eventOf(['job-1', 'other']));
+
+    expect(seenByHook).toEqual(['other: called']);
+    expect(h.store.peek('other')?.state).toBe('failed');
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', attempts: 1, result: 'job-1' });
+  });
+});
