@@ -76,8 +76,9 @@ interface Submission {
  * pipeline as a single job's (parse → gates → claim → attempt → outcome, ./worker.ts), with its
  * own claim, lease keeper, timeout and recorded outcome; only the handler call is shared. A
  * record's pipeline that reaches its handler waits there; once every record of the event has
- * either reached it or left the pipeline without a run (a claim refused: done, leased by another,
- * not yet due; a gate that held it), the claimed jobs are grouped by `batch.key` and the handler
+ * either reached it or is known not to (a claim refused: done, leased by another, not yet due,
+ * out of attempts; a gate that held it; an invalid payload: counted out before the bookkeeping
+ * that follows, such as an onFailure hook), the claimed jobs are grouped by `batch.key` and the handler
  * is called once per group, concurrently. Each item's outcome then ends its own attempt: a failed
  * item is retried alone (its message is listed in `batchItemFailures`), a succeeded one is done.
  *
@@ -105,7 +106,10 @@ export function createBatchWorker(
     run: () => Promise.reject(new Error('a batch job runs through its batch handler')),
     ...(def.onFailure ? { onFailure: def.onFailure.bind(def) } : {}),
   };
-  const deliver = createDelivery(itemDef, deps, gates, call);
+  // A record that will not call the handler is counted out at once, before its bookkeeping (an
+  // onFailure hook, a release): the claimed items' timeouts run while they wait.
+  const noCall = (record: SQSRecord) => rounds.get(record)?.settled(record);
+  const deliver = createDelivery(itemDef, deps, gates, call, noCall);
   const log = (deps.logger ?? createLogger({ level: deps.config.logLevel })).child({ type: def.spec.type });
 
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
@@ -120,7 +124,8 @@ export function createBatchWorker(
 
 /**
  * One event's barrier: the handler is called once every record either submitted its claimed job
- * or settled without one. A record is counted once, whichever comes first.
+ * or is known not to (`settled`: told by the pipeline's `noCall`, or when its delivery ends). A
+ * record is counted once, whichever comes first.
  */
 class Round {
   private readonly pending: Set<SQSRecord>;
