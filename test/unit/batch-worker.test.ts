@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock, type Timer } from '../../shared/core/clock';
+import { defineEvent, type EventDefinition } from '../../shared/core/events';
 import { defineJobType } from '../../shared/core/job-type';
 import { ConfigError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
@@ -289,6 +290,17 @@ describe('batch settings at the spec boundary', () => {
       maxWaitSeconds: 300,
     });
     expect(withBatch({ maxSize: 10, maxWaitSeconds: 0 })().batch).toEqual({ maxSize: 10, maxWaitSeconds: 0 });
+  });
+
+  it('refuses signals and events to wait for beside batch settings: a batch handler never waits for them', () => {
+    // the API would take a signal, or an event for the type's waits, that no handler ever reads
+    const withWaits = (waits: { signals?: Record<string, z.ZodType>; waitsFor?: EventDefinition[] }) => () =>
+      defineJobType({ type: 'mail', payload: z.object({}), batch: { maxSize: 10, maxWaitSeconds: 1 }, ...waits });
+    expect(withWaits({ signals: { approved: z.object({}) } })).toThrow(ConfigError);
+    expect(withWaits({ signals: { approved: z.object({}) } })).toThrow(/batch.*signals|signals.*batch/);
+    const bounced = defineEvent('mail.bounced', z.object({ to: z.string() }));
+    expect(withWaits({ waitsFor: [bounced] })).toThrow(ConfigError);
+    expect(withWaits({ waitsFor: [bounced] })).toThrow(/batch.*waitsFor|waitsFor.*batch/);
   });
 
   it('refuses a single-job handler for a type with batch settings', () => {
