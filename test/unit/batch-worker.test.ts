@@ -365,3 +365,32 @@ describe('batch worker: the barrier waits for no other record’s bookkeeping', 
     expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', attempts: 1, result: 'job-1' });
   });
 });
+
+describe('batch worker: a job never runs twice at once', () => {
+  it('runs a job once when two messages of it come in one event; the duplicate is deleted', async () => {
+    const h = batchHarness(doubled);
+    seedJobs(h.store, 2);
+    const event = sqsEvent(messageFor('job-1'), messageFor('job-2'), messageFor('job-1', { messageId: 'dup-1' }));
+
+    expect(await h.worker(event)).toEqual({ batchItemFailures: [] });
+    expect(h.calls.flatMap((c) => c.ids).sort()).toEqual(['job-1', 'job-2']);
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', attempts: 1 });
+  });
+
+  it('runs a job in one of two concurrent invocations that both received it', async () => {
+    const h = batchHarness(async (items) => {
+      await new Promise((resolve) => setTimeout(resolve, 20)); // both invocations' claims are done by now
+      return items.map((i) => ({ ok: true, result: i.jobId }));
+    });
+    seedJobs(h.store, 3);
+    const first = sqsEvent(messageFor('job-1'), messageFor('job-2'));
+    const second = sqsEvent(messageFor('job-2', { messageId: 'dup-2' }), messageFor('job-3'));
+
+    const [a, b] = await Promise.all([h.worker(first), h.worker(second)]);
+
+    expect(a).toEqual({ batchItemFailures: [] });
+    expect(b).toEqual({ batchItemFailures: [] });
+    expect(h.calls.flatMap((c) => c.ids).filter((id) => id === 'job-2')).toHaveLength(1);
+    expect(h.store.peek('job-2')).toMatchObject({ state: 'succeeded', attempts: 1 });
+  });
+});
