@@ -146,6 +146,30 @@ describe('batch worker: one handler call, an outcome per job', () => {
   });
 });
 
+describe('batch worker: each outcome on its own job', () => {
+  it('never records one job’s outcome on another when the handler reorders its items array in place', async () => {
+    // a handler that sorts its items (largest first) and answers in that order
+    const h = batchHarness(async (items) => {
+      items.sort((a, b) => b.payload.n - a.payload.n);
+      return items.map((i) =>
+        i.payload.n === 3 ? { ok: false, error: new Error('bounced') } : { ok: true, result: i.payload.n },
+      );
+    });
+    const ids = seedJobs(h.store, 3);
+
+    const response = await h.worker(eventOf(ids));
+
+    for (const [i, id] of ids.entries()) {
+      const job = h.store.peek(id);
+      // a job is never succeeded with another job's result, nor failed with another job's error
+      if (job?.state === 'succeeded') expect(job.result).toBe(i + 1);
+      if (i + 1 !== 3) expect(job?.errors ?? []).not.toContainEqual(expect.objectContaining({ message: 'bounced' }));
+    }
+    expect(h.store.peek('job-3')?.state).not.toBe('succeeded');
+    expect(response.batchItemFailures).toContainEqual({ itemIdentifier: 'm-job-3' });
+  });
+});
+
 describe('batch worker: timeouts per item', () => {
   it('records a timed-out item when its own timeout fires, ignores its later outcome, and records the others', async () => {
     // each item's timeout, in the order the attempts set them; the test fires the first only
