@@ -44,9 +44,12 @@ export type BatchOutcome<Result = unknown> = { ok: true; result: Result } | { ok
 /**
  * A batch handler: gets the claimed jobs of one group and returns one outcome per item, in the
  * items' order. A throw fails every item's attempt with that error (each retried by its own policy).
+ * The items array is frozen: the i-th outcome is the i-th item's, so an array sorted in place
+ * would put outcomes on the wrong jobs (sort a copy: `[...items].sort(...)`, and answer in the
+ * items' order).
  */
 export type BatchHandler<Payload, Result = unknown> = (
-  items: BatchItem<Payload>[],
+  items: readonly BatchItem<Payload>[],
   ctx: BatchContext,
 ) => Promise<readonly BatchOutcome<Result>[]>;
 
@@ -58,7 +61,7 @@ export interface BatchJobDefinition<
 > {
   /** Its spec, with `batch` (checked by `defineBatchJob` and `createBatchWorker`). */
   readonly spec: JobTypeSpec<Schema, Type>;
-  runBatch(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<readonly BatchOutcome<Result>[]>;
+  runBatch(items: readonly BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<readonly BatchOutcome<Result>[]>;
   onFailure?(payload: z.output<Schema>, info: FailureInfo): Promise<void>;
 }
 
@@ -207,16 +210,19 @@ async function callGroup(
   group: Submission[],
   log: Logger,
 ): Promise<void> {
-  const items: BatchItem[] = group.map(({ payload, ctx }) => ({
-    jobId: ctx.jobId,
-    payload,
-    attempt: ctx.attempt,
-    maxAttempts: ctx.maxAttempts,
-    scheduledAt: ctx.scheduledAt,
-    signal: ctx.signal,
-    log: ctx.log,
-    progress: ctx.progress,
-  }));
+  // Frozen: outcomes are matched to the jobs by position, which a sort in place would break.
+  const items: readonly BatchItem[] = Object.freeze(
+    group.map(({ payload, ctx }) => ({
+      jobId: ctx.jobId,
+      payload,
+      attempt: ctx.attempt,
+      maxAttempts: ctx.maxAttempts,
+      scheduledAt: ctx.scheduledAt,
+      signal: ctx.signal,
+      log: ctx.log,
+      progress: ctx.progress,
+    })),
+  );
   const controller = new AbortController();
   let open = group.length;
   for (const { ctx } of group) {

@@ -150,7 +150,8 @@ describe('batch worker: each outcome on its own job', () => {
   it('never records one job’s outcome on another when the handler reorders its items array in place', async () => {
     // a handler that sorts its items (largest first) and answers in that order
     const h = batchHarness(async (items) => {
-      items.sort((a, b) => b.payload.n - a.payload.n);
+      // (its items are typed readonly: a handler in plain JavaScript, or one that casts, gets here)
+      (items as BatchItem<Payload>[]).sort((a, b) => b.payload.n - a.payload.n);
       return items.map((i) =>
         i.payload.n === 3 ? { ok: false, error: new Error('bounced') } : { ok: true, result: i.payload.n },
       );
