@@ -256,3 +256,30 @@ export const notifiedJob = defineJobType({
   on: [subscribe(pingedEvent)],
 });
 export const notified = defineJob(notifiedJob, async () => ({ ok: true }));
+
+/** `emitter`: sends `bench.pinged` once (`ctx.emit`, a durable step), which makes a `notified` job. */
+export const emitterJob = defineJobType({ type: 'emitter', payload: z.object({ i: z.number() }), timeoutMs: 10_000 });
+export const emitter = defineJob(emitterJob, async (p, ctx) => {
+  const sent = await ctx.emit(pingedEvent, { i: p.i });
+  return { sent: sent.id };
+});
+
+/** `bench.paid`: an event only waited for, matched on `orderId`. */
+export const paidEvent = defineEvent('bench.paid', z.object({ orderId: z.string() }), { matchOn: ['orderId'] });
+/** `awaiting`: waits for `bench.paid` of its order (1 day at most), then returns the event's data. */
+export const awaitingJob = defineJobType({
+  type: 'awaiting',
+  payload: z.object({ orderId: z.string() }),
+  timeoutMs: 10_000,
+  waitsFor: [paidEvent],
+});
+export const awaiting = defineJob(awaitingJob, async (p, ctx) => {
+  const paid = await ctx.waitForEvent(paidEvent, { match: { 'data.orderId': p.orderId }, timeout: '1d' });
+  return { paid: paid?.data ?? null };
+});
+
+/** `invoker`: invokes one `echo` child (`ctx.invoke`) and returns its result. */
+export const invokerJob = defineJobType({ type: 'invoker', payload: z.object({ i: z.number() }), timeoutMs: 10_000 });
+export const invoker = defineJob(invokerJob, async (p, ctx) => ({
+  child: await ctx.invoke('echo-child', 'echo', { i: p.i }),
+}));

@@ -3,6 +3,7 @@
  * fails on them.
  */
 
+import type { BatchHandlersBench, BatchRun } from './batch-handlers';
 import type { ColdStartResult } from './cold-start';
 import type { CostModel } from './cost-model';
 import { READ_OPS } from './counting-middleware';
@@ -51,6 +52,21 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
     id: 'event-1',
     goal: 'DynamoDB write units, an event one type subscribes to, its job succeeds (the event is not stored: as immediate)',
     max: 4,
+  },
+  {
+    id: 'emit-1',
+    goal: 'DynamoDB write units, a job that sends an event (ctx.emit) one type subscribes to, both succeed (two immediate jobs + 1: the step)',
+    max: 9,
+  },
+  {
+    id: 'event-wait',
+    goal: 'DynamoDB write units, a job that waits for an event matched on a field, sent later (signal-wait + 2: the waiter and the event record)',
+    max: 13,
+  },
+  {
+    id: 'invoke-1',
+    goal: 'DynamoDB write units, a job that invokes one child and returns its result, both succeed (two immediate jobs + 5 for the invoke + 3 for the wait)',
+    max: 16,
   },
   { id: 'retry-once', goal: 'DynamoDB write units, fails once then succeeds', max: 7 },
   { id: 'scheduler-delayed', goal: 'DynamoDB write units, delayed beyond 15 min (Scheduler)', max: 5 },
@@ -408,5 +424,24 @@ export function fairShareGoal(n: NoisyNeighbourBench): Goal {
       `p50 ${Math.round(fair.quietInQueue.p50)} ms / p99 ${Math.round(fair.quietInQueue.p99)} ms passed before ` +
       'the job was placed (in line, or started)',
     met: fair.quiet.p99 <= 2 * alone.quiet.p99,
+  };
+}
+
+/**
+ * Batch handlers against single jobs: a batch type's handler is called at most once per
+ * `maxSize` jobs and a half (a window may close on a part-full batch), and each job costs Orrery
+ * no more write units than a single job does.
+ */
+export function batchHandlersGoal(b: BatchHandlersBench): Goal {
+  const perJob = (r: BatchRun) => (r.writeUnits / 1000).toFixed(2);
+  return {
+    goal:
+      `Batch handlers (maxSize ${b.maxSize}) against single jobs, ${b.batch.jobs.toLocaleString('en-US')} jobs each on local AWS: ` +
+      'handler calls per 1,000 jobs, and write units per job',
+    target: `≤ ${Math.round((1000 / b.maxSize) * 1.5)} handler calls per 1,000 jobs; write units per job ≤ a single job's`,
+    measured:
+      `batch: ${b.batch.handlerCalls} calls, ${perJob(b.batch)} WU and ${(b.batch.requests / 1000).toFixed(2)} requests per job, ${b.batch.seconds.toFixed(1)} s; ` +
+      `single: ${b.single.handlerCalls} calls, ${perJob(b.single)} WU and ${(b.single.requests / 1000).toFixed(2)} requests per job, ${b.single.seconds.toFixed(1)} s`,
+    met: b.batch.handlerCalls <= (1000 / b.maxSize) * 1.5 && b.batch.writeUnits <= b.single.writeUnits,
   };
 }

@@ -36,6 +36,8 @@ export interface PathPlan {
   until?: JobState;
   /** Job type whose queue the trace's jobs go through. @default 'echo' */
   type?: string;
+  /** Job types whose queues the trace's jobs go through (a job and those it starts). @default [type] */
+  types?: string[];
   /** Long-poll wait per receive: covers SQS delays and retry backoff, which run in real time. */
   waitSeconds: number;
   /** Event source mapping batch size. @default 1 */
@@ -397,6 +399,40 @@ export const PLANS: PathPlan[] = [
       return { ids: jobs.map((j) => j.id), jobs: 1, apiInvocations: 1, apiMs: ms, schedulerInvocations: 0 };
     },
     type: 'notified',
+    waitSeconds: 1,
+  },
+  {
+    id: 'emit-1',
+    label: 'A job that sends an event (ctx.emit) one type subscribes to; both jobs succeed; per sending job',
+    start: (h, i) => enqueue(h, { type: 'emitter', payload: { i } }),
+    types: ['emitter', 'notified'],
+    discover: true,
+    waitSeconds: 1,
+  },
+  {
+    id: 'event-wait',
+    label:
+      'Job that waits for an event matched on a field (ctx.waitForEvent), sent once it waits (POST /events), then succeeds',
+    start: (h, i) => enqueue(h, { type: 'awaiting', payload: { orderId: `order-${i}-${Date.now()}` } }),
+    during: async (h, jobs) => {
+      let calls = 0;
+      for (const job of jobs) {
+        if (job?.state !== 'waiting' || !job.waitSignal?.startsWith('event:')) continue;
+        const { orderId } = job.payload as { orderId: string };
+        await call(h, 'api', 'POST', '/events', { name: 'bench.paid', id: `paid-${orderId}`, data: { orderId } });
+        calls += 1;
+      }
+      return calls;
+    },
+    type: 'awaiting',
+    waitSeconds: 1,
+  },
+  {
+    id: 'invoke-1',
+    label: 'A job that invokes one child (ctx.invoke) and returns its result; both succeed; per invoking job',
+    start: (h, i) => enqueue(h, { type: 'invoker', payload: { i } }),
+    types: ['invoker', 'echo'],
+    discover: true,
     waitSeconds: 1,
   },
   {

@@ -16,8 +16,11 @@ import { type LocalAws, localClients, runOnce, uniquePrefix } from '../test/loca
 import { startLocalPlatform } from '../test/local-aws/local-platform';
 import { asActor, CallRecorder, countedClients, countedEsmClient, currentActor } from './counting-middleware';
 import {
+  awaiting,
   debounced,
+  emitter,
   fair,
+  invoker,
   limited,
   lined,
   notified,
@@ -129,57 +132,59 @@ async function runTrace(
       if (last) last.calls.push(...handOn);
       else handedOnEarly.push(...handOn);
     }
-    const type = plan.type ?? 'echo';
-    const q = h.platform.deployment.queues[type];
-    const handler = h.platform.workers[type];
-    if (!q || !handler) throw new Error(`no queue or worker for ${type}`);
-    const before = h.recorder.mark();
-    let ms = 0;
-    let handles: string[] = [];
-    h.window.current = undefined;
-    const result = await runOnce({
-      queueUrl: q.url,
-      queueArn: q.arn,
-      functionName: `bench-${type}`,
-      batchSize: plan.batchSize ?? 1,
-      waitTimeSeconds: plan.waitSeconds,
-      sqs: h.esm,
-      handler: async (event: SQSEvent) => {
-        handles = event.Records.map((r) => r.receiptHandle);
-        const t0 = performance.now();
-        try {
-          return await asActor('worker', () => handler(event));
-        } finally {
-          ms = performance.now() - t0;
+    // each queue of the trace's types in turn (a job and the jobs it starts on other types)
+    for (const type of plan.types ?? [plan.type ?? 'echo']) {
+      const q = h.platform.deployment.queues[type];
+      const handler = h.platform.workers[type];
+      if (!q || !handler) throw new Error(`no queue or worker for ${type}`);
+      const before = h.recorder.mark();
+      let ms = 0;
+      let handles: string[] = [];
+      h.window.current = undefined;
+      const result = await runOnce({
+        queueUrl: q.url,
+        queueArn: q.arn,
+        functionName: `bench-${type}`,
+        batchSize: plan.batchSize ?? 1,
+        waitTimeSeconds: plan.waitSeconds,
+        sqs: h.esm,
+        handler: async (event: SQSEvent) => {
+          handles = event.Records.map((r) => r.receiptHandle);
+          const t0 = performance.now();
+          try {
+            return await asActor('worker', () => handler(event));
+          } finally {
+            ms = performance.now() - t0;
+          }
+        },
+      });
+      const calls = h.recorder.since(before);
+      esm.push(...calls.filter((c) => c.actor === 'esm' && !(c.operation === 'ReceiveMessage' && c.messages === 0)));
+      if (result.messageIds.length === 0) continue;
+      const invocation: Invocation = {
+        calls: [...handedOnEarly.splice(0), ...calls.filter((c) => c.actor === 'worker')],
+        records: handles.length,
+        ms,
+      };
+      if (h.window.current) invocation.handler = h.window.current;
+      invocations.push(invocation);
+      await probe?.probe(ours());
+      // A job the worker hid until its runAt (a far-future job, one that sleeps): let the
+      // platform's time get there, and SQS's too.
+      const early = await Promise.all([...pending].map((id) => stateOf(h, id)));
+      const runAt = Math.max(
+        0,
+        ...early
+          .filter((j) => j?.state === 'scheduled' || (j?.state === 'waiting' && j.waitSignal === undefined))
+          .map((j) => Date.parse(j?.runAt ?? '')),
+      );
+      if (runAt > h.clock.now()) {
+        h.clock.advanceTo(runAt + 10);
+        for (const handle of handles) {
+          await h.harness.sqs.send(
+            new ChangeMessageVisibilityCommand({ QueueUrl: q.url, ReceiptHandle: handle, VisibilityTimeout: 0 }),
+          );
         }
-      },
-    });
-    const calls = h.recorder.since(before);
-    esm.push(...calls.filter((c) => c.actor === 'esm' && !(c.operation === 'ReceiveMessage' && c.messages === 0)));
-    if (result.messageIds.length === 0) continue;
-    const invocation: Invocation = {
-      calls: [...handedOnEarly.splice(0), ...calls.filter((c) => c.actor === 'worker')],
-      records: handles.length,
-      ms,
-    };
-    if (h.window.current) invocation.handler = h.window.current;
-    invocations.push(invocation);
-    await probe?.probe(ours());
-    // A job the worker hid until its runAt (a far-future job, one that sleeps): let the
-    // platform's time get there, and SQS's too.
-    const early = await Promise.all([...pending].map((id) => stateOf(h, id)));
-    const runAt = Math.max(
-      0,
-      ...early
-        .filter((j) => j?.state === 'scheduled' || (j?.state === 'waiting' && j.waitSignal === undefined))
-        .map((j) => Date.parse(j?.runAt ?? '')),
-    );
-    if (runAt > h.clock.now()) {
-      h.clock.advanceTo(runAt + 10);
-      for (const handle of handles) {
-        await h.harness.sqs.send(
-          new ChangeMessageVisibilityCommand({ QueueUrl: q.url, ReceiptHandle: handle, VisibilityTimeout: 0 }),
-        );
       }
     }
   }
@@ -262,6 +267,9 @@ export async function measurePaths(
       sleeper,
       signaled,
       notified,
+      emitter,
+      awaiting,
+      invoker,
     ].map((def) => timed(def as unknown as JobDefinition, window)),
     clients: countedClients(recorder),
     clock,

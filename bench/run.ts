@@ -7,9 +7,17 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type BatchHandlersBench, measureBatchHandlers } from './batch-handlers';
 import { measureColdStart } from './cold-start';
 import { costModel } from './cost-model';
-import { checkGoals, fairShareGoal, journalGoals, priorityGoal, throttlePriorityGoal } from './goals';
+import {
+  batchHandlersGoal,
+  checkGoals,
+  fairShareGoal,
+  journalGoals,
+  priorityGoal,
+  throttlePriorityGoal,
+} from './goals';
 import { type JournalBench, measureJournal } from './journal';
 import { startBenchAws } from './local';
 import { measureNoisyNeighbour, type NoisyNeighbourBench } from './noisy-neighbour';
@@ -37,6 +45,7 @@ const SIZES = {
     throttleHigh: 10,
     noisyJobs: 200,
     quietJobsEach: 5,
+    batchJobs: 100,
   },
   full: {
     jobsPerPath: 10,
@@ -53,6 +62,7 @@ const SIZES = {
     throttleHigh: 30,
     noisyJobs: 2000,
     quietJobsEach: 20,
+    batchJobs: 1000,
   },
 } as const;
 const CONCURRENCY = [1, 4, 16];
@@ -86,6 +96,7 @@ async function main(): Promise<void> {
   let priorities: PriorityBench;
   let throttlePriorities: ThrottlePriorityBench;
   let noisyNeighbour: NoisyNeighbourBench;
+  let batchHandlers: BatchHandlersBench;
   try {
     step(`requests per job (${size.jobsPerPath} jobs per path)`);
     paths = await measurePaths(bench.aws, bench.clock, size.jobsPerPath, mode === 'full');
@@ -105,6 +116,8 @@ async function main(): Promise<void> {
       `fair share: ${size.quietJobsEach} jobs each of 4 quiet tenants in the middle of one tenant's ${size.noisyJobs}; alone, oldest-first, fair share`,
     );
     noisyNeighbour = await measureNoisyNeighbour(bench.aws, size.noisyJobs, size.quietJobsEach);
+    step(`batch handlers: ${size.batchJobs} jobs with a batch handler, then ${size.batchJobs} single jobs`);
+    batchHandlers = await measureBatchHandlers(bench.aws, size.batchJobs);
   } finally {
     step('stopping local AWS');
     await bench.stop();
@@ -128,6 +141,7 @@ async function main(): Promise<void> {
       priorityGoal(priorities),
       throttlePriorityGoal(throttlePriorities),
       fairShareGoal(noisyNeighbour),
+      batchHandlersGoal(batchHandlers),
     ],
     paths,
     peers: [handmade],
@@ -139,6 +153,7 @@ async function main(): Promise<void> {
     priorities,
     throttlePriorities,
     noisyNeighbour,
+    batchHandlers,
   };
   const out = join(
     dirname(fileURLToPath(import.meta.url)),

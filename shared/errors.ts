@@ -190,3 +190,23 @@ export class SignalTimeoutError extends PermanentError {
     this.name = 'SignalTimeoutError';
   }
 }
+
+/**
+ * The job a `ctx.invoke` started ended without succeeding (failed, cancelled, expired or
+ * skipped). Recorded in the parent's journal, so every replay throws the same. Uncaught, it
+ * fails the parent for good (a retry would read the same outcome).
+ */
+export class InvokedJobFailedError extends PermanentError {
+  constructor(
+    readonly invoke: string,
+    readonly childId: string,
+    readonly childState: string,
+    readonly childError?: { name: string; message: string },
+  ) {
+    super(
+      `invoked job ${childId} ("${invoke}") ended ${childState}` +
+        (childError ? `: ${childError.name}: ${childError.message}` : ''),
+    );
+    this.name = 'InvokedJobFailedError';
+  }
+}

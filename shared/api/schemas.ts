@@ -94,18 +94,19 @@ export const jobViewSchema = z
       .meta({ description: 'Only for a job a debounce replaced: the run that took its place' }),
     waitingFor: z
       .object({
-        kind: z.enum(['concurrency', 'singleton', 'throttle', 'debounce', 'sleep', 'signal']),
-        key: z.string().meta({ description: 'The key value; for a sleep or a signal, its name' }),
+        kind: z.enum(['concurrency', 'singleton', 'throttle', 'debounce', 'sleep', 'signal', 'invoke']),
+        key: z.string().meta({ description: 'The key value; for a sleep, a signal or an invoke, its name' }),
+        children: z.int().optional().meta({ description: 'invoke: how many invoked jobs it waits for' }),
         since: isoTime,
         until: isoTime.optional().meta({
           description:
-            'throttle: when its turn comes; debounce: when it runs unless replaced; sleep: when it wakes; signal: when the wait times out',
+            'throttle: when its turn comes; debounce: when it runs unless replaced; sleep: when it wakes; signal: when the wait times out; invoke: the latest its children may end (the job lives at most 366 days)',
         }),
       })
       .optional()
       .meta({
         description:
-          'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, its debounce quiet period, the end of its sleep or a signal; the key or name, and since when',
+          'Only while a job waits to start: for a concurrency or singleton slot, its throttle turn, its debounce quiet period, the end of its sleep, a signal, or the jobs it invoked (`ctx.invoke`); the key or name, and since when',
       }),
     parents: z
       .array(z.object({ id: jobId, onParentFailure: z.enum(PARENT_POLICIES) }))

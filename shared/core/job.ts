@@ -166,12 +166,15 @@ export interface ThrottleWait {
 
 /** A job whose handler slept (`ctx.sleep`) or waits for a signal (`ctx.waitForSignal`): due at `until`. */
 export interface WakeWait {
-  kind: 'sleep' | 'signal';
-  /** The sleep's or the signal's name. */
+  /** `invoke`: its children (`ctx.invoke`) are still running; their release makes it due. */
+  kind: 'sleep' | 'signal' | 'invoke';
+  /** The sleep's or the signal's name; an invoke's (the first, when it waits for several). */
   key: string;
   /** ISO 8601: the end of the sleep, or the wait's timeout. */
   until: string;
   since: string;
+  /** `invoke`: how many children it waits for. */
+  children?: number;
 }
 
 /** What a job waits for before it can start. */

@@ -11,8 +11,12 @@ import { ValidationError } from '../errors';
 import { jsonBytes } from './limits';
 import { type ItemKey, owned } from './table';
 
-/** What an entry records: a step's result, a sleep's wake time, a signal wait's deadline or outcome. */
-export type JournalKind = 'step' | 'sleep' | 'wait' | 'signal';
+/**
+ * What an entry records: a step's result, a sleep's wake time, a signal wait's deadline or
+ * outcome, an invoke's child (`invoke`: `{ id, index }`) and the child's end (`invoked`: an
+ * `InvokeOutcome`, core/invoke.ts).
+ */
+export type JournalKind = 'step' | 'sleep' | 'wait' | 'signal' | 'invoke' | 'invoked';
 
 /** One recorded entry. `value` is the JSON value as recorded (a step's result, `null` for none). */
 export interface JournalEntry {
@@ -142,7 +146,7 @@ export const MAX_WAIT_MS = 366 * 86_400_000;
 export const JOURNAL_RETENTION_DAYS = 2 * 366;
 
 /** Throws a {@link ValidationError} (`invalid_name`) for a name no entry may have. */
-export function checkName(name: unknown, what: 'step' | 'sleep' | 'signal', path = 'name'): string {
+export function checkName(name: unknown, what: 'step' | 'sleep' | 'signal' | 'invoke', path = 'name'): string {
   if (typeof name !== 'string' || !STEP_NAME_PATTERN.test(name)) {
     throw new ValidationError(
       `${what} name must be 1-200 printable characters without "#"`,

@@ -135,6 +135,12 @@ export interface SuspendInput {
   waitingFor: WakeWait;
   writer: string;
   cost?: JobCost;
+  /**
+   * An invoke's wait (`ctx.invoke`): the children it waits for. The job waits as one with parents
+   * does (`pendingParents` set, the edges counted so far, `rel`, cleared): their release makes it
+   * due, and no message or schedule brings it back. @default none (a sleep or a signal wait)
+   */
+  pendingParents?: number;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   needsRelease,
   type ParentEdge,
 } from '../core/dependencies';
+import { INVOKE_EDGE_POLICY } from '../core/invoke';
 import type { Job } from '../core/job';
 import type { JobQueue, JobScheduler } from '../core/ports';
 import { isTerminal, type JobState } from '../core/states';
@@ -375,3 +376,39 @@ export function createRelease(deps: ReleaseDeps, clock: { now(): number }) {
     pending: (job: Job) => needsRelease(job),
   };
 }
+
+/**
+ * The edges of a job that waits for the children it invoked (`ctx.invoke`: each child is a
+ * parent of the job in the graph, policy `ignore`), whose children may have ended before the
+ * job waited: their release found it still running and was refused. Reads the children in pages
+ * of {@link INVOKE_READ_PAGE} (one strongly consistent batch read each) and releases the edge of
+ * each one that ended, with the same conditional write its own release makes (`rel.<index>`
+ * counts it once, whoever writes first). Returns how many it released. Throws when a write fails.
+ */
+export async function releaseEndedInvokes(
+  deps: ReleaseDeps,
+  job: Pick<Job, 'id' | 'createdAt'>,
+  edges: readonly { id: string; index: number }[],
+  now: number,
+): Promise<number> {
+  let released = 0;
+  for (let i = 0; i < edges.length; i += INVOKE_READ_PAGE) {
+    const page = edges.slice(i, i + INVOKE_READ_PAGE);
+    const found = await deps.graph.jobs(page.map((e) => e.id));
+    await eachLimited(page, RELEASE_CONCURRENCY, async (edge) => {
+      const child = found.get(edge.id);
+      if (!child || !isTerminal(child.state)) return;
+      const entry: ChildEntry = {
+        child: job.id,
+        policy: INVOKE_EDGE_POLICY,
+        index: edge.index,
+        incarnation: incarnationOf(job.createdAt),
+      };
+      if ((await releaseEdge(deps, child.id, child.state, entry, now)) !== 'refused') released += 1;
+    });
+  }
+  return released;
+}
+
+/** Children an invoke's look reads per request (DynamoDB's BatchGetItem takes 100 keys). */
+export const INVOKE_READ_PAGE = 100;

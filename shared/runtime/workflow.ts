@@ -29,7 +29,8 @@ import {
   type SentEvent,
 } from '../core/event-waits';
 import { type EventDefinition, type EventSender, emitEventId } from '../core/events';
-import type { WakeWait } from '../core/job';
+import { type InvokeOutcome, type InvokeStart, invokedChildId, invokeEnded } from '../core/invoke';
+import type { Job, WakeWait } from '../core/job';
 import type { DeclaresSignals, SignalSchemas } from '../core/job-type';
 import {
   checkName,
@@ -48,8 +49,10 @@ import {
   timedOutAt,
   wakeTime,
 } from '../core/journal';
+import { JOB_ID_PATTERN } from '../core/limits';
 import { incarnationOf } from '../core/table';
-import { OrreryError, SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
+import { INVOKE_DEFAULT_MAX_ATTEMPTS, type InvokedChild } from '../dispatch/invoke';
+import { InvokedJobFailedError, OrreryError, SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
 import { untilAborted } from './until-aborted';
 
 /** Waits this short are waited out in the attempt: ending it would cost more and gain nothing. */
@@ -102,6 +105,25 @@ export type EventDataOf<E> = E extends EventDefinition<infer S> ? z.output<S> : 
  */
 // biome-ignore lint/suspicious/noExplicitAny: the one `any`, for the variance reason above
 export type AnySignals = any;
+
+/** What `ctx.invoke` may set about the child it starts. */
+export interface InvokeOptions {
+  /**
+   * The child's id: a job of that id that exists (same type and payload) is awaited, not started
+   * again. @default `<parent id>.<name>` (or a hash of both when that is not a valid id)
+   */
+  id?: string;
+  /** The child's attempts. @default 3 */
+  maxAttempts?: number;
+}
+
+/** How the steps start a child and look at it (the worker builds it from its graph, store and queues). */
+export interface Invoker {
+  /** Starts the child once (a replay writes nothing new); throws when it cannot. */
+  start(child: InvokedChild): Promise<void>;
+  /** The child as stored, or undefined; calls made in one turn are read together, in pages. */
+  look(id: string): Promise<Job | undefined>;
+}
 
 /** The durable part of a handler's context; `Signals` are its job type's (see {@link SignalWait}). */
 export interface WorkflowSteps<Signals extends SignalSchemas = AnySignals> {
@@ -168,6 +190,21 @@ export interface WorkflowSteps<Signals extends SignalSchemas = AnySignals> {
     event: E,
     options: WaitForEventOptions,
   ): Promise<ReceivedEvent<EventDataOf<E>> | null>;
+  /**
+   * Starts a job of `type` with `payload` as this job's child, once per `name`, and returns its
+   * result. The attempt ends while the child runs (no Lambda waits): the job waits in state
+   * `waiting`, and the child's end makes it due again, as a job's parents do. A child that ends
+   * failed, cancelled, expired or skipped makes the call throw an `InvokedJobFailedError`
+   * (recorded: every replay throws the same). Invokes in one `Promise.all` end the attempt once,
+   * and the job resumes once, after the last of them ended.
+   * Costs, beyond the child's own job: 1 WU for its registry item, 2 journal entries (its start
+   * and its end, 1 WU each up to ~900 bytes of result) and 2 writes of the release on the parent
+   * (see docs/workflows.md "Invoke").
+   * @example
+   * const receipt = await ctx.invoke('charge', 'charge-card', { orderId });
+   * const all = await Promise.all(items.map((item, i) => ctx.invoke(`ship-${i}`, 'ship', item)));
+   */
+  invoke<T = unknown>(name: string, type: string, payload: unknown, options?: InvokeOptions): Promise<T>;
 }
 
 /** `ctx.waitForSignal` of a job type that declares no signals: any name, the payload type is the caller's. */
@@ -225,11 +262,15 @@ export interface WorkflowOptions {
    * worker then stops the handler, as after a timeout. Called again when a second wait joins it.
    */
   onSuspend?(wait: WakeWait): void;
+  /** Starts and looks at invoked children. Without one, `ctx.invoke` fails the job with a StepUsageError. */
+  invoker?: Invoker;
 }
 
 /** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
 export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   suspended(): WakeWait | undefined;
+  /** The children an invoke's wait awaits (each invoke's start), when the attempt ends on one. */
+  invoked(): readonly InvokeStart[];
   settle(withinMs: number): Promise<boolean>;
   misuse(): StepUsageError | undefined;
 } {
@@ -276,7 +317,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   }
 
   /** Checks a call may go on, and claims its name for this run. */
-  function begin(kind: 'step' | 'sleep' | 'signal', name: string): Journal {
+  function begin(kind: 'step' | 'sleep' | 'signal' | 'invoke', name: string): Journal {
     if (signal.aborted) throw signal.reason;
     if (pending) throw new Suspension(pending);
     asUsage(() => checkName(name, kind));
@@ -393,7 +434,93 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     return outcome(await record('signal', name, ended));
   }
 
+  /** The children the attempt's invokes wait for. */
+  const awaited: InvokeStart[] = [];
+  /** The first new invoke's edge index: one above every index recorded (0 on the job's first run). */
+  let firstIndex: Promise<number> | undefined;
+  /** New invokes of this run so far: each takes the next index, in the order of its call. */
+  let issued = 0;
+  async function newIndex(): Promise<number> {
+    const k = issued++;
+    firstIndex ??= (async () => {
+      if (fresh) return 0;
+      recorded ??= journalOf().load(scope);
+      let top = -1;
+      for (const [key, entry] of await untilAborted(recorded, signal)) {
+        if (key.startsWith('invoke#')) top = Math.max(top, (entry.value as InvokeStart).index);
+      }
+      return top + 1;
+    })();
+    return (await firstIndex) + k;
+  }
+
+  /** What an invoke returns (or throws) for its child's recorded end. */
+  function invokeResult<T>(name: string, id: string, value: unknown): T {
+    const outcome = value as InvokeOutcome;
+    if (outcome.state === 'succeeded') return outcome.result as T;
+    throw new InvokedJobFailedError(name, id, outcome.state, outcome.error);
+  }
+
+  /** Ends the attempt to wait for the child `start` (with every other invoke of the run). */
+  function awaitChild(name: string, start: InvokeStart): never {
+    awaited.push(start);
+    const now = iso(clock.now());
+    try {
+      pending = merged(pending, { kind: 'invoke', key: name, until: iso(lifeEnd), since: now });
+    } catch (error) {
+      misuse = error as StepUsageError;
+      throw error;
+    }
+    pending = { ...pending, children: awaited.length };
+    options.onSuspend?.(pending);
+    throw new Suspension(pending);
+  }
+
   const steps: WorkflowSteps = {
+    async invoke<T>(name: string, type: string, payload: unknown, invokeOptions: InvokeOptions = {}): Promise<T> {
+      begin('invoke', name);
+      const invoker = options.invoker;
+      if (!invoker) throw new StepUsageError('this worker cannot invoke jobs: ctx.invoke needs a job graph');
+      const ended = await read('invoked', name);
+      let start = (await read('invoke', name))?.value as InvokeStart | undefined;
+      if (ended) return invokeResult<T>(name, start?.id ?? '', ended.value);
+      let child: Job | undefined;
+      if (start) {
+        child = await untilAborted(invoker.look(start.id), signal);
+      } else {
+        const id = invokeOptions.id ?? invokedChildId(job.id, name);
+        if (!JOB_ID_PATTERN.test(id) || id === job.id) {
+          throw new StepUsageError(`invoke "${name}": "${id}" is not a valid child id`);
+        }
+        start = (await record('invoke', name, { id, index: await newIndex() })) as InvokeStart;
+      }
+      if (child && invokeEnded(child.state)) {
+        const outcome: InvokeOutcome =
+          child.state === 'succeeded'
+            ? { state: 'succeeded', result: child.result ?? null }
+            : {
+                state: child.state,
+                ...(child.lastError ? { error: { name: child.lastError.name, message: child.lastError.message } } : {}),
+              };
+        const storable = asUsage(() => storableValue(outcome, MAX_STEP_RESULT_BYTES, `invoke "${name}" result`));
+        return invokeResult<T>(name, start.id, await record('invoked', name, storable));
+      }
+      if (!child) {
+        if (signal.aborted) throw signal.reason;
+        await untilAborted(
+          invoker.start({
+            id: start.id,
+            type,
+            payload,
+            index: start.index,
+            maxAttempts: invokeOptions.maxAttempts ?? INVOKE_DEFAULT_MAX_ATTEMPTS,
+          }),
+          signal,
+        );
+      }
+      return awaitChild(name, start);
+    },
+
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
       begin('step', name);
       const recorded = await read('step', name);
@@ -479,7 +606,9 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     waitForSignal: (name, waitOptions) => track(steps.waitForSignal(name, waitOptions)),
     emit: (event, data, emitOptions) => track(steps.emit(event, data, emitOptions)),
     waitForEvent: (event, waitOptions) => track(steps.waitForEvent(event, waitOptions)),
+    invoke: (name, type, payload, invokeOptions) => track(steps.invoke(name, type, payload, invokeOptions)),
     suspended: () => pending,
+    invoked: () => awaited,
     misuse: () => misuse,
     /** Waits up to `withinMs` for every call the handler left running; true when none is left. */
     async settle(withinMs: number): Promise<boolean> {
@@ -503,6 +632,12 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
  */
 function merged(pending: WakeWait | undefined, next: WakeWait): WakeWait {
   if (!pending) return next;
+  if ((pending.kind === 'invoke') !== (next.kind === 'invoke')) {
+    throw new StepUsageError(
+      `an invoke ("${pending.kind === 'invoke' ? pending.key : next.key}") and a ${pending.kind === 'invoke' ? next.kind : pending.kind} wait at once: a job waits for its invoked children alone`,
+    );
+  }
+  if (pending.kind === 'invoke') return pending;
   if (pending.kind === 'signal' && next.kind === 'signal' && pending.key !== next.key) {
     throw new StepUsageError(
       `waits for signals "${pending.key}" and "${next.key}" at once: wait for one signal at a time`,

@@ -190,6 +190,9 @@ export function planJobRepair(job: Job, repairs: number, now: number): JobRepair
     case 'waiting':
       // waiting for its parents: their release makes it due (nothing to look at by time), once
       // it is registered with each of them
+      // waiting for the jobs it invoked: each child's end (its own repair) releases it; it has
+      // no parents item to look at
+      if (job.pendingParents !== undefined && job.waitingFor?.kind === 'invoke') return { kind: 'clear' };
       if (job.pendingParents !== undefined) return { kind: 'reconcile' };
       return planWaitRepair(job, now, resend);
     case 'queued':

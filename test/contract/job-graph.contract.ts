@@ -202,6 +202,52 @@ export function jobGraphContract(setup: () => Promise<GraphLeg>): void {
       }
     });
 
+    it('a job that waits for the children it invoked (suspend with pendingParents) is released by them; each wait counts afresh', async () => {
+      const leg = await setup();
+      const job = await put(leg, { state: 'queued' });
+      const claimAt = async (now: number) => {
+        const claim = await leg.store.claim({ id: job.id, type: job.type, owner: `w${now}`, now, leaseMs: 30_000 });
+        if (claim.kind !== 'claimed') throw new Error(`expected a claim, got ${claim.kind}`);
+        return claim.job;
+      };
+      const waitFor = async (running: Job, now: number, children: number) =>
+        leg.store.suspend({
+          job: running,
+          now,
+          runAt: now,
+          waitingFor: {
+            kind: 'invoke',
+            key: 'c',
+            until: new Date(now + 86_400_000).toISOString(),
+            since: new Date(now).toISOString(),
+            children,
+          },
+          writer: running.leaseOwner ?? '',
+          pendingParents: children,
+        });
+      // running: a child's release is refused (the job's own look counts it after its wait)
+      const running = await claimAt(T0);
+      expect((await leg.graph.release({ ...resolvedBy('c0', job.id, T0 + 1), index: 0 })).kind).toBe('refused');
+      await waitFor(running, T0 + 2, 2);
+      const waiting = await leg.store.get(job.id);
+      expect(waiting).toMatchObject({ state: 'waiting', pendingParents: 2, attempts: 0, resumes: 1 });
+      expect(waiting?.parentsResolved ?? []).toEqual([]);
+      // no claim starts it while it waits for its children
+      expect(
+        (await leg.store.claim({ id: job.id, type: job.type, owner: 'x', now: T0 + 3, leaseMs: 30_000 })).kind,
+      ).toBe('blocked');
+      expect((await leg.graph.release({ ...resolvedBy('c0', job.id, T0 + 4), index: 0 })).kind).toBe('counted');
+      expect((await leg.graph.release({ ...resolvedBy('c0', job.id, T0 + 4), index: 0 })).kind).toBe('refused');
+      const last = await leg.graph.release({ ...resolvedBy('c1', job.id, T0 + 5), index: 1 });
+      expect(last.kind).toBe('ready');
+      expect(await leg.store.get(job.id)).toMatchObject({ state: 'queued', runAt: new Date(T0 + 5).toISOString() });
+      // a second wait (a later invoke, index 2) counts from its own number: the earlier edges are gone
+      await waitFor(await claimAt(T0 + 10), T0 + 11, 1);
+      expect((await leg.store.get(job.id))?.pendingParents).toBe(1);
+      expect((await leg.graph.release({ ...resolvedBy('c2', job.id, T0 + 12), index: 2 })).kind).toBe('ready');
+      expect((await leg.store.get(job.id))?.state).toBe('queued');
+    });
+
     it('an only parent’s release (one write): the child is queued; a replay is refused; a later runAt is kept', async () => {
       const leg = await setup();
       const child = await waitingChild(leg, 1);

@@ -310,6 +310,10 @@ export class FakeJobStore implements JobStore {
         j.waitingFor = { ...input.waitingFor };
         if (input.waitingFor.kind === 'signal') j.waitSignal = input.waitingFor.key;
         else delete j.waitSignal;
+        if (input.pendingParents !== undefined) {
+          j.pendingParents = input.pendingParents;
+          delete j.parentsResolved;
+        }
         if (input.cost) j.cost = costAfter(input.job, input.cost, []);
         delete j.leaseOwner;
         delete j.leaseExpiresAt;

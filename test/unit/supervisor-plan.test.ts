@@ -219,6 +219,24 @@ describe('planJobRepair', () => {
     expect(planJobRepair(child, 0, NOW)).toEqual({ kind: 'reconcile' });
   });
 
+  it('clears a job waiting for the jobs it invoked: it has no parents item, and each child’s end (its own repair) releases it', () => {
+    const invoker = newJob({
+      id: 'j',
+      type: 'echo',
+      state: 'waiting',
+      pendingParents: 3,
+      runAt: new Date(NOW - 3600_000).toISOString(),
+      waitingFor: {
+        kind: 'invoke',
+        key: 'c0',
+        until: new Date(NOW + 86_400_000).toISOString(),
+        since: new Date(NOW - 3600_000).toISOString(),
+        children: 3,
+      },
+    });
+    expect(planJobRepair(invoker, 0, NOW)).toEqual({ kind: 'clear' });
+  });
+
   it('re-sends a finished job whose children were never released, once its end is 10 minutes old', () => {
     const ended = (at: number, released?: number) =>
       newJob({

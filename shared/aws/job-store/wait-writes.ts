@@ -20,7 +20,15 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * `waiting` until `runAt`: the attempt given back, `resumes` one up, the wait recorded and, for a
  * signal, `waitSignal` set to its name (removed otherwise).
  */
-export function suspendUpdate({ job, now, runAt, waitingFor, writer, cost }: SuspendInput): FencedUpdate {
+export function suspendUpdate({
+  job,
+  now,
+  runAt,
+  waitingFor,
+  writer,
+  cost,
+  pendingParents,
+}: SuspendInput): FencedUpdate {
   const attempts = Math.max(0, job.attempts - 1);
   const resumes = (job.resumes ?? 0) + 1;
   const signal = waitingFor.kind === 'signal' ? waitingFor.key : undefined;
@@ -33,12 +41,16 @@ export function suspendUpdate({ job, now, runAt, waitingFor, writer, cost }: Sus
     resumes,
     waitingFor,
     ...(signal === undefined ? {} : { waitSignal: signal }),
+    ...(pendingParents === undefined ? {} : { pendingParents }),
   };
+  const invoke = pendingParents !== undefined;
   return {
     operation: 'suspend',
     set:
       'runAt = :runAt, updatedAt = :now, attempts = :attempts, resumes = :resumes, waitingFor = :w' +
-      (signal === undefined ? '' : ', waitSignal = :signal'),
+      (signal === undefined ? '' : ', waitSignal = :signal') +
+      (invoke ? ', pendingParents = :pending, rel = :noEdges' : ''),
+    // an invoke's wait counts its edges afresh (`rel` empty): each once, after this write
     remove: `leaseOwner, leaseExpiresAt${signal === undefined ? ', waitSignal' : ''}`,
     values: {
       ':runAt': S(iso(runAt)),
@@ -47,6 +59,7 @@ export function suspendUpdate({ job, now, runAt, waitingFor, writer, cost }: Sus
       ':resumes': N(resumes),
       ':w': S(JSON.stringify(waitingFor)),
       ...(signal === undefined ? {} : { ':signal': S(signal) }),
+      ...(invoke ? { ':pending': N(pendingParents), ':noEdges': { M: {} } } : {}),
     },
     end: { state: 'waiting', writer, ...(cost ? { cost: costAfter(job, ended(job, changes), cost, [], 0) } : {}) },
   };

@@ -14,6 +14,7 @@ import { keepLease } from '../lease-keeper';
 import { holdUntilRunAt, waitUntilDue } from '../scheduling';
 import { untilAborted } from '../until-aborted';
 import { createWorkflow, Suspension } from '../workflow';
+import { invokerOf } from './invoke-wait';
 import type { WorkerKit } from './kit';
 import { type AttemptResult, finalFailure, recordFailure, recordSuccess, resultProblem, suspend } from './outcome';
 
@@ -68,7 +69,7 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
   if (misuse) outcome = { ok: false, error: misuse };
   const wait = misuse ? undefined : running.workflow.suspended();
   const at = { job, record, writer, log };
-  if (wait) return await suspend(kit, at, wait);
+  if (wait) return await suspend(kit, at, wait, running.workflow.invoked());
   if (outcome.ok) {
     const problem = resultProblem(outcome.result);
     if (problem) outcome = { ok: false, error: new PermanentError(problem) };
@@ -108,11 +109,13 @@ function start(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Runnin
     onSuspend = (wait) => reject(new Suspension(wait));
   });
   suspended.catch(() => {}); // the race may leave it rejected later; nobody else awaits it
+  const invoker = invokerOf(kit, job);
   const workflow = createWorkflow({
     job,
     ...(journal ? { journal } : {}),
     ...(kit.deps.eventWaits ? { eventWaits: kit.deps.eventWaits } : {}),
     ...(kit.deps.events ? { events: kit.deps.events } : {}),
+    ...(invoker ? { invoker } : {}),
     clock: kit.clock,
     signal: controller.signal,
     expiresAt: (now) => Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
@@ -151,6 +154,7 @@ async function execute(
     waitForSignal: workflow.waitForSignal,
     emit: workflow.emit,
     waitForEvent: workflow.waitForEvent,
+    invoke: workflow.invoke,
   };
   // Through a promise, so a handler that throws synchronously is caught like one that rejects.
   const runStart = kit.clock.now();

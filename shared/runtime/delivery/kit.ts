@@ -15,6 +15,7 @@ import { type Metrics, noMetrics } from '../../core/metrics';
 import type { Pacer } from '../../core/pace';
 import type { JobQueue, JobScheduler, JobStore } from '../../core/ports';
 import { type DispatchDeps, handOffOf } from '../../dispatch/dispatch';
+import type { InvokeDeps } from '../../dispatch/invoke';
 import { createRelease, releaseDepsOf } from '../../dispatch/release';
 import { ConfigError } from '../../errors';
 import type { CostMeter } from '../../lambda/cost-meter';
@@ -125,6 +126,8 @@ export interface WorkerKit {
   readonly handOff: DispatchDeps;
   /** The release of ended jobs' children; undefined without a job graph. */
   readonly release: ReturnType<typeof createRelease> | undefined;
+  /** What `ctx.invoke` starts children and resumes with; undefined without a job graph. */
+  readonly invokeDeps: InvokeDeps | undefined;
   /** Runs the release of a job that ended; throws when it failed, so the message comes back. */
   releaseAfterEnd(jobId: string, log: Logger): Promise<void>;
 }
@@ -143,18 +146,16 @@ export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCa
   // Its own type's messages carry a group when its spec says so; another type's (a child it releases) do not:
   // the worker does not know that type's spec.
   const fairQueues = fairQueueTypes([def.spec]);
-  const release = deps.graph
-    ? createRelease(
-        releaseDepsOf({
-          config: deps.config,
-          graph: deps.graph,
-          queue: deps.queue,
-          scheduler: deps.scheduler,
-          fairQueues,
-        }),
-        clock,
-      )
+  const releaseDeps = deps.graph
+    ? releaseDepsOf({
+        config: deps.config,
+        graph: deps.graph,
+        queue: deps.queue,
+        scheduler: deps.scheduler,
+        fairQueues,
+      })
     : undefined;
+  const release = releaseDeps ? createRelease(releaseDeps, clock) : undefined;
   const meter = deps.meter;
   return {
     def,
@@ -174,6 +175,7 @@ export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCa
     spent: () => (meter ? { cost: meter.current() } : {}),
     handOff: handOffOf(deps.config, deps.queue, deps.scheduler, fairQueues),
     release,
+    invokeDeps: releaseDeps ? { ...releaseDeps, store: deps.store } : undefined,
     async releaseAfterEnd(jobId, log) {
       if (release && !(await release.afterEnd(jobId, log))) throw new Error(`the release of job ${jobId} failed`);
     },

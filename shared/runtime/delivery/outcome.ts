@@ -1,5 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../../core/backoff';
+import type { InvokeStart } from '../../core/invoke';
 import {
   type AttemptError,
   appendError,
@@ -16,6 +17,7 @@ import { errorFields, type Logger } from '../../logger';
 import { persist } from '../attempt-support';
 import { ON_FAILURE_TIMEOUT_MS } from '../job-definition';
 import { backIfSignalled, deferMessage } from './defer';
+import { awaitInvoked } from './invoke-wait';
 import type { WorkerKit } from './kit';
 
 /** The claimed attempt an outcome is recorded for: its job, its message, its writer (the claim's owner) and its log. */
@@ -120,9 +122,15 @@ export async function recordSkip(
  * looked at its inbox, before this write) makes it due at once: whichever of the sender and this
  * worker writes last sees the other's write.
  */
-export async function suspend(kit: WorkerKit, at: AttemptAt, wait: WakeWait): Promise<'done' | 'retry'> {
+export async function suspend(
+  kit: WorkerKit,
+  at: AttemptAt,
+  wait: WakeWait,
+  invoked: readonly InvokeStart[] = [],
+): Promise<'done' | 'retry'> {
   const { job, record, writer, log } = at;
   const now = kit.clock.now();
+  if (wait.kind === 'invoke') return await awaitInvoked(kit, at, wait, invoked, now);
   const runAt = Date.parse(wait.until);
   await persist(
     () => kit.deps.store.suspend({ job, now, runAt, waitingFor: wait, writer, ...kit.spent() }),

@@ -6,6 +6,7 @@ import type { Logger } from '../../logger';
 import type { Outcome } from '../gates/gate';
 import { expireJob, waitUntilDue } from '../scheduling';
 import { backIfSignalled } from './defer';
+import { lookAgainAtInvoked } from './invoke-wait';
 import type { WorkerKit } from './kit';
 import { finalFailure } from './outcome';
 
@@ -35,6 +36,9 @@ export async function onRefusedClaim(
       log.info('duplicate delivery of a finished job; discarding it', { state: claim.job.state });
       return 'done';
     case 'blocked':
+      // A job that waits for the jobs it invoked, whose worker died (or failed) before its look
+      // at the children that ended before its wait: look now (the message was kept for this).
+      if (claim.job.waitingFor?.kind === 'invoke') return await lookAgainAtInvoked(kit, claim.job, log);
       // its parents' release sends it a message of its own once none is left to wait for
       log.info('job waits for its parents; discarding this message', { pendingParents: claim.job.pendingParents });
       return 'done';
