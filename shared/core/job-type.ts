@@ -223,7 +223,8 @@ export interface JobTypeOptions<
   /**
    * Runs its jobs in batches: its handler (`defineBatchJob`) gets up to `maxSize` jobs per call,
    * gathered by the SQS event source mapping for up to `maxWaitSeconds`, grouped by `key`. Each
-   * job keeps its own claim, attempts and result. See docs/workflows.md, "Batch handlers".
+   * job keeps its own claim, attempts and result. Not with `signals` or `waitsFor`: a batch handler
+   * never waits for a signal or an event. See docs/workflows.md, "Batch handlers".
    * @default none: one job per handler call (`defineJob`)
    * @example
    * batch: { maxSize: 100, maxWaitSeconds: 5, key: (p) => p.tenantId }
@@ -347,6 +348,16 @@ export function defineJobType<
     const problem = waitsForProblem(options.waitsFor);
     if (problem) throw new ConfigError(`job type "${options.type}": ${problem}`);
     waitsFor = { waitsFor: Object.freeze([...options.waitsFor]) };
+  }
+  if (options.batch !== undefined) {
+    // a batch handler gets no ctx.waitForSignal nor ctx.waitForEvent: the API would take signals,
+    // or events for the type's waits, that nothing ever reads
+    const waits = options.signals !== undefined ? 'signals' : options.waitsFor !== undefined ? 'waitsFor' : undefined;
+    if (waits) {
+      throw new ConfigError(
+        `job type "${options.type}": batch and ${waits} do not go together: a batch handler never waits for a signal or an event`,
+      );
+    }
   }
   return Object.freeze({
     type: options.type,

@@ -44,9 +44,12 @@ export type BatchOutcome<Result = unknown> = { ok: true; result: Result } | { ok
 /**
  * A batch handler: gets the claimed jobs of one group and returns one outcome per item, in the
  * items' order. A throw fails every item's attempt with that error (each retried by its own policy).
+ * The items array is frozen: the i-th outcome is the i-th item's, so an array sorted in place
+ * would put outcomes on the wrong jobs (sort a copy: `[...items].sort(...)`, and answer in the
+ * items' order).
  */
 export type BatchHandler<Payload, Result = unknown> = (
-  items: BatchItem<Payload>[],
+  items: readonly BatchItem<Payload>[],
   ctx: BatchContext,
 ) => Promise<readonly BatchOutcome<Result>[]>;
 
@@ -58,7 +61,7 @@ export interface BatchJobDefinition<
 > {
   /** Its spec, with `batch` (checked by `defineBatchJob` and `createBatchWorker`). */
   readonly spec: JobTypeSpec<Schema, Type>;
-  runBatch(items: BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<readonly BatchOutcome<Result>[]>;
+  runBatch(items: readonly BatchItem<z.output<Schema>>[], ctx: BatchContext): Promise<readonly BatchOutcome<Result>[]>;
   onFailure?(payload: z.output<Schema>, info: FailureInfo): Promise<void>;
 }
 
@@ -76,8 +79,9 @@ interface Submission {
  * pipeline as a single job's (parse → gates → claim → attempt → outcome, ./worker.ts), with its
  * own claim, lease keeper, timeout and recorded outcome; only the handler call is shared. A
  * record's pipeline that reaches its handler waits there; once every record of the event has
- * either reached it or left the pipeline without a run (a claim refused: done, leased by another,
- * not yet due; a gate that held it), the claimed jobs are grouped by `batch.key` and the handler
+ * either reached it or is known not to (a claim refused: done, leased by another, not yet due,
+ * out of attempts; a gate that held it; an invalid payload: counted out before the bookkeeping
+ * that follows, such as an onFailure hook), the claimed jobs are grouped by `batch.key` and the handler
  * is called once per group, concurrently. Each item's outcome then ends its own attempt: a failed
  * item is retried alone (its message is listed in `batchItemFailures`), a succeeded one is done.
  *
@@ -105,7 +109,10 @@ export function createBatchWorker(
     run: () => Promise.reject(new Error('a batch job runs through its batch handler')),
     ...(def.onFailure ? { onFailure: def.onFailure.bind(def) } : {}),
   };
-  const deliver = createDelivery(itemDef, deps, gates, call);
+  // A record that will not call the handler is counted out at once, before its bookkeeping (an
+  // onFailure hook, a release): the claimed items' timeouts run while they wait.
+  const noCall = (record: SQSRecord) => rounds.get(record)?.settled(record);
+  const deliver = createDelivery(itemDef, deps, gates, call, noCall);
   const log = (deps.logger ?? createLogger({ level: deps.config.logLevel })).child({ type: def.spec.type });
 
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
@@ -120,7 +127,8 @@ export function createBatchWorker(
 
 /**
  * One event's barrier: the handler is called once every record either submitted its claimed job
- * or settled without one. A record is counted once, whichever comes first.
+ * or is known not to (`settled`: told by the pipeline's `noCall`, or when its delivery ends). A
+ * record is counted once, whichever comes first.
  */
 class Round {
   private readonly pending: Set<SQSRecord>;
@@ -202,16 +210,19 @@ async function callGroup(
   group: Submission[],
   log: Logger,
 ): Promise<void> {
-  const items: BatchItem[] = group.map(({ payload, ctx }) => ({
-    jobId: ctx.jobId,
-    payload,
-    attempt: ctx.attempt,
-    maxAttempts: ctx.maxAttempts,
-    scheduledAt: ctx.scheduledAt,
-    signal: ctx.signal,
-    log: ctx.log,
-    progress: ctx.progress,
-  }));
+  // Frozen: outcomes are matched to the jobs by position, which a sort in place would break.
+  const items: readonly BatchItem[] = Object.freeze(
+    group.map(({ payload, ctx }) => ({
+      jobId: ctx.jobId,
+      payload,
+      attempt: ctx.attempt,
+      maxAttempts: ctx.maxAttempts,
+      scheduledAt: ctx.scheduledAt,
+      signal: ctx.signal,
+      log: ctx.log,
+      progress: ctx.progress,
+    })),
+  );
   const controller = new AbortController();
   let open = group.length;
   for (const { ctx } of group) {

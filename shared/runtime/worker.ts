@@ -1,7 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { PayloadSchema, WorkerPort } from '../core/job-type';
 import { METRIC } from '../core/metrics';
-import { createKit, type HandlerCall, type WorkerDeps } from './delivery/kit';
+import { createKit, type HandlerCall, type NoCall, type WorkerDeps } from './delivery/kit';
 import { jobIdOf, receiveCountOf } from './delivery/parse';
 import { createPipeline } from './delivery/pipeline';
 import { STANDARD_GATES } from './gates';
@@ -48,15 +48,17 @@ export function batchResponse(event: SQSEvent, outcomes: readonly Outcome[]): SQ
 /**
  * One record's delivery (parse → gates → claim → attempt → outcome), with its cost as a metric
  * and a log line when its message goes to the DLQ: what {@link createWorker} runs for each record.
- * `call` runs the handler of a claimed attempt (a batch worker's share of one call for many).
+ * `call` runs the handler of a claimed attempt (a batch worker's share of one call for many);
+ * `noCall` is told as soon as a record is known not to call it.
  */
 export function createDelivery(
   def: JobDefinition,
   deps: WorkerDeps,
   gates: readonly GateBuilder[] = STANDARD_GATES,
   call?: HandlerCall,
+  noCall?: NoCall,
 ): (record: SQSRecord) => Promise<Outcome> {
-  const kit = createKit(def, deps, call);
+  const kit = createKit(def, deps, call, noCall);
   const built = gates.map((build) => build(kit)).filter((gate): gate is Gate => gate !== undefined);
   const handleRecord = createPipeline(kit, built);
   /** One record, with what it cost (as a metric) and whether its message now goes to the DLQ. */

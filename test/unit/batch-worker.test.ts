@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock, type Timer } from '../../shared/core/clock';
+import { defineEvent, type EventDefinition } from '../../shared/core/events';
 import { defineJobType } from '../../shared/core/job-type';
 import { ConfigError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
@@ -142,6 +143,31 @@ describe('batch worker: one handler call, an outcome per job', () => {
     expect(h.store.peek('job-2')?.errors).toEqual([
       expect.objectContaining({ message: 'the batch handler returned no outcome for job job-2' }),
     ]);
+  });
+});
+
+describe('batch worker: each outcome on its own job', () => {
+  it('never records one job’s outcome on another when the handler reorders its items array in place', async () => {
+    // a handler that sorts its items (largest first) and answers in that order
+    const h = batchHarness(async (items) => {
+      // (its items are typed readonly: a handler in plain JavaScript, or one that casts, gets here)
+      (items as BatchItem<Payload>[]).sort((a, b) => b.payload.n - a.payload.n);
+      return items.map((i) =>
+        i.payload.n === 3 ? { ok: false, error: new Error('bounced') } : { ok: true, result: i.payload.n },
+      );
+    });
+    const ids = seedJobs(h.store, 3);
+
+    const response = await h.worker(eventOf(ids));
+
+    for (const [i, id] of ids.entries()) {
+      const job = h.store.peek(id);
+      // a job is never succeeded with another job's result, nor failed with another job's error
+      if (job?.state === 'succeeded') expect(job.result).toBe(i + 1);
+      if (i + 1 !== 3) expect(job?.errors ?? []).not.toContainEqual(expect.objectContaining({ message: 'bounced' }));
+    }
+    expect(h.store.peek('job-3')?.state).not.toBe('succeeded');
+    expect(response.batchItemFailures).toContainEqual({ itemIdentifier: 'm-job-3' });
   });
 });
 
@@ -291,6 +317,17 @@ describe('batch settings at the spec boundary', () => {
     expect(withBatch({ maxSize: 10, maxWaitSeconds: 0 })().batch).toEqual({ maxSize: 10, maxWaitSeconds: 0 });
   });
 
+  it('refuses signals and events to wait for beside batch settings: a batch handler never waits for them', () => {
+    // the API would take a signal, or an event for the type's waits, that no handler ever reads
+    const withWaits = (waits: { signals?: Record<string, z.ZodType>; waitsFor?: EventDefinition[] }) => () =>
+      defineJobType({ type: 'mail', payload: z.object({}), batch: { maxSize: 10, maxWaitSeconds: 1 }, ...waits });
+    expect(withWaits({ signals: { approved: z.object({}) } })).toThrow(ConfigError);
+    expect(withWaits({ signals: { approved: z.object({}) } })).toThrow(/batch.*signals|signals.*batch/);
+    const bounced = defineEvent('mail.bounced', z.object({ to: z.string() }));
+    expect(withWaits({ waitsFor: [bounced] })).toThrow(ConfigError);
+    expect(withWaits({ waitsFor: [bounced] })).toThrow(/batch.*waitsFor|waitsFor.*batch/);
+  });
+
   it('refuses a single-job handler for a type with batch settings', () => {
     expect(() => defineJob(batchSpec, async (p) => p)).toThrow(
       /has batch settings: define its handler with defineBatchJob/,
@@ -302,5 +339,83 @@ describe('batch settings at the spec boundary', () => {
     expect(() =>
       defineBatchJob(plain, async (items) => items.map(() => ({ ok: true as const, result: null }))),
     ).toThrow(/has no batch settings/);
+  });
+});
+
+describe('batch worker: the barrier waits for no other record’s bookkeeping', () => {
+  /**
+   * A record that will not run (its job out of attempts at the claim, or its payload no longer
+   * valid) runs the type's onFailure hook, up to 5 s. The claimed items' timeouts run meanwhile:
+   * the handler call must not wait for that hook, or another record's hook eats their attempt.
+   */
+  it.each([
+    [
+      'a claim refused as exhausted',
+      echoJob('other', {
+        state: 'running',
+        attempts: 3,
+        leaseToken: 3,
+        leaseOwner: 'dead-worker',
+        leaseExpiresAt: T0 - 60_000, // and its clock-skew fence
+      }),
+    ],
+    ['a claimed job whose payload no longer parses', echoJob('other', { payload: { n: 'not a number' } })],
+  ])('calls the handler while %s is still in its onFailure hook', async (_what, other) => {
+    const h = batchHarness(doubled);
+    seedJobs(h.store, 1);
+    h.store.seed(other);
+    let called!: () => void;
+    const handlerCalled = new Promise<'called'>((resolve) => {
+      called = () => resolve('called');
+    });
+    const seenByHook: string[] = [];
+    const def: BatchJobDefinition = {
+      spec: batchSpec,
+      runBatch: async (items) => {
+        called();
+        return items.map((i) => ({ ok: true, result: i.jobId }));
+      },
+      onFailure: async (_payload, info) => {
+        // a hook that takes a while (an alert sent, say): 2 s here, within its 5 s limit
+        const wait = new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 2000));
+        seenByHook.push(`${info.jobId}: ${await Promise.race([handlerCalled, wait])}`);
+      },
+    };
+    const worker = createBatchWorker(def, h.deps);
+
+    await worker(eventOf(['job-1', 'other']));
+
+    expect(seenByHook).toEqual(['other: called']);
+    expect(h.store.peek('other')?.state).toBe('failed');
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', attempts: 1, result: 'job-1' });
+  });
+});
+
+describe('batch worker: a job never runs twice at once', () => {
+  it('runs a job once when two messages of it come in one event; the duplicate is deleted', async () => {
+    const h = batchHarness(doubled);
+    seedJobs(h.store, 2);
+    const event = sqsEvent(messageFor('job-1'), messageFor('job-2'), messageFor('job-1', { messageId: 'dup-1' }));
+
+    expect(await h.worker(event)).toEqual({ batchItemFailures: [] });
+    expect(h.calls.flatMap((c) => c.ids).sort()).toEqual(['job-1', 'job-2']);
+    expect(h.store.peek('job-1')).toMatchObject({ state: 'succeeded', attempts: 1 });
+  });
+
+  it('runs a job in one of two concurrent invocations that both received it', async () => {
+    const h = batchHarness(async (items) => {
+      await new Promise((resolve) => setTimeout(resolve, 20)); // both invocations' claims are done by now
+      return items.map((i) => ({ ok: true, result: i.jobId }));
+    });
+    seedJobs(h.store, 3);
+    const first = sqsEvent(messageFor('job-1'), messageFor('job-2'));
+    const second = sqsEvent(messageFor('job-2', { messageId: 'dup-2' }), messageFor('job-3'));
+
+    const [a, b] = await Promise.all([h.worker(first), h.worker(second)]);
+
+    expect(a).toEqual({ batchItemFailures: [] });
+    expect(b).toEqual({ batchItemFailures: [] });
+    expect(h.calls.flatMap((c) => c.ids).filter((id) => id === 'job-2')).toHaveLength(1);
+    expect(h.store.peek('job-2')).toMatchObject({ state: 'succeeded', attempts: 1 });
   });
 });

@@ -39,6 +39,7 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
   // zod's core parse: the job author's schema may be full zod or zod/mini.
   const parsed = z.safeParse(kit.def.spec.payload, job.payload);
   if (!parsed.success) {
+    kit.noCall(record);
     const err = new PermanentError(`payload no longer matches the ${kit.type} schema: ${parsed.error.message}`);
     const errors = appendError(job.errors, describeError(err, job.attempts, kit.clock.now(), 'invalid_payload'));
     await finalFailure(kit, job, errors, writer, log);
@@ -53,7 +54,7 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
       const { timeoutMs } = kit.def.spec;
       cancelTimeout = kit.timer.after(timeoutMs, () => running.controller.abort(new JobTimeoutError(timeoutMs)));
       outcome = await execute(kit, running, job, parsed.data, record, log);
-    }
+    } else kit.noCall(record);
   } finally {
     cancelTimeout();
     // A progress write still in flight lands before the attempt's end is written (while the

@@ -29,6 +29,14 @@ import type { JobContext, JobDefinition } from '../job-definition';
  */
 export type HandlerCall = (payload: unknown, ctx: JobContext, record: SQSRecord) => Promise<unknown>;
 
+/**
+ * Told, as soon as a delivery knows it, that the record will not call the handler (its claim
+ * refused, its job held by a gate or given back, its payload invalid), before the bookkeeping
+ * that follows (an onFailure hook, a release, a skip): a batch worker calls its handler once no
+ * record may still reach it, and must not keep the claimed items waiting for that bookkeeping.
+ */
+export type NoCall = (record: SQSRecord) => void;
+
 /** Dependencies of a worker. The Lambda entry builds them from the environment. */
 export interface WorkerDeps {
   config: PlatformConfig;
@@ -98,6 +106,8 @@ export interface WorkerKit {
   readonly deps: WorkerDeps;
   /** Runs the handler for one claimed attempt. @default `def.run` */
   readonly call: HandlerCall;
+  /** Told that a record's delivery will not call the handler. @default nothing is told */
+  readonly noCall: NoCall;
   readonly type: string;
   readonly route: Route;
   readonly clock: Clock;
@@ -123,7 +133,7 @@ export interface WorkerKit {
 }
 
 /** Resolves a worker's defaults and checks what needs no job type feature (its route, its lease). */
-export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCall): WorkerKit {
+export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCall, noCall?: NoCall): WorkerKit {
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   if (!Number.isFinite(leaseMs) || leaseMs < MIN_LEASE_MS) {
     throw new ConfigError(
@@ -151,6 +161,7 @@ export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCa
     def,
     deps,
     call: call ?? ((payload, ctx) => def.run(payload, ctx)),
+    noCall: noCall ?? (() => {}),
     type: def.spec.type,
     route,
     clock,

@@ -92,6 +92,7 @@ async function deliver(kit: WorkerKit, gates: readonly Gate[], d: Delivery): Pro
     messageId: d.record.messageId,
   });
   if (claim.kind !== 'claimed') {
+    kit.noCall(d.record);
     const at = { record: d.record, log: d.log, claimOwner, receiveCount: d.receiveCount };
     return await finish(passes, { kind: 'refused', claim }, await onRefusedClaim(kit, claim, at));
   }
@@ -99,6 +100,7 @@ async function deliver(kit: WorkerKit, gates: readonly Gate[], d: Delivery): Pro
   for (const pass of passes) {
     const after = (await pass.afterClaim?.(job)) ?? GO_ON;
     if (after.kind === 'go') continue;
+    kit.noCall(d.record);
     const at = kit.clock.now();
     await giveBack(kit, job, after.runAt, claimOwner, d.log, after.what);
     // the slots taken for it go on meanwhile
@@ -136,6 +138,8 @@ const hiding = (kit: WorkerKit, d: Delivery) => ({
 
 /** Acts on a gate's verdict before the claim: undefined to go on, else the delivery's outcome. */
 async function settle(kit: WorkerKit, d: Delivery, verdict: Verdict): Promise<Outcome | undefined> {
+  // every verdict but `go` and a refused skip stops the delivery
+  if (verdict.kind !== 'go' && verdict.kind !== 'skip') kit.noCall(d.record);
   switch (verdict.kind) {
     case 'go':
       return undefined;
@@ -149,11 +153,13 @@ async function settle(kit: WorkerKit, d: Delivery, verdict: Verdict): Promise<Ou
     case 'skip': {
       const { job, reason, beforeSeq } = verdict;
       if (await recordSkip(kit, { job, reason, ...(beforeSeq === undefined ? {} : { beforeSeq }) }, d.log)) {
+        kit.noCall(d.record);
         d.log.info(verdict.note, verdict.fields ?? {});
         await kit.releaseAfterEnd(job.id, d.log);
         return 'done';
       }
       if (verdict.ifRefused === 'done') {
+        kit.noCall(d.record);
         d.log.info('job changed before it could be skipped; nothing to do');
         return 'done';
       }
