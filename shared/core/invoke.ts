@@ -54,3 +54,10 @@ export type InvokeOutcome =
 export function invokeEnded(state: JobState): boolean {
   return ['succeeded', 'failed', 'cancelled', 'expired', 'skipped'].includes(state);
 }
+
+/**
+ * Invokes one run of a handler may await at once (the children of one wait). Each child counted
+ * off the parent adds its edge's marker to the parent's status item until the parent resumes, so
+ * the cap keeps that item well inside DynamoDB's 400 KB limit (about 150 KB at the cap).
+ */
+export const MAX_INVOKES_PER_WAIT = 10_000;
