@@ -29,7 +29,13 @@ import {
   type SentEvent,
 } from '../core/event-waits';
 import { type EventDefinition, type EventSender, emitEventId } from '../core/events';
-import { type InvokeOutcome, type InvokeStart, invokedChildId, invokeEnded } from '../core/invoke';
+import {
+  type InvokeOutcome,
+  type InvokeStart,
+  invokedChildId,
+  invokeEnded,
+  MAX_INVOKES_PER_WAIT,
+} from '../core/invoke';
 import type { Job, WakeWait } from '../core/job';
 import type { DeclaresSignals, SignalSchemas } from '../core/job-type';
 import {
@@ -491,6 +497,12 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
         const id = invokeOptions.id ?? invokedChildId(job.id, name);
         if (!JOB_ID_PATTERN.test(id) || id === job.id) {
           throw new StepUsageError(`invoke "${name}": "${id}" is not a valid child id`);
+        }
+        // nothing awaited between this check and the count in newIndex: calls at once count in turn
+        if (issued >= MAX_INVOKES_PER_WAIT) {
+          throw new StepUsageError(
+            `invoke "${name}": a run may await at most ${MAX_INVOKES_PER_WAIT.toLocaleString('en-US')} invokes at once (the children of one wait); invoke the rest from a child, or after this wait`,
+          );
         }
         start = (await record('invoke', name, { id, index: await newIndex() })) as InvokeStart;
       }

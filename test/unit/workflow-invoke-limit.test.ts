@@ -43,5 +43,5 @@ describe('ctx.invoke: the children one wait awaits are capped', () => {
     expect(refused).toHaveLength(1);
     expect(String((refused[0] as Error).message)).toContain(MAX_INVOKES_PER_WAIT.toLocaleString('en-US'));
     expect(started).not.toContain(`parent.c${MAX_INVOKES_PER_WAIT}`);
-  });
+  }, 60_000);
 });
