@@ -1,0 +1,80 @@
+/**
+ * Edges of `ctx.emit` and `ctx.waitForEvent` on the in-memory ports (beside
+ * ./workflow-events.test.ts): the deployed emitter's routes, the creation line on the delivery
+ * side, and an emit sent again after a crash.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createEventSender } from '../../shared/api/event-sender';
+import { namedRoute, type QueueNaming } from '../../shared/config';
+import { defineEvent, subscribe } from '../../shared/core/events';
+import { defineJobType } from '../../shared/core/job-type';
+import { createLogger } from '../../shared/logger';
+import type { JobContext } from '../../shared/runtime/job-definition';
+import { FakeEventWaits } from '../local-aws/memory-event-waits';
+import { testConfig } from '../support/fakes';
+import { echoJob, harness, redelivery } from './worker-harness';
+
+const orderPaid = defineEvent('order.paid', z.object({ orderId: z.string(), amount: z.number() }), {
+  matchOn: ['orderId'],
+});
+/** The subscriber: the emitter's catalog (`eventsFrom([billSpec])`) knows the event by it. */
+const billSpec = defineJobType({
+  type: 'bill',
+  payload: z.object({ orderId: z.string(), amount: z.number() }),
+  on: [subscribe(orderPaid)],
+});
+const echoSpec = defineJobType({
+  type: 'echo',
+  payload: z.object({ n: z.number() }),
+  timeoutMs: 30_000,
+  retry: { maxAttempts: 3, backoff: { kind: 'constant', delayMs: 2000 } },
+});
+/** The deployment's queue naming, by which a worker finds the queue of a type it has no route for. */
+const NAMING: QueueNaming = {
+  urlBase: 'https://sqs.eu-west-1.amazonaws.com/123456789012/',
+  arnBase: 'arn:aws:sqs:eu-west-1:123456789012:',
+  prefix: 'orrery',
+};
+
+/** Waits for `order.paid` of the order named by the job's id, for a day. */
+const waiter = async (_p: unknown, ctx: JobContext) => ({
+  got: await ctx.waitForEvent(orderPaid, { match: { 'data.orderId': ctx.jobId }, timeout: '1d' }),
+});
+
+describe('an event emitted by a deployed worker', () => {
+  it('sends the message of the waiting job it wakes, though the waiting type is not in its catalog', async () => {
+    const eventWaits = new FakeEventWaits();
+    const h = harness({ spec: echoSpec, run: waiter, eventWaits });
+    h.store.seed(echoJob('w-route'));
+    await h.worker(redelivery('w-route'));
+    expect(h.store.peek('w-route')?.state).toBe('waiting');
+    // the emitting worker of another type, as eventsFrom([billSpec]) builds it: routes for its
+    // own type and its catalog's, the others found by the deployment's queue naming
+    const sender = createEventSender(
+      {
+        config: testConfig(['pay', 'bill'], { queues: NAMING }),
+        catalog: [billSpec],
+        store: h.store,
+        queue: h.queue,
+        clock: h.clock,
+        log: createLogger({ level: 'error' }),
+        journal: h.journal,
+        eventWaits,
+      },
+      'job:pay',
+    );
+    h.clock.advance(60_000);
+    const before = h.queue.sent.length;
+    await sender.send({ name: 'order.paid', id: 'paid-route', data: { orderId: 'w-route', amount: 4 } });
+    // woken: due now, and its message sent to its queue (not left to the supervisor's look,
+    // 10 minutes on, or to the wait's timeout a day on)
+    expect(h.store.peek('w-route')?.runAt).toBe(new Date(h.clock.now()).toISOString());
+    expect(h.queue.sent.slice(before)).toContainEqual(
+      expect.objectContaining({
+        queueUrl: namedRoute(NAMING, 'echo').queueUrl,
+        message: { v: 1, id: 'w-route', type: 'echo' },
+      }),
+    );
+  });
+});
