@@ -1,4 +1,4 @@
-import type { PlatformConfig } from '../config';
+import { type PlatformConfig, routeOf } from '../config';
 import type { TypeScope } from '../core/access';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
@@ -208,10 +208,17 @@ export class SignalsService {
   private async wake(type: string, id: string, name: string, now: number): Promise<boolean> {
     const woken = await this.deps.store.wake({ id, signal: name, now });
     if (!woken) return false;
-    if (!this.deps.config.routes[type]) return true;
+    // a worker's ctx.emit may wake a job of a type outside its routes: its queue is found by the
+    // deployment's queue naming, as a worker sends a child of another type
+    if (!routeOf(this.deps.config, type)) return true;
     try {
       // due now; the woken job's keys name its message's group
-      const via = { queue: this.deps.queue, routes: this.deps.config.routes, fairQueues: this.fairQueues };
+      const via = {
+        queue: this.deps.queue,
+        routes: this.deps.config.routes,
+        queues: this.deps.config.queues,
+        fairQueues: this.fairQueues,
+      };
       await dispatch(via, { id, type, ...groupKeysOf(woken) }, now);
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)
