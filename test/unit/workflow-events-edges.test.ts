@@ -78,3 +78,51 @@ describe('an event emitted by a deployed worker', () => {
     );
   });
 });
+
+describe('the creation line', () => {
+  it('an event sent before the job was created reaches it by neither side: not by its look, nor by the delivery', async () => {
+    // The event's send begins (its time is taken, its match recorded) before the job exists; the
+    // job is made and waits before the send reads the waiters. Its look does not match the event
+    // (sent before the job was created): the delivery must not either, or whether a job gets an
+    // event sent before it was created depends on timing.
+    let between: (() => Promise<void>) | undefined;
+    class SlowSend extends FakeEventWaits {
+      override async recordSent(...args: Parameters<FakeEventWaits['recordSent']>): Promise<void> {
+        await super.recordSent(...args);
+        await between?.();
+      }
+    }
+    const eventWaits = new SlowSend();
+    const waiting = harness({ spec: echoSpec, run: waiter, eventWaits });
+    const sender = createEventSender(
+      {
+        config: testConfig(['echo', 'bill']),
+        catalog: [billSpec],
+        store: waiting.store,
+        queue: waiting.queue,
+        clock: waiting.clock,
+        log: createLogger({ level: 'error' }),
+        journal: waiting.journal,
+        eventWaits,
+      },
+      'job:pay',
+    );
+    between = async () => {
+      between = undefined;
+      waiting.clock.advance(1_000);
+      waiting.store.seed(echoJob('w-line', { createdAt: new Date(waiting.clock.now()).toISOString() }));
+      await waiting.worker(redelivery('w-line'));
+      expect(waiting.store.peek('w-line')?.state).toBe('waiting');
+    };
+    const sentAt = waiting.clock.now();
+    await sender.send({ name: 'order.paid', id: 'paid-early', data: { orderId: 'w-line', amount: 1 } });
+    expect(between).toBeUndefined();
+    const job = waiting.store.peek('w-line');
+    expect(Date.parse(job?.createdAt ?? '')).toBeGreaterThan(sentAt);
+    // still waiting for an event sent after its creation: not woken by this one
+    expect(job).toMatchObject({ state: 'waiting', waitingFor: { kind: 'signal', key: 'event:order.paid' } });
+    expect(job?.runAt).not.toBe(new Date(waiting.clock.now()).toISOString());
+    await waiting.worker(redelivery('w-line'));
+    expect(waiting.store.peek('w-line')).toMatchObject({ state: 'waiting' });
+  });
+});
