@@ -147,18 +147,23 @@ export class SignalsService {
    * Delivers an event to a job that waits for it (`ctx.waitForEvent`), through the wait's
    * reserved signal, as {@link send} delivers a signal: the inbox (1 write unit up to 1 KB, and 1
    * for its due entry), the wait's outcome (1), the wake (1) and its message. Nothing for a
-   * waiter that is gone (a finished job, another job under the id: 1 read unit), or that another
-   * event reached first (`taken`: its inbox holds that one; the journal's first write wins).
+   * waiter that is gone (a finished job, another job under the id: 1 read unit), whose job was
+   * created after the event was sent (`before`: not its business, as the wait's own look finds
+   * only events sent since its job was created; 1 read unit), or that another event reached
+   * first (`taken`: its inbox holds that one; the journal's first write wins).
    */
   async deliverEvent(
     waiter: EventWaiter,
-    event: { id: string; name: string; data: unknown },
-  ): Promise<'delivered' | 'late' | 'taken' | 'gone'> {
+    event: { id: string; name: string; data: unknown; at: string },
+  ): Promise<'delivered' | 'late' | 'taken' | 'gone' | 'before'> {
     const { store, journal, clock } = this.deps;
     const now = clock.now();
     const job = await store.get(waiter.jobId);
     if (!job || pastRetention(job, now) || isTerminal(job.state)) return 'gone';
     if (incarnationOf(job.createdAt) !== waiter.incarnation) return 'gone';
+    // the line the wait's look draws (EventWaits.firstSince from the job's creation), drawn here
+    // too: else a job made while the send ran would get the event or not by timing
+    if (Date.parse(event.at) < Date.parse(job.createdAt)) return 'before';
     const name = waiter.signal;
     const payload = { id: event.id, name: event.name, data: event.data };
     const hash = payloadHash(`signal:${name}`, payload);
