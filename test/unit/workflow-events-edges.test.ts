@@ -128,3 +128,57 @@ describe('the creation line', () => {
     expect(waiting.store.peek('w-line')).toMatchObject({ state: 'waiting' });
   });
 });
+
+describe('an emit sent again after a crash', () => {
+  it('makes nothing new: a job created between the first send and the second does not get the event', async () => {
+    const eventWaits = new FakeEventWaits();
+    let sender: ReturnType<typeof createEventSender> | undefined;
+    // one type, two roles: `emit-…` jobs emit order.paid of order `w-resend`, the others wait for theirs
+    const h = harness({
+      spec: echoSpec,
+      eventWaits,
+      events: { send: (event) => (sender as ReturnType<typeof createEventSender>).send(event) },
+      run: async (p, ctx) =>
+        ctx.jobId.startsWith('emit-') ? ctx.emit(orderPaid, { orderId: 'w-resend', amount: 2 }) : waiter(p, ctx),
+    });
+    sender = createEventSender(
+      {
+        config: testConfig(['echo', 'bill']),
+        catalog: [billSpec],
+        store: h.store,
+        queue: h.queue,
+        scheduler: h.scheduler,
+        clock: h.clock,
+        log: createLogger({ level: 'error' }),
+        journal: h.journal,
+        eventWaits,
+      },
+      'job:echo',
+    );
+    // the emitter's first attempt sends the event and dies before recording its step
+    const record = h.journal.record.bind(h.journal);
+    let crash = true;
+    h.journal.record = async (input) => {
+      if (crash && input.name === 'emit:order.paid') {
+        crash = false;
+        throw new Error('the attempt died before recording its step');
+      }
+      return record(input);
+    };
+    h.store.seed(echoJob('emit-1'));
+    await h.worker(redelivery('emit-1'));
+    expect(crash).toBe(false);
+    // a job of the order is created after that send, and waits
+    h.clock.advance(1_000);
+    h.store.seed(echoJob('w-resend', { createdAt: new Date(h.clock.now()).toISOString() }));
+    await h.worker(redelivery('w-resend'));
+    expect(h.store.peek('w-resend')?.state).toBe('waiting');
+    // the emitter's next attempt sends the same event (same id) again
+    h.clock.advance(10_000);
+    await h.worker(redelivery('emit-1'));
+    expect(h.store.peek('emit-1')?.state).toBe('succeeded');
+    // the event was sent before the waiting job was created: sending it again must not match it
+    await h.worker(redelivery('w-resend'));
+    expect(h.store.peek('w-resend')).toMatchObject({ state: 'waiting' });
+  });
+});
