@@ -25,6 +25,14 @@ describe('defineEvent and subscriptions', () => {
     );
   });
 
+  it('refuses a job type that declares a signal under an event wait’s reserved name', () => {
+    // POST /jobs/{id}/signals/event:… refuses it (400 reserved_signal) and ctx.waitForSignal
+    // fails the job: a type declaring one could never get it, which its definition should say
+    const base = { type: 'receipt', payload: z.object({ orderId: z.string() }) };
+    expect(() => defineJobType({ ...base, signals: { 'event:paid': z.object({}) } })).toThrow(/event:/);
+    expect(defineJobType({ ...base, signals: { 'events-paid': z.object({}) } }).signals).toHaveProperty('events-paid');
+  });
+
   it('refuses two definitions of one event name in a catalog', () => {
     const other = defineEvent('order.placed', z.object({ orderId: z.number() }));
     const a = defineJobType({ type: 'a', payload: z.object({}).loose(), on: [subscribe(placed)] });
