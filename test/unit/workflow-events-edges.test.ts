@@ -182,3 +182,57 @@ describe('an emit sent again after a crash', () => {
     expect(h.store.peek('w-resend')).toMatchObject({ state: 'waiting' });
   });
 });
+
+describe('two events racing one wait', () => {
+  it('the look finds one while the other is delivered: the first outcome written wins, and a replay returns it too', async () => {
+    // the wait's look finds `race-a` (sent before the wait); `race-b` is delivered to the waiter
+    // between that look and the wait's record of what it found
+    let between: (() => Promise<void>) | undefined;
+    class Racing extends FakeEventWaits {
+      override async firstSince(...args: Parameters<FakeEventWaits['firstSince']>) {
+        const found = await super.firstSince(...args);
+        await between?.();
+        return found;
+      }
+    }
+    const eventWaits = new Racing();
+    const h = harness({
+      spec: echoSpec,
+      eventWaits,
+      run: async (_p, ctx) => {
+        const got = await ctx.waitForEvent(orderPaid, { match: { 'data.orderId': ctx.jobId }, timeout: '1d' });
+        await ctx.sleep('after', '1h');
+        return { got: got?.id };
+      },
+    });
+    const sender = createEventSender(
+      {
+        config: testConfig(['echo', 'bill']),
+        catalog: [billSpec],
+        store: h.store,
+        queue: h.queue,
+        scheduler: h.scheduler,
+        clock: h.clock,
+        log: createLogger({ level: 'error' }),
+        journal: h.journal,
+        eventWaits,
+      },
+      'job:pay',
+    );
+    h.store.seed(echoJob('w-race'));
+    h.clock.advance(1_000);
+    await sender.send({ name: 'order.paid', id: 'race-a', data: { orderId: 'w-race', amount: 1 } });
+    between = async () => {
+      between = undefined;
+      h.clock.advance(1_000);
+      await sender.send({ name: 'order.paid', id: 'race-b', data: { orderId: 'w-race', amount: 2 } });
+    };
+    await h.worker(redelivery('w-race'));
+    expect(between).toBeUndefined();
+    expect(h.store.peek('w-race')?.waitingFor).toMatchObject({ kind: 'sleep', key: 'after' });
+    h.clock.advance(3_600_000);
+    await h.worker(redelivery('w-race'));
+    // race-b's delivery recorded the outcome first (the inbox's event): the wait and its replay return it
+    expect(h.store.peek('w-race')).toMatchObject({ state: 'succeeded', result: { got: 'race-b' } });
+  });
+});
