@@ -236,3 +236,35 @@ describe('two events racing one wait', () => {
     expect(h.store.peek('w-race')).toMatchObject({ state: 'succeeded', result: { got: 'race-b' } });
   });
 });
+
+describe('a wait whose attempt dies between its registration and its suspend', () => {
+  it('gets an event sent meanwhile on its next attempt (the delivery found the job running)', async () => {
+    const eventWaits = new FakeEventWaits();
+    const h = harness({ spec: echoSpec, run: waiter, eventWaits });
+    const sender = createEventSender(
+      {
+        config: testConfig(['echo', 'bill']),
+        catalog: [billSpec],
+        store: h.store,
+        queue: h.queue,
+        scheduler: h.scheduler,
+        clock: h.clock,
+        log: createLogger({ level: 'error' }),
+        journal: h.journal,
+        eventWaits,
+      },
+      'job:pay',
+    );
+    h.store.seed(echoJob('w-dies'));
+    // registered, looked, its deadline recorded; the suspend write fails: the job is left running
+    h.store.failNext('suspend', new Error('the worker died before its suspend write'));
+    await h.worker(redelivery('w-dies')).catch(() => undefined);
+    expect(eventWaits.calls.map((c) => c.method)).toEqual(['register', 'firstSince']);
+    expect(h.store.peek('w-dies')?.state).not.toBe('waiting');
+    await sender.send({ name: 'order.paid', id: 'paid-dies', data: { orderId: 'w-dies', amount: 3 } });
+    // the message comes back once the lease's visibility runs out
+    h.clock.advance(120_000);
+    await h.worker(redelivery('w-dies'));
+    expect(h.store.peek('w-dies')).toMatchObject({ state: 'succeeded', result: { got: { id: 'paid-dies' } } });
+  });
+});
