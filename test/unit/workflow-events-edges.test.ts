@@ -268,3 +268,47 @@ describe('a wait whose attempt dies between its registration and its suspend', (
     expect(h.store.peek('w-dies')).toMatchObject({ state: 'succeeded', result: { got: { id: 'paid-dies' } } });
   });
 });
+
+describe('an emit whose data is not the same on its next attempt', () => {
+  it('fails the job: its subscriber’s job is found with another payload (409)', async () => {
+    const eventWaits = new FakeEventWaits();
+    let sender: ReturnType<typeof createEventSender> | undefined;
+    let amount = 1;
+    const h = harness({
+      spec: echoSpec,
+      eventWaits,
+      events: { send: (event) => (sender as ReturnType<typeof createEventSender>).send(event) },
+      run: async (_p, ctx) => ctx.emit(orderPaid, { orderId: 'o-det', amount: amount++ }),
+    });
+    sender = createEventSender(
+      {
+        config: testConfig(['echo', 'bill']),
+        catalog: [billSpec],
+        store: h.store,
+        queue: h.queue,
+        scheduler: h.scheduler,
+        clock: h.clock,
+        log: createLogger({ level: 'error' }),
+        journal: h.journal,
+        eventWaits,
+      },
+      'job:echo',
+    );
+    const record = h.journal.record.bind(h.journal);
+    let crash = true;
+    h.journal.record = async (input) => {
+      if (crash && input.name === 'emit:order.paid') {
+        crash = false;
+        throw new Error('the attempt died before recording its step');
+      }
+      return record(input);
+    };
+    h.store.seed(echoJob('emit-det'));
+    await h.worker(redelivery('emit-det'));
+    h.clock.advance(10_000);
+    await h.worker(redelivery('emit-det'));
+    expect(h.store.peek('emit-det')).toMatchObject({ state: 'failed' });
+    expect(JSON.stringify(h.store.peek('emit-det')?.lastError)).toContain('different type or payload');
+    expect(h.store.all().filter((j) => j.type === 'bill')).toHaveLength(1);
+  });
+});
