@@ -1,7 +1,8 @@
 /**
  * Edges of `ctx.emit` and `ctx.waitForEvent` on the in-memory ports (beside
  * ./workflow-events.test.ts): the deployed emitter's routes, the creation line on the delivery
- * side, and an emit sent again after a crash.
+ * side, an emit sent again after a crash (with the same data, and with other data), two events
+ * racing one wait, and a wait whose attempt dies before its suspend write.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
