@@ -138,7 +138,7 @@ export function eventRequestTypes(catalog: EventCatalog, body: unknown): string[
 export interface EventWaitDeps {
   index: EventWaits;
   /** Delivers an event to one waiter through its wait's reserved signal (SignalsService.deliverEvent). */
-  deliver(waiter: EventWaiter, event: { id: string; name: string; data: unknown }): Promise<unknown>;
+  deliver(waiter: EventWaiter, event: { id: string; name: string; data: unknown; at: string }): Promise<unknown>;
   clock: Clock;
   /** How long a sent event is kept for a wait that registers later: the jobs' retention. */
   retentionDays: number;
@@ -225,8 +225,8 @@ export class EventsService {
     const at = new Date(now).toISOString();
     const expiresAt = Math.floor(now / 1000) + waits.retentionDays * 86_400;
     await mapWithConcurrency(keys, EVENT_CONCURRENCY, async ({ event, key }) => {
-      const sent = { id: event.id, name: event.name, data: event.data };
-      await waits.index.recordSent(key, { ...sent, at }, expiresAt);
+      const sent = { id: event.id, name: event.name, data: event.data, at };
+      await waits.index.recordSent(key, sent, expiresAt);
       for (const waiter of await waits.index.waiters(key, Math.floor(now / 1000))) {
         await waits.deliver(waiter, sent);
       }

@@ -1,4 +1,4 @@
-import type { PlatformConfig } from '../config';
+import { type PlatformConfig, routeOf } from '../config';
 import type { TypeScope } from '../core/access';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
@@ -138,18 +138,23 @@ export class SignalsService {
    * Delivers an event to a job that waits for it (`ctx.waitForEvent`), through the wait's
    * reserved signal, as {@link send} delivers a signal: the inbox (1 write unit up to 1 KB, and 1
    * for its due entry), the wait's outcome (1), the wake (1) and its message. Nothing for a
-   * waiter that is gone (a finished job, another job under the id: 1 read unit), or that another
-   * event reached first (`taken`: its inbox holds that one; the journal's first write wins).
+   * waiter that is gone (a finished job, another job under the id: 1 read unit), whose job was
+   * created after the event was sent (`before`: not its business, as the wait's own look finds
+   * only events sent since its job was created; 1 read unit), or that another event reached
+   * first (`taken`: its inbox holds that one; the journal's first write wins).
    */
   async deliverEvent(
     waiter: EventWaiter,
-    event: { id: string; name: string; data: unknown },
-  ): Promise<'delivered' | 'late' | 'taken' | 'gone'> {
+    event: { id: string; name: string; data: unknown; at: string },
+  ): Promise<'delivered' | 'late' | 'taken' | 'gone' | 'before'> {
     const { store, clock } = this.deps;
     const now = clock.now();
     const job = await store.get(waiter.jobId);
     if (!job || pastRetention(job, now) || isTerminal(job.state)) return 'gone';
     if (incarnationOf(job.createdAt) !== waiter.incarnation) return 'gone';
+    // the line the wait's look draws (EventWaits.firstSince from the job's creation), drawn here
+    // too: else a job made while the send ran would get the event or not by timing
+    if (Date.parse(event.at) < Date.parse(job.createdAt)) return 'before';
     const name = waiter.signal;
     const payload = { id: event.id, name: event.name, data: event.data };
     const scope: JournalScope = { jobId: waiter.jobId, incarnation: waiter.incarnation };
@@ -208,10 +213,17 @@ export class SignalsService {
   private async wake(type: string, id: string, name: string, now: number): Promise<boolean> {
     const woken = await this.deps.store.wake({ id, signal: name, now });
     if (!woken) return false;
-    if (!this.deps.config.routes[type]) return true;
+    // a worker's ctx.emit may wake a job of a type outside its routes: its queue is found by the
+    // deployment's queue naming, as a worker sends a child of another type
+    if (!routeOf(this.deps.config, type)) return true;
     try {
       // due now; the woken job's keys name its message's group
-      const via = { queue: this.deps.queue, routes: this.deps.config.routes, fairQueues: this.fairQueues };
+      const via = {
+        queue: this.deps.queue,
+        routes: this.deps.config.routes,
+        queues: this.deps.config.queues,
+        fairQueues: this.fairQueues,
+      };
       await dispatch(via, { id, type, ...groupKeysOf(woken) }, now);
     } catch (error) {
       // The signal is stored and the job due, but its message (hidden until the wait's timeout)

@@ -151,13 +151,16 @@ export type EventCatalog = ReadonlyMap<string, CatalogEvent>;
 
 /**
  * The events of `specs` (their types' `on`). Two subscriptions to one name must share its
- * definition (one `defineEvent`): two schemas under one name would validate one event two ways.
+ * definition (one `defineEvent`): two schemas under one name would validate one event two ways,
+ * and two `matchOn` would record it for waits or not by which came first.
  */
 export function eventCatalog(specs: readonly Subscriber[]): EventCatalog {
   const events = new Map<string, CatalogEvent>();
   const entryOf = (event: EventDefinition, type: string): CatalogEvent => {
     const known = events.get(event.name);
-    if (known && known.definition.data !== event.data) {
+    // the same schema with another matchOn is another event too: waits would get it or not by
+    // which definition came first
+    if (known && (known.definition.data !== event.data || !sameMatchOn(known.definition, event))) {
       const first = known.subscribers[0]?.type ?? known.waiters[0];
       throw new ConfigError(
         `event "${event.name}" is defined twice (job types ${first} and ${type}): ` +
@@ -175,6 +178,12 @@ export function eventCatalog(specs: readonly Subscriber[]): EventCatalog {
     for (const event of spec.waitsFor ?? []) entryOf(event, spec.type).waiters.push(spec.type);
   }
   return events;
+}
+
+/** Whether two definitions name the same `matchOn` paths (in any order). */
+function sameMatchOn(a: EventDefinition, b: EventDefinition): boolean {
+  const [x, y] = [[...(a.matchOn ?? [])].sort(), [...(b.matchOn ?? [])].sort()];
+  return x.length === y.length && x.every((path, i) => path === y[i]);
 }
 
 /** The job types subscribed to the event `name` (none for an event no type subscribes to). */

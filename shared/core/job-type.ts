@@ -3,6 +3,7 @@ import { ConfigError } from '../errors';
 import { type RetryPolicy, retryPolicySchema } from './backoff';
 import { type BatchOptions, batchProblem } from './batch';
 import { type DebounceOptions, debounceProblem } from './debounce';
+import { EVENT_SIGNAL_PREFIX, isEventSignal } from './event-waits';
 import { type EventDefinition, type Subscription, subscriptionsProblem, waitsForProblem } from './events';
 import { type ConcurrencyLimit, concurrencyProblem, type SingletonOptions, singletonProblem } from './flow';
 import { STEP_NAME_PATTERN } from './journal';
@@ -205,6 +206,7 @@ export interface JobTypeOptions<
    * not match. Without it, any signal name and any JSON payload are taken. Its names and payloads
    * also type the handler's `ctx.waitForSignal('payment')` and the client's
    * `signal(id, 'payment', payload)`: a name not listed, or a payload of another shape, does not compile.
+   * Names starting `event:` are the event waits' own (`ctx.waitForEvent`) and are refused.
    * @default none: any signal
    * @example
    * signals: { payment: z.object({ amount: z.number(), currency: z.string() }) }
@@ -327,6 +329,13 @@ export function defineJobType<
     if (bad !== undefined) {
       throw new ConfigError(
         `job type "${options.type}": signal name "${bad}" must be 1-200 printable characters without "#"`,
+      );
+    }
+    const reserved = Object.keys(options.signals).find(isEventSignal);
+    if (reserved !== undefined) {
+      throw new ConfigError(
+        `job type "${options.type}": signal names starting "${EVENT_SIGNAL_PREFIX}" are the event waits' own ` +
+          `("${reserved}"): use ctx.waitForEvent, or another name`,
       );
     }
     signals = { signals: Object.freeze({ ...options.signals }) };

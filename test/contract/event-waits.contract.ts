@@ -34,6 +34,28 @@ export function eventWaitsContract(setup: () => Promise<EventWaits>): void {
       expect(await waits.waiters(k, NOW_S)).toEqual([]);
     });
 
+    it('keeps a waiter registered again with a later end (a later attempt of its wait)', async () => {
+      const waits = await setup();
+      const k = key();
+      const w = { jobId: `again-${run}`, incarnation: 'i1', signal: 'event:x' };
+      await waits.register(k, w, NOW_S - 1);
+      await waits.register(k, w, NOW_S + 60);
+      expect(await waits.waiters(k, NOW_S)).toEqual([w]);
+    });
+
+    it('keeps one record of an event recorded twice at one moment, and orders events of one moment by id', async () => {
+      const waits = await setup();
+      const k = key();
+      const at = '2026-06-01T00:00:05.000Z';
+      const b = { id: 'eb', name: 'order.paid', data: { orderId: 'o', n: 2 }, at };
+      const a = { id: 'ea', name: 'order.paid', data: { orderId: 'o', n: 1 }, at };
+      await waits.recordSent(k, b, NOW_S + 60);
+      await waits.recordSent(k, b, NOW_S + 60);
+      expect(await waits.firstSince(k, at)).toEqual(b);
+      await waits.recordSent(k, a, NOW_S + 60);
+      expect(await waits.firstSince(k, '2026-06-01T00:00:00.000Z')).toEqual(a);
+    });
+
     it('gives the first event sent at or after a moment, and none sent only before it', async () => {
       const waits = await setup();
       const k = key();

@@ -25,11 +25,35 @@ describe('defineEvent and subscriptions', () => {
     );
   });
 
+  it('refuses a job type that declares a signal under an event wait’s reserved name', () => {
+    // POST /jobs/{id}/signals/event:… refuses it (400 reserved_signal) and ctx.waitForSignal
+    // fails the job: a type declaring one could never get it, which its definition should say
+    const base = { type: 'receipt', payload: z.object({ orderId: z.string() }) };
+    expect(() => defineJobType({ ...base, signals: { 'event:paid': z.object({}) } })).toThrow(/event:/);
+    expect(defineJobType({ ...base, signals: { 'events-paid': z.object({}) } }).signals).toHaveProperty('events-paid');
+  });
+
   it('refuses two definitions of one event name in a catalog', () => {
     const other = defineEvent('order.placed', z.object({ orderId: z.number() }));
     const a = defineJobType({ type: 'a', payload: z.object({}).loose(), on: [subscribe(placed)] });
     const b = defineJobType({ type: 'b', payload: z.object({}).loose(), on: [subscribe(other)] });
     expect(() => eventCatalog([a, b])).toThrow(/defined twice \(job types a and b\)/);
+  });
+
+  it('refuses two definitions of one event name that share a schema but not their matchOn', () => {
+    // which one the catalog kept decided whether the event is recorded for waits: taken the one
+    // without matchOn, no wait would ever get it, and nothing said so
+    const schema = z.object({ orderId: z.string() });
+    const plain = defineEvent('order.paid', schema);
+    const matched = defineEvent('order.paid', schema, { matchOn: ['orderId'] });
+    const a = defineJobType({ type: 'a', payload: z.object({}).loose(), on: [subscribe(plain)] });
+    const b = defineJobType({ type: 'b', payload: z.object({}).loose(), waitsFor: [matched] });
+    expect(() => eventCatalog([a, b])).toThrow(/defined twice \(job types a and b\)/);
+    expect(() => eventCatalog([b, a])).toThrow(/defined twice/);
+    // the same schema and the same matchOn in two definitions is one event
+    const again = defineEvent('order.paid', schema, { matchOn: ['orderId'] });
+    const c = defineJobType({ type: 'c', payload: z.object({}).loose(), on: [subscribe(again)] });
+    expect(eventCatalog([b, c]).get('order.paid')?.definition.matchOn).toEqual(['orderId']);
   });
 });
 
