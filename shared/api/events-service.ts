@@ -225,8 +225,12 @@ export class EventsService {
     const at = new Date(now).toISOString();
     const expiresAt = Math.floor(now / 1000) + waits.retentionDays * 86_400;
     await mapWithConcurrency(keys, EVENT_CONCURRENCY, async ({ event, key }) => {
-      const sent = { id: event.id, name: event.name, data: event.data, at };
-      await waits.index.recordSent(key, sent, expiresAt);
+      // an event sent again keeps its first send's time: a job made since does not get it
+      const sent = await waits.index.recordSent(
+        key,
+        { id: event.id, name: event.name, data: event.data, at },
+        expiresAt,
+      );
       for (const waiter of await waits.index.waiters(key, Math.floor(now / 1000))) {
         await waits.deliver(waiter, sent);
       }

@@ -1,11 +1,13 @@
 /**
  * {@link EventWaits} on the job table: one partition per match key, `pk` = `evmatch#<key>`, with
- * an item per waiter (`sk` = `wait#<job>#<incarnation>#<signal>`) and per sent event
- * (`sk` = `sent#<at>#<event id>`, the event as JSON text). Plain puts (a second put of the same
- * item changes nothing that matters), strongly consistent Queries, TTL on `expiresAt`.
+ * an item per waiter (`sk` = `wait#<job>#<incarnation>#<signal>`, a plain put: registering again
+ * changes nothing that matters) and per sent event (`sk` = `sent#<event id>`, the event as JSON
+ * text, a conditional put: the first send's record stands), strongly consistent Queries, TTL on
+ * `expiresAt`.
  */
 import {
   type AttributeValue,
+  ConditionalCheckFailedException,
   type DynamoDBClient,
   PutItemCommand,
   QueryCommand,
@@ -14,6 +16,7 @@ import {
 import {
   type EventWaiter,
   type EventWaits,
+  firstSentSince,
   matchPartition,
   type SentEvent,
   sentKey,
@@ -41,19 +44,37 @@ export class DynamoEventWaits implements EventWaits {
   }
 
   async firstSince(key: string, since: string): Promise<SentEvent | undefined> {
-    const [item] = await this.query(
+    const items = await this.query(
       {
-        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': S(matchPartition(key)), ':from': S(`sent#${since}`), ':to': S('sent#~') },
-        Limit: 1,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :s)',
+        ExpressionAttributeValues: { ':pk': S(matchPartition(key)), ':s': S('sent#') },
       },
-      true,
+      false,
     );
-    return item ? (JSON.parse(item.event?.S ?? 'null') as SentEvent) : undefined;
+    return firstSentSince(
+      items.map((item) => JSON.parse(item.event?.S ?? 'null') as SentEvent),
+      since,
+    );
   }
 
-  async recordSent(key: string, event: SentEvent, expiresAt: number): Promise<void> {
-    await this.put({ ...keyOf(sentKey(key, event)), event: S(JSON.stringify(event)), expiresAt: N(expiresAt) });
+  async recordSent(key: string, event: SentEvent, expiresAt: number): Promise<SentEvent> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { ...keyOf(sentKey(key, event)), event: S(JSON.stringify(event)), expiresAt: N(expiresAt) },
+          ConditionExpression: 'attribute_not_exists(pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return event;
+    } catch (error) {
+      // sent before: its first record stands
+      if (error instanceof ConditionalCheckFailedException && error.Item?.event?.S) {
+        return JSON.parse(error.Item.event.S) as SentEvent;
+      }
+      return translateAwsError(error, 'DynamoDB PutItem (event sent)');
+    }
   }
 
   async waiters(key: string, nowSeconds: number): Promise<EventWaiter[]> {

@@ -73,9 +73,20 @@ export function waiterKey(key: string, w: Pick<EventWaiter, 'jobId' | 'incarnati
   return { pk: matchPartition(key), sk: `wait#${w.jobId}#${w.incarnation}#${w.signal}` };
 }
 
-/** A sent event's item key: `sent#<at ISO>#<event id>` (sorted by when it was sent). */
-export function sentKey(key: string, e: Pick<SentEvent, 'at' | 'id'>): ItemKey {
-  return { pk: matchPartition(key), sk: `sent#${e.at}#${e.id}` };
+/**
+ * A sent event's item key: `sent#<event id>`. By its id, not its time: an event sent again (a
+ * client's retry, an emit whose attempt died before its step was recorded) finds its first
+ * record, and keeps the time of its first send.
+ */
+export function sentKey(key: string, e: Pick<SentEvent, 'id'>): ItemKey {
+  return { pk: matchPartition(key), sk: `sent#${e.id}` };
+}
+
+/** The first of `events` sent at or after `since`: the earliest, by id within one moment. */
+export function firstSentSince(events: readonly SentEvent[], since: string): SentEvent | undefined {
+  return events
+    .filter((e) => e.at >= since)
+    .sort((a, b) => (a.at === b.at ? (a.id < b.id ? -1 : 1) : a.at < b.at ? -1 : 1))[0];
 }
 
 /**
@@ -131,11 +142,16 @@ export interface EventWaits {
   register(key: string, waiter: EventWaiter, expiresAt: number): Promise<void>;
   /**
    * The first event sent under `key` at or after `since` (ISO 8601), strongly consistent, or
-   * undefined. One Query (1 read unit up to 4 KB).
+   * undefined. One Query of the key's sent events (1 read unit per 4 KB: a key is one value of
+   * a field, an order id say, with few events).
    */
   firstSince(key: string, since: string): Promise<SentEvent | undefined>;
-  /** Records an event under `key` (a put). 1 write unit per KB of the event. */
-  recordSent(key: string, event: SentEvent, expiresAt: number): Promise<void>;
+  /**
+   * Records an event under `key`, once per event id: the first record wins, and is returned (an
+   * event sent again keeps its first send's time). 1 write unit per KB of the event; an event
+   * recorded already costs the refused write (1).
+   */
+  recordSent(key: string, event: SentEvent, expiresAt: number): Promise<SentEvent>;
   /** Every waiter registered under `key` and not expired, strongly consistent. One Query per 1 MB. */
   waiters(key: string, nowSeconds: number): Promise<EventWaiter[]>;
 }

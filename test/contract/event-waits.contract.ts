@@ -56,6 +56,19 @@ export function eventWaitsContract(setup: () => Promise<EventWaits>): void {
       expect(await waits.firstSince(k, '2026-06-01T00:00:00.000Z')).toEqual(a);
     });
 
+    it('keeps the first record of an event sent again later: its first time stands, and is returned', async () => {
+      const waits = await setup();
+      const k = key();
+      const first = { id: 'again', name: 'order.paid', data: { orderId: 'o', n: 1 }, at: '2026-06-01T00:00:01.000Z' };
+      expect(await waits.recordSent(k, first, NOW_S + 60)).toEqual(first);
+      // a retry of the send, a second later: the same event, a later time
+      const retry = { ...first, at: '2026-06-01T00:00:02.000Z' };
+      expect(await waits.recordSent(k, retry, NOW_S + 60)).toEqual(first);
+      // a job created between the two sends does not find it
+      expect(await waits.firstSince(k, '2026-06-01T00:00:01.500Z')).toBeUndefined();
+      expect(await waits.firstSince(k, '2026-06-01T00:00:00.000Z')).toEqual(first);
+    });
+
     it('gives the first event sent at or after a moment, and none sent only before it', async () => {
       const waits = await setup();
       const k = key();

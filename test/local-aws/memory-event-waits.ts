@@ -2,6 +2,7 @@
 import {
   type EventWaiter,
   type EventWaits,
+  firstSentSince,
   matchPartition,
   type SentEvent,
   sentKey,
@@ -30,15 +31,18 @@ export class FakeEventWaits implements EventWaits {
 
   async firstSince(key: string, since: string): Promise<SentEvent | undefined> {
     this.calls.push({ method: 'firstSince', key });
-    const from = `sent#${since}`;
-    const sks = [...this.partition(key).keys()].filter((sk) => sk.startsWith('sent#') && sk >= from).sort();
-    const first = sks[0];
-    return first === undefined ? undefined : copy(this.partition(key).get(first)?.value as SentEvent);
+    const sent = [...this.partition(key)].filter(([sk]) => sk.startsWith('sent#')).map(([, i]) => i.value as SentEvent);
+    const first = firstSentSince(sent, since);
+    return first === undefined ? undefined : copy(first);
   }
 
-  async recordSent(key: string, event: SentEvent, expiresAt: number): Promise<void> {
+  async recordSent(key: string, event: SentEvent, expiresAt: number): Promise<SentEvent> {
     this.calls.push({ method: 'recordSent', key });
-    this.partition(key).set(sentKey(key, event).sk, { value: copy(event), expiresAt });
+    const sk = sentKey(key, event).sk;
+    const first = this.partition(key).get(sk);
+    if (first) return copy(first.value as SentEvent);
+    this.partition(key).set(sk, { value: copy(event), expiresAt });
+    return copy(event);
   }
 
   async waiters(key: string, nowSeconds: number): Promise<EventWaiter[]> {

@@ -89,9 +89,10 @@ describe('the creation line', () => {
     // event sent before it was created depends on timing.
     let between: (() => Promise<void>) | undefined;
     class SlowSend extends FakeEventWaits {
-      override async recordSent(...args: Parameters<FakeEventWaits['recordSent']>): Promise<void> {
-        await super.recordSent(...args);
+      override async recordSent(...args: Parameters<FakeEventWaits['recordSent']>) {
+        const first = await super.recordSent(...args);
         await between?.();
+        return first;
       }
     }
     const eventWaits = new SlowSend();
