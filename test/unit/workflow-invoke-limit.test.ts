@@ -30,9 +30,7 @@ describe('ctx.invoke: the children one wait awaits are capped', () => {
         look: async () => undefined,
       },
     });
-    const calls = Array.from({ length: MAX_INVOKES_PER_WAIT + 1 }, (_, i) =>
-      workflow.invoke(`c${i}`, 'child', { i }),
-    );
+    const calls = Array.from({ length: MAX_INVOKES_PER_WAIT + 1 }, (_, i) => workflow.invoke(`c${i}`, 'child', { i }));
     const settled = await Promise.allSettled(calls);
     const reasons = settled.map((s) => (s.status === 'rejected' ? s.reason : undefined));
     // the cap's worth of children started and awaited (each call ends the attempt: Suspension)
