@@ -14,7 +14,7 @@ import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
 import { FakeEventWaits } from '../local-aws/memory-event-waits';
 import { testConfig } from '../support/fakes';
-import { echoJob, harness, redelivery } from './worker-harness';
+import { echoJob, type HarnessOptions, harness, redelivery } from './worker-harness';
 
 const orderPaid = defineEvent('order.paid', z.object({ orderId: z.string(), amount: z.number() }), {
   matchOn: ['orderId'],
@@ -131,45 +131,56 @@ describe('the creation line', () => {
   });
 });
 
+/**
+ * A worker of `echo` running `run`, whose `ctx.emit` sends through the events service on its own
+ * ports (the bill type subscribes), and whose first attempt to record the emit's step dies after
+ * the send. `crashed()`: whether that crash happened.
+ */
+function crashingEmitter(run: NonNullable<HarnessOptions['run']>) {
+  const eventWaits = new FakeEventWaits();
+  let sender: ReturnType<typeof createEventSender> | undefined;
+  const h = harness({
+    spec: echoSpec,
+    eventWaits,
+    events: { send: (event) => (sender as ReturnType<typeof createEventSender>).send(event) },
+    run,
+  });
+  sender = createEventSender(
+    {
+      config: testConfig(['echo', 'bill']),
+      catalog: [billSpec],
+      store: h.store,
+      queue: h.queue,
+      scheduler: h.scheduler,
+      clock: h.clock,
+      log: createLogger({ level: 'error' }),
+      journal: h.journal,
+      eventWaits,
+    },
+    'job:echo',
+  );
+  const record = h.journal.record.bind(h.journal);
+  let crash = true;
+  h.journal.record = async (input) => {
+    if (crash && input.name === 'emit:order.paid') {
+      crash = false;
+      throw new Error('the attempt died before recording its step');
+    }
+    return record(input);
+  };
+  return { h, eventWaits, crashed: () => !crash };
+}
+
 describe('an emit sent again after a crash', () => {
   it('makes nothing new: a job created between the first send and the second does not get the event', async () => {
-    const eventWaits = new FakeEventWaits();
-    let sender: ReturnType<typeof createEventSender> | undefined;
     // one type, two roles: `emit-…` jobs emit order.paid of order `w-resend`, the others wait for theirs
-    const h = harness({
-      spec: echoSpec,
-      eventWaits,
-      events: { send: (event) => (sender as ReturnType<typeof createEventSender>).send(event) },
-      run: async (p, ctx) =>
-        ctx.jobId.startsWith('emit-') ? ctx.emit(orderPaid, { orderId: 'w-resend', amount: 2 }) : waiter(p, ctx),
-    });
-    sender = createEventSender(
-      {
-        config: testConfig(['echo', 'bill']),
-        catalog: [billSpec],
-        store: h.store,
-        queue: h.queue,
-        scheduler: h.scheduler,
-        clock: h.clock,
-        log: createLogger({ level: 'error' }),
-        journal: h.journal,
-        eventWaits,
-      },
-      'job:echo',
+    // (the emitter's first attempt sends the event and dies before recording its step)
+    const { h, crashed } = crashingEmitter(async (p, ctx) =>
+      ctx.jobId.startsWith('emit-') ? ctx.emit(orderPaid, { orderId: 'w-resend', amount: 2 }) : waiter(p, ctx),
     );
-    // the emitter's first attempt sends the event and dies before recording its step
-    const record = h.journal.record.bind(h.journal);
-    let crash = true;
-    h.journal.record = async (input) => {
-      if (crash && input.name === 'emit:order.paid') {
-        crash = false;
-        throw new Error('the attempt died before recording its step');
-      }
-      return record(input);
-    };
     h.store.seed(echoJob('emit-1'));
     await h.worker(redelivery('emit-1'));
-    expect(crash).toBe(false);
+    expect(crashed()).toBe(true);
     // a job of the order is created after that send, and waits
     h.clock.advance(1_000);
     h.store.seed(echoJob('w-resend', { createdAt: new Date(h.clock.now()).toISOString() }));
@@ -273,38 +284,8 @@ describe('a wait whose attempt dies between its registration and its suspend', (
 
 describe('an emit whose data is not the same on its next attempt', () => {
   it('fails the job: its subscriber’s job is found with another payload (409)', async () => {
-    const eventWaits = new FakeEventWaits();
-    let sender: ReturnType<typeof createEventSender> | undefined;
     let amount = 1;
-    const h = harness({
-      spec: echoSpec,
-      eventWaits,
-      events: { send: (event) => (sender as ReturnType<typeof createEventSender>).send(event) },
-      run: async (_p, ctx) => ctx.emit(orderPaid, { orderId: 'o-det', amount: amount++ }),
-    });
-    sender = createEventSender(
-      {
-        config: testConfig(['echo', 'bill']),
-        catalog: [billSpec],
-        store: h.store,
-        queue: h.queue,
-        scheduler: h.scheduler,
-        clock: h.clock,
-        log: createLogger({ level: 'error' }),
-        journal: h.journal,
-        eventWaits,
-      },
-      'job:echo',
-    );
-    const record = h.journal.record.bind(h.journal);
-    let crash = true;
-    h.journal.record = async (input) => {
-      if (crash && input.name === 'emit:order.paid') {
-        crash = false;
-        throw new Error('the attempt died before recording its step');
-      }
-      return record(input);
-    };
+    const { h } = crashingEmitter(async (_p, ctx) => ctx.emit(orderPaid, { orderId: 'o-det', amount: amount++ }));
     h.store.seed(echoJob('emit-det'));
     await h.worker(redelivery('emit-det'));
     h.clock.advance(10_000);
