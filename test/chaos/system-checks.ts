@@ -513,12 +513,12 @@ export function checkInvariants(input: CheckInput): CheckResult {
     counts[INVARIANTS[17]].checked += fair.checked;
     for (const v of fair.violations) {
       violate(INVARIANTS[17], v.subject, v.detail);
-      // the story of each place counted to the hand-off bound: what the checker did not see end
+      // the story of the job seen waiting, and of each place counted to the hand-off bound
       for (const other of v.related) {
         violations.push({
           invariant: INVARIANTS[17],
           subject: other,
-          detail: `held a place counted to the hand-off bound when ${v.subject} was given one`,
+          detail: `a job the check counted (waiting, or holding a place to the hand-off bound) when ${v.subject} was given one`,
           story: storyOf(other, input, planned.get(other)),
         });
       }

@@ -122,7 +122,7 @@ export interface FairShareResult {
   checked: number;
   /** Places given in all. */
   places: number;
-  /** `related`: jobs whose places were counted to the in-flight bound (never started, never ended by a line the checker reads): their stories show why. */
+  /** `related`: the job seen waiting, and jobs whose places were counted to the in-flight bound (never started, never ended by a line the checker reads): their stories show why. */
   violations: { subject: string; detail: string; related: string[] }[];
 }
 
@@ -297,7 +297,8 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
       );
       violations.push({
         subject: g.job,
-        related: [...new Set(bounded.map((p) => p.job))],
+        // and the job seen waiting: whether it truly waited is in its story
+        related: [...new Set([...bounded.map((p) => p.job), job])],
         detail: `${g.how} of ${input.scope} key ${key} at ${at(g.at)} for tenant ${x} (weight ${input.weightOf(x)}), which already held ${before}, while tenant ${y} (weight ${input.weightOf(y)}) held at most ${running} and its job ${job} waited in line: ${before}/${input.weightOf(x)} > (${running} + 1)/${input.weightOf(y)} [${x}: ${counted(x, g.at - M, g.at, g.job)}; ${y}: ${counted(y, g.at - M, g.at + M)}]`,
       });
     }

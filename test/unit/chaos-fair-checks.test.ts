@@ -164,9 +164,9 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     };
     expect(history(true).violations).toEqual([]);
     // without the give-back, a2's place counts on to the in-flight bound: t0 holds 1 and gets a
-    // second while t1 (weight 3) holds 1 and waits: 1/1 > (1 + 1)/3. a2 is named, so that the
-    // run prints its story too
-    expect(history(false).violations.map((v) => [v.subject, v.related])).toEqual([['a3', ['a2']]]);
+    // second while t1 (weight 3) holds 1 and waits: 1/1 > (1 + 1)/3. a2 is named, and c1 seen
+    // waiting, so that the run prints their stories too
+    expect(history(false).violations.map((v) => [v.subject, v.related])).toEqual([['a3', ['a2', 'c1']]]);
   });
 
   it('holds when the tenant handed the place is one hand-off ahead of its share', () => {
@@ -258,7 +258,7 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
         detail: expect.stringContaining(
           'tenant t0 (weight 1), which already held 2, while tenant t2 (weight 1) held at most 0',
         ),
-        related: [],
+        related: ['b1'],
       },
     ]);
   });
@@ -278,7 +278,7 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     w.waits(1_000, 'b1');
     w.ran('a3', 10_000, 20_000); // no hand-on: it took the place
     expect(w.check().violations).toEqual([
-      { subject: 'a3', detail: expect.stringContaining('took a place of sys-f#0 key key-0'), related: [] },
+      { subject: 'a3', detail: expect.stringContaining('took a place of sys-f#0 key key-0'), related: ['b1'] },
     ]);
   });
 
