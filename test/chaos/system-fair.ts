@@ -244,7 +244,13 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
 
   // every place given: a hand-on, or a start with no hand-on since the job's previous start
   const given: { job: string; at: number; how: string }[] = [];
-  for (const [id, times] of handOns) for (const t of times) given.push({ job: id, at: t, how: 'handed a place' });
+  // a hand-on to a job while it runs is the place it runs on (a replayed enqueue's take answering
+  // "held", a stale entry of its own): no place is given
+  const running = (id: string, t: number) =>
+    (input.executions.get(id) ?? []).some((e) => e.startedAt <= t && t < (e.endedAt ?? Number.POSITIVE_INFINITY));
+  for (const [id, times] of handOns) {
+    for (const t of times) if (!running(id, t)) given.push({ job: id, at: t, how: 'handed a place' });
+  }
   for (const id of planned.keys()) {
     const execs = sortedExecutions(id);
     execs.forEach((e, i) => {

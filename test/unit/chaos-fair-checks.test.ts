@@ -174,19 +174,19 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
   });
 
   it('gives no place to a running job whose enqueue is replayed: its "took a place at enqueue" is the place it runs on', () => {
-    // a1 (t0) runs 0-30 s beside a2 and a3; a client's retry of its enqueue at 5 s finds it
+    // a1 (t0) runs 0-30 s beside a2 and a3 (0-40 s); a client's retry of its enqueue at 5 s finds it
     // holding its place (the take answers "held") and logs the take; b1 (t1) waits. No place was
     // given: t0 holds 3 throughout. Seen in a small run (seed 12345), reported as a fourth place.
     const history = (during: boolean) => {
       const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('b1', 't1');
-      w.ran('a1', 0, 30_000).ran('a2', 0, 30_000).ran('a3', 0, 30_000);
+      w.ran('a1', 0, 30_000).ran('a2', 0, 40_000).ran('a3', 0, 40_000);
       w.waits(1_000, 'b1');
       w.tookAtEnqueue(during ? 5_000 : 31_000, 'a1');
       return w.check();
     };
     expect(history(true).violations).toEqual([]);
-    // a take at enqueue after its run ended is a place given: t0 holds 2 and takes a third
-    // while b1 waits with none
+    // a take at enqueue after its run ended (31 s) is a place given: t0 holds 2 and takes a
+    // third while b1 waits with none
     expect(history(false).violations.map((v) => v.subject)).toEqual(['a1']);
   });
 
