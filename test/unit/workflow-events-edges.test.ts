@@ -43,6 +43,29 @@ const waiter = async (_p: unknown, ctx: JobContext) => ({
   got: await ctx.waitForEvent(orderPaid, { match: { 'data.orderId': ctx.jobId }, timeout: '1d' }),
 });
 
+/** The events service on a worker harness's ports, as a worker's `ctx.emit` sends (the bill type subscribes). */
+function senderOn(
+  h: ReturnType<typeof harness>,
+  eventWaits: FakeEventWaits,
+  by: string,
+  config = testConfig(['echo', 'bill']),
+) {
+  return createEventSender(
+    {
+      config,
+      catalog: [billSpec],
+      store: h.store,
+      queue: h.queue,
+      scheduler: h.scheduler,
+      clock: h.clock,
+      log: createLogger({ level: 'error' }),
+      journal: h.journal,
+      eventWaits,
+    },
+    by,
+  );
+}
+
 describe('an event emitted by a deployed worker', () => {
   it('sends the message of the waiting job it wakes, though the waiting type is not in its catalog', async () => {
     const eventWaits = new FakeEventWaits();
@@ -52,20 +75,7 @@ describe('an event emitted by a deployed worker', () => {
     expect(h.store.peek('w-route')?.state).toBe('waiting');
     // the emitting worker of another type, as eventsFrom([billSpec]) builds it: routes for its
     // own type and its catalog's, the others found by the deployment's queue naming
-    const sender = createEventSender(
-      {
-        config: testConfig(['pay', 'bill'], { queues: NAMING }),
-        catalog: [billSpec],
-        store: h.store,
-        queue: h.queue,
-        scheduler: h.scheduler,
-        clock: h.clock,
-        log: createLogger({ level: 'error' }),
-        journal: h.journal,
-        eventWaits,
-      },
-      'job:pay',
-    );
+    const sender = senderOn(h, eventWaits, 'job:pay', testConfig(['pay', 'bill'], { queues: NAMING }));
     h.clock.advance(60_000);
     const before = h.queue.sent.length;
     await sender.send({ name: 'order.paid', id: 'paid-route', data: { orderId: 'w-route', amount: 4 } });
@@ -97,20 +107,7 @@ describe('the creation line', () => {
     }
     const eventWaits = new SlowSend();
     const waiting = harness({ spec: echoSpec, run: waiter, eventWaits });
-    const sender = createEventSender(
-      {
-        config: testConfig(['echo', 'bill']),
-        catalog: [billSpec],
-        store: waiting.store,
-        queue: waiting.queue,
-        scheduler: waiting.scheduler,
-        clock: waiting.clock,
-        log: createLogger({ level: 'error' }),
-        journal: waiting.journal,
-        eventWaits,
-      },
-      'job:pay',
-    );
+    const sender = senderOn(waiting, eventWaits, 'job:pay');
     between = async () => {
       between = undefined;
       waiting.clock.advance(1_000);
@@ -145,20 +142,7 @@ function crashingEmitter(run: NonNullable<HarnessOptions['run']>) {
     events: { send: (event) => (sender as ReturnType<typeof createEventSender>).send(event) },
     run,
   });
-  sender = createEventSender(
-    {
-      config: testConfig(['echo', 'bill']),
-      catalog: [billSpec],
-      store: h.store,
-      queue: h.queue,
-      scheduler: h.scheduler,
-      clock: h.clock,
-      log: createLogger({ level: 'error' }),
-      journal: h.journal,
-      eventWaits,
-    },
-    'job:echo',
-  );
+  sender = senderOn(h, eventWaits, 'job:echo');
   const record = h.journal.record.bind(h.journal);
   let crash = true;
   h.journal.record = async (input) => {
@@ -218,20 +202,7 @@ describe('two events racing one wait', () => {
         return { got: got?.id };
       },
     });
-    const sender = createEventSender(
-      {
-        config: testConfig(['echo', 'bill']),
-        catalog: [billSpec],
-        store: h.store,
-        queue: h.queue,
-        scheduler: h.scheduler,
-        clock: h.clock,
-        log: createLogger({ level: 'error' }),
-        journal: h.journal,
-        eventWaits,
-      },
-      'job:pay',
-    );
+    const sender = senderOn(h, eventWaits, 'job:pay');
     h.store.seed(echoJob('w-race'));
     h.clock.advance(1_000);
     await sender.send({ name: 'order.paid', id: 'race-a', data: { orderId: 'w-race', amount: 1 } });
@@ -254,20 +225,7 @@ describe('a wait whose attempt dies between its registration and its suspend', (
   it('gets an event sent meanwhile on its next attempt (the delivery found the job running)', async () => {
     const eventWaits = new FakeEventWaits();
     const h = harness({ spec: echoSpec, run: waiter, eventWaits });
-    const sender = createEventSender(
-      {
-        config: testConfig(['echo', 'bill']),
-        catalog: [billSpec],
-        store: h.store,
-        queue: h.queue,
-        scheduler: h.scheduler,
-        clock: h.clock,
-        log: createLogger({ level: 'error' }),
-        journal: h.journal,
-        eventWaits,
-      },
-      'job:pay',
-    );
+    const sender = senderOn(h, eventWaits, 'job:pay');
     h.store.seed(echoJob('w-dies'));
     // registered, looked, its deadline recorded; the suspend write fails: the job is left running
     h.store.failNext('suspend', new Error('the worker died before its suspend write'));
