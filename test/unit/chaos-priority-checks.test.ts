@@ -173,6 +173,42 @@ describe("invariant 17 on a throttle's line", () => {
     expect(w.check().violations.map((v) => v.subject)).toEqual(['low']);
   });
 
+  it('holds when a job left the line before the turn: taken out as one that will not come, or cancelled', () => {
+    const w = line();
+    const at = logAt((l) => w.observer.sink(l), T0);
+    w.waits(0, 'gone', 10);
+    w.waits(100, 'cancelled', 20);
+    w.waits(200, 'low', 50);
+    // another job's gate took out the head that will not come; an operator cancelled the other
+    at(1_500, {
+      message: 'took out of its throttle line a job that will not come',
+      jobId: 'gone',
+      scope: PACE,
+      key: 'k',
+      rank: r(10, 'gone'),
+    });
+    at(1_600, { message: 'job cancelled', jobId: 'cancelled' });
+    w.took(5_000, 'low', 50);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('is violated when the job taken out joined again and waited before the turn', () => {
+    const w = line();
+    const at = logAt((l) => w.observer.sink(l), T0);
+    w.waits(0, 'high', 10);
+    w.waits(200, 'low', 50);
+    at(1_500, {
+      message: 'took out of its throttle line a job that will not come',
+      jobId: 'high',
+      scope: PACE,
+      key: 'k',
+      rank: r(10, 'high'),
+    });
+    w.waits(2_000, 'high', 10);
+    w.took(5_000, 'low', 50);
+    expect(w.check().violations.map((v) => v.subject)).toEqual(['low']);
+  });
+
   it("does not count a slot's lines: the throttle's own lines only", () => {
     const w = line();
     const at = logAt((l) => w.observer.sink(l), T0);
