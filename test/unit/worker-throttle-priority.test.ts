@@ -12,7 +12,7 @@ import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { LINE_HAND_ON_GRACE_MS } from '../../shared/core/pace';
 import { jobRank } from '../../shared/core/priority';
 import { newJob, sqsEvent } from '../support/fakes';
-import { harness, messageFor, T0 } from './worker-harness';
+import { harness, logged, messageFor, T0 } from './worker-harness';
 
 const payload = z.object({ n: z.number() });
 // one start per 2 s for the type, priorities 0–10
@@ -120,5 +120,14 @@ describe('worker: a throttle with priorities', () => {
     expect(started).toEqual(['first', 'low']);
     expect(h.queue.sent.length).toBe(sent); // nobody to wake
     expect(await h.pacer.line({ scope: 'echo~t', key: '*', max: 10 })).toEqual([]);
+    // the line says which line the job left, and under which rank (the chaos run's invariant 17 reads it)
+    expect(logged(h.logs, 'took out of its throttle line a job that will not come')).toEqual([
+      expect.objectContaining({
+        jobId: 'gone',
+        scope: 'echo~t',
+        key: '*',
+        rank: jobRank(spec.priority ?? {}, h.store.peek('gone') as Job),
+      }),
+    ]);
   });
 });
