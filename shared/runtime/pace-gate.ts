@@ -169,7 +169,12 @@ export function createPaceGate(deps: {
       }
       if (turn.head && stale < STALE_HEADS && !(await willCome(turn.head, key, now))) {
         if (await pacer.leaveLine({ scope, key, rank: turn.head.rank })) {
-          log.info('took out of its throttle line a job that will not come', { jobId: turn.head.jobId });
+          log.info('took out of its throttle line a job that will not come', {
+            jobId: turn.head.jobId,
+            scope,
+            key,
+            rank: turn.head.rank,
+          });
         }
         continue;
       }

@@ -16,6 +16,12 @@
  * job's turn may have been taken before its line says so, by as long as the take's call took
  * (its `takeMs`: a take whose answers were lost is found applied after the SDK's retries), up to
  * `marginMs`: it counts as served from then.
+ *
+ * A job that left its line with no place waits no more from then: one taken out of a throttle's
+ * line by another job's gate ("took out of its throttle line a job that will not come", which
+ * names the line and rank), or one cancelled (its entry may stay until a gate takes it out, and
+ * no turn passes it meanwhile: the gate takes the head out first). A job retried after it joins
+ * again, and waits from its new join.
  */
 import type { SystemObserver } from './system-observer';
 
@@ -49,13 +55,19 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
   const joins = new Map<string, Event[]>();
   const admissions = new Map<string, Event[]>();
   const add = (into: Map<string, Event[]>, line: string, e: Event) => into.set(line, [...(into.get(line) ?? []), e]);
+  /** When each job left its lines without a place: taken out of one (per key), or cancelled (all). */
+  const left = new Map<string, Event[]>();
   const throttle = input.line === 'throttle';
   for (const [jobId, lines] of observer.logs) {
     for (const l of lines) {
+      if (l.message === 'job cancelled') add(left, `${jobId}\n*`, { t: l.t, job: jobId, rank: '' });
       const { scope, key, rank } = l.fields;
       if (scope !== input.scope || typeof key !== 'string' || typeof rank !== 'string') continue;
       if (throttle) {
         if (l.message === 'waiting in its throttle line') add(joins, key, { t: l.t, job: jobId, rank });
+        // another job's gate took this one out: it will not come (cancelled, ended, or gone)
+        if (l.message === 'took out of its throttle line a job that will not come')
+          add(left, `${jobId}\n${key}`, { t: l.t, job: jobId, rank });
         if (l.message === 'took a turn of its throttle line') {
           const takeMs =
             typeof l.fields.takeMs === 'number' ? Math.min(Math.max(0, l.fields.takeMs), input.marginMs) : 0;
@@ -85,6 +97,9 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
         // may be logged after this one, when its take's call took longer (lost answers)
         const servedSince = served.some((o) => o.job === job && o.t > j.t - input.marginMs && (o.from ?? o.t) <= a.t);
         if (servedSince) continue;
+        // left the line since it joined, with no place: it waits no more
+        const gone = [...(left.get(`${job}\n${key}`) ?? []), ...(left.get(`${job}\n*`) ?? [])];
+        if (gone.some((g) => g.t > j.t && g.t <= a.t)) continue;
         // what the passed-over job's own lines say, to tell where its place went
         const its = (observer.logs.get(job) ?? [])
           .map((l) => `${t(l.t)} ${l.message}${typeof l.fields.to === 'string' ? ` to ${l.fields.to}` : ''}`)
