@@ -284,6 +284,26 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     ]);
   });
 
+  it('does not count a job as waiting when its place came unlogged: it later started with no hand-on since it joined', () => {
+    // b1's admission was applied and its line lost (the admitter's answers lost, or it died):
+    // b1 started at 15 s with no hand-on logged, so its place came at some time after 2 s
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000).ran('a3', 0, 10_000);
+    w.waits(1_000, 'a4').waits(2_000, 'b1');
+    w.handed(10_010, 'a3', 'a4').ran('a4', 10_100, 20_000);
+    w.ran('b1', 15_000, 16_000);
+    expect(w.check().violations).toEqual([]);
+  });
+
+  it('still counts a job as waiting until a hand-on logged after the place given, when it started on it', () => {
+    const w = world().job('a1', 't0').job('a2', 't0').job('a3', 't0').job('a4', 't0').job('b1', 't2');
+    w.ran('a1', 0, 30_000).ran('a2', 0, 30_000).ran('a3', 0, 10_000);
+    w.waits(1_000, 'a4').waits(2_000, 'b1');
+    w.handed(10_010, 'a3', 'a4').ran('a4', 10_100, 20_000);
+    w.handed(14_000, 'a4', 'b1').ran('b1', 15_000, 16_000);
+    expect(w.check().violations.map((v) => v.subject)).toEqual(['a4']);
+  });
+
   it('is violated when the heavy tenant is passed over for one below its weight', () => {
     // t1 (weight 3) holds 1 and waits; t0 (weight 1) holds 1 and gets a second: 1/1 > (1 + 1)/3
     const w = world().job('p1', 't1').job('p2', 't1').job('a1', 't0').job('a2', 't0').job('c1', 't3');
