@@ -9,7 +9,9 @@
  * place at enqueue"; or a job's direct take on delivery, seen as a start with no hand-on since its
  * previous start) to a job of tenant X, for every other tenant Y with a job
  * waiting in the slot's line (it logged "waiting for a concurrency slot" more than `marginMs`
- * before, and was neither handed a place, nor started, nor cancelled since), it must hold that
+ * before, and was neither handed a place, nor started, nor cancelled since; and its next start,
+ * if any, follows a hand-on logged to it: one with none had its place from an admission whose
+ * line was lost, at an unknown time), it must hold that
  *
  *     before(X) / w(X) <= (running(Y) + 1) / w(Y)
  *
@@ -233,13 +235,21 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
     const counts = times.map((t) => runningAt(list, tenant, t, except));
     return pick === 'min' ? Math.min(...counts) : Math.max(...counts);
   };
-  /** Whether `id` waited in line over all of `[a - M, a]`. */
+  /**
+   * Whether `id` waited in line over all of `[a - M, a]`. Not when its place came unlogged: it
+   * started next with no hand-on since it joined (an admission applied whose line was lost: the
+   * admitter's answers lost, or the admitter killed), so its place came at some time before that
+   * start, perhaps before `a`. A job in line takes no place itself: its delivery finds its entry
+   * and waits on.
+   */
   const waits = (id: string, a: number) =>
     (joins.get(id) ?? []).some((j) => {
       if (j >= a - M) return false;
-      const left = [...(handOns.get(id) ?? []), ...startsOf(id), ...cancels(id)];
-      left.push(...(apiHanded.get(id) ?? []));
-      return !left.some((t) => t > j - M && t <= a);
+      const handed = [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])];
+      const left = [...handed, ...startsOf(id), ...cancels(id)];
+      if (left.some((t) => t > j - M && t <= a)) return false;
+      const next = startsOf(id).find((s) => s > a);
+      return next === undefined || handed.some((h) => h > a && h <= next);
     });
 
   // every place given: a hand-on, or a start with no hand-on since the job's previous start

@@ -238,7 +238,10 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     const out = w.check({ apiHandOns: [{ from: T0 + 5_000, to: T0 + 8_000, jobs: [] }] });
     expect(out.violations).toEqual([]);
     expect(out.checked).toBe(0);
-    // without the change, b1 waited until 20 s: both hand-ons passed it over
+    // without the change, b1's place came unlogged at some time before 20 s: it is no witness
+    expect(w.check().violations).toEqual([]);
+    // and with its hand-on logged at 19 s, it waited until then: both hand-ons passed it over
+    w.handed(19_000, 'x', 'b1');
     expect(w.check().violations.map((v) => v.subject)).toEqual(['a3', 'a4']);
   });
 
