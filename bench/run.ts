@@ -45,6 +45,7 @@ const SIZES = {
     throttleHigh: 10,
     noisyJobs: 200,
     quietJobsEach: 5,
+    noisyRounds: 1,
     batchJobs: 100,
   },
   full: {
@@ -62,6 +63,7 @@ const SIZES = {
     throttleHigh: 30,
     noisyJobs: 2000,
     quietJobsEach: 20,
+    noisyRounds: 3,
     batchJobs: 1000,
   },
 } as const;
@@ -113,9 +115,9 @@ async function main(): Promise<void> {
     );
     throttlePriorities = await measureThrottlePriorities(bench.aws, size.throttleLow, size.throttleHigh);
     step(
-      `fair share: ${size.quietJobsEach} jobs each of 4 quiet tenants in the middle of one tenant's ${size.noisyJobs}; alone, oldest-first, fair share`,
+      `fair share: ${size.quietJobsEach} jobs each of 4 quiet tenants in the middle of one tenant's ${size.noisyJobs}; alone, oldest-first, fair share; ${size.noisyRounds} round(s) of alone and fair share`,
     );
-    noisyNeighbour = await measureNoisyNeighbour(bench.aws, size.noisyJobs, size.quietJobsEach);
+    noisyNeighbour = await measureNoisyNeighbour(bench.aws, size.noisyJobs, size.quietJobsEach, size.noisyRounds);
     step(`batch handlers: ${size.batchJobs} jobs with a batch handler, then ${size.batchJobs} single jobs`);
     batchHandlers = await measureBatchHandlers(bench.aws, size.batchJobs);
   } finally {
