@@ -365,8 +365,8 @@ function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singl
 }
 
 /**
- * What the composition units did (system-compose.ts), for the report: units by kind, children by
- * end state, waits by what they returned, events sent, and the batch handler's calls.
+ * What the composition units did (system-compose.ts), for the report: units by kind, parents and
+ * their resumes, children by end state, events sent, and the batch handler's calls.
  */
 function composeFigures(
   units: readonly PlannedComposition[],
@@ -381,15 +381,31 @@ function composeFigures(
     const tag = (job.payload as { tag?: unknown } | undefined)?.tag;
     if (typeof tag === 'string' && tag.includes('|')) childStates[job.state] = (childStates[job.state] ?? 0) + 1;
   }
-  const returns = [...records.waits.values()].map((r) => r.returns[0]);
   return {
     units: kinds,
+    parentsThatInvoked: [...records.invokes.values()].filter((r) => r.reached !== undefined).length,
+    // a parent resumes once per wait: one execution past its invokes, more only after a failed attempt
     invokeResumes: [...records.invokes.values()].reduce((n, r) => n + r.resumes.length, 0),
     childStates,
-    waitsReturnedEvent: returns.filter((r) => r !== undefined && r !== null).length,
-    waitsTimedOut: returns.filter((r) => r === null).length,
     events: actors.stats,
     batchCalls: records.batchCalls,
+  };
+}
+
+/**
+ * What the composition units exercised, each planned to happen in every run that has them (the
+ * small run requires each above 0): a failed child's InvokedJobFailedError seen by its parent, a
+ * wait that got its event and one that timed out, and a batch item run again after its first
+ * answer failed.
+ */
+function composeExercised(records: ComposeRecords) {
+  const first = [...records.waits.values()].map((r) => r.returns[0]);
+  return {
+    invokedChildFailuresSeen: [...records.invokes.values()].filter((r) =>
+      r.resumes.some((resume) => Object.values(resume.outcomes).some((o) => !o.ok)),
+    ).length,
+    eventWaitsMatched: first.filter((r) => r !== undefined && r !== null).length,
+    eventWaitsTimedOut: first.filter((r) => r === null).length,
     batchItemsRunAgain: [...records.batchRuns.values()].filter((runs) => runs.length > 1).length,
   };
 }
@@ -1188,6 +1204,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       ...(limitedType ? { concurrencyWaits: waitedInLine(observer, plan.jobs, limitedType) } : {}),
       ...(flowJobs > 0 ? flowExercised(stored, observer, slots.tickets[`@${SINGLETON_SCOPE}`] ?? 0) : {}),
       ...workflowCheck?.exercised,
+      ...(compositions.length > 0 ? composeExercised(composeRecords) : {}),
     };
     const finalStates: Record<string, number> = {};
     for (const id of observer.acks.keys()) {
