@@ -9,7 +9,7 @@
  *
  * Options (defaults in DEFAULT_SYSTEM_CHAOS): --jobs --seed --types --runners --concurrency
  * --lease-ms --timeout-ms --schedules --horizon-hours --client-timeout-ms --kill-rate
- * --dup-rate --control-rate --workflows --deadline-ms --json FILE (the whole report, with every story)
+ * --dup-rate --control-rate --workflows --compose-share --deadline-ms --json FILE (the whole report, with every story)
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -35,6 +35,7 @@ if (process.argv.includes('--worker-only')) {
       'dup-rate': { type: 'string' },
       'control-rate': { type: 'string' },
       workflows: { type: 'string' },
+      'compose-share': { type: 'string' },
       'deadline-ms': { type: 'string' },
       json: { type: 'string' },
     },
@@ -63,6 +64,7 @@ if (process.argv.includes('--worker-only')) {
       duplicateRate: num('dup-rate'),
       controlRate: num('control-rate'),
       workflows: num('workflows'),
+      composeShare: num('compose-share'),
       deadlineMs: num('deadline-ms'),
     }).filter(([, v]) => v !== undefined),
   );

@@ -63,6 +63,10 @@ export interface ActorOptions {
    * promise it returns settles (an operator changes the key's limit meanwhile). @default at once
    */
   holdLine?: (holders: readonly PlannedJob[]) => Promise<void> | undefined;
+  /** Awaited before a single job's first enqueue try (an event waiter's event sent before it exists). @default nothing */
+  beforeEnqueue?: (job: PlannedJob) => Promise<void>;
+  /** Told of a job's first acknowledgement (an event waiter's events are sent then). @default nothing */
+  onAcknowledged?: (job: PlannedJob) => void;
 }
 
 const bump = (record: Record<string, number>, key: string) => {
@@ -363,6 +367,7 @@ export class Actors {
   }
 
   private async enqueueSingle(job: PlannedJob): Promise<void> {
+    await this.options.beforeEnqueue?.(job);
     const runAt = this.runAtOf(job);
     for (let tries = 0; tries < this.options.enqueueTries; tries++) {
       if (tries > 0) this.stats.enqueueRetries += 1;
@@ -521,6 +526,7 @@ export class Actors {
     this.observer.acknowledge(job.id, status, via);
     if (!first) return;
     this.stats.acknowledged += 1;
+    this.options.onAcknowledged?.(job);
     const queueUrl = this.world.platform.config.routes[job.type]?.queueUrl ?? '';
     const message = JSON.stringify({ v: 1, id: job.id, type: job.type });
     for (const afterMs of job.duplicates) {

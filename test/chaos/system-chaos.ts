@@ -23,7 +23,9 @@
  * and
  * workflows (system-workflows.ts): steps, sleeps, signals sent before, during, in the last second
  * of and after a wait, API calls killed between two of their writes, and, once the driven clock
- * is past their retention, their ids reused by new jobs. See system-checks.ts for the invariants.
+ * is past their retention, their ids reused by new jobs; events that make one job per subscriber
+ * (system-events.ts); and parents that invoke children, jobs that wait for an event, and a batch
+ * type (system-compose.ts). See system-checks.ts for the invariants.
  */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
@@ -32,6 +34,8 @@ import type { Job } from '../../shared/core/job';
 import { WAKE_GRACE_MS } from '../../shared/core/job-slots';
 import { LATE_TURN_MS, paceScope } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
+import type { BatchJobDefinition } from '../../shared/runtime/batch-worker';
+import type { JobDefinition } from '../../shared/runtime/job-definition';
 import type { Schedule } from '../../shared/schedules/model';
 import { DeadZones, FaultInjector } from '../support/faults';
 import { gcraExcess } from '../support/gcra';
@@ -39,6 +43,7 @@ import { type ProbePayload, ProbeTracker, probeJob } from '../support/probes';
 import { seeded } from './seeded';
 import { Actors } from './system-actors';
 import { type CheckResult, checkInvariants, INVARIANTS, type SystemViolation } from './system-checks';
+import { ComposeActors, ComposeRecords, type PlannedComposition, planCompositions } from './system-compose';
 import { EVENT_TYPE, type EventsInput, planEvents, SYSTEM_EVENT_SUBSCRIPTION } from './system-events';
 import { assignTenants, FAIR_LIMIT, FAIR_TYPE, fairConcurrency, fairLine, fairWeight } from './system-fair';
 import {
@@ -117,6 +122,12 @@ export interface SystemChaosOptions {
    * event's second subscriber. @default 0.3
    */
   eventShare: number;
+  /**
+   * The share of the first plain type's eligible jobs (as for events, among those no event made)
+   * turned into invoking parents, event waiters and batch items, in turn (system-compose.ts),
+   * checked by invariants 21 to 23; at least 6 of them when above 0. @default 0.1
+   */
+  composeShare: number;
   fireDropRate: number;
   fireDelayRate: number;
   fireDuplicateRate: number;
@@ -212,6 +223,7 @@ export const DEFAULT_SYSTEM_CHAOS: Omit<SystemChaosOptions, 'seed'> = {
   dlqCopyRate: 0.01,
   batchShare: 0.2,
   eventShare: 0.3,
+  composeShare: 0.1,
   fireDropRate: 0.1,
   fireDelayRate: 0.1,
   fireDuplicateRate: 0.1,
@@ -349,6 +361,52 @@ function flowExercised(stored: Map<string, Job>, observer: SystemObserver, singl
     throttleWaits: observer.logged('waiting for its throttle turn') + observer.logged('waiting in its throttle line'),
     rateLimitSkips: skipped('rate-limit'),
     debounceAbsorbed: skipped('debounce'),
+  };
+}
+
+/**
+ * What the composition units did (system-compose.ts), for the report: units by kind, parents and
+ * their resumes, children by end state, events sent, and the batch handler's calls.
+ */
+function composeFigures(
+  units: readonly PlannedComposition[],
+  records: ComposeRecords,
+  actors: ComposeActors,
+  stored: Map<string, Job>,
+) {
+  const kinds: Record<string, number> = {};
+  for (const u of units) kinds[u.kind] = (kinds[u.kind] ?? 0) + 1;
+  const childStates: Record<string, number> = {};
+  for (const job of stored.values()) {
+    const tag = (job.payload as { tag?: unknown } | undefined)?.tag;
+    if (typeof tag === 'string' && tag.includes('|')) childStates[job.state] = (childStates[job.state] ?? 0) + 1;
+  }
+  return {
+    units: kinds,
+    parentsThatInvoked: [...records.invokes.values()].filter((r) => r.reached !== undefined).length,
+    // a parent resumes once per wait: one execution past its invokes, more only after a failed attempt
+    invokeResumes: [...records.invokes.values()].reduce((n, r) => n + r.resumes.length, 0),
+    childStates,
+    events: actors.stats,
+    batchCalls: records.batchCalls,
+  };
+}
+
+/**
+ * What the composition units exercised, each planned to happen in every run that has them (the
+ * small run requires each above 0): a failed child's InvokedJobFailedError seen by its parent, a
+ * wait that got its event and one that timed out, and a batch item run again after its first
+ * answer failed.
+ */
+function composeExercised(records: ComposeRecords) {
+  const first = [...records.waits.values()].map((r) => r.returns[0]);
+  return {
+    invokedChildFailuresSeen: [...records.invokes.values()].filter((r) =>
+      r.resumes.some((resume) => Object.values(resume.outcomes).some((o) => !o.ok)),
+    ).length,
+    eventWaitsMatched: first.filter((r) => r !== undefined && r !== null).length,
+    eventWaitsTimedOut: first.filter((r) => r === null).length,
+    batchItemsRunAgain: [...records.batchRuns.values()].filter((runs) => runs.length > 1).length,
   };
 }
 
@@ -514,6 +572,14 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     backoffDelayMs: 300,
   });
   const subscribers = new Set(plannedEvents.length > 0 ? [types[0] ?? 'sys-a', EVENT_TYPE] : []);
+  // a share of the rest become invoking parents (of children of the first type), event waiters and
+  // batch items (system-compose.ts)
+  const compositions = planCompositions(plan.jobs, {
+    childType: types[0] ?? 'sys-a',
+    share: options.composeShare,
+    min: options.composeShare > 0 ? 6 : 0,
+  });
+  const composeRecords = new ComposeRecords(compositions, types[0] ?? 'sys-a');
   const workflowUnits = options.workflows ?? Math.max(2 * WORKFLOW_KINDS, Math.round(options.jobs * 0.015));
   const round1 = planWorkflows(workflowUnits, seeded(seed ^ 0x3f1));
   let round2: PlannedWorkflow[] = [];
@@ -596,10 +662,17 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         ...(subscribers.has(type) ? { on: [SYSTEM_EVENT_SUBSCRIPTION] } : {}),
       }),
     );
+    // the handlers run once the world is up: its driven clock, unskewed
+    const driven = { now: () => world?.driven.now() ?? Date.now() };
+    const allDefs: (JobDefinition | BatchJobDefinition)[] = [...defs];
     if (round1.length > 0) {
-      // the handlers run once the world is up: its driven clock, unskewed
-      const driven = { now: () => world?.driven.now() ?? Date.now() };
-      defs.push(workflowRecords.definition(tracker, driven, Math.max(options.timeoutMs, 10_000)));
+      allDefs.push(workflowRecords.definition(tracker, driven, Math.max(options.timeoutMs, 10_000)));
+    }
+    if (compositions.some((u) => u.kind !== 'batch')) {
+      allDefs.push(composeRecords.definition(tracker, driven, Math.max(options.timeoutMs, 10_000)));
+    }
+    if (compositions.some((u) => u.kind === 'batch')) {
+      allDefs.push(composeRecords.batchDefinition(tracker, Math.max(options.timeoutMs, 10_000)));
     }
     world = await startWorld({
       options: {
@@ -618,7 +691,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
         supervisorOptions: { maxMinutesPerRun: options.supervisorMaxMinutes },
         ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
       },
-      defs,
+      defs: allDefs,
       deadZones,
       observer,
       apiFaults,
@@ -628,7 +701,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const w = world;
     const t0Driven = w.driven.now();
     progress(
-      `system chaos: seed ${seed}, ${plan.jobs.length} jobs (${flowJobs} flow-controlled), ${plan.schedules.length} schedules${limitedType ? `; ${limitedType} limited to ${options.flow.limit} per key over ${flowKeys} keys` : ''}; ${defs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
+      `system chaos: seed ${seed}, ${plan.jobs.length} jobs (${flowJobs} flow-controlled), ${plan.schedules.length} schedules${limitedType ? `; ${limitedType} limited to ${options.flow.limit} per key over ${flowKeys} keys` : ''}; ${allDefs.length} queues × ${options.runnersPerQueue} runners × ${options.maxConcurrency}; worker skews ${w.skews.workers.join(',')} ms, supervisors ${w.skews.supervisors.join(',')} ms`,
     );
     apiFaults.enabled = true;
     workerFaults.enabled = true;
@@ -646,7 +719,12 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const fairLineGoes = new Promise<void>((resolve) => {
       letFairLineGo = resolve;
     });
+    const composeActors = new ComposeActors(w.platform.url, compositions, w.driven, {
+      clientTimeoutMs: options.clientTimeoutMs,
+    });
     const actors = new Actors(w, observer, {
+      beforeEnqueue: (job) => composeActors.beforeEnqueue(job),
+      onAcknowledged: (job) => composeActors.acknowledged(job),
       clientTimeoutMs: options.clientTimeoutMs,
       clientRetries: options.clientRetries,
       producers: options.producers,
@@ -759,6 +837,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
           running === 0 &&
           actors.busy === 0 &&
           workflows.busy === 0 &&
+          composeActors.busy === 0 &&
           w.fireStats.pending === 0 &&
           queues.visible === 0;
         if (!idle) quietSince = Date.now();
@@ -949,6 +1028,33 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const fairScope = `${FAIR_TYPE}#0`;
     const result = checkInvariants({
       ...(workflowCheck ? { workflows: workflowCheck } : {}),
+      ...(compositions.length > 0
+        ? {
+            compose: {
+              invokes: {
+                planned: compositions,
+                records: composeRecords.invokes,
+                stored,
+                executions: executionsById,
+                maxSkewMs: options.maxSkewMs,
+                finalNow,
+              },
+              waits: {
+                planned: compositions,
+                records: composeRecords.waits,
+                sent: composeActors.sent,
+                stored,
+                marginMs: 2 * options.maxSkewMs + 1000,
+              },
+              batches: {
+                planned: compositions,
+                runs: composeRecords.batchRuns,
+                writes: observer.outcomeWrites,
+                stored,
+              },
+            },
+          }
+        : {}),
       events: eventsSeen,
       jobs: plan.jobs,
       schedules: actors.schedules,
@@ -1098,6 +1204,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       ...(limitedType ? { concurrencyWaits: waitedInLine(observer, plan.jobs, limitedType) } : {}),
       ...(flowJobs > 0 ? flowExercised(stored, observer, slots.tickets[`@${SINGLETON_SCOPE}`] ?? 0) : {}),
       ...workflowCheck?.exercised,
+      ...(compositions.length > 0 ? composeExercised(composeRecords) : {}),
     };
     const finalStates: Record<string, number> = {};
     for (const id of observer.acks.keys()) {
@@ -1122,6 +1229,9 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
               round2: round2.length,
             },
           }
+        : {}),
+      ...(compositions.length > 0
+        ? { compose: composeFigures(compositions, composeRecords, composeActors, stored) }
         : {}),
       apiCallsKilled: apiFaults.hung,
       apiFaults: apiKinds,

@@ -13,6 +13,15 @@ import type { FaultInjector } from '../support/faults';
 import { gcraExcess } from '../support/gcra';
 import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
+import {
+  type BatchItemsInput,
+  COMPOSE_TYPE,
+  checkBatchItems,
+  checkEventWaits,
+  checkInvokes,
+  type EventWaitsInput,
+  type InvokesInput,
+} from './system-compose';
 import { checkEvents, type EventsInput } from './system-events';
 import { checkFairShare, type FairShareInput } from './system-fair';
 import type { PacedType } from './system-flow';
@@ -44,6 +53,9 @@ export const INVARIANTS = [
   "18 a slot's key never holds more than its weighted share while another key waits (within one hand-off)",
   '19 a limit changed at run time holds from the next start on',
   '20 each event accepted with 2xx makes exactly one job per subscriber',
+  '21 each invoked child is created once per name and ends; its parent resumes after it ended and sees its outcome',
+  '22 a waitForEvent returns a matching event sent after its job was created, or times out with none lost',
+  '23 a batch item never runs again after its outcome was recorded, and each outcome is recorded once',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -107,6 +119,8 @@ export interface CheckInput {
   fairShare?: FairShareInput;
   /** The events sent and what the API said of them (system-events.ts), checked as invariant 20. */
   events?: EventsInput;
+  /** Invokes, event waits and batch items (system-compose.ts), checked as invariants 21 to 23. */
+  compose?: { invokes: InvokesInput; waits: EventWaitsInput; batches: BatchItemsInput };
   /** Limits changed at run time (system-limits.ts), checked as invariant 19. */
   runtimeLimits?: RuntimeLimitInput;
   /**
@@ -198,9 +212,10 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const bySeries = new Map<number, number[]>();
     for (const s of starts) bySeries.set(s.series, [...(bySeries.get(s.series) ?? []), s.attempt]);
     const hooks = observer.failureHooks.get(id) ?? [];
-    // a workflow's resume runs its attempt again (a wait gives the attempt back), and its id may
-    // have been reused (a new job, with attempts of its own): count its attempts, not its starts
-    const workflow = job?.type === WORKFLOW_TYPE;
+    // a workflow's resume runs its attempt again (a wait gives the attempt back: so does an invoke's
+    // or an event wait's, system-compose.ts), and its id may have been reused (a new job, with
+    // attempts of its own): count its attempts, not its starts
+    const workflow = job?.type === WORKFLOW_TYPE || job?.type === COMPOSE_TYPE;
     for (const [series, attempts] of bySeries) {
       counts[INVARIANTS[3]].checked += 1;
       const highest = Math.max(...attempts);
@@ -537,6 +552,19 @@ export function checkInvariants(input: CheckInput): CheckResult {
     const events = checkEvents(input.events);
     counts[INVARIANTS[19]].checked += events.checked;
     for (const v of events.violations) violate(INVARIANTS[19], v.subject, v.detail);
+  }
+
+  // 21 to 23: invokes, event waits and batch items (system-compose.ts).
+  if (input.compose) {
+    const checks = [
+      [INVARIANTS[20], checkInvokes(input.compose.invokes)],
+      [INVARIANTS[21], checkEventWaits(input.compose.waits)],
+      [INVARIANTS[22], checkBatchItems(input.compose.batches)],
+    ] as const;
+    for (const [invariant, out] of checks) {
+      counts[invariant].checked += out.checked;
+      for (const v of out.violations) violate(invariant, v.subject, v.detail);
+    }
   }
 
   // 13 to 16 for the workflows (system-workflows.ts checks them; their numbers are here).

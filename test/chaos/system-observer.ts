@@ -7,6 +7,7 @@
 import type { Clock } from '../../shared/core/clock';
 import type { Pacer } from '../../shared/core/pace';
 import type { JobStore } from '../../shared/core/ports';
+import type { BatchJobDefinition } from '../../shared/runtime/batch-worker';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { interceptStore } from '../support/faults';
 
@@ -70,6 +71,8 @@ export class SystemObserver {
   readonly events = new Map<string, string[]>();
   /** Every throttle turn a worker was given, by pace scope and key (`<scope>|<key>`). */
   readonly turns = new Map<string, Turn[]>();
+  /** Every write that ended an attempt and that the store applied (it returned), with the attempt's token (invariant 23). */
+  readonly outcomeWrites = new Map<string, { kind: 'succeed' | 'retry' | 'fail'; token: number; at: number }[]>();
 
   private push<T>(map: Map<string, T[]>, key: string, value: T): void {
     let list = map.get(key);
@@ -97,9 +100,24 @@ export class SystemObserver {
     return this.claims.get(jobId)?.at(-1)?.series ?? 0;
   }
 
-  /** Wraps a job store so that every successful claim is recorded. */
+  /** Wraps a job store so that every successful claim, and every write that ended an attempt, is recorded. */
   observeStore(store: JobStore): JobStore {
+    const ended = (kind: 'succeed' | 'retry' | 'fail', job: { id: string; leaseToken: number }) =>
+      this.push(this.outcomeWrites, job.id, { kind, token: job.leaseToken, at: Date.now() });
     return interceptStore(store, {
+      succeed: async (original, input) => {
+        const out = await original(input);
+        ended('succeed', input.job);
+        return out;
+      },
+      retry: async (original, input) => {
+        await original(input);
+        ended('retry', input.job);
+      },
+      fail: async (original, input) => {
+        await original(input);
+        ended('fail', input.job);
+      },
       claim: async (original, input) => {
         const result = await original(input);
         if (result.kind === 'claimed') {
@@ -173,6 +191,29 @@ export class SystemObserver {
             },
           }
         : {}),
+    };
+  }
+
+  /** {@link wrap} for a batch definition: records each item's start, as a single job's. */
+  wrapBatch(def: BatchJobDefinition, driven: Clock, skewMs: number): BatchJobDefinition {
+    const onFailure = def.onFailure?.bind(def);
+    return {
+      spec: def.spec,
+      runBatch: (items, ctx) => {
+        for (const item of items) {
+          const claim = [...(this.claims.get(item.jobId) ?? [])].reverse().find((c) => c.attempt === item.attempt);
+          this.push(this.starts, item.jobId, {
+            attempt: item.attempt,
+            series: claim?.series ?? this.currentSeries(item.jobId),
+            runAt: Date.parse(item.scheduledAt),
+            drivenAt: driven.now(),
+            realAt: Date.now(),
+            skewMs,
+          });
+        }
+        return def.runBatch(items, ctx);
+      },
+      ...(onFailure ? { onFailure } : {}),
     };
   }
 

@@ -9,6 +9,7 @@ import { type AttributeValue, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../../shared/aws/clients';
 import { DynamoDebouncer } from '../../shared/aws/dynamo-debouncer';
+import { DynamoEventWaits } from '../../shared/aws/dynamo-event-waits';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { DynamoJobControl } from '../../shared/aws/dynamo-job-control';
 import { DynamoJobGraph } from '../../shared/aws/dynamo-job-graph';
@@ -21,6 +22,8 @@ import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-schedule
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { Job } from '../../shared/core/job';
 import { createLogger, type Logger } from '../../shared/logger';
+import { type BatchJobDefinition, createBatchWorker } from '../../shared/runtime/batch-worker';
+import type { WorkerDeps } from '../../shared/runtime/delivery/kit';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
 import type { Schedule } from '../../shared/schedules/model';
@@ -135,7 +138,8 @@ export interface World {
  */
 export async function startWorld(input: {
   options: WorldOptions;
-  defs: JobDefinition[];
+  /** Single-job definitions, and batch ones (`defineBatchJob`'s: run by the batch worker, never killed). */
+  defs: (JobDefinition | BatchJobDefinition)[];
   /** The killed-worker scopes the probe definitions use. */
   deadZones: DeadZones;
   observer: SystemObserver;
@@ -261,7 +265,12 @@ export async function startWorld(input: {
   };
   // Worker containers: built once (each with its own clients, clock and owner), reused by runners.
   let killed = 0;
-  const handlers: { def: JobDefinition; handler: SqsLambdaHandler; sqs: AwsClients['sqs']; name: string }[] = [];
+  const handlers: {
+    def: JobDefinition | BatchJobDefinition;
+    handler: SqsLambdaHandler;
+    sqs: AwsClients['sqs'];
+    name: string;
+  }[] = [];
   defs.forEach((def, d) => {
     for (let i = 0; i < options.runnersPerQueue; i++) {
       const skew = skews.workers[d * options.runnersPerQueue + i] ?? 0;
@@ -269,7 +278,7 @@ export async function startWorld(input: {
       const free: SqsLambdaHandler[] = [];
       for (let n = 0; n < options.maxConcurrency; n++) {
         const c = faulty(workerFaults);
-        const worker = createWorker(observer.wrap(def, driven, skew), {
+        const deps: WorkerDeps = {
           config,
           store: observer.observeStore(new DynamoJobStore(c.dynamo, config.tableName)),
           queue: new SqsJobQueue(c.sqs),
@@ -288,9 +297,15 @@ export async function startWorld(input: {
           ...(def.spec.singleton?.mode === 'cancel-running'
             ? { control: new DynamoJobControl(c.dynamo, config.tableName) }
             : {}),
+          ...(def.spec.waitsFor ? { eventWaits: new DynamoEventWaits(c.dynamo, config.tableName) } : {}),
           owner: `${def.spec.type}-r${i}-c${n}(${skew >= 0 ? '+' : ''}${skew}ms)`,
-        });
-        free.push(crashable(worker, deadZones, () => (killed += 1)));
+        };
+        // a batch worker gets its records together (crashable would run each alone); its jobs are not killed
+        free.push(
+          'runBatch' in def
+            ? createBatchWorker(observer.wrapBatch(def, driven, skew), deps)
+            : crashable(createWorker(observer.wrap(def, driven, skew), deps), deadZones, () => (killed += 1)),
+        );
       }
       const handler: SqsLambdaHandler = async (event, context) => {
         const container = free.pop();

@@ -6,7 +6,8 @@
  * delayed and duplicated Scheduler fires, killed workers, duplicate deliveries, skewed clocks),
  * beside flow-controlled types (a concurrency limit with priorities, a fair limit shared by
  * tenants whose limit an operator lowers and removes mid-run, singletons of every mode sharing a
- * scope, a throttle an operator slows on its burst's key and restores, a rate limit, a debounce).
+ * scope, a throttle an operator slows on its burst's key and restores, a rate limit, a debounce),
+ * workflows, events, and parents that invoke children, event waiters and a batch type.
  * The full run is `npm run test:chaos` (10,000 jobs).
  *
  * The seed is fixed, so `npm test` plans the same run every time (timing still varies) and every
