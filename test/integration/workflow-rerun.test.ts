@@ -87,6 +87,31 @@ const slowStep: JobDefinition = {
   },
 };
 
+/** Children the `invoker` type started, by id: the payload each ran with. */
+const children = new Map<string, unknown[]>();
+const childSpec = defineJobType({ type: 'rerun-child', payload: z.object({ x: z.number() }) });
+const child: JobDefinition = {
+  spec: childSpec,
+  run: async (p, ctx) => {
+    children.set(ctx.jobId, [...(children.get(ctx.jobId) ?? []), p]);
+    return { doubled: (p as { x: number }).x * 2 };
+  },
+};
+const invokerSpec = defineJobType({ type: 'rerun-invoker', payload: z.object({ x: z.number(), ok: z.boolean() }) });
+const invoker: JobDefinition = {
+  spec: invokerSpec,
+  run: async (p, ctx) => {
+    const { x, ok } = p as { x: number; ok: boolean };
+    const before = await ctx.step('before', () => `before@${x}`);
+    const got = await ctx.invoke<{ doubled: number }>('double', 'rerun-child', { x });
+    await ctx.step('check', () => {
+      if (!ok) throw new Error('not ok');
+      return true;
+    });
+    return { before, doubled: got.doubled };
+  },
+};
+
 const LEASE_MS = 3_000;
 
 beforeAll(async () => {
@@ -95,7 +120,7 @@ beforeAll(async () => {
   platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('rerun'),
-    jobs: [fiveSteps, slowStep],
+    jobs: [fiveSteps, slowStep, child, invoker],
     leaseMs: LEASE_MS,
     logger: createLogger({ level: 'error' }),
   });
@@ -205,6 +230,24 @@ describe('rerun from a step, on local AWS', () => {
   }, 90_000);
 });
 
+describe('a rerun that drops an invoke', () => {
+  it('starts a new child (<id>.<name>.r1) with the corrected payload; the first child is not run again', async () => {
+    const id = `inv-${Date.now()}`;
+    await enqueueNew(platform.url, { id, type: 'rerun-invoker', payload: { x: 1, ok: false }, maxAttempts: 1 });
+    await until(id, (j) => j.state === 'failed');
+    expect(children.get(`${id}.double`)).toEqual([{ x: 1 }]);
+
+    const rerun = await post(`/jobs/${id}/rerun`, { fromStep: 'double', payload: { x: 5, ok: true } });
+    expect(rerun.status).toBe(200);
+    const done = await until(id, (j) => j.state === 'succeeded');
+    // the step before the invoke is the recorded one; the invoke started a child of its own
+    expect(done.result).toEqual({ before: 'before@1', doubled: 10 });
+    expect(children.get(`${id}.double.r1`)).toEqual([{ x: 5 }]);
+    expect(children.get(`${id}.double`)).toEqual([{ x: 1 }]);
+    expect(await view(`${id}.double.r1`)).toMatchObject({ state: 'succeeded', result: { doubled: 10 } });
+  }, 60_000);
+});
+
 describe('write units of a rerun, as DynamoDB Local reports them', () => {
   it('1 per kept entry + 1 for the restart + 1 for its byDue entry, + 1 byTypeState for a failed job; 0 for what it drops', async () => {
     const meter = new CostMeter();
@@ -214,7 +257,7 @@ describe('write units of a rerun, as DynamoDB Local reports them', () => {
     const journal = new DynamoJournal(clients.dynamo, table);
     const control = new ControlService({
       config: platform.config,
-      catalog: [fiveSpec, slowSpec],
+      catalog: [fiveSpec, slowSpec, childSpec, invokerSpec],
       store,
       control: new DynamoJobControl(clients.dynamo, table),
       // a queue of its own: the measured job is not run

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { allowEveryone } from '../../shared/api/access';
 import { createApiHandler } from '../../shared/api/handler';
+import { SignalsService } from '../../shared/api/signals-service';
 import { ManualClock } from '../../shared/core/clock';
 import { invokedChildId } from '../../shared/core/invoke';
 import type { Job } from '../../shared/core/job';
@@ -359,5 +360,44 @@ describe('a rerun run starts what it dropped anew', () => {
     });
     expect({ value, ran }).toEqual({ value: 'new', ran: 1 });
     expect((await journal.load(journalScopeOf(rerun))).get('step#charge')?.value).toBe('new');
+  });
+
+  it("a signal sent to a rerun job records the wait's outcome in the series the job runs on", async () => {
+    const store = new FakeJobStore();
+    const journal = new FakeJournal();
+    const job = newJob(
+      {
+        id: 'w-1',
+        type: 'order',
+        state: 'waiting',
+        waitSignal: 'payment',
+        journal: 'r1.s',
+        reruns: 1,
+        retries: 1,
+        waitingFor: { kind: 'signal', key: 'payment', until: iso(T0 + 3_600_000), since: iso(T0) },
+      },
+      T0 - 60_000,
+    );
+    store.seed(job);
+    const signals = new SignalsService({
+      config: testConfig(['order']),
+      catalog,
+      store,
+      journal,
+      queue: new FakeJobQueue(),
+      clock: new ManualClock(T0),
+      log: createLogger({ level: 'error' }),
+    });
+    const { receipt } = await signals.send('w-1', 'payment', { payload: { amount: 3 } });
+    expect(receipt).toMatchObject({ resumed: true, late: false });
+    const scope = journalScopeOf(job);
+    expect(scope.series).toBe('r1.s');
+    expect(await journal.get({ ...scope, kind: 'signal', name: 'payment' })).toMatchObject({
+      value: { received: expect.any(String) },
+    });
+    // the first series (the journal before the rerun) got nothing
+    expect(
+      await journal.get({ jobId: 'w-1', incarnation: scope.incarnation, kind: 'signal', name: 'payment' }),
+    ).toBeUndefined();
   });
 });
