@@ -46,8 +46,9 @@ export interface JournalScope {
   incarnation: string;
   /**
    * The journal's series: a rerun (`POST /jobs/{id}/rerun`) starts the job's journal again under
-   * a new series name, with copies of the entries it keeps, so nothing written to the old one
-   * reaches it. The inbox is the incarnation's and has no series. @default the job's first journal
+   * a new series name (`job#<id>#<incarnation>.<series>#journal`), with copies of the entries it
+   * keeps, so nothing written to the old one reaches it. The inbox is the incarnation's and has no
+   * series. @default the job's first journal
    */
   series?: string;
 }
@@ -189,8 +190,10 @@ export function entryName(kind: JournalKind, name: string): string {
  * per incarnation, read with one Query), `sk` = `<kind>#<name>`.
  */
 export function journalKey(scope: JournalScope, kind: JournalKind, name: string): ItemKey {
-  const part = scope.series === undefined ? 'journal' : `journal.${scope.series}`;
-  return { pk: owned(scope.jobId, scope.incarnation, part), sk: entryName(kind, name) };
+  // a series rides on the incarnation's segment (`job#<id>#<inc>.<series>#journal`): every journal
+  // partition still ends in `#journal`, the partitions the worker's and the API's Query grants name
+  const owner = scope.series === undefined ? scope.incarnation : `${scope.incarnation}.${scope.series}`;
+  return { pk: owned(scope.jobId, owner, 'journal'), sk: entryName(kind, name) };
 }
 
 /** An entry's kind and name from its name in the journal (`<kind>#<name>`), or undefined for another key. */
