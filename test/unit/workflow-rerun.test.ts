@@ -274,6 +274,50 @@ describe('POST /jobs/{id}/rerun: an accepted rerun', () => {
     expect([...(await h.journal.load(journalScopeOf(job))).keys()]).toEqual(['step#one']);
   });
 
+  it('writes a marker with the next invoke index when it drops invokes beyond the kept ones', async () => {
+    const h = setup();
+    const job = await h.seed('o-7');
+    const scope = journalScopeOf(job);
+    const ttl = Math.floor(T0 / 1000) + 86_400;
+    await h.journal.record({
+      ...scope,
+      kind: 'invoke',
+      name: 'a',
+      value: { id: 'o-7.a', index: 0 },
+      at: T0 - 40_000,
+      expiresAt: ttl,
+    });
+    await h.journal.record({ ...scope, kind: 'step', name: 'mid', value: 1, at: T0 - 30_000, expiresAt: ttl });
+    await h.journal.record({
+      ...scope,
+      kind: 'invoke',
+      name: 'b',
+      value: { id: 'o-7.b', index: 1 },
+      at: T0 - 20_000,
+      expiresAt: ttl,
+    });
+    expect((await h.call('/jobs/o-7/rerun', { fromStep: 'mid' })).status).toBe(200);
+    const series = await h.journal.load(journalScopeOf(h.store.peek('o-7') as Job));
+    expect(series.get('invoke#a')?.value).toEqual({ id: 'o-7.a', index: 0 });
+    expect(series.has('invoke#b')).toBe(false);
+    expect(series.get(`rerun#${RERUN_MARKER}`)?.value).toEqual({ nextInvokeIndex: 2 });
+    // a rerun from after the last invoke keeps every invoke: no marker
+    const h2 = setup();
+    const other = await h2.seed('o-8');
+    await h2.journal.record({
+      ...journalScopeOf(other),
+      kind: 'invoke',
+      name: 'a',
+      value: { id: 'o-8.a', index: 0 },
+      at: T0 - 60_000,
+      expiresAt: ttl,
+    });
+    expect((await h2.call('/jobs/o-8/rerun', { fromStep: 'four' })).status).toBe(200);
+    expect((await h2.journal.load(journalScopeOf(h2.store.peek('o-8') as Job))).has(`rerun#${RERUN_MARKER}`)).toBe(
+      false,
+    );
+  });
+
   it('a rerun that lost the race to another rerun or retry of the job answers 409 and starts nothing', async () => {
     const h = setup();
     const seen = await h.seed('o-6');
