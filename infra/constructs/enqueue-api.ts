@@ -123,12 +123,15 @@ export class EnqueueApi extends Construct {
     // A slot's ranked line (`flowq#…`), and nothing else of the table: a limit raised at run time
     // admits the line's head (shared/api/key-limits-service.ts), and GET /types/{type}/keys/{key}
     // lists the line. And a match key's partition (`evmatch#…`): POST /events reads the waits of
-    // an event that declares `matchOn` (shared/api/events-service.ts)
+    // an event that declares `matchOn` (shared/api/events-service.ts). And a job's journal
+    // (`job#<id>#<incarnation>[.<series>]#journal`): POST /jobs/{id}/rerun reads the entries it cuts
     this.handler.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:Query'],
         resources: [table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*', 'evmatch#*'] } },
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*', 'evmatch#*', 'job#*#journal'] },
+        },
       }),
     );
     props.scheduler.grantSchedules(this.handler.executionRole, 'manage');

@@ -1,5 +1,6 @@
 import type { DeadLetterQueues, JobControl, JobIndex, RedriveLog } from '../core/control-ports';
 import type { JobGraph } from '../core/dependencies';
+import type { Journal } from '../core/journal';
 import { ConfigError } from '../errors';
 import { BatchService } from './batch-service';
 import { BulkService } from './bulk-service';
@@ -34,6 +35,8 @@ export interface ControlPlaneDeps extends ApiServiceDeps {
   graph?: JobGraph;
   /** Without them, the listing, cancel/retry and DLQ endpoints fail (a logged 500: a deployment error). */
   controlPlane?: ControlPlaneAdapters;
+  /** Job journals: `POST /jobs/{id}/rerun` reads the job's and starts a new series of it. @default reruns fail (a logged 500) */
+  journal?: Journal;
 }
 
 function notConfigured(): never {

@@ -33,6 +33,7 @@ import {
   overviewTypeSchema,
   redriveRequestSchema,
   redriveResultSchema,
+  rerunRequestSchema,
   runScheduleRequestSchema,
   runScheduleResponseSchema,
   scheduleListQuerySchema,
@@ -453,6 +454,27 @@ export const OPERATIONS: ApiOperation[] = [
     responses: {
       '200': { description: 'The queued job', schema: jobViewSchema },
       ...errors('404', '409', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/jobs/{id}/rerun',
+    operationId: 'rerunJob',
+    summary: 'Rerun a job that ended from a step, with a corrected payload',
+    description:
+      'A failed, cancelled, expired or succeeded job runs again as a new series of attempts of the same job (as a ' +
+      'retry), on a new series of its journal that keeps the entries recorded before `fromStep` (none without it): ' +
+      'those steps are not run again; that step and every later entry run again. A corrected `payload` is validated ' +
+      "as an enqueue's. An unknown `fromStep` answers 400 `unknown_step` (field `fromStep`), a bad payload 400 " +
+      '`invalid_payload` or `keys_changed` (field `payload`), with nothing written; a job that has not ended, 409 ' +
+      '`illegal_state`. Costs 1 write unit per kept entry (per KB) + 2 for the restart (+1 `byTypeState` for a ' +
+      'failed, cancelled or expired job); see docs/workflows.md "Rerun from a step".',
+    pathParams: jobIdParam,
+    body: rerunRequestSchema,
+    bodyOptional: true,
+    responses: {
+      '200': { description: 'The queued job', schema: jobViewSchema },
+      ...errors('400', '404', '409', '413', '429', '503'),
     },
   },
   {

@@ -57,7 +57,12 @@ export const jobViewSchema = z
     errors: z.array(attemptErrorSchema),
     progress: jobProgressSchema.nullable(),
     result: z.unknown(),
-    retries: z.int().min(0).meta({ description: 'Manual retries (`POST /jobs/{id}/retry`) so far' }),
+    retries: z.int().min(0).meta({ description: 'Manual retries (`POST /jobs/{id}/retry`, and reruns) so far' }),
+    reruns: z
+      .int()
+      .min(1)
+      .optional()
+      .meta({ description: 'Only for a job that was rerun (`POST /jobs/{id}/rerun`): how many times' }),
     dispatchBy: isoTime.optional().meta({ description: 'Only when set: the dispatch deadline' }),
     schedule: z.string().optional().meta({ description: 'Only for schedule runs: the schedule that created the run' }),
     enqueuedBy: z.string().optional().meta({
@@ -72,7 +77,10 @@ export const jobViewSchema = z
         }),
       )
       .optional()
-      .meta({ description: 'Operator actions on the job (who cancelled or retried it, when), oldest first' }),
+      .meta({
+        description:
+          'Operator actions on the job (who cancelled or retried it, when), oldest first; a rerun is recorded as a retry',
+      }),
     concurrencyKeys: z
       .array(z.string())
       .optional()
@@ -718,6 +726,20 @@ export type SchemaMatchesTypes = [
   Assert<Equal<Keys<ScheduleView>, Keys<z.output<typeof scheduleViewSchema>>>>,
   Assert<Equal<Keys<JobProgress>, Keys<z.output<typeof jobProgressSchema>>>>,
 ];
+
+/** The body of `POST /jobs/{id}/rerun`. */
+export const rerunRequestSchema = z
+  .object({
+    fromStep: z.string().min(1).max(200).optional().meta({
+      description:
+        "The name of a recorded journal entry (a step, an emit's `emit:<event>`, a sleep, a signal or event wait, an invoke): the entries recorded before it are kept, it and every later one dropped. @default the job runs again from the start (nothing kept)",
+    }),
+    payload: z.unknown().optional().meta({
+      description:
+        "A corrected payload, validated as an enqueue's (the type's schema, 256 KiB); it must give the concurrency, singleton and throttle keys the job has. @default the job's payload",
+    }),
+  })
+  .strict();
 
 /** The body of `POST /jobs/{id}/signals/{name}`. */
 export const signalRequestSchema = z

@@ -11,6 +11,7 @@ import {
   JOURNAL_RETENTION_DAYS,
   type Journal,
   type JournalScope,
+  journalScopeOf,
   MAX_SIGNAL_BYTES,
   type SignalOutcome,
   type SignalReceipt,
@@ -116,7 +117,7 @@ export class SignalsService {
       });
     }
     // the inbox and journal of this job: a later job of the same id has its own
-    const scope: JournalScope = { jobId: id, incarnation: incarnationOf(job.createdAt) };
+    const scope: JournalScope = journalScopeOf(job);
     const { stored, hash, at } = await this.toInbox(scope, name, payload, now);
     if (!stored.stored && stored.existing.payloadHash !== hash) {
       throw new ConflictError(`job ${id} already has a signal "${name}" with another payload`, 'signal_exists', {
@@ -157,7 +158,8 @@ export class SignalsService {
     if (Date.parse(event.at) < Date.parse(job.createdAt)) return 'before';
     const name = waiter.signal;
     const payload = { id: event.id, name: event.name, data: event.data };
-    const scope: JournalScope = { jobId: waiter.jobId, incarnation: waiter.incarnation };
+    // the job's journal as it is now (a rerun starts a new series of it)
+    const scope: JournalScope = journalScopeOf(job);
     const { stored, hash, at } = await this.toInbox(scope, name, payload, now);
     if (!stored.stored && stored.existing.payloadHash !== hash) return 'taken';
     const receivedAt = stored.stored ? at : stored.existing.at;

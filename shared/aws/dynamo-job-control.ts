@@ -2,17 +2,19 @@ import {
   type AttributeValue,
   ConditionalCheckFailedException,
   type DynamoDBClient,
+  PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { cancelledJob, MAX_CONTROLS, pastRetention, restartedJob } from '../core/control';
-import type { CancelInput, ControlResult, JobControl, RestartInput } from '../core/control-ports';
+import type { CancelInput, ControlResult, JobControl, RerunChange, RestartInput } from '../core/control-ports';
 import { jobDueAttributes } from '../core/due';
 import type { Job, OperatorAction } from '../core/job';
 import type { JobState } from '../core/states';
 import { isSparseState, keys } from '../core/table';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
-import { CANCELLED_KEY, withHistory } from './job-item';
+import { CANCELLED_KEY, payloadIsExternal, payloadKey, withHistory } from './job-item';
+import { payloadPut } from './job-store/item-writes';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -49,7 +51,7 @@ function stateIn(states: readonly JobState[]): { expression: string; values: Rec
  * between changes the last entry, so this one is refused rather than erase it).
  */
 function controlEntry(
-  action: 'cancel' | 'retry',
+  action: OperatorAction['action'],
   input: { now: number; by?: string },
   seen?: readonly OperatorAction[],
 ): { set: string; condition: string[]; values: Record<string, AttributeValue>; names: Record<string, string> } {
@@ -238,28 +240,31 @@ export class DynamoJobControl implements JobControl {
 
   private async restartWith(input: RestartInput, seen?: readonly OperatorAction[], trims = 0): Promise<ControlResult> {
     const from = stateIn(input.from);
+    // a rerun is recorded as a retry (`reruns` counts them)
     const control = controlEntry('retry', input, seen);
     // No type matches '' (job types are never empty): an empty list refuses every job.
     const types =
       input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);
     // The creation sweep has long passed: the supervisor finds the job through its due entry.
     const due = jobDueAttributes({ id: input.id, state: 'queued', runAt: iso(input.now) });
+    const rerun = input.rerun ? await this.rerunParts(input, input.rerun) : undefined;
     const { result } = await this.update({
       id: input.id,
-      operation: 'retry',
+      operation: input.rerun ? 'rerun' : 'retry',
       update:
         'SET #state = :to, attempts = :zero, runAt = :now, updatedAt = :now, ' +
-        `retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt${control.set} ` +
+        `retries = if_not_exists(retries, :zero) + :one, dueBucket = :dueBucket, dueAt = :dueAt${control.set}${rerun?.set ?? ''} ` +
         // a manual retry runs now: no dispatch deadline any more. leaseExpiresAt stays (see cancel):
         // the claim waits for it to pass. Queued is not a sparse state: out of byTypeState.
         // a job cancelled while it waited for its parents runs now: its count of them goes
-        'REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy, gsi2pk, pendingParents, rel',
+        `REMOVE expiresAt, finishedAt, startedAt, leaseOwner, #result, progress, dispatchBy, gsi2pk, pendingParents, rel${rerun?.remove ?? ''}`,
       condition: [
         from.expression,
         RETAINED,
         ...(input.type !== undefined ? ['#type = :type'] : []),
         ...(types ? [types.expression] : []),
         ...control.condition,
+        ...(rerun ? [rerun.condition] : []),
       ].join(' AND '),
       values: {
         ...from.values,
@@ -272,14 +277,59 @@ export class DynamoJobControl implements JobControl {
         ':dueBucket': S(due.dueBucket ?? ''),
         ':dueAt': N(due.dueAt ?? input.now),
         ...control.values,
+        ...(rerun?.values ?? {}),
         ...(input.type !== undefined ? { ':type': S(input.type) } : {}),
       },
-      names: { '#result': 'result', ...control.names },
+      names: { '#result': 'result', ...control.names, ...(rerun?.names ?? {}) },
       replay: { state: 'queued', updatedAt: iso(input.now) },
       next: (old) => restartedJob(old, input),
     });
     const full = trims < MAX_TRIMS ? fullControls(input, result) : undefined;
     return full ? this.restartWith(input, full, trims + 1) : result;
+  }
+
+  /**
+   * What a rerun adds to the restart's write: the journal series and `reruns` + 1; the corrected
+   * payload, in the status item when the job still fits in one write unit with it (as at create),
+   * else in its own item, written here first (1 write unit per KB); and the condition that the
+   * job is still the incarnation and series the rerun read.
+   */
+  private async rerunParts(input: RestartInput, rerun: RerunChange) {
+    const names: Record<string, string> = { '#journal': 'journal', '#reruns': 'reruns', '#createdAt': 'createdAt' };
+    const values: Record<string, AttributeValue> = {
+      ':journal': S(rerun.journal),
+      ':seenCreatedAt': S(rerun.seen.createdAt),
+      ...(rerun.seen.journal !== undefined ? { ':seenJournal': S(rerun.seen.journal) } : {}),
+    };
+    let set = ', #journal = :journal, #reruns = if_not_exists(#reruns, :zero) + :one';
+    let remove = '';
+    if (rerun.payload) {
+      const next = restartedJob(rerun.seen, input);
+      names['#payload'] = 'payload';
+      names['#payloadHash'] = 'payloadHash';
+      names['#payloadKey'] = 'payloadKey';
+      values[':payloadHash'] = S(rerun.payload.hash);
+      set += ', #payloadHash = :payloadHash';
+      if (payloadIsExternal(next)) {
+        // written before the status item names it, as an enqueue writes it: never overwritten (its key names its hash)
+        try {
+          await this.client.send(new PutItemCommand(payloadPut(this.tableName, next)));
+        } catch (error) {
+          return translateAwsError(error, 'DynamoDB PutItem (rerun payload)');
+        }
+        values[':payloadKey'] = S(payloadKey(next.id, next.createdAt, next.payloadHash));
+        set += ', #payloadKey = :payloadKey';
+        remove = ', #payload';
+      } else {
+        values[':payload'] = S(JSON.stringify(rerun.payload.value));
+        set += ', #payload = :payload';
+        remove = ', #payloadKey';
+      }
+    }
+    const condition =
+      '#createdAt = :seenCreatedAt AND ' +
+      (rerun.seen.journal === undefined ? 'attribute_not_exists(#journal)' : '#journal = :seenJournal');
+    return { set, remove, condition, names, values };
   }
 
   async undoRestart({ previous, retries }: { previous: Job; retries: number }): Promise<boolean> {

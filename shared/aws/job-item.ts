@@ -139,6 +139,8 @@ export function toItem(job: Job, external = false): Item {
       progress: job.progress === undefined ? undefined : JSON.stringify(job.progress),
       expiresAt: job.expiresAt,
       retries: job.retries,
+      reruns: job.reruns,
+      journal: job.journal,
       dispatchBy: job.dispatchBy,
       schedule: job.schedule,
       enqueuedBy: job.enqueuedBy,
@@ -193,7 +195,7 @@ export function writeUnits(bytes: number): number {
  * Whether the job's payload has an item of its own: the test {@link DynamoJobStore.create} made,
  * repeated on the job as it was created (what it gained since taken away).
  */
-function payloadIsExternal(job: Job): boolean {
+export function payloadIsExternal(job: Job): boolean {
   const {
     leaseOwner: _owner,
     leaseMessage: _message,
@@ -279,6 +281,8 @@ export function fromItem(item: Item): Job {
   if (typeof raw.backoff === 'string') job.backoff = JSON.parse(raw.backoff);
   if (typeof raw.progress === 'string') job.progress = JSON.parse(raw.progress);
   if (typeof raw.retries === 'number') job.retries = raw.retries;
+  if (typeof raw.reruns === 'number') job.reruns = raw.reruns;
+  if (typeof raw.journal === 'string') job.journal = raw.journal;
   if (typeof raw.dispatchBy === 'string') job.dispatchBy = raw.dispatchBy;
   if (typeof raw.schedule === 'string') job.schedule = raw.schedule;
   if (typeof raw.enqueuedBy === 'string') job.enqueuedBy = raw.enqueuedBy;

@@ -44,6 +44,7 @@ import type {
   Overview,
   Page,
   RedriveResult,
+  RerunOptions,
   ScheduleDefinition,
   ScheduleFilter,
   ScheduleInput,
@@ -276,6 +277,16 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   cancel(id: string): Promise<JobView>;
   /** `POST /jobs/{id}/retry`: runs a failed or cancelled job again. */
   retry(id: string): Promise<JobView>;
+  /**
+   * `POST /jobs/{id}/rerun`: runs a job that ended (failed, cancelled, expired, succeeded) again
+   * as the same job, keeping the journal entries recorded before `fromStep` (none without it:
+   * from the start), with a corrected `payload` when given (validated as an enqueue's). An
+   * unknown step is a `ValidationError` (400 `unknown_step`); a job that has not ended, 409.
+   * Not retried by the transport: a rerun applied whose answer was lost answers 409 when sent again.
+   * @example
+   * await client.rerun('order-1', { fromStep: 'charge', payload: { orderId: 'o-1', total: 42 } });
+   */
+  rerun(id: string, options?: RerunOptions): Promise<JobView>;
   /**
    * `POST /jobs/{id}/signals/{name}`: sends the signal a handler waits for with
    * `ctx.waitForSignal(name)` (or will wait for: the job's inbox keeps it). The receipt says
@@ -558,6 +569,16 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     typeKeys: (type) => send({ method: 'GET', path: `/types/${segment(type)}/keys`, idempotent: true }),
     cancel: (id) => send({ method: 'POST', path: `${job(id)}/cancel`, idempotent: false }),
     retry: (id) => send({ method: 'POST', path: `${job(id)}/retry`, idempotent: false }),
+    rerun: (id, rerunOptions = {}) =>
+      send({
+        method: 'POST',
+        path: `${job(id)}/rerun`,
+        body: {
+          ...(rerunOptions.fromStep !== undefined ? { fromStep: rerunOptions.fromStep } : {}),
+          ...(rerunOptions.payload !== undefined ? { payload: rerunOptions.payload } : {}),
+        },
+        idempotent: false,
+      }),
     // a replay of the same signal is harmless (200, duplicate), so the transport may retry it
     signal: (id: string, name: string, payload: unknown = null) =>
       send<SignalReceipt>({

@@ -329,6 +329,17 @@ export interface ListFilter<K extends string = string> {
 /** `POST /jobs/bulk` action. */
 export type BulkAction = 'retry' | 'cancel';
 
+/** What `client.rerun` takes (`POST /jobs/{id}/rerun`). */
+export interface RerunOptions {
+  /**
+   * The recorded step (or sleep, wait, invoke) to run again from: the entries recorded before it
+   * are kept. @default the start: nothing kept
+   */
+  fromStep?: string;
+  /** A corrected payload, validated as an enqueue's. @default the job's payload */
+  payload?: unknown;
+}
+
 /** One id's outcome of `POST /jobs/bulk`, in the order of the ids. */
 export type BulkResult = z.output<typeof bulkResultSchema>;
 

@@ -98,6 +98,28 @@ export interface RestartInput {
   now: number;
   /** Who retries (the caller's ARN): appended to the job's `controls` by the same write. @default not recorded */
   by?: string;
+  /** A rerun (`POST /jobs/{id}/rerun`): the new journal series and payload it starts the job with. @default a plain retry */
+  rerun?: RerunChange;
+}
+
+/**
+ * What a rerun changes beside a retry's restart, in the same write: the journal's series (its
+ * new entries are written before), `reruns` + 1, and the payload when a corrected one is given.
+ * The write is refused unless the job is still the one the rerun read: the same incarnation
+ * (`createdAt`) and the same journal series (`seen.journal`), so a rerun never starts a journal
+ * cut from another run's.
+ */
+export interface RerunChange {
+  /** The job as the rerun read it (its incarnation, series, and the status item the payload must fit in). */
+  seen: Job;
+  /** The journal series the job runs on from now on. */
+  journal: string;
+  /**
+   * The corrected payload, already validated, and its hash (`payloadHash` of its type and value).
+   * The adapter keeps it in the status item when it fits there (as an enqueue does), else writes it
+   * as the job's payload item first. @default the payload stays
+   */
+  payload?: { value: unknown; hash: string };
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { RerunChange } from './control-ports';
 import type { Job, OperatorAction } from './job';
 import { JOB_STATES, type JobState } from './states';
 
@@ -13,6 +14,15 @@ export const CANCELLABLE_STATES: readonly JobState[] = ['scheduled', 'queued', '
 /** A job that ended without success may be retried as a new series of attempts. */
 export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter((state) =>
   (['failed', 'cancelled', 'expired'] as readonly string[]).includes(state),
+);
+
+/**
+ * A job that ended may be rerun from a step (`POST /jobs/{id}/rerun`): those a retry takes, and a
+ * job that succeeded. Never one that may still run: the write is conditioned on these states, and
+ * a cancelled attempt's lease stays a fence for the rerun's first claim, as for a retry.
+ */
+export const RERUNNABLE_STATES: readonly JobState[] = JOB_STATES.filter((state) =>
+  (['failed', 'cancelled', 'expired', 'succeeded'] as readonly string[]).includes(state),
 );
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -62,10 +72,22 @@ export function cancelledJob(job: Job, input: { now: number; expiresAt: number; 
  * `retries` + 1; no TTL, finish, start, lease owner, result, progress or dispatch deadline. The
  * token, `leaseExpiresAt` (the claim's fence), the errors and the last writer stay.
  */
-export function restartedJob(job: Job, input: { now: number; by?: string }): Job {
+export function restartedJob(
+  job: Job,
+  input: { now: number; by?: string; rerun?: Pick<RerunChange, 'journal' | 'payload'> },
+): Job {
+  const { rerun } = input;
   const next: Job = {
     ...job,
+    // a rerun is recorded as a retry (`reruns` counts them)
     ...withControl(job, 'retry', input),
+    ...(rerun
+      ? {
+          journal: rerun.journal,
+          reruns: (job.reruns ?? 0) + 1,
+          ...(rerun.payload ? { payload: rerun.payload.value, payloadHash: rerun.payload.hash } : {}),
+        }
+      : {}),
     state: 'queued',
     attempts: 0,
     runAt: iso(input.now),

@@ -25,14 +25,18 @@ export const INVOKE_EDGE_POLICY: ParentPolicy = 'ignore';
  * The id of the child `ctx.invoke(name, …)` starts for job `parentId`: `<parentId>.<name>`
  * when that is a valid job id (at most 64 characters of `A-Z a-z 0-9 _ . -`), else
  * `inv.` + the first 40 hex digits of SHA-256 of the parent's id and the name. The same parent
- * and name always give the same id, so a replay finds the child it started.
+ * and name always give the same id, so a replay finds the child it started. After a rerun
+ * (`rerun` ≥ 1: the parent's reruns), an invoke the rerun dropped starts a new child,
+ * `<parentId>.<name>.r<rerun>` (or the hash of the three), rather than find the old one.
  * @example
  * invokedChildId('order-1', 'charge'); // 'order-1.charge'
+ * invokedChildId('order-1', 'charge', 2); // 'order-1.charge.r2'
  */
-export function invokedChildId(parentId: string, name: string): string {
-  const readable = `${parentId}.${name}`;
+export function invokedChildId(parentId: string, name: string, rerun = 0): string {
+  const readable = rerun > 0 ? `${parentId}.${name}.r${rerun}` : `${parentId}.${name}`;
   if (JOB_ID_PATTERN.test(readable)) return readable;
-  return `inv.${createHash('sha256').update(`${parentId}\u0000${name}`).digest('hex').slice(0, 40)}`;
+  const hashed = rerun > 0 ? `${parentId}\u0000${name}\u0000r${rerun}` : `${parentId}\u0000${name}`;
+  return `inv.${createHash('sha256').update(hashed).digest('hex').slice(0, 40)}`;
 }
 
 /** An invoke's start as the parent's journal records it (`invoke#<name>`): its child, and the edge's index. */

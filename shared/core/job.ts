@@ -26,6 +26,7 @@ export interface AttemptError {
 
 /** An operator's action on a job, kept on the job (the audit): what, who (the caller's ARN), when. */
 export interface OperatorAction {
+  /** A rerun (`POST /jobs/{id}/rerun`) is recorded as a `retry`: the job's `reruns` counts them. */
   action: 'cancel' | 'retry';
   /** The caller's ARN as it signed (an assumed role's carries its session), or `anonymous`. */
   by: string;
@@ -73,8 +74,15 @@ export interface Job {
   progress?: JobProgress;
   /** Epoch seconds after which DynamoDB TTL may delete the finished job. */
   expiresAt?: number;
-  /** Manual retries (`POST /jobs/{id}/retry`): each starts a new series of attempts. */
+  /** Manual retries (`POST /jobs/{id}/retry`, and reruns): each starts a new series of attempts. */
   retries?: number;
+  /** Reruns (`POST /jobs/{id}/rerun`): each started the job's journal again, keeping the entries before its step. */
+  reruns?: number;
+  /**
+   * The series of the job's journal its last rerun started (the journal's key names it), absent
+   * before any rerun: see `journalScopeOf` (shared/core/journal.ts).
+   */
+  journal?: string;
   /** ISO 8601 dispatch deadline: a job not started by then ends `expired` without running. */
   dispatchBy?: string;
   /** Name of the recurring schedule whose fire created this job run. */
@@ -211,15 +219,17 @@ export interface JobView {
   errors: AttemptError[];
   progress: JobProgress | null;
   result: unknown;
-  /** Manual retries so far; `attempts` counts the current series only. */
+  /** Manual retries so far (reruns included); `attempts` counts the current series only. */
   retries: number;
+  /** Only for a job that was rerun (`POST /jobs/{id}/rerun`): how many times. */
+  reruns?: number;
   /** Only when set: the dispatch deadline. */
   dispatchBy?: string;
   /** Only for schedule runs: the schedule that created the run. */
   schedule?: string;
   /** Who enqueued it (the caller's ARN); absent for jobs enqueued before this was recorded. */
   enqueuedBy?: string;
-  /** Operator actions (cancel, retry): who did what, when, oldest first; absent when none. */
+  /** Operator actions (cancel, retry; a rerun is a retry): who did what, when, oldest first; absent when none. */
   controls?: OperatorAction[];
   /** Only for job types with concurrency limits: the job's key value for each limit. */
   concurrencyKeys?: string[];
@@ -267,6 +277,7 @@ export function toView(job: Job): JobView {
     progress: job.progress ?? null,
     result: job.result ?? null,
     retries: job.retries ?? 0,
+    ...(job.reruns !== undefined ? { reruns: job.reruns } : {}),
     ...(job.dispatchBy !== undefined ? { dispatchBy: job.dispatchBy } : {}),
     ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
     ...(job.enqueuedBy !== undefined ? { enqueuedBy: job.enqueuedBy } : {}),

@@ -9,14 +9,17 @@
  */
 import { ValidationError } from '../errors';
 import { jsonBytes } from './limits';
-import { type ItemKey, owned } from './table';
+import { type ItemKey, incarnationOf, owned } from './table';
 
 /**
  * What an entry records: a step's result, a sleep's wake time, a signal wait's deadline or
  * outcome, an invoke's child (`invoke`: `{ id, index }`) and the child's end (`invoked`: an
  * `InvokeOutcome`, core/invoke.ts).
  */
-export type JournalKind = 'step' | 'sleep' | 'wait' | 'signal' | 'invoke' | 'invoked';
+export type JournalKind = 'step' | 'sleep' | 'wait' | 'signal' | 'invoke' | 'invoked' | 'rerun';
+
+/** Every {@link JournalKind}: how an entry's name (`<kind>#<name>`) is told apart. */
+export const JOURNAL_KINDS: readonly JournalKind[] = ['step', 'sleep', 'wait', 'signal', 'invoke', 'invoked', 'rerun'];
 
 /** One recorded entry. `value` is the JSON value as recorded (a step's result, `null` for none). */
 export interface JournalEntry {
@@ -41,6 +44,26 @@ export interface InboxSignal {
 export interface JournalScope {
   jobId: string;
   incarnation: string;
+  /**
+   * The journal's series: a rerun (`POST /jobs/{id}/rerun`) starts the job's journal again under
+   * a new series name (`job#<id>#<incarnation>.<series>#journal`), with copies of the entries it
+   * keeps, so nothing written to the old one reaches it. The inbox is the incarnation's and has no
+   * series. @default the job's first journal
+   */
+  series?: string;
+}
+
+/**
+ * The journal scope of a job as stored: its incarnation, and the series its last rerun started.
+ * @example
+ * journal.load(journalScopeOf(job));
+ */
+export function journalScopeOf(job: { id: string; createdAt: string; journal?: string }): JournalScope {
+  return {
+    jobId: job.id,
+    incarnation: incarnationOf(job.createdAt),
+    ...(job.journal !== undefined ? { series: job.journal } : {}),
+  };
 }
 
 /** A journal's recorded entries by {@link entryName} (`<kind>#<name>`), as {@link Journal.load} reads them. */
@@ -167,8 +190,93 @@ export function entryName(kind: JournalKind, name: string): string {
  * per incarnation, read with one Query), `sk` = `<kind>#<name>`.
  */
 export function journalKey(scope: JournalScope, kind: JournalKind, name: string): ItemKey {
-  return { pk: owned(scope.jobId, scope.incarnation, 'journal'), sk: entryName(kind, name) };
+  // a series rides on the incarnation's segment (`job#<id>#<inc>.<series>#journal`): every journal
+  // partition still ends in `#journal`, the partitions the worker's and the API's Query grants name
+  const owner = scope.series === undefined ? scope.incarnation : `${scope.incarnation}.${scope.series}`;
+  return { pk: owned(scope.jobId, owner, 'journal'), sk: entryName(kind, name) };
 }
+
+/** An entry's kind and name from its name in the journal (`<kind>#<name>`), or undefined for another key. */
+export function parseEntryName(key: string): { kind: JournalKind; name: string } | undefined {
+  const at = key.indexOf('#');
+  if (at < 0) return undefined;
+  const kind = key.slice(0, at) as JournalKind;
+  return JOURNAL_KINDS.includes(kind) ? { kind, name: key.slice(at + 1) } : undefined;
+}
+
+/** One entry a rerun keeps: copied, as recorded, into the journal's new series. */
+export interface KeptEntry {
+  kind: JournalKind;
+  name: string;
+  entry: JournalEntry;
+}
+
+/** What a rerun keeps of a journal ({@link cutJournal}). */
+export interface JournalCut {
+  /** The entries recorded before the cut, oldest first. */
+  kept: KeptEntry[];
+  /** How many entries the rerun drops (the cut entry and every one recorded at or after it). */
+  dropped: number;
+  /** One above the highest invoke edge index of the whole journal (0 without invokes): new invokes start there. */
+  nextInvokeIndex: number;
+}
+
+/**
+ * Where a rerun cuts a journal: it keeps the entries recorded before the first entry named
+ * `fromStep` (a step, an emit's `emit:<event>` step, a sleep, a signal or event wait, or an
+ * invoke, looked up by name whatever its kind) and drops that entry and every one recorded at
+ * or after it. Without `fromStep` it keeps nothing (the job runs again from the start).
+ * Undefined when no entry has that name. Entries are ordered by the time they were recorded
+ * (`at`, in ms); one recorded in the same millisecond as the cut entry is dropped with it.
+ * @example
+ * cutJournal(entries, 'charge'); // { kept: [the entries before "charge"], dropped: 3, nextInvokeIndex: 0 }
+ */
+export function cutJournal(entries: RecordedEntries, fromStep?: string): JournalCut | undefined {
+  const all: (KeptEntry & { time: number })[] = [];
+  let nextInvokeIndex = 0;
+  for (const [key, entry] of entries) {
+    const parsed = parseEntryName(key);
+    if (!parsed) continue;
+    all.push({ ...parsed, entry, time: Date.parse(entry.at) });
+    if (parsed.kind === 'invoke' || parsed.kind === 'rerun') {
+      const next = invokeFloorOf(parsed.kind, entry.value);
+      if (next !== undefined) nextInvokeIndex = Math.max(nextInvokeIndex, next);
+    }
+  }
+  let cutAt = Number.NEGATIVE_INFINITY;
+  if (fromStep !== undefined) {
+    const named = all.filter((e) => e.kind !== 'rerun' && e.name === fromStep);
+    if (named.length === 0) return undefined;
+    cutAt = Math.min(...named.map((e) => e.time));
+  }
+  // a rerun's own marker is written again by the next rerun when it matters
+  const kept = all
+    .filter((e) => e.kind !== 'rerun' && e.time < cutAt)
+    .sort((a, b) => a.time - b.time)
+    .map(({ kind, name, entry }) => ({ kind, name, entry }));
+  const markers = all.filter((e) => e.kind === 'rerun').length;
+  return { kept, dropped: all.length - markers - kept.length, nextInvokeIndex };
+}
+
+/** The next free invoke index an `invoke#` entry (its index + 1) or a rerun's marker (`nextInvokeIndex`) says. */
+export function invokeFloorOf(kind: JournalKind, value: unknown): number | undefined {
+  if (kind === 'invoke') {
+    const index = (value as { index?: unknown } | null)?.index;
+    return typeof index === 'number' ? index + 1 : undefined;
+  }
+  if (kind === 'rerun') {
+    const next = (value as { nextInvokeIndex?: unknown } | null)?.nextInvokeIndex;
+    return typeof next === 'number' ? next : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The marker a rerun records in the new series (`rerun#marker`) when the journal it cut had invokes:
+ * new invokes take edge indexes from `nextInvokeIndex` on, so none reuses an index a dropped
+ * invoke's child (still running, perhaps) names in its registry.
+ */
+export const RERUN_MARKER = 'marker';
 
 /**
  * The key of an inbox signal's item: `pk` = `job#<id>#<incarnation>#inbox`, `sk` = `<name>`. Apart

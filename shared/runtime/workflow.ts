@@ -42,13 +42,16 @@ import {
   checkName,
   entryName,
   type InboxSignal,
+  invokeFloorOf,
   JOURNAL_RETENTION_DAYS,
   type Journal,
   type JournalKind,
   type JournalScope,
+  journalScopeOf,
   MAX_STEP_RESULT_BYTES,
   MAX_WAIT_MS,
   parseDuration,
+  parseEntryName,
   type RecordedEntries,
   type SignalOutcome,
   storableValue,
@@ -56,7 +59,6 @@ import {
   wakeTime,
 } from '../core/journal';
 import { JOB_ID_PATTERN } from '../core/limits';
-import { incarnationOf } from '../core/table';
 import { INVOKE_DEFAULT_MAX_ATTEMPTS, type InvokedChild } from '../dispatch/invoke';
 import { InvokedJobFailedError, OrreryError, SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
 import { untilAborted } from './until-aborted';
@@ -248,6 +250,10 @@ interface JobRun {
   attempts: number;
   retries?: number;
   resumes?: number;
+  /** Reruns so far: an invoke a rerun dropped starts a new child. */
+  reruns?: number;
+  /** The journal's series its last rerun started (see `journalScopeOf`). */
+  journal?: string;
 }
 
 export interface WorkflowOptions {
@@ -291,7 +297,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   };
   // The job's first run ever: nothing can have been recorded yet, so nothing is read.
   const fresh = job.attempts === 1 && !job.retries && !job.resumes;
-  const scope: JournalScope = { jobId: job.id, incarnation: incarnationOf(job.createdAt) };
+  const scope: JournalScope = journalScopeOf(job);
   /** The recorded entries, loaded once per attempt at the first call that needs one. */
   let recorded: Promise<RecordedEntries> | undefined;
   const used = new Set<string>();
@@ -451,11 +457,14 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     firstIndex ??= (async () => {
       if (fresh) return 0;
       recorded ??= journalOf().load(scope);
-      let top = -1;
+      // a rerun's marker carries the floor of the journal it cut: no index a dropped invoke used
+      let next = 0;
       for (const [key, entry] of await untilAborted(recorded, signal)) {
-        if (key.startsWith('invoke#')) top = Math.max(top, (entry.value as InvokeStart).index);
+        const parsed = parseEntryName(key);
+        const floor = parsed ? invokeFloorOf(parsed.kind, entry.value) : undefined;
+        if (floor !== undefined) next = Math.max(next, floor);
       }
-      return top + 1;
+      return next;
     })();
     return (await firstIndex) + k;
   }
@@ -494,7 +503,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       if (start) {
         child = await untilAborted(invoker.look(start.id), signal);
       } else {
-        const id = invokeOptions.id ?? invokedChildId(job.id, name);
+        const id = invokeOptions.id ?? invokedChildId(job.id, name, job.reruns ?? 0);
         if (!JOB_ID_PATTERN.test(id) || id === job.id) {
           throw new StepUsageError(`invoke "${name}": "${id}" is not a valid child id`);
         }
@@ -572,7 +581,8 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       if (done) return done.value as { id: string };
       const sender = options.events;
       if (!sender) throw new StepUsageError('this worker sends no events: ctx.emit needs an event sender');
-      const id = emitEventId(job.id, scope.incarnation, step);
+      // after a rerun, an emit it dropped sends a new event (its series names it)
+      const id = emitEventId(job.id, scope.series ? `${scope.incarnation}.${scope.series}` : scope.incarnation, step);
       try {
         await untilAborted(sender.send({ name: eventName, id, data: data as Record<string, unknown> }), signal);
       } catch (error) {

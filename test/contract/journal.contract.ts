@@ -165,6 +165,47 @@ export function journalContract(setup: () => Promise<Journal>): void {
       expect(await journal.signal({ ...old, name: 'paid' })).toEqual(signal);
     });
 
+    it('keeps the series of a journal apart (a rerun), while the inbox stays the incarnation’s', async () => {
+      const journal = await setup();
+      const id = jobId();
+      const first = { jobId: id, incarnation: INC };
+      const rerun = { jobId: id, incarnation: INC, series: 'r1.a' };
+      await journal.record({ ...first, kind: 'step', name: 'x', value: 'first', at: T0, expiresAt: TTL });
+      await journal.record({ ...first, kind: 'step', name: 'y', value: 'first-y', at: T0 + 1, expiresAt: TTL });
+      expect((await journal.load(rerun)).size).toBe(0);
+      expect(await journal.get({ ...rerun, kind: 'step', name: 'x' })).toBeUndefined();
+      // the series records its own (a rerun's copy keeps the recorded time), whatever the first holds
+      expect(
+        await journal.record({ ...rerun, kind: 'step', name: 'x', value: 'copy', at: T0, expiresAt: TTL }),
+      ).toEqual({
+        recorded: true,
+      });
+      expect(
+        await journal.record({
+          ...rerun,
+          kind: 'rerun',
+          name: 'marker',
+          value: { nextInvokeIndex: 3 },
+          at: T0 + 2,
+          expiresAt: TTL,
+        }),
+      ).toEqual({ recorded: true });
+      expect(await journal.load(rerun)).toEqual(
+        new Map([
+          ['step#x', { value: 'copy', at: iso(T0) }],
+          ['rerun#marker', { value: { nextInvokeIndex: 3 }, at: iso(T0 + 2) }],
+        ]),
+      );
+      // a late write to the first series changes nothing in the rerun's
+      await journal.record({ ...first, kind: 'step', name: 'z', value: 'late', at: T0 + 3, expiresAt: TTL });
+      expect((await journal.load(rerun)).has('step#z')).toBe(false);
+      expect((await journal.load(first)).size).toBe(3);
+      // one inbox for the incarnation, whichever series reads it
+      const signal = { payload: { amount: 1 }, payloadHash: 'h', at: iso(T0) };
+      await journal.deliver({ ...first, name: 'paid', signal, expiresAt: TTL });
+      expect(await journal.signal({ ...rerun, name: 'paid' })).toEqual(signal);
+    });
+
     it('loads an incarnation’s whole journal at once (over several 1 MB pages), without its inbox', async () => {
       const journal = await setup();
       const scope = { jobId: jobId(), incarnation: 'pages1' };

@@ -129,7 +129,9 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
       "time admits the line's head, and GET /types/{type}/keys/{key} lists the line. The deployed run is on moto, " +
       'whose flow-control tests are skipped (test/e2e/target.ts); the ranked line runs on DynamoDB Local. And an ' +
       "event's match keys (`evmatch#…`): POST /events reads the waits of an event that declares matchOn; the " +
-      'deployed suite sends no such event (test/integration/workflow-events.test.ts runs it on DynamoDB Local).',
+      'deployed suite sends no such event (test/integration/workflow-events.test.ts runs it on DynamoDB Local). ' +
+      "And a job's journal (`job#…#journal`): POST /jobs/{id}/rerun reads the entries it cuts; the deployed suite " +
+      'makes no rerun (test/integration/workflow-rerun.test.ts runs it on DynamoDB Local).',
     fate: 'kept (not in the suite)',
   },
   // Used in the runs so far; kept for a run whose jobs take no such path.

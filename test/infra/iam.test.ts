@@ -127,16 +127,17 @@ describe('IAM least privilege', () => {
     expect(query).not.toContain('index/*');
   });
 
-  it("lets the API query the table only for a slot's ranked line (`flowq#…`) and an event's match keys (`evmatch#…`)", () => {
+  it("lets the API query the table only for a slot's ranked line (`flowq#…`), an event's match keys (`evmatch#…`) and a job's journal", () => {
     // KeyLimitsService.handOn → FlowSlots.admit → a ranked line's head is a Query on the table
     // (shared/aws/flow-slots/ranked-line.ts); GET /types/{type}/keys/{key} lists the line the same way
     const onTable = apiStatements.filter(
       (s) => asArray(s.Action).includes('dynamodb:Query') && JSON.stringify(s.Resource) === arn(tableId),
     );
     expect(onTable).toHaveLength(1);
-    // POST /events reads the waits of an event that declares matchOn (shared/api/events-service.ts)
+    // POST /events reads the waits of an event that declares matchOn (shared/api/events-service.ts);
+    // POST /jobs/{id}/rerun reads the journal it cuts (shared/api/control-service.ts)
     expect(onTable[0]?.Condition).toEqual({
-      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*', 'evmatch#*'] },
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['flowq#*', 'evmatch#*', 'job#*#journal'] },
     });
   });
 

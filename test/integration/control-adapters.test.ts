@@ -7,7 +7,7 @@ import { DynamoJobIndex } from '../../shared/aws/dynamo-job-index';
 import { DynamoJobStore } from '../../shared/aws/dynamo-job-store';
 import { CANCELLED_KEY, toItem } from '../../shared/aws/job-item';
 import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
-import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
+import { CANCELLABLE_STATES, RERUNNABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
 import { payloadHash } from '../../shared/core/payload-hash';
 import { keys } from '../../shared/core/table';
@@ -321,6 +321,102 @@ describe('DynamoJobControl against DynamoDB Local', () => {
     const claim = await store.claim({ id: job.id, type: 'echo', owner: 'w', now: T0 + 20_001, leaseMs: 1000 });
     expect(claim.kind === 'claimed' && claim.job.leaseToken).toBe(4);
     expect(await control.undoRestart({ previous: job, retries: 1 })).toBe(false); // it started: no undo
+  });
+
+  it('a rerun restarts with its journal series, reruns + 1 and the corrected payload, inline or in its own item', async () => {
+    const small = newJob({
+      id: 'rerun-small',
+      state: 'succeeded',
+      attempts: 1,
+      result: { ok: 1 },
+      expiresAt: 1_900_000_000,
+    });
+    await store.create(small);
+    const corrected = { n: 1, fixed: true };
+    const hash = payloadHash('echo', corrected);
+    const out = await control.restart({
+      id: small.id,
+      type: 'echo',
+      from: RERUNNABLE_STATES,
+      now: T0 + 10_000,
+      rerun: { seen: small, journal: 'r1.a', payload: { value: corrected, hash } },
+    });
+    if (out.kind !== 'applied') throw new Error(out.kind);
+    expect(out.job).toMatchObject({ state: 'queued', reruns: 1, retries: 1, journal: 'r1.a', payload: corrected });
+    const stored = await store.get(small.id);
+    expect(stored).toMatchObject({
+      state: 'queued',
+      reruns: 1,
+      journal: 'r1.a',
+      payload: corrected,
+      payloadHash: hash,
+    });
+    expect(stored?.result).toBeUndefined();
+    expect(stored?.controls).toBeUndefined();
+
+    // a payload too large for the status item goes to an item of its own, as at create
+    const big = { n: 2, text: 'x'.repeat(2_000) };
+    const bigHash = payloadHash('echo', big);
+    const failed = newJob({ id: 'rerun-big', state: 'failed', attempts: 1, expiresAt: 1_900_000_000 });
+    await store.create(failed);
+    const moved = await control.restart({
+      id: failed.id,
+      type: 'echo',
+      from: RERUNNABLE_STATES,
+      now: T0 + 10_000,
+      by: 'arn:aws:iam::123456789012:user/ops',
+      rerun: { seen: failed, journal: 'r1.b', payload: { value: big, hash: bigHash } },
+    });
+    expect(moved.kind).toBe('applied');
+    const raw = await dynamo.send(new GetItemCommand({ TableName: tableName, Key: keyOf(keys.job(failed.id)) }));
+    expect(raw.Item?.payload).toBeUndefined();
+    expect(raw.Item?.payloadKey?.S).toContain(bigHash.slice(0, 8));
+    expect(await store.get(failed.id)).toMatchObject({
+      payload: big,
+      journal: 'r1.b',
+      controls: [{ action: 'retry' }],
+    });
+  });
+
+  it('refuses a rerun whose read is out of date: another series, another incarnation, a job that runs', async () => {
+    const job = newJob({ id: 'rerun-race', state: 'failed', attempts: 1, expiresAt: 1_900_000_000 });
+    await store.create(job);
+    const first = await control.restart({
+      id: job.id,
+      type: 'echo',
+      from: RERUNNABLE_STATES,
+      now: T0 + 10_000,
+      rerun: { seen: job, journal: 'r1.first' },
+    });
+    expect(first.kind).toBe('applied');
+    // the second read the job before the first rerun: the write refuses it, whatever the state
+    const second = await control.restart({
+      id: job.id,
+      type: 'echo',
+      from: [...RERUNNABLE_STATES, 'queued'],
+      now: T0 + 10_001,
+      rerun: { seen: job, journal: 'r1.second' },
+    });
+    expect(second.kind).toBe('refused');
+    const other = await control.restart({
+      id: job.id,
+      type: 'echo',
+      from: [...RERUNNABLE_STATES, 'queued'],
+      now: T0 + 10_002,
+      rerun: { seen: { ...job, journal: 'r1.first', createdAt: new Date(T0).toISOString() }, journal: 'r2.x' },
+    });
+    expect(other.kind).toBe('refused');
+    // and a queued job (the first rerun's) is not rerunnable
+    const queued = (await store.get(job.id)) as Job;
+    const live = await control.restart({
+      id: job.id,
+      type: 'echo',
+      from: RERUNNABLE_STATES,
+      now: T0 + 10_003,
+      rerun: { seen: queued, journal: 'r2.y' },
+    });
+    expect(live.kind).toBe('refused');
+    expect(await store.get(job.id)).toMatchObject({ state: 'queued', journal: 'r1.first', reruns: 1 });
   });
 });
 

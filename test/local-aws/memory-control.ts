@@ -39,13 +39,23 @@ export class FakeJobControl implements JobControl {
    * and returns its new due attributes.
    */
   private apply(
-    input: { id: string; type?: string; types?: readonly string[]; from: readonly JobState[]; now?: number },
+    input: {
+      id: string;
+      type?: string;
+      types?: readonly string[];
+      from: readonly JobState[];
+      now?: number;
+      rerun?: RestartInput['rerun'];
+    },
     change: (job: Job) => DueAttributes,
     replay?: { state: JobState; updatedAt: string },
   ): ControlResult {
     const job = this.store.peek(input.id);
     if (!job) return { kind: 'missing' };
+    const seen = input.rerun?.seen;
     const allowed =
+      // a rerun: still the incarnation and the journal series it read
+      (seen === undefined || (job.createdAt === seen.createdAt && job.journal === seen.journal)) &&
       (input.type === undefined || job.type === input.type) &&
       (input.types === undefined || input.types.includes(job.type)) &&
       input.from.includes(job.state) &&
@@ -74,7 +84,10 @@ export class FakeJobControl implements JobControl {
     );
   }
 
-  /** Keeps the token and `leaseExpiresAt` (the claim's fence), the errors and the last writer. */
+  /**
+   * Keeps the token and `leaseExpiresAt` (the claim's fence), the errors and the last writer. A
+   * rerun also needs the incarnation and journal series it read, as the adapter's condition does.
+   */
   async restart(input: RestartInput) {
     return this.apply(
       input,

@@ -578,6 +578,17 @@ describe('commands', () => {
     ]);
   });
 
+  it('rerun sends its step and payload, and prints the queued job', async () => {
+    const peer = await startPeer(() => ({ body: jobView({ state: 'queued' }) }));
+    const out = await run(['rerun', 'job-1', '--from-step', 'charge', '--payload', '{"total":42}'], { url: peer.url });
+    expect(out.stdout).toMatch(/^queued job job-1, from step charge\n/);
+    expect((await run(['rerun', 'job-1'], { url: peer.url })).stdout).toMatch(/^queued job job-1, from the start\n/);
+    expect(peer.requests.map((r) => `${r.method} ${r.rawUrl} ${JSON.stringify(r.json)}`)).toEqual([
+      'POST /jobs/job-1/rerun {"fromStep":"charge","payload":{"total":42}}',
+      'POST /jobs/job-1/rerun {}',
+    ]);
+  });
+
   it('limits set and unset call the limits route; key shows where each limit comes from', async () => {
     const limits = (source: 'spec' | 'runtime') => [
       {

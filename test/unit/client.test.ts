@@ -186,12 +186,18 @@ describe('request building', () => {
     await client.latest('send-email');
     await client.cancel('job-1');
     await client.retry('job-1');
+    await client.rerun('job-1', { fromStep: 'charge', payload: { total: 42 } });
+    await client.rerun('job-2');
     expect(peer.requests.map((r) => `${r.method} ${r.rawUrl}`)).toEqual([
       'GET /prefix/jobs/a.b_c-1',
       'GET /prefix/types/send-email/latest',
       'POST /prefix/jobs/job-1/cancel',
       'POST /prefix/jobs/job-1/retry',
+      'POST /prefix/jobs/job-1/rerun',
+      'POST /prefix/jobs/job-2/rerun',
     ]);
+    expect(peer.requests[4]?.json).toEqual({ fromStep: 'charge', payload: { total: 42 } });
+    expect(peer.requests[5]?.json).toEqual({});
     expect(peer.requests[0]?.headers['content-type']).toBeUndefined();
   });
 

@@ -7,6 +7,7 @@
  * DynamoDB calls are recorded from the request the SDK sends (recording-proxy.ts `describeCall`).
  */
 import { describe, expect, it } from 'vitest';
+import { journalKey } from '../../shared/core/journal';
 import type { DeployedApp } from '../deployed/deploy';
 import { type IamProofInput, iamFailures, iamRequestsOf, proveIam, renderIamReport } from '../deployed/iam-proof';
 import { type AwsCallRecord, describeCall, type Principal } from '../deployed/recording-proxy';
@@ -411,6 +412,14 @@ describe('dynamodb:LeadingKeys: the partition key values a DynamoDB request name
     expect(renderIamReport(proof, { writtenAt: 'now', calls: 2 })).toContain(
       'DynamoDB requests evaluated with `dynamodb:LeadingKeys` (the partition key values they name): dynamodb:Query 2.',
     );
+  });
+
+  it("allows the Query of a rerun's journal series: its partition still ends in #journal", async () => {
+    const series = journalKey({ jobId: 'x', incarnation: 'mbx3k2p4', series: 'r1.mbx3k2q0a1b2c3' }, 'step', 'a').pk;
+    expect(series).toBe('job#x#mbx3k2p4.r1.mbx3k2q0a1b2c3#journal');
+    const proof = await proveIam({ ...setup([journalQuery]), calls: [query(series)] });
+    expect(proof.denied).toEqual([]);
+    expect(proof.grants.find((g) => g.action === 'dynamodb:Query')?.uses).toBe(1);
   });
 
   it("reads a Query's partition key from its key condition: names, a sort key condition, an index's key", () => {

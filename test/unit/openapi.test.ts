@@ -80,6 +80,7 @@ describe('GET /openapi.json document', () => {
         'post /jobs/batch',
         'post /jobs/{id}/cancel',
         'post /jobs/{id}/retry',
+        'post /jobs/{id}/rerun',
         'post /jobs/{id}/signals/{name}',
         'get /types/{type}/latest',
         'get /types/{type}/keys',

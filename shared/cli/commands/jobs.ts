@@ -189,6 +189,36 @@ const retry: Command = {
   },
 };
 
+const rerun: Command = {
+  path: ['rerun'],
+  args: ['id'],
+  summary: 'run a job that ended again from a step, with a corrected payload',
+  options: {
+    'from-step': {
+      type: 'string',
+      value: 'STEP',
+      description: 'keep the steps recorded before STEP and run it and the rest again (default: from the start)',
+    },
+    payload: { type: 'string', value: 'JSON', description: "a corrected payload, a JSON object (default: the job's)" },
+    'payload-file': { type: 'string', value: 'FILE', description: 'read the payload from FILE (- for stdin)' },
+  },
+  examples: [`orrery rerun order-1234 --from-step charge --payload '{"orderId":"o-1","total":42}'`],
+  async run(context, args, options) {
+    const payload = await payloadOption(context, options, 'rerun');
+    const fromStep = stringOption(options, 'from-step');
+    const job = await context.client().rerun(args.id as string, {
+      ...(fromStep !== undefined ? { fromStep } : {}),
+      ...(payload !== undefined ? { payload } : {}),
+    });
+    const from = fromStep === undefined ? 'from the start' : `from step ${context.style.bold(fromStep)}`;
+    return showJob(
+      context,
+      job,
+      `${context.style.state(job.state, job.state)} job ${context.style.bold(job.id)}, ${from}`,
+    );
+  },
+};
+
 const signal: Command = {
   path: ['signal'],
   args: ['id', 'name'],
@@ -219,4 +249,4 @@ const signal: Command = {
   },
 };
 
-export const jobCommands: Command[] = [enqueue, get, list, latest, cancel, retry, signal];
+export const jobCommands: Command[] = [enqueue, get, list, latest, cancel, retry, rerun, signal];

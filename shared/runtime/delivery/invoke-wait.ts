@@ -4,8 +4,8 @@
  */
 import type { InvokeStart } from '../../core/invoke';
 import type { Job, WakeWait } from '../../core/job';
+import { journalScopeOf } from '../../core/journal';
 import { METRIC } from '../../core/metrics';
-import { incarnationOf } from '../../core/table';
 import { childReader, startInvoked } from '../../dispatch/invoke';
 import { releaseEndedInvokes } from '../../dispatch/release';
 import { errorFields, type Logger } from '../../logger';
@@ -85,7 +85,7 @@ export async function lookAtInvoked(
 export async function lookAgainAtInvoked(kit: WorkerKit, job: Job, log: Logger): Promise<'done' | 'retry'> {
   const journal = kit.deps.journal;
   if (!journal) return 'done';
-  const entries = await journal.load({ jobId: job.id, incarnation: incarnationOf(job.createdAt) });
+  const entries = await journal.load(journalScopeOf(job));
   const open: InvokeStart[] = [];
   for (const [key, entry] of entries) {
     if (!key.startsWith('invoke#')) continue;
