@@ -339,6 +339,39 @@ describe('POST /jobs/{id}/rerun: an accepted rerun', () => {
     expect(late.kind).toBe('refused');
     expect(h.store.peek('o-6')?.journal).toBe('r1.other');
   });
+
+  it('of two reruns made in the same millisecond, one starts the job and the other answers 409', async () => {
+    const h = setup();
+    await h.seed('o-9');
+    // the clock does not move between them: the loser's refused write looks like the winner's
+    const [a, b] = await Promise.all([
+      h.call('/jobs/o-9/rerun', { fromStep: 'three', payload: { customer: 'c-1', total: 11 } }),
+      h.call('/jobs/o-9/rerun', { fromStep: 'two', payload: { customer: 'c-1', total: 22 } }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const [won, lost] = a.status === 200 ? [a, b] : [b, a];
+    // the job it read is queued now: illegal_state (job_changed when it is rerunnable again)
+    expect(['illegal_state', 'job_changed']).toContain(lost.body.error.code);
+    // what the winner answered is what runs: its payload, and the series it wrote
+    const job = h.store.peek('o-9') as Job;
+    expect(job.payload).toEqual(won.body.payload);
+    expect(h.queue.sent.map((m) => m.message.id)).toEqual(['o-9']);
+  });
+
+  it('a rerun that lost to a retry in the same millisecond answers 409, not 200', async () => {
+    const h = setup();
+    const seen = await h.seed('o-10');
+    const control = new FakeJobControl(h.store);
+    expect((await control.restart({ id: 'o-10', from: ['failed'], now: T0 })).kind).toBe('applied');
+    const late = await control.restart({
+      id: 'o-10',
+      from: ['failed'],
+      now: T0,
+      rerun: { seen, journal: 'r1.late', payload: { value: { customer: 'c-1', total: 99 }, hash: 'h' } },
+    });
+    expect(late.kind).toBe('refused');
+    expect(h.store.peek('o-10')?.journal).toBeUndefined();
+  });
 });
 
 describe('a rerun run starts what it dropped anew', () => {
