@@ -14,7 +14,7 @@ import { SignalsService } from '../../shared/api/signals-service';
 import { ManualClock } from '../../shared/core/clock';
 import { invokedChildId } from '../../shared/core/invoke';
 import type { Job } from '../../shared/core/job';
-import { defineJobType } from '../../shared/core/job-type';
+import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import {
   cutJournal,
   entryName,
@@ -95,8 +95,8 @@ const catalog = [
   }),
 ];
 
-function setup() {
-  const config = testConfig(['order']);
+function setup(types: readonly JobTypeSpec[] = catalog) {
+  const config = testConfig(types.map((t) => t.type));
   const store = new FakeJobStore();
   const queue = new FakeJobQueue();
   const journal = new FakeJournal();
@@ -105,7 +105,7 @@ function setup() {
   const api = createApiHandler({
     access: allowEveryone(),
     config,
-    catalog,
+    catalog: types,
     store,
     queue,
     scheduler: new FakeJobScheduler(),
@@ -194,6 +194,21 @@ describe('POST /jobs/{id}/rerun: refusals write nothing', () => {
     expect(unknownField.status).toBe(400);
     expect(h.records()).toBe(recorded);
     expect(h.store.peek('o-2')).toEqual(before);
+    expect(h.queue.sent).toHaveLength(0);
+  });
+
+  it('answers 400 for a corrected payload that is not a JSON object, as an enqueue does, whatever the schema', async () => {
+    const loose = defineJobType({ type: 'order', payload: z.unknown() });
+    const h = setup([loose]);
+    const before = await h.seed('o-11');
+    const recorded = h.records();
+    for (const payload of ['text', [1, 2], 7, null]) {
+      const response = await h.call('/jobs/o-11/rerun', { fromStep: 'three', payload });
+      expect(response.status).toBe(400);
+      expect(response.body.error).toMatchObject({ issues: [{ path: 'payload' }] });
+    }
+    expect(h.records()).toBe(recorded);
+    expect(h.store.peek('o-11')).toEqual(before);
     expect(h.queue.sent).toHaveLength(0);
   });
 
