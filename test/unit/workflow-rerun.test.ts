@@ -205,7 +205,7 @@ describe('POST /jobs/{id}/rerun: refusals write nothing', () => {
     for (const payload of ['text', [1, 2], 7, null]) {
       const response = await h.call('/jobs/o-11/rerun', { fromStep: 'three', payload });
       expect(response.status).toBe(400);
-      expect(response.body.error).toMatchObject({ issues: [{ path: 'payload' }] });
+      expect(response.body.error).toMatchObject({ code: 'validation_failed', issues: [{ path: 'payload' }] });
     }
     expect(h.records()).toBe(recorded);
     expect(h.store.peek('o-11')).toEqual(before);
