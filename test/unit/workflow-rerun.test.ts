@@ -493,3 +493,31 @@ describe('a rerun run starts what it dropped anew', () => {
     ).toBeUndefined();
   });
 });
+
+describe('a corrected payload of a job enqueued with its own concurrency or singleton key', () => {
+  const regional = defineJobType({
+    type: 'order',
+    payload: z.object({ customer: z.string(), total: z.number(), region: z.string().optional() }),
+    concurrency: [{ limit: 2, key: (p: { region?: string }) => p.region as string }],
+  });
+
+  it('is checked against the key the job was given (concurrencyKey), not one its payload cannot give', async () => {
+    const h = setup([regional]);
+    // enqueued with concurrencyKey 'eu': the payload names no region, the job's key is the one given
+    await h.seed('o-12', { flowKeys: ['eu'] });
+    const same = await h.call('/jobs/o-12/rerun', { fromStep: 'three', payload: { customer: 'c-1', total: 12 } });
+    expect(same.status).toBe(200);
+    expect(h.store.peek('o-12')).toMatchObject({ flowKeys: ['eu'], payload: { customer: 'c-1', total: 12 } });
+  });
+
+  it('still refuses a payload whose key the job took from its payload changes', async () => {
+    const h = setup([regional]);
+    await h.seed('o-13', { flowKeys: ['eu'], payload: { customer: 'c-1', total: 10, region: 'eu' } });
+    const moved = await h.call('/jobs/o-13/rerun', { payload: { customer: 'c-1', total: 10, region: 'us' } });
+    expect(moved.status).toBe(400);
+    expect(moved.body.error).toMatchObject({ code: 'keys_changed', issues: [{ path: 'payload' }] });
+    const lost = await h.call('/jobs/o-13/rerun', { payload: { customer: 'c-1', total: 10 } });
+    expect(lost.status).toBe(400);
+    expect(h.store.peek('o-13')?.state).toBe('failed');
+  });
+});
