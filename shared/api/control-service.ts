@@ -60,6 +60,37 @@ export interface RerunRequest {
 /** How many kept entries a rerun copies at once. */
 const COPY_CONCURRENCY = 16;
 
+/**
+ * The keys a job was given at enqueue instead of its payload's (`concurrencyKey`, `singletonKey`):
+ * a stored key that its payload does not give (or cannot: the key function throws on it). The
+ * concurrency override is the first keyed limit's, as `resolveFlowKeys` applies it.
+ */
+function givenKeys(spec: JobTypeSpec, job: Job): { concurrency?: string; singleton?: string } {
+  const fromPayload = <T>(resolve: () => T): T | undefined => {
+    try {
+      return resolve();
+    } catch {
+      return undefined;
+    }
+  };
+  const given: { concurrency?: string; singleton?: string } = {};
+  const limits = spec.concurrency;
+  if (limits && job.flowKeys) {
+    const first = limits.findIndex((limit) => !limit.fairBy && limit.key);
+    const stored = first >= 0 ? job.flowKeys[first] : undefined;
+    if (stored !== undefined && fromPayload(() => resolveFlowKeys(limits, job.payload))?.[first] !== stored) {
+      given.concurrency = stored;
+    }
+  }
+  const singleton = spec.singleton;
+  if (singleton?.key && job.singletonKey !== undefined) {
+    if (fromPayload(() => resolveSingletonKey(singleton, job.payload)) !== job.singletonKey) {
+      given.singleton = job.singletonKey;
+    }
+  }
+  return given;
+}
+
 function illegalState(job: Pick<Job, 'id' | 'state'>, action: string, allowed: readonly JobState[]): ConflictError {
   return new ConflictError(
     `job ${job.id} is ${job.state}; only a job that is ${allowed.join(', ')} can be ${action}`,
@@ -374,11 +405,13 @@ export class ControlService {
       code: 'invalid_payload',
       prefix: 'payload',
     });
+    // a key the job was given at enqueue (`concurrencyKey`, `singletonKey`) stands for both payloads
+    const given = givenKeys(spec, job);
     const keysOf = (payload: unknown) => {
       try {
         return JSON.stringify([
-          spec.concurrency ? resolveFlowKeys(spec.concurrency, payload) : null,
-          spec.singleton ? resolveSingletonKey(spec.singleton, payload) : null,
+          spec.concurrency ? resolveFlowKeys(spec.concurrency, payload, given.concurrency) : null,
+          spec.singleton ? resolveSingletonKey(spec.singleton, payload, given.singleton) : null,
           spec.throttle ? resolvePaceKey(spec.throttle, payload, 'throttle') : null,
         ]);
       } catch (error) {

@@ -734,9 +734,10 @@ export const rerunRequestSchema = z
       description:
         "The name of a recorded journal entry (a step, an emit's `emit:<event>`, a sleep, a signal or event wait, an invoke): the entries recorded before it are kept, it and every later one dropped. @default the job runs again from the start (nothing kept)",
     }),
-    payload: z.unknown().optional().meta({
+    // a JSON object, as an enqueue's payload must be (enqueueRequestSchema), whatever the type's schema takes
+    payload: z.record(z.string(), z.unknown(), 'must be a JSON object').optional().meta({
       description:
-        "A corrected payload, validated as an enqueue's (the type's schema, 256 KiB); it must give the concurrency, singleton and throttle keys the job has. @default the job's payload",
+        "A corrected payload, validated as an enqueue's (a JSON object, the type's schema, 256 KiB); it must give the concurrency, singleton and throttle keys the job has. @default the job's payload",
     }),
   })
   .strict();

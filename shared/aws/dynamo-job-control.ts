@@ -141,7 +141,11 @@ export class DynamoJobControl implements JobControl {
     condition: string;
     values: Record<string, AttributeValue>;
     names?: Record<string, string>;
-    replay?: { state: JobState; updatedAt: string };
+    /**
+     * What this write leaves behind, to tell its own replay (a lost answer) from another write:
+     * the state and time, and for a rerun its journal series (two writes may share a millisecond).
+     */
+    replay?: { state: JobState; updatedAt: string; journal?: string };
     next: (old: Job) => Job;
     legacyKey?: string;
   }): Promise<Outcome> {
@@ -170,8 +174,12 @@ export class DynamoJobControl implements JobControl {
         if (!error.Item) return { result: { kind: 'missing' }, legacy: false };
         // as every job the adapters return: with its error history (read only when it has errors)
         const job = await withHistory(this.client, this.tableName, error.Item);
+        const { replay } = input;
         const ours =
-          input.replay !== undefined && job.state === input.replay.state && job.updatedAt === input.replay.updatedAt;
+          replay !== undefined &&
+          job.state === replay.state &&
+          job.updatedAt === replay.updatedAt &&
+          (replay.journal === undefined || job.journal === replay.journal);
         const legacy = input.legacyKey !== undefined && error.Item[input.legacyKey] === undefined;
         return { result: { kind: ours ? 'applied' : 'refused', job }, legacy };
       }
@@ -281,7 +289,8 @@ export class DynamoJobControl implements JobControl {
         ...(input.type !== undefined ? { ':type': S(input.type) } : {}),
       },
       names: { '#result': 'result', ...control.names, ...(rerun?.names ?? {}) },
-      replay: { state: 'queued', updatedAt: iso(input.now) },
+      // a rerun's series is its own: another rerun or a retry in the same millisecond is not its replay
+      replay: { state: 'queued', updatedAt: iso(input.now), ...(input.rerun ? { journal: input.rerun.journal } : {}) },
       next: (old) => restartedJob(old, input),
     });
     const full = trims < MAX_TRIMS ? fullControls(input, result) : undefined;

@@ -418,6 +418,35 @@ describe('DynamoJobControl against DynamoDB Local', () => {
     expect(live.kind).toBe('refused');
     expect(await store.get(job.id)).toMatchObject({ state: 'queued', journal: 'r1.first', reruns: 1 });
   });
+
+  it('refuses a rerun that lost to another rerun or a retry written in the same millisecond; its own replay stands', async () => {
+    const job = newJob({ id: 'rerun-same-ms', state: 'failed', attempts: 1, expiresAt: 1_900_000_000 });
+    await store.create(job);
+    const now = T0 + 20_000;
+    const input = { id: job.id, type: 'echo', from: RERUNNABLE_STATES, now };
+    const first = await control.restart({ ...input, rerun: { seen: job, journal: 'r1.first' } });
+    expect(first.kind).toBe('applied');
+    // a lost answer's replay (the same write again) is still this rerun's success
+    expect((await control.restart({ ...input, rerun: { seen: job, journal: 'r1.first' } })).kind).toBe('applied');
+    // a second rerun that read the job before the first, in the same millisecond: not its job
+    const second = await control.restart({ ...input, rerun: { seen: job, journal: 'r1.second' } });
+    expect(second.kind).toBe('refused');
+    expect(await store.get(job.id)).toMatchObject({ state: 'queued', journal: 'r1.first', reruns: 1 });
+
+    const other = newJob({ id: 'rerun-after-retry', state: 'failed', attempts: 1, expiresAt: 1_900_000_000 });
+    await store.create(other);
+    const retry = await control.restart({ id: other.id, type: 'echo', from: RERUNNABLE_STATES, now });
+    expect(retry.kind).toBe('applied');
+    const rerun = await control.restart({
+      id: other.id,
+      type: 'echo',
+      from: RERUNNABLE_STATES,
+      now,
+      rerun: { seen: other, journal: 'r1.late' },
+    });
+    expect(rerun.kind).toBe('refused');
+    expect((await store.get(other.id))?.journal).toBeUndefined();
+  });
 });
 
 describe('DynamoJobControl without the type (no read before the write)', () => {

@@ -48,7 +48,7 @@ export class FakeJobControl implements JobControl {
       rerun?: RestartInput['rerun'];
     },
     change: (job: Job) => DueAttributes,
-    replay?: { state: JobState; updatedAt: string },
+    replay?: { state: JobState; updatedAt: string; journal?: string },
   ): ControlResult {
     const job = this.store.peek(input.id);
     if (!job) return { kind: 'missing' };
@@ -62,7 +62,11 @@ export class FakeJobControl implements JobControl {
       (input.now === undefined || !pastRetention(job, input.now));
     if (!allowed) {
       // The adapter's replay rule: the stored job is exactly what this write left behind.
-      const ours = replay !== undefined && job.state === replay.state && job.updatedAt === replay.updatedAt;
+      const ours =
+        replay !== undefined &&
+        job.state === replay.state &&
+        job.updatedAt === replay.updatedAt &&
+        (replay.journal === undefined || job.journal === replay.journal);
       return { kind: ours ? 'applied' : 'refused', job };
     }
     const next = this.store.peek(input.id) as Job;
@@ -97,7 +101,7 @@ export class FakeJobControl implements JobControl {
         Object.assign(job, next);
         return jobDueAttributes({ id: job.id, state: 'queued', runAt: job.runAt });
       },
-      { state: 'queued', updatedAt: iso(input.now) },
+      { state: 'queued', updatedAt: iso(input.now), ...(input.rerun ? { journal: input.rerun.journal } : {}) },
     );
   }
 

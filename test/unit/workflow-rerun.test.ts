@@ -14,7 +14,7 @@ import { SignalsService } from '../../shared/api/signals-service';
 import { ManualClock } from '../../shared/core/clock';
 import { invokedChildId } from '../../shared/core/invoke';
 import type { Job } from '../../shared/core/job';
-import { defineJobType } from '../../shared/core/job-type';
+import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import {
   cutJournal,
   entryName,
@@ -95,8 +95,8 @@ const catalog = [
   }),
 ];
 
-function setup() {
-  const config = testConfig(['order']);
+function setup(types: readonly JobTypeSpec[] = catalog) {
+  const config = testConfig(types.map((t) => t.type));
   const store = new FakeJobStore();
   const queue = new FakeJobQueue();
   const journal = new FakeJournal();
@@ -105,7 +105,7 @@ function setup() {
   const api = createApiHandler({
     access: allowEveryone(),
     config,
-    catalog,
+    catalog: types,
     store,
     queue,
     scheduler: new FakeJobScheduler(),
@@ -194,6 +194,21 @@ describe('POST /jobs/{id}/rerun: refusals write nothing', () => {
     expect(unknownField.status).toBe(400);
     expect(h.records()).toBe(recorded);
     expect(h.store.peek('o-2')).toEqual(before);
+    expect(h.queue.sent).toHaveLength(0);
+  });
+
+  it('answers 400 for a corrected payload that is not a JSON object, as an enqueue does, whatever the schema', async () => {
+    const loose = defineJobType({ type: 'order', payload: z.unknown() });
+    const h = setup([loose]);
+    const before = await h.seed('o-11');
+    const recorded = h.records();
+    for (const payload of ['text', [1, 2], 7, null]) {
+      const response = await h.call('/jobs/o-11/rerun', { fromStep: 'three', payload });
+      expect(response.status).toBe(400);
+      expect(response.body.error).toMatchObject({ code: 'validation_failed', issues: [{ path: 'payload' }] });
+    }
+    expect(h.records()).toBe(recorded);
+    expect(h.store.peek('o-11')).toEqual(before);
     expect(h.queue.sent).toHaveLength(0);
   });
 
@@ -339,6 +354,39 @@ describe('POST /jobs/{id}/rerun: an accepted rerun', () => {
     expect(late.kind).toBe('refused');
     expect(h.store.peek('o-6')?.journal).toBe('r1.other');
   });
+
+  it('of two reruns made in the same millisecond, one starts the job and the other answers 409', async () => {
+    const h = setup();
+    await h.seed('o-9');
+    // the clock does not move between them: the loser's refused write looks like the winner's
+    const [a, b] = await Promise.all([
+      h.call('/jobs/o-9/rerun', { fromStep: 'three', payload: { customer: 'c-1', total: 11 } }),
+      h.call('/jobs/o-9/rerun', { fromStep: 'two', payload: { customer: 'c-1', total: 22 } }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const [won, lost] = a.status === 200 ? [a, b] : [b, a];
+    // the job it read is queued now: illegal_state (job_changed when it is rerunnable again)
+    expect(['illegal_state', 'job_changed']).toContain(lost.body.error.code);
+    // what the winner answered is what runs: its payload, and the series it wrote
+    const job = h.store.peek('o-9') as Job;
+    expect(job.payload).toEqual(won.body.payload);
+    expect(h.queue.sent.map((m) => m.message.id)).toEqual(['o-9']);
+  });
+
+  it('a rerun that lost to a retry in the same millisecond answers 409, not 200', async () => {
+    const h = setup();
+    const seen = await h.seed('o-10');
+    const control = new FakeJobControl(h.store);
+    expect((await control.restart({ id: 'o-10', from: ['failed'], now: T0 })).kind).toBe('applied');
+    const late = await control.restart({
+      id: 'o-10',
+      from: ['failed'],
+      now: T0,
+      rerun: { seen, journal: 'r1.late', payload: { value: { customer: 'c-1', total: 99 }, hash: 'h' } },
+    });
+    expect(late.kind).toBe('refused');
+    expect(h.store.peek('o-10')?.journal).toBeUndefined();
+  });
 });
 
 describe('a rerun run starts what it dropped anew', () => {
@@ -443,5 +491,33 @@ describe('a rerun run starts what it dropped anew', () => {
     expect(
       await journal.get({ jobId: 'w-1', incarnation: scope.incarnation, kind: 'signal', name: 'payment' }),
     ).toBeUndefined();
+  });
+});
+
+describe('a corrected payload of a job enqueued with its own concurrency or singleton key', () => {
+  const regional = defineJobType({
+    type: 'order',
+    payload: z.object({ customer: z.string(), total: z.number(), region: z.string().optional() }),
+    concurrency: [{ limit: 2, key: (p: { region?: string }) => p.region as string }],
+  });
+
+  it('is checked against the key the job was given (concurrencyKey), not one its payload cannot give', async () => {
+    const h = setup([regional]);
+    // enqueued with concurrencyKey 'eu': the payload names no region, the job's key is the one given
+    await h.seed('o-12', { flowKeys: ['eu'] });
+    const same = await h.call('/jobs/o-12/rerun', { fromStep: 'three', payload: { customer: 'c-1', total: 12 } });
+    expect(same.status).toBe(200);
+    expect(h.store.peek('o-12')).toMatchObject({ flowKeys: ['eu'], payload: { customer: 'c-1', total: 12 } });
+  });
+
+  it('still refuses a payload whose key the job took from its payload changes', async () => {
+    const h = setup([regional]);
+    await h.seed('o-13', { flowKeys: ['eu'], payload: { customer: 'c-1', total: 10, region: 'eu' } });
+    const moved = await h.call('/jobs/o-13/rerun', { payload: { customer: 'c-1', total: 10, region: 'us' } });
+    expect(moved.status).toBe(400);
+    expect(moved.body.error).toMatchObject({ code: 'keys_changed', issues: [{ path: 'payload' }] });
+    const lost = await h.call('/jobs/o-13/rerun', { payload: { customer: 'c-1', total: 10 } });
+    expect(lost.status).toBe(400);
+    expect(h.store.peek('o-13')?.state).toBe('failed');
   });
 });
