@@ -65,7 +65,7 @@ describe('devConfigJobs', () => {
 
   it('rejects an entry that is not a job definition, by index', () => {
     expect(() => devConfigJobs({ jobs: [echo, echo.spec] }, file)).toThrow(
-      /jobs\[1\] is not a job definition \(what defineJob returns, with spec.type and run\): it is an object with keys/,
+      /jobs\[1\] is not a job definition \(what defineJob or defineBatchJob returns, with spec.type and run or runBatch\): it is an object with keys/,
     );
     expect(() => devConfigJobs({ jobs: ['echo'] }, file)).toThrow(/jobs\[0\] is not a job definition.*it is string/);
   });
