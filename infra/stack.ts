@@ -4,12 +4,17 @@ import type { Construct } from 'constructs';
 import {
   accountSyncJob,
   apiCallJob,
+  awaitParcelJob,
   echoJob,
   flakyJob,
   fulfilOrderJob,
   packItemJob,
+  priceItemJob,
+  quoteOrderJob,
   reindexJob,
+  sendReceiptJob,
   shipOrderJob,
+  shipParcelJob,
   sleepJob,
   tenantSyncJob,
   welcomeEmailJob,
@@ -66,6 +71,12 @@ export class OrreryStack extends Stack {
     this.platform.addJobType({ spec: fulfilOrderJob, entry: 'functions/jobs/fulfil-order.ts' });
     this.platform.addJobType({ spec: packItemJob, entry: 'functions/jobs/pack-item.ts' });
     this.platform.addJobType({ spec: shipOrderJob, entry: 'functions/jobs/ship-order.ts' });
+    // composition: an invoke and its children, an event waited for and its sender, a batch handler
+    this.platform.addJobType({ spec: quoteOrderJob, entry: 'functions/jobs/quote-order.ts' });
+    this.platform.addJobType({ spec: priceItemJob, entry: 'functions/jobs/price-item.ts' });
+    this.platform.addJobType({ spec: awaitParcelJob, entry: 'functions/jobs/await-parcel.ts' });
+    this.platform.addJobType({ spec: shipParcelJob, entry: 'functions/jobs/ship-parcel.ts' });
+    this.platform.addJobType({ spec: sendReceiptJob, entry: 'functions/jobs/send-receipt.ts' });
     for (const arn of props.admins ?? []) this.platform.grantAdmin({ grantPrincipal: new ArnPrincipal(arn) });
     for (const [arn, grants] of Object.entries(props.callers ?? {})) {
       const caller = { grantPrincipal: new ArnPrincipal(arn) };

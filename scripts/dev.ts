@@ -7,6 +7,7 @@
  */
 import { runDevLoop } from '../shared/cli/commands/dev';
 import { buildUi, UI_DIST } from '../ui/build';
+import { compositionText } from './dev-examples';
 
 const port = Number(process.env.ORRERY_PORT ?? 4600);
 
@@ -36,6 +37,10 @@ A workflow (docs/workflows.md): an order flow, its steps, a wait for the payment
   curl -s ${url}/flows/order-7                     # o7 waits for the signal "payment", the rest for their parents
   curl -s -X POST ${url}/jobs/o7/signals/payment -H 'content-type: application/json' -d '{"payload":{"amount":42,"reference":"pay-1"}}'
   curl -s ${url}/flows/order-7                     # o7 sleeps 10 s, then the packs run, then o7-ship
+
+Composition (docs/workflows.md, docs/events.md):
+
+${compositionText(url)}
 
 Point other tools at it with:  export ORRERY_URL=${url}
 Or the CLI (another terminal):  export ORRERY_URL=${url}; npx orrery watch "$(npx orrery enqueue flaky --payload '{"failTimes":2}' -q)"

@@ -125,6 +125,60 @@ export const shipOrderJob = defineJobType({
   timeoutMs: 10_000,
 });
 
+/**
+ * `quote-order`: prices an order by invoking one `price-item` job per item (`ctx.invoke`, all in one
+ * `Promise.all`: the attempt ends once, and the job resumes once, after the last item is priced),
+ * then adds up their results (docs/workflows.md, "Invoke").
+ */
+export const quoteOrderJob = defineJobType({
+  type: 'quote-order',
+  payload: z.strictObject({ orderId: z.string(), items: z.array(z.string()).check(z.minLength(1), z.maxLength(50)) }),
+  timeoutMs: 30_000,
+});
+
+/** `price-item`: prices one item (a deterministic made-up price); `quote-order` invokes it. */
+export const priceItemJob = defineJobType({
+  type: 'price-item',
+  payload: z.strictObject({ orderId: z.string(), item: z.string() }),
+  timeoutMs: 10_000,
+});
+
+/**
+ * `parcel.shipped`: sent by a `ship-parcel` job (`ctx.emit`); an `await-parcel` job of the same
+ * order waits for it, matched on `orderId` (docs/workflows.md, "Events: ctx.emit and ctx.waitForEvent").
+ */
+export const parcelShippedEvent = defineEvent(
+  'parcel.shipped',
+  z.strictObject({ orderId: z.string(), trackingId: z.string() }),
+  { matchOn: ['orderId'] },
+);
+
+/** `await-parcel`: waits (up to an hour, no Lambda running) for the `parcel.shipped` event of its order. */
+export const awaitParcelJob = defineJobType({
+  type: 'await-parcel',
+  payload: z.strictObject({ orderId: z.string() }),
+  timeoutMs: 10_000,
+  waitsFor: [parcelShippedEvent],
+});
+
+/** `ship-parcel`: ships an order's parcel and announces it with the `parcel.shipped` event (`ctx.emit`). */
+export const shipParcelJob = defineJobType({
+  type: 'ship-parcel',
+  payload: z.strictObject({ orderId: z.string() }),
+  timeoutMs: 10_000,
+});
+
+/**
+ * `send-receipt`: a batch type (`defineBatchJob`): its handler gets up to 10 receipts per call,
+ * gathered for up to 2 s, and answers one outcome per receipt; each keeps its own attempts.
+ */
+export const sendReceiptJob = defineJobType({
+  type: 'send-receipt',
+  payload: z.strictObject({ orderId: z.string(), email: z.string() }),
+  timeoutMs: 10_000,
+  batch: { maxSize: 10, maxWaitSeconds: 2 },
+});
+
 export const catalog = [
   echoJob,
   flakyJob,
@@ -137,4 +191,9 @@ export const catalog = [
   fulfilOrderJob,
   packItemJob,
   shipOrderJob,
+  quoteOrderJob,
+  priceItemJob,
+  awaitParcelJob,
+  shipParcelJob,
+  sendReceiptJob,
 ] as const;

@@ -16,6 +16,7 @@ import { type ControlPlaneAdapters, createControlPlane } from './control-plane';
 import { EventsService } from './events-service';
 import { FlowsService } from './flows-service';
 import { bodyLimitFor, errorResponse, fromFunctionUrlEvent, type HttpResponse, type Route, route } from './http';
+import { InvokedService } from './invoked-service';
 import { jobTypeOf } from './job-type-of';
 import { JobsService } from './jobs-service';
 import { batchRoutes } from './routes/batch';
@@ -24,6 +25,7 @@ import { dlqRoutes } from './routes/dlq';
 import { eventRoutes } from './routes/events';
 import { flowRoutes } from './routes/flow';
 import { flowsRoutes } from './routes/flows';
+import { invokedRoutes } from './routes/invoked';
 import { jobControlRoutes } from './routes/job-control';
 import { jobRoutes } from './routes/jobs';
 import { listRoutes } from './routes/list';
@@ -139,6 +141,10 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
     ),
   );
   if (signals) routes.push(...signalRoutes(signals, typeOf));
+  if (deps.journal) {
+    const invoked = new InvokedService({ store: deps.store, journal: deps.journal, clock: deps.clock ?? systemClock });
+    routes.push(...invokedRoutes(invoked, typeOf));
+  }
   routes.push(...openApiRoutes());
 
   return async (event) => {

@@ -3,6 +3,7 @@ import { enqueueRequestSchema } from '../core/enqueue';
 import { scheduleRequestSchema, scheduleUpdateSchema } from '../schedules/request';
 import { eventBatchViewSchema, eventJobsSchema, eventsRequestDocSchema, eventViewSchema } from './events-service';
 import { flowRequestSchema } from './flows-service';
+import { invokedPageSchema } from './invoked-service';
 import {
   attemptErrorSchema,
   batchItemResultSchema,
@@ -295,6 +296,21 @@ export const OPERATIONS: ApiOperation[] = [
     summary: 'Get a job',
     pathParams: jobIdParam,
     responses: { '200': { description: 'The job', schema: jobViewSchema }, ...errors('404', '429', '503') },
+  },
+  {
+    method: 'get',
+    path: '/jobs/{id}/invoked',
+    operationId: 'listInvoked',
+    summary: 'The jobs a job invoked (`ctx.invoke`), with their states',
+    description:
+      "Read from the job's journal (its `invoke#` entries), 100 a page in the order of the invokes; one read of each " +
+      'job on the page. Jobs of types the caller may not read are left out. 404 `job_not_found` when the job is not stored.',
+    pathParams: jobIdParam,
+    query: z.object({ cursor: z.string().optional().meta({ description: "A previous page's `nextCursor`" }) }),
+    responses: {
+      '200': { description: 'A page of invoked jobs', schema: invokedPageSchema },
+      ...errors('400', '404', '429', '503'),
+    },
   },
   {
     method: 'get',

@@ -129,6 +129,10 @@ export const jobViewSchema = z
       .array(jobId)
       .optional()
       .meta({ description: 'Only for a job others depend on: the jobs registered as its children' }),
+    invokedBy: z.array(jobId).optional().meta({
+      description:
+        "Only for a job started by `ctx.invoke`: the jobs that invoked it (also among `children`); a job's invoked jobs are `GET /jobs/{id}/invoked`",
+    }),
     resumes: z
       .int()
       .optional()

@@ -20,7 +20,12 @@ import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type GrantsDocument, principalId, readGrantsDocument } from '../core/access';
+import type { BatchJobDefinition } from '../runtime/batch-worker';
 import type { JobDefinition } from '../runtime/job-definition';
+
+/** A job definition `orrery dev` runs: `defineJob`'s, or `defineBatchJob`'s (a batch handler). */
+export type DevJob = JobDefinition | BatchJobDefinition;
+
 import { CliConfigError } from './config';
 
 /** The names `orrery dev` looks for in the app's directory, in this order. */
@@ -63,10 +68,15 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-function isDefinition(value: unknown): value is JobDefinition {
+function isDefinition(value: unknown): value is DevJob {
   if (typeof value !== 'object' || value === null) return false;
-  const { spec, run } = value as { spec?: { type?: unknown }; run?: unknown };
-  return typeof spec === 'object' && spec !== null && typeof spec.type === 'string' && typeof run === 'function';
+  const { spec, run, runBatch } = value as { spec?: { type?: unknown }; run?: unknown; runBatch?: unknown };
+  return (
+    typeof spec === 'object' &&
+    spec !== null &&
+    typeof spec.type === 'string' &&
+    (typeof run === 'function' || typeof runBatch === 'function')
+  );
 }
 
 /**
@@ -74,7 +84,7 @@ function isDefinition(value: unknown): value is JobDefinition {
  * Throws {@link DevConfigError} naming the file and what was wrong: no `jobs`, an empty list, an
  * entry that is not a job definition, or two definitions of one type.
  */
-export function devConfigJobs(module: Record<string, unknown>, file: string): JobDefinition[] {
+export function devConfigJobs(module: Record<string, unknown>, file: string): DevJob[] {
   const name = basename(file);
   const exported = module.default as { jobs?: unknown; default?: { jobs?: unknown } } | undefined;
   // a config compiled as CommonJS (no "type": "module" in the app) arrives as { default: module.exports }
@@ -92,7 +102,7 @@ export function devConfigJobs(module: Record<string, unknown>, file: string): Jo
   jobs.forEach((job: unknown, index) => {
     if (!isDefinition(job)) {
       throw new DevConfigError(
-        `${name}: jobs[${index}] is not a job definition (what defineJob returns, with spec.type and run): it is ${describe(job)}`,
+        `${name}: jobs[${index}] is not a job definition (what defineJob or defineBatchJob returns, with spec.type and run or runBatch): it is ${describe(job)}`,
         file,
       );
     }
@@ -100,7 +110,7 @@ export function devConfigJobs(module: Record<string, unknown>, file: string): Jo
       throw new DevConfigError(`${name}: job type ${JSON.stringify(job.spec.type)} is listed twice`, file);
     seen.add(job.spec.type);
   });
-  return jobs as JobDefinition[];
+  return jobs as DevJob[];
 }
 
 /** A local caller of `orrery dev`: credentials to sign with, and the identity they stand for. */
@@ -261,7 +271,7 @@ export const defaultImporter: ConfigImporter = async (file, onFile) => {
 /** What {@link loadDevConfig} found: the job definitions and the app's files it loaded (to watch). */
 export interface DevConfig extends DevAccess {
   file: string;
-  jobs: JobDefinition[];
+  jobs: DevJob[];
   files: string[];
 }
 

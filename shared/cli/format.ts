@@ -129,7 +129,8 @@ export function formatJob(job: JobView, style: Style): string {
           undefined,
       ],
       ['waiting for', job.pendingParents === undefined ? undefined : `${job.pendingParents} parent(s)`],
-      ['children', job.children?.join(', ') || undefined],
+      ['invoked by', job.invokedBy?.join(', ') || undefined],
+      ['children', job.children?.filter((c) => !job.invokedBy?.includes(c)).join(', ') || undefined],
     ],
     style,
   );

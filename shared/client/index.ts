@@ -30,6 +30,7 @@ import type {
   EventView,
   FlowJob,
   FlowView,
+  InvokedJob,
   JobCatalog,
   JobState,
   JobSummary,
@@ -234,6 +235,14 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   getEvent(id: string): Promise<EventJobs>;
   /** `GET /flows/{id}`: the flow's graph and each job's state. */
   getFlow(id: string): Promise<FlowView>;
+  /**
+   * `GET /jobs/{id}/invoked`: the jobs `id` started with `ctx.invoke`, in the order it invoked
+   * them, each with its type and state (null for a job no longer stored). Iterate for items, or
+   * `.pages()` for pages (100 a page); follows cursors.
+   * @example
+   * for await (const child of client.invoked('order-1')) console.log(child.name, child.id, child.state);
+   */
+  invoked(id: string): Listing<InvokedJob>;
   /** `GET /jobs`: iterate for items, or `.pages()` for pages; follows cursors. */
   list(filter?: ListFilter<TypeName<T>>): Listing<JobSummary>;
   /** `GET /types/{type}/latest`: the type's most recent job. */
@@ -508,6 +517,11 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     },
 
     getFlow: (id) => send({ method: 'GET', path: `/flows/${encodeURIComponent(id)}`, idempotent: true }),
+
+    invoked: (id) =>
+      listing<InvokedJob>((cursor) =>
+        send({ method: 'GET', path: `${job(id)}/invoked`, query: { cursor }, idempotent: true }),
+      ),
 
     sendEvent: (name, data, eventOptions = {}) =>
       send({ method: 'POST', path: '/events', body: { name, id: eventOptions.id ?? newId(), data }, idempotent: true }),

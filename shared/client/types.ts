@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import type { eventJobsSchema, eventViewSchema } from '../api/events-service';
+import type { invokedPageSchema } from '../api/invoked-service';
 import type {
   batchItemResultSchema,
   bulkResultSchema,
@@ -286,6 +287,9 @@ export type EventView = z.output<typeof eventViewSchema>;
 
 /** `GET /events/{id}`: the jobs the event made. */
 export type EventJobs = z.output<typeof eventJobsSchema>;
+
+/** One job of `GET /jobs/{id}/invoked`: an invoke's name, the job it started, its type and state (null once no longer stored). */
+export type InvokedJob = z.output<typeof invokedPageSchema>['items'][number];
 
 export interface EnqueueResult<J = JobView> {
   /** False when a job with this id already existed with the same type and payload (a replay). */

@@ -251,6 +251,11 @@ export interface JobView {
   pendingParents?: number;
   /** Only for a job others depend on: the jobs registered as its children. */
   children?: string[];
+  /**
+   * Only for a job started by `ctx.invoke`: the jobs that invoked it (among `children`: the edge
+   * that resumes the invoking job when this one ends). Their invoked jobs: `GET /jobs/{id}/invoked`.
+   */
+  invokedBy?: string[];
   /** Only for a `skipped` job: why flow control turned it away. */
   skipReason?: SkipReason;
   /** Only for a workflow that waited: how many times an attempt ended in a sleep or a signal wait. */

@@ -33,7 +33,9 @@ describe('bundling with local esbuild', () => {
       if (!assetPath) throw new Error(`${id} has no asset`);
       return { id, dir: join(outdir, assetPath) };
     });
-  });
+    // one esbuild run per function (the API, the supervisor, a worker per example type: 18), on a
+    // machine that may be running other suites: beyond the project's 120 s hook timeout
+  }, 300_000);
 
   afterAll(() => {
     if (outdir) rmSync(outdir, { recursive: true, force: true });

@@ -169,7 +169,10 @@ describe('Lambda functions', () => {
   });
 
   it('feed each worker from its own queue with partial batch responses and a concurrency cap', () => {
-    const expected: Record<string, { BatchSize: number; MaximumConcurrency: number }> = {
+    const expected: Record<
+      string,
+      { BatchSize: number; MaximumConcurrency: number; MaximumBatchingWindowInSeconds?: number }
+    > = {
       echo: { BatchSize: 10, MaximumConcurrency: 5 },
       flaky: { BatchSize: 10, MaximumConcurrency: 2 },
       sleep: { BatchSize: 5, MaximumConcurrency: 5 },
@@ -181,6 +184,12 @@ describe('Lambda functions', () => {
       'fulfil-order': { BatchSize: 10, MaximumConcurrency: 5 },
       'pack-item': { BatchSize: 10, MaximumConcurrency: 5 },
       'ship-order': { BatchSize: 10, MaximumConcurrency: 5 },
+      'quote-order': { BatchSize: 10, MaximumConcurrency: 5 },
+      'price-item': { BatchSize: 10, MaximumConcurrency: 5 },
+      'await-parcel': { BatchSize: 10, MaximumConcurrency: 5 },
+      'ship-parcel': { BatchSize: 10, MaximumConcurrency: 5 },
+      // a batch type: its spec's batch.maxSize, and its maxWaitSeconds as the batching window
+      'send-receipt': { BatchSize: 10, MaximumConcurrency: 5, MaximumBatchingWindowInSeconds: 2 },
     };
     for (const worker of workers) {
       const want = expected[worker.spec.type];
@@ -190,6 +199,9 @@ describe('Lambda functions', () => {
         FunctionResponseTypes: ['ReportBatchItemFailures'],
         BatchSize: want?.BatchSize,
         ScalingConfig: { MaximumConcurrency: want?.MaximumConcurrency },
+        ...(want?.MaximumBatchingWindowInSeconds === undefined
+          ? {}
+          : { MaximumBatchingWindowInSeconds: want.MaximumBatchingWindowInSeconds }),
       });
     }
   });

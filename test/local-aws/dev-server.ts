@@ -15,19 +15,19 @@
 import './node-floor-check';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import type { DevJob } from '../../shared/cli/dev-config';
 import type { GrantsDocument } from '../../shared/core/access';
 import type { Job } from '../../shared/core/job';
 import type { JobStore } from '../../shared/core/ports';
 import { createDashboardHandler } from '../../shared/dashboard/server';
 import { CostMeter } from '../../shared/lambda/cost-meter';
-import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { LOCAL_CREDENTIALS } from './clients';
 import type { LocalCaller } from './function-url';
 import { type LocalAws, startLocalAws } from './index';
 import { type LocalPlatform, startLocalPlatform } from './local-platform';
 
 export interface DevServerOptions {
-  jobs: readonly JobDefinition[];
+  jobs: readonly DevJob[];
   /** Port on 127.0.0.1 of the API and the dashboard; 0 picks a free one. @default 4600 */
   port?: number;
   /** Prefix of the table, queues and schedule group. @default 'orrery-dev' */
@@ -63,7 +63,7 @@ export interface DevServer {
    * Restarts the API, runners and supervisor with `jobs` (and `access`, when given); the
    * emulators and their state stay.
    */
-  reload(jobs: readonly JobDefinition[], access?: DevServerAccess): Promise<void>;
+  reload(jobs: readonly DevJob[], access?: DevServerAccess): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -146,7 +146,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   // each job's own AWS requests and write units, shown as `cost` on GET /jobs/{id}, as deployed
   const meter = new CostMeter();
   let access: DevServerAccess = { grants: options.grants, callers: options.callers };
-  const start = (jobs: readonly JobDefinition[], port: number) =>
+  const start = (jobs: readonly DevJob[], port: number) =>
     startLocalPlatform({
       aws,
       prefix,

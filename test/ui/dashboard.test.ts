@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { apiCall } from '../../functions/jobs/api-call';
 import { echo } from '../../functions/jobs/echo';
+import { priceItem } from '../../functions/jobs/price-item';
+import { quoteOrder } from '../../functions/jobs/quote-order';
 import { tenantSync } from '../../functions/jobs/tenant-sync';
 import { welcomeEmail } from '../../functions/jobs/welcome-email';
 import { defineJobType } from '../../shared/core/job-type';
@@ -126,7 +128,8 @@ beforeAll(async () => {
     aws,
     prefix: uniquePrefix('ui'),
     // api-call has a throttle (5 a second per API key, bursts of 5), welcome-email a rate limit (1 an hour per user)
-    jobs: [echo, fragile, tenantSync, apiCall, welcomeEmail],
+    // quote-order invokes price-item jobs (ctx.invoke); welcome-email subscribes to user.signed-up
+    jobs: [echo, fragile, tenantSync, apiCall, welcomeEmail, quoteOrder, priceItem],
     functionUrl: { fallback: dashboard },
   });
   apiUrl = platform.url;
@@ -468,6 +471,63 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await expectAccessible('job with children');
   });
 
+  it('links a job that invoked others to each of them, and each back to it', async () => {
+    const id = uniquePrefix('quote');
+    const quote = { id, type: 'quote-order', payload: { orderId: 'o1', items: ['book', 'pen'] } };
+    expect((await call(platform.url, 'POST', '/jobs', quote)).status).toBe(201);
+    await waitForState(id, 'succeeded');
+    await page.goto(`${platform.url}/ui/#/jobs/${encodeURIComponent(id)}`);
+    await page.getByRole('heading', { name: `Job ${id} succeeded` }).waitFor();
+    const invoked = page.getByRole('table', { name: 'Invoked jobs' });
+    await invoked.getByRole('link', { name: `${id}.price-1`, exact: true }).waitFor();
+    const rows = await invoked.locator('tbody tr').allTextContents();
+    expect(rows).toEqual([`price-0${id}.price-0price-itemsucceeded`, `price-1${id}.price-1price-itemsucceeded`]);
+    await shot('job-invoked');
+    await expectAccessible('job with invoked jobs');
+
+    await invoked.getByRole('link', { name: `${id}.price-1`, exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${id}.price-1 succeeded` }).waitFor();
+    // the invoking job is named as such, not as a child (the registry's edge back to it)
+    await expect(page.locator('dt', { hasText: 'Invoked by' }).count()).resolves.toBe(1);
+    await expect(page.locator('dt', { hasText: 'Children' }).count()).resolves.toBe(0);
+    await expectAccessible('invoked job');
+    await page.getByRole('link', { name: id, exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${id} succeeded` }).waitFor();
+  });
+
+  it("opens an event by its id from the jobs view, and links the event's jobs", async () => {
+    const eventId = uniquePrefix('signup');
+    const sent = await call(platform.url, 'POST', '/events', {
+      name: 'user.signed-up',
+      id: eventId,
+      data: { userId: eventId, email: `${eventId}@example.com` },
+    });
+    expect(sent.status).toBe(200);
+    const jobId = (sent.json.jobs as { id: string; type: string }[])[0]?.id as string;
+    await waitForState(jobId, 'succeeded');
+
+    await page.goto(`${platform.url}/ui/#/jobs`);
+    const lookup = page.getByRole('form', { name: 'Open an event by id' });
+    await lookup.getByLabel('Event id').fill(eventId);
+    await lookup.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('heading', { name: `Event ${eventId}` }).waitFor();
+    const table = page.getByRole('table', { name: 'Jobs the event made' });
+    await table.getByRole('link', { name: jobId, exact: true }).waitFor();
+    await expect(table.locator('tbody tr').allTextContents()).resolves.toEqual([
+      expect.stringMatching(new RegExp(`^user\\.signed-upwelcome-email${jobId.replace('.', '\\.')}succeeded`)),
+    ]);
+    await shot('event');
+    await expectAccessible('event');
+
+    await table.getByRole('link', { name: jobId, exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${jobId} succeeded` }).waitFor();
+    // a job an event made does not know the event's id: it leads to the lookup
+    await page.getByRole('link', { name: 'open the event by its id' }).click();
+    await page.getByRole('heading', { name: 'Events', exact: true }).waitFor();
+    await page.goto(`${platform.url}/ui/#/events/no-such-event`);
+    await page.getByRole('alert').getByText('No event no-such-event').waitFor();
+  });
+
   it('shows the overview of a busier hour', async () => {
     for (let i = 0; i < 12; i++) await call(platform.url, 'POST', '/jobs', { type: 'echo', payload: { n: i } });
     const failing = [`${uniquePrefix('late')}-a`, `${uniquePrefix('late')}-b`];
@@ -568,7 +628,7 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
     signed = await startLocalPlatform({
       aws,
       prefix: uniquePrefix('ui-signed'),
-      jobs: [echo, apiCall],
+      jobs: [echo, apiCall, quoteOrder, priceItem, welcomeEmail],
       // the signature is checked against the local credentials the default chain finds in the environment
       functionUrl: {
         authType: 'AWS_IAM',
@@ -662,6 +722,41 @@ describe('orrery dashboard: the proxy in front of an API that takes signed reque
       { url: readOnly.url, jobId: id },
     );
     expect(refused).toMatchObject({ status: 403, body: { error: { code: 'read_only' } } });
+  });
+
+  it("read-only mode shows a job's invoked jobs and an event's jobs", async () => {
+    const id = uniquePrefix('ro-quote');
+    const eventId = uniquePrefix('ro-signup');
+    await page.goto(proxy.uiUrl);
+    const sent = await page.evaluate(
+      async ({ url, id, eventId }) => {
+        const post = (path: string, body: unknown) =>
+          fetch(`${url}/api${path}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-orrery-dashboard': '1' },
+            body: JSON.stringify(body),
+          }).then(async (r) => ({ status: r.status, body: await r.json() }));
+        return [
+          await post('/jobs', { id, type: 'quote-order', payload: { orderId: 'o2', items: ['lamp'] } }),
+          await post('/events', { name: 'user.signed-up', id: eventId, data: { userId: eventId, email: 'a@b.c' } }),
+        ];
+      },
+      { url: proxy.url, id, eventId },
+    );
+    expect(sent.map((answer) => answer.status)).toEqual([201, 200]);
+
+    await page.goto(`${readOnly.uiUrl}#/jobs/${id}`);
+    await page.getByRole('heading', { name: `Job ${id} succeeded` }).waitFor({ timeout: 30_000 });
+    await page.getByText('read-only', { exact: true }).waitFor();
+    const invoked = page.getByRole('table', { name: 'Invoked jobs' });
+    await invoked.getByRole('link', { name: `${id}.price-0`, exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${id}.price-0 succeeded` }).waitFor();
+    await page.getByRole('link', { name: id, exact: true }).waitFor();
+
+    await page.goto(`${readOnly.uiUrl}#/events/${eventId}`);
+    const made = page.getByRole('table', { name: 'Jobs the event made' });
+    await made.getByRole('cell', { name: 'welcome-email' }).waitFor();
+    await expectAccessible('event read-only');
   });
 
   it('cancels a job as the signing principal and shows who did it, in the details and the timeline', async () => {

@@ -332,6 +332,30 @@ describe('commands', () => {
     expect((await run(['get', 'plain'], { url: peer.url })).stdout).not.toMatch(/^priority/m);
   });
 
+  it('invoked follows the pages of GET /jobs/{id}/invoked and prints each job; get names the invoker apart from children', async () => {
+    const item = (n: number) => ({ name: `price-${n}`, id: `q1.price-${n}`, type: 'price-item', state: 'succeeded' });
+    const peer = await startPeer((req) => {
+      if (req.rawUrl.startsWith('/jobs/q1.price-0')) {
+        return { body: jobView({ id: 'q1.price-0', children: ['q1', 'after'], invokedBy: ['q1'] }) };
+      }
+      return req.query.get('cursor') === '100'
+        ? { body: { id: 'q1', items: [item(100)], nextCursor: null } }
+        : { body: { id: 'q1', items: [item(0)], nextCursor: '100' } };
+    });
+    const listed = await run(['invoked', 'q1'], { url: peer.url });
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests.map((r) => r.rawUrl)).toEqual(['/jobs/q1/invoked', '/jobs/q1/invoked?cursor=100']);
+    expect(listed.stdout).toMatch(/^NAME\s+JOB\s+TYPE\s+STATE$/m);
+    expect(listed.stdout).toMatch(/^price-0\s+q1\.price-0\s+price-item\s+succeeded$/m);
+    expect(listed.stdout).toMatch(/^price-100\s+q1\.price-100\s+price-item\s+succeeded$/m);
+    const json = await run(['invoked', 'q1', '--json'], { url: peer.url });
+    expect(JSON.parse(json.stdout)).toEqual({ items: [item(0), item(100)] });
+
+    const child = await run(['get', 'q1.price-0'], { url: peer.url });
+    expect(child.stdout).toMatch(/^invoked by\s+q1$/m);
+    expect(child.stdout).toMatch(/^children\s+after$/m);
+  });
+
   it('get on a job that waits for a signal or sleeps says so, not "run at" its deadline', async () => {
     const until = '2026-11-23T10:00:00.000Z';
     const waiting = (kind: 'signal' | 'sleep', key: string) =>

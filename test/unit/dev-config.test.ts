@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod/mini';
 import { echo } from '../../functions/jobs/echo';
 import { flaky } from '../../functions/jobs/flaky';
 import { accessLine } from '../../shared/cli/commands/dev';
@@ -16,6 +17,9 @@ import {
   findDevConfig,
   loadDevConfig,
 } from '../../shared/cli/dev-config';
+import { defineJobType } from '../../shared/core/job-type';
+import { defineBatchJob } from '../../shared/runtime/define-batch-job';
+import type { JobDefinition } from '../../shared/runtime/job-definition';
 
 function appDir(files: Record<string, string> = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'orrery-dev-config-'));
@@ -61,9 +65,21 @@ describe('devConfigJobs', () => {
 
   it('rejects an entry that is not a job definition, by index', () => {
     expect(() => devConfigJobs({ jobs: [echo, echo.spec] }, file)).toThrow(
-      /jobs\[1\] is not a job definition \(what defineJob returns, with spec.type and run\): it is an object with keys/,
+      /jobs\[1\] is not a job definition \(what defineJob or defineBatchJob returns, with spec.type and run or runBatch\): it is an object with keys/,
     );
     expect(() => devConfigJobs({ jobs: ['echo'] }, file)).toThrow(/jobs\[0\] is not a job definition.*it is string/);
+  });
+
+  it('takes a batch job definition (defineBatchJob: runBatch, no run)', () => {
+    const receiptJob = defineJobType({
+      type: 'receipt',
+      payload: z.object({ to: z.string() }),
+      batch: { maxSize: 10, maxWaitSeconds: 1 },
+    });
+    const receipts = defineBatchJob(receiptJob, async (items) =>
+      items.map(() => ({ ok: true as const, result: null })),
+    );
+    expect(devConfigJobs({ jobs: [echo, receipts] }, file)).toEqual([echo, receipts]);
   });
 
   it('rejects a type listed twice', () => {
@@ -187,12 +203,12 @@ describe('loadDevConfig', () => {
         expect.arrayContaining([join(dir, 'orrery.config.ts'), join(dir, 'jobs', 'hello.ts')]),
       );
       // biome-ignore lint/suspicious/noExplicitAny: a hand-written definition with no payload schema
-      expect(await first.jobs[0]?.run(undefined as any, undefined as any)).toBe('v1');
+      expect(await (first.jobs[0] as JobDefinition | undefined)?.run(undefined as any, undefined as any)).toBe('v1');
 
       writeFileSync(join(dir, 'jobs', 'hello.ts'), job('v2'));
       const second = await load(join(dir, 'orrery.config.ts'));
       // biome-ignore lint/suspicious/noExplicitAny: as above
-      expect(await second.jobs[0]?.run(undefined as any, undefined as any)).toBe('v2');
+      expect(await (second.jobs[0] as JobDefinition | undefined)?.run(undefined as any, undefined as any)).toBe('v2');
     },
   );
 

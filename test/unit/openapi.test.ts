@@ -77,6 +77,7 @@ describe('GET /openapi.json document', () => {
         'post /jobs',
         'get /jobs',
         'get /jobs/{id}',
+        'get /jobs/{id}/invoked',
         'post /jobs/batch',
         'post /jobs/{id}/cancel',
         'post /jobs/{id}/retry',

@@ -112,6 +112,8 @@ export type {
   BulkAction,
   BulkResult,
   DlqListing,
+  EventJobs,
+  InvokedJob,
   JobState,
   JobSummary,
   JobView,
@@ -124,7 +126,17 @@ export { shortPrincipal } from '../../shared/core/access';
 export type { OperatorAction } from '../../shared/core/job';
 export { JOB_STATES } from '../../shared/core/states';
 
-import type { JobSummary, Overview } from '../../shared/client/types';
+/** A page of `GET /jobs/{id}/invoked`. */
+export interface InvokedPage {
+  id: string;
+  items: InvokedJob[];
+  nextCursor: string | null;
+}
+
+/** Whether `id` has the shape of a job an event made (`ev.` and 40 hex digits: shared/core/events.ts). */
+export const isEventJobId = (id: string): boolean => /^ev\.[0-9a-f]{40}$/.test(id);
+
+import type { InvokedJob, JobSummary, Overview } from '../../shared/client/types';
 import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 
 /** States a job can be retried from, and cancelled from. */

@@ -5,6 +5,7 @@ import { config, loadConfig } from './api';
 import { LiveContext } from './poll';
 import { href, useRoute } from './router';
 import { DlqView } from './views/dlq';
+import { EventView } from './views/event';
 import { JobDetailView } from './views/job';
 import { JobsView } from './views/jobs';
 import { KeysView } from './views/keys';
@@ -30,9 +31,10 @@ function App() {
   else if (section === 'schedules') view = <SchedulesView route={route} />;
   else if (section === 'dlq') view = <DlqView route={route} />;
   else if (section === 'keys') view = <KeysView route={route} />;
+  else if (section === 'events') view = <EventView id={route.segments[1]} />;
   else if (section === '') view = <OverviewView />;
   else view = <p role="alert">No page {route.path}.</p>;
-  const title = NAV.find((item) => item.path === `/${section}`)?.label ?? 'Orrery';
+  const title = NAV.find((item) => item.path === `/${section}`)?.label ?? (section === 'events' ? 'Event' : 'Orrery');
   document.title = `${title} · Orrery`;
 
   return (

@@ -4,8 +4,9 @@
  * a job's parents and children for its view.
  */
 
-import { type ParentEdge, parentEdges, parentFailedError } from '../../core/dependencies';
+import { type ChildEntry, type ParentEdge, parentEdges, parentFailedError } from '../../core/dependencies';
 import type { EnqueueRequest } from '../../core/enqueue';
+import { INVOKE_EDGE_POLICY } from '../../core/invoke';
 import { type Job, type JobView, toView } from '../../core/job';
 import type { JobTypeSpec } from '../../core/job-type';
 import { METRIC } from '../../core/metrics';
@@ -174,5 +175,32 @@ export async function withGraph({ deps }: EnqueueContext, view: JobView, job: Jo
       seal: false,
     });
     if (children.length > 0) view.children = [...new Set(children.map((c) => c.child))];
+    const invokedBy = await invokers(graph, job.id, children);
+    if (invokedBy.length > 0) view.invokedBy = invokedBy;
   }
+}
+
+/** Registry entries of policy `ignore` looked at for an invoke edge, at most: one read each. */
+const MAX_INVOKER_LOOKS = 10;
+
+/**
+ * The jobs among a job's registered children that invoked it (`ctx.invoke`). An invoke's edge
+ * has the policy `ignore` and, unlike a `dependsOn` edge, no entry in the invoking job's parents
+ * item (core/invoke.ts): one read of that item per `ignore` entry, for the first
+ * {@link MAX_INVOKER_LOOKS} of them.
+ */
+async function invokers(
+  graph: NonNullable<EnqueueContext['deps']['graph']>,
+  id: string,
+  children: readonly ChildEntry[],
+) {
+  const candidates = children.filter((c) => c.policy === INVOKE_EDGE_POLICY).slice(0, MAX_INVOKER_LOOKS);
+  const found = await Promise.all(
+    candidates.map(async (c) => {
+      if (c.incarnation === undefined) return [];
+      const parents = await graph.parents({ child: c.child, incarnation: c.incarnation });
+      return parents?.some((p) => p.id === id) ? [] : [c.child];
+    }),
+  );
+  return [...new Set(found.flat())];
 }

@@ -2,7 +2,7 @@ import type { JobSummary, JobView, Listing, Page } from '../../client';
 import { MAX_PRIORITY } from '../../core/priority';
 import type { CommandDef } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
-import { formatJob, jobTable } from '../format';
+import { formatJob, jobTable, table } from '../format';
 import { intOption, jobIdsOption, payloadOption, stateOption, stringOption, timeOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
@@ -157,6 +157,32 @@ const list: Command = {
   },
 };
 
+const invoked: Command = {
+  path: ['invoked'],
+  args: ['id'],
+  summary: 'list the jobs a job started with ctx.invoke, and their states',
+  options: {},
+  examples: ['orrery invoked order-1234', 'orrery invoked order-1234 --json | jq -r ".items[].id"'],
+  async run(context, args) {
+    const items = await context
+      .client()
+      .invoked(args.id as string)
+      .toArray();
+    if (context.json) {
+      printJson(context.stdout, { items });
+      return EXIT.ok;
+    }
+    const { style } = context;
+    if (items.length === 0) {
+      println(context.stdout, style.dim('no invoked jobs'));
+      return EXIT.ok;
+    }
+    const rows = items.map((i) => [i.name, i.id, i.type ?? style.dim('–'), i.state ?? style.dim('gone')]);
+    println(context.stdout, table(['NAME', 'JOB', 'TYPE', 'STATE'], rows, style));
+    return EXIT.ok;
+  },
+};
+
 const latest: Command = {
   path: ['latest'],
   args: ['type'],
@@ -249,4 +275,4 @@ const signal: Command = {
   },
 };
 
-export const jobCommands: Command[] = [enqueue, get, list, latest, cancel, retry, rerun, signal];
+export const jobCommands: Command[] = [enqueue, get, list, invoked, latest, cancel, retry, rerun, signal];

@@ -1,6 +1,20 @@
 /** Job detail: payload, result and progress; the attempts' timeline with errors and stacks; retry and cancel. */
 import { useState } from 'preact/hooks';
-import { ApiError, api, CANCELLABLE, config, type JobView, type OperatorAction, RETRYABLE, seg } from '../api';
+import {
+  ApiError,
+  api,
+  CANCELLABLE,
+  config,
+  type InvokedJob,
+  type InvokedPage,
+  isEventJobId,
+  isMissingRoute,
+  type JobView,
+  type OperatorAction,
+  queryString,
+  RETRYABLE,
+  seg,
+} from '../api';
 import { ConfirmDialog, ErrorBox, formatDuration, Json, StateBadge, Time, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href } from '../router';
@@ -90,6 +104,8 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
     ...(job.throttleKey ? [{ label: 'throttle', key: job.throttleKey }] : []),
     ...(job.debounceKey ? [{ label: 'debounce', key: job.debounceKey }] : []),
   ];
+  // the registry also names the jobs that invoked this one (their edge): those are shown as such
+  const dependents = (job.children ?? []).filter((child) => !job.invokedBy?.includes(child));
   return (
     <>
       <Actions job={job} onChanged={onChanged} />
@@ -114,6 +130,14 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
           <dd>
             <Time iso={job.createdAt} />
           </dd>
+          {isEventJobId(job.id) ? (
+            <>
+              <dt>Made by</dt>
+              <dd>
+                an event (<code>POST /events</code>): <a href={href('/events')}>open the event by its id</a>
+              </dd>
+            </>
+          ) : null}
           {job.enqueuedBy ? (
             <>
               <dt>Enqueued by</dt>
@@ -167,11 +191,25 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
               </dd>
             </>
           ) : null}
-          {job.children && job.children.length > 0 ? (
+          {job.invokedBy && job.invokedBy.length > 0 ? (
+            <>
+              <dt>Invoked by</dt>
+              <dd>
+                {job.invokedBy.map((parent, i) => (
+                  <span key={parent}>
+                    {i > 0 ? ', ' : ''}
+                    <a href={href(`/jobs/${seg(parent)}`)}>{parent}</a>
+                  </span>
+                ))}{' '}
+                (its end resumes the job that invoked it)
+              </dd>
+            </>
+          ) : null}
+          {dependents.length > 0 ? (
             <>
               <dt>Children</dt>
               <dd>
-                {job.children.map((child, i) => (
+                {dependents.map((child, i) => (
                   <span key={child}>
                     {i > 0 ? ', ' : ''}
                     <a href={href(`/jobs/${seg(child)}`)}>{child}</a>
@@ -183,7 +221,9 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
           {job.resumes ? (
             <>
               <dt>Waits</dt>
-              <dd>{job.resumes} (sleeps and signal waits; each resumption replays its recorded steps)</dd>
+              <dd>
+                {job.resumes} (sleeps, signal and event waits, invokes; each resumption replays its recorded steps)
+              </dd>
             </>
           ) : null}
           {job.waitingFor ? (
@@ -199,6 +239,10 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
                       <Time iso={job.waitingFor.until} rel />
                     </>
                   ) : null}
+                </dd>
+              ) : job.waitingFor.kind === 'invoke' ? (
+                <dd>
+                  the jobs it invoked (below), since <Time iso={job.waitingFor.since} />
                 </dd>
               ) : (
                 <dd>
@@ -268,6 +312,7 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
           )}
         </div>
       </div>
+      {job.resumes || job.waitingFor?.kind === 'invoke' ? <InvokedJobs job={job} /> : null}
       <h2>Timeline</h2>
       <Timeline job={job} />
     </>
@@ -324,5 +369,70 @@ function Timeline({ job }: { job: JobView }) {
         </li>
       ) : null}
     </ol>
+  );
+}
+
+/**
+ * The jobs this one started with `ctx.invoke` (`GET /jobs/{id}/invoked`, 100 a page): only for a
+ * job that waited (an invoke ends the attempt until its children end), so a plain job costs no
+ * journal read. Nothing is shown for a job that invoked none, or an API without the route.
+ */
+function InvokedJobs({ job }: { job: JobView }) {
+  const [more, setMore] = useState<{ items: InvokedJob[]; cursor: string | null } | undefined>();
+  const [moreError, setMoreError] = useState<unknown>();
+  const first = usePoll(() => api<InvokedPage>('GET', `/jobs/${seg(job.id)}/invoked`), `invoked:${job.id}`);
+  if (first.error && isMissingRoute(first.error)) return null;
+  const items = [...(first.data?.items ?? []), ...(more?.items ?? [])];
+  const cursor = more ? more.cursor : (first.data?.nextCursor ?? null);
+  if (!first.error && items.length === 0) return null;
+  async function loadMore() {
+    if (!cursor) return;
+    setMoreError(undefined);
+    try {
+      const page = await api<InvokedPage>('GET', `/jobs/${seg(job.id)}/invoked${queryString({ cursor })}`);
+      setMore({ items: [...(more?.items ?? []), ...page.items], cursor: page.nextCursor });
+    } catch (e) {
+      setMoreError(e);
+    }
+  }
+  return (
+    <>
+      <h2 id="invoked-title">Invoked jobs</h2>
+      <ErrorBox error={first.error} what="could not list the invoked jobs" />
+      <div class="scroll">
+        <table class="jobs" aria-labelledby="invoked-title">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Job</th>
+              <th scope="col">Type</th>
+              <th scope="col">State</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((child) => (
+              <tr key={child.id}>
+                <td>{child.name}</td>
+                <td>
+                  <a href={href(`/jobs/${seg(child.id)}`)} class="mono">
+                    {child.id}
+                  </a>
+                </td>
+                <td>{child.type ?? <span class="muted">–</span>}</td>
+                <td>
+                  {child.state ? <StateBadge state={child.state} /> : <span class="muted">no longer stored</span>}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {cursor ? (
+        <button type="button" onClick={() => void loadMore()}>
+          Show more
+        </button>
+      ) : null}
+      <ErrorBox error={moreError} what="could not load more invoked jobs" />
+    </>
   );
 }

@@ -18,6 +18,7 @@ import {
 import { ConfirmDialog, ErrorBox, StateBadge, Time, TypeSelect, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
+import { EventLookup } from './event';
 
 /** Most jobs a bulk action or "load all" gathers. */
 export const MAX_LISTED = 10_000;
@@ -180,6 +181,7 @@ export function JobsView({ route }: { route: Route }) {
     <section aria-labelledby="jobs-title">
       <h1 id="jobs-title">Jobs</h1>
       <Lookup />
+      <EventLookup />
       <Filters key={filterKey} params={params} />
       <ErrorBox error={first.error} what="could not list jobs" />
       <div class="toolbar">
