@@ -1,8 +1,9 @@
 /** Small shared pieces: state badges, times, errors, the confirmation dialog, JSON blocks. */
 import type { ComponentChildren, VNode } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
-import { ApiError, api, config, isMissingRoute, type JobPage, type Overview, shortPrincipal } from './api';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, api, config, isMissingRoute, type JobPage, type Overview, seg, shortPrincipal } from './api';
 import { usePoll } from './poll';
+import { navigate } from './router';
 
 export function StateBadge({ state }: { state: string }) {
   return <span class={`badge badge-${state}`}>{state}</span>;
@@ -198,5 +199,34 @@ export function TypeSelect(props: { id: string; value: string; onChange: (value:
         </option>
       ))}
     </select>
+  );
+}
+
+/**
+ * A form that opens a page by an id typed in: a job's (`/jobs/<id>`) or an event's (`/events/<id>`).
+ *
+ * @example
+ * <IdLookup what="job" label="Job id" inputId="lookup-id" />
+ */
+export function IdLookup(props: { what: 'job' | 'event'; label: string; inputId: string; initial?: string }) {
+  const [id, setId] = useState(props.initial ?? '');
+  return (
+    <form
+      class="lookup"
+      aria-label={`Open ${props.what === 'job' ? 'a job' : 'an event'} by id`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (id.trim()) navigate(`/${props.what}s/${seg(id.trim())}`);
+      }}
+    >
+      <label for={props.inputId}>{props.label}</label>
+      <input
+        id={props.inputId}
+        value={id}
+        onInput={(e) => setId((e.target as HTMLInputElement).value)}
+        autoComplete="off"
+      />
+      <button type="submit">Open</button>
+    </form>
   );
 }

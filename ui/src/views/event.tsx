@@ -1,32 +1,12 @@
 /** An event's page: the jobs it made (`GET /events/{id}`), each with its state; and the form that opens one by id. */
-import { useState } from 'preact/hooks';
 import { ApiError, api, type EventJobs, seg } from '../api';
-import { ErrorBox, StateBadge, Time } from '../components';
+import { ErrorBox, IdLookup, StateBadge, Time } from '../components';
 import { usePoll } from '../poll';
-import { href, navigate } from '../router';
+import { href } from '../router';
 
 /** The form that opens an event's page by its id (the id given at `POST /events`, or the one it answered). */
 export function EventLookup({ initial = '' }: { initial?: string }) {
-  const [id, setId] = useState(initial);
-  return (
-    <form
-      class="lookup"
-      aria-label="Open an event by id"
-      onSubmit={(event) => {
-        event.preventDefault();
-        if (id.trim()) navigate(`/events/${seg(id.trim())}`);
-      }}
-    >
-      <label for="lookup-event">Event id</label>
-      <input
-        id="lookup-event"
-        value={id}
-        onInput={(e) => setId((e.target as HTMLInputElement).value)}
-        autoComplete="off"
-      />
-      <button type="submit">Open</button>
-    </form>
-  );
+  return <IdLookup what="event" label="Event id" inputId="lookup-event" initial={initial} />;
 }
 
 export function EventView({ id }: { id: string | undefined }) {

@@ -15,7 +15,7 @@ import {
   queryString,
   seg,
 } from '../api';
-import { ConfirmDialog, ErrorBox, StateBadge, Time, TypeSelect, Writable } from '../components';
+import { ConfirmDialog, ErrorBox, IdLookup, StateBadge, Time, TypeSelect, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 import { EventLookup } from './event';
@@ -351,26 +351,7 @@ function BulkStatus(props: {
 }
 
 function Lookup() {
-  const [id, setId] = useState('');
-  return (
-    <form
-      class="lookup"
-      aria-label="Open a job by id"
-      onSubmit={(event) => {
-        event.preventDefault();
-        if (id.trim()) navigate(`/jobs/${seg(id.trim())}`);
-      }}
-    >
-      <label for="lookup-id">Job id</label>
-      <input
-        id="lookup-id"
-        value={id}
-        onInput={(e) => setId((e.target as HTMLInputElement).value)}
-        autoComplete="off"
-      />
-      <button type="submit">Open</button>
-    </form>
-  );
+  return <IdLookup what="job" label="Job id" inputId="lookup-id" />;
 }
 
 /** The filter form; applying it changes the address (so the view can be shared and reloaded). */
