@@ -39,7 +39,7 @@ import { defineJob } from '../../shared/runtime/define-job';
 import type { JobContext, JobDefinition } from '../../shared/runtime/job-definition';
 import { Suspension } from '../../shared/runtime/workflow';
 import { type ProbePayload, type ProbeTracker, probePayload } from '../support/probes';
-import type { PlannedJob } from './system-plan';
+import { type PlannedJob, plainAndDueNow } from './system-plan';
 
 /** The type of the invoking parents and of the event waiters. */
 export const COMPOSE_TYPE = 'sys-cmp';
@@ -92,18 +92,9 @@ export function planCompositions(
 ): PlannedComposition[] {
   const eligible = jobs.filter(
     (job) =>
-      job.type === options.childType &&
-      job.via === 'single' &&
-      job.timing === 'now' &&
-      job.behaviour === 'succeed' &&
-      !job.control &&
-      job.together === undefined &&
-      job.arrival === undefined &&
-      job.flow === undefined &&
+      plainAndDueNow(job, options.childType) &&
       job.dependsOn === undefined &&
       job.event === undefined &&
-      job.payload.tag === undefined &&
-      !job.payload.holdOnAttempts &&
       !job.payload.killOnAttempts?.length &&
       !job.payload.overrunOnAttempts?.length &&
       !job.payload.steps &&

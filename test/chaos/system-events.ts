@@ -13,7 +13,7 @@
 import { defineEvent, eventJobId, subscribe } from '../../shared/core/events';
 import { fnv1a } from '../../shared/core/table';
 import { probePayload } from '../support/probes';
-import type { PlannedJob } from './system-plan';
+import { type PlannedJob, plainAndDueNow } from './system-plan';
 
 /** The event the plain types subscribe to; its data is a probe payload, the jobs' payload. */
 export const SYSTEM_EVENT = defineEvent('sys.probe', probePayload);
@@ -45,18 +45,7 @@ export function planEvents(
   const events: PlannedEvent[] = [];
   const added: PlannedJob[] = [];
   for (const job of jobs) {
-    const eligible =
-      job.type === first &&
-      job.via === 'single' &&
-      job.timing === 'now' &&
-      job.behaviour === 'succeed' &&
-      !job.control &&
-      job.together === undefined &&
-      job.arrival === undefined &&
-      job.flow === undefined &&
-      job.payload.tag === undefined &&
-      !job.payload.holdOnAttempts &&
-      (job.payload.killOnAttempts?.length ?? 0) <= 1;
+    const eligible = plainAndDueNow(job, first) && (job.payload.killOnAttempts?.length ?? 0) <= 1;
     if (!eligible || (fnv1a(`event:${job.id}`) % 1000) / 1000 >= options.share) continue;
     const id = `e-${job.id}`;
     const asEvent = (type: string, source: PlannedJob): PlannedJob => ({

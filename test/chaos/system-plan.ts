@@ -141,6 +141,26 @@ export const MIN_SYSTEM_KILLS = 3;
 const SURE_KILL_MAX_MS = 200;
 
 /**
+ * Whether a planned job is a plain one of `type` that the run may turn into something else (an
+ * event's job, a unit of composition): sent alone, due now, succeeding, with no control, burst,
+ * line, flow, key or hold planned on it. Each user adds its own further conditions.
+ */
+export function plainAndDueNow(job: PlannedJob, type: string): boolean {
+  return (
+    job.type === type &&
+    job.via === 'single' &&
+    job.timing === 'now' &&
+    job.behaviour === 'succeed' &&
+    !job.control &&
+    job.together === undefined &&
+    job.arrival === undefined &&
+    job.flow === undefined &&
+    job.payload.tag === undefined &&
+    !job.payload.holdOnAttempts
+  );
+}
+
+/**
  * Draws the jobs and schedules of a run.
  *
  * @example
