@@ -17,7 +17,8 @@
  *   unit, an event on its key (at once, or 1.5 s later: before its wait or during it), which must
  *   be returned; without one, the wait times out (an hour of driven time: a jump ends it).
  * - **batch**: a job of {@link BATCH_TYPE}, whose batch handler gets up to 10 jobs per call; in
- *   every third unit its first answer is a failure, so it is retried alone.
+ *   every third unit its first answer is a failure, so it is retried alone. The batch items are
+ *   enqueued together in one batch call, so that one handler call gets several.
  *
  * Invariants 21 to 23 (system-checks.ts), checked here by pure functions over what the handlers,
  * the actors and the workers' stores recorded (see {@link checkInvokes}, {@link checkEventWaits},
@@ -51,6 +52,8 @@ export const MATCH_EVENT = defineEvent('sys.match', z.object({ key: z.string(), 
 });
 
 export type ComposeKind = 'invoke' | 'wait' | 'batch';
+/** The burst the batch items are enqueued in: one batch call. */
+export const COMPOSE_BATCH = 'compose-batch';
 const KINDS: readonly ComposeKind[] = ['invoke', 'wait', 'batch'];
 
 /** One child an invoking parent starts. */
@@ -139,6 +142,9 @@ export function planCompositions(
       unit.wait = { timeoutMs: matched ? 3 * HOUR : HOUR, matched, afterMs: n % 4 === 0 ? 0 : 1500 };
     } else {
       unit.failFirst = n % 3 === 0;
+      // the run's batch items are enqueued together, in one batch call, so that a handler call
+      // gets several of them (one failing while the others succeed, retried alone)
+      job.together = COMPOSE_BATCH;
     }
     Object.assign(job, {
       type: kind === 'batch' ? BATCH_TYPE : COMPOSE_TYPE,

@@ -7,6 +7,7 @@ import type { Job } from '../../shared/core/job';
 import {
   BATCH_TYPE,
   type BatchItemsInput,
+  COMPOSE_BATCH,
   COMPOSE_TYPE,
   checkBatchItems,
   checkEventWaits,
@@ -352,6 +353,10 @@ describe('the plan of the composition units', () => {
     const waits = units.filter((u) => u.kind === 'wait');
     expect(waits.filter((u) => u.wait?.matched).length).toBe(Math.ceil(waits.length / 2));
     expect(units.filter((u) => u.kind === 'batch' && u.failFirst).length).toBeGreaterThan(0);
+    // the batch items are enqueued in one batch call (a burst), so that one handler call gets several
+    const batchJobs = units.filter((u) => u.kind === 'batch').map((u) => jobs.find((j) => j.id === u.jobId));
+    expect(new Set(batchJobs.map((j) => j?.together))).toEqual(new Set([COMPOSE_BATCH]));
+    expect(jobs.filter((j) => j.together === COMPOSE_BATCH)).toHaveLength(batchJobs.length);
   });
 
   it('takes at least `min` units, and leaves alone jobs anything else shapes', () => {
