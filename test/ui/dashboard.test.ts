@@ -487,7 +487,9 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
 
     await invoked.getByRole('link', { name: `${id}.price-1`, exact: true }).click();
     await page.getByRole('heading', { name: `Job ${id}.price-1 succeeded` }).waitFor();
-    // the invoking job is named as such, not as a child (the registry's edge back to it)
+    // the invoking job is named as such, not as a child (the registry's edge back to it); the
+    // details may come after the heading (the page can open on what the list knew of the job)
+    await page.locator('dt', { hasText: 'Invoked by' }).waitFor();
     await expect(page.locator('dt', { hasText: 'Invoked by' }).count()).resolves.toBe(1);
     await expect(page.locator('dt', { hasText: 'Children' }).count()).resolves.toBe(0);
     await expectAccessible('invoked job');
