@@ -3,7 +3,7 @@ import type { ComponentChildren, VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, config, isMissingRoute, type JobPage, type Overview, seg, shortPrincipal } from './api';
 import { usePoll } from './poll';
-import { navigate } from './router';
+import { href, navigate } from './router';
 
 export function StateBadge({ state }: { state: string }) {
   return <span class={`badge badge-${state}`}>{state}</span>;
@@ -228,5 +228,14 @@ export function IdLookup(props: { what: 'job' | 'event'; label: string; inputId:
       />
       <button type="submit">Open</button>
     </form>
+  );
+}
+
+/** A job's id, linked to its page. @example <JobLink id="o7" /> */
+export function JobLink({ id }: { id: string }) {
+  return (
+    <a href={href(`/jobs/${seg(id)}`)} class="mono">
+      {id}
+    </a>
   );
 }

@@ -1,6 +1,6 @@
 /** An event's page: the jobs it made (`GET /events/{id}`), each with its state; and the form that opens one by id. */
 import { ApiError, api, type EventJobs, seg } from '../api';
-import { ErrorBox, IdLookup, StateBadge, Time } from '../components';
+import { ErrorBox, IdLookup, JobLink, StateBadge, Time } from '../components';
 import { usePoll } from '../poll';
 import { href } from '../router';
 
@@ -69,9 +69,7 @@ function EventJobsTable({ id }: { id: string }) {
                     <a href={href('/jobs', { type: job.type })}>{job.type}</a>
                   </td>
                   <td>
-                    <a href={href(`/jobs/${seg(job.id)}`)} class="mono">
-                      {job.id}
-                    </a>
+                    <JobLink id={job.id} />
                   </td>
                   <td>
                     <StateBadge state={job.state} />

@@ -15,7 +15,7 @@ import {
   RETRYABLE,
   seg,
 } from '../api';
-import { ConfirmDialog, ErrorBox, formatDuration, Json, StateBadge, Time, Who, Writable } from '../components';
+import { ConfirmDialog, ErrorBox, formatDuration, JobLink, Json, StateBadge, Time, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href } from '../router';
 
@@ -414,9 +414,7 @@ function InvokedJobs({ job }: { job: JobView }) {
               <tr key={child.id}>
                 <td>{child.name}</td>
                 <td>
-                  <a href={href(`/jobs/${seg(child.id)}`)} class="mono">
-                    {child.id}
-                  </a>
+                  <JobLink id={child.id} />
                 </td>
                 <td>{child.type ?? <span class="muted">–</span>}</td>
                 <td>

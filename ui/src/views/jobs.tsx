@@ -15,7 +15,7 @@ import {
   queryString,
   seg,
 } from '../api';
-import { ConfirmDialog, ErrorBox, IdLookup, StateBadge, Time, TypeSelect, Writable } from '../components';
+import { ConfirmDialog, ErrorBox, IdLookup, JobLink, StateBadge, Time, TypeSelect, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href, navigate, type Route } from '../router';
 import { EventLookup } from './event';
@@ -256,9 +256,7 @@ function JobTable({ jobs }: { jobs: JobSummary[] }) {
           {jobs.map((job) => (
             <tr key={job.id}>
               <td>
-                <a href={href(`/jobs/${seg(job.id)}`)} class="mono">
-                  {job.id}
-                </a>
+                <JobLink id={job.id} />
               </td>
               <td>{job.type}</td>
               <td>
