@@ -46,6 +46,11 @@ export const ENV = {
    * time and read once per container. One name, whatever the number of grants.
    */
   grantsParameter: 'ORRERY_GRANTS_PARAMETER',
+  /**
+   * The S3 bucket that keeps values too large for an item (payloads, results, step results,
+   * signals: shared/core/blobs.ts). Unset: such values are refused, as before.
+   */
+  payloadBucket: 'ORRERY_PAYLOAD_BUCKET',
 } as const;
 
 /** Where one job type's messages go. */
@@ -95,6 +100,8 @@ export interface PlatformConfig {
   metricsNamespace?: string;
   /** The API's: SSM parameter holding the grants document. @default none (only the API has one) */
   grantsParameter?: string;
+  /** The S3 bucket of offloaded values (shared/core/blobs.ts). @default none: values over the inline limits are refused */
+  payloadBucket?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -218,6 +225,7 @@ export function platformConfigFromEnv(env: Env = process.env, types: readonly st
   const receives = maxReceiveCount(env);
   const digest = env[ENV.typesDigest];
   const grants = env[ENV.grantsParameter];
+  const bucket = env[ENV.payloadBucket];
   return {
     tableName,
     routes: namedRoutes(queues, types, receives),
@@ -231,6 +239,7 @@ export function platformConfigFromEnv(env: Env = process.env, types: readonly st
     tracing: tracing(env),
     metricsNamespace: metricsNamespace(env),
     ...(grants ? { grantsParameter: grants } : {}),
+    ...(bucket ? { payloadBucket: bucket } : {}),
   };
 }
 
@@ -276,5 +285,6 @@ export function platformConfigToEnv(config: PlatformConfig): Record<string, stri
     ...(config.tracing ? { [ENV.tracing]: 'true' } : {}),
     ...(config.metricsNamespace !== undefined ? { [ENV.metricsNamespace]: config.metricsNamespace } : {}),
     ...(config.grantsParameter !== undefined ? { [ENV.grantsParameter]: config.grantsParameter } : {}),
+    ...(config.payloadBucket !== undefined ? { [ENV.payloadBucket]: config.payloadBucket } : {}),
   };
 }

@@ -210,3 +210,17 @@ export class InvokedJobFailedError extends PermanentError {
     this.name = 'InvokedJobFailedError';
   }
 }
+
+/**
+ * An offloaded value (a payload, a result, a step result or a signal kept in the payload bucket)
+ * cannot be read back: its object is gone, or the function has no bucket configured.
+ */
+export class BlobMissingError extends Error {
+  constructor(
+    readonly key: string,
+    why: string,
+  ) {
+    super(`the offloaded value ${key} cannot be read: ${why}`);
+    this.name = 'BlobMissingError';
+  }
+}

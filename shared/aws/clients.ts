@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { CostRecorder } from '../core/metrics';
@@ -9,6 +10,8 @@ export interface AwsClients {
   dynamo: DynamoDBClient;
   sqs: SQSClient;
   scheduler: SchedulerClient;
+  /** The payload bucket's (shared/aws/s3-blob-store.ts); built on first use, so functions that never offload make none. */
+  readonly s3?: S3Client;
 }
 
 export interface AwsClientOptions {
@@ -23,15 +26,27 @@ export interface AwsClientOptions {
 /**
  * Builds clients from the default configuration chain: region, credentials and endpoints come
  * from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SQS`,
- * `AWS_ENDPOINT_URL_SCHEDULER`, ...), which is how local AWS and LocalStack are reached.
+ * `AWS_ENDPOINT_URL_SCHEDULER`, `AWS_ENDPOINT_URL_S3`, ...), which is how local AWS and LocalStack are reached.
  *
  * @example
  * const meter = new CostMeter();
  * const clients = createAwsClients({ cost: meter });
  */
 export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
-  const clients = { dynamo: new DynamoDBClient({}), sqs: new SQSClient({}), scheduler: new SchedulerClient({}) };
   const { cost } = options;
+  let s3: S3Client | undefined;
+  const clients = {
+    dynamo: new DynamoDBClient({}),
+    sqs: new SQSClient({}),
+    scheduler: new SchedulerClient({}),
+    get s3(): S3Client {
+      if (!s3) {
+        s3 = new S3Client({});
+        if (cost) meterCost(s3, cost);
+      }
+      return s3;
+    },
+  };
   if (cost) {
     meterCost(clients.dynamo, cost);
     meterCost(clients.sqs, cost);

@@ -7,6 +7,8 @@ export interface LocalEndpoints {
   dynamodb: string;
   sqs: string;
   scheduler: string;
+  /** fauxqs serves S3 on the SQS port (path-style: the endpoint is an IP address). */
+  s3?: string;
 }
 
 /** Anything that knows the local endpoints and region (a `LocalAws` from `startLocalAws`). */

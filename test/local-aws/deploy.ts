@@ -7,6 +7,7 @@ import {
   type DynamoDBClient,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateScheduleGroupCommand,
   DeleteScheduleGroupCommand,
@@ -24,7 +25,7 @@ import {
 } from '../../shared/core/queue-settings';
 import { JOB_TABLE, type TableDefinition } from '../../shared/core/table';
 import type { LogLevel } from '../../shared/logger';
-import { type LocalAwsTarget, localClients } from './clients';
+import { LOCAL_CREDENTIALS, type LocalAwsTarget, localClients } from './clients';
 import { LOCAL_ACCOUNT_ID } from './sqs';
 
 /** One job type to deploy. */
@@ -125,6 +126,8 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
   const clients = localClients(aws);
   const tableName = `${options.prefix}-jobs`;
   const scheduleGroup = `${options.prefix}-jobs`;
+  // fauxqs' S3 (moto's on that target); bucket names are lower case
+  const payloadBucket = aws.endpoints.s3 ? `${options.prefix.toLowerCase()}-payloads` : undefined;
   try {
     const table = (async () => {
       await clients.dynamo
@@ -142,6 +145,7 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
       }
     })();
     const group = ensureScheduleGroup(clients.scheduler, scheduleGroup);
+    const bucket = payloadBucket ? createBucket(aws, payloadBucket) : Promise.resolve();
     const [queueList] = await Promise.all([
       Promise.all(
         options.jobTypes.map(
@@ -150,6 +154,7 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
       ),
       table,
       group,
+      bucket,
     ]);
     const queues = Object.fromEntries(queueList);
     const first = queueList[0]?.[1];
@@ -180,10 +185,21 @@ export async function deployLocal(aws: LocalAwsTarget, options: DeployLocalOptio
       schedulerRoleArn: `arn:aws:iam::${LOCAL_ACCOUNT_ID}:role/${options.prefix}-scheduler`,
       retentionDays: options.retentionDays ?? 30,
       logLevel: options.logLevel ?? 'info',
+      ...(payloadBucket ? { payloadBucket } : {}),
     };
     return { config, env: platformConfigToEnv(config), queues };
   } finally {
     clients.destroy();
+  }
+}
+
+/** Creates the payload bucket (an existing one is kept). */
+async function createBucket(aws: LocalAwsTarget, name: string): Promise<void> {
+  const s3 = new S3Client({ region: aws.region, endpoint: aws.endpoints.s3, credentials: LOCAL_CREDENTIALS });
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: name })).catch(ignore('BucketAlreadyOwnedByYou'));
+  } finally {
+    s3.destroy();
   }
 }
 

@@ -76,7 +76,7 @@ export interface LocalAws {
   readonly target: AwsTargetKind;
   readonly region: string;
   readonly endpoints: LocalEndpoints;
-  /** `AWS_ENDPOINT_URL_{DYNAMODB,SQS,SCHEDULER}`, `AWS_REGION`, `AWS_DEFAULT_REGION` and dummy credentials. */
+  /** `AWS_ENDPOINT_URL_{DYNAMODB,SQS,SCHEDULER,S3}`, `AWS_REGION`, `AWS_DEFAULT_REGION` and dummy credentials. */
   readonly env: Record<string, string>;
   /** Writes {@link env} into `process.env`; returns a function that restores the previous values. */
   applyEnv(): () => void;
@@ -130,7 +130,12 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.autoFire !== undefined ? { autoFire: options.autoFire } : {}),
     });
-    const endpoints: LocalEndpoints = { dynamodb: dynamodbEndpoint, sqs: sqs.endpoint, scheduler: scheduler.endpoint };
+    const endpoints: LocalEndpoints = {
+      dynamodb: dynamodbEndpoint,
+      sqs: sqs.endpoint,
+      scheduler: scheduler.endpoint,
+      s3: sqs.endpoint,
+    };
     const env = localAwsEnv(endpoints, region);
     const ownedSqs = sqs;
     const ownedClient = deliveryClient;
@@ -172,7 +177,12 @@ async function startMotoAws(region: string): Promise<LocalAws> {
     proxy = await startSerialProxy(moto.endpoint);
     const dynamodbProxy = proxy;
     const writeLatency = await measureWriteLatency(proxy.endpoint, region);
-    const endpoints: LocalEndpoints = { dynamodb: proxy.endpoint, sqs: moto.endpoint, scheduler: moto.endpoint };
+    const endpoints: LocalEndpoints = {
+      dynamodb: proxy.endpoint,
+      sqs: moto.endpoint,
+      scheduler: moto.endpoint,
+      s3: moto.endpoint,
+    };
     const env = localAwsEnv(endpoints, region);
     const why = "the moto target has moto's own SQS and a Scheduler that never fires";
     return {
@@ -210,6 +220,7 @@ export function localAwsEnv(endpoints: LocalEndpoints, region: string): Record<s
     AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
     AWS_ENDPOINT_URL_SQS: endpoints.sqs,
     AWS_ENDPOINT_URL_SCHEDULER: endpoints.scheduler,
+    ...(endpoints.s3 ? { AWS_ENDPOINT_URL_S3: endpoints.s3 } : {}),
     AWS_REGION: region,
     AWS_DEFAULT_REGION: region,
     AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,

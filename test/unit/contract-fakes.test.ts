@@ -5,6 +5,7 @@
  */
 
 import { describe } from 'vitest';
+import { blobStoreContract } from '../contract/blob-store.contract';
 import { debouncerContract } from '../contract/debouncer.contract';
 import { dueIndexContract } from '../contract/due-index.contract';
 import { eventWaitsContract } from '../contract/event-waits.contract';
@@ -20,6 +21,7 @@ import { redriveLogContract } from '../contract/redrive-log.contract';
 import { scheduleStoreContract } from '../contract/schedule-store.contract';
 import { FakeEventWaits } from '../local-aws/memory-event-waits';
 import { FakeScheduleStore } from '../local-aws/memory-schedules';
+import { FakeBlobStore } from '../support/blob-fake';
 import { FakeJobControl, FakeJobIndex, FakeRedriveLog } from '../support/control-fakes';
 import { FakeDueIndex } from '../support/due-index-fake';
 import { FakeJobQueue, FakeJobStore } from '../support/fakes';
@@ -106,4 +108,9 @@ describe('redrive log contract: FakeRedriveLog', () => {
   // one log behind every case, as the table is
   const shared = new FakeRedriveLog();
   redriveLogContract(async () => shared);
+});
+
+describe('blob store contract: FakeBlobStore', () => {
+  const shared = new FakeBlobStore();
+  blobStoreContract(async () => ({ store: shared, upload: (url, body) => shared.upload(url, body) }));
 });

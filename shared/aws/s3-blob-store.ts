@@ -1,0 +1,78 @@
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type S3Client,
+  type S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { BlobStore, PresignedUpload } from '../core/blobs';
+import { translateAwsError } from './errors';
+
+/** What S3 answers for a key that holds no object (GET: NoSuchKey; HEAD has no body: NotFound). */
+const MISSING = new Set(['NoSuchKey', 'NotFound']);
+
+function isMissing(error: unknown): boolean {
+  const name = (error as Partial<S3ServiceException> | undefined)?.name;
+  return name !== undefined && MISSING.has(name);
+}
+
+/**
+ * {@link BlobStore} on an S3 bucket (the stack's payload bucket). Objects are JSON text; a key is
+ * written once. SDK errors become Orrery's (throttling → 429, faults → 503, shared/aws/errors.ts);
+ * a missing object is `undefined`.
+ *
+ * The client is built from the environment like the others (`AWS_ENDPOINT_URL_S3` reaches an
+ * emulator). Against an endpoint whose host is an IP address (local AWS on 127.0.0.1) the SDK's
+ * S3 endpoint rules use path-style URLs by themselves, so no `forcePathStyle` is needed.
+ *
+ * @example
+ * const blobs = new S3BlobStore(new S3Client({}), 'orrery-payloads-123');
+ * await blobs.put('p/job-1/a', JSON.stringify(payload));
+ */
+export class S3BlobStore implements BlobStore {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  async put(key: string, body: string): Promise<void> {
+    try {
+      await this.client.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/json' }),
+      );
+    } catch (error) {
+      translateAwsError(error, 'S3 PutObject');
+    }
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return out.Body ? await out.Body.transformToString('utf8') : '';
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      translateAwsError(error, 'S3 GetObject');
+    }
+  }
+
+  async size(key: string): Promise<number | undefined> {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return out.ContentLength ?? 0;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      translateAwsError(error, 'S3 HeadObject');
+    }
+  }
+
+  async presignPut(key: string, expiresInSeconds: number): Promise<PresignedUpload> {
+    const signedAt = Date.now();
+    const url = await getSignedUrl(
+      this.client,
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: 'application/json' }),
+      { expiresIn: expiresInSeconds },
+    );
+    return { url, expiresAt: signedAt + expiresInSeconds * 1000 };
+  }
+}
