@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { BlobStore, PresignedUpload } from '../core/blobs';
+import type { AwsClients } from './clients';
 import { translateAwsError } from './errors';
 
 /** What S3 answers for a key that holds no object (GET: NoSuchKey; HEAD has no body: NotFound). */
@@ -75,4 +76,15 @@ export class S3BlobStore implements BlobStore {
     );
     return { url, expiresAt: signedAt + expiresInSeconds * 1000 };
   }
+}
+
+/**
+ * The deployment's payload bucket as a {@link BlobStore}, or undefined when the configuration
+ * names none (`ORRERY_PAYLOAD_BUCKET` unset): values over the inline limits are then refused.
+ *
+ * @example
+ * const blobs = payloadBlobs(config, clients); // S3BlobStore | undefined
+ */
+export function payloadBlobs(config: { payloadBucket?: string }, clients: AwsClients): S3BlobStore | undefined {
+  return config.payloadBucket && clients.s3 ? new S3BlobStore(clients.s3, config.payloadBucket) : undefined;
 }

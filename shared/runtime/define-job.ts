@@ -9,8 +9,10 @@ import { DynamoJobStore } from '../aws/dynamo-job-store';
 import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
+import { payloadBlobs } from '../aws/s3-blob-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { SqsJobQueue } from '../aws/sqs-job-queue';
+import type { BlobStore } from '../core/blobs';
 import { systemClock } from '../core/clock';
 import type { JobTypeSpec, PayloadSchema, SignalSchemas, WorkerPort } from '../core/job-type';
 import { ConfigError } from '../errors';
@@ -94,8 +96,15 @@ export function workerDepsOf(spec: JobTypeSpec, runtime: LambdaRuntime): WorkerD
       ? { control: new DynamoJobControl(clients.dynamo, config.tableName) }
       : {}),
     graph: new DynamoJobGraph(clients.dynamo, config.tableName),
+    ...blobsOf(config, clients),
     logger: runtime.logger,
     metrics: runtime.metrics,
     ...(runtime.meter ? { meter: runtime.meter } : {}),
   };
+}
+
+/** The payload bucket's store, as an optional dep. */
+function blobsOf(config: LambdaRuntime['config'], clients: LambdaRuntime['clients']): { blobs?: BlobStore } {
+  const blobs = payloadBlobs(config, clients);
+  return blobs ? { blobs } : {};
 }

@@ -16,8 +16,10 @@
  * registers in the match index and looks there for an event sent since the job was created
  * (shared/core/event-waits.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
+import { type BlobStore, blobKey, MAX_BLOB_BYTES, mustOffload, offload, resolveBlob } from '../core/blobs';
 import type { Clock } from '../core/clock';
 import {
   EVENT_SIGNAL_PREFIX,
@@ -58,7 +60,7 @@ import {
   timedOutAt,
   wakeTime,
 } from '../core/journal';
-import { JOB_ID_PATTERN } from '../core/limits';
+import { JOB_ID_PATTERN, jsonBytes } from '../core/limits';
 import { INVOKE_DEFAULT_MAX_ATTEMPTS, type InvokedChild } from '../dispatch/invoke';
 import { InvokedJobFailedError, OrreryError, SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
 import { untilAborted } from './until-aborted';
@@ -276,6 +278,12 @@ export interface WorkflowOptions {
   onSuspend?(wait: WakeWait): void;
   /** Starts and looks at invoked children. Without one, `ctx.invoke` fails the job with a StepUsageError. */
   invoker?: Invoker;
+  /**
+   * The payload bucket: step results over {@link MAX_STEP_RESULT_BYTES} are kept there (up to
+   * MAX_BLOB_BYTES), and offloaded step results and signals are read back. @default none: larger
+   * step results fail the job (StepUsageError), as before
+   */
+  blobs?: BlobStore;
 }
 
 /** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
@@ -347,6 +355,33 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     return (await untilAborted(recorded, signal)).get(entryName(kind, name));
   }
 
+  /** A stored value as the handler gets it: an offloaded one read back (one S3 GET), else itself. */
+  async function resolveStored(value: unknown): Promise<unknown> {
+    return await untilAborted(resolveBlob(options.blobs, value), signal);
+  }
+
+  /**
+   * A step result as it is recorded: itself within {@link MAX_STEP_RESULT_BYTES}, else a reference
+   * to an object of the payload bucket (one S3 PUT, under a key of its own for this attempt).
+   */
+  async function offloadStep(name: string, value: unknown): Promise<unknown> {
+    if (signal.aborted) throw signal.reason;
+    const bytes = jsonBytes(value);
+    if (!mustOffload(value, bytes, MAX_STEP_RESULT_BYTES)) return value;
+    const key = () => blobKey('step', job.id, `${job.attempts}-${randomUUID()}`);
+    const offloaded = offload(options.blobs, value, {
+      inlineLimit: MAX_STEP_RESULT_BYTES,
+      key,
+      what: `step "${name}" result`,
+    });
+    return await untilAborted(
+      offloaded.catch((error: unknown) => {
+        throw error instanceof ValidationError ? new StepUsageError(error.message) : error;
+      }),
+      signal,
+    );
+  }
+
   /** Records `value` under the name unless it was recorded first; returns what stands. */
   async function record(kind: JournalKind, name: string, value: unknown): Promise<unknown> {
     if (signal.aborted) throw signal.reason;
@@ -409,7 +444,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       const o = (value ?? {}) as { payload?: unknown; received?: string };
       // recorded by the send: the signal is the inbox's
       if (o.received !== undefined) arrived ??= await look();
-      return (('payload' in o ? o.payload : arrived?.payload) ?? null) as T | null;
+      return (await resolveStored(('payload' in o ? o.payload : arrived?.payload) ?? null)) as T | null;
     };
     const done = await read('signal', name);
     if (done) return outcome(done.value);
@@ -545,10 +580,15 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
       begin('step', name);
       const recorded = await read('step', name);
-      if (recorded) return recorded.value as T;
+      if (recorded) return (await resolveStored(recorded.value)) as T;
       const value = await fn();
-      const storable = asUsage(() => storableValue(value, MAX_STEP_RESULT_BYTES, `step "${name}" result`));
-      return (await record('step', name, storable)) as T;
+      const storable = asUsage(() =>
+        storableValue(value, options.blobs ? MAX_BLOB_BYTES : MAX_STEP_RESULT_BYTES, `step "${name}" result`),
+      );
+      const stored = await offloadStep(name, storable);
+      const kept = await record('step', name, stored);
+      // ours recorded: the value itself, not read back; another's (a racing attempt's): read back if offloaded
+      return (kept === stored ? storable : await resolveStored(kept)) as T;
     },
 
     async sleep(name: string, duration: number | string | Date): Promise<void> {

@@ -1,11 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
+import { blobKey, isBlobRef, MAX_BLOB_BYTES, offload, resolveBlob } from '../../core/blobs';
 import { appendError, describeError, type Job, type WakeWait } from '../../core/job';
 import { JOURNAL_RETENTION_DAYS } from '../../core/journal';
+import { MAX_RESULT_BYTES } from '../../core/limits';
 import { METRIC } from '../../core/metrics';
 import { isTerminal } from '../../core/states';
 import * as z from '../../core/zod-mini';
 import { parentsReader } from '../../dispatch/release';
-import { JobTimeoutError, LeaseLostError, PermanentError } from '../../errors';
+import { BlobMissingError, JobTimeoutError, LeaseLostError, PermanentError, ValidationError } from '../../errors';
 import type { Logger } from '../../logger';
 import { type ProgressReporter, progressReporter } from '../attempt-support';
 import type { Outcome } from '../gates/gate';
@@ -37,7 +40,18 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
   // The owner we claimed with: unique per claim, so it identifies our writes.
   const writer = job.leaseOwner ?? kit.owner;
   // zod's core parse: the job author's schema may be full zod or zod/mini.
-  const parsed = z.safeParse(kit.def.spec.payload, job.payload);
+  // An offloaded payload is read back first (one S3 GET): the handler sees the value, never its reference.
+  const given = await payloadOf(kit, job, log);
+  if (given.missing) {
+    kit.noCall(record);
+    const errors = appendError(
+      job.errors,
+      describeError(given.missing, job.attempts, kit.clock.now(), 'payload_missing'),
+    );
+    await finalFailure(kit, job, errors, writer, log);
+    return 'done';
+  }
+  const parsed = z.safeParse(kit.def.spec.payload, given.value);
   if (!parsed.success) {
     kit.noCall(record);
     const err = new PermanentError(`payload no longer matches the ${kit.type} schema: ${parsed.error.message}`);
@@ -71,10 +85,53 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
   const at = { job, record, writer, log };
   if (wait) return await suspend(kit, at, wait, running.workflow.invoked());
   if (outcome.ok) {
-    const problem = resultProblem(outcome.result);
+    const problem = resultProblem(outcome.result, kit.deps.blobs ? MAX_BLOB_BYTES : MAX_RESULT_BYTES);
     if (problem) outcome = { ok: false, error: new PermanentError(problem) };
+    else outcome = await offloadResult(kit, job, outcome.result);
   }
   return outcome.ok ? await recordSuccess(kit, at, outcome.result) : await recordFailure(kit, at, outcome.error);
+}
+
+/**
+ * The job's payload as the handler gets it: an offloaded one read back from the payload bucket.
+ * An object that is gone (or no bucket to read it from) is `missing`: the job cannot run. Any
+ * other error (S3 throttled or down) is thrown, and the message comes back.
+ */
+async function payloadOf(
+  kit: WorkerKit,
+  job: Job,
+  log: Logger,
+): Promise<{ value: unknown; missing?: undefined } | { missing: BlobMissingError }> {
+  if (!isBlobRef(job.payload)) return { value: job.payload };
+  try {
+    return { value: await resolveBlob(kit.deps.blobs, job.payload) };
+  } catch (error) {
+    if (error instanceof BlobMissingError) {
+      log.error("the job's offloaded payload cannot be read", { key: error.key });
+      return { missing: error };
+    }
+    throw error;
+  }
+}
+
+/**
+ * A result over the inline limit goes to the payload bucket (one S3 PUT) and the job keeps its
+ * reference; one that fits is kept as it is (no request). A PUT that fails fails the attempt,
+ * which is retried as any other failure.
+ */
+async function offloadResult(kit: WorkerKit, job: Job, result: unknown): Promise<AttemptResult> {
+  try {
+    return {
+      ok: true,
+      result: await offload(kit.deps.blobs, result, {
+        inlineLimit: MAX_RESULT_BYTES,
+        key: () => blobKey('result', job.id, `${job.attempts}-${randomUUID()}`),
+        what: 'result',
+      }),
+    };
+  } catch (error) {
+    return { ok: false, error: error instanceof ValidationError ? new PermanentError(error.message) : error };
+  }
 }
 
 /** Sets up a claimed attempt: from here on, a lease that cannot be renewed aborts the handler. */
@@ -112,6 +169,7 @@ function start(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Runnin
   const invoker = invokerOf(kit, job);
   const workflow = createWorkflow({
     job,
+    ...(kit.deps.blobs ? { blobs: kit.deps.blobs } : {}),
     ...(journal ? { journal } : {}),
     ...(kit.deps.eventWaits ? { eventWaits: kit.deps.eventWaits } : {}),
     ...(kit.deps.events ? { events: kit.deps.events } : {}),

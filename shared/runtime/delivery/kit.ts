@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
 import type { PlatformConfig, Route } from '../../config';
+import type { BlobStore } from '../../core/blobs';
 import { type Clock, systemClock, systemTimer, type Timer } from '../../core/clock';
 import type { JobControl } from '../../core/control-ports';
 import type { Debouncer } from '../../core/debounce';
@@ -94,6 +95,12 @@ export interface WorkerDeps {
    * waiting), and `ctx.parents()` rejects with a ConfigError
    */
   graph?: JobGraph;
+  /**
+   * The payload bucket (shared/core/blobs.ts): with it, an offloaded payload, step result or
+   * signal is read back before the handler sees it, and a result or step result over its inline
+   * limit (64 KiB) is offloaded, up to MAX_BLOB_BYTES. @default none: such values are refused
+   */
+  blobs?: BlobStore;
 }
 
 /**

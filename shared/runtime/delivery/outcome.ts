@@ -31,15 +31,18 @@ export interface AttemptAt {
 /** How a claimed attempt's handler ended, as the worker records it. */
 export type AttemptResult = { ok: true; result: unknown } | { ok: false; error: unknown };
 
-/** Why a handler's result cannot be stored, or undefined when it can. */
-export function resultProblem(result: unknown): string | undefined {
+/**
+ * Why a handler's result cannot be stored, or undefined when it can: under `limit` (the inline
+ * limit, or the offloaded one when the worker has a payload bucket).
+ */
+export function resultProblem(result: unknown, limit = MAX_RESULT_BYTES): string | undefined {
   let size: number;
   try {
     size = jsonBytes(result ?? null);
   } catch (error) {
     return `result is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`;
   }
-  return size > MAX_RESULT_BYTES ? `result is ${size} bytes of JSON; the limit is ${MAX_RESULT_BYTES}` : undefined;
+  return size > limit ? `result is ${size} bytes of JSON; the limit is ${limit}` : undefined;
 }
 
 /** Records `failed` as `writer` (the owner this delivery claimed with, or tried to); then runs onFailure. */
