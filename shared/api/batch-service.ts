@@ -126,7 +126,8 @@ export class BatchService {
     by?: string,
   ): Promise<{ result: ItemResult; send?: PendingSend }> {
     try {
-      const request = parseOrThrow(enqueueRequestSchema, item, { message: 'invalid enqueue request' });
+      const raw = await this.deps.jobs.withUploadedPayload(item);
+      const request = parseOrThrow(enqueueRequestSchema, raw, { message: 'invalid enqueue request' });
       const { created, job, send } = await this.deps.jobs.write(request, by !== undefined ? { by } : {});
       return {
         result: { index, status: created ? 'created' : 'existing', job: summary(job) },

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { PlatformConfig } from '../config';
+import type { BlobStore } from '../core/blobs';
 import { type Clock, systemClock } from '../core/clock';
 import type { Debouncer } from '../core/debounce';
 import type { JobGraph } from '../core/dependencies';
@@ -33,6 +34,7 @@ import { openApiRoutes } from './routes/openapi';
 import { overviewRoutes } from './routes/overview';
 import { type ScheduleRouteDeps, scheduleRoutes } from './routes/schedules';
 import { signalRoutes } from './routes/signals';
+import { uploadRoutes } from './routes/uploads';
 import { SignalsService } from './signals-service';
 
 export interface ApiDeps {
@@ -77,6 +79,11 @@ export interface ApiDeps {
   eventWaits?: EventWaits;
   /** GSI reader, control writes and DLQ access (listing, cancel/retry, DLQ routes). Required for those routes. */
   controlPlane?: ControlPlaneAdapters;
+  /**
+   * The payload bucket (shared/core/blobs.ts): with it, payloads over 256 KiB are kept there,
+   * `POST /uploads` is served and enqueues take `payloadRef`. @default none: those are refused
+   */
+  blobs?: BlobStore;
 }
 
 export type ApiHandler = (event: APIGatewayProxyEventV2) => Promise<HttpResponse>;
@@ -145,6 +152,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
     const invoked = new InvokedService({ store: deps.store, journal: deps.journal, clock: deps.clock ?? systemClock });
     routes.push(...invokedRoutes(invoked, typeOf));
   }
+  if (deps.blobs) routes.push(...uploadRoutes(deps.blobs));
   routes.push(...openApiRoutes());
 
   return async (event) => {

@@ -10,6 +10,7 @@ import { deployedTypes, validateRequest } from './enqueue/checks';
 import { debounceRun } from './enqueue/debounce';
 import { type EnqueueContext, type EnqueueOptions, enqueueContext, type JobsServiceDeps } from './enqueue/deps';
 import { withGraph } from './enqueue/parents';
+import { withUploadedPayload } from './enqueue/payload-ref';
 import { type PendingSend, sendOne, sendPending } from './enqueue/send';
 import { type WriteResult, writeJob } from './enqueue/write';
 
@@ -21,6 +22,14 @@ export class JobsService {
 
   constructor(deps: JobsServiceDeps) {
     this.ctx = enqueueContext(deps);
+  }
+
+  /**
+   * An enqueue body with its `payloadRef` (an upload) read into `payload`, as
+   * `withUploadedPayload` (./enqueue/payload-ref.ts) does; any other body as it is, at no cost.
+   */
+  async withUploadedPayload(body: unknown, path = ''): Promise<unknown> {
+    return withUploadedPayload(this.ctx.deps.blobs, body, path);
   }
 
   /** Types that are both in the catalog and deployed (have a route). */

@@ -10,6 +10,7 @@ import { DynamoJournal } from '../aws/dynamo-journal';
 import { DynamoPacer } from '../aws/dynamo-pacer';
 import { DynamoRedriveLog } from '../aws/dynamo-redrive-log';
 import { DynamoScheduleStore } from '../aws/dynamo-schedule-store';
+import { payloadBlobs } from '../aws/s3-blob-store';
 import { EventBridgeJobScheduler } from '../aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../aws/scheduler-recurring-trigger';
 import { SqsDeadLetterQueues } from '../aws/sqs-dead-letters';
@@ -18,6 +19,7 @@ import { createSsmClient, SsmGrantsSource } from '../aws/ssm-grants-source';
 import { traceClient } from '../aws/tracing';
 import { ENV, type PlatformConfig } from '../config';
 import type { GrantsSource } from '../core/access';
+import type { BlobStore } from '../core/blobs';
 import type { JobTypeSpec } from '../core/job-type';
 import { ConfigError } from '../errors';
 import { deployedConfig, invocation, type LambdaRuntime, once, startLambdaRuntime } from '../lambda/runtime';
@@ -66,6 +68,7 @@ export function createLambdaApiHandler(catalog: readonly JobTypeSpec[]): LambdaA
         store: new DynamoScheduleStore(clients.dynamo, config.tableName),
         trigger: new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn),
       },
+      ...blobsOf(config, runtime),
       logger: runtime.logger,
       metrics: runtime.metrics,
       // Who may do what: the grants read at cold start, for the API's access check.
@@ -111,4 +114,10 @@ function grantsParameterOf(config: PlatformConfig): string {
     );
   }
   return config.grantsParameter;
+}
+
+/** The payload bucket's store, when the deployment has one. */
+function blobsOf(config: LambdaRuntime['config'], runtime: LambdaRuntime): { blobs?: BlobStore } {
+  const blobs = payloadBlobs(config, runtime.clients);
+  return blobs ? { blobs } : {};
 }

@@ -20,6 +20,13 @@ import { jsonBytes } from './limits';
  */
 export const MAX_BLOB_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Largest enqueue body (`POST /jobs`) the API reads: a Function URL takes request payloads of
+ * 6 MiB, event envelope included, so this leaves 128 KiB for the envelope and headers. A larger
+ * payload goes through an upload (`POST /uploads`).
+ */
+export const MAX_INLINE_BODY_BYTES = 6 * 1024 * 1024 - 128 * 1024;
+
 /** How long a presigned upload URL is valid. */
 export const UPLOAD_URL_TTL_SECONDS = 15 * 60;
 

@@ -58,6 +58,11 @@ export const enqueueRequestSchema = z
   .object({
     type: z.string().regex(JOB_TYPE_PATTERN, 'must be a registered job type name'),
     payload: z.record(z.string(), z.unknown(), 'must be a JSON object'),
+    /**
+     * The `ref` of an upload (`POST /uploads`) holding the payload, instead of `payload`: for a
+     * payload over the Function URL's 6 MB. Read and validated as an inline payload is.
+     */
+    payloadRef: z.string().max(64).optional(),
     id: z
       .string()
       .regex(JOB_ID_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit')

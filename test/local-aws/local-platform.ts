@@ -13,6 +13,7 @@ import { DynamoJournal } from '../../shared/aws/dynamo-journal';
 import { DynamoPacer } from '../../shared/aws/dynamo-pacer';
 import { DynamoRedriveLog } from '../../shared/aws/dynamo-redrive-log';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store';
+import { payloadBlobs } from '../../shared/aws/s3-blob-store';
 import { EventBridgeJobScheduler } from '../../shared/aws/scheduler-job-scheduler';
 import { EventBridgeRecurringTrigger } from '../../shared/aws/scheduler-recurring-trigger';
 import { SqsDeadLetterQueues } from '../../shared/aws/sqs-dead-letters';
@@ -159,6 +160,8 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
   const journal = new DynamoJournal(clients.dynamo, config.tableName);
   const eventWaits = new DynamoEventWaits(clients.dynamo, config.tableName);
   const trigger = new EventBridgeRecurringTrigger(clients.scheduler, config.scheduleGroup, config.schedulerRoleArn);
+  // fauxqs' S3 through AWS_ENDPOINT_URL_S3, as a deployed function reaches the stack's bucket
+  const blobs = payloadBlobs(config, clients);
 
   const controlPlane = {
     index: new DynamoJobIndex(clients.dynamo, config.tableName),
@@ -184,6 +187,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
     journal,
     eventWaits,
     schedules: { store: schedules, trigger },
+    ...(blobs ? { blobs } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   const server = await startFunctionUrlServer({
@@ -211,6 +215,7 @@ export async function startLocalPlatform(options: LocalPlatformOptions): Promise
       ...(job.spec.debounce ? { debouncer } : {}),
       journal,
       eventWaits,
+      ...(blobs ? { blobs } : {}),
       // ctx.emit: the API's events service, in the worker's process, as a deployed worker runs it
       events: createEventSender(
         {

@@ -3,6 +3,7 @@
  * priority, times and the form of its `dependsOn`. Each throws the 400 (or 413) an enqueue answers.
  */
 
+import { MAX_BLOB_BYTES } from '../../core/blobs';
 import { resolveDebounceKey } from '../../core/debounce';
 import { parentEdges } from '../../core/dependencies';
 import { type EnqueueRequest, jsonBytes, MAX_PAYLOAD_BYTES, planEnqueue } from '../../core/enqueue';
@@ -37,10 +38,14 @@ export function checkRequest(ctx: EnqueueContext, request: EnqueueRequest) {
     );
   }
   const size = jsonBytes(request.payload);
-  if (size > MAX_PAYLOAD_BYTES) {
+  // with a payload bucket, a larger payload is kept there (./payload-ref.ts)
+  const limit = ctx.deps.blobs ? MAX_BLOB_BYTES : MAX_PAYLOAD_BYTES;
+  if (size > limit) {
     throw new PayloadTooLargeError(
-      `payload is ${size} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes (it is stored in the job's DynamoDB item)`,
-      MAX_PAYLOAD_BYTES,
+      ctx.deps.blobs
+        ? `payload is ${size} bytes of JSON; the limit is ${limit} bytes`
+        : `payload is ${size} bytes of JSON; the limit is ${limit} bytes (it is stored in the job's DynamoDB item)`,
+      limit,
     );
   }
   const payload = parseOrThrow(spec.payload, request.payload, {

@@ -1,3 +1,4 @@
+import type { BlobStore } from '../../core/blobs';
 import { pastRetention } from '../../core/control';
 import type { Debouncer } from '../../core/debounce';
 import type { JobGraph } from '../../core/dependencies';
@@ -26,6 +27,11 @@ export interface JobsServiceDeps extends ApiServiceDeps {
    * at enqueue (see ./line.ts). @default every job is sent, and does either on its delivery
    */
   flow?: FlowSlots;
+  /**
+   * The payload bucket (shared/core/blobs.ts): with it, a payload over 256 KiB is kept there and
+   * `payloadRef` (an upload) is accepted. @default none: such payloads are refused (413, 400)
+   */
+  blobs?: BlobStore;
 }
 
 /** What the API itself adds to an enqueue request (never read from the caller's body). */

@@ -17,6 +17,7 @@ import { type DebounceOpen, openDebounce, settleDebounce } from './debounce';
 import { type EnqueueContext, type EnqueueOptions, finishedExpiresAt } from './deps';
 import { giveBackPlace, placeAtEnqueue } from './line';
 import { applyStart, type Parents, parentsOf, putParents, registerAgain, registerNew } from './parents';
+import { storedPayload } from './payload-ref';
 import { rateLimited } from './rate-limit';
 import { handOff, handOffEnded, type PendingSend, throwDispatchFailure } from './send';
 
@@ -42,6 +43,8 @@ export async function writeJob(
   const { spec, payload } = checked;
   const now = options.at ?? ctx.deps.clock.now();
   const id = request.id ?? randomUUID();
+  // An uploaded or large payload: the item keeps a reference (an S3 PUT for a large inline one, first of all writes).
+  const stored = await storedPayload(ctx.deps.blobs, request, payload, id, randomUUID());
   if (spec.debounce) refuseDebouncedDelay(spec, request);
   // Parents are checked before anything is written: an unknown one is a 400.
   const parents = request.dependsOn ? await parentsOf(ctx, spec, request.dependsOn, id, options) : undefined;
@@ -52,6 +55,7 @@ export async function writeJob(
     spec.debounce && skipReason === undefined ? await openDebounce(ctx, spec, request, id, payload, now) : undefined;
   const plan = planEnqueue(debounced ? { runAt: new Date(debounced.runAt).toISOString() } : request, now);
   const job = newJob({ request, options, checked, id, now, plan, debounced });
+  if (stored !== payload) job.payload = stored;
   if (parents) applyStart(ctx, job, parents.start, now);
   if (skipReason) {
     // Over its rate: written as skipped (so the caller and the listing see why), never sent.

@@ -1,3 +1,4 @@
+import { MAX_INLINE_BODY_BYTES } from '../../core/blobs';
 import { enqueueRequestSchema, JOB_ID_PATTERN } from '../../core/enqueue';
 import { parseOrThrow } from '../../core/validation';
 import { NotFoundError } from '../../errors';
@@ -12,9 +13,15 @@ export function jobRoutes(jobs: JobsService, typeOf: JobTypeOf): Route[] {
     {
       path: '/jobs',
       access: { POST: { action: 'enqueue', types: (request) => bodyTypes(request, 'self') } },
+      // a payload up to what a Function URL takes; over 256 KiB it is kept in the payload bucket
+      maxBody: {
+        bytes: MAX_INLINE_BODY_BYTES,
+        why: "the Function URL's 6 MB request limit; larger payloads go through POST /uploads",
+      },
       methods: {
         POST: async (request, _params, call) => {
-          const body = parseOrThrow(enqueueRequestSchema, jsonBody(request), { message: 'invalid enqueue request' });
+          const raw = await jobs.withUploadedPayload(jsonBody(request));
+          const body = parseOrThrow(enqueueRequestSchema, raw, { message: 'invalid enqueue request' });
           const { created, job } = await jobs.enqueue(body, { by: actorOf(call.principal) });
           return json(created ? 201 : 200, job, created ? { location: `/jobs/${encodeURIComponent(job.id)}` } : {});
         },

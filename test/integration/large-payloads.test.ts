@@ -1,0 +1,192 @@
+/**
+ * Large payloads and results end to end on local AWS (DynamoDB Local, fauxqs for SQS and S3 on
+ * loopback): through the real API handler behind a Function URL-shaped server and the real worker.
+ * - a 5 MB payload sent inline is kept in the payload bucket, and the handler gets it whole;
+ * - a 10 MB payload goes through `POST /uploads` (a presigned PUT), then `payloadRef`;
+ * - an 8 MB step result is offloaded, and the replay after a sleep reads it back without running
+ *   the step again; a 200 KB handler result is offloaded too;
+ * - a bad reference is a 400 naming `payloadRef`, and nothing is written.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { isBlobRef } from '../../shared/core/blobs';
+import { defineJobType } from '../../shared/core/job-type';
+import { type LocalAws, startLocalAws } from '../local-aws/index';
+import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
+import { uniquePrefix } from '../local-aws/namespace';
+import { until } from '../support/local-api';
+
+const MB = 1_000_000;
+
+const bigSpec = defineJobType({
+  type: 'big',
+  payload: z.object({ blob: z.string(), n: z.number() }),
+  timeoutMs: 30_000,
+  retry: { maxAttempts: 1 },
+});
+
+const stepSpec = defineJobType({
+  type: 'big-step',
+  payload: z.object({ size: z.number() }),
+  timeoutMs: 30_000,
+  retry: { maxAttempts: 1 },
+});
+
+/** What the handlers saw, by job id. */
+const seen = new Map<string, { length: number; n: number; head: string }>();
+let makeRuns = 0;
+const stepSeen: { length: number; attempt: number }[] = [];
+
+let aws: LocalAws;
+let platform: LocalPlatform;
+
+beforeAll(async () => {
+  aws = await startLocalAws({ dynamodbEndpoint: inject('dynamodbEndpoint') });
+  platform = await startLocalPlatform({
+    aws,
+    prefix: uniquePrefix('payloads'),
+    jobs: [
+      {
+        spec: bigSpec,
+        run: async (payload, ctx) => {
+          const p = payload as { blob: string; n: number };
+          seen.set(ctx.jobId, { length: p.blob.length, n: p.n, head: p.blob.slice(0, 8) });
+          // a result over the 64 KiB inline limit: offloaded as well
+          return { echoed: p.blob.slice(0, 200 * 1024), n: p.n };
+        },
+      },
+      {
+        spec: stepSpec,
+        run: async (payload, ctx) => {
+          const { size } = payload as { size: number };
+          const made = await ctx.step('make', () => {
+            makeRuns += 1;
+            return { data: 's'.repeat(size) };
+          });
+          // suspends the attempt: the next one replays 'make' from its recorded (offloaded) result
+          await ctx.sleep('pause', '2s');
+          stepSeen.push({ length: made.data.length, attempt: ctx.attempt });
+          return { length: made.data.length };
+        },
+      },
+    ],
+  });
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await aws?.stop();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: the API's JSON answers, read field by field
+type Json = any;
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
+  const response = await fetch(`${platform.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function finished(id: string): Promise<Json> {
+  let job: Json;
+  await until(async () => {
+    job = (await call('GET', `/jobs/${id}`)).body;
+    return ['succeeded', 'failed'].includes(job?.state);
+  }, 60_000);
+  return job;
+}
+
+/** A payload whose JSON is about `bytes` long. */
+const payloadOf = (bytes: number, n: number) => ({ blob: `${n}`.padEnd(8, '-') + 'p'.repeat(bytes - 40), n });
+
+describe('large payloads on local AWS (fauxqs S3)', () => {
+  it('takes a 5 MB payload inline: the item keeps a reference, the handler gets the payload whole', async () => {
+    const payload = payloadOf(5 * MB, 5);
+    const id = `inline-${Date.now()}`;
+    const created = await call('POST', '/jobs', { type: 'big', id, payload });
+    expect(created.status).toBe(201);
+    expect(isBlobRef(created.body.payload)).toBe(true);
+    expect(created.body.payload.bytes).toBe(JSON.stringify(payload).length);
+    const job = await finished(id);
+    expect(job.state).toBe('succeeded');
+    expect(seen.get(id)).toEqual({ length: payload.blob.length, n: 5, head: payload.blob.slice(0, 8) });
+    // the 200 KB result is kept in the bucket too
+    expect(isBlobRef(job.result)).toBe(true);
+    expect(job.result.bytes).toBeGreaterThan(200 * 1024);
+  });
+
+  it('takes a 10 MB payload through an upload: POST /uploads, PUT to its URL, enqueue with payloadRef', async () => {
+    const upload = await call('POST', '/uploads');
+    expect(upload.status).toBe(201);
+    expect(upload.body).toMatchObject({ method: 'PUT', ref: expect.stringMatching(/^u\/[0-9a-f]{32}$/) });
+    expect(Date.parse(upload.body.expiresAt)).toBeGreaterThan(Date.now());
+    const payload = payloadOf(10 * MB, 10);
+    const put = await fetch(upload.body.url, {
+      method: 'PUT',
+      headers: upload.body.headers,
+      body: JSON.stringify(payload),
+    });
+    expect(put.ok).toBe(true);
+    const id = `upload-${Date.now()}`;
+    const created = await call('POST', '/jobs', { type: 'big', id, payloadRef: upload.body.ref });
+    expect(created.status).toBe(201);
+    // the upload itself is the payload's object: no copy
+    expect(created.body.payload).toEqual({
+      $orreryBlob: 1,
+      key: upload.body.ref,
+      bytes: JSON.stringify(payload).length,
+    });
+    const job = await finished(id);
+    expect(job.state).toBe('succeeded');
+    expect(seen.get(id)?.length).toBe(payload.blob.length);
+  });
+
+  it('validates an uploaded payload against the type schema, and refuses bad references with 400 and nothing written', async () => {
+    const schemaless = await call('POST', '/uploads');
+    await fetch(schemaless.body.url, { method: 'PUT', body: JSON.stringify({ blob: 42 }) });
+    const notObject = await call('POST', '/uploads');
+    await fetch(notObject.body.url, { method: 'PUT', body: '[1,2,3]' });
+    const never = await call('POST', '/uploads'); // signed, never PUT
+    const cases: { body: Record<string, unknown>; code: string; path: string }[] = [
+      { body: { payloadRef: schemaless.body.ref }, code: 'invalid_payload', path: 'payload.blob' },
+      { body: { payloadRef: notObject.body.ref }, code: 'invalid_payload_ref', path: 'payloadRef' },
+      { body: { payloadRef: never.body.ref }, code: 'payload_ref_not_found', path: 'payloadRef' },
+      { body: { payloadRef: `u/${'0'.repeat(32)}` }, code: 'payload_ref_not_found', path: 'payloadRef' },
+      { body: { payloadRef: 'p/someone-else/job' }, code: 'invalid_payload_ref', path: 'payloadRef' },
+      { body: { payloadRef: 42 }, code: 'invalid_payload_ref', path: 'payloadRef' },
+      {
+        body: { payloadRef: schemaless.body.ref, payload: { blob: 'x', n: 1 } },
+        code: 'invalid_payload_ref',
+        path: 'payloadRef',
+      },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const id = `bad-ref-${i}-${Date.now()}`;
+      const answer = await call('POST', '/jobs', { type: 'big', id, ...c.body });
+      expect({ i, status: answer.status, code: answer.body.error.code }).toEqual({ i, status: 400, code: c.code });
+      expect(answer.body.error.issues.map((issue: { path: string }) => issue.path)).toContain(c.path);
+      expect((await call('GET', `/jobs/${id}`)).status).toBe(404);
+    }
+    // a batch item names its own index
+    const batch = await call('POST', '/jobs/batch', {
+      jobs: [{ type: 'big', payloadRef: never.body.ref }],
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results[0]).toMatchObject({ status: 'error', error: { code: 'payload_ref_not_found' } });
+  });
+
+  it('keeps an 8 MB step result in the bucket: the replay after a sleep reads it back, the step runs once', async () => {
+    const id = `step-${Date.now()}`;
+    const created = await call('POST', '/jobs', { type: 'big-step', id, payload: { size: 8 * MB } });
+    expect(created.status).toBe(201);
+    const job = await finished(id);
+    expect(job.state).toBe('succeeded');
+    expect(job.result).toEqual({ length: 8 * MB });
+    expect(makeRuns).toBe(1);
+    expect(stepSeen).toEqual([{ length: 8 * MB, attempt: expect.any(Number) }]);
+  });
+});
