@@ -15,6 +15,7 @@ import { JobTable } from './job-table';
 import { type JobTypeOptions, pascalCase, resolveJobTypeOptions } from './job-type-options';
 import { JobWorker } from './job-worker';
 import { PlatformAlarms } from './platform-alarms';
+import { PayloadBucket, payloadBucketName } from './payload-bucket';
 import { PlatformDashboard } from './platform-dashboard';
 import { QueueNaming } from './queue-naming';
 import { SchedulerAccess } from './scheduler-access';
@@ -194,6 +195,8 @@ export class JobPlatform extends Construct {
   readonly queueNaming: QueueNaming;
   /** Who may do what on the API: the grants, compiled into one SSM parameter the API reads. */
   readonly grants: ApiGrants;
+  /** Values too large for an item (payloads, uploads, results, step results): shared/core/blobs.ts. */
+  readonly payloads: PayloadBucket;
   private readonly types = new Map<string, JobTypeResources>();
   private readonly environment: Record<string, string>;
   private readonly logRetention: RetentionDays;
@@ -224,8 +227,14 @@ export class JobPlatform extends Construct {
     this.queueNaming = new QueueNaming(this, props.queueNamePrefix);
     claimPrefix(this, this.queueNaming.prefix);
     this.scheduler.allowSendTo(this.queueNaming.readyQueueArns);
+    this.payloads = new PayloadBucket(this, 'Payloads', {
+      bucketName: payloadBucketName(this.queueNaming.prefix),
+      retentionDays,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
     this.environment = {
       ...this.queueNaming.environment(),
+      [ENV.payloadBucket]: this.payloads.bucket.bucketName,
       [ENV.table]: this.jobTable.table.tableName,
       [ENV.scheduleGroup]: this.scheduler.group.scheduleGroupName,
       [ENV.schedulerRoleArn]: this.scheduler.role.roleArn,
@@ -246,6 +255,7 @@ export class JobPlatform extends Construct {
       timeout: props.apiTimeout,
       logGroupRetention: this.logRetention,
     });
+    this.payloads.grantApi(this.api.handler);
     this.supervisor = new Supervisor(this, 'Supervisor', {
       jobTable: this.jobTable,
       scheduler: this.scheduler,
@@ -357,6 +367,7 @@ export class JobPlatform extends Construct {
       userEnvironment: resolved.environment,
       logGroupRetention: this.logRetention,
     });
+    this.payloads.grantWorker(worker.handler);
     this.api.addRoute(type);
     const watched = { type, queue: queues.queue, deadLetterQueue: queues.deadLetterQueue, worker: worker.handler };
     this.dashboard.addJobType({ ...watched, alarms: this.alarms.addJobType({ ...watched, scope: group }) });

@@ -246,6 +246,8 @@ export class Resolver {
         return arn('events', `rule/${name}`);
       case 'AWS::SNS::Topic.TopicArn':
         return arn('sns', name);
+      case 'AWS::S3::Bucket.Arn':
+        return arn('s3', name, '');
       default:
         throw new Error(`${this.stack.name}: cannot resolve GetAtt ${resource.Type}.${attribute} (${id})`);
     }
