@@ -34,6 +34,14 @@ const XRAY: Justification = {
     'permissions); the code makes no X-Ray API call, and the harness runs no daemon.',
   fate: 'kept (Lambda uses it)',
 };
+const PAYLOADS: Justification = {
+  verdict:
+    'Values too large for an item go to the payload bucket (shared/core/blobs.ts): payloads over 256 KiB, uploads, ' +
+    'results and step results over 64 KiB. The deployed suite enqueues small jobs only; the end-to-end runs of ' +
+    'the large paths are test/integration/large-payloads.test.ts (fauxqs S3), and test/infra/payload-bucket.test.ts ' +
+    'evaluates each of these requests against the synthesized policies with the same simulator.',
+  fate: 'kept (not in the suite)',
+};
 const WORKER_SCHEDULE: Justification = {
   verdict:
     'A worker creates a one-time schedule only for a retry backoff or a step.sleep/waitForSignal longer than a ' +
@@ -50,6 +58,18 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
   'supervisor logs:PutLogEvents own log group': LOGS,
   'worker logs:CreateLogStream own log group': LOGS,
   'worker logs:PutLogEvents own log group': LOGS,
+  'api s3:PutObject payload objects p/*': PAYLOADS,
+  'api s3:PutObject payload objects u/*': PAYLOADS,
+  'api s3:GetObject payload objects u/*': PAYLOADS,
+  'api s3:ListBucket payload bucket': PAYLOADS,
+  'worker s3:GetObject payload objects p/*': PAYLOADS,
+  'worker s3:GetObject payload objects u/*': PAYLOADS,
+  'worker s3:GetObject payload objects s/*': PAYLOADS,
+  'worker s3:GetObject payload objects g/*': PAYLOADS,
+  'worker s3:GetObject payload objects r/*': PAYLOADS,
+  'worker s3:PutObject payload objects r/*': PAYLOADS,
+  'worker s3:PutObject payload objects s/*': PAYLOADS,
+  'worker s3:ListBucket payload bucket': PAYLOADS,
   'api xray:PutTraceSegments *': XRAY,
   'api xray:PutTelemetryRecords *': XRAY,
   'supervisor xray:PutTraceSegments *': XRAY,

@@ -378,6 +378,10 @@ function resourceLabel(resource: string, role: RoleInfo, account: string): strin
     return 'grants parameter';
   }
   if (service === 'logs' && rest.startsWith('log-group:')) return 'own log group';
+  const bucket = env[ENV.payloadBucket];
+  if (service === 's3' && bucket && rest === bucket) return 'payload bucket';
+  if (service === 's3' && bucket && rest.startsWith(`${bucket}/`))
+    return `payload objects ${rest.slice(bucket.length + 1)}`;
   return resource;
 }
 
