@@ -66,13 +66,13 @@ export class PayloadBucket extends Construct {
   }
 
   /**
-   * The API's access: it writes large payloads (`p/…`), signs upload URLs (a presigned PUT is
+   * The API's access: it writes large payloads (`p/…`) and signal payloads (`g/…`), signs upload URLs (a presigned PUT is
    * authorised by the signer's `s3:PutObject` on `u/…`), reads uploads back at enqueue (HEAD and
    * GET are both `s3:GetObject`), and lists the bucket so that a missing upload answers 404 (a
    * 400 `payload_ref_not_found`) rather than 403.
    */
   grantApi(grantee: IGrantable): void {
-    this.grant(grantee, ['s3:PutObject'], ['p/*', 'u/*']);
+    this.grant(grantee, ['s3:PutObject'], ['p/*', 'u/*', 'g/*']);
     this.grant(grantee, ['s3:GetObject'], ['u/*']);
     this.grantList(grantee);
   }

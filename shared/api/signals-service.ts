@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { type PlatformConfig, routeOf } from '../config';
 import type { TypeScope } from '../core/access';
+import { type BlobStore, blobKey, MAX_BLOB_BYTES, offload } from '../core/blobs';
 import type { Clock } from '../core/clock';
 import { pastRetention } from '../core/control';
 import { SIGNAL_LOOK_MS } from '../core/due';
@@ -38,6 +40,11 @@ export interface SignalsServiceDeps {
   queue: JobQueue;
   clock: Clock;
   log: Logger;
+  /**
+   * The payload bucket (shared/core/blobs.ts): a signal payload over 64 KiB is kept there, and the
+   * inbox holds its reference (one S3 PUT more). @default none: such payloads are refused (413)
+   */
+  blobs?: BlobStore;
 }
 
 /**
@@ -78,11 +85,9 @@ export class SignalsService {
     }
     const request = parseOrThrow(signalRequestSchema, body ?? {}, { message: 'invalid signal request' });
     const size = jsonBytes(request.payload ?? null);
-    if (size > MAX_SIGNAL_BYTES) {
-      throw new PayloadTooLargeError(
-        `signal payload is ${size} bytes of JSON; the limit is ${MAX_SIGNAL_BYTES} bytes`,
-        MAX_SIGNAL_BYTES,
-      );
+    const limit = this.deps.blobs ? MAX_BLOB_BYTES : MAX_SIGNAL_BYTES;
+    if (size > limit) {
+      throw new PayloadTooLargeError(`signal payload is ${size} bytes of JSON; the limit is ${limit} bytes`, limit);
     }
     const { store, clock } = this.deps;
     const now = clock.now();
@@ -175,10 +180,16 @@ export class SignalsService {
   private async toInbox(scope: JournalScope, name: string, payload: unknown, now: number) {
     const hash = payloadHash(`signal:${name}`, payload);
     const at = new Date(now).toISOString();
+    // over 64 KiB: the inbox keeps a reference, and the waiting workflow reads the payload back
+    const kept = await offload(this.deps.blobs, payload, {
+      inlineLimit: MAX_SIGNAL_BYTES,
+      key: () => blobKey('signal', scope.jobId, randomUUID()),
+      what: 'payload',
+    });
     const stored = await this.deps.journal.deliver({
       ...scope,
       name,
-      signal: { payload, payloadHash: hash, at },
+      signal: { payload: kept, payloadHash: hash, at },
       expiresAt: Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
       dueAt: now + SIGNAL_LOOK_MS,
     });

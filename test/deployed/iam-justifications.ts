@@ -60,6 +60,7 @@ export const UNUSED_STATEMENT_VERDICTS: Readonly<Record<string, Justification>> 
   'worker logs:PutLogEvents own log group': LOGS,
   'api s3:PutObject payload objects p/*': PAYLOADS,
   'api s3:PutObject payload objects u/*': PAYLOADS,
+  'api s3:PutObject payload objects g/*': PAYLOADS,
   'api s3:GetObject payload objects u/*': PAYLOADS,
   'api s3:ListBucket payload bucket': PAYLOADS,
   'worker s3:GetObject payload objects p/*': PAYLOADS,

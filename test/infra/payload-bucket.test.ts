@@ -89,6 +89,7 @@ describe('payload bucket', () => {
     expect(await allowed(api, 's3:PutObject', object('p/job-1/abc'))).toBe(true);
     expect(await allowed(api, 's3:PutObject', object('u/0123456789abcdef0123456789abcdef'))).toBe(true);
     expect(await allowed(api, 's3:GetObject', object('u/0123456789abcdef0123456789abcdef'))).toBe(true);
+    expect(await allowed(api, 's3:PutObject', object('g/job-1/abc'))).toBe(true); // a signal over 64 KiB
     expect(await allowed(api, 's3:ListBucket', bucket)).toBe(true);
     // results and step results are the workers'
     expect(await allowed(api, 's3:GetObject', object('s/job-1/1-abc'))).toBe(false);

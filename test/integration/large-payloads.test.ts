@@ -32,6 +32,13 @@ const stepSpec = defineJobType({
   retry: { maxAttempts: 1 },
 });
 
+const waitSpec = defineJobType({
+  type: 'big-signal',
+  payload: z.object({}),
+  timeoutMs: 30_000,
+  retry: { maxAttempts: 1 },
+});
+
 /** What the handlers saw, by job id. */
 const seen = new Map<string, { length: number; n: number; head: string }>();
 let makeRuns = 0;
@@ -67,6 +74,13 @@ beforeAll(async () => {
           await ctx.sleep('pause', '2s');
           stepSeen.push({ length: made.data.length, attempt: ctx.attempt });
           return { length: made.data.length };
+        },
+      },
+      {
+        spec: waitSpec,
+        run: async (_payload, ctx) => {
+          const got = await ctx.waitForSignal<{ data: string }>('doc', { timeout: '1m' });
+          return { length: got?.data.length ?? -1 };
         },
       },
     ],
@@ -188,5 +202,16 @@ describe('large payloads on local AWS (fauxqs S3)', () => {
     expect(job.result).toEqual({ length: 8 * MB });
     expect(makeRuns).toBe(1);
     expect(stepSeen).toEqual([{ length: 8 * MB, attempt: expect.any(Number) }]);
+  });
+
+  it('delivers a 3 MB signal payload: the inbox keeps a reference, the waiting handler gets the payload', async () => {
+    const id = `signal-${Date.now()}`;
+    expect((await call('POST', '/jobs', { type: 'big-signal', id, payload: {} })).status).toBe(201);
+    await until(async () => (await call('GET', `/jobs/${id}`)).body?.state === 'waiting', 30_000);
+    const sent = await call('POST', `/jobs/${id}/signals/doc`, { payload: { data: 'g'.repeat(3 * MB) } });
+    expect(sent.status).toBe(202);
+    const job = await finished(id);
+    expect(job.state).toBe('succeeded');
+    expect(job.result).toEqual({ length: 3 * MB });
   });
 });

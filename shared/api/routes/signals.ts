@@ -1,3 +1,4 @@
+import { MAX_INLINE_BODY_BYTES } from '../../core/blobs';
 import { actorOf } from '../access';
 import { json, jsonBody, type Route } from '../http';
 import type { JobTypeOf } from '../job-type-of';
@@ -9,6 +10,8 @@ export function signalRoutes(signals: SignalsService, typeOf: JobTypeOf): Route[
     {
       path: '/jobs/{id}/signals/{name}',
       access: { POST: { action: 'signal', types: (_request, params) => typeOf(params.id ?? '') } },
+      // over 64 KiB, a signal's payload is kept in the payload bucket (when the deployment has one)
+      maxBody: { bytes: MAX_INLINE_BODY_BYTES, why: "the Function URL's 6 MB request limit" },
       methods: {
         POST: async (request, params, call) => {
           const { created, receipt } = await signals.send(
