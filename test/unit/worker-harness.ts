@@ -2,6 +2,7 @@
 
 import { z } from 'zod';
 import { SignalsService } from '../../shared/api/signals-service';
+import type { BlobStore } from '../../shared/core/blobs';
 import { ManualClock, type Timer } from '../../shared/core/clock';
 import type { JobGraph } from '../../shared/core/dependencies';
 import type { EventWaits } from '../../shared/core/event-waits';
@@ -84,6 +85,8 @@ export interface HarnessOptions {
   eventWaits?: EventWaits;
   /** What `ctx.emit` sends through. @default none */
   events?: EventSender;
+  /** The payload bucket (offloaded values). @default none */
+  blobs?: BlobStore;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -122,6 +125,7 @@ export function harness(options: HarnessOptions = {}) {
       ...(options.graph ? { graph: options.graph } : {}),
       ...(options.eventWaits ? { eventWaits: options.eventWaits } : {}),
       ...(options.events ? { events: options.events } : {}),
+      ...(options.blobs ? { blobs: options.blobs } : {}),
       owner: 'worker-test',
       random: options.random ?? (() => 0.5),
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
