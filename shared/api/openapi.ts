@@ -43,6 +43,7 @@ import {
   signalReceiptSchema,
   signalRequestSchema,
   typeKeysSchema,
+  uploadResponseSchema,
 } from './schemas';
 
 /**
@@ -111,6 +112,7 @@ const RESPONSE_COMPONENTS: [string, z.ZodType][] = [
   ['TypeOverview', overviewTypeSchema],
   ['Overview', overviewSchema],
   ['RunScheduleResult', runScheduleResponseSchema],
+  ['Upload', uploadResponseSchema],
 ];
 
 const jobIdParam = { id: 'The job id' };
@@ -121,7 +123,7 @@ const errors = (...statuses: string[]) =>
   );
 const ERROR_DESCRIPTIONS: Record<string, string> = {
   '400':
-    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_priority`, `invalid_key`, `invalid_limits`, `malformed_json`, `malformed_body`, `invalid_cursor`)',
+    'Invalid request (`validation_failed`, `unknown_type`, `invalid_payload`, `invalid_concurrency_key`, `invalid_priority`, `invalid_key`, `invalid_limits`, `malformed_json`, `malformed_body`, `invalid_cursor`, `invalid_payload_ref`, `payload_ref_not_found`, `payload_ref_too_large`, `payload_ref_unsupported`)',
   '403':
     "The caller's grants do not allow this call (`forbidden`, with the `action`, a control call's `control` and the first job `type` not granted); nothing was written. See docs/security.md",
   '404':
@@ -273,6 +275,20 @@ export const OPERATIONS: ApiOperation[] = [
       '201': { description: 'Created', schema: jobViewSchema },
       '200': { description: 'The job existed with the same type and payload', schema: jobViewSchema },
       ...errors('400', '409', '413', '415', '429', '503'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/uploads',
+    operationId: 'createUpload',
+    summary: 'Get a presigned PUT for a large payload',
+    description:
+      'For a payload over the 6 MB a Function URL request takes: PUT its JSON to `url` before `expiresAt`, then ' +
+      'enqueue with `payloadRef` set to `ref` instead of `payload`. Granted as `enqueue`. Only served by a ' +
+      'deployment with a payload bucket. See docs/payloads.md.',
+    responses: {
+      '201': { description: 'Where to upload, and the reference', schema: uploadResponseSchema },
+      ...errors('429', '503'),
     },
   },
   {

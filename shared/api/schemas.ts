@@ -773,3 +773,15 @@ export const signalReceiptSchema = z.object({
     .boolean()
     .meta({ description: 'A replay of a send already stored (same payload): nothing new was stored' }),
 });
+
+/** `POST /uploads`: where to PUT a large payload, and the reference to enqueue it by. */
+export const uploadResponseSchema = z
+  .object({
+    ref: z.string().meta({ description: 'The upload\'s reference: enqueue with `{ "type", "payloadRef": ref }`' }),
+    url: z.string().meta({ description: "A presigned S3 URL: PUT the payload's JSON (a JSON object) to it" }),
+    method: z.literal('PUT'),
+    headers: z.record(z.string(), z.string()).meta({ description: 'Headers to send with the PUT' }),
+    expiresAt: z.iso.datetime().meta({ description: 'After this the URL is refused' }),
+    maxBytes: z.int().meta({ description: 'Largest payload an enqueue accepts from an upload (16 MiB)' }),
+  })
+  .meta({ id: 'Upload' });

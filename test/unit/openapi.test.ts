@@ -8,6 +8,7 @@ import { buildOpenApiDocument, OPERATIONS, openApiDocument } from '../../shared/
 import { jobViewSchema, listQueryDocSchema, listQuerySchema } from '../../shared/api/schemas';
 import { enqueueRequestSchema } from '../../shared/core/enqueue';
 import { defineJobType } from '../../shared/core/job-type';
+import { FakeBlobStore } from '../support/blob-fake';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, testConfig } from '../support/fakes';
 import { FakeJournal } from '../support/journal-fake';
 
@@ -105,6 +106,7 @@ describe('GET /openapi.json document', () => {
         'get /flows/{id}',
         'post /events',
         'get /events/{id}',
+        'post /uploads',
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths)) {
@@ -136,6 +138,7 @@ describe('the document matches the router', () => {
     queue: new FakeJobQueue(),
     scheduler: new FakeJobScheduler(),
     journal: new FakeJournal(),
+    blobs: new FakeBlobStore(),
   });
   const event = (method: string, path: string): APIGatewayProxyEventV2 =>
     ({
