@@ -14,6 +14,8 @@ export interface CostBreakdown {
   dynamodb: number;
   lambda: number;
   scheduler: number;
+  /** Payload bucket requests (offloaded values: S3 PUT and GET); absent when a path makes none. */
+  s3?: number;
   total: number;
 }
 
@@ -73,13 +75,18 @@ const M = 1e6;
 const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 function breakdown(parts: Omit<CostBreakdown, 'total'>): CostBreakdown {
+  const s3 = parts.s3 ?? 0;
   const perMillion = {
     sqs: round(parts.sqs * M),
     dynamodb: round(parts.dynamodb * M),
     lambda: round(parts.lambda * M),
     scheduler: round(parts.scheduler * M),
+    ...(s3 > 0 ? { s3: round(s3 * M) } : {}),
   };
-  return { ...perMillion, total: round(parts.sqs * M + parts.dynamodb * M + parts.lambda * M + parts.scheduler * M) };
+  return {
+    ...perMillion,
+    total: round(parts.sqs * M + parts.dynamodb * M + parts.lambda * M + parts.scheduler * M + s3 * M),
+  };
 }
 
 const sum = (ops: OperationCount[], pick: (op: OperationCount) => boolean) =>
@@ -133,6 +140,11 @@ function pathCost(
 
   const dynamodb = f.writeUnits.total * PRICES.dynamoWriteUnit + f.readUnits.total * PRICES.dynamoReadUnit;
   const scheduler = f.schedulerInvocations * PRICES.schedulerInvocation;
+  // offloaded values: each PUT (HEAD and GET are priced alike) by the functions; an upload's own PUT
+  // is the client's, counted in the path's note
+  const s3 =
+    sum(ops, (op) => op.service === 's3' && op.operation === 'PutObject') * PRICES.s3Put +
+    sum(ops, (op) => op.service === 's3' && op.operation !== 'PutObject') * PRICES.s3Get;
   const sqsEsmQuiet = (esmPerInvocation * deliveries) / quietFill;
   const sqsEsmBusy = (esmPerInvocation * deliveries) / busyFill;
   const at = (esm: number, workerLambda: number) =>
@@ -141,6 +153,7 @@ function pathCost(
       dynamodb,
       lambda: apiLambda + supervisorLambda + workerLambda,
       scheduler,
+      s3,
     });
   return {
     id: path.id,

@@ -11,7 +11,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { type AwsClients, createAwsClients } from '../shared/aws/clients';
 import { WRITE_OPS } from '../shared/aws/cost-middleware';
 
-export type Service = 'dynamodb' | 'sqs' | 'scheduler';
+export type Service = 'dynamodb' | 'sqs' | 'scheduler' | 's3';
 
 /** Write/read units of one DynamoDB call, as DynamoDB reported them (`ConsumedCapacity`). */
 export interface Capacity {
@@ -225,6 +225,8 @@ export function countedClients(recorder: CallRecorder, defaultActor = 'other'): 
   instrument(clients.dynamo, 'dynamodb', recorder, defaultActor);
   instrument(clients.sqs, 'sqs', recorder, defaultActor);
   instrument(clients.scheduler, 'scheduler', recorder, defaultActor);
+  // the payload bucket's client (large payloads, results, step results): its PUTs and GETs per offloaded value
+  if (clients.s3) instrument(clients.s3, 's3', recorder, defaultActor);
   return clients;
 }
 

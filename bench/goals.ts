@@ -73,6 +73,16 @@ const WRITE_UNIT_TARGETS: { id: string; goal: string; max: number }[] = [
   { id: 'cron-fire', goal: 'DynamoDB write units, cron fire', max: 6 },
   { id: 'cancel', goal: 'DynamoDB write units, cancel a scheduled job', max: 3 },
   {
+    id: 'payload-1m-inline',
+    goal: 'DynamoDB write units, 1 MB payload kept in the payload bucket (the item holds a reference: as immediate)',
+    max: 4,
+  },
+  {
+    id: 'payload-1m-upload',
+    goal: 'DynamoDB write units, 1 MB payload uploaded and enqueued by payloadRef (as immediate)',
+    max: 4,
+  },
+  {
     id: 'payload-10k-once',
     goal: 'DynamoDB write units, immediate job with a 10 KB payload (payload bytes written once)',
     max: 14,

@@ -187,6 +187,30 @@ export const PLANS: PathPlan[] = [
     statusItem: true,
   },
   {
+    id: 'payload-1m-inline',
+    label: 'Immediate job with a 1 MB payload sent inline (kept in the payload bucket), small result (sink), succeeds',
+    start: (h, i) => enqueue(h, { type: 'sink', payload: payloadOfBytes(1_000_000, i) }),
+    type: 'sink',
+    waitSeconds: 1,
+    statusItem: true,
+  },
+  {
+    id: 'payload-1m-upload',
+    label:
+      'Immediate job with a 1 MB payload uploaded (POST /uploads, PUT, enqueue by payloadRef), small result, succeeds',
+    start: async (h, i) => {
+      const upload = await call(h, 'api', 'POST', '/uploads');
+      const { url, ref } = responseJson<{ url: string; ref: string }>(upload.response);
+      // the client's PUT goes to S3 with the presigned URL: no function makes it (1 S3 PUT, billed to the bucket)
+      const put = await fetch(url, { method: 'PUT', body: JSON.stringify(payloadOfBytes(1_000_000, i)) });
+      if (!put.ok) throw new Error(`the upload's PUT answered ${put.status}`);
+      const started = await enqueue(h, { type: 'sink', payloadRef: ref });
+      return { ...started, apiInvocations: 2, apiMs: started.apiMs + upload.ms };
+    },
+    type: 'sink',
+    waitSeconds: 1,
+  },
+  {
     id: 'concurrency-free',
     label: 'Immediate job with a concurrency limit (2 per tenant), slot free, succeeds',
     // One key for every trace, its slot item created before counting (a key's first job pays

@@ -19,6 +19,12 @@ export const PRICES = {
   lambdaGbSecond: 0.0000166667,
   /** EventBridge Scheduler, per invocation (target delivery). Creating and deleting schedules is not billed. */
   schedulerInvocation: 1.0 / 1e6,
+  /** S3 Standard, us-east-1: PUT (and COPY, POST, LIST) $0.005 per 1,000 requests. */
+  s3Put: 0.005 / 1e3,
+  /** S3 Standard, us-east-1: GET (and HEAD, SELECT) $0.0004 per 1,000 requests. */
+  s3Get: 0.0004 / 1e3,
+  /** S3 Standard, us-east-1, first 50 TB: $0.023 per GB-month. */
+  s3GbMonth: 0.023,
   /** Lambda Function URL: no request charge (API Gateway HTTP API would be $1.00 per M). */
   functionUrlRequest: 0,
   httpApiRequest: 1.0 / 1e6,
@@ -121,7 +127,7 @@ export const ASSUMPTIONS = {
    * Wall-clock latency of one in-region call from Lambda, in ms (typical published figures,
    * not measured here): a Lambda's billed duration is mostly waiting on these.
    */
-  latencyMs: { dynamodb: 8, sqs: 12, scheduler: 30 } as Record<string, number>,
+  latencyMs: { dynamodb: 8, sqs: 12, scheduler: 30, s3: 25 } as Record<string, number>,
   /** Messages per worker invocation. 1 is what a lightly loaded queue gets; 10 under load. */
   batchFillQuiet: 1,
   batchFillBusy: 10,
