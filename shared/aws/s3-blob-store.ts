@@ -2,7 +2,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
-  type S3Client,
+  S3Client,
   type S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -32,10 +32,21 @@ function isMissing(error: unknown): boolean {
  * await blobs.put('p/job-1/a', JSON.stringify(payload));
  */
 export class S3BlobStore implements BlobStore {
+  private presigner: S3Client | undefined;
+
+  /**
+   * @param presignWith The client that signs upload URLs. Signing runs a client's middleware
+   * without sending anything, so a client whose requests are counted (shared/aws/cost-middleware.ts,
+   * the bench) would count a request that is never made. @default a client of its own, built from
+   * the environment like the others, on the first signature
+   */
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
-  ) {}
+    presignWith?: S3Client,
+  ) {
+    this.presigner = presignWith;
+  }
 
   async put(key: string, body: string): Promise<void> {
     try {
@@ -69,8 +80,9 @@ export class S3BlobStore implements BlobStore {
 
   async presignPut(key: string, expiresInSeconds: number): Promise<PresignedUpload> {
     const signedAt = Date.now();
+    this.presigner ??= new S3Client({});
     const url = await getSignedUrl(
-      this.client,
+      this.presigner,
       new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: 'application/json' }),
       { expiresIn: expiresInSeconds },
     );
