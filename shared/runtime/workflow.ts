@@ -505,9 +505,10 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   }
 
   /** What an invoke returns (or throws) for its child's recorded end. */
-  function invokeResult<T>(name: string, id: string, value: unknown): T {
+  async function invokeResult<T>(name: string, id: string, value: unknown): Promise<T> {
     const outcome = value as InvokeOutcome;
-    if (outcome.state === 'succeeded') return outcome.result as T;
+    // a child's result over 64 KiB is kept offloaded on the child: read it back
+    if (outcome.state === 'succeeded') return (await resolveStored(outcome.result)) as T;
     throw new InvokedJobFailedError(name, id, outcome.state, outcome.error);
   }
 
