@@ -152,7 +152,7 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
     const invoked = new InvokedService({ store: deps.store, journal: deps.journal, clock: deps.clock ?? systemClock });
     routes.push(...invokedRoutes(invoked, typeOf));
   }
-  if (deps.blobs) routes.push(...uploadRoutes(deps.blobs));
+  routes.push(...uploadRoutes(deps.blobs));
   routes.push(...openApiRoutes());
 
   return async (event) => {

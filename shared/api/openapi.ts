@@ -284,11 +284,11 @@ export const OPERATIONS: ApiOperation[] = [
     summary: 'Get a presigned PUT for a large payload',
     description:
       'For a payload over the 6 MB a Function URL request takes: PUT its JSON to `url` before `expiresAt`, then ' +
-      'enqueue with `payloadRef` set to `ref` instead of `payload`. Granted as `enqueue`. Only served by a ' +
-      'deployment with a payload bucket. See docs/payloads.md.',
+      'enqueue with `payloadRef` set to `ref` instead of `payload`. Granted as `enqueue`. A deployment ' +
+      'without a payload bucket answers 404 `not_configured`. See docs/payloads.md.',
     responses: {
       '201': { description: 'Where to upload, and the reference', schema: uploadResponseSchema },
-      ...errors('429', '503'),
+      ...errors('404', '429', '503'),
     },
   },
   {
