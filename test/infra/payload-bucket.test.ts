@@ -26,10 +26,9 @@ const REGION = 'eu-west-1';
 
 /** A rendered value with the pseudo parameters as CloudFormation would give them. */
 function resolved(value: unknown): string {
-  return render(value)
-    .replaceAll('${Ref:AWS::Partition}', 'aws')
-    .replaceAll('${Ref:AWS::AccountId}', ACCOUNT)
-    .replaceAll('${Ref:AWS::Region}', REGION);
+  const pseudo: Record<string, string> = { 'AWS::Partition': 'aws', 'AWS::AccountId': ACCOUNT, 'AWS::Region': REGION };
+  // render() writes a Ref as `${Ref:<name>}`
+  return render(value).replace(/\$\{Ref:(AWS::[A-Za-z]+)\}/g, (whole, name: string) => pseudo[name] ?? whole);
 }
 
 const bucketName = resolved(stack.resolve(platform.payloads.bucketArn)).replace('arn:aws:s3:::', '');
