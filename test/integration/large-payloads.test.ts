@@ -39,6 +39,13 @@ const waitSpec = defineJobType({
   retry: { maxAttempts: 1 },
 });
 
+const childSpec = defineJobType({
+  type: 'big-child',
+  payload: z.object({}),
+  timeoutMs: 30_000,
+  retry: { maxAttempts: 1 },
+});
+
 /** What the handlers saw, by job id. */
 const seen = new Map<string, { length: number; n: number; head: string }>();
 let makeRuns = 0;
@@ -74,6 +81,15 @@ beforeAll(async () => {
           await ctx.sleep('pause', '2s');
           stepSeen.push({ length: made.data.length, attempt: ctx.attempt });
           return { length: made.data.length };
+        },
+      },
+      {
+        spec: childSpec,
+        run: async (_payload, ctx) => {
+          const parents = await ctx.parents();
+          return Object.fromEntries(
+            Object.entries(parents).map(([id, p]) => [id, (p.result as { echoed: string }).echoed.length]),
+          );
         },
       },
       {
@@ -213,5 +229,18 @@ describe('large payloads on local AWS (fauxqs S3)', () => {
     const job = await finished(id);
     expect(job.state).toBe('succeeded');
     expect(job.result).toEqual({ length: 3 * MB });
+  });
+
+  it("gives ctx.parents() a parent's offloaded result as its value", async () => {
+    const parent = `parent-${Date.now()}`;
+    const child = `child-${Date.now()}`;
+    expect((await call('POST', '/jobs', { type: 'big', id: parent, payload: payloadOf(300_000, 3) })).status).toBe(201);
+    expect(
+      (await call('POST', '/jobs', { type: 'big-child', id: child, payload: {}, dependsOn: [parent] })).status,
+    ).toBe(201);
+    const done = await finished(child);
+    expect(isBlobRef((await call('GET', `/jobs/${parent}`)).body.result)).toBe(true);
+    expect(done.state).toBe('succeeded');
+    expect(done.result).toEqual({ [parent]: 200 * 1024 });
   });
 });

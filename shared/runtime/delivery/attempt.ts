@@ -134,6 +134,20 @@ async function offloadResult(kit: WorkerKit, job: Job, result: unknown): Promise
   }
 }
 
+/** The parents' results as values: an offloaded one read back (one S3 GET each), the others as they are. */
+async function withResolvedResults<T extends { result: unknown }>(
+  kit: WorkerKit,
+  reading: Promise<Record<string, T>>,
+): Promise<Record<string, T>> {
+  const parents = await reading;
+  const entries = await Promise.all(
+    Object.entries(parents).map(
+      async ([id, parent]) => [id, { ...parent, result: await resolveBlob(kit.deps.blobs, parent.result) }] as const,
+    ),
+  );
+  return Object.fromEntries(entries);
+}
+
 /** Sets up a claimed attempt: from here on, a lease that cannot be renewed aborts the handler. */
 function start(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Running {
   const { store, queue, journal } = kit.deps;
@@ -206,7 +220,7 @@ async function execute(
     signal: controller.signal,
     log,
     progress: running.progress.report,
-    parents: () => untilAborted(readParents(), controller.signal),
+    parents: () => untilAborted(withResolvedResults(kit, readParents()), controller.signal),
     step: workflow.step,
     sleep: workflow.sleep,
     waitForSignal: workflow.waitForSignal,
