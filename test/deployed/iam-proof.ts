@@ -284,6 +284,9 @@ export function iamRequestsOf(
     }
     return requests;
   }
+  // HeadObject is authorised as s3:GetObject (Service Authorization Reference, Amazon S3: HeadObject
+  // lists no action of its own; "To use HEAD, you must have READ access to the object")
+  if (service === 's3') return each(`s3:${action === 'HeadObject' ? 'GetObject' : action}`);
   if (!service) return { unmapped: 'unsigned request (no SigV4 scope)' };
   return each(`${service}:${action}`);
 }

@@ -130,6 +130,7 @@ export async function startRecordingProxy(options: RecordingProxyOptions): Promi
       url: req.url ?? '/',
       target: headerValue(req.headers['x-amz-target']),
       contentType: headerValue(req.headers['content-type']),
+      host: headerValue(req.headers.host),
       body,
       service: scope.service,
       region: scope.region,
@@ -198,6 +199,8 @@ interface CallInput {
   url: string;
   target: string | undefined;
   contentType: string | undefined;
+  /** The Host header: an S3 request in virtual-hosted style names its bucket there. @default none */
+  host?: string | undefined;
   body: Buffer;
   service: string;
   region: string;
@@ -242,6 +245,7 @@ export function describeCall(input: CallInput): {
   };
   const resources = new Set<string>();
   const context: Record<string, unknown> = {};
+  if (input.service === 's3') return describeS3(input, url);
 
   if (input.service === 'dynamodb') {
     const table = (name: unknown, index?: unknown) => {
@@ -363,6 +367,24 @@ function queryPartitionValue(json: Record<string, unknown>): string | undefined 
     if (name(attr) === attribute && placeholder.startsWith(':')) return scalar(values[placeholder]);
   }
   return undefined;
+}
+
+/**
+ * An S3 object request (the payload bucket's: shared/aws/s3-blob-store.ts): the bucket from the
+ * host (virtual-hosted style, `<bucket>.s3.<region>.amazonaws.com`) or the path's first segment
+ * (path style), the key from the rest; the action from the method.
+ */
+function describeS3(input: CallInput, url: URL): { action: string; resources: string[] } {
+  const host = (input.host ?? '').split(':')[0] ?? '';
+  const virtual = /^(.+)\.s3[.-]/.exec(host)?.[1];
+  const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const bucket = virtual ?? segments.shift() ?? '';
+  const key = segments.join('/');
+  if (!key) return { action: `${input.method} bucket`, resources: [`arn:aws:s3:::${bucket}`] };
+  const action =
+    { PUT: 'PutObject', GET: 'GetObject', HEAD: 'HeadObject', DELETE: 'DeleteObject' }[input.method] ??
+    `${input.method} object`;
+  return { action, resources: [`arn:aws:s3:::${bucket}/${key}`] };
 }
 
 /** REST APIs (Scheduler, Lambda, S3): the action from method and path. */

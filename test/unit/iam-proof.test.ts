@@ -198,6 +198,31 @@ describe('iamRequestsOf: the IAM actions AWS authorizes for a call', () => {
     expect(iamRequestsOf(call('DeleteSchedule', 'scheduler', [schedule]), ACCOUNT)).toHaveLength(1);
   });
 
+  it('reads an S3 object request (virtual-hosted or path style) as its object action on the object ARN; HEAD as GetObject', () => {
+    const s3 = (method: string, url: string, host: string) =>
+      describeCall({
+        method,
+        url,
+        target: undefined,
+        contentType: 'application/json',
+        host,
+        body: Buffer.from(''),
+        service: 's3',
+        region: REGION,
+        account: ACCOUNT,
+      });
+    const put = s3('PUT', '/p/job-1/a%2Bb?x-id=PutObject', 'orrery-pl.s3.us-east-1.amazonaws.com');
+    expect(put).toEqual({ action: 'PutObject', resources: ['arn:aws:s3:::orrery-pl/p/job-1/a+b'] });
+    const head = s3('HEAD', '/orrery-pl/u/0123', '127.0.0.1:4566');
+    expect(head).toEqual({ action: 'HeadObject', resources: ['arn:aws:s3:::orrery-pl/u/0123'] });
+    expect(iamRequestsOf(call(head.action, 's3', head.resources), ACCOUNT)).toEqual([
+      { action: 's3:GetObject', resource: 'arn:aws:s3:::orrery-pl/u/0123' },
+    ]);
+    expect(iamRequestsOf(call(put.action, 's3', put.resources), ACCOUNT)).toEqual([
+      { action: 's3:PutObject', resource: 'arn:aws:s3:::orrery-pl/p/job-1/a+b' },
+    ]);
+  });
+
   it('checks a message move task on its source and its destination, and ListQueues on *', () => {
     const requests = iamRequestsOf(
       call('StartMessageMoveTask', 'sqs', [queue('app_dlq_echo')], { destinationArn: queue('app_ready_echo') }),
