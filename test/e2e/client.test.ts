@@ -71,6 +71,16 @@ describe('client against the platform', () => {
     expect(await client.get(job.id)).toMatchObject({ id: job.id, state: 'succeeded', attempts: 1 });
   });
 
+  it('takes a 300 KB payload, kept in the payload bucket with the echoed result (docs/payloads.md)', async () => {
+    // over 256 KiB: the API puts the payload in the bucket, the worker reads it back, and the
+    // echoed result (over 64 KiB) goes there too; the item holds references only
+    const payload = { blob: 'b'.repeat(300 * 1024) };
+    const { job } = await client.enqueue('echo', payload);
+    expect(job.payload).toMatchObject({ $orreryBlob: 1, key: expect.stringMatching(/^p\//) });
+    const done = await client.waitFor(job.id, 'succeeded', { timeout: 20_000, interval: 100 });
+    expect(done.result).toMatchObject({ $orreryBlob: 1, key: expect.stringMatching(/^r\//), bytes: 300 * 1024 + 11 });
+  });
+
   it('follows retries with waitFor and rejects with JobWaitError when the job fails', async () => {
     const { job } = await client.enqueue('flaky', { failTimes: 1 });
     const seen = new Set<string>();
