@@ -30,8 +30,9 @@
  * given away: no turn is taken in advance, so every start is at a turn that was free when it was
  * taken. The pace item keeps no expiry while jobs wait in line (its count would go with it).
  */
-import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
+
 import { randomUUID } from 'node:crypto';
+import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   type LineTurn,
