@@ -10,7 +10,7 @@ import { paceScope, throttlePace } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
-import { gcraExcess } from '../support/gcra';
+import { gcraExcess, gcraWorst } from '../support/gcra';
 import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
 import {
@@ -379,12 +379,19 @@ export function checkInvariants(input: CheckInput): CheckResult {
           const pace = set ? { intervalMs: throttlePace(set).intervalMs, burst: set.burst } : p;
           const invariant = set ? INVARIANTS[18] : INVARIANTS[9];
           if (set) counts[invariant].checked += times.length;
-          const excess = gcraExcess(times, pace.intervalMs, pace.burst, GCRA_ROUNDING_MS);
-          if (excess > 0) {
+          const worst = gcraWorst(times, pace.intervalMs, pace.burst, GCRA_ROUNDING_MS);
+          if (worst.excess > 0) {
+            // the window's turns, for the story: when each was taken, asked and given, and by whom
+            const window = period.turns
+              .filter((t) => t.at >= worst.from && t.at <= worst.to)
+              .map(
+                (t) =>
+                  `${new Date(t.at).toISOString()} by ${t.jobId ?? '?'} (asked ${new Date(t.askedAt).toISOString()}, given ${t.givenAt - t.askedAt} ms later)`,
+              );
             violate(
               invariant,
               `${p.type}:${key}`,
-              `throttle of ${p.type} key ${key}${set ? ` (set at run time: ${set.limit} per ${set.periodSeconds} s, burst ${set.burst})` : ''}: its turns exceed the GCRA bound (interval ${pace.intervalMs} ms, burst ${pace.burst}) by ${excess.toFixed(2)}`,
+              `throttle of ${p.type} key ${key}${set ? ` (set at run time: ${set.limit} per ${set.periodSeconds} s, burst ${set.burst})` : ''}: its turns exceed the GCRA bound (interval ${pace.intervalMs} ms, burst ${pace.burst}) by ${worst.excess.toFixed(2)}; the turns of that window: ${window.join('; ')}`,
             );
           }
         }

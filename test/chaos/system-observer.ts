@@ -50,6 +50,8 @@ export interface Turn {
   /** When the worker asked for it, and when it was given (real ms): a change of the key's pace between the two may or may not apply. */
   askedAt: number;
   givenAt: number;
+  /** The job that took it (a line's turn). */
+  jobId?: string;
 }
 
 /** A log line of the runtime about one job. */
@@ -154,7 +156,12 @@ export class SystemObserver {
         const askedAt = Date.now();
         const turn = await pacer.lineTurn(input);
         if (turn.kind === 'go') {
-          this.push(this.turns, `${input.scope}|${input.key}`, { at: input.now, askedAt, givenAt: Date.now() });
+          this.push(this.turns, `${input.scope}|${input.key}`, {
+            at: input.now,
+            askedAt,
+            givenAt: Date.now(),
+            jobId: input.job.jobId,
+          });
         }
         return turn;
       },
