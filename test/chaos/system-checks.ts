@@ -460,19 +460,24 @@ export function checkInvariants(input: CheckInput): CheckResult {
   // 12. Durable steps: once the run whose result was recorded completed, the step's body never ran
   // again (a run that completed earlier may have failed to record: that one runs again, rightly);
   // the recorded result names a run that completed; every execution that got past the step got
-  // that result; and a job that succeeded recorded all its steps.
+  // that result; and a job that succeeded recorded all its steps. `input.steps` is the journal
+  // series the job reads now. A job rerun from step k (its last restart, the rerun's series)
+  // keeps steps before k: the rule holds for them across the rerun (they never run again). From
+  // step k on, the rule holds among the runs and results from the rerun series' first start.
   for (const [jobId, runs] of input.tracker.stepRuns) {
     const plannedJob = planned.get(jobId);
     const stepCount = plannedJob?.payload.steps ?? 0;
     const recorded = input.steps?.get(jobId) ?? new Map<string, unknown>();
     const results = input.tracker.stepResults.get(jobId) ?? [];
+    const rerunFrom = rerunCut(plannedJob, stored.get(jobId), observer);
     for (let step = 0; step < stepCount; step++) {
       counts[INVARIANTS[11]].checked += 1;
-      const mine = runs.filter((r) => r.step === step);
+      const since = rerunFrom !== undefined && step >= rerunFrom.step ? rerunFrom.since : Number.NEGATIVE_INFINITY;
+      const mine = runs.filter((r) => r.step === step && r.startedAt >= since);
       const value = recorded.get(`s${step}`) as { by?: string } | undefined;
       const winner = value?.by === undefined ? undefined : mine.find((r) => r.id === value.by);
       const again = winner?.endedAt === undefined ? [] : mine.filter((r) => r.startedAt > (winner.endedAt ?? 0));
-      const seen = results.filter((r) => r.step === step && r.by !== value?.by);
+      const seen = results.filter((r) => r.step === step && r.at >= since && r.by !== value?.by);
       const problem =
         again.length > 0
           ? `step s${step}: its body ran ${again.length} more time(s) after run ${winner?.id}, whose result was recorded, completed`
@@ -677,6 +682,25 @@ function scheduleStory(
     lines.push(`  log: ${at(l.t)} ${l.level} ${l.message} ${fields}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * Where a job's last restart was a rerun from a step (the plan's `rerunFromStep`, or the start,
+ * applied: the job counts a rerun), its cut (the step's index) and the real time its series (the job's `retries`)
+ * first started (never, as far as the run saw: +∞). Undefined for a job not rerun.
+ */
+export function rerunCut(
+  plan: PlannedJob | undefined,
+  job: Job | undefined,
+  observer: Pick<SystemObserver, 'starts' | 'rerunsFromStart'>,
+): { step: number; since: number } | undefined {
+  const planned = plan?.control?.rerunFromStep;
+  if (planned === undefined || !job || (job.reruns ?? 0) === 0) return undefined;
+  // (a job cancelled before it recorded the planned step is rerun from the start)
+  const from = observer.rerunsFromStart.has(job.id) ? 's0' : planned;
+  const series = job.retries ?? 0;
+  const starts = (observer.starts.get(job.id) ?? []).filter((s) => s.series === series).map((s) => s.realAt);
+  return { step: Number(from.slice(1)), since: starts.length > 0 ? Math.min(...starts) : Number.POSITIVE_INFINITY };
 }
 
 function formatMs(ms: number): string {

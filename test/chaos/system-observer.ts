@@ -73,6 +73,8 @@ export class SystemObserver {
   readonly events = new Map<string, string[]>();
   /** Every throttle turn a worker was given, by pace scope and key (`<scope>|<key>`). */
   readonly turns = new Map<string, Turn[]>();
+  /** Jobs rerun from the start, their planned step not recorded when they were cancelled. */
+  readonly rerunsFromStart = new Set<string>();
   /** Every write that ended an attempt and that the store applied (it returned), with the attempt's token (invariant 23). */
   readonly outcomeWrites = new Map<string, { kind: 'succeed' | 'retry' | 'fail'; token: number; at: number }[]>();
 
