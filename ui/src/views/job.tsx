@@ -64,7 +64,7 @@ function Actions({ job, onChanged }: { job: JobView; onChanged: () => void }) {
       setBusy(false);
     }
   }
-  if (config.readOnly) return <p class="muted">Read-only: retry and cancel are off.</p>;
+  if (config.readOnly) return <p class="muted">Read-only: retry, cancel and rerun are off.</p>;
   return (
     <div class="toolbar">
       <Writable>
