@@ -170,9 +170,7 @@ describe('a job’s timeline', () => {
     });
     // the step after an invoke starts when the invoke ended, not when it began
     expect(ship.durationMs).toBe(Date.parse(ship.at) - Date.parse(ship.startedAt as string));
-    expect(Date.parse(ship.startedAt as string)).toBe(
-      Date.parse((invoke as { endedAt: string }).endedAt),
-    );
+    expect(Date.parse(ship.startedAt as string)).toBe(Date.parse((invoke as { endedAt: string }).endedAt));
   }, 90_000);
 
   it('pages a long journal (100 entries a page) and shows a rerun’s series', async () => {
