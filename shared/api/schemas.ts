@@ -71,15 +71,14 @@ export const jobViewSchema = z
     controls: z
       .array(
         z.object({
-          action: z.enum(['cancel', 'retry']),
+          action: z.enum(['cancel', 'retry', 'rerun']),
           by: z.string().meta({ description: "The caller's IAM ARN, or `anonymous`" }),
           at: isoTime,
         }),
       )
       .optional()
       .meta({
-        description:
-          'Operator actions on the job (who cancelled or retried it, when), oldest first; a rerun is recorded as a retry',
+        description: 'Operator actions on the job (who cancelled, retried or reran it, when), oldest first',
       }),
     concurrencyKeys: z
       .array(z.string())
