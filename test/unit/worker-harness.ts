@@ -84,6 +84,8 @@ export interface HarnessOptions {
   eventWaits?: EventWaits;
   /** What `ctx.emit` sends through. @default none */
   events?: EventSender;
+  /** The definition's code version (`JobOptions.version`). @default derived from `run` */
+  version?: string;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -105,6 +107,7 @@ export function harness(options: HarnessOptions = {}) {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
     onFailure: options.onFailure,
+    ...(options.version ? { version: options.version } : {}),
   };
   const worker = createWorker(
     def,
