@@ -157,7 +157,7 @@ describe('replayJournal', () => {
     const file = await recorded('rc-throw');
     const result = await replayJournal(
       def(async (_p, ctx) => {
-        const a = (await ctx.step('a', body('a'))) as { total: number };
+        const a = (await ctx.step('a', body('a'))) as unknown as { total: number };
         return a.total.toFixed(2);
       }),
       file,

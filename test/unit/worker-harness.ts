@@ -100,7 +100,8 @@ export function harness(options: HarnessOptions = {}) {
   const debouncer = new FakeDebouncer();
   const metrics = new MemoryMetrics();
   const journal = new FakeJournal();
-  const config = testConfig(['echo']);
+  // a route for the spec's type too, when it is not echo's
+  const config = testConfig([...new Set(['echo', (options.spec ?? echoSpec).type])]);
   if (options.maxReceiveCount !== undefined && config.routes.echo)
     config.routes.echo.maxReceiveCount = options.maxReceiveCount;
   const def: JobDefinition = {
