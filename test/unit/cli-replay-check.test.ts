@@ -13,25 +13,33 @@ import { type CliIo, main } from '../../shared/cli/main';
 import { journalExport } from '../../shared/core/journal-export';
 import { incarnationOf } from '../../shared/core/table';
 import { sqsEvent } from '../support/fakes';
-import { type CheckoutVariant, checkout, checkoutSpec, stepBodies } from '../support/replay/checkout-jobs';
+import { checkout, checkoutSpec, stepBodies } from '../support/replay/checkout-jobs';
 import { echoJob, harness, messageFor, T0 } from './worker-harness';
 
 const CONFIGS = join(import.meta.dirname, '..', 'support', 'replay');
 let journals: string;
 
-/** Runs the CLI; returns its exit code and what it printed. */
-async function cli(argv: string[]) {
-  let out = '';
-  let err = '';
-  const io: CliIo = {
-    stdout: { write: (t: string) => ((out += t), true), isTTY: false } as unknown as CliIo['stdout'],
-    stderr: { write: (t: string) => ((err += t), true), isTTY: false } as unknown as CliIo['stderr'],
-    env: {},
-    cwd: CONFIGS,
-    readStdin: async () => '',
+/** Collects what the CLI writes. */
+function capture() {
+  const output = {
+    text: '',
+    isTTY: false,
+    columns: 200,
+    write(chunk: string) {
+      output.text += chunk;
+      return true;
+    },
   };
+  return output;
+}
+
+/** Runs the CLI in the fixtures' folder; returns its exit code and what it printed. */
+async function cli(argv: string[]) {
+  const stdout = capture();
+  const stderr = capture();
+  const io: CliIo = { stdout, stderr, env: {}, cwd: CONFIGS, readStdin: async () => '' };
   const code = await main(argv, io);
-  return { code, out, err };
+  return { code, out: stdout.text, err: stderr.text };
 }
 
 beforeAll(async () => {
