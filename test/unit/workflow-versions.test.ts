@@ -115,6 +115,34 @@ describe('a replay on changed code', () => {
     },
   );
 
+  it('racing await chains that start in another order on replay are not taken for a divergence', async () => {
+    const slow = (ms: number, value: string) => () => new Promise<string>((r) => setTimeout(() => r(value), ms));
+    const run: Handler = async (_p, ctx) => {
+      // chain one's first step is slow, so chain two's second step begins before chain one's
+      // second; on a replay (no step body runs) chain one's goes first
+      const chains = await Promise.all([
+        (async () => [await ctx.step('s1', slow(40, 's1')), await ctx.step('s2', slow(0, 's2'))])(),
+        (async () => {
+          const s3 = await ctx.step('s3', slow(0, 's3'));
+          // work outside steps between them: on a replay, s4 begins once s2 is over
+          await new Promise((r) => setTimeout(r, 10));
+          return [s3, await ctx.step('s4', slow(0, 's4'))];
+        })(),
+      ]);
+      await ctx.sleep('nap', '2h');
+      return [...chains.flat(), await ctx.step('after', () => 'after')];
+    };
+    const { h } = deployable(run);
+    h.store.seed(echoJob('v-race'));
+    await h.worker(redelivery('v-race'));
+    const entries = await h.journal.load({ jobId: 'v-race', incarnation: incarnationOf(new Date(T0).toISOString()) });
+    // recorded in the order they began: s4 before s2
+    expect(entries.get('step#s4')?.mark?.seq).toBeLessThan(entries.get('step#s2')?.mark?.seq as number);
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-race'));
+    expect(h.store.peek('v-race')).toMatchObject({ state: 'succeeded', result: ['s1', 's2', 's3', 's4', 'after'] });
+  });
+
   it('a handler that catches the error is held all the same', async () => {
     const job = await resumeOn('v-caught', async (_p, ctx) => {
       try {
