@@ -72,7 +72,7 @@ const callKey = (c: CallName) => `${c.kind}#${c.name}`;
  * A journal read for replay: its calls by position and by name, and the patches its runs took.
  * @example
  * const trail = new ReplayTrail(await journal.load(scope));
- * trail.check({ kind: 'step', name: 'charge' }, 1, true); // a Divergence, or undefined
+ * trail.check({ kind: 'step', name: 'charge' }, 1, true, ['step#reserve', 'step#charge']); // a Divergence, or undefined
  */
 export class ReplayTrail {
   /** The recorded call at each position (marked entries only). */
@@ -109,7 +109,9 @@ export class ReplayTrail {
     }
     this.last = last;
     this.unmarked = unmarked;
-    this.firstVersion = last >= 0 ? this.bySeq.get(Math.min(...this.bySeq.keys()))?.version : undefined;
+    let first = Number.POSITIVE_INFINITY;
+    for (const seq of this.bySeq.keys()) first = Math.min(first, seq);
+    this.firstVersion = this.bySeq.get(first)?.version;
   }
 
   /** True when the journal recorded the call (under any position, or none). */
@@ -119,12 +121,17 @@ export class ReplayTrail {
 
   /**
    * The divergence of `call`, made at `position`, from the journal, or undefined when it agrees.
-   * `quiet`: no other `ctx` call of the run was in flight when it began. Only a quiet call's
-   * position is compared: calls racing each other (two `await` chains in a `Promise.all`) may
-   * start in another order on replay than they did, so they are compared by name alone.
+   * `began`: the keys ({@link callKeyOf}) of the run's calls by position, this one's included;
+   * `quiet`: no other `ctx` call of the run was in flight when it began.
+   *
+   * A position is compared only at a **barrier**: a quiet call whose earlier calls are exactly the
+   * ones the journal recorded before that position. Calls racing each other (two `await` chains
+   * in a `Promise.all`) may start in another order on a replay than they did, so they are
+   * compared by name alone; the first quiet call after them is a barrier again. Sequential code
+   * makes every call a barrier, so its first renamed, removed or moved call is the one named.
    */
-  check(call: CallName, position: number, quiet: boolean): Divergence | undefined {
-    if (!quiet) return undefined;
+  check(call: CallName, position: number, quiet: boolean, began: readonly string[]): Divergence | undefined {
+    if (!quiet || this.priorMax(began, position) >= position) return undefined;
     const at = this.bySeq.get(position);
     const key = callKey(call);
     if (this.byCall.has(key)) {
@@ -136,6 +143,20 @@ export class ReplayTrail {
     if (at && callKey(at) !== key) return { position, recorded: at, called: call };
     return undefined;
   }
+
+  /** The highest recorded position of the first `count` calls of `began` (Infinity when one has none). */
+  private priorMax(began: readonly string[], count: number): number {
+    const prefix = this.prefixMax;
+    while (prefix.length < count && prefix.length < began.length) {
+      const seq = this.byCall.get(began[prefix.length] as string);
+      const before = prefix.length > 0 ? (prefix[prefix.length - 1] as number) : -1;
+      prefix.push(Math.max(before, seq ?? Number.POSITIVE_INFINITY));
+    }
+    return count === 0 ? -1 : (prefix[count - 1] ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** {@link priorMax}'s running maximum, by position: `began` only grows, so it is extended, never recomputed. */
+  private readonly prefixMax: number[] = [];
 
   /**
    * The first recorded call the run did not make, once it ended having made `made` calls (their

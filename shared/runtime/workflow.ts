@@ -340,6 +340,8 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   let calls = 0;
   /** Each call's position, and whether it began with no other call in flight. */
   const callAt = new Map<string, { seq: number; quiet: boolean }>();
+  /** The run's calls by position (their keys). */
+  const began: string[] = [];
   /** Calls whose position was compared with the journal. */
   const verified = new Set<string>();
   /** The journal as the replay checks read it, built once from the loaded entries. */
@@ -384,6 +386,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     if (misuse instanceof NondeterminismError) throw misuse;
     const call = { kind: callKindOf(kind) as CallKind, name };
     callAt.set(callKeyOf(call), { seq: calls++, quiet: inFlight.size === 0 });
+    began.push(callKeyOf(call));
     return journalOf();
   }
 
@@ -407,7 +410,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     verified.add(key);
     const at = callAt.get(key);
     trail ??= new ReplayTrail(entries);
-    const divergence = at ? trail.check({ kind: callKind, name }, at.seq, at.quiet) : undefined;
+    const divergence = at ? trail.check({ kind: callKind, name }, at.seq, at.quiet, began) : undefined;
     if (divergence) throw diverged(divergence);
   }
 

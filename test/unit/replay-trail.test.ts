@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { EntryMark, JournalEntry } from '../../shared/core/journal';
-import { describeDivergence, ReplayTrail } from '../../shared/core/replay';
+import { type CallName, describeDivergence, ReplayTrail } from '../../shared/core/replay';
 
 const AT = '2026-03-01T12:00:00.000Z';
 /** A journal of marked entries, in the order given: `['step', 'a']` at position 0, and so on. */
@@ -18,27 +18,47 @@ function journal(calls: [string, string, Partial<EntryMark>?][], version = 'v1')
   );
 }
 
-describe('ReplayTrail.check', () => {
-  const trail = new ReplayTrail(
-    journal([
-      ['step', 'a'],
-      ['step', 'b'],
-      ['sleep', 'nap'],
-      ['step', 'c'],
-    ]),
-  );
+/** The first divergence of a run that makes `calls` in turn (each quiet unless listed in `racing`) against `trail`. */
+function replay(trail: ReplayTrail, calls: [CallName['kind'], string][], racing: number[] = []) {
+  const began: string[] = [];
+  for (const [position, [kind, name]] of calls.entries()) {
+    began.push(`${kind}#${name}`);
+    const divergence = trail.check({ kind, name }, position, !racing.includes(position), began);
+    if (divergence) return divergence;
+  }
+  return undefined;
+}
 
-  it('an unchanged run agrees at every position', () => {
-    expect(trail.check({ kind: 'step', name: 'a' }, 0, true)).toBeUndefined();
-    expect(trail.check({ kind: 'step', name: 'b' }, 1, true)).toBeUndefined();
-    expect(trail.check({ kind: 'sleep', name: 'nap' }, 2, true)).toBeUndefined();
-    expect(trail.check({ kind: 'step', name: 'c' }, 3, true)).toBeUndefined();
-    // past the journal's end: new calls
-    expect(trail.check({ kind: 'step', name: 'd' }, 4, true)).toBeUndefined();
+describe('ReplayTrail.check', () => {
+  const recorded = () =>
+    new ReplayTrail(
+      journal([
+        ['step', 'a'],
+        ['step', 'b'],
+        ['sleep', 'nap'],
+        ['step', 'c'],
+      ]),
+    );
+
+  it('an unchanged run agrees at every position, and goes on past the journal with new calls', () => {
+    expect(
+      replay(recorded(), [
+        ['step', 'a'],
+        ['step', 'b'],
+        ['sleep', 'nap'],
+        ['step', 'c'],
+        ['step', 'd'],
+      ]),
+    ).toBeUndefined();
   });
 
   it('a renamed step: a new name where the journal recorded another', () => {
-    expect(trail.check({ kind: 'step', name: 'b2' }, 1, true)).toEqual({
+    expect(
+      replay(recorded(), [
+        ['step', 'a'],
+        ['step', 'b2'],
+      ]),
+    ).toEqual({
       position: 1,
       recorded: { kind: 'step', name: 'b', version: 'v1' },
       called: { kind: 'step', name: 'b2' },
@@ -46,7 +66,12 @@ describe('ReplayTrail.check', () => {
   });
 
   it('a removed step: the next recorded call comes one position early', () => {
-    expect(trail.check({ kind: 'sleep', name: 'nap' }, 1, true)).toEqual({
+    expect(
+      replay(recorded(), [
+        ['step', 'a'],
+        ['sleep', 'nap'],
+      ]),
+    ).toEqual({
       position: 1,
       recorded: { kind: 'step', name: 'b', version: 'v1' },
       called: { kind: 'sleep', name: 'nap' },
@@ -55,48 +80,118 @@ describe('ReplayTrail.check', () => {
   });
 
   it('a reordered step: a recorded call at another position', () => {
-    expect(trail.check({ kind: 'step', name: 'c' }, 2, true)).toMatchObject({
-      position: 2,
-      recorded: { kind: 'sleep', name: 'nap' },
-      recordedAt: 3,
-    });
+    expect(
+      replay(recorded(), [
+        ['step', 'a'],
+        ['step', 'b'],
+        ['step', 'c'],
+      ]),
+    ).toMatchObject({ position: 2, recorded: { kind: 'sleep', name: 'nap' }, recordedAt: 3 });
+    expect(
+      replay(recorded(), [
+        ['step', 'b'],
+        ['step', 'a'],
+      ]),
+    ).toMatchObject({ position: 0, recorded: { kind: 'step', name: 'a' }, recordedAt: 1 });
   });
 
   it('a step that became a sleep of the same name is a different call', () => {
-    expect(trail.check({ kind: 'sleep', name: 'b' }, 1, true)).toMatchObject({
-      recorded: { kind: 'step', name: 'b' },
-      called: { kind: 'sleep', name: 'b' },
-    });
+    expect(
+      replay(recorded(), [
+        ['step', 'a'],
+        ['sleep', 'b'],
+      ]),
+    ).toMatchObject({ recorded: { kind: 'step', name: 'b' }, called: { kind: 'sleep', name: 'b' } });
+  });
+
+  it('a new step inserted before recorded ones diverges where it is inserted', () => {
+    expect(
+      replay(recorded(), [
+        ['step', 'a'],
+        ['step', 'new'],
+      ]),
+    ).toMatchObject({ position: 1, recorded: { name: 'b' }, called: { name: 'new' } });
   });
 
   it('calls begun while another is in flight are compared by name only (their order may race)', () => {
-    expect(trail.check({ kind: 'step', name: 'c' }, 1, false)).toBeUndefined();
-    expect(trail.check({ kind: 'step', name: 'new' }, 1, false)).toBeUndefined();
+    expect(
+      replay(
+        recorded(),
+        [
+          ['step', 'a'],
+          ['step', 'c'],
+        ],
+        [1],
+      ),
+    ).toBeUndefined();
+  });
+
+  it('racing chains that started in another order: no divergence, and the next barrier is compared again', () => {
+    // recorded: chain one ran s1 then s2, chain two s3 then s4; s3 finished first, so s4 began
+    // before s2 (positions 0 s1, 1 s3, 2 s4, 3 s2); then a quiet step "after"
+    const raced = () =>
+      new ReplayTrail(
+        journal([
+          ['step', 's1'],
+          ['step', 's3'],
+          ['step', 's4'],
+          ['step', 's2'],
+          ['step', 'after'],
+        ]),
+      );
+    // the replay begins s2 before s4, and s4 when nothing else is in flight: not a barrier, as
+    // the calls before it (s1, s3, s2) are not the ones the journal recorded before position 3
+    const calls: [CallName['kind'], string][] = [
+      ['step', 's1'],
+      ['step', 's3'],
+      ['step', 's2'],
+      ['step', 's4'],
+    ];
+    expect(replay(raced(), [...calls, ['step', 'after']], [1, 2])).toBeUndefined();
+    // the quiet call after the race is a barrier: a renamed one is caught
+    expect(replay(raced(), [...calls, ['step', 'after-2']], [1, 2])).toMatchObject({
+      position: 4,
+      recorded: { name: 'after' },
+      called: { name: 'after-2' },
+    });
   });
 
   it('a signal wait is one call whether its deadline or its outcome was recorded', () => {
-    const waits = new ReplayTrail(
-      journal([
+    const waits = () =>
+      new ReplayTrail(
+        journal([
+          ['step', 'a'],
+          ['wait', 'approval'],
+          ['signal', 'approval', { seq: 1 }],
+        ]),
+      );
+    expect(
+      replay(waits(), [
         ['step', 'a'],
         ['wait', 'approval'],
-        ['signal', 'approval', { seq: 1 }],
       ]),
-    );
-    expect(waits.check({ kind: 'wait', name: 'approval' }, 1, true)).toBeUndefined();
-    expect(waits.check({ kind: 'step', name: 'approval' }, 1, true)).toMatchObject({
-      recorded: { kind: 'wait', name: 'approval' },
-    });
+    ).toBeUndefined();
+    expect(
+      replay(waits(), [
+        ['step', 'a'],
+        ['step', 'approval'],
+      ]),
+    ).toMatchObject({ recorded: { kind: 'wait', name: 'approval' } });
   });
 
   it('entries without a mark (recorded before marks, or by the API) are compared by name only', () => {
     const old = new ReplayTrail(new Map([['step#a', { value: 1, at: AT }]]));
-    expect(old.check({ kind: 'step', name: 'a' }, 3, true)).toBeUndefined();
-    expect(old.check({ kind: 'step', name: 'z' }, 0, true)).toBeUndefined();
+    expect(
+      replay(old, [
+        ['step', 'z'],
+        ['step', 'a'],
+      ]),
+    ).toBeUndefined();
     expect(old.unmarked).toBe(true);
   });
 
   it('names the first version of the run', () => {
-    expect(trail.firstVersion).toBe('v1');
+    expect(recorded().firstVersion).toBe('v1');
   });
 });
 
