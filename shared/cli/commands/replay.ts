@@ -1,13 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { createAwsClients } from '../../aws/clients';
-import { DynamoJobStore } from '../../aws/dynamo-job-store';
-import { DynamoJournal } from '../../aws/dynamo-journal';
 import { ENV } from '../../config';
 import { type InboxSignal, journalScopeOf } from '../../core/journal';
 import { journalExport } from '../../core/journal-export';
 import type { JobDefinition } from '../../runtime/job-definition';
-import { type ReplayResult, readJournalFiles, replayCheck } from '../../runtime/replay-check';
+import type { ReplayResult } from '../../runtime/replay-check';
 import { type CommandDef, UsageError } from '../args';
 import { CliConfigError } from '../config';
 import { type CommandContext, EXIT, printJson, println } from '../context';
@@ -40,6 +37,12 @@ export const journalExportCommand: Command = {
   async run(context, args, options) {
     const table = typeof options.table === 'string' ? options.table : context.env[ENV.table];
     if (!table) throw new UsageError('journal export: name the job table with --table (or set ORRERY_TABLE)');
+    // loaded on use: no other command pays for the DynamoDB client
+    const [{ createAwsClients }, { DynamoJobStore }, { DynamoJournal }] = await Promise.all([
+      import('../../aws/clients'),
+      import('../../aws/dynamo-job-store'),
+      import('../../aws/dynamo-journal'),
+    ]);
     const { dynamo } = createAwsClients();
     const store = new DynamoJobStore(dynamo, table);
     const journal = new DynamoJournal(dynamo, table);
@@ -96,6 +99,7 @@ export const replayCheckCommand: Command = {
   },
   examples: ['orrery replay-check test/journals', 'orrery replay-check order-42.json --config jobs/orrery.config.ts'],
   async run(context, args, options) {
+    const { readJournalFiles, replayCheck } = await import('../../runtime/replay-check');
     const config = findDevConfig(context.cwd, typeof options.config === 'string' ? options.config : undefined);
     const { jobs } = await loadDevConfig(config);
     const timeoutMs = intOption(options, 'timeout', 'replay-check', { min: 1, max: 600_000 });
