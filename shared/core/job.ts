@@ -16,7 +16,10 @@ export interface AttemptError {
   attempt: number;
   /** ISO 8601 time of the failure. */
   at: string;
-  /** `error` (the handler threw), `timeout`, `invalid_payload`, `lease_expired`. */
+  /**
+   * `error` (the handler threw), `timeout`, `invalid_payload`, `lease_expired`, `nondeterministic`
+   * (a replay diverged from the journal: the job is held, see docs/workflows.md "Changing code safely").
+   */
   reason: string;
   name: string;
   message: string;

@@ -26,6 +26,23 @@ export interface JournalEntry {
   value: unknown;
   /** ISO 8601 time it was recorded. */
   at: string;
+  /** Where the run made the call, and with what code (core/replay.ts). @default none (an entry the API recorded, or one older than marks) */
+  mark?: EntryMark;
+}
+
+/**
+ * What the worker writes on each entry beside its value, in the same item (no write of its own):
+ * the call's position in the run, the code version that recorded it, and the patches the run
+ * took (`ctx.patched`) before it. Entries recorded before marks existed, and signal outcomes the
+ * API records, have none. See core/replay.ts.
+ */
+export interface EntryMark {
+  /** The call's position in its run: its handler's `seq`-th `ctx` call, from 0. */
+  seq: number;
+  /** The code version that recorded the entry. @default none */
+  version?: string;
+  /** `ctx.patched` names this run took (answered true) before the entry was recorded. @default none */
+  patches?: string[];
 }
 
 /** A signal in a job's inbox (`POST /jobs/{id}/signals/{name}`). */
@@ -78,6 +95,8 @@ export interface JournalRecord extends JournalScope {
   at: number;
   /** Epoch seconds: TTL of the entry. */
   expiresAt: number;
+  /** The call's position, version and patches, in the same item. @default none */
+  mark?: EntryMark;
 }
 
 /** What {@link Journal.deliver} writes. */

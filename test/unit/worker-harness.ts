@@ -84,6 +84,8 @@ export interface HarnessOptions {
   eventWaits?: EventWaits;
   /** What `ctx.emit` sends through. @default none */
   events?: EventSender;
+  /** The definition's code version (`JobOptions.version`). @default derived from `run` */
+  version?: string;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -98,13 +100,15 @@ export function harness(options: HarnessOptions = {}) {
   const debouncer = new FakeDebouncer();
   const metrics = new MemoryMetrics();
   const journal = new FakeJournal();
-  const config = testConfig(['echo']);
+  // a route for the spec's type too, when it is not echo's
+  const config = testConfig([...new Set(['echo', (options.spec ?? echoSpec).type])]);
   if (options.maxReceiveCount !== undefined && config.routes.echo)
     config.routes.echo.maxReceiveCount = options.maxReceiveCount;
   const def: JobDefinition = {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
     onFailure: options.onFailure,
+    ...(options.version ? { version: options.version } : {}),
   };
   const worker = createWorker(
     def,
