@@ -5,42 +5,9 @@
  */
 import { ApiError, api, type FlowView, seg } from '../api';
 import { ErrorBox, IdLookup, JobLink, StateBadge, Time } from '../components';
+import { layers } from '../flow-layers';
 import { usePoll } from '../poll';
 import { href } from '../router';
-
-type FlowNode = FlowView['nodes'][number];
-
-/**
- * The flow's nodes in layers: roots (no parent in the flow) first, each other node one layer after
- * its deepest parent in the flow. Within a layer, in the flow's order.
- * @example
- * layers(flow.nodes); // [[a], [b, c], [d]]
- */
-export function layers(nodes: readonly FlowNode[]): FlowNode[][] {
-  const byId = new Map(nodes.map((node) => [node.id, node]));
-  const depth = new Map<string, number>();
-  const depthOf = (node: FlowNode, seen: Set<string>): number => {
-    const known = depth.get(node.id);
-    if (known !== undefined) return known;
-    // a flow has no cycle (POST /flows refuses one); `seen` only guards a malformed answer
-    seen.add(node.id);
-    let d = 0;
-    for (const edge of node.dependsOn) {
-      const parent = byId.get(edge.id);
-      if (parent && !seen.has(parent.id)) d = Math.max(d, depthOf(parent, seen) + 1);
-    }
-    depth.set(node.id, d);
-    return d;
-  };
-  const out: FlowNode[][] = [];
-  for (const node of nodes) {
-    const d = depthOf(node, new Set());
-    const layer = out[d] ?? [];
-    layer.push(node);
-    out[d] = layer;
-  }
-  return out.filter((layer) => layer !== undefined);
-}
 
 const NODE_W = 190;
 const NODE_H = 46;
