@@ -18,16 +18,18 @@ export interface LayerNode {
 export function layers<N extends LayerNode>(nodes: readonly N[]): N[][] {
   const byId = new Map(nodes.map((node) => [node.id, node]));
   const depth = new Map<string, number>();
-  const depthOf = (node: N, seen: Set<string>): number => {
+  const depthOf = (node: N, path: Set<string>): number => {
     const known = depth.get(node.id);
     if (known !== undefined) return known;
-    // a flow has no cycle (POST /flows refuses one); `seen` only guards a malformed answer
-    seen.add(node.id);
+    // a flow has no cycle (POST /flows refuses one); `path` (the nodes being placed, not every node
+    // met: a parent two branches share is placed once and read back) only guards a malformed answer
+    path.add(node.id);
     let d = 0;
     for (const edge of node.dependsOn) {
       const parent = byId.get(edge.id);
-      if (parent && !seen.has(parent.id)) d = Math.max(d, depthOf(parent, seen) + 1);
+      if (parent && !path.has(parent.id)) d = Math.max(d, depthOf(parent, path) + 1);
     }
+    path.delete(node.id);
     depth.set(node.id, d);
     return d;
   };
