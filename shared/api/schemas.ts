@@ -735,7 +735,7 @@ export const rerunRequestSchema = z
   .object({
     fromStep: z.string().min(1).max(200).optional().meta({
       description:
-        "The name of a recorded journal entry (a step, an emit's `emit:<event>`, a sleep, a signal or event wait, an invoke): the entries recorded before it are kept, it and every later one dropped. @default the job runs again from the start (nothing kept)",
+        "The name of a recorded journal entry (a step, an emit's `emit:<event>`, a sleep, a signal or event wait, an invoke; the step of that name when the journal holds one, as names are unique per kind only): the entries recorded before it are kept, it and every later one dropped. @default the job runs again from the start (nothing kept)",
     }),
     // a JSON object, as an enqueue's payload must be (enqueueRequestSchema), whatever the type's schema takes
     payload: z.record(z.string(), z.unknown(), 'must be a JSON object').optional().meta({

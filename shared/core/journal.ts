@@ -241,10 +241,11 @@ export interface JournalCut {
 }
 
 /**
- * Where a rerun cuts a journal: it keeps the entries recorded before the first entry named
- * `fromStep` (a step, an emit's `emit:<event>` step, a sleep, a signal or event wait, or an
- * invoke, looked up by name whatever its kind) and drops that entry and every one recorded at
- * or after it. Without `fromStep` it keeps nothing (the job runs again from the start).
+ * Where a rerun cuts a journal: it keeps the entries recorded before the entry named `fromStep`
+ * (a step, an emit's `emit:<event>` step, a sleep, a signal or event wait, or an invoke, looked
+ * up by name: the step of that name when there is one, else the first entry of that name
+ * whatever its kind) and drops that entry and every one recorded at or after it. Without
+ * `fromStep` it keeps nothing (the job runs again from the start).
  * Undefined when no entry has that name. Entries are ordered by the time they were recorded
  * (`at`, in ms); one recorded in the same millisecond as the cut entry is dropped with it.
  * @example
@@ -266,7 +267,10 @@ export function cutJournal(entries: RecordedEntries, fromStep?: string): Journal
   if (fromStep !== undefined) {
     const named = all.filter((e) => e.kind !== 'rerun' && e.name === fromStep);
     if (named.length === 0) return undefined;
-    cutAt = Math.min(...named.map((e) => e.time));
+    // names are unique per kind only: a step of the name is the one meant (the dashboard's
+    // "Rerun from here" sits on steps), not a sleep, wait or invoke of that name before it
+    const steps = named.filter((e) => e.kind === 'step');
+    cutAt = Math.min(...(steps.length > 0 ? steps : named).map((e) => e.time));
   }
   // a rerun's own marker is written again by the next rerun when it matters
   const kept = all
