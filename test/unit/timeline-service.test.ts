@@ -167,6 +167,35 @@ describe('TimelineService', () => {
   });
 });
 
+describe('TimelineService: entries of one millisecond', () => {
+  it('are in the order the run made them (their marks), not the order of their names', async () => {
+    const store = new FakeJobStore();
+    const journal = new FakeJournal();
+    const job = newJob({ id: 'tie-1', type: 'order', state: 'succeeded', startedAt: iso(T0) }, T0);
+    store.seed(job);
+    const scope = { jobId: job.id, incarnation: incarnationOf(job.createdAt) };
+    // `zip` made first, `apply` second (racing in a Promise.all), both recorded in the same
+    // millisecond, `apply` written first: neither the names nor the writes give the run's order
+    for (const [name, seq] of [
+      ['apply', 1],
+      ['zip', 0],
+    ] as const) {
+      await journal.record({
+        ...scope,
+        kind: 'step',
+        name,
+        value: seq,
+        at: T0 + 5,
+        expiresAt: T0 / 1000 + 86_400,
+        mark: { seq, version: 'v1' },
+      });
+    }
+    const service = new TimelineService({ store, journal, clock: { now: () => T0 + 10_000 } });
+    const page = await service.read('tie-1', { kind: 'all' });
+    expect(page.entries.map((e) => e.name)).toEqual(['zip', 'apply']);
+  });
+});
+
 describe('attemptsOf', () => {
   const failed = { attempt: 1, at: iso(T0 + 1_000), reason: 'error', name: 'Error', message: 'boom' };
   it('a waiting job is in the attempt it resumes (the wait gave its count back)', () => {
