@@ -241,7 +241,13 @@ export function timelineEntries(
     raws.push(raw);
     byKey.set(key, raw);
   }
-  raws.sort((a, b) => a.time - b.time);
+  raws.sort((a, b) => {
+    if (a.time !== b.time) return a.time - b.time;
+    // one millisecond may hold several entries (a Promise.all's): the run's order (their marks'
+    // positions) tells them apart when both have one, else the load's order (their names) stays
+    const [x, y] = [a.entry.mark?.seq, b.entry.mark?.seq];
+    return x !== undefined && y !== undefined ? x - y : 0;
+  });
   const ends = attempts.map((a) => (a.endedAt === null ? Number.POSITIVE_INFINITY : Date.parse(a.endedAt)));
   const attemptAt = (time: number): number | null => {
     if (attempts.length === 0) return null;
