@@ -57,6 +57,13 @@ const threeSteps = defineJob(threeStepsJob, async (_payload, ctx) => {
   return { stored: computed };
 });
 
+/** A workflow of `n` steps: more than a page of the run (100 entries) for `n` over 100. */
+const manyStepsJob = defineJobType({ type: 'ui-many-steps', payload: z.object({ n: z.number().int() }) });
+const manySteps = defineJob(manyStepsJob, async ({ n }, ctx) => {
+  for (let i = 0; i < n; i++) await ctx.step(`s${i}`, () => i);
+  return { n };
+});
+
 let aws: LocalAws;
 let platform: LocalPlatform;
 let readOnly: DashboardServer;
@@ -125,7 +132,7 @@ beforeAll(async () => {
   platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('ui-run'),
-    jobs: [echo, orderRun, threeSteps],
+    jobs: [echo, orderRun, threeSteps, manySteps],
     functionUrl: { fallback: dashboard },
   });
   apiUrl = platform.url;
@@ -275,6 +282,27 @@ describe('the run view', () => {
     await expect(page.getByRole('list', { name: 'attempts' }).textContent()).resolves.toMatch(/rerun by /);
     await shot('run-rerun');
     await expectAccessible('run after a rerun');
+  }, 90_000);
+
+  it("drops the run's later pages it showed once a rerun elsewhere started a new series", async () => {
+    const id = uniquePrefix('many');
+    expect((await call('POST', '/jobs', { id, type: 'ui-many-steps', payload: { n: 103 } })).status).toBe(201);
+    await until(id, (job) => job.state === 'succeeded');
+    await page.goto(`${platform.url}/ui/#/jobs/${id}`);
+    await page.getByRole('heading', { name: `Job ${id} succeeded` }).waitFor();
+    await page.getByRole('button', { name: 'Show more of the run' }).click();
+    const run = page.getByRole('region', { name: 'Run' });
+    await run.getByText('s102', { exact: true }).waitFor();
+
+    // another operator reruns it from its first step with a payload of 2 steps (the CLI, the API)
+    const rerun = await call('POST', `/jobs/${id}/rerun`, { fromStep: 's0', payload: { n: 2 } });
+    expect(rerun.status).toBe(200);
+    await until(id, (job) => job.state === 'succeeded');
+    await page.getByText(/Journal series r1\./).waitFor({ timeout: 20_000 });
+    await run.getByText('s1', { exact: true }).waitFor();
+    // the new series holds s0 and s1 only: nothing of the old series' second page is shown
+    await expect(run.getByText('s102', { exact: true }).count()).resolves.toBe(0);
+    await expect(run.getByRole('button', { name: /^Rerun from here/ }).count()).resolves.toBe(2);
   }, 90_000);
 
   it('read-only mode shows the run without "Rerun from here"', async () => {
