@@ -28,7 +28,9 @@ function formatBytes(bytes: number): string {
 const ENDED = ['succeeded', 'failed', 'cancelled', 'expired', 'skipped'];
 
 export function RunTimeline({ job, onChanged }: { job: JobView; onChanged: () => void }) {
-  const [more, setMore] = useState<{ entries: TimelineEntry[]; cursor: string | null } | undefined>();
+  const [loaded, setLoaded] = useState<
+    { series: string | null; entries: TimelineEntry[]; cursor: string | null } | undefined
+  >();
   const [moreError, setMoreError] = useState<unknown>();
   const [rerunFrom, setRerunFrom] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
@@ -41,6 +43,8 @@ export function RunTimeline({ job, onChanged }: { job: JobView; onChanged: () =>
   );
   if (first.error && isMissingRoute(first.error)) return null;
   const timeline = first.data;
+  // later pages read of another series (a rerun made elsewhere since) are not this run's
+  const more = loaded && timeline && loaded.series === timeline.series ? loaded : undefined;
   const entries = [...(timeline?.entries ?? []), ...(more?.entries ?? [])];
   const cursor = more ? more.cursor : (timeline?.nextCursor ?? null);
   const canRerun = RERUNNABLE.includes(job.state) && !busy;
@@ -50,7 +54,7 @@ export function RunTimeline({ job, onChanged }: { job: JobView; onChanged: () =>
     setMoreError(undefined);
     try {
       const page = await api<Timeline>('GET', `/jobs/${seg(job.id)}/timeline${queryString({ cursor })}`);
-      setMore({ entries: [...(more?.entries ?? []), ...page.entries], cursor: page.nextCursor });
+      setLoaded({ series: page.series, entries: [...(more?.entries ?? []), ...page.entries], cursor: page.nextCursor });
     } catch (e) {
       setMoreError(e);
     }
@@ -63,7 +67,7 @@ export function RunTimeline({ job, onChanged }: { job: JobView; onChanged: () =>
     try {
       const after = await api<JobView>('POST', `/jobs/${seg(job.id)}/rerun`, { fromStep: step });
       setDone(`Rerun from step ${step}: the job is ${after.state}.`);
-      setMore(undefined);
+      setLoaded(undefined);
       onChanged();
     } catch (e) {
       setRerunError(e);
