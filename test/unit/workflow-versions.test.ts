@@ -143,6 +143,45 @@ describe('a replay on changed code', () => {
     expect(h.store.peek('v-race')).toMatchObject({ state: 'succeeded', result: ['s1', 's2', 's3', 's4', 'after'] });
   });
 
+  it('racing chains with work outside steps: a call that begins quiet on replay but raced on the first run is not a divergence', async () => {
+    const slow = (ms: number, value: string) => () => new Promise<string>((r) => setTimeout(() => r(value), ms));
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const run: Handler = async (_p, ctx) => {
+      // first run: s1 is slow, so s4 (after s3 and 10 ms) begins while s1 runs, before s2; on a
+      // replay s1 and s3 return at once, and s2 (after 1 ms) begins with no call in flight
+      const chains = await Promise.all([
+        (async () => {
+          const s1 = await ctx.step('s1', slow(40, 's1'));
+          await pause(1);
+          return [s1, await ctx.step('s2', slow(0, 's2'))];
+        })(),
+        (async () => {
+          const s3 = await ctx.step('s3', slow(0, 's3'));
+          await pause(10);
+          return [s3, await ctx.step('s4', slow(0, 's4'))];
+        })(),
+      ]);
+      await ctx.sleep('nap', '2h');
+      return [...chains.flat(), await ctx.step('after', () => 'after')];
+    };
+    const { h } = deployable(run);
+    h.store.seed(echoJob('v-race-quiet'));
+    await h.worker(redelivery('v-race-quiet'));
+    const entries = await h.journal.load({
+      jobId: 'v-race-quiet',
+      incarnation: incarnationOf(new Date(T0).toISOString()),
+    });
+    expect(entries.get('step#s4')?.mark?.seq).toBe(2);
+    expect(entries.get('step#s2')?.mark?.seq).toBe(3);
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-race-quiet'));
+    expect(h.store.peek('v-race-quiet')?.lastError).toBeUndefined();
+    expect(h.store.peek('v-race-quiet')).toMatchObject({
+      state: 'succeeded',
+      result: ['s1', 's2', 's3', 's4', 'after'],
+    });
+  });
+
   it('a handler that catches the error is held all the same', async () => {
     const job = await resumeOn('v-caught', async (_p, ctx) => {
       try {
