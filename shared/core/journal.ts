@@ -43,6 +43,12 @@ export interface EntryMark {
   version?: string;
   /** `ctx.patched` names this run took (answered true) before the entry was recorded. @default none */
   patches?: string[];
+  /**
+   * The call began while another `ctx` call of the run was in flight (racing chains): its position
+   * is not a barrier of the recorded run, so a replay does not hold another call's position
+   * against it. @default false (written only when true)
+   */
+  racing?: boolean;
 }
 
 /** A signal in a job's inbox (`POST /jobs/{id}/signals/{name}`). */

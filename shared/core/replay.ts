@@ -75,8 +75,8 @@ const callKey = (c: CallName) => `${c.kind}#${c.name}`;
  * trail.check({ kind: 'step', name: 'charge' }, 1, true, ['step#reserve', 'step#charge']); // a Divergence, or undefined
  */
 export class ReplayTrail {
-  /** The recorded call at each position (marked entries only). */
-  readonly bySeq = new Map<number, CallName & { version?: string }>();
+  /** The recorded call at each position (marked entries only), and whether it began racing another. */
+  readonly bySeq = new Map<number, CallName & { version?: string; racing?: boolean }>();
   /** The position each recorded call was made at (undefined: recorded without a mark). */
   readonly byCall = new Map<string, number | undefined>();
   /** Every patch name a run of this journal took. */
@@ -104,7 +104,11 @@ export class ReplayTrail {
         continue;
       }
       this.byCall.set(callKey(call), mark.seq);
-      this.bySeq.set(mark.seq, { ...call, ...(mark.version ? { version: mark.version } : {}) });
+      this.bySeq.set(mark.seq, {
+        ...call,
+        ...(mark.version ? { version: mark.version } : {}),
+        ...(mark.racing ? { racing: true } : {}),
+      });
       last = Math.max(last, mark.seq);
     }
     this.last = last;
@@ -129,10 +133,14 @@ export class ReplayTrail {
    * in a `Promise.all`) may start in another order on a replay than they did, so they are
    * compared by name alone; the first quiet call after them is a barrier again. Sequential code
    * makes every call a barrier, so its first renamed, removed or moved call is the one named.
+   * Nor is a position a barrier when the call recorded there began racing another (its mark's
+   * `racing`): a call quiet on a replay (its racing partners' recorded results came at once) may
+   * well have begun after it on the first run.
    */
   check(call: CallName, position: number, quiet: boolean, began: readonly string[]): Divergence | undefined {
     if (!quiet || this.priorMax(began, position) >= position) return undefined;
     const at = this.bySeq.get(position);
+    if (at?.racing) return undefined;
     const key = callKey(call);
     if (this.byCall.has(key)) {
       const seq = this.byCall.get(key);
@@ -165,7 +173,7 @@ export class ReplayTrail {
   unreached(made: ReadonlySet<string>): Divergence | undefined {
     const positions = [...this.bySeq.keys()].sort((a, b) => a - b);
     for (const position of positions) {
-      const at = this.bySeq.get(position) as CallName & { version?: string };
+      const { racing: _racing, ...at } = this.bySeq.get(position) as CallName & { version?: string; racing?: boolean };
       if (!made.has(callKey(at))) return { position, recorded: at };
     }
     return undefined;

@@ -426,15 +426,17 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   async function record(kind: JournalKind, name: string, value: unknown): Promise<unknown> {
     if (signal.aborted) throw signal.reason;
     const now = clock.now();
-    const seq = callAt.get(callKeyOf({ kind: callKindOf(kind) as CallKind, name }))?.seq;
+    const at = callAt.get(callKeyOf({ kind: callKindOf(kind) as CallKind, name }));
     const patches = [...unwrittenPatches];
     const mark =
-      seq === undefined
+      at === undefined
         ? undefined
         : {
-            seq,
+            seq: at.seq,
             ...(options.version ? { version: options.version } : {}),
             ...(patches.length ? { patches } : {}),
+            // began beside another call: not a barrier of this run (core/replay.ts)
+            ...(at.quiet ? {} : { racing: true }),
           };
     const out = await untilAborted(
       journalOf().record({
