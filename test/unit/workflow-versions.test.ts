@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Job } from '../../shared/core/job';
 import { incarnationOf } from '../../shared/core/table';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { echoJob, harness, redelivery, T0 } from './worker-harness';
+import { echoJob, harness, redelivery, signalsOf, T0 } from './worker-harness';
 
 const HOUR = 3_600_000;
 type Handler = (payload: unknown, ctx: JobContext) => Promise<unknown>;
@@ -180,6 +180,38 @@ describe('a replay on changed code', () => {
       state: 'succeeded',
       result: ['s1', 's2', 's3', 's4', 'after'],
     });
+  });
+
+  it('a step renamed after a wait whose signal came before the wait is caught before its body runs', async () => {
+    for (const k of Object.keys(runs)) delete runs[k];
+    const { h, deploy } = deployable(async (_p, ctx) => {
+      await ctx.step('a', body('a'));
+      await ctx.waitForSignal('go');
+      await ctx.step('b', body('b'));
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', body('c'));
+    });
+    h.store.seed(echoJob('v-early-signal'));
+    // sent before the job ran: the API records the wait's outcome (with no mark), and the
+    // wait finds it, so the job's journal has no marked entry for the wait
+    await signalsOf(h).send('v-early-signal', 'go', { payload: { ok: true } });
+    await h.worker(redelivery('v-early-signal'));
+    expect(h.store.peek('v-early-signal')).toMatchObject({ state: 'waiting' });
+    expect(runs).toEqual({ a: 1, b: 1 });
+    deploy(async (_p, ctx) => {
+      await ctx.step('a', body('a'));
+      await ctx.waitForSignal('go');
+      await ctx.step('b-renamed', body('b-renamed'));
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', body('c'));
+    });
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-early-signal'));
+    const job = h.store.peek('v-early-signal') as Job;
+    expect(job).toMatchObject({ state: 'failed', lastError: { name: 'NondeterminismError' } });
+    expect(job.lastError?.message).toContain('position 2: the journal recorded step "b"');
+    // held before any step body of the new code ran (the renamed step's work is not done again)
+    expect(runs).toEqual({ a: 1, b: 1 });
   });
 
   it('a handler that catches the error is held all the same', async () => {
