@@ -138,7 +138,7 @@ export class ReplayTrail {
    * well have begun after it on the first run.
    */
   check(call: CallName, position: number, quiet: boolean, began: readonly string[]): Divergence | undefined {
-    if (!quiet || this.priorMax(began, position) >= position) return undefined;
+    if (!quiet || !this.barrier(began, position)) return undefined;
     const at = this.bySeq.get(position);
     if (at?.racing) return undefined;
     const key = callKey(call);
@@ -152,19 +152,47 @@ export class ReplayTrail {
     return undefined;
   }
 
-  /** The highest recorded position of the first `count` calls of `began` (Infinity when one has none). */
-  private priorMax(began: readonly string[], count: number): number {
-    const prefix = this.prefixMax;
+  /**
+   * True when the first `count` calls of `began` are exactly the calls the journal recorded at
+   * positions 0 to `count - 1`. A call recorded without a mark (a wait whose outcome the API
+   * recorded before the wait began) has no known position: it stands for a position below `count`
+   * at which the journal holds no marked entry. A call the journal never recorded (new) does not.
+   */
+  private barrier(began: readonly string[], count: number): boolean {
+    if (count === 0) return true;
+    const prefix = this.prefix;
     while (prefix.length < count && prefix.length < began.length) {
-      const seq = this.byCall.get(began[prefix.length] as string);
-      const before = prefix.length > 0 ? (prefix[prefix.length - 1] as number) : -1;
-      prefix.push(Math.max(before, seq ?? Number.POSITIVE_INFINITY));
+      const key = began[prefix.length] as string;
+      const seq = this.byCall.has(key) ? this.byCall.get(key) : Number.POSITIVE_INFINITY;
+      const before = prefix[prefix.length - 1] ?? { max: -1, marked: 0 };
+      prefix.push(seq === undefined ? before : { max: Math.max(before.max, seq), marked: before.marked + 1 });
     }
-    return count === 0 ? -1 : (prefix[count - 1] ?? Number.POSITIVE_INFINITY);
+    const at = prefix[count - 1];
+    if (!at || at.max >= count) return false;
+    // the marked calls are distinct positions below `count`; the unmarked ones fill the rest
+    // only if the journal has no marked entry there
+    return this.markedBelow(count) === at.marked;
   }
 
-  /** {@link priorMax}'s running maximum, by position: `began` only grows, so it is extended, never recomputed. */
-  private readonly prefixMax: number[] = [];
+  /** How many marked entries the journal has below `position` (a binary search of its positions). */
+  private markedBelow(position: number): number {
+    this.positions ??= [...this.bySeq.keys()].sort((a, b) => a - b);
+    const positions = this.positions;
+    let lo = 0;
+    let hi = positions.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((positions[mid] as number) < position) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** The journal's marked positions, in order (built at the first barrier). */
+  private positions: number[] | undefined;
+
+  /** {@link barrier}'s running maximum and count of marked calls, by position: `began` only grows, so it is extended, never recomputed. */
+  private readonly prefix: { max: number; marked: number }[] = [];
 
   /**
    * The first recorded call the run did not make, once it ended having made `made` calls (their
