@@ -214,6 +214,23 @@ describe('a replay on changed code', () => {
     expect(runs).toEqual({ a: 1, b: 1 });
   });
 
+  it("a step called inside another step's body replays: the outer step's recorded result stands for both", async () => {
+    for (const k of Object.keys(runs)) delete runs[k];
+    const { h } = deployable(async (_p, ctx) => {
+      const outer = await ctx.step('outer', async () => `${await ctx.step('inner', body('inner'))}+outer`);
+      await ctx.sleep('nap', '2h');
+      return [outer, await ctx.step('c', body('c'))];
+    });
+    h.store.seed(echoJob('v-nested'));
+    await h.worker(redelivery('v-nested'));
+    expect(h.store.peek('v-nested')).toMatchObject({ state: 'waiting' });
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-nested'));
+    expect(h.store.peek('v-nested')?.lastError).toBeUndefined();
+    expect(h.store.peek('v-nested')).toMatchObject({ state: 'succeeded', result: ['inner+outer', 'c'] });
+    expect(runs).toEqual({ inner: 1, c: 1 });
+  });
+
   it('a handler that catches the error is held all the same', async () => {
     const job = await resumeOn('v-caught', async (_p, ctx) => {
       try {
