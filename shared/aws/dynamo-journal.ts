@@ -55,6 +55,7 @@ export const journalEntryOf = (item: Item): JournalEntry => {
   if (item.ver?.S) mark.version = item.ver.S;
   if (item.patches?.SS?.length) mark.patches = [...item.patches.SS];
   if (item.racing?.BOOL) mark.racing = true;
+  if (item.nested?.BOOL) mark.nested = true;
   return { ...entry, mark };
 };
 
@@ -69,6 +70,7 @@ function markAttributes(mark: EntryMark | undefined): Item {
     ...(mark.version ? { ver: S(mark.version) } : {}),
     ...(mark.patches?.length ? { patches: { SS: [...new Set(mark.patches)] } } : {}),
     ...(mark.racing ? { racing: { BOOL: true } } : {}),
+    ...(mark.nested ? { nested: { BOOL: true } } : {}),
   };
 }
 

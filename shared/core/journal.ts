@@ -49,6 +49,12 @@ export interface EntryMark {
    * against it. @default false (written only when true)
    */
   racing?: boolean;
+  /**
+   * The call was made in the body of the step at `seq` (a step nested in a step): a replay gets
+   * that step's recorded result and never makes it, so it takes no position of its own.
+   * @default false (written only when true)
+   */
+  nested?: boolean;
 }
 
 /** A signal in a job's inbox (`POST /jobs/{id}/signals/{name}`). */

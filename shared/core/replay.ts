@@ -98,6 +98,11 @@ export class ReplayTrail {
       const call = { kind, name: parsed.name };
       const mark = entry.mark;
       for (const p of mark?.patches ?? []) this.patches.add(p);
+      // a call made in a step's body: a replay never makes it (it gets the outer step's result)
+      if (mark?.nested) {
+        if (!this.byCall.has(callKey(call))) this.byCall.set(callKey(call), undefined);
+        continue;
+      }
       if (!mark) {
         if (WORKER_ONLY.includes(parsed.kind)) unmarked = true;
         if (!this.byCall.has(callKey(call))) this.byCall.set(callKey(call), undefined);
