@@ -29,7 +29,9 @@ export const attemptErrorSchema = z
   .object({
     attempt: z.int().min(1),
     at: isoTime,
-    reason: z.string().meta({ description: '`error`, `timeout`, `invalid_payload` or `lease_expired`' }),
+    reason: z
+      .string()
+      .meta({ description: '`error`, `timeout`, `invalid_payload`, `lease_expired` or `nondeterministic`' }),
     name: z.string(),
     message: z.string(),
     stack: z.string().optional(),

@@ -54,6 +54,8 @@ export const journalEntryOf = (item: Item): JournalEntry => {
   const mark: EntryMark = { seq: Number(item.seq.N) };
   if (item.ver?.S) mark.version = item.ver.S;
   if (item.patches?.SS?.length) mark.patches = [...item.patches.SS];
+  if (item.racing?.BOOL) mark.racing = true;
+  if (item.nested?.BOOL) mark.nested = true;
   return { ...entry, mark };
 };
 
@@ -67,6 +69,8 @@ function markAttributes(mark: EntryMark | undefined): Item {
     seq: N(mark.seq),
     ...(mark.version ? { ver: S(mark.version) } : {}),
     ...(mark.patches?.length ? { patches: { SS: [...new Set(mark.patches)] } } : {}),
+    ...(mark.racing ? { racing: { BOOL: true } } : {}),
+    ...(mark.nested ? { nested: { BOOL: true } } : {}),
   };
 }
 

@@ -43,6 +43,18 @@ export interface EntryMark {
   version?: string;
   /** `ctx.patched` names this run took (answered true) before the entry was recorded. @default none */
   patches?: string[];
+  /**
+   * The call began while another `ctx` call of the run was in flight (racing chains): its position
+   * is not a barrier of the recorded run, so a replay does not hold another call's position
+   * against it. @default false (written only when true)
+   */
+  racing?: boolean;
+  /**
+   * The call was made in the body of the step at `seq` (a step nested in a step): a replay gets
+   * that step's recorded result and never makes it, so it takes no position of its own.
+   * @default false (written only when true)
+   */
+  nested?: boolean;
 }
 
 /** A signal in a job's inbox (`POST /jobs/{id}/signals/{name}`). */

@@ -75,8 +75,8 @@ const callKey = (c: CallName) => `${c.kind}#${c.name}`;
  * trail.check({ kind: 'step', name: 'charge' }, 1, true, ['step#reserve', 'step#charge']); // a Divergence, or undefined
  */
 export class ReplayTrail {
-  /** The recorded call at each position (marked entries only). */
-  readonly bySeq = new Map<number, CallName & { version?: string }>();
+  /** The recorded call at each position (marked entries only), and whether it began racing another. */
+  readonly bySeq = new Map<number, CallName & { version?: string; racing?: boolean }>();
   /** The position each recorded call was made at (undefined: recorded without a mark). */
   readonly byCall = new Map<string, number | undefined>();
   /** Every patch name a run of this journal took. */
@@ -98,13 +98,22 @@ export class ReplayTrail {
       const call = { kind, name: parsed.name };
       const mark = entry.mark;
       for (const p of mark?.patches ?? []) this.patches.add(p);
+      // a call made in a step's body: a replay never makes it (it gets the outer step's result)
+      if (mark?.nested) {
+        if (!this.byCall.has(callKey(call))) this.byCall.set(callKey(call), undefined);
+        continue;
+      }
       if (!mark) {
         if (WORKER_ONLY.includes(parsed.kind)) unmarked = true;
         if (!this.byCall.has(callKey(call))) this.byCall.set(callKey(call), undefined);
         continue;
       }
       this.byCall.set(callKey(call), mark.seq);
-      this.bySeq.set(mark.seq, { ...call, ...(mark.version ? { version: mark.version } : {}) });
+      this.bySeq.set(mark.seq, {
+        ...call,
+        ...(mark.version ? { version: mark.version } : {}),
+        ...(mark.racing ? { racing: true } : {}),
+      });
       last = Math.max(last, mark.seq);
     }
     this.last = last;
@@ -129,10 +138,14 @@ export class ReplayTrail {
    * in a `Promise.all`) may start in another order on a replay than they did, so they are
    * compared by name alone; the first quiet call after them is a barrier again. Sequential code
    * makes every call a barrier, so its first renamed, removed or moved call is the one named.
+   * Nor is a position a barrier when the call recorded there began racing another (its mark's
+   * `racing`): a call quiet on a replay (its racing partners' recorded results came at once) may
+   * well have begun after it on the first run.
    */
   check(call: CallName, position: number, quiet: boolean, began: readonly string[]): Divergence | undefined {
-    if (!quiet || this.priorMax(began, position) >= position) return undefined;
+    if (!quiet || !this.barrier(began, position)) return undefined;
     const at = this.bySeq.get(position);
+    if (at?.racing) return undefined;
     const key = callKey(call);
     if (this.byCall.has(key)) {
       const seq = this.byCall.get(key);
@@ -144,19 +157,47 @@ export class ReplayTrail {
     return undefined;
   }
 
-  /** The highest recorded position of the first `count` calls of `began` (Infinity when one has none). */
-  private priorMax(began: readonly string[], count: number): number {
-    const prefix = this.prefixMax;
+  /**
+   * True when the first `count` calls of `began` are exactly the calls the journal recorded at
+   * positions 0 to `count - 1`. A call recorded without a mark (a wait whose outcome the API
+   * recorded before the wait began) has no known position: it stands for a position below `count`
+   * at which the journal holds no marked entry. A call the journal never recorded (new) does not.
+   */
+  private barrier(began: readonly string[], count: number): boolean {
+    if (count === 0) return true;
+    const prefix = this.prefix;
     while (prefix.length < count && prefix.length < began.length) {
-      const seq = this.byCall.get(began[prefix.length] as string);
-      const before = prefix.length > 0 ? (prefix[prefix.length - 1] as number) : -1;
-      prefix.push(Math.max(before, seq ?? Number.POSITIVE_INFINITY));
+      const key = began[prefix.length] as string;
+      const seq = this.byCall.has(key) ? this.byCall.get(key) : Number.POSITIVE_INFINITY;
+      const before = prefix[prefix.length - 1] ?? { max: -1, marked: 0 };
+      prefix.push(seq === undefined ? before : { max: Math.max(before.max, seq), marked: before.marked + 1 });
     }
-    return count === 0 ? -1 : (prefix[count - 1] ?? Number.POSITIVE_INFINITY);
+    const at = prefix[count - 1];
+    if (!at || at.max >= count) return false;
+    // the marked calls are distinct positions below `count`; the unmarked ones fill the rest
+    // only if the journal has no marked entry there
+    return this.markedBelow(count) === at.marked;
   }
 
-  /** {@link priorMax}'s running maximum, by position: `began` only grows, so it is extended, never recomputed. */
-  private readonly prefixMax: number[] = [];
+  /** How many marked entries the journal has below `position` (a binary search of its positions). */
+  private markedBelow(position: number): number {
+    this.positions ??= [...this.bySeq.keys()].sort((a, b) => a - b);
+    const positions = this.positions;
+    let lo = 0;
+    let hi = positions.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((positions[mid] as number) < position) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** The journal's marked positions, in order (built at the first barrier). */
+  private positions: number[] | undefined;
+
+  /** {@link barrier}'s running maximum and count of marked calls, by position: `began` only grows, so it is extended, never recomputed. */
+  private readonly prefix: { max: number; marked: number }[] = [];
 
   /**
    * The first recorded call the run did not make, once it ended having made `made` calls (their
@@ -165,7 +206,7 @@ export class ReplayTrail {
   unreached(made: ReadonlySet<string>): Divergence | undefined {
     const positions = [...this.bySeq.keys()].sort((a, b) => a - b);
     for (const position of positions) {
-      const at = this.bySeq.get(position) as CallName & { version?: string };
+      const { racing: _racing, ...at } = this.bySeq.get(position) as CallName & { version?: string; racing?: boolean };
       if (!made.has(callKey(at))) return { position, recorded: at };
     }
     return undefined;

@@ -101,16 +101,18 @@ export async function replayJournal(
   } as unknown as EventWaits;
   const events: EventSender = { send: async () => stop() };
   const controller = new AbortController();
-  const createdAt = Date.parse(file.job.createdAt);
+  // every recorded sleep and wait is over: they all end within MAX_WAIT_MS of the job's creation
+  const now = Date.parse(file.job.createdAt) + MAX_WAIT_MS;
   const workflow = createWorkflow({
-    // not the job's first run: every call is read from, and compared with, the journal
-    job: { id: file.job.id, createdAt: file.job.createdAt, attempts: 2, resumes: 1 },
+    // not the job's first run: every call is read from, and compared with, the journal. Its
+    // waits' life is counted from `now`, so a new sleep or wait (its deadline from `now`) is
+    // not refused as past the job's life: the replay stops at its record, as at a new step's
+    job: { id: file.job.id, createdAt: new Date(now).toISOString(), attempts: 2, resumes: 1 },
     journal,
     eventWaits,
     events,
     invoker: { start: async () => stop(), look: async () => stop() },
-    // every recorded sleep and wait is over
-    clock: { now: () => createdAt + MAX_WAIT_MS },
+    clock: { now: () => now },
     signal: controller.signal,
     expiresAt: () => 0,
     version: codeVersionOf(def),

@@ -16,6 +16,7 @@
  * registers in the match index and looks there for an event sent since the job was created
  * (shared/core/event-waits.ts).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { Clock } from '../core/clock';
@@ -339,7 +340,12 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   /** Calls begun so far in this run: the next call's position (core/replay.ts). */
   let calls = 0;
   /** Each call's position, and whether it began with no other call in flight. */
-  const callAt = new Map<string, { seq: number; quiet: boolean }>();
+  const callAt = new Map<string, { seq: number; quiet: boolean; nested?: boolean }>();
+  /**
+   * The position of the step whose body is running, in that body (a call made there is nested:
+   * a replay gets the outer step's recorded result and never makes it, so it takes no position).
+   */
+  const inBody = new AsyncLocalStorage<number>();
   /** The run's calls by position (their keys). */
   const began: string[] = [];
   /** Calls whose position was compared with the journal. */
@@ -385,8 +391,12 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     used.add(key);
     if (misuse instanceof NondeterminismError) throw misuse;
     const call = { kind: callKindOf(kind) as CallKind, name };
-    callAt.set(callKeyOf(call), { seq: calls++, quiet: inFlight.size === 0 });
-    began.push(callKeyOf(call));
+    const outer = inBody.getStore();
+    if (outer !== undefined) callAt.set(callKeyOf(call), { seq: outer, quiet: false, nested: true });
+    else {
+      callAt.set(callKeyOf(call), { seq: calls++, quiet: inFlight.size === 0 });
+      began.push(callKeyOf(call));
+    }
     return journalOf();
   }
 
@@ -426,15 +436,18 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   async function record(kind: JournalKind, name: string, value: unknown): Promise<unknown> {
     if (signal.aborted) throw signal.reason;
     const now = clock.now();
-    const seq = callAt.get(callKeyOf({ kind: callKindOf(kind) as CallKind, name }))?.seq;
+    const at = callAt.get(callKeyOf({ kind: callKindOf(kind) as CallKind, name }));
     const patches = [...unwrittenPatches];
     const mark =
-      seq === undefined
+      at === undefined
         ? undefined
         : {
-            seq,
+            seq: at.seq,
             ...(options.version ? { version: options.version } : {}),
             ...(patches.length ? { patches } : {}),
+            // made in a step's body (`seq` is that step's), or began beside another call: no
+            // barrier of this run (core/replay.ts)
+            ...(at.nested ? { nested: true } : at.quiet ? {} : { racing: true }),
           };
     const out = await untilAborted(
       journalOf().record({
@@ -633,7 +646,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       begin('step', name);
       const recorded = await read('step', name);
       if (recorded) return recorded.value as T;
-      const value = await fn();
+      const value = await inBody.run(callAt.get(callKeyOf({ kind: 'step', name }))?.seq ?? -1, fn);
       const storable = asUsage(() => storableValue(value, MAX_STEP_RESULT_BYTES, `step "${name}" result`));
       return (await record('step', name, storable)) as T;
     },

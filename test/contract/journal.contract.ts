@@ -46,11 +46,11 @@ export function journalContract(setup: () => Promise<Journal>): void {
       });
     });
 
-    it("keeps an entry's mark (position, version, patches) with it: get, load and a refused write give it back", async () => {
+    it("keeps an entry's mark (position, version, patches, racing, nested) with it: get, load and a refused write give it back", async () => {
       const journal = await setup();
       const id = jobId();
       const scope = { jobId: id, incarnation: INC };
-      const mark = { seq: 3, version: 'v42', patches: ['fraud-check'] };
+      const mark = { seq: 3, version: 'v42', patches: ['fraud-check'], racing: true, nested: true };
       const entry = { ...scope, kind: 'step' as const, name: 'ship', value: 'ok', at: T0, expiresAt: TTL, mark };
       expect(await journal.record(entry)).toEqual({ recorded: true });
       const stored = { value: 'ok', at: iso(T0), mark };

@@ -153,6 +153,31 @@ describe('replayJournal', () => {
     expect(bodies).toEqual([]);
   });
 
+  it.each([
+    ['a sleep', (ctx: JobContext) => ctx.sleep('cool-off', '1h'), { kind: 'sleep', name: 'cool-off' }],
+    [
+      'a signal wait with a timeout',
+      (ctx: JobContext) => ctx.waitForSignal('approve', { timeout: '1d' }),
+      { kind: 'wait', name: 'approve' },
+    ],
+  ] as const)(
+    '%s added after the recorded calls stops the replay there, as a new step does',
+    async (_what, added, at) => {
+      const file = await recorded('rc-new-wait', true);
+      bodies.length = 0;
+      const v2 = def(async (_p, ctx) => {
+        const a = await ctx.step('a', body('a'));
+        await ctx.step('b', body('b'));
+        await ctx.sleep('nap', '2h');
+        await ctx.step('c', body('c'));
+        await added(ctx);
+        return a;
+      }, 'v2');
+      expect(await replayJournal(v2, file)).toMatchObject({ ok: true, outcome: 'stopped', stoppedAt: at });
+      expect(bodies).toEqual([]);
+    },
+  );
+
   it('a handler that throws on recorded results fails the check', async () => {
     const file = await recorded('rc-throw');
     const result = await replayJournal(

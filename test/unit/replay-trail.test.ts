@@ -190,6 +190,69 @@ describe('ReplayTrail.check', () => {
     expect(old.unmarked).toBe(true);
   });
 
+  it('a call recorded without a mark stands for an unmarked position: the calls after it are still compared', () => {
+    // a wait whose outcome the API recorded before the wait began (position 1, no mark of its own)
+    const entries = journal([
+      ['step', 'a'],
+      ['step', 'gap'],
+      ['step', 'b'],
+      ['sleep', 'nap'],
+    ]);
+    entries.delete('step#gap');
+    entries.set('signal#go', { value: { received: AT }, at: AT });
+    const trail = new ReplayTrail(entries);
+    const run = (third: string) =>
+      replay(trail, [
+        ['step', 'a'],
+        ['wait', 'go'],
+        ['step', third],
+        ['sleep', 'nap'],
+      ]);
+    expect(run('b')).toBeUndefined();
+    expect(run('b2')).toMatchObject({ position: 2, recorded: { name: 'b' }, called: { name: 'b2' } });
+    // it cannot stand for a position the journal holds a marked entry at
+    const moved = new ReplayTrail(entries);
+    expect(
+      replay(moved, [
+        ['wait', 'go'],
+        ['step', 'b'],
+      ]),
+    ).toBeUndefined();
+  });
+
+  it('a position whose recorded call began racing another is no barrier', () => {
+    const trail = new ReplayTrail(
+      journal([
+        ['step', 's1'],
+        ['step', 's3', { racing: true }],
+        ['step', 's4', { racing: true }],
+        ['step', 's2', { racing: true }],
+        ['step', 'after'],
+      ]),
+    );
+    // s1 and s3 began at once, then s2 alone (its partners' results came at once on the replay)
+    expect(
+      replay(
+        trail,
+        [
+          ['step', 's1'],
+          ['step', 's3'],
+          ['step', 's2'],
+          ['step', 's4'],
+          ['step', 'after'],
+        ],
+        [1, 3],
+      ),
+    ).toBeUndefined();
+    // a quiet call moved onto a position whose recorded call was quiet is still caught
+    expect(
+      replay(trail, [
+        ['step', 'after'],
+        ['step', 's1'],
+      ]),
+    ).toMatchObject({ position: 0, recorded: { name: 's1' }, called: { name: 'after' } });
+  });
+
   it('names the first version of the run', () => {
     expect(recorded().firstVersion).toBe('v1');
   });

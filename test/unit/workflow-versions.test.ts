@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Job } from '../../shared/core/job';
 import { incarnationOf } from '../../shared/core/table';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { echoJob, harness, redelivery, T0 } from './worker-harness';
+import { echoJob, harness, redelivery, signalsOf, T0 } from './worker-harness';
 
 const HOUR = 3_600_000;
 type Handler = (payload: unknown, ctx: JobContext) => Promise<unknown>;
@@ -141,6 +141,94 @@ describe('a replay on changed code', () => {
     h.clock.advance(2 * HOUR);
     await h.worker(redelivery('v-race'));
     expect(h.store.peek('v-race')).toMatchObject({ state: 'succeeded', result: ['s1', 's2', 's3', 's4', 'after'] });
+  });
+
+  it('racing chains with work outside steps: a call that begins quiet on replay but raced on the first run is not a divergence', async () => {
+    const slow = (ms: number, value: string) => () => new Promise<string>((r) => setTimeout(() => r(value), ms));
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const run: Handler = async (_p, ctx) => {
+      // first run: s1 is slow, so s4 (after s3 and 10 ms) begins while s1 runs, before s2; on a
+      // replay s1 and s3 return at once, and s2 (after 1 ms) begins with no call in flight
+      const chains = await Promise.all([
+        (async () => {
+          const s1 = await ctx.step('s1', slow(40, 's1'));
+          await pause(1);
+          return [s1, await ctx.step('s2', slow(0, 's2'))];
+        })(),
+        (async () => {
+          const s3 = await ctx.step('s3', slow(0, 's3'));
+          await pause(10);
+          return [s3, await ctx.step('s4', slow(0, 's4'))];
+        })(),
+      ]);
+      await ctx.sleep('nap', '2h');
+      return [...chains.flat(), await ctx.step('after', () => 'after')];
+    };
+    const { h } = deployable(run);
+    h.store.seed(echoJob('v-race-quiet'));
+    await h.worker(redelivery('v-race-quiet'));
+    const entries = await h.journal.load({
+      jobId: 'v-race-quiet',
+      incarnation: incarnationOf(new Date(T0).toISOString()),
+    });
+    expect(entries.get('step#s4')?.mark?.seq).toBe(2);
+    expect(entries.get('step#s2')?.mark?.seq).toBe(3);
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-race-quiet'));
+    expect(h.store.peek('v-race-quiet')?.lastError).toBeUndefined();
+    expect(h.store.peek('v-race-quiet')).toMatchObject({
+      state: 'succeeded',
+      result: ['s1', 's2', 's3', 's4', 'after'],
+    });
+  });
+
+  it('a step renamed after a wait whose signal came before the wait is caught before its body runs', async () => {
+    for (const k of Object.keys(runs)) delete runs[k];
+    const { h, deploy } = deployable(async (_p, ctx) => {
+      await ctx.step('a', body('a'));
+      await ctx.waitForSignal('go');
+      await ctx.step('b', body('b'));
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', body('c'));
+    });
+    h.store.seed(echoJob('v-early-signal'));
+    // sent before the job ran: the API records the wait's outcome (with no mark), and the
+    // wait finds it, so the job's journal has no marked entry for the wait
+    await signalsOf(h).send('v-early-signal', 'go', { payload: { ok: true } });
+    await h.worker(redelivery('v-early-signal'));
+    expect(h.store.peek('v-early-signal')).toMatchObject({ state: 'waiting' });
+    expect(runs).toEqual({ a: 1, b: 1 });
+    deploy(async (_p, ctx) => {
+      await ctx.step('a', body('a'));
+      await ctx.waitForSignal('go');
+      await ctx.step('b-renamed', body('b-renamed'));
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', body('c'));
+    });
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-early-signal'));
+    const job = h.store.peek('v-early-signal') as Job;
+    expect(job).toMatchObject({ state: 'failed', lastError: { name: 'NondeterminismError' } });
+    expect(job.lastError?.message).toContain('position 2: the journal recorded step "b"');
+    // held before any step body of the new code ran (the renamed step's work is not done again)
+    expect(runs).toEqual({ a: 1, b: 1 });
+  });
+
+  it("a step called inside another step's body replays: the outer step's recorded result stands for both", async () => {
+    for (const k of Object.keys(runs)) delete runs[k];
+    const { h } = deployable(async (_p, ctx) => {
+      const outer = await ctx.step('outer', async () => `${await ctx.step('inner', body('inner'))}+outer`);
+      await ctx.sleep('nap', '2h');
+      return [outer, await ctx.step('c', body('c'))];
+    });
+    h.store.seed(echoJob('v-nested'));
+    await h.worker(redelivery('v-nested'));
+    expect(h.store.peek('v-nested')).toMatchObject({ state: 'waiting' });
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-nested'));
+    expect(h.store.peek('v-nested')?.lastError).toBeUndefined();
+    expect(h.store.peek('v-nested')).toMatchObject({ state: 'succeeded', result: ['inner+outer', 'c'] });
+    expect(runs).toEqual({ inner: 1, c: 1 });
   });
 
   it('a handler that catches the error is held all the same', async () => {
