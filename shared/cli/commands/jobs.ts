@@ -204,7 +204,7 @@ const timeline: Command = {
   options: {},
   examples: [
     'orrery timeline order-1234',
-    "orrery timeline order-1234 --json | jq '.entries[] | select(.kind == \"step\")'",
+    'orrery timeline order-1234 --json | jq \'.entries[] | select(.kind == "step")\'',
   ],
   async run(context, args) {
     const run = await context.client().timeline(args.id as string);
