@@ -106,6 +106,17 @@ export interface PlatformConfig {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * The Lambda function version this code runs as (`AWS_LAMBDA_FUNCTION_VERSION`, which Lambda sets
+ * on every function: `$LATEST`, or a published version's number), or undefined outside Lambda.
+ * @example
+ * lambdaFunctionVersion(); // '$LATEST', '7', or undefined in a test
+ */
+export function lambdaFunctionVersion(env: Env = process.env): string | undefined {
+  const raw = env.AWS_LAMBDA_FUNCTION_VERSION;
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
 export function requireEnv(env: Env, name: string): string {
   const value = env[name];
   if (value === undefined || value === '') {

@@ -224,3 +224,29 @@ export class BlobMissingError extends Error {
     this.name = 'BlobMissingError';
   }
 }
+
+/**
+ * A replay of a job whose code no longer makes the calls its journal recorded, in the same order
+ * (a step renamed, removed or moved; see docs/workflows.md, "Changing code safely"). The attempt
+ * fails for good and the job is held as `failed` with reason `nondeterministic`, for an operator
+ * to retry after a fix, rerun from a step, or leave: its recorded results are never mixed into
+ * code that no longer expects them. The message names the position, the recorded call and the
+ * one made now, and both code versions.
+ */
+export class NondeterminismError extends PermanentError {
+  /** The `reason` of the attempt's error on the job. */
+  readonly code = 'nondeterministic';
+  constructor(
+    message: string,
+    readonly divergence: {
+      position: number;
+      recorded?: { kind: string; name: string; version?: string };
+      called?: { kind: string; name: string };
+      recordedAt?: number;
+      version?: string;
+    },
+  ) {
+    super(message);
+    this.name = 'NondeterminismError';
+  }
+}

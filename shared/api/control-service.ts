@@ -447,6 +447,8 @@ export class ControlService {
           value: e.entry.value,
           at: Date.parse(e.entry.at),
           expiresAt,
+          // its position and version: the rerun's replay checks the kept entries as recorded
+          ...(e.entry.mark ? { mark: e.entry.mark } : {}),
         }),
     );
     if (cut.nextInvokeIndex > keptFloor) {

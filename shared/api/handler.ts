@@ -34,8 +34,10 @@ import { openApiRoutes } from './routes/openapi';
 import { overviewRoutes } from './routes/overview';
 import { type ScheduleRouteDeps, scheduleRoutes } from './routes/schedules';
 import { signalRoutes } from './routes/signals';
+import { timelineRoutes } from './routes/timeline';
 import { uploadRoutes } from './routes/uploads';
 import { SignalsService } from './signals-service';
+import { TimelineService } from './timeline-service';
 
 export interface ApiDeps {
   config: PlatformConfig;
@@ -151,6 +153,12 @@ export function createApiHandler(deps: ApiDeps): ApiHandler {
   if (deps.journal) {
     const invoked = new InvokedService({ store: deps.store, journal: deps.journal, clock: deps.clock ?? systemClock });
     routes.push(...invokedRoutes(invoked, typeOf));
+    const timeline = new TimelineService({
+      store: deps.store,
+      journal: deps.journal,
+      clock: deps.clock ?? systemClock,
+    });
+    routes.push(...timelineRoutes(timeline, typeOf));
   }
   routes.push(...uploadRoutes(deps.blobs));
   routes.push(...openApiRoutes());

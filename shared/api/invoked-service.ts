@@ -10,10 +10,9 @@ import type { TypeScope } from '../core/access';
 import type { Clock } from '../core/clock';
 import { JOB_ID_PATTERN } from '../core/enqueue';
 import type { InvokeStart } from '../core/invoke';
-import type { Journal } from '../core/journal';
+import { type Journal, journalScopeOf } from '../core/journal';
 import type { JobStore } from '../core/ports';
 import type { JobState } from '../core/states';
-import { incarnationOf } from '../core/table';
 import { NotFoundError, ValidationError } from '../errors';
 import { mapWithConcurrency } from './concurrency';
 import { jobStateSchema } from './schemas';
@@ -73,7 +72,8 @@ export class InvokedService {
     if (!job || (job.expiresAt !== undefined && job.expiresAt * 1000 < this.deps.clock.now())) {
       throw new NotFoundError(`job ${id} not found`, 'job_not_found');
     }
-    const entries = await this.deps.journal.load({ jobId: id, incarnation: incarnationOf(job.createdAt) });
+    // after a rerun, the series it started: the invokes it kept and those made since
+    const entries = await this.deps.journal.load(journalScopeOf(job));
     const starts: { name: string; start: InvokeStart }[] = [];
     for (const [key, entry] of entries) {
       if (key.startsWith('invoke#'))

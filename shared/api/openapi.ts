@@ -45,6 +45,7 @@ import {
   typeKeysSchema,
   uploadResponseSchema,
 } from './schemas';
+import { timelinePageSchema } from './timeline-service';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the zod schemas that validate
@@ -325,6 +326,23 @@ export const OPERATIONS: ApiOperation[] = [
     query: z.object({ cursor: z.string().optional().meta({ description: "A previous page's `nextCursor`" }) }),
     responses: {
       '200': { description: 'A page of invoked jobs', schema: invokedPageSchema },
+      ...errors('400', '404', '429', '503'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/jobs/{id}/timeline',
+    operationId: 'getTimeline',
+    summary: "A job's run: its attempts, and its journal's steps, sleeps, waits and invokes",
+    description:
+      "Read from the job's item (its attempts) and its journal's current series, 100 entries a page in the order " +
+      "they were recorded; one read of each invoked job on the page. A step's start is estimated (the end of what " +
+      'came before it). Invokes of jobs of types the caller may not read are left out. Writes nothing. 404 ' +
+      '`job_not_found` when the job is not stored.',
+    pathParams: jobIdParam,
+    query: z.object({ cursor: z.string().optional().meta({ description: "A previous page's `nextCursor`" }) }),
+    responses: {
+      '200': { description: 'A page of the timeline', schema: timelinePageSchema },
       ...errors('400', '404', '429', '503'),
     },
   },

@@ -29,7 +29,9 @@ export const attemptErrorSchema = z
   .object({
     attempt: z.int().min(1),
     at: isoTime,
-    reason: z.string().meta({ description: '`error`, `timeout`, `invalid_payload` or `lease_expired`' }),
+    reason: z
+      .string()
+      .meta({ description: '`error`, `timeout`, `invalid_payload`, `lease_expired` or `nondeterministic`' }),
     name: z.string(),
     message: z.string(),
     stack: z.string().optional(),
@@ -71,15 +73,14 @@ export const jobViewSchema = z
     controls: z
       .array(
         z.object({
-          action: z.enum(['cancel', 'retry']),
+          action: z.enum(['cancel', 'retry', 'rerun']),
           by: z.string().meta({ description: "The caller's IAM ARN, or `anonymous`" }),
           at: isoTime,
         }),
       )
       .optional()
       .meta({
-        description:
-          'Operator actions on the job (who cancelled or retried it, when), oldest first; a rerun is recorded as a retry',
+        description: 'Operator actions on the job (who cancelled, retried or reran it, when), oldest first',
       }),
     concurrencyKeys: z
       .array(z.string())
@@ -736,7 +737,7 @@ export const rerunRequestSchema = z
   .object({
     fromStep: z.string().min(1).max(200).optional().meta({
       description:
-        "The name of a recorded journal entry (a step, an emit's `emit:<event>`, a sleep, a signal or event wait, an invoke): the entries recorded before it are kept, it and every later one dropped. @default the job runs again from the start (nothing kept)",
+        "The name of a recorded journal entry (a step, an emit's `emit:<event>`, a sleep, a signal or event wait, an invoke; the step of that name when the journal holds one, as names are unique per kind only): the entries recorded before it are kept, it and every later one dropped. @default the job runs again from the start (nothing kept)",
     }),
     // a JSON object, as an enqueue's payload must be (enqueueRequestSchema), whatever the type's schema takes
     payload: z.record(z.string(), z.unknown(), 'must be a JSON object').optional().meta({

@@ -248,8 +248,7 @@ export class DynamoJobControl implements JobControl {
 
   private async restartWith(input: RestartInput, seen?: readonly OperatorAction[], trims = 0): Promise<ControlResult> {
     const from = stateIn(input.from);
-    // a rerun is recorded as a retry (`reruns` counts them)
-    const control = controlEntry('retry', input, seen);
+    const control = controlEntry(input.rerun ? 'rerun' : 'retry', input, seen);
     // No type matches '' (job types are never empty): an empty list refuses every job.
     const types =
       input.types === undefined ? undefined : valueIn('#type', 't', input.types.length > 0 ? input.types : ['']);

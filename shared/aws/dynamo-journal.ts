@@ -19,6 +19,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { dueBucket } from '../core/due';
 import type {
+  EntryMark,
   InboxDelivery,
   InboxSignal,
   Journal,
@@ -44,10 +45,34 @@ type Item = Record<string, AttributeValue>;
 const COMPRESS_ABOVE_BYTES = 600;
 
 /** The entry an item holds. */
-export const journalEntryOf = (item: Item): JournalEntry => ({
-  value: JSON.parse(item.valueGz?.B ? gunzipSync(item.valueGz.B).toString('utf8') : (item.value?.S ?? 'null')),
-  at: item.at?.S ?? '',
-});
+export const journalEntryOf = (item: Item): JournalEntry => {
+  const entry: JournalEntry = {
+    value: JSON.parse(item.valueGz?.B ? gunzipSync(item.valueGz.B).toString('utf8') : (item.value?.S ?? 'null')),
+    at: item.at?.S ?? '',
+  };
+  if (item.seq?.N === undefined) return entry;
+  const mark: EntryMark = { seq: Number(item.seq.N) };
+  if (item.ver?.S) mark.version = item.ver.S;
+  if (item.patches?.SS?.length) mark.patches = [...item.patches.SS];
+  if (item.racing?.BOOL) mark.racing = true;
+  if (item.nested?.BOOL) mark.nested = true;
+  return { ...entry, mark };
+};
+
+/**
+ * An entry's mark (core/replay.ts) as attributes of its item: `seq` (N), `ver` (S) and `patches`
+ * (SS). Short names: they ride in every entry's item, about 10 bytes plus the version's length.
+ */
+function markAttributes(mark: EntryMark | undefined): Item {
+  if (!mark) return {};
+  return {
+    seq: N(mark.seq),
+    ...(mark.version ? { ver: S(mark.version) } : {}),
+    ...(mark.patches?.length ? { patches: { SS: [...new Set(mark.patches)] } } : {}),
+    ...(mark.racing ? { racing: { BOOL: true } } : {}),
+    ...(mark.nested ? { nested: { BOOL: true } } : {}),
+  };
+}
 
 /** The entry's value attribute: plain JSON text, or gzipped JSON when that saves a write unit. */
 function valueAttribute(value: unknown, rest: Item): Item {
@@ -64,6 +89,7 @@ export function journalEntryItem(input: JournalRecord): Item {
     ...keyOf(journalKey(input, input.kind, input.name)),
     at: S(new Date(input.at).toISOString()),
     expiresAt: N(input.expiresAt),
+    ...markAttributes(input.mark),
   });
 }
 

@@ -339,6 +339,7 @@ export class DynamoPacer implements Pacer {
             pv: Number(item?.pv?.N ?? '0'),
             pace: runtime?.pace ?? input.pace,
             kept: runtime !== undefined,
+            ...(item?.lt?.S === undefined ? {} : { taker: item.lt.S }),
           };
         },
         expiresAt: (now: number) => Math.floor(now / 1000) + PACE_RETENTION_SECONDS,

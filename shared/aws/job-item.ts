@@ -57,6 +57,7 @@ function valueBytes(value: AttributeValue): number {
   if (value.B !== undefined) return value.B.length;
   if (value.M !== undefined) return 3 + itemBytes(value.M);
   if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueBytes(element), 0);
+  if (value.SS !== undefined) return value.SS.reduce((sum, text) => sum + Buffer.byteLength(text, 'utf8'), 0);
   return 8;
 }
 

@@ -17,8 +17,8 @@
  *   units) and comes back about when its turn would be, were every job ahead to take one (the
  *   next turn when none is ahead: one more Query of one entry);
  * - a turn free and jobs in line: the head of the line (one consistent Query of the first two)
- *   takes it, with one transaction (the TAT moved, `w` counted down and `lv` up, conditioned as
- *   above, and its entry deleted: 4 write units), and names the job after it, which its caller
+ *   takes it, with one transaction (the TAT moved, the take's mark `lt` set, `w` counted down
+ *   and `lv` up, conditioned as above, and its entry deleted: 4 write units), and names the job after it, which its caller
  *   sends its message: the line moves on by itself, one message's latency per turn at most.
  *   Anyone else waits on, behind the line; when the turn has been free for a while (the hand-on
  *   was lost, or the head joined after it) it names the head, for its caller to send it its
@@ -30,6 +30,8 @@
  * given away: no turn is taken in advance, so every start is at a turn that was free when it was
  * taken. The pace item keeps no expiry while jobs wait in line (its count would go with it).
  */
+
+import { randomUUID } from 'node:crypto';
 import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import {
@@ -63,6 +65,8 @@ export interface PaceItemRead {
   pace: Pace;
   /** Whether the item keeps no expiry (a run-time pace is set). */
   kept: boolean;
+  /** The mark of the last head's take (`lt`): which take moved the TAT last. */
+  taker?: string;
 }
 
 /** A throttle key's line: its entries are a ranked line's (`flowq#<scope>#<key>`), counted on the pace item. */
@@ -203,10 +207,14 @@ async function takeHead(
   rank: string,
   now: number,
 ): Promise<'taken' | 'gone' | 'conflict'> {
+  // the take's own mark on the pace item: the only proof, when every answer is lost, that this
+  // take (and not another after the entry was taken out) moved the TAT
+  const mark = randomUUID();
   const values: Record<string, AttributeValue> = {
     ':next': N(nextTurn(read.tat, now, read.pace).tat),
     ':minus': N(-1),
     ':one': N(1),
+    ':mark': S(mark),
   };
   const condition = asRead(read, values);
   const exp = expiry(read, read.waiting - 1, now, deps, values);
@@ -215,7 +223,7 @@ async function takeHead(
       Update: {
         TableName: deps.table.tableName,
         Key: keyOf(deps.pacePk),
-        UpdateExpression: `SET tat = :next${exp.set} ADD w :minus, lv :one${exp.remove}`,
+        UpdateExpression: `SET tat = :next, lt = :mark${exp.set} ADD w :minus, lv :one${exp.remove}`,
         ConditionExpression: condition,
         ExpressionAttributeValues: values,
       },
@@ -232,10 +240,10 @@ async function takeHead(
   try {
     out = await transact(deps.table, items, 'pace line turn');
   } catch (error) {
-    // failed outright (its answer lost on every try): applied all the same when the entry is
-    // gone and the TAT moved. The job starts at the turn it took: out of line with the turn
-    // spent, it would see the next one go to a job ranked behind it
-    if (await tookHead(deps, read, rank).catch(() => false)) return 'taken';
+    // failed outright (its answer lost on every try): applied all the same when the pace item
+    // carries its mark. The job starts at the turn it took: out of line with the turn spent, it
+    // would see the next one go to a job ranked behind it
+    if (await tookHead(deps, mark).catch(() => false)) return 'taken';
     throw error;
   }
   if (out === 'ok') return 'taken';
@@ -244,14 +252,15 @@ async function takeHead(
 }
 
 /**
- * Whether the take of the head `rank`, whose every answer was lost, was applied: its entry is
- * gone, and the TAT moved since `read` (a take moves it; taking out an entry whose job will not
- * come does not). The entry of a job asking for its turn is not taken out by others: it is due,
- * and waits under that entry.
+ * Whether the take marked `mark`, whose every answer was lost, was applied: the pace item carries
+ * its mark. Not "the entry is gone and the TAT moved": the entry of a job whose clock looked not
+ * due to another worker may be taken out while its take fails, and the next job take the turn;
+ * both would start on one turn. A take applied and then followed by another before this read
+ * reads as not applied: the job joins again and waits for a later turn (a turn spent, never one
+ * given twice).
  */
-async function tookHead(deps: LineDeps, read: PaceItemRead, rank: string): Promise<boolean> {
-  if (await inLine(deps.table, deps.slot, rank)) return false;
-  return (await deps.read()).tat !== read.tat;
+async function tookHead(deps: LineDeps, mark: string): Promise<boolean> {
+  return (await deps.read()).taker === mark;
 }
 
 /** See {@link Pacer.lineTurn}. */

@@ -12,6 +12,8 @@ export const EXIT = {
   jobFailed: 3,
   /** `watch --timeout`: the job was not done in time. */
   timeout: 4,
+  /** `replay-check`: a journal does not replay on this code. */
+  replayDiverged: 5,
 } as const;
 
 /** What a command gets to run with. */

@@ -17,6 +17,7 @@ import { eventCommands } from './commands/events';
 import { flowCommands } from './commands/flows';
 import { jobCommands } from './commands/jobs';
 import { keyCommands } from './commands/keys';
+import { replayCommands } from './commands/replay';
 import { scheduleCommands } from './commands/schedules';
 import { watch } from './commands/watch';
 import { CliConfigError, resolveApiUrl } from './config';
@@ -33,6 +34,7 @@ export const COMMANDS: readonly CommandDef<CommandContext>[] = [
   ...keyCommands,
   ...flowCommands,
   ...eventCommands,
+  ...replayCommands,
   dashboard,
   dev,
 ];

@@ -54,6 +54,7 @@ import type {
   SignalPayload,
   SignalPayloadArg,
   SignalReceipt,
+  Timeline,
   TypedJob,
   TypeKeys,
   TypeName,
@@ -243,6 +244,15 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
    * for await (const child of client.invoked('order-1')) console.log(child.name, child.id, child.state);
    */
   invoked(id: string): Listing<InvokedJob>;
+  /**
+   * `GET /jobs/{id}/timeline`: the job's attempts and its journal's steps, sleeps, waits and
+   * invokes in the order they were recorded; follows cursors (100 entries a page), so `entries`
+   * holds them all and `nextCursor` is null. Writes nothing.
+   * @example
+   * const { attempts, entries } = await client.timeline('order-1');
+   * for (const e of entries) if (e.kind === 'step') console.log(e.name, e.durationMs, e.preview);
+   */
+  timeline(id: string): Promise<Timeline>;
   /** `GET /jobs`: iterate for items, or `.pages()` for pages; follows cursors. */
   list(filter?: ListFilter<TypeName<T>>): Listing<JobSummary>;
   /** `GET /types/{type}/latest`: the type's most recent job. */
@@ -522,6 +532,21 @@ export function createClient<C extends JobCatalog = JobCatalog>(
       listing<InvokedJob>((cursor) =>
         send({ method: 'GET', path: `${job(id)}/invoked`, query: { cursor }, idempotent: true }),
       ),
+
+    async timeline(id) {
+      let page = await send<Timeline>({ method: 'GET', path: `${job(id)}/timeline`, idempotent: true });
+      const entries = [...page.entries];
+      while (page.nextCursor !== null) {
+        page = await send<Timeline>({
+          method: 'GET',
+          path: `${job(id)}/timeline`,
+          query: { cursor: page.nextCursor },
+          idempotent: true,
+        });
+        entries.push(...page.entries);
+      }
+      return { ...page, entries, nextCursor: null };
+    },
 
     sendEvent: (name, data, eventOptions = {}) =>
       send({ method: 'POST', path: '/events', body: { name, id: eventOptions.id ?? newId(), data }, idempotent: true }),

@@ -18,6 +18,7 @@ import type {
   redriveResultSchema,
   typeKeysSchema,
 } from '../api/schemas';
+import type { timelineEntrySchema, timelinePageSchema } from '../api/timeline-service';
 import type { BackoffInput } from '../core/backoff';
 import type { JobView } from '../core/job';
 import type { DeclaresSignals, JobTypeSpec, SignalSchemas } from '../core/job-type';
@@ -290,6 +291,15 @@ export type EventJobs = z.output<typeof eventJobsSchema>;
 
 /** One job of `GET /jobs/{id}/invoked`: an invoke's name, the job it started, its type and state (null once no longer stored). */
 export type InvokedJob = z.output<typeof invokedPageSchema>['items'][number];
+
+/**
+ * `GET /jobs/{id}/timeline`: the job's attempts and its journal's entries (steps, sleeps, waits,
+ * invokes) in the order they were recorded. `client.timeline` gives every page's entries in one.
+ */
+export type Timeline = z.output<typeof timelinePageSchema>;
+
+/** One entry of a {@link Timeline}: a step, a sleep, a signal or event wait, or an invoke. */
+export type TimelineEntry = z.output<typeof timelineEntrySchema>;
 
 export interface EnqueueResult<J = JobView> {
   /** False when a job with this id already existed with the same type and payload (a replay). */

@@ -79,8 +79,7 @@ export function restartedJob(
   const { rerun } = input;
   const next: Job = {
     ...job,
-    // a rerun is recorded as a retry (`reruns` counts them)
-    ...withControl(job, 'retry', input),
+    ...withControl(job, rerun ? 'rerun' : 'retry', input),
     ...(rerun
       ? {
           journal: rerun.journal,

@@ -16,7 +16,10 @@ export interface AttemptError {
   attempt: number;
   /** ISO 8601 time of the failure. */
   at: string;
-  /** `error` (the handler threw), `timeout`, `invalid_payload`, `lease_expired`. */
+  /**
+   * `error` (the handler threw), `timeout`, `invalid_payload`, `lease_expired`, `nondeterministic`
+   * (a replay diverged from the journal: the job is held, see docs/workflows.md "Changing code safely").
+   */
   reason: string;
   name: string;
   message: string;
@@ -26,8 +29,11 @@ export interface AttemptError {
 
 /** An operator's action on a job, kept on the job (the audit): what, who (the caller's ARN), when. */
 export interface OperatorAction {
-  /** A rerun (`POST /jobs/{id}/rerun`) is recorded as a `retry`: the job's `reruns` counts them. */
-  action: 'cancel' | 'retry';
+  /**
+   * `cancel`, `retry` (`POST /jobs/{id}/retry`) or `rerun` (`POST /jobs/{id}/rerun`). A job
+   * stored before reruns were told apart has its reruns recorded as `retry`.
+   */
+  action: 'cancel' | 'retry' | 'rerun';
   /** The caller's ARN as it signed (an assumed role's carries its session), or `anonymous`. */
   by: string;
   /** ISO 8601 time. */
@@ -89,7 +95,7 @@ export interface Job {
   schedule?: string;
   /** Who enqueued the job: the caller's ARN (written by the create, at no extra write). */
   enqueuedBy?: string;
-  /** Operator actions on the job (cancel, retry), oldest first. */
+  /** Operator actions on the job (cancel, retry, rerun), oldest first. */
   controls?: OperatorAction[];
   /** Id of the run this one waits for (a schedule's `queue-one` overlap policy). */
   after?: string;

@@ -26,6 +26,35 @@ export interface JournalEntry {
   value: unknown;
   /** ISO 8601 time it was recorded. */
   at: string;
+  /** Where the run made the call, and with what code (core/replay.ts). @default none (an entry the API recorded, or one older than marks) */
+  mark?: EntryMark;
+}
+
+/**
+ * What the worker writes on each entry beside its value, in the same item (no write of its own):
+ * the call's position in the run, the code version that recorded it, and the patches the run
+ * took (`ctx.patched`) before it. Entries recorded before marks existed, and signal outcomes the
+ * API records, have none. See core/replay.ts.
+ */
+export interface EntryMark {
+  /** The call's position in its run: its handler's `seq`-th `ctx` call, from 0. */
+  seq: number;
+  /** The code version that recorded the entry. @default none */
+  version?: string;
+  /** `ctx.patched` names this run took (answered true) before the entry was recorded. @default none */
+  patches?: string[];
+  /**
+   * The call began while another `ctx` call of the run was in flight (racing chains): its position
+   * is not a barrier of the recorded run, so a replay does not hold another call's position
+   * against it. @default false (written only when true)
+   */
+  racing?: boolean;
+  /**
+   * The call was made in the body of the step at `seq` (a step nested in a step): a replay gets
+   * that step's recorded result and never makes it, so it takes no position of its own.
+   * @default false (written only when true)
+   */
+  nested?: boolean;
 }
 
 /** A signal in a job's inbox (`POST /jobs/{id}/signals/{name}`). */
@@ -78,6 +107,8 @@ export interface JournalRecord extends JournalScope {
   at: number;
   /** Epoch seconds: TTL of the entry. */
   expiresAt: number;
+  /** The call's position, version and patches, in the same item. @default none */
+  mark?: EntryMark;
 }
 
 /** What {@link Journal.deliver} writes. */
@@ -222,10 +253,11 @@ export interface JournalCut {
 }
 
 /**
- * Where a rerun cuts a journal: it keeps the entries recorded before the first entry named
- * `fromStep` (a step, an emit's `emit:<event>` step, a sleep, a signal or event wait, or an
- * invoke, looked up by name whatever its kind) and drops that entry and every one recorded at
- * or after it. Without `fromStep` it keeps nothing (the job runs again from the start).
+ * Where a rerun cuts a journal: it keeps the entries recorded before the entry named `fromStep`
+ * (a step, an emit's `emit:<event>` step, a sleep, a signal or event wait, or an invoke, looked
+ * up by name: the step of that name when there is one, else the first entry of that name
+ * whatever its kind) and drops that entry and every one recorded at or after it. Without
+ * `fromStep` it keeps nothing (the job runs again from the start).
  * Undefined when no entry has that name. Entries are ordered by the time they were recorded
  * (`at`, in ms); one recorded in the same millisecond as the cut entry is dropped with it.
  * @example
@@ -247,7 +279,10 @@ export function cutJournal(entries: RecordedEntries, fromStep?: string): Journal
   if (fromStep !== undefined) {
     const named = all.filter((e) => e.kind !== 'rerun' && e.name === fromStep);
     if (named.length === 0) return undefined;
-    cutAt = Math.min(...named.map((e) => e.time));
+    // names are unique per kind only: a step of the name is the one meant (the dashboard's
+    // "Rerun from here" sits on steps), not a sleep, wait or invoke of that name before it
+    const steps = named.filter((e) => e.kind === 'step');
+    cutAt = Math.min(...(steps.length > 0 ? steps : named).map((e) => e.time));
   }
   // a rerun's own marker is written again by the next rerun when it matters
   const kept = all

@@ -53,6 +53,7 @@ export type {
   BatchJobDefinition,
   BatchOutcome,
 } from '../runtime/batch-worker';
+export { codeVersionOf } from '../runtime/code-version';
 export { defineBatchJob } from '../runtime/define-batch-job';
 export { defineJob, type LambdaSqsHandler } from '../runtime/define-job';
 export type {

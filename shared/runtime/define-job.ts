@@ -57,6 +57,7 @@ export function defineJob<
     spec,
     run,
     ...(options.onFailure ? { onFailure: options.onFailure } : {}),
+    ...(options.version !== undefined ? { version: options.version } : {}),
   };
   const start = once(async () => {
     // Its own type's route; another type's queue (a child it releases) is found by its name.

@@ -80,6 +80,13 @@ export interface JobOptions<Payload> {
    * @default none: `ctx.emit` fails the job (StepUsageError)
    */
   events?: EventSenderFactory;
+  /**
+   * The code version written on each journal entry this handler records, and named when a replay
+   * diverges (docs/workflows.md, "Changing code safely"): a release name such as `"v42"`, at
+   * most 64 characters.
+   * @default `<AWS_LAMBDA_FUNCTION_VERSION>:<hash of the handler's source>` (see `codeVersionOf`)
+   */
+  version?: string;
 }
 
 /**
@@ -114,4 +121,6 @@ export interface JobDefinition<
   // (lists of job types of different payloads), while callers still get the precise type.
   run(payload: z.output<Schema>, ctx: JobContext<Signals>): Promise<Result>;
   onFailure?(payload: z.output<Schema>, info: FailureInfo): Promise<void>;
+  /** The code version its journal entries record (`JobOptions.version`). @default derived from the handler's source */
+  readonly version?: string;
 }

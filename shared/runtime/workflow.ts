@@ -16,6 +16,8 @@
  * registers in the match index and looks there for an event sent since the job was created
  * (shared/core/event-waits.ts).
  */
+
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
@@ -61,8 +63,17 @@ import {
   wakeTime,
 } from '../core/journal';
 import { JOB_ID_PATTERN, jsonBytes } from '../core/limits';
+import { type CallKind, callKeyOf, callKindOf, type Divergence, describeDivergence, ReplayTrail } from '../core/replay';
 import { INVOKE_DEFAULT_MAX_ATTEMPTS, type InvokedChild } from '../dispatch/invoke';
-import { InvokedJobFailedError, OrreryError, SignalTimeoutError, StepUsageError, ValidationError } from '../errors';
+import {
+  InvokedJobFailedError,
+  NondeterminismError,
+  OrreryError,
+  type PermanentError,
+  SignalTimeoutError,
+  StepUsageError,
+  ValidationError,
+} from '../errors';
 import { untilAborted } from './until-aborted';
 
 /** Waits this short are waited out in the attempt: ending it would cost more and gain nothing. */
@@ -215,6 +226,19 @@ export interface WorkflowSteps<Signals extends SignalSchemas = AnySignals> {
    * const all = await Promise.all(items.map((item, i) => ctx.invoke(`ship-${i}`, 'ship', item)));
    */
   invoke<T = unknown>(name: string, type: string, payload: unknown, options?: InvokeOptions): Promise<T>;
+  /**
+   * Whether this run takes the code path of the change named `name`, as Temporal's `patched()`:
+   * true for a run that reaches this point on code that has the call (a new run, or one whose
+   * journal had not passed this point yet), false for a run whose journal already went past it
+   * on code without it. The answer is kept: a run that got true records the name with its next
+   * entry (in that entry's item: no write of its own), and gets true on every replay. Takes no
+   * place in the run's order. Once no run that started before the change is left, drop the
+   * false branch (keep the call until then). See docs/workflows.md, "Changing code safely".
+   * @example
+   * if (await ctx.patched('fraud-check')) await ctx.step('fraud-check', () => fraud.check(order));
+   * await ctx.step('charge', () => payments.charge(order));
+   */
+  patched(name: string): Promise<boolean>;
 }
 
 /** `ctx.waitForSignal` of a job type that declares no signals: any name, the payload type is the caller's. */
@@ -284,6 +308,11 @@ export interface WorkflowOptions {
    * step results fail the job (StepUsageError), as before
    */
   blobs?: BlobStore;
+  /**
+   * The code version this worker runs (`codeVersionOf`), written on each entry it records, and
+   * named by a {@link NondeterminismError}. @default none
+   */
+  version?: string;
 }
 
 /** The steps of one attempt, and what it asked to wait for (read by the worker once the handler is done). */
@@ -292,7 +321,12 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   /** The children an invoke's wait awaits (each invoke's start), when the attempt ends on one. */
   invoked(): readonly InvokeStart[];
   settle(withinMs: number): Promise<boolean>;
-  misuse(): StepUsageError | undefined;
+  /**
+   * The misuse that fails the attempt whatever the handler did. `returned`: the handler returned,
+   * so a replay that did not make every call its journal recorded (a step removed at the end)
+   * is one too (a NondeterminismError).
+   */
+  misuse(returned?: boolean): PermanentError | undefined;
 } {
   const { job, clock, signal } = options;
   /** Calls not settled yet: a handler may settle before them (a rejected Promise.all). */
@@ -310,8 +344,26 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   let recorded: Promise<RecordedEntries> | undefined;
   const used = new Set<string>();
   let pending: WakeWait | undefined;
-  /** A misuse that must fail the job even if the handler swallowed it (two signal waits at once). */
-  let misuse: StepUsageError | undefined;
+  /** A misuse that must fail the job even if the handler swallowed it (two signal waits at once, a replay that diverged). */
+  let misuse: PermanentError | undefined;
+  /** Calls begun so far in this run: the next call's position (core/replay.ts). */
+  let calls = 0;
+  /** Each call's position, and whether it began with no other call in flight. */
+  const callAt = new Map<string, { seq: number; quiet: boolean; nested?: boolean }>();
+  /**
+   * The position of the step whose body is running, in that body (a call made there is nested:
+   * a replay gets the outer step's recorded result and never makes it, so it takes no position).
+   */
+  const inBody = new AsyncLocalStorage<number>();
+  /** The run's calls by position (their keys). */
+  const began: string[] = [];
+  /** Calls whose position was compared with the journal. */
+  const verified = new Set<string>();
+  /** The journal as the replay checks read it, built once from the loaded entries. */
+  let trail: ReplayTrail | undefined;
+  /** `ctx.patched` answers of this run, and those taken (true) not yet written on an entry. */
+  const patchAnswers = new Map<string, boolean>();
+  const unwrittenPatches = new Set<string>();
   const iso = (ms: number) => new Date(ms).toISOString();
   /**
    * When the job's waits must have ended: {@link MAX_WAIT_MS} after its creation. Its journal
@@ -346,13 +398,47 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       throw new StepUsageError(`${kind} "${name}" was used twice in one run: names must be unique within a job`);
     }
     used.add(key);
+    if (misuse instanceof NondeterminismError) throw misuse;
+    const call = { kind: callKindOf(kind) as CallKind, name };
+    const outer = inBody.getStore();
+    if (outer !== undefined) callAt.set(callKeyOf(call), { seq: outer, quiet: false, nested: true });
+    else {
+      callAt.set(callKeyOf(call), { seq: calls++, quiet: inFlight.size === 0 });
+      began.push(callKeyOf(call));
+    }
     return journalOf();
+  }
+
+  /** The error that fails the attempt for `divergence`; kept, so the attempt fails even if the handler swallows it. */
+  function diverged(divergence: Divergence): NondeterminismError {
+    const error = new NondeterminismError(
+      `this code does not replay the job's journal: ${describeDivergence(divergence, options.version)}. ` +
+        'The job is held (failed, reason nondeterministic): retry it after a fix, rerun it from a step, or leave it; see docs/workflows.md "Changing code safely"',
+      { ...divergence, ...(options.version ? { version: options.version } : {}) },
+    );
+    misuse ??= error;
+    return error;
+  }
+
+  /** Compares a call with the journal, once, at its first read (a replay's: the first run reads nothing). */
+  function verify(kind: JournalKind, name: string, entries: RecordedEntries): void {
+    const callKind = callKindOf(kind);
+    if (!callKind) return;
+    const key = callKeyOf({ kind: callKind, name });
+    if (verified.has(key)) return;
+    verified.add(key);
+    const at = callAt.get(key);
+    trail ??= new ReplayTrail(entries);
+    const divergence = at ? trail.check({ kind: callKind, name }, at.seq, at.quiet, began) : undefined;
+    if (divergence) throw diverged(divergence);
   }
 
   async function read(kind: JournalKind, name: string) {
     if (fresh) return undefined;
     recorded ??= journalOf().load(scope);
-    return (await untilAborted(recorded, signal)).get(entryName(kind, name));
+    const entries = await untilAborted(recorded, signal);
+    verify(kind, name, entries);
+    return entries.get(entryName(kind, name));
   }
 
   /** A stored value as the handler gets it: an offloaded one read back (one S3 GET), else itself. */
@@ -386,6 +472,19 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   async function record(kind: JournalKind, name: string, value: unknown): Promise<unknown> {
     if (signal.aborted) throw signal.reason;
     const now = clock.now();
+    const at = callAt.get(callKeyOf({ kind: callKindOf(kind) as CallKind, name }));
+    const patches = [...unwrittenPatches];
+    const mark =
+      at === undefined
+        ? undefined
+        : {
+            seq: at.seq,
+            ...(options.version ? { version: options.version } : {}),
+            ...(patches.length ? { patches } : {}),
+            // made in a step's body (`seq` is that step's), or began beside another call: no
+            // barrier of this run (core/replay.ts)
+            ...(at.nested ? { nested: true } : at.quiet ? {} : { racing: true }),
+          };
     const out = await untilAborted(
       journalOf().record({
         ...scope,
@@ -394,9 +493,11 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
         value,
         at: now,
         expiresAt: options.expiresAt(now),
+        ...(mark ? { mark } : {}),
       }),
       signal,
     );
+    if (out.recorded) for (const p of patches) unwrittenPatches.delete(p);
     return out.recorded ? value : out.existing.value;
   }
 
@@ -582,7 +683,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       begin('step', name);
       const recorded = await read('step', name);
       if (recorded) return (await resolveStored(recorded.value)) as T;
-      const value = await fn();
+      const value = await inBody.run(callAt.get(callKeyOf({ kind: 'step', name }))?.seq ?? -1, fn);
       const storable = asUsage(() =>
         storableValue(value, options.blobs ? MAX_BLOB_BYTES : MAX_STEP_RESULT_BYTES, `step "${name}" result`),
       );
@@ -661,6 +762,28 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
       });
       return got === null ? null : { id: got.id, name: got.name, data: got.data as never };
     },
+
+    async patched(name: string): Promise<boolean> {
+      if (signal.aborted) throw signal.reason;
+      asUsage(() => checkName(name, 'step'));
+      // where the run is: the calls begun before this one (a patch takes no place of its own)
+      const position = calls;
+      const known = patchAnswers.get(name);
+      if (known !== undefined) return known;
+      let answer = true;
+      if (!fresh) {
+        recorded ??= journalOf().load(scope);
+        trail ??= new ReplayTrail(await untilAborted(recorded, signal));
+        answer = patchAnswers.get(name) ?? trail.patched(name, position);
+        if (answer && trail.patches.has(name)) {
+          patchAnswers.set(name, answer);
+          return answer;
+        }
+      }
+      patchAnswers.set(name, answer);
+      if (answer) unwrittenPatches.add(name);
+      return answer;
+    },
   };
 
   return {
@@ -670,9 +793,16 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
     emit: (event, data, emitOptions) => track(steps.emit(event, data, emitOptions)),
     waitForEvent: (event, waitOptions) => track(steps.waitForEvent(event, waitOptions)),
     invoke: (name, type, payload, invokeOptions) => track(steps.invoke(name, type, payload, invokeOptions)),
+    patched: (name) => steps.patched(name),
     suspended: () => pending,
     invoked: () => awaited,
-    misuse: () => misuse,
+    misuse(returned = false) {
+      if (returned && !pending && trail && !misuse) {
+        const divergence = trail.unreached(new Set(callAt.keys()));
+        if (divergence) diverged(divergence);
+      }
+      return misuse;
+    },
     /** Waits up to `withinMs` for every call the handler left running; true when none is left. */
     async settle(withinMs: number): Promise<boolean> {
       if (inFlight.size === 0) return true;

@@ -29,6 +29,8 @@ export interface ActorStats {
   cancelAnswers: Record<string, number>;
   retries: Record<string, number>;
   retryAnswers: Record<string, number>;
+  reruns: Record<string, number>;
+  rerunAnswers: Record<string, number>;
   dlqCopies: number;
   redriveCalls: number;
   redriveAnswers: Record<string, number>;
@@ -110,6 +112,8 @@ export class Actors {
     cancelAnswers: {},
     retries: {},
     retryAnswers: {},
+    reruns: {},
+    rerunAnswers: {},
     dlqCopies: 0,
     redriveCalls: 0,
     redriveAnswers: {},
@@ -554,7 +558,10 @@ export class Actors {
           if (aim !== undefined) await this.awaitState(job.id, aim);
           await this.cancel(job.id);
         }
-        if (retryAfterMs !== undefined) this.later(retryAfterMs, () => this.retry(job.id));
+        const fromStep = job.control?.rerunFromStep;
+        if (retryAfterMs !== undefined) {
+          this.later(retryAfterMs, () => (fromStep !== undefined ? this.rerun(job.id, fromStep) : this.retry(job.id)));
+        }
       });
     }
     if (job.dlqCopyAfterMs !== undefined) {
@@ -620,6 +627,32 @@ export class Actors {
     this.observer.note(
       id,
       answer === '200' ? `retry acknowledged (was ${state}): a new series` : `retry answered ${answer} (was ${state})`,
+    );
+  }
+
+  /** `POST /jobs/{id}/rerun` from a step (a job cancelled moments ago, its attempt perhaps still stopping). */
+  private async rerun(id: string, fromStep: string): Promise<void> {
+    const state = await this.stateOf(id);
+    bump(this.stats.reruns, state);
+    let code: string | undefined;
+    let answer = await this.untilAnswered(() =>
+      this.client.rerun(id, { fromStep }).catch((error: unknown) => {
+        if (error instanceof OrreryApiError) code = error.code;
+        throw error;
+      }),
+    );
+    if (answer === '400' && code === 'unknown_step') {
+      // cancelled before it recorded that step (nothing written): rerun it from the start
+      this.observer.rerunsFromStart.add(id);
+      answer = await this.untilAnswered(() => this.client.rerun(id));
+    }
+    bump(this.stats.rerunAnswers, answer);
+    if (answer === '200') this.observer.acknowledge(id, 200, 'rerun');
+    this.observer.note(
+      id,
+      answer === '200'
+        ? `rerun from ${fromStep} acknowledged (was ${state}): a new series`
+        : `rerun from ${fromStep} answered ${answer} (was ${state})`,
     );
   }
 

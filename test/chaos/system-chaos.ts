@@ -1008,7 +1008,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const scheduleItems = new Map<string, Schedule | undefined>();
     for (const s of actors.schedules) scheduleItems.set(s.name, await w.getSchedule(s.name));
     const slots = await slotsAtEnd(w, slotScopes);
-    const steps = await w.scanSteps();
+    const steps = await w.scanSteps((id) => stored.get(id)?.journal);
     const stepFigures = stepsExercised(plan.jobs, tracker, steps);
     const workflowCheck =
       round1.length > 0
@@ -1177,6 +1177,9 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       cancelsOfScheduled: actors.stats.cancels.scheduled ?? 0,
       cancelsAcknowledged: actors.stats.cancelAnswers['200'] ?? 0,
       retriesAcknowledged: actors.stats.retryAnswers['200'] ?? 0,
+      // reruns from a step racing the attempt their cancel stopped (the stored jobs count them:
+      // one applied whose every answer was lost counts too)
+      rerunsApplied: plan.jobs.filter((j) => j.control?.rerunFromStep && (stored.get(j.id)?.reruns ?? 0) > 0).length,
       dlqCopies: actors.stats.dlqCopies,
       redriveCalls: actors.stats.redriveCalls,
       duplicatesSent: actors.stats.duplicatesSent,

@@ -10,7 +10,7 @@ import { paceScope, throttlePace } from '../../shared/core/pace';
 import { isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
-import { gcraExcess } from '../support/gcra';
+import { gcraExcess, gcraWorst } from '../support/gcra';
 import { maxOverlap } from '../support/held-handlers';
 import type { ProbeTracker } from '../support/probes';
 import {
@@ -379,12 +379,19 @@ export function checkInvariants(input: CheckInput): CheckResult {
           const pace = set ? { intervalMs: throttlePace(set).intervalMs, burst: set.burst } : p;
           const invariant = set ? INVARIANTS[18] : INVARIANTS[9];
           if (set) counts[invariant].checked += times.length;
-          const excess = gcraExcess(times, pace.intervalMs, pace.burst, GCRA_ROUNDING_MS);
-          if (excess > 0) {
+          const worst = gcraWorst(times, pace.intervalMs, pace.burst, GCRA_ROUNDING_MS);
+          if (worst.excess > 0) {
+            // the window's turns, for the story: when each was taken, asked and given, and by whom
+            const window = period.turns
+              .filter((t) => t.at >= worst.from && t.at <= worst.to)
+              .map(
+                (t) =>
+                  `${new Date(t.at).toISOString()} by ${t.jobId ?? '?'} (asked ${new Date(t.askedAt).toISOString()}, given ${t.givenAt - t.askedAt} ms later)`,
+              );
             violate(
               invariant,
               `${p.type}:${key}`,
-              `throttle of ${p.type} key ${key}${set ? ` (set at run time: ${set.limit} per ${set.periodSeconds} s, burst ${set.burst})` : ''}: its turns exceed the GCRA bound (interval ${pace.intervalMs} ms, burst ${pace.burst}) by ${excess.toFixed(2)}`,
+              `throttle of ${p.type} key ${key}${set ? ` (set at run time: ${set.limit} per ${set.periodSeconds} s, burst ${set.burst})` : ''}: its turns exceed the GCRA bound (interval ${pace.intervalMs} ms, burst ${pace.burst}) by ${worst.excess.toFixed(2)}; the turns of that window: ${window.join('; ')}`,
             );
           }
         }
@@ -453,19 +460,24 @@ export function checkInvariants(input: CheckInput): CheckResult {
   // 12. Durable steps: once the run whose result was recorded completed, the step's body never ran
   // again (a run that completed earlier may have failed to record: that one runs again, rightly);
   // the recorded result names a run that completed; every execution that got past the step got
-  // that result; and a job that succeeded recorded all its steps.
+  // that result; and a job that succeeded recorded all its steps. `input.steps` is the journal
+  // series the job reads now. A job rerun from step k (its last restart, the rerun's series)
+  // keeps steps before k: the rule holds for them across the rerun (they never run again). From
+  // step k on, the rule holds among the runs and results from the rerun series' first start.
   for (const [jobId, runs] of input.tracker.stepRuns) {
     const plannedJob = planned.get(jobId);
     const stepCount = plannedJob?.payload.steps ?? 0;
     const recorded = input.steps?.get(jobId) ?? new Map<string, unknown>();
     const results = input.tracker.stepResults.get(jobId) ?? [];
+    const rerunFrom = rerunCut(plannedJob, stored.get(jobId), observer);
     for (let step = 0; step < stepCount; step++) {
       counts[INVARIANTS[11]].checked += 1;
-      const mine = runs.filter((r) => r.step === step);
+      const since = rerunFrom !== undefined && step >= rerunFrom.step ? rerunFrom.since : Number.NEGATIVE_INFINITY;
+      const mine = runs.filter((r) => r.step === step && r.startedAt >= since);
       const value = recorded.get(`s${step}`) as { by?: string } | undefined;
       const winner = value?.by === undefined ? undefined : mine.find((r) => r.id === value.by);
       const again = winner?.endedAt === undefined ? [] : mine.filter((r) => r.startedAt > (winner.endedAt ?? 0));
-      const seen = results.filter((r) => r.step === step && r.by !== value?.by);
+      const seen = results.filter((r) => r.step === step && r.at >= since && r.by !== value?.by);
       const problem =
         again.length > 0
           ? `step s${step}: its body ran ${again.length} more time(s) after run ${winner?.id}, whose result was recorded, completed`
@@ -670,6 +682,25 @@ function scheduleStory(
     lines.push(`  log: ${at(l.t)} ${l.level} ${l.message} ${fields}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * Where a job's last restart was a rerun from a step (the plan's `rerunFromStep`, or the start,
+ * applied: the job counts a rerun), its cut (the step's index) and the real time its series (the job's `retries`)
+ * first started (never, as far as the run saw: +∞). Undefined for a job not rerun.
+ */
+export function rerunCut(
+  plan: PlannedJob | undefined,
+  job: Job | undefined,
+  observer: Pick<SystemObserver, 'starts' | 'rerunsFromStart'>,
+): { step: number; since: number } | undefined {
+  const planned = plan?.control?.rerunFromStep;
+  if (planned === undefined || !job || (job.reruns ?? 0) === 0) return undefined;
+  // (a job cancelled before it recorded the planned step is rerun from the start)
+  const from = observer.rerunsFromStart.has(job.id) ? 's0' : planned;
+  const series = job.retries ?? 0;
+  const starts = (observer.starts.get(job.id) ?? []).filter((s) => s.series === series).map((s) => s.realAt);
+  return { step: Number(from.slice(1)), since: starts.length > 0 ? Math.min(...starts) : Number.POSITIVE_INFINITY };
 }
 
 function formatMs(ms: number): string {

@@ -50,6 +50,8 @@ export interface Turn {
   /** When the worker asked for it, and when it was given (real ms): a change of the key's pace between the two may or may not apply. */
   askedAt: number;
   givenAt: number;
+  /** The job that took it (a line's turn). */
+  jobId?: string;
 }
 
 /** A log line of the runtime about one job. */
@@ -71,6 +73,8 @@ export class SystemObserver {
   readonly events = new Map<string, string[]>();
   /** Every throttle turn a worker was given, by pace scope and key (`<scope>|<key>`). */
   readonly turns = new Map<string, Turn[]>();
+  /** Jobs rerun from the start, their planned step not recorded when they were cancelled. */
+  readonly rerunsFromStart = new Set<string>();
   /** Every write that ended an attempt and that the store applied (it returned), with the attempt's token (invariant 23). */
   readonly outcomeWrites = new Map<string, { kind: 'succeed' | 'retry' | 'fail'; token: number; at: number }[]>();
 
@@ -154,7 +158,12 @@ export class SystemObserver {
         const askedAt = Date.now();
         const turn = await pacer.lineTurn(input);
         if (turn.kind === 'go') {
-          this.push(this.turns, `${input.scope}|${input.key}`, { at: input.now, askedAt, givenAt: Date.now() });
+          this.push(this.turns, `${input.scope}|${input.key}`, {
+            at: input.now,
+            askedAt,
+            givenAt: Date.now(),
+            jobId: input.job.jobId,
+          });
         }
         return turn;
       },

@@ -56,7 +56,13 @@ export interface PlannedJob {
    * With `aim`, the cancel first waits (polling, bounded) until the job is in that state, so a
    * cancel aimed at a running attempt or a pending retry lands there however slow the machine is.
    */
-  control?: { cancelAfterMs: number; retryAfterMs?: number; aim?: Aim };
+  control?: {
+    cancelAfterMs: number;
+    retryAfterMs?: number;
+    aim?: Aim;
+    /** Rerun (`POST /jobs/{id}/rerun`) from this step instead of a retry, `retryAfterMs` after the cancel. */
+    rerunFromStep?: string;
+  };
   /** Jobs with the same value are enqueued together, in one batch call (a burst on one key). */
   together?: string;
   /**
@@ -136,6 +142,11 @@ export const MIN_AIMED_CANCELS = 2;
 
 /** Kills early in a first attempt of a job due now that a plan with a kill rate always has. */
 export const MIN_SYSTEM_KILLS = 3;
+/**
+ * Jobs a plan with controls reruns from a step right after cancelling their running attempt, at
+ * least: the rerun races the attempt the cancel stops.
+ */
+export const MIN_RERUNS = 3;
 
 /** Latest point of a sure kill in its handler: well within a lease, however slow the heartbeats. */
 const SURE_KILL_MAX_MS = 200;
@@ -400,6 +411,23 @@ export function planSystem(
       if ((job.payload.steps ?? 0) > 0) job.payload.killAfterSteps = 0;
       job.maxAttempts += 1;
       planned += 1;
+    }
+  }
+  if (options.controlRate > 0) {
+    // Reruns from a step racing the attempt their cancel stops: half the jobs whose cancel is
+    // aimed at a running attempt (all of them, up to MIN_RERUNS), given steps if they had none,
+    // are rerun from one of their steps within half a second of the cancel, instead of retried.
+    // From the job's id, not a draw: the rest of a seed's plan stays the same.
+    let reruns = 0;
+    for (const job of jobs) {
+      if (job.control?.aim !== 'running') continue;
+      const h = fnv1a(`rerun:${job.id}`);
+      if (reruns >= MIN_RERUNS && h % 2 === 1) continue;
+      const steps = job.payload.steps ?? 1 + ((h >>> 1) % 3);
+      job.payload.steps = steps;
+      job.control.retryAfterMs = (h >>> 3) % 500;
+      job.control.rerunFromStep = `s${(h >>> 12) % steps}`;
+      reruns += 1;
     }
   }
   return { jobs, schedules };

@@ -124,7 +124,8 @@ export interface World {
   runnerStats(): { invocations: number; messages: number; failures: number };
   scanJobs(): Promise<Map<string, Job>>;
   /** The recorded step results (`ctx.step`) of every job: job id → step name → value. */
-  scanSteps(): Promise<Map<string, Map<string, unknown>>>;
+  /** Each job's recorded steps, in the journal series `seriesOf` names (undefined: its first). */
+  scanSteps(seriesOf: (jobId: string) => string | undefined): Promise<Map<string, Map<string, unknown>>>;
   getSchedule(name: string): Promise<Schedule | undefined>;
   messagesIn(urls: string[]): Promise<number>;
   /** Sends a job message straight to a queue (a duplicate delivery, or a copy into a DLQ). */
@@ -496,13 +497,14 @@ export async function startWorld(input: {
       }
       return out;
     },
-    async scanSteps() {
+    async scanSteps(seriesOf) {
       const out = new Map<string, Map<string, unknown>>();
-      // journal items: pk `job#<id>#<incarnation>#journal`, sk `step#<name>` (docs/data-model.md)
+      // journal items: pk `job#<id>#<incarnation>#journal`, or `job#<id>#<incarnation>.<series>#journal`
+      // for a rerun's series; sk `step#<name>` (docs/data-model.md)
       for (const item of await scanItems('#journal')) {
-        const id = /^job#(.+)#[0-9a-z]+#journal$/.exec(item.pk?.S ?? '')?.[1];
+        const [, id, series] = /^job#([^#]+)#[0-9a-z]+(?:\.([^#]+))?#journal$/.exec(item.pk?.S ?? '') ?? [];
         const name = /^step#(.+)$/.exec(item.sk?.S ?? '')?.[1];
-        if (!id || !name) continue;
+        if (!id || !name || series !== seriesOf(id)) continue;
         const steps = out.get(id) ?? new Map<string, unknown>();
         steps.set(name, journalEntryOf(item).value);
         out.set(id, steps);

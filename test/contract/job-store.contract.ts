@@ -1019,6 +1019,21 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       expect(retried.job.controls).toEqual(stored?.controls);
     });
 
+    it('records a rerun as a rerun, a plain retry as a retry', async () => {
+      const leg = await setup();
+      const j = await given(leg, { state: 'failed', attempts: 1, finishedAt: iso(T0 + 100), expiresAt: 1_900_000_000 });
+      const rerun = await leg.control.restart({
+        id: j.id,
+        from: ['failed'],
+        now: T0 + 500,
+        by: 'alice',
+        rerun: { seen: j, journal: 'r1.a' },
+      });
+      if (rerun.kind !== 'applied') throw new Error(`expected the rerun to apply, got ${rerun.kind}`);
+      expect(rerun.job.controls).toEqual([{ action: 'rerun', by: 'alice', at: iso(T0 + 500) }]);
+      expect((await leg.store.get(j.id))?.controls).toEqual(rerun.job.controls);
+    });
+
     it('keeps the newest 20 operator actions: a cancel and a retry of a job that has 20 drop the oldest', async () => {
       const leg = await setup();
       const old = Array.from({ length: 20 }, (_, i) => ({ action: 'retry' as const, by: `op-${i}`, at: iso(T0 + i) }));

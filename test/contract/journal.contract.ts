@@ -46,6 +46,29 @@ export function journalContract(setup: () => Promise<Journal>): void {
       });
     });
 
+    it("keeps an entry's mark (position, version, patches, racing, nested) with it: get, load and a refused write give it back", async () => {
+      const journal = await setup();
+      const id = jobId();
+      const scope = { jobId: id, incarnation: INC };
+      const mark = { seq: 3, version: 'v42', patches: ['fraud-check'], racing: true, nested: true };
+      const entry = { ...scope, kind: 'step' as const, name: 'ship', value: 'ok', at: T0, expiresAt: TTL, mark };
+      expect(await journal.record(entry)).toEqual({ recorded: true });
+      const stored = { value: 'ok', at: iso(T0), mark };
+      expect(await journal.get({ ...scope, kind: 'step', name: 'ship' })).toEqual(stored);
+      expect((await journal.load(scope)).get('step#ship')).toEqual(stored);
+      expect(await journal.record({ ...entry, mark: { seq: 9 } })).toEqual({ recorded: false, existing: stored });
+      // an entry without one (the API's signal outcome) has none
+      await journal.record({
+        ...scope,
+        kind: 'signal',
+        name: 'go',
+        value: { received: iso(T0) },
+        at: T0,
+        expiresAt: TTL,
+      });
+      expect((await journal.load(scope)).get('signal#go')).toEqual({ value: { received: iso(T0) }, at: iso(T0) });
+    });
+
     it('gives back a result of about 1 KB, and one of 64 KiB, whole', async () => {
       const journal = await setup();
       const id = jobId();

@@ -374,7 +374,7 @@ describe('DynamoJobControl against DynamoDB Local', () => {
     expect(await store.get(failed.id)).toMatchObject({
       payload: big,
       journal: 'r1.b',
-      controls: [{ action: 'retry' }],
+      controls: [{ action: 'rerun' }],
     });
   });
 

@@ -161,6 +161,41 @@ describe('throttle line review on DynamoDB Local', () => {
     expect(got).toEqual({ kind: 'go', next: expect.objectContaining({ jobId: 'low' }) });
   });
 
+  it('does not start the head whose take failed unapplied, when meanwhile its entry was taken out and another took the turn', async () => {
+    const { s, p, high, low } = await highAndLowInLine();
+    // high's take never reaches DynamoDB, and while its error is on its way, a worker that found
+    // high first (its clock behind, so high looked not due) takes its entry out, and low, first
+    // now, takes the free turn: the entry is gone and the TAT moved, as after high's own take
+    const client = localDynamoClient();
+    let sideDone = false;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const items = (args.input as { TransactItems?: { Delete?: { Key?: { sk?: { S?: string } } } }[] })
+          .TransactItems;
+        if (context.commandName === 'TransactWriteItemsCommand' && items?.[1]?.Delete?.Key?.sk?.S === high.rank) {
+          if (!sideDone) {
+            sideDone = true;
+            expect(await p.leaveLine({ scope: s, key: 'k', rank: high.rank })).toBe(true);
+            expect(await ask(p, s, NOW + 1000, low, true)).toEqual({ kind: 'go' });
+          }
+          throw Object.assign(new Error('connect ECONNREFUSED (injected, before)'), { $retryable: undefined });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'failTakeAfterOthers' },
+    );
+    const got = await ask(new DynamoPacer(client, tableName), s, NOW + 1000, high, true).catch(
+      (error: unknown) => error,
+    );
+    client.destroy();
+    expect(sideDone).toBe(true);
+    // Invariant: one free turn starts one job (GCRA: T = 1 s, no burst). Broken: high's failed
+    // take was taken for applied (its entry gone, the TAT moved), so high and low both started
+    // on the one turn (the full chaos run: the flo-t throttle line's turns over the GCRA bound by
+    // about one turn)
+    expect(got).not.toEqual(expect.objectContaining({ kind: 'go' }));
+  });
+
   it('keeps in line the head whose take failed without being applied', async () => {
     const { s, p, high, low } = await highAndLowInLine();
     // high's take never reaches DynamoDB: the error is the worker's, and high is still first

@@ -51,7 +51,11 @@ export class FakeJournal implements Journal {
     const journal = this.journalOf(input);
     const existing = journal.get(sk);
     if (existing) return { recorded: false as const, existing: copy(existing) };
-    journal.set(sk, { value: copy(input.value ?? null), at: new Date(input.at).toISOString() });
+    journal.set(sk, {
+      value: copy(input.value ?? null),
+      at: new Date(input.at).toISOString(),
+      ...(input.mark ? { mark: copy(input.mark) } : {}),
+    });
     return { recorded: true as const };
   }
 

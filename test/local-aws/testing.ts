@@ -41,12 +41,35 @@
  * await platform.stop();
  * await aws.stop();
  *
+ * The replay check before a deploy ({@link expectReplays}, {@link replayCheck}): runs your new
+ * handlers against journals that `orrery journal export` wrote (kept as fixtures), running no
+ * step body, and fails on a renamed, removed or moved step (docs/workflows.md, "Changing code safely").
+ *
+ * @example
+ * import { expectReplays } from 'orrery-jobs/testing';
+ * it('recorded runs replay on this code', () => expectReplays([checkout], 'test/journals'));
+ *
  * @module
  */
 // First, so that an old Node gets a named error before anything else of the kit runs.
 import './node-floor-check';
 
 export { type Clock, ManualClock, systemClock } from '../../shared/core/clock';
+export {
+  type ExportedEntry,
+  JOURNAL_EXPORT_FORMAT,
+  type JournalExport,
+  journalExport,
+  parseJournalExport,
+} from '../../shared/core/journal-export';
+export {
+  expectReplays,
+  type ReplayOptions,
+  type ReplayResult,
+  readJournalFiles,
+  replayCheck,
+  replayJournal,
+} from '../../shared/runtime/replay-check';
 export type { LocalEndpoints } from './clients';
 export { type DynamoDbLocal, type DynamoDbLocalOptions, startDynamoDbLocal } from './dynamodb-local';
 export {

@@ -75,8 +75,8 @@ export class ProbeTracker {
   readonly jobs = new Map<string, JobTrace>();
   /** Runs of each job's step bodies, in order. */
   readonly stepRuns = new Map<string, StepRun[]>();
-  /** What each execution got back from each step: the run id its recorded result names. */
-  readonly stepResults = new Map<string, { step: number; by: string }[]>();
+  /** What each execution got back from each step: the run id its recorded result names, and when (real ms). */
+  readonly stepResults = new Map<string, { step: number; by: string; at: number }[]>();
   private stepRunSeq = 0;
 
   stepBegin(jobId: string, step: number): StepRun {
@@ -90,7 +90,7 @@ export class ProbeTracker {
   }
 
   stepResult(jobId: string, step: number, by: string): void {
-    this.stepResults.set(jobId, [...(this.stepResults.get(jobId) ?? []), { step, by }]);
+    this.stepResults.set(jobId, [...(this.stepResults.get(jobId) ?? []), { step, by, at: Date.now() }]);
   }
   /** Every time a handler started while another handler of the same job was running. */
   readonly overlaps: { jobId: string; attempt: number; runningAttempts: number[]; at: number }[] = [];

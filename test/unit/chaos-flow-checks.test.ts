@@ -9,6 +9,7 @@ import { type CheckInput, checkInvariants, INVARIANTS } from '../chaos/system-ch
 import { CHAOS_RATE_LIMIT, CHAOS_THROTTLE, flowTypes, pacedTypes } from '../chaos/system-flow';
 import { SystemObserver } from '../chaos/system-observer';
 import type { PlannedJob } from '../chaos/system-plan';
+import { gcraWorst } from '../support/gcra';
 import { ProbeTracker } from '../support/probes';
 
 const T0 = Date.parse('2026-11-23T12:00:00.000Z');
@@ -144,6 +145,14 @@ describe('chaos invariant 10: the GCRA bound', () => {
     const dense = new Records().job('t0', 'flo-t', 'k');
     turnsOf(dense, [0, 0, 0, 10]); // burst 2: the third turn at once is one too many
     expect(dense.check({ paced, throttleWindow: window })[ten].violated).toBe(1);
+    // the story names the worst window: all four turns, two over the bound
+    const worst = gcraWorst(
+      [0, 0, 0, 10].map((t) => T0 + t),
+      throttleInterval,
+      2,
+      1,
+    );
+    expect(worst).toEqual({ excess: 4 - (2 + 11 / throttleInterval), from: T0, to: T0 + 10 });
     const unthrottled = new Records();
     for (let i = 0; i < 4; i++) unthrottled.job(`t${i}`, 'flo-t', 'k').ran(`t${i}`, i * 100, 0);
     turnsOf(unthrottled, [0, throttleInterval]); // two turns, four starts

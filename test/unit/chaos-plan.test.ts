@@ -25,7 +25,7 @@ import {
 import { seeded } from '../chaos/seeded';
 import { assignTenants, FAIR_FOLLOWERS, FAIR_LIMIT, FAIR_TYPE, fairLine } from '../chaos/system-fair';
 import { flowTypes, singletonLines } from '../chaos/system-flow';
-import { MIN_AIMED_CANCELS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
+import { MIN_AIMED_CANCELS, MIN_RERUNS, MIN_SYSTEM_KILLS, type PlanOptions, planSystem } from '../chaos/system-plan';
 import { API_KILLS, planReuse, planWorkflows, WORKFLOW_KINDS } from '../chaos/system-workflows';
 import type { FaultEvent } from '../support/faults';
 import type { Execution } from '../support/probes';
@@ -203,6 +203,32 @@ describe('system chaos plan', () => {
         }
       }
     }
+  });
+
+  it('reruns from a recorded step, soon after the cancel of its running attempt, every job aimed at a running attempt up to MIN_RERUNS and half the rest, for every seed', () => {
+    let all = 0;
+    let rerun = 0;
+    for (let seed = 0; seed < 1000; seed++) {
+      const { jobs } = planSystem(options, seeded(seed));
+      const aimed = jobs.filter((j) => j.control?.aim === 'running');
+      const reruns = aimed.filter((j) => j.control?.rerunFromStep !== undefined);
+      all += aimed.length;
+      rerun += reruns.length;
+      expect(reruns.length, `seed ${seed}`).toBeGreaterThanOrEqual(Math.min(MIN_RERUNS, aimed.length));
+      expect(reruns.length, `seed ${seed}`).toBeGreaterThanOrEqual(MIN_AIMED_CANCELS);
+      for (const job of reruns) {
+        const at = `seed ${seed} ${job.id}`;
+        const steps = job.payload.steps ?? 0;
+        // the step runs before the hold, so the cancel finds it recorded (or the actor reruns from the start)
+        expect(steps, at).toBeGreaterThan(0);
+        expect(Number(job.control?.rerunFromStep?.slice(1)), at).toBeLessThan(steps);
+        expect(job.control?.retryAfterMs, at).toBeLessThan(500);
+      }
+      // none elsewhere: a rerun needs an ended job, which only a cancel aimed at a running attempt makes sure of
+      expect(jobs.filter((j) => j.control?.rerunFromStep !== undefined && j.control.aim !== 'running')).toEqual([]);
+    }
+    // about half the rest are rerun too (a hash of the id): not all of them
+    expect(rerun).toBeLessThan(all);
   });
 
   it(`kills at least ${MIN_SYSTEM_KILLS} first attempts early in the handler, for every seed`, () => {

@@ -356,6 +356,50 @@ describe('commands', () => {
     expect(child.stdout).toMatch(/^children\s+after$/m);
   });
 
+  it('timeline follows the pages of GET /jobs/{id}/timeline and prints each attempt and entry', async () => {
+    const step = (n: number) => ({
+      kind: 'step',
+      name: `s${n}`,
+      attempt: 0,
+      at: '2026-11-23T10:00:01.000Z',
+      startedAt: null,
+      durationMs: null,
+      bytes: 1,
+      preview: String(n),
+    });
+    const attempts = [{ attempt: 1, startedAt: null, endedAt: null, outcome: 'running' }];
+    const invoke = {
+      kind: 'invoke',
+      name: 'child',
+      attempt: 0,
+      at: '2026-11-23T10:00:02.000Z',
+      child: { id: 'o1.child', type: 'echo', state: 'succeeded' },
+      endedAt: null,
+      outcome: null,
+    };
+    const page = (entries: unknown[], nextCursor: string | null) => ({
+      id: 'o1',
+      type: 'order',
+      state: 'running',
+      series: null,
+      attempts,
+      entries,
+      nextCursor,
+    });
+    const peer = await startPeer((req) => ({
+      body: req.query.get('cursor') === '100' ? page([invoke], null) : page([step(0)], '100'),
+    }));
+    const shown = await run(['timeline', 'o1'], { url: peer.url });
+    expect({ code: shown.code, stderr: shown.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(peer.requests.map((r) => r.rawUrl)).toEqual(['/jobs/o1/timeline', '/jobs/o1/timeline?cursor=100']);
+    expect(shown.stdout).toMatch(/^attempt 1 running$/m);
+    expect(shown.stdout).toMatch(/^ATTEMPT\s+KIND\s+NAME\s+AT\s+DETAIL$/m);
+    expect(shown.stdout).toMatch(/^1 running\s+step\s+s0\s+2026-11-23T10:00:01.000Z\s+1 B 0$/m);
+    expect(shown.stdout).toMatch(/^1 running\s+invoke\s+child\s+2026-11-23T10:00:02.000Z\s+o1\.child echo succeeded$/m);
+    const json = await run(['timeline', 'o1', '--json'], { url: peer.url });
+    expect(JSON.parse(json.stdout)).toEqual(page([step(0), invoke], null));
+  });
+
   it('get on a job that waits for a signal or sleeps says so, not "run at" its deadline', async () => {
     const until = '2026-11-23T10:00:00.000Z';
     const waiting = (kind: 'signal' | 'sleep', key: string) =>

@@ -87,6 +87,25 @@ describe('InvokedService', () => {
     expect(page.items.map((i) => i.name)).toEqual(['a']);
   });
 
+  it('after a rerun, lists the invokes of the series the job runs on, not those the rerun dropped', async () => {
+    const { service, store, journal } = await setup([{ name: 'dropped', index: 0, type: 'price-item' }]);
+    const job = await store.get('quote-1');
+    if (!job) throw new Error('no job');
+    store.seed({ ...job, journal: 'r1.a', reruns: 1 });
+    await journal.record({
+      jobId: job.id,
+      incarnation: incarnationOf(job.createdAt),
+      series: 'r1.a',
+      kind: 'invoke',
+      name: 'again',
+      value: { id: 'quote-1.again', index: 1 },
+      at: NOW,
+      expiresAt: NOW / 1000 + 86_400,
+    });
+    const { page } = await service.list('quote-1', { kind: 'all' });
+    expect(page.items.map((i) => i.name)).toEqual(['again']);
+  });
+
   it('answers an empty page for a job that invoked nothing', async () => {
     const { service } = await setup([]);
     expect((await service.list('quote-1', { kind: 'all' })).page).toEqual({

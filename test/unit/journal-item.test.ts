@@ -52,4 +52,25 @@ describe('journal entry items', () => {
     expect(item.value?.S).toBeDefined();
     expect(item.valueGz).toBeUndefined();
   });
+
+  it("carries the entry's mark in a few bytes, counted in its size: seq, ver and patches", () => {
+    const mark = { seq: 12, version: '$LATEST:5c2b0e8f1a3d', patches: ['fraud-check'] };
+    const plain = entry({ ok: true });
+    const marked = journalEntryItem({ ...plainInput({ ok: true }), mark });
+    expect(marked).toMatchObject({ seq: { N: '12' }, ver: { S: mark.version }, patches: { SS: ['fraud-check'] } });
+    // the attribute names and values: 3 + 2, 3 + 20, 7 + 11 bytes
+    expect(itemBytes(marked) - itemBytes(plain)).toBe(5 + 23 + 18);
+  });
 });
+
+function plainInput(value: unknown) {
+  return {
+    jobId: 'order-1234567890-abcdef',
+    incarnation: 'mbx3k2p4',
+    kind: 'step' as const,
+    name: 'reserve-stock',
+    value,
+    at: 0,
+    expiresAt: 2e9,
+  };
+}

@@ -79,6 +79,7 @@ describe('GET /openapi.json document', () => {
         'get /jobs',
         'get /jobs/{id}',
         'get /jobs/{id}/invoked',
+        'get /jobs/{id}/timeline',
         'post /jobs/batch',
         'post /jobs/{id}/cancel',
         'post /jobs/{id}/retry',

@@ -87,6 +87,8 @@ export interface HarnessOptions {
   events?: EventSender;
   /** The payload bucket (offloaded values). @default none */
   blobs?: BlobStore;
+  /** The definition's code version (`JobOptions.version`). @default derived from `run` */
+  version?: string;
 }
 
 export function harness(options: HarnessOptions = {}) {
@@ -101,13 +103,15 @@ export function harness(options: HarnessOptions = {}) {
   const debouncer = new FakeDebouncer();
   const metrics = new MemoryMetrics();
   const journal = new FakeJournal();
-  const config = testConfig(['echo']);
+  // a route for the spec's type too, when it is not echo's
+  const config = testConfig([...new Set(['echo', (options.spec ?? echoSpec).type])]);
   if (options.maxReceiveCount !== undefined && config.routes.echo)
     config.routes.echo.maxReceiveCount = options.maxReceiveCount;
   const def: JobDefinition = {
     spec: options.spec ?? echoSpec,
     run: options.run ?? (async (payload) => payload),
     onFailure: options.onFailure,
+    ...(options.version ? { version: options.version } : {}),
   };
   const worker = createWorker(
     def,

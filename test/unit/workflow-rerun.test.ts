@@ -56,6 +56,19 @@ describe('cutJournal: where a rerun cuts the journal', () => {
     expect(cutJournal(journal, 'nap')?.kept.map((e) => e.name)).toEqual(['one', 'two']);
   });
 
+  it('cuts at the step of the name when a sleep, wait or invoke recorded before it shares the name', () => {
+    // names are unique per kind: `ctx.sleep('notify')` then `ctx.step('notify')` is a valid run, and
+    // the dashboard's "Rerun from here" on the step sends its name; `charge` must not run again
+    const shared = entries([
+      ['sleep', 'notify', T0 + 1, T0 + 60_000],
+      ['step', 'charge', T0 + 2],
+      ['step', 'notify', T0 + 3],
+    ]);
+    const cut = cutJournal(shared, 'notify');
+    expect(cut?.kept.map((e) => `${e.kind}#${e.name}`)).toEqual(['sleep#notify', 'step#charge']);
+    expect(cut?.dropped).toBe(1);
+  });
+
   it('keeps nothing without a step (from the start), and answers undefined for a name no entry has', () => {
     expect(cutJournal(journal)).toEqual({ kept: [], dropped: 5, nextInvokeIndex: 0 });
     expect(cutJournal(journal, 'five')).toBeUndefined();

@@ -113,6 +113,7 @@ export type {
   BulkResult,
   DlqListing,
   EventJobs,
+  FlowView,
   InvokedJob,
   JobState,
   JobSummary,
@@ -120,6 +121,8 @@ export type {
   KeyState,
   Overview,
   ScheduleView,
+  Timeline,
+  TimelineEntry,
   TypeKeys,
 } from '../../shared/client/types';
 export { shortPrincipal } from '../../shared/core/access';
@@ -137,11 +140,13 @@ export interface InvokedPage {
 export const isEventJobId = (id: string): boolean => /^ev\.[0-9a-f]{40}$/.test(id);
 
 import type { InvokedJob, JobSummary, Overview } from '../../shared/client/types';
-import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
+import { CANCELLABLE_STATES, RERUNNABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 
 /** States a job can be retried from, and cancelled from. */
 export const RETRYABLE: readonly string[] = RETRYABLE_STATES;
 export const CANCELLABLE: readonly string[] = CANCELLABLE_STATES;
+/** States a job can be rerun from (`POST /jobs/{id}/rerun`). */
+export const RERUNNABLE: readonly string[] = RERUNNABLE_STATES;
 
 export interface JobPage {
   items: JobSummary[];

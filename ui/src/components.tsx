@@ -203,17 +203,18 @@ export function TypeSelect(props: { id: string; value: string; onChange: (value:
 }
 
 /**
- * A form that opens a page by an id typed in: a job's (`/jobs/<id>`) or an event's (`/events/<id>`).
+ * A form that opens a page by an id typed in: a job's (`/jobs/<id>`), an event's (`/events/<id>`)
+ * or a flow's (`/flows/<id>`).
  *
  * @example
  * <IdLookup what="job" label="Job id" inputId="lookup-id" />
  */
-export function IdLookup(props: { what: 'job' | 'event'; label: string; inputId: string; initial?: string }) {
+export function IdLookup(props: { what: 'job' | 'event' | 'flow'; label: string; inputId: string; initial?: string }) {
   const [id, setId] = useState(props.initial ?? '');
   return (
     <form
       class="lookup"
-      aria-label={`Open ${props.what === 'job' ? 'a job' : 'an event'} by id`}
+      aria-label={`Open ${props.what === 'event' ? 'an event' : `a ${props.what}`} by id`}
       onSubmit={(event) => {
         event.preventDefault();
         if (id.trim()) navigate(`/${props.what}s/${seg(id.trim())}`);

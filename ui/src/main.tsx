@@ -6,6 +6,7 @@ import { LiveContext } from './poll';
 import { href, useRoute } from './router';
 import { DlqView } from './views/dlq';
 import { EventView } from './views/event';
+import { FlowPageView } from './views/flow';
 import { JobDetailView } from './views/job';
 import { JobsView } from './views/jobs';
 import { KeysView } from './views/keys';
@@ -19,6 +20,7 @@ const NAV = [
   { path: '/schedules', label: 'Schedules' },
   { path: '/dlq', label: 'DLQ' },
   { path: '/keys', label: 'Keys' },
+  { path: '/flows', label: 'Flows' },
 ];
 
 function App() {
@@ -32,6 +34,7 @@ function App() {
   else if (section === 'dlq') view = <DlqView route={route} />;
   else if (section === 'keys') view = <KeysView route={route} />;
   else if (section === 'events') view = <EventView id={route.segments[1]} />;
+  else if (section === 'flows') view = <FlowPageView id={route.segments[1]} />;
   else if (section === '') view = <OverviewView />;
   else view = <p role="alert">No page {route.path}.</p>;
   const title = NAV.find((item) => item.path === `/${section}`)?.label ?? (section === 'events' ? 'Event' : 'Orrery');

@@ -1,4 +1,4 @@
-import type { JobSummary, JobView, Listing, Page } from '../../client';
+import type { JobSummary, JobView, Listing, Page, TimelineEntry } from '../../client';
 import { MAX_PRIORITY } from '../../core/priority';
 import type { CommandDef } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
@@ -183,6 +183,55 @@ const invoked: Command = {
   },
 };
 
+/** What one timeline entry says after its name: a step's size and preview, a wait's end, an invoke's child. */
+function entryDetail(entry: TimelineEntry): string {
+  switch (entry.kind) {
+    case 'step':
+      return `${entry.durationMs === null ? '' : `~${entry.durationMs} ms, `}${entry.bytes} B ${entry.preview}`;
+    case 'sleep':
+      return `until ${entry.until}${entry.woke ? ' (woke)' : ''}`;
+    case 'wait':
+      return `${entry.until ? `until ${entry.until}, ` : ''}${entry.wokenBy ? `woken by ${entry.wokenBy} at ${entry.endedAt}` : 'waiting'}${entry.preview === null ? '' : ` ${entry.preview}`}`;
+    case 'invoke':
+      return `${entry.child.id} ${entry.child.type ?? ''} ${entry.child.state ?? 'gone'}`;
+  }
+}
+
+const timeline: Command = {
+  path: ['timeline'],
+  args: ['id'],
+  summary: "show a job's run: each attempt, and its steps, sleeps, waits and invokes in order",
+  options: {},
+  examples: [
+    'orrery timeline order-1234',
+    'orrery timeline order-1234 --json | jq \'.entries[] | select(.kind == "step")\'',
+  ],
+  async run(context, args) {
+    const run = await context.client().timeline(args.id as string);
+    if (context.json) {
+      printJson(context.stdout, run);
+      return EXIT.ok;
+    }
+    const { style } = context;
+    const attempt = (i: number | null) => {
+      const a = i === null ? undefined : run.attempts[i];
+      return a ? `${a.attempt} ${a.outcome}` : style.dim('–');
+    };
+    if (run.series) println(context.stdout, style.dim(`journal series ${run.series} (the last rerun's)`));
+    for (const a of run.attempts) {
+      const error = a.error ? `: ${a.error.name}: ${a.error.message}` : '';
+      println(context.stdout, `attempt ${a.attempt} ${a.outcome}${a.endedAt ? ` at ${a.endedAt}` : ''}${error}`);
+    }
+    if (run.entries.length === 0) {
+      println(context.stdout, style.dim('no step, sleep, wait or invoke recorded'));
+      return EXIT.ok;
+    }
+    const rows = run.entries.map((e) => [attempt(e.attempt), e.kind, e.name, e.at, entryDetail(e)]);
+    println(context.stdout, table(['ATTEMPT', 'KIND', 'NAME', 'AT', 'DETAIL'], rows, style));
+    return EXIT.ok;
+  },
+};
+
 const latest: Command = {
   path: ['latest'],
   args: ['type'],
@@ -275,4 +324,4 @@ const signal: Command = {
   },
 };
 
-export const jobCommands: Command[] = [enqueue, get, list, invoked, latest, cancel, retry, rerun, signal];
+export const jobCommands: Command[] = [enqueue, get, list, invoked, timeline, latest, cancel, retry, rerun, signal];

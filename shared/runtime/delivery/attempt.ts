@@ -77,9 +77,8 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
     await running.keeper.stop();
   }
   if (running.leaseLost()) return await afterLeaseLost(kit, job, record, log);
-  // A sleep or a signal wait ended the attempt: whatever the handler did with it, the job waits
-  // (unless it misused them: then it fails, whatever it returned).
-  const misuse = running.workflow.misuse();
+  // A wait that ended the attempt makes the job wait, whatever the handler did; a misuse (or a divergent replay) fails it.
+  const misuse = running.workflow.misuse(outcome.ok);
   if (misuse) outcome = { ok: false, error: misuse };
   const wait = misuse ? undefined : running.workflow.suspended();
   const at = { job, record, writer, log };
@@ -192,6 +191,7 @@ function start(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Runnin
     signal: controller.signal,
     expiresAt: (now) => Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400,
     onSuspend: (wait) => onSuspend(wait),
+    version: kit.version,
   });
   return { controller, keeper, progress, workflow, suspended, leaseLost: () => lost };
 }
@@ -227,6 +227,7 @@ async function execute(
     emit: workflow.emit,
     waitForEvent: workflow.waitForEvent,
     invoke: workflow.invoke,
+    patched: workflow.patched,
   };
   // Through a promise, so a handler that throws synchronously is caught like one that rejects.
   const runStart = kit.clock.now();

@@ -22,6 +22,7 @@ import { ConfigError } from '../../errors';
 import type { CostMeter } from '../../lambda/cost-meter';
 import { createLogger, type Logger } from '../../logger';
 import type { ScheduleStore } from '../../schedules/ports';
+import { codeVersionOf } from '../code-version';
 import type { JobContext, JobDefinition } from '../job-definition';
 
 /**
@@ -110,6 +111,8 @@ export interface WorkerDeps {
  */
 export interface WorkerKit {
   readonly def: JobDefinition;
+  /** The code version its journal entries record (`codeVersionOf`). */
+  readonly version: string;
   readonly deps: WorkerDeps;
   /** Runs the handler for one claimed attempt. @default `def.run` */
   readonly call: HandlerCall;
@@ -166,6 +169,7 @@ export function createKit(def: JobDefinition, deps: WorkerDeps, call?: HandlerCa
   const meter = deps.meter;
   return {
     def,
+    version: codeVersionOf(def),
     deps,
     call: call ?? ((payload, ctx) => def.run(payload, ctx)),
     noCall: noCall ?? (() => {}),

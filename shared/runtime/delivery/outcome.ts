@@ -12,7 +12,7 @@ import {
 import { jsonBytes, MAX_RESULT_BYTES } from '../../core/limits';
 import { METRIC } from '../../core/metrics';
 import { retryScheduleName, wakeScheduleName } from '../../core/ports';
-import { JobTimeoutError, PermanentError } from '../../errors';
+import { JobTimeoutError, NondeterminismError, PermanentError } from '../../errors';
 import { errorFields, type Logger } from '../../logger';
 import { persist } from '../attempt-support';
 import { ON_FAILURE_TIMEOUT_MS } from '../job-definition';
@@ -179,7 +179,8 @@ export async function recordSuccess(
 export async function recordFailure(kit: WorkerKit, at: AttemptAt, error: unknown): Promise<'done' | 'retry'> {
   const { job, record, writer, log } = at;
   const now = kit.clock.now();
-  const reason = error instanceof JobTimeoutError ? 'timeout' : 'error';
+  const reason =
+    error instanceof JobTimeoutError ? 'timeout' : error instanceof NondeterminismError ? error.code : 'error';
   const errors = appendError(job.errors, describeError(error, job.attempts, now, reason));
   if (error instanceof PermanentError || job.attempts >= job.maxAttempts) {
     await finalFailure(kit, job, errors, writer, log);

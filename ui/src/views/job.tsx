@@ -18,6 +18,7 @@ import {
 import { ConfirmDialog, ErrorBox, formatDuration, JobLink, Json, StateBadge, Time, Who, Writable } from '../components';
 import { usePoll } from '../poll';
 import { href } from '../router';
+import { RunTimeline } from './run';
 
 export function JobDetailView({ id }: { id: string }) {
   const loaded = usePoll(() => api<JobView>('GET', `/jobs/${seg(id)}`), `job:${id}`);
@@ -63,7 +64,7 @@ function Actions({ job, onChanged }: { job: JobView; onChanged: () => void }) {
       setBusy(false);
     }
   }
-  if (config.readOnly) return <p class="muted">Read-only: retry and cancel are off.</p>;
+  if (config.readOnly) return <p class="muted">Read-only: retry, cancel and rerun are off.</p>;
   return (
     <div class="toolbar">
       <Writable>
@@ -313,6 +314,7 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
         </div>
       </div>
       {job.resumes || job.waitingFor?.kind === 'invoke' ? <InvokedJobs job={job} /> : null}
+      <RunTimeline job={job} onChanged={onChanged} />
       <h2>Timeline</h2>
       <Timeline job={job} />
     </>
@@ -320,7 +322,11 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
 }
 
 /** How a timeline entry names an operator action. */
-const CONTROL_DONE: Record<OperatorAction['action'], string> = { cancel: 'cancelled', retry: 'retried' };
+const CONTROL_DONE: Record<OperatorAction['action'], string> = {
+  cancel: 'cancelled',
+  retry: 'retried',
+  rerun: 'rerun',
+};
 
 type TimelineEntry =
   | { at: string; kind: 'error'; error: JobView['errors'][number] }

@@ -1,0 +1,3 @@
+import { checkout } from './checkout-jobs';
+
+export default { jobs: [checkout('renamed')] };
