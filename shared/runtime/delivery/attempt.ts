@@ -1,14 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
-import { blobKey, isBlobRef, MAX_BLOB_BYTES, offload, resolveBlob } from '../../core/blobs';
 import { appendError, describeError, type Job, type WakeWait } from '../../core/job';
 import { JOURNAL_RETENTION_DAYS } from '../../core/journal';
-import { MAX_RESULT_BYTES } from '../../core/limits';
 import { METRIC } from '../../core/metrics';
 import { isTerminal } from '../../core/states';
-import * as z from '../../core/zod-mini';
 import { parentsReader } from '../../dispatch/release';
-import { BlobMissingError, JobTimeoutError, LeaseLostError, PermanentError, ValidationError } from '../../errors';
+import { JobTimeoutError, LeaseLostError } from '../../errors';
 import type { Logger } from '../../logger';
 import { type ProgressReporter, progressReporter } from '../attempt-support';
 import type { Outcome } from '../gates/gate';
@@ -19,7 +15,8 @@ import { untilAborted } from '../until-aborted';
 import { createWorkflow, Suspension } from '../workflow';
 import { invokerOf } from './invoke-wait';
 import type { WorkerKit } from './kit';
-import { type AttemptResult, finalFailure, recordFailure, recordSuccess, resultProblem, suspend } from './outcome';
+import { type AttemptResult, finalFailure, recordFailure, recordSuccess, suspend } from './outcome';
+import { handlerPayload, storedResult, withResolvedResults } from './payload';
 
 /** One claimed attempt's machinery: its abort signal, lease keeper, progress and workflow. */
 interface Running {
@@ -39,23 +36,11 @@ interface Running {
 export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
   // The owner we claimed with: unique per claim, so it identifies our writes.
   const writer = job.leaseOwner ?? kit.owner;
-  // zod's core parse: the job author's schema may be full zod or zod/mini.
-  // An offloaded payload is read back first (one S3 GET): the handler sees the value, never its reference.
-  const given = await payloadOf(kit, job, log);
-  if (given.missing) {
+  // An offloaded payload read back, then checked against the type's schema: no call when either fails.
+  const payload = await handlerPayload(kit, job, log);
+  if (!payload.ok) {
     kit.noCall(record);
-    const errors = appendError(
-      job.errors,
-      describeError(given.missing, job.attempts, kit.clock.now(), 'payload_missing'),
-    );
-    await finalFailure(kit, job, errors, writer, log);
-    return 'done';
-  }
-  const parsed = z.safeParse(kit.def.spec.payload, given.value);
-  if (!parsed.success) {
-    kit.noCall(record);
-    const err = new PermanentError(`payload no longer matches the ${kit.type} schema: ${parsed.error.message}`);
-    const errors = appendError(job.errors, describeError(err, job.attempts, kit.clock.now(), 'invalid_payload'));
+    const errors = appendError(job.errors, describeError(payload.error, job.attempts, kit.clock.now(), payload.reason));
     await finalFailure(kit, job, errors, writer, log);
     return 'done';
   }
@@ -67,7 +52,7 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
     if (running.keeper.check()) {
       const { timeoutMs } = kit.def.spec;
       cancelTimeout = kit.timer.after(timeoutMs, () => running.controller.abort(new JobTimeoutError(timeoutMs)));
-      outcome = await execute(kit, running, job, parsed.data, record, log);
+      outcome = await execute(kit, running, job, payload.value, record, log);
     } else kit.noCall(record);
   } finally {
     cancelTimeout();
@@ -83,68 +68,8 @@ export async function runAttempt(kit: WorkerKit, job: Job, record: SQSRecord, lo
   const wait = misuse ? undefined : running.workflow.suspended();
   const at = { job, record, writer, log };
   if (wait) return await suspend(kit, at, wait, running.workflow.invoked());
-  if (outcome.ok) {
-    const problem = resultProblem(outcome.result, kit.deps.blobs ? MAX_BLOB_BYTES : MAX_RESULT_BYTES);
-    if (problem) outcome = { ok: false, error: new PermanentError(problem) };
-    else outcome = await offloadResult(kit, job, outcome.result);
-  }
+  if (outcome.ok) outcome = await storedResult(kit, job, outcome.result);
   return outcome.ok ? await recordSuccess(kit, at, outcome.result) : await recordFailure(kit, at, outcome.error);
-}
-
-/**
- * The job's payload as the handler gets it: an offloaded one read back from the payload bucket.
- * An object that is gone (or no bucket to read it from) is `missing`: the job cannot run. Any
- * other error (S3 throttled or down) is thrown, and the message comes back.
- */
-async function payloadOf(
-  kit: WorkerKit,
-  job: Job,
-  log: Logger,
-): Promise<{ value: unknown; missing?: undefined } | { missing: BlobMissingError }> {
-  if (!isBlobRef(job.payload)) return { value: job.payload };
-  try {
-    return { value: await resolveBlob(kit.deps.blobs, job.payload) };
-  } catch (error) {
-    if (error instanceof BlobMissingError) {
-      log.error("the job's offloaded payload cannot be read", { key: error.key });
-      return { missing: error };
-    }
-    throw error;
-  }
-}
-
-/**
- * A result over the inline limit goes to the payload bucket (one S3 PUT) and the job keeps its
- * reference; one that fits is kept as it is (no request). A PUT that fails fails the attempt,
- * which is retried as any other failure.
- */
-async function offloadResult(kit: WorkerKit, job: Job, result: unknown): Promise<AttemptResult> {
-  try {
-    return {
-      ok: true,
-      result: await offload(kit.deps.blobs, result, {
-        inlineLimit: MAX_RESULT_BYTES,
-        key: () => blobKey('result', job.id, `${job.attempts}-${randomUUID()}`),
-        what: 'result',
-      }),
-    };
-  } catch (error) {
-    return { ok: false, error: error instanceof ValidationError ? new PermanentError(error.message) : error };
-  }
-}
-
-/** The parents' results as values: an offloaded one read back (one S3 GET each), the others as they are. */
-async function withResolvedResults<T extends { result: unknown }>(
-  kit: WorkerKit,
-  reading: Promise<Record<string, T>>,
-): Promise<Record<string, T>> {
-  const parents = await reading;
-  const entries = await Promise.all(
-    Object.entries(parents).map(
-      async ([id, parent]) => [id, { ...parent, result: await resolveBlob(kit.deps.blobs, parent.result) }] as const,
-    ),
-  );
-  return Object.fromEntries(entries);
 }
 
 /** Sets up a claimed attempt: from here on, a lease that cannot be renewed aborts the handler. */
