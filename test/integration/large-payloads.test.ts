@@ -244,3 +244,20 @@ describe('large payloads on local AWS (fauxqs S3)', () => {
     expect(done.result).toEqual({ [parent]: 200 * 1024 });
   });
 });
+
+describe('references a caller cannot name', () => {
+  it("refuses a flow job whose payloadRef names another job's object (400, nothing written)", async () => {
+    const victim = `victim-${Date.now()}`;
+    const created = await call('POST', '/jobs', { type: 'big', id: victim, payload: payloadOf(300_000, 9) });
+    expect(created.status).toBe(201);
+    const victimKey: string = created.body.payload.key; // shown by the API to anyone who reads the job
+    expect(victimKey.startsWith('p/')).toBe(true);
+    const thief = `thief-${Date.now()}`;
+    const flow = await call('POST', '/flows', {
+      jobs: [{ type: 'big', id: thief, payload: { blob: 'x', n: 0 }, payloadRef: victimKey }],
+    });
+    expect({ status: flow.status, code: flow.body?.error?.code }).toEqual({ status: 400, code: 'invalid_payload_ref' });
+    expect(flow.body.error.issues.map((issue: { path: string }) => issue.path)).toContain('jobs.0.payloadRef');
+    expect((await call('GET', `/jobs/${thief}`)).status).toBe(404);
+  });
+});
