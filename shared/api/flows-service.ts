@@ -68,13 +68,23 @@ export class FlowsService {
     private readonly deps: { jobs: JobsService; graph?: JobGraph; clock: Clock; log: Logger; retentionDays: number },
   ) {}
 
+  /** The body with each job's `payloadRef` read (./enqueue/payload-ref.ts); a body without any as it is. */
+  private async withUploads(body: unknown): Promise<unknown> {
+    const jobs = (body as { jobs?: unknown } | null)?.jobs;
+    if (!Array.isArray(jobs)) return body;
+    const read = await Promise.all(jobs.map((job, i) => this.deps.jobs.withUploadedPayload(job, `jobs.${i}`)));
+    return { ...(body as object), jobs: read };
+  }
+
   private graph(): JobGraph {
     if (!this.deps.graph) throw new ConfigError('flows need the job graph (ApiDeps.graph)');
     return this.deps.graph;
   }
 
   async create(body: unknown, by?: string): Promise<{ created: boolean; flow: FlowView }> {
-    const request = parseOrThrow(flowRequestSchema, body, { message: 'invalid flow' });
+    // a job's `payloadRef` (an upload) is read into its payload and checked as an enqueue's: a key
+    // that is not an upload's is a 400, never kept as the job's reference
+    const request = parseOrThrow(flowRequestSchema, await this.withUploads(body), { message: 'invalid flow' });
     const graph = this.graph();
     const flowId = request.id ?? randomUUID();
     const nodes = request.jobs;

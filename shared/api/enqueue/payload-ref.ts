@@ -94,7 +94,10 @@ export async function storedPayload(
   unique: string,
 ): Promise<unknown> {
   const text = JSON.stringify(payload);
-  if (request.payloadRef !== undefined) return blobRef(request.payloadRef, Buffer.byteLength(text, 'utf8'));
+  // checked again here: a path that did not read the upload must not make any key the job's payload
+  if (request.payloadRef !== undefined) {
+    return blobRef(checkUploadRef(request.payloadRef, 'payloadRef'), Buffer.byteLength(text, 'utf8'));
+  }
   return await offload(blobs, payload, {
     inlineLimit: MAX_PAYLOAD_BYTES,
     key: () => blobKey('payload', jobId, unique),
