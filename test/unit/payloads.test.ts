@@ -227,3 +227,24 @@ describe('worker with a payload bucket', () => {
     expect(JSON.stringify(job?.errors)).toContain('payload_missing');
   });
 });
+
+describe('the failure hook of a job with an offloaded payload', () => {
+  it('gets the payload, as the handler did, not its reference', async () => {
+    const blobs = new FakeBlobStore();
+    const hooked: unknown[] = [];
+    const h = harness({
+      blobs,
+      run: async () => {
+        throw new Error('boom');
+      },
+      onFailure: async (payload) => {
+        hooked.push(payload);
+      },
+    });
+    await blobs.put('p/j6/a', JSON.stringify({ n: 7 }));
+    await h.store.create(echoJob('j6', { payload: blobRef('p/j6/a', 8), maxAttempts: 1 }));
+    await h.worker(sqsEvent(messageFor('j6')));
+    expect((await h.store.get('j6'))?.state).toBe('failed');
+    expect(hooked).toEqual([{ n: 7 }]);
+  });
+});
