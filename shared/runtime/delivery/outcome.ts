@@ -1,5 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { MAX_VISIBILITY_DELAY_MS, retryDelayMs } from '../../core/backoff';
+import { resolveBlob } from '../../core/blobs';
 import type { InvokeStart } from '../../core/invoke';
 import {
   type AttemptError,
@@ -63,11 +64,13 @@ export async function finalFailure(
   log.error('job failed', { attempts: job.attempts, lastError: errors.at(-1)?.message });
   const onFailure = kit.def.onFailure;
   // its children's release after its hook, which runs once (a failed release keeps the message)
+  // the hook gets the payload as the handler did: an offloaded one read back (one S3 GET; a
+  // missing object is logged as the hook's error, and the hook is not called with a reference)
   if (onFailure)
-    await runOnFailure(
-      () => onFailure(job.payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors }),
-      log,
-    );
+    await runOnFailure(async () => {
+      const payload = await resolveBlob(kit.deps.blobs, job.payload);
+      await onFailure(payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors });
+    }, log);
   await kit.releaseAfterEnd(job.id, log);
 }
 
