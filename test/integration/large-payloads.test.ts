@@ -260,4 +260,19 @@ describe('references a caller cannot name', () => {
     expect(flow.body.error.issues.map((issue: { path: string }) => issue.path)).toContain('jobs.0.payloadRef');
     expect((await call('GET', `/jobs/${thief}`)).status).toBe(404);
   });
+
+  it('runs a job with the upload it was enqueued with, even when the URL is used again before it runs', async () => {
+    const upload = await call('POST', '/uploads');
+    const put = (payload: unknown) =>
+      fetch(upload.body.url, { method: 'PUT', headers: upload.body.headers, body: JSON.stringify(payload) });
+    expect((await put(payloadOf(1000, 1))).ok).toBe(true);
+    const id = `reput-${Date.now()}`;
+    const created = await call('POST', '/jobs', { type: 'big', id, payloadRef: upload.body.ref, delaySeconds: 2 });
+    expect(created.status).toBe(201);
+    // the presigned URL is still valid: the same caller PUTs another payload under the checked key
+    expect((await put(payloadOf(2000, 2))).ok).toBe(true);
+    const job = await finished(id);
+    expect(job.state).toBe('succeeded');
+    expect(seen.get(id)).toMatchObject({ n: 1 });
+  });
 });
