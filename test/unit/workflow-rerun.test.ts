@@ -534,3 +534,18 @@ describe('a corrected payload of a job enqueued with its own concurrency or sing
     expect(h.store.peek('o-13')?.state).toBe('failed');
   });
 });
+
+describe('POST /jobs/{id}/rerun and payload references', () => {
+  const loose = defineJobType({ type: 'loose', payload: z.looseObject({}) });
+
+  it("never keeps a corrected payload shaped like a reference as one (it would read another job's object)", async () => {
+    const h = setup([...catalog, loose]);
+    await h.seed('o-21', { type: 'loose', payload: { a: 1 }, flowKeys: [] });
+    const lookalike = { $orreryBlob: 1, key: 'p/someone-else/secret', bytes: 1 };
+    const response = await h.call('/jobs/o-21/rerun', { fromStep: 'three', payload: lookalike });
+    // a rerun's payload is kept inline (not offloaded): one of this shape is refused, nothing written
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({ code: 'invalid_payload', issues: [{ path: 'payload' }] });
+    expect(h.store.peek('o-21')?.payload).toEqual({ a: 1 });
+  });
+});
