@@ -280,3 +280,24 @@ describe('triggerDefinition', () => {
     expect(triggerDefinition(schedule, 'arn:q', Date.parse('2026-03-06T00:00:00Z')).startDate).toBeUndefined();
   });
 });
+
+describe('SchedulesService.create and payload references', () => {
+  it("refuses a payload shaped like an offloaded value's reference: its runs would read the object it names", async () => {
+    const loose = defineJobType({ type: 'loose', payload: z.looseObject({}) });
+    const schedules = new FakeScheduleStore();
+    const service = new SchedulesService({
+      config: testConfig(['loose']),
+      catalog: [loose],
+      schedules,
+      trigger: new FakeRecurringTrigger(),
+      clock: new ManualClock(NOW),
+      log: createLogger({ level: 'silent' }),
+    });
+    const lookalike = { $orreryBlob: 1, key: 'p/someone-else/secret', bytes: 1 };
+    const refused = await rejection(
+      service.create({ name: 'peek', type: 'loose', payload: lookalike, cron: '0 2 * * *' }),
+    );
+    expect({ status: refused.status, code: refused.code }).toEqual({ status: 400, code: 'invalid_payload' });
+    expect(schedules.payloads.size).toBe(0);
+  });
+});
