@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformConfig } from '../config';
 import type { TypeScope } from '../core/access';
-import { isBlobRef } from '../core/blobs';
+import { refuseReferenceShape } from '../core/blobs';
 import type { Clock } from '../core/clock';
 import { CANCELLABLE_STATES, pastRetention, RERUNNABLE_STATES, RETRYABLE_STATES } from '../core/control';
 import type { JobControl } from '../core/control-ports';
@@ -408,13 +408,7 @@ export class ControlService {
     });
     // kept inline (a rerun's payload is not offloaded): one shaped like a reference would be read
     // back as the object it names (shared/core/blobs.ts), so it is refused
-    if (isBlobRef(parsed)) {
-      throw new ValidationError(
-        "payload has the shape of an offloaded value's reference",
-        [{ path: 'payload', message: 'must not be exactly { $orreryBlob, key, bytes }' }],
-        'invalid_payload',
-      );
-    }
+    refuseReferenceShape(parsed, 'payload');
     // a key the job was given at enqueue (`concurrencyKey`, `singletonKey`) stands for both payloads
     const given = givenKeys(spec, job);
     const keysOf = (payload: unknown) => {

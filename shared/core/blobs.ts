@@ -72,6 +72,23 @@ export function isBlobRef(value: unknown): value is BlobRef {
   );
 }
 
+/**
+ * For a value kept inline on a path that does not offload (a rerun's corrected payload, a
+ * recurring schedule's payload, an invoked child's payload): one of the {@link BlobRef} shape
+ * would be read back as the object it names, so it is refused with a 400 `code` naming `field`.
+ *
+ * @example
+ * refuseReferenceShape(parsed, 'payload', 'invalid_payload');
+ */
+export function refuseReferenceShape(value: unknown, field: string, code = 'invalid_payload'): void {
+  if (!isBlobRef(value)) return;
+  throw new ValidationError(
+    `${field} has the shape of an offloaded value's reference`,
+    [{ path: field, message: 'must not be exactly { $orreryBlob, key, bytes }' }],
+    code,
+  );
+}
+
 /** A reference to `key`, for a value of `bytes` JSON bytes. */
 export function blobRef(key: string, bytes: number): BlobRef {
   return { $orreryBlob: 1, key, bytes };

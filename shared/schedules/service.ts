@@ -8,6 +8,7 @@
  */
 
 import type { PlatformConfig } from '../config';
+import { refuseReferenceShape } from '../core/blobs';
 import type { Clock } from '../core/clock';
 import { jsonBytes, MAX_PAYLOAD_BYTES } from '../core/enqueue';
 import type { JobTypeSpec } from '../core/job-type';
@@ -118,6 +119,8 @@ export class SchedulesService {
       code: 'invalid_payload',
       prefix: 'payload',
     });
+    // kept inline and copied into each run: one shaped like a reference would be read as the object it names
+    refuseReferenceShape(payload, 'payload');
     const priority = resolvePriority(spec.priority, request.priority);
     const trigger = resolveTrigger(request, now);
     return {
