@@ -301,3 +301,30 @@ describe('ctx.invoke', () => {
     expect(Math.max(...reads)).toBeLessThanOrEqual(100);
   }, 120_000);
 });
+
+describe('ctx.invoke and payload references', () => {
+  it("refuses a child payload shaped like an offloaded value's reference: the child would read the object it names", async () => {
+    const store = new FakeJobStore();
+    const queue = new FakeJobQueue();
+    const config = testConfig(['parent', 'child']);
+    const lookalike = { $orreryBlob: 1, key: 'p/someone-else/secret', bytes: 1 };
+    const parent = createWorker(
+      { spec: parentSpec, run: async (_input, ctx) => await ctx.invoke('c0', 'child', lookalike) },
+      {
+        config,
+        store,
+        queue,
+        journal: new FakeJournal(),
+        graph: new FakeJobGraph(store),
+        clock: new ManualClock(T0),
+        logger: createLogger({ level: 'silent' }),
+        owner: 'w',
+      },
+    );
+    const job = newJob({ id: 'peek', type: 'parent', payload: { children: 1 }, maxAttempts: 1 });
+    store.seed(job);
+    await parent({ Records: [sqsRecord(jobMessage(job), { messageId: 'm1' })] });
+    expect(store.peek(invokedChildId('peek', 'c0'))).toBeUndefined();
+    expect(store.peek('peek')).toMatchObject({ state: 'failed', lastError: { name: 'StepUsageError' } });
+  });
+});
