@@ -21,7 +21,15 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
-import { type BlobStore, blobKey, MAX_BLOB_BYTES, mustOffload, offload, resolveBlob } from '../core/blobs';
+import {
+  type BlobStore,
+  blobKey,
+  MAX_BLOB_BYTES,
+  mustOffload,
+  offload,
+  refuseReferenceShape,
+  resolveBlob,
+} from '../core/blobs';
 import type { Clock } from '../core/clock';
 import {
   EVENT_SIGNAL_PREFIX,
@@ -644,6 +652,8 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
         if (!JOB_ID_PATTERN.test(id) || id === job.id) {
           throw new StepUsageError(`invoke "${name}": "${id}" is not a valid child id`);
         }
+        // kept inline on the child (not offloaded): one shaped like a reference would be read as the object it names
+        asUsage(() => refuseReferenceShape(payload, `invoke "${name}" payload`));
         // nothing awaited between this check and the count in newIndex: calls at once count in turn
         if (issued >= MAX_INVOKES_PER_WAIT) {
           throw new StepUsageError(
