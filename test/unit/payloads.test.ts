@@ -20,7 +20,7 @@ import {
 } from '../../shared/core/blobs';
 import { defineJobType } from '../../shared/core/job-type';
 import { MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES } from '../../shared/core/limits';
-import { BlobMissingError, PayloadTooLargeError, ValidationError } from '../../shared/errors';
+import { BlobMissingError, PayloadTooLargeError, ThrottledError, ValidationError } from '../../shared/errors';
 import { createLogger } from '../../shared/logger';
 import { FakeBlobStore } from '../support/blob-fake';
 import { FakeJobQueue, FakeJobScheduler, FakeJobStore, sqsEvent, testConfig } from '../support/fakes';
@@ -246,5 +246,31 @@ describe('the failure hook of a job with an offloaded payload', () => {
     await h.worker(sqsEvent(messageFor('j6')));
     expect((await h.store.get('j6'))?.state).toBe('failed');
     expect(hooked).toEqual([{ n: 7 }]);
+  });
+});
+
+describe('a throttled payload bucket at the worker', () => {
+  it('keeps the message and the job (retried later), rather than failing it', async () => {
+    const blobs = new FakeBlobStore();
+    await blobs.put('p/j7/a', JSON.stringify({ n: 7 }));
+    const throttled = true;
+    const get = blobs.get.bind(blobs);
+    blobs.get = async (key: string) => {
+      if (throttled) throw new ThrottledError('S3 GetObject throttled (SlowDown)');
+      return await get(key);
+    };
+    const seen: unknown[] = [];
+    const h = harness({
+      blobs,
+      run: async (payload) => {
+        seen.push(payload);
+        return { ok: true };
+      },
+    });
+    await h.store.create(echoJob('j7', { payload: blobRef('p/j7/a', 8) }));
+    const first = await h.worker(sqsEvent(messageFor('j7')));
+    expect(first.batchItemFailures).toHaveLength(1);
+    expect((await h.store.get('j7'))?.state).not.toBe('failed');
+    expect(seen).toEqual([]);
   });
 });
