@@ -274,3 +274,16 @@ describe('a throttled payload bucket at the worker', () => {
     expect(seen).toEqual([]);
   });
 });
+
+describe('a refused enqueue with a large payload', () => {
+  it('writes nothing to the bucket either (a 400 found after the payload is read writes no object)', async () => {
+    const blobs = new FakeBlobStore();
+    const { jobs, store } = jobsWith(blobs);
+    const payload = { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) };
+    await expect(
+      jobs.enqueue({ type: 'echo', id: 'both-times', payload, delaySeconds: 5, runAt: '2026-03-01T13:00:00.000Z' }),
+    ).rejects.toThrow(ValidationError);
+    expect(await store.get('both-times')).toBeUndefined();
+    expect(blobs.requests.put).toBe(0);
+  });
+});
