@@ -43,11 +43,15 @@ export async function writeJob(
   const { spec, payload } = checked;
   const now = options.at ?? ctx.deps.clock.now();
   const id = request.id ?? randomUUID();
-  // An uploaded or large payload: the item keeps a reference (an S3 PUT for a large inline one, first of all writes).
-  const stored = await storedPayload(ctx.deps.blobs, request, payload, id, randomUUID());
   if (spec.debounce) refuseDebouncedDelay(spec, request);
+  // its times are checked before anything is written, the payload's object included (a debounced
+  // job's run time is the window's, and it takes no delay)
+  else planEnqueue(request, now);
   // Parents are checked before anything is written: an unknown one is a 400.
   const parents = request.dependsOn ? await parentsOf(ctx, spec, request.dependsOn, id, options) : undefined;
+  // An uploaded or large payload: the item keeps a reference (an S3 PUT for a large inline one,
+  // after the checks and first of all writes).
+  const stored = await storedPayload(ctx.deps.blobs, request, payload, id, randomUUID());
   // A job over its rate is written skipped and never runs: it joins no debounce window (else it
   // would end the pending run it replaced, and neither would run).
   const skipReason = await rateLimited(ctx, spec, request, payload, now);
