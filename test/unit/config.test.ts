@@ -76,6 +76,7 @@ describe('platformConfigFromEnv', () => {
       logLevel: 'ORRERY_LOG_LEVEL',
       tracing: 'ORRERY_TRACING',
       metricsNamespace: 'ORRERY_METRICS_NAMESPACE',
+      payloadBucket: 'ORRERY_PAYLOAD_BUCKET',
     });
   });
 
