@@ -2,6 +2,7 @@ import { Aws, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import { UPLOAD_RETENTION_DAYS } from '../../shared/core/blobs';
 import { JOURNAL_RETENTION_DAYS } from '../../shared/core/journal';
 import { acknowledge, resourceFinding } from './acknowledge';
 
@@ -25,7 +26,8 @@ export interface PayloadBucketProps {
  * Objects are written once and never read after their job and journal are gone, so one lifecycle
  * rule expires them when the longest-lived item that may refer to them has expired: a journal
  * entry (JOURNAL_RETENTION_DAYS after it is written) or a job item (retentionDays after it ends),
- * whichever is later. Uploads never enqueued go with the same rule.
+ * whichever is later. Uploads (`u/…`) expire a day after they are made: an enqueue reads one and
+ * keeps a copy of its own (inline, or under `p/…`), so no job ever refers to an upload.
  *
  * @example
  * const payloads = new PayloadBucket(this, 'Payloads', { bucketName: 'orrery-123456789012-eu-west-1-pl', retentionDays: 30 });
@@ -55,6 +57,9 @@ export class PayloadBucket extends Construct {
           expiration: Duration.days(this.expirationDays),
           abortIncompleteMultipartUploadAfter: Duration.days(1),
         },
+        // an upload is read once, at its enqueue, whose job keeps a copy of its own: no job
+        // refers to it (its presigned URL could PUT it again), so it goes after a day
+        { id: 'expire-uploads', prefix: 'u/', expiration: Duration.days(UPLOAD_RETENTION_DAYS) },
       ],
     });
     acknowledge(

@@ -30,6 +30,12 @@ export const MAX_INLINE_BODY_BYTES = 6 * 1024 * 1024 - 128 * 1024;
 /** How long a presigned upload URL is valid. */
 export const UPLOAD_URL_TTL_SECONDS = 15 * 60;
 
+/**
+ * Days an upload's object is kept: an enqueue must name it within that time (its URL is valid
+ * for {@link UPLOAD_URL_TTL_SECONDS}). The job keeps a copy of its own, never the upload.
+ */
+export const UPLOAD_RETENTION_DAYS = 1;
+
 /** The kinds of value that may be offloaded; each has its own key prefix. */
 export type BlobKind = 'payload' | 'result' | 'step' | 'signal' | 'upload';
 

@@ -154,8 +154,9 @@ describe('enqueue with a payload bucket', () => {
     expect(blobs.requests).toEqual({ put: 0, get: 1, head: 1 });
     const out = await jobs.enqueue(body as never);
     expect(out.created).toBe(true);
-    expect((await store.get('up'))?.payload).toEqual(blobRef(ref, JSON.stringify({ blob: 'uploaded' }).length));
-    expect(blobs.requests.put).toBe(0); // the upload is the payload's object: no copy
+    // small: kept inline in the item (no PUT), never as a reference to the upload, which its URL could PUT again
+    expect((await store.get('up'))?.payload).toEqual({ blob: 'uploaded' });
+    expect(blobs.requests.put).toBe(0);
     await expect(
       jobs.withUploadedPayload({ type: 'echo', payloadRef: uploadKey('f'.repeat(32)) }),
     ).rejects.toMatchObject({ code: 'payload_ref_not_found', issues: [{ path: 'payloadRef' }] });

@@ -1,11 +1,11 @@
 /**
  * Large payloads at enqueue (shared/core/blobs.ts): a request may name an upload
  * (`payloadRef`, from `POST /uploads`) instead of carrying its payload, and a payload over the
- * inline limit is kept in the payload bucket. Either way the job item holds a reference, and the
- * payload is validated against the type's schema like any other.
+ * inline limit is kept in the payload bucket. An upload is read and validated against the type's
+ * schema like any other payload, then stored as one: the job never refers to the upload itself.
  */
 
-import { type BlobStore, blobKey, blobRef, checkUploadRef, MAX_BLOB_BYTES, offload } from '../../core/blobs';
+import { type BlobStore, blobKey, checkUploadRef, MAX_BLOB_BYTES, offload } from '../../core/blobs';
 import { MAX_PAYLOAD_BYTES } from '../../core/limits';
 import { ValidationError } from '../../errors';
 
@@ -16,7 +16,7 @@ function fieldOf(path: string): string {
 
 /**
  * A request body with its `payloadRef` read: the upload's JSON becomes its `payload` (one S3 HEAD,
- * one GET), and `payloadRef` stays, so the job keeps the reference rather than a copy. A body
+ * one GET); `payloadRef` stays only to be checked again where the payload is stored. A body
  * without `payloadRef` is returned as it is, at no cost. Refusals (400, nothing written):
  * `invalid_payload_ref` (not a string of an upload's form, both `payload` and `payloadRef`, or
  * an upload that is not a JSON object), `payload_ref_not_found` (nothing uploaded there: unknown,
@@ -82,9 +82,9 @@ export async function withUploadedPayload(blobs: BlobStore | undefined, body: un
 }
 
 /**
- * What the job item keeps for a checked payload: the upload's reference when the request named
- * one (no request), the payload itself within {@link MAX_PAYLOAD_BYTES} (no request), else a
- * reference to the object it is written to (one S3 PUT, before anything else is written).
+ * What the job item keeps for a checked payload (an upload's too): the payload itself within
+ * {@link MAX_PAYLOAD_BYTES} (no request), else a reference to the object it is written to (one S3
+ * PUT, before anything else is written).
  */
 export async function storedPayload(
   blobs: BlobStore | undefined,
@@ -93,11 +93,10 @@ export async function storedPayload(
   jobId: string,
   unique: string,
 ): Promise<unknown> {
-  const text = JSON.stringify(payload);
-  // checked again here: a path that did not read the upload must not make any key the job's payload
-  if (request.payloadRef !== undefined) {
-    return blobRef(checkUploadRef(request.payloadRef, 'payloadRef'), Buffer.byteLength(text, 'utf8'));
-  }
+  // An upload's value, read and checked, is stored as any payload: inline, or a copy of its own
+  // under `p/` (one PUT). Never the upload's key: its presigned URL stays valid after the enqueue,
+  // and a PUT through it would change the payload of a job already checked and keyed.
+  if (request.payloadRef !== undefined) checkUploadRef(request.payloadRef, 'payloadRef');
   return await offload(blobs, payload, {
     inlineLimit: MAX_PAYLOAD_BYTES,
     key: () => blobKey('payload', jobId, unique),
