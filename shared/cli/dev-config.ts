@@ -31,6 +31,13 @@ import { CliConfigError } from './config';
 /** The names `orrery dev` looks for in the app's directory, in this order. */
 export const DEV_CONFIG_NAMES = ['orrery.config.ts', 'orrery.config.mts', 'orrery.config.mjs', 'orrery.config.js'];
 
+/** The `--config` option of the commands that load job definitions (`orrery dev`, `orrery replay-check`). */
+export const CONFIG_OPTION = {
+  type: 'string',
+  value: 'FILE',
+  description: 'the config file (default: ./orrery.config.{ts,mts,mjs,js})',
+} as const;
+
 /** A config that cannot be found, loaded, or does not export job definitions. */
 export class DevConfigError extends CliConfigError {
   readonly file: string | undefined;

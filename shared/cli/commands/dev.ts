@@ -1,7 +1,7 @@
 import type { CommandDef } from '../args';
 import { CliConfigError } from '../config';
 import { type CommandContext, EXIT, println, untilSignal } from '../context';
-import { type ConfigImporter, type DevAccess, findDevConfig, loadDevConfig } from '../dev-config';
+import { CONFIG_OPTION, type ConfigImporter, type DevAccess, findDevConfig, loadDevConfig } from '../dev-config';
 import { intOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
@@ -122,11 +122,7 @@ export const dev: Command = {
     'ARNs): the API then takes signed requests only and enforces them (docs/security.md).',
   ].join('\n'),
   options: {
-    config: {
-      type: 'string',
-      value: 'FILE',
-      description: 'the config file (default: ./orrery.config.{ts,mts,mjs,js})',
-    },
+    config: CONFIG_OPTION,
     port: { type: 'string', value: 'N', description: 'port on 127.0.0.1 (default: 4600; 0 picks a free one)' },
     'no-watch': { type: 'boolean', description: 'do not reload when files change' },
   },

@@ -8,7 +8,7 @@ import type { ReplayResult } from '../../runtime/replay-check';
 import { type CommandDef, UsageError } from '../args';
 import { CliConfigError } from '../config';
 import { type CommandContext, EXIT, printJson, println } from '../context';
-import { findDevConfig, loadDevConfig } from '../dev-config';
+import { CONFIG_OPTION, findDevConfig, loadDevConfig } from '../dev-config';
 import { intOption } from '../input';
 
 type Command = CommandDef<CommandContext>;
@@ -86,11 +86,7 @@ export const replayCheckCommand: Command = {
     `(exit ${EXIT.replayDiverged}), with the message a worker would hold the job with. Run it in CI before a deploy.`,
   ].join('\n'),
   options: {
-    config: {
-      type: 'string',
-      value: 'FILE',
-      description: 'the config file (default: ./orrery.config.{ts,mts,mjs,js})',
-    },
+    config: CONFIG_OPTION,
     timeout: {
       type: 'string',
       value: 'MS',
