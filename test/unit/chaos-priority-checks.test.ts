@@ -23,6 +23,7 @@ function world() {
       at(ms, { message: 'waiting for a concurrency slot', jobId: job, scope: SCOPE, key, rank: r(rank, job) }),
     handed: (ms: number, by: string, to: string, rank: number, key = 'key-0') =>
       at(ms, { message: 'handed a place in line on', jobId: by, to, scope: SCOPE, key, rank: r(rank, to) }),
+    starts: (ms: number, job: string) => at(ms, { message: 'attempt started', jobId: job, attempt: 1 }),
   };
 }
 
@@ -64,6 +65,31 @@ describe('invariant 17: a type with priorities serves its lines by rank', () => 
     w.waits(0, 'low', 50, 'key-0');
     w.handed(5_000, 'holder', 'low', 50, 'key-0');
     expect(check(w.observer).violations).toEqual([]);
+  });
+
+  it('takes no job for waiting whose place came with no hand-on logged (an admission whose line was lost)', () => {
+    // high joined, and started with no hand-on to it logged: its place was handed on at some
+    // time before its start (the admitter's answers lost, or the admitter killed after its write)
+    const before = world();
+    before.waits(0, 'high', 10);
+    before.starts(3_000, 'high');
+    before.handed(5_000, 'holder', 'low', 50);
+    expect(check(before.observer).violations).toEqual([]);
+    // it started only after this hand-off: its place may still have come before it
+    const after = world();
+    after.waits(0, 'high', 10);
+    after.handed(5_000, 'holder', 'low', 50);
+    after.starts(8_000, 'high');
+    expect(check(after.observer).violations).toEqual([]);
+    // but a job whose next start follows a hand-on to it, logged after this one, did wait through it
+    const waited = world();
+    waited.waits(0, 'high', 10);
+    waited.handed(5_000, 'holder', 'low', 50);
+    waited.handed(7_000, 'low', 'high', 10);
+    waited.starts(8_000, 'high');
+    expect(check(waited.observer).violations).toEqual([
+      { subject: 'low', detail: expect.stringContaining('while high had waited since +0.00s under the lower rank') },
+    ]);
   });
 
   it('is violated when a place passes over a lower rank that had waited', () => {
