@@ -17,6 +17,10 @@
  * (its `takeMs`: a take whose answers were lost is found applied after the SDK's retries), up to
  * `marginMs`: it counts as served from then.
  *
+ * A job whose next start came with no admission of it logged since it joined is no witness of
+ * waiting: its place was handed on by an admission whose line was lost (the admitter's answers
+ * lost, or the admitter killed after its write), at some time before that start.
+ *
  * A job that left its line with no place waits no more from then: one taken out of a throttle's
  * line by another job's gate ("took out of its throttle line a job that will not come", which
  * names the line and rank), or one cancelled (its entry may stay until a gate takes it out, and
@@ -57,10 +61,13 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
   const add = (into: Map<string, Event[]>, line: string, e: Event) => into.set(line, [...(into.get(line) ?? []), e]);
   /** When each job left its lines without a place: taken out of one (per key), or cancelled (all). */
   const left = new Map<string, Event[]>();
+  /** When each job's attempts started. */
+  const starts = new Map<string, number[]>();
   const throttle = input.line === 'throttle';
   for (const [jobId, lines] of observer.logs) {
     for (const l of lines) {
       if (l.message === 'job cancelled') add(left, `${jobId}\n*`, { t: l.t, job: jobId, rank: '' });
+      if (l.message === 'attempt started') starts.set(jobId, [...(starts.get(jobId) ?? []), l.t]);
       const { scope, key, rank } = l.fields;
       if (scope !== input.scope || typeof key !== 'string' || typeof rank !== 'string') continue;
       if (throttle) {
@@ -100,6 +107,14 @@ export function checkRankedOrder(observer: SystemObserver, input: RankedLineInpu
         // left the line since it joined, with no place: it waits no more
         const gone = [...(left.get(`${job}\n${key}`) ?? []), ...(left.get(`${job}\n*`) ?? [])];
         if (gone.some((g) => g.t > j.t && g.t <= a.t)) continue;
+        // its place came unlogged: it started next with no admission of it logged since it joined
+        // (an admission applied whose line was lost: the admitter's answers lost, or the admitter
+        // killed after its write), so at some time before that start, perhaps before this one. A
+        // job in line takes no place itself: its delivery finds its entry and waits on
+        const next = (starts.get(job) ?? []).find((s) => s > j.t);
+        if (next !== undefined && !served.some((o) => o.job === job && o.t > j.t - input.marginMs && o.t <= next)) {
+          continue;
+        }
         // what the passed-over job's own lines say, to tell where its place went
         const its = (observer.logs.get(job) ?? [])
           .map((l) => `${t(l.t)} ${l.message}${typeof l.fields.to === 'string' ? ` to ${l.fields.to}` : ''}`)
