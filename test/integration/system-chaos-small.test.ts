@@ -62,8 +62,10 @@ describe('system chaos (small)', () => {
       // About 175 s on an idle 2-core machine, and 230 to 270 s beside a CPU-heavy job (its
       // enqueueing and real-time phase take twice as long), before the workflows' second round
       // (a jump past retention, and a real-time phase); short of real time, the run jumps
-      // straight past its horizon, so it ends before this unless a closing cycle runs over.
-      deadlineMs: 480_000,
+      // straight past its horizon, so it ends before this unless a closing cycle runs over. With
+      // reruns racing cancelled attempts (each rerun's first claim waits out the old attempt's
+      // lease), 452 s beside three other engineers' test runs and 513 s in npm test: 600 s.
+      deadlineMs: 600_000,
     });
     console.log(report.text);
     expect(report.timedOut, `seed ${seed}`).toBe(false);
@@ -80,5 +82,5 @@ describe('system chaos (small)', () => {
     expect(violated, `seed ${seed}: invariants violated (stories printed above)`).toEqual(
       Object.fromEntries(INVARIANTS.map((name) => [name, 0])),
     );
-  }, 570_000);
+  }, 690_000);
 });
