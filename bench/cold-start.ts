@@ -45,6 +45,7 @@ const CLIENT_CLASSES: Record<string, string> = {
   sqs: 'SQSClient',
   scheduler: 'SchedulerClient',
   ssm: 'SSMClient',
+  s3: 'S3Client',
 };
 
 export interface BundleFigure {
