@@ -222,16 +222,15 @@ interface Raw {
   time: number;
 }
 
+/** A timeline entry as listed, before its page is cut: a step keeps its value until then. */
+type Listed = TimelineEntry & { time: number; fromInbox?: boolean; value?: unknown };
+
 /**
  * The journal's entries as timeline entries, in the order they were recorded, each with the
  * attempt (its index in `attempts`) whose window holds its time. A wait's deadline and outcome,
  * and an invoke's start and end, make one entry each. Invokes' children are filled in by the caller.
  */
-export function timelineEntries(
-  entries: RecordedEntries,
-  attempts: readonly TimelineAttempt[],
-  now: number,
-): (TimelineEntry & { time: number; fromInbox?: boolean })[] {
+export function timelineEntries(entries: RecordedEntries, attempts: readonly TimelineAttempt[], now: number): Listed[] {
   const raws: Raw[] = [];
   const byKey = new Map<string, Raw>();
   for (const [key, entry] of entries) {
@@ -254,7 +253,7 @@ export function timelineEntries(
     const i = ends.findIndex((end) => time <= end);
     return i < 0 ? attempts.length - 1 : i;
   };
-  const out: (TimelineEntry & { time: number; fromInbox?: boolean })[] = [];
+  const out: Listed[] = [];
   /** When what came before was over (a step's end, a wait's wake), per attempt. */
   const ready = new Map<number | null, number>();
   const startOf = (attempt: number | null, time: number): number | undefined => {
@@ -278,8 +277,10 @@ export function timelineEntries(
         at,
         startedAt: start === undefined ? null : new Date(start).toISOString(),
         durationMs: start === undefined ? null : raw.time - start,
-        bytes: jsonBytes(value ?? null),
-        preview: preview(value),
+        // size and preview are made for the page's entries only (the service fills them)
+        bytes: 0,
+        preview: '',
+        value,
         time: raw.time,
       });
       ready.set(attempt, raw.time);
@@ -364,17 +365,23 @@ export class TimelineService {
     const journalScope = journalScopeOf(job);
     const all = timelineEntries(await this.deps.journal.load(journalScope), attempts, now);
     const slice = all.slice(offset, offset + TIMELINE_PAGE_SIZE);
-    const filled = await mapWithConcurrency(slice, READ_CONCURRENCY, async ({ time: _, fromInbox, ...entry }) => {
-      if (entry.kind === 'wait' && fromInbox) {
-        const signal = await this.deps.journal.signal({ ...journalScope, name: entry.name });
-        return { ...entry, preview: signal ? preview(signal.payload) : null };
-      }
-      if (entry.kind !== 'invoke') return entry;
-      const child = await this.deps.store.get(entry.child.id);
-      const type = child?.type ?? null;
-      if (type !== null && scope.kind !== 'all' && !(scope.kind === 'some' && scope.types.has(type))) return undefined;
-      return { ...entry, child: { id: entry.child.id, type, state: (child?.state ?? null) as JobState | null } };
-    });
+    const filled = await mapWithConcurrency(
+      slice,
+      READ_CONCURRENCY,
+      async ({ time: _, fromInbox, value, ...entry }) => {
+        if (entry.kind === 'step') return { ...entry, bytes: jsonBytes(value ?? null), preview: preview(value) };
+        if (entry.kind === 'wait' && fromInbox) {
+          const signal = await this.deps.journal.signal({ ...journalScope, name: entry.name });
+          return { ...entry, preview: signal ? preview(signal.payload) : null };
+        }
+        if (entry.kind !== 'invoke') return entry;
+        const child = await this.deps.store.get(entry.child.id);
+        const type = child?.type ?? null;
+        if (type !== null && scope.kind !== 'all' && !(scope.kind === 'some' && scope.types.has(type)))
+          return undefined;
+        return { ...entry, child: { id: entry.child.id, type, state: (child?.state ?? null) as JobState | null } };
+      },
+    );
     const next = offset + TIMELINE_PAGE_SIZE;
     return {
       id,
