@@ -268,7 +268,7 @@ describe('the dashboard on the local platform (as npm run dev serves it)', () =>
     await row.getByRole('button', { name: `Run now ${name}` }).click();
     const started = page.getByRole('status').filter({ hasText: `Started a run of ${name}` });
     await started.getByRole('link').click();
-    await page.getByRole('heading', { name: /succeeded$/ }).waitFor({ timeout: 30_000 });
+    await page.getByRole('heading', { level: 1, name: /^Job .* succeeded$/ }).waitFor({ timeout: 30_000 });
     await expect(page.getByRole('link', { name, exact: true }).count()).resolves.toBe(1);
   });
 
