@@ -206,10 +206,16 @@ export class DynamoFlowSlots implements FlowSlots {
     return (await nextInLine(this.table, slot, item))?.jobId === jobId;
   }
 
+  /**
+   * Removes the job's entry under its condition. A try of the SDK's whose answer was lost may have
+   * removed it: a retry is then refused, finding no entry. A refusal after more than one try that
+   * finds no entry for the job counts as given back: its place is free either way (another writer
+   * that freed it meanwhile logs its own line), and the caller hands it on and says it ended.
+   */
   async release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean> {
     const { table } = this;
-    const out = await table.send('UpdateItem (flow release)', () =>
-      table.client.send(
+    try {
+      await table.client.send(
         new UpdateItemCommand({
           TableName: table.tableName,
           Key: keyOf(flowKeys.slot(input.slot.scope, input.slot.key)),
@@ -217,10 +223,17 @@ export class DynamoFlowSlots implements FlowSlots {
           ConditionExpression: input.token === undefined ? 'attribute_exists(hs.#id)' : 'hs.#id.t = :t',
           ExpressionAttributeNames: { '#id': input.jobId },
           ...(input.token === undefined ? {} : { ExpressionAttributeValues: { ':t': N(input.token) } }),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
-      ),
-    );
-    return out !== 'refused';
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        const tries = error.$metadata.attempts ?? 1;
+        return tries > 1 && error.Item?.hs?.M?.[input.jobId] === undefined;
+      }
+      return translateAwsError(error, 'DynamoDB UpdateItem (flow release)');
+    }
   }
 
   async admit(input: {

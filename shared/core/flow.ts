@@ -439,7 +439,8 @@ export interface FlowSlots {
   acquire(input: AcquireInput): Promise<AcquireResult>;
   /**
    * Gives back `jobId`'s slot: only when it is held for attempt `token`, when given (any attempt
-   * otherwise: a finished or gone job's). Returns false when it held none.
+   * otherwise: a finished or gone job's). Returns false when it held none; true when it gave it
+   * back, including by an earlier try of the same call whose answer was lost.
    */
   release(input: { slot: Slot; jobId: string; token?: number }): Promise<boolean>;
   /**

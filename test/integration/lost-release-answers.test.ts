@@ -13,8 +13,8 @@ import { createLineKeeper } from '../../shared/dispatch/line-keeper';
 import { createLogger } from '../../shared/logger';
 import { createFlowGate } from '../../shared/runtime/flow-gate';
 import { useJobTable } from '../local-aws/job-table';
-import { FaultInjector } from '../support/faults';
 import { newJob } from '../support/fakes';
+import { FaultInjector } from '../support/faults';
 
 const { dynamo, tableName } = useJobTable('lost-release');
 const faults = new FaultInjector();
