@@ -45,6 +45,7 @@ import { rankTime } from '../core/priority';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
+import { JOIN_CHUNK, joinable, joinChunk } from './flow-slots/join-many';
 import { admitHead, entries, inLine, joinLine, nextInLine } from './flow-slots/ranked-line';
 import {
   fairAttrs,
@@ -190,6 +191,42 @@ export class DynamoFlowSlots implements FlowSlots {
       };
     }
     throw new ThrottledError(`the slot ${slot.scope}/${slot.key} changed on every try; try again shortly`);
+  }
+
+  /**
+   * One `acquire` each, in order, for new jobs of one slot: while places may be free, one by one;
+   * once one has to wait, the rest join the line {@link JOIN_CHUNK} at a time, one transaction
+   * each (flow-slots/join-many.ts), and one by one again when the slot refuses that.
+   */
+  async acquireMany(inputs: readonly AcquireInput[]): Promise<AcquireResult[]> {
+    const out: AcquireResult[] = [];
+    let i = 0;
+    while (i < inputs.length) {
+      const got = await this.acquire(inputs[i] as AcquireInput);
+      out.push(got);
+      i += 1;
+      if (got.kind === 'waiting' && got.rank !== undefined) break;
+    }
+    while (i < inputs.length) {
+      const chunk = inputs.slice(i, i + JOIN_CHUNK);
+      i += chunk.length;
+      const joined = joinable(chunk) ? await joinChunk(this.table, chunk) : undefined;
+      if (!joined) {
+        for (const input of chunk) out.push(await this.acquire(input));
+        continue;
+      }
+      const { item, first } = joined;
+      for (const c of chunk) {
+        out.push({
+          kind: 'waiting',
+          rank: c.rank as string,
+          first: c.jobId === first,
+          holders: item.holders,
+          ...limitOf(c.slot, item),
+        });
+      }
+    }
+    return out;
   }
 
   /**

@@ -438,6 +438,12 @@ export interface FlowSlots {
    */
   acquire(input: AcquireInput): Promise<AcquireResult>;
   /**
+   * `acquire` for each input, in order, with the same answers (new jobs of one slot taking their
+   * places at enqueue): an adapter may join the ones that wait with fewer writes. Without it,
+   * {@link acquireEach} calls `acquire` once per input.
+   */
+  acquireMany?(inputs: readonly AcquireInput[]): Promise<AcquireResult[]>;
+  /**
    * Gives back `jobId`'s slot: only when it is held for attempt `token`, when given (any attempt
    * otherwise: a finished or gone job's). Returns false when it held none; true when it gave it
    * back, including by an earlier try of the same call whose answer was lost.
@@ -473,4 +479,12 @@ export interface FlowSlots {
    * consistent: a view, not a promise.
    */
   line(input: { slot: Pick<Slot, 'scope' | 'key' | 'fair'>; max: number }): Promise<InLine[]>;
+}
+
+/** `slots.acquireMany` when the port has it, else one `acquire` per input, in order. */
+export async function acquireEach(slots: FlowSlots, inputs: readonly AcquireInput[]): Promise<AcquireResult[]> {
+  if (slots.acquireMany) return await slots.acquireMany(inputs);
+  const out: AcquireResult[] = [];
+  for (const input of inputs) out.push(await slots.acquire(input));
+  return out;
 }

@@ -8,7 +8,15 @@
  */
 import { routeOf } from '../config';
 import type { Clock } from '../core/clock';
-import type { Admitted, FlowSlots, Holder, Slot } from '../core/flow';
+import {
+  type AcquireInput,
+  type AcquireResult,
+  type Admitted,
+  acquireEach,
+  type FlowSlots,
+  type Holder,
+  type Slot,
+} from '../core/flow';
 import type { Job } from '../core/job';
 import { holderSuspect, WAKE_GRACE_MS } from '../core/job-slots';
 import { leaseHeld } from '../core/lease';
@@ -175,15 +183,52 @@ export function createLineKeeper(deps: LineKeeperDeps) {
     else if (joined.holders.length < limit) await admit(slot, log);
   }
 
+  /** Takes and joins at enqueue waiting for their slot's turn in this process, by slot. */
+  const waitingTurn = new Map<string, PendingPlace[]>();
+
   /**
-   * Runs `fn` (a take or a join of the slot) after this process's other takes and joins of the
-   * slot: the jobs of a batch request joining one line write its item one after another.
+   * Takes a new job's place, or joins it to the line (`acquire`, token 0), after this process's
+   * other takes and joins of the slot: the jobs of a batch request joining one line write its item
+   * one after another, not against each other. Those that gathered while a turn ran go together
+   * in the next one (`acquireEach`: an adapter joins the ones that wait in a few transactions).
    */
-  function inTurn<T>(slot: Pick<Slot, 'scope' | 'key'>, fn: () => Promise<T>): Promise<T> {
-    return oneAtATime.run(slotTurn('join', slot), fn);
+  function placeInTurn(input: AcquireInput): Promise<AcquireResult> {
+    const turn = slotTurn('join', input.slot);
+    return new Promise<AcquireResult>((resolve, reject) => {
+      const gathering = waitingTurn.get(turn);
+      if (gathering) {
+        gathering.push({ input, resolve, reject });
+        return;
+      }
+      waitingTurn.set(turn, [{ input, resolve, reject }]);
+      void oneAtATime.run(turn, async () => {
+        const these = waitingTurn.get(turn) ?? [];
+        waitingTurn.delete(turn);
+        try {
+          const answers = await acquireEach(
+            slots,
+            these.map((p) => p.input),
+          );
+          these.forEach((p, i) => {
+            const answer = answers[i];
+            if (answer) p.resolve(answer);
+            else p.reject(new Error('no answer for this place'));
+          });
+        } catch (error) {
+          for (const p of these) p.reject(error);
+        }
+      });
+    });
   }
 
-  return { wake, admit, reclaim, freeGone, look, inTurn };
+  return { wake, admit, reclaim, freeGone, look, placeInTurn };
 }
 
 export type LineKeeper = ReturnType<typeof createLineKeeper>;
+
+/** A take or join at enqueue waiting for its slot's turn. */
+interface PendingPlace {
+  input: AcquireInput;
+  resolve(answer: AcquireResult): void;
+  reject(error: unknown): void;
+}

@@ -26,6 +26,7 @@ import { dueIndexContract } from '../contract/due-index.contract';
 import { eventWaitsContract } from '../contract/event-waits.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { fairShareEdgesContract } from '../contract/flow-slots-fair-edges.contract';
+import { acquireEachContract } from '../contract/flow-slots-many.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { type ContractLeg, jobStoreContract } from '../contract/job-store.contract';
@@ -76,6 +77,7 @@ describe('flow slots contract: DynamoFlowSlots on DynamoDB Local', () => {
     },
   }));
   fairShareEdgesContract(async () => ({ slots: new DynamoFlowSlots(dynamo, tableName) }));
+  acquireEachContract(async () => ({ slots: new DynamoFlowSlots(dynamo, tableName) }));
 });
 
 describe('pacer contract: DynamoPacer on DynamoDB Local', () => {

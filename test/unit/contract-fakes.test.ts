@@ -11,6 +11,7 @@ import { dueIndexContract } from '../contract/due-index.contract';
 import { eventWaitsContract } from '../contract/event-waits.contract';
 import { flowSlotsContract } from '../contract/flow-slots.contract';
 import { fairShareEdgesContract } from '../contract/flow-slots-fair-edges.contract';
+import { acquireEachContract } from '../contract/flow-slots-many.contract';
 import { jobGraphContract } from '../contract/job-graph.contract';
 import { jobIndexContract } from '../contract/job-index.contract';
 import { jobQueueContract } from '../contract/job-queue.contract';
@@ -58,6 +59,7 @@ describe('flow slots contract: FakeFlowSlots', () => {
     return { slots, orphanTicket: async (slot) => slots.orphanTicket(slot) };
   });
   fairShareEdgesContract(async () => ({ slots: new FakeFlowSlots() }));
+  acquireEachContract(async () => ({ slots: new FakeFlowSlots() }));
 });
 
 describe('pacer contract: FakePacer', () => {

@@ -1,10 +1,11 @@
 /**
- * The line keeper's admissions of one slot run one after another in a process. One admission
+ * The line keeper's admissions, and its takes and joins at enqueue, of one slot run one after another in a
+ * process (those that gather meanwhile go together). One admission
  * whose hand-on never answers (an SQS send that hangs; in the chaos run, a killed record on a
  * container that is reused) must not make every admission queued behind it run at once.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { FlowSlots, Slot } from '../../shared/core/flow';
+import type { AcquireInput, FlowSlots, Slot } from '../../shared/core/flow';
 import type { JobStore } from '../../shared/core/ports';
 import { createLineKeeper } from '../../shared/dispatch/line-keeper';
 import { createLogger } from '../../shared/logger';
@@ -50,5 +51,37 @@ describe("the line keeper's admissions of one slot", () => {
     await others;
     expect(calls).toBe(5);
     expect(most).toBe(1);
+  });
+
+  it('takes and joins at enqueue that gather while a turn runs go together in the next, each given its own answer', async () => {
+    const batches: string[][] = [];
+    const slots = {
+      async acquire() {
+        throw new Error('acquireMany is used');
+      },
+      async acquireMany(inputs: readonly AcquireInput[]) {
+        batches.push(inputs.map((i) => i.jobId));
+        await sleep(50);
+        if (inputs.some((i) => i.jobId === 'boom')) throw new Error('DynamoDB is down');
+        return inputs.map((i) => ({ kind: 'waiting' as const, rank: i.rank, first: false, holders: [] }));
+      },
+    } as unknown as FlowSlots;
+    const keeper = createLineKeeper({
+      slots,
+      store: {} as JobStore,
+      handOff: { queue: {} as never, routes: {} },
+      clock: { now: () => Date.now() },
+    });
+    const place = (jobId: string) =>
+      keeper.placeInTurn({ slot: SLOT, jobId, type: 'echo', now: 0, token: 0, rank: `r-${jobId}` });
+    const answers = Promise.all(['a', 'b', 'c', 'd'].map(place));
+    await vi.advanceTimersByTimeAsync(200);
+    // a's turn began at once, alone; b, c and d gathered meanwhile
+    expect(batches).toEqual([['a'], ['b', 'c', 'd']]);
+    expect((await answers).map((a) => (a.kind === 'waiting' ? a.rank : a.kind))).toEqual(['r-a', 'r-b', 'r-c', 'r-d']);
+    // a turn that fails fails each of its places (each job is then sent, and its delivery takes its place)
+    const failed = Promise.allSettled([place('x'), place('boom'), place('y')]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect((await failed).map((f) => f.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
   });
 });

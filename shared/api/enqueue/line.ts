@@ -42,10 +42,9 @@ export async function placeAtEnqueue(ctx: EnqueueContext, job: Job, now: number)
   const { slot, rank } = line;
   const where = { scope: slot.scope, key: slot.key };
   try {
-    // the jobs of a batch that join one line take turns: at once, their transactions refuse each other
-    const got = await keeper.inTurn(slot, () =>
-      flow.acquire({ slot, jobId: job.id, type: job.type, now, token: 0, rank }),
-    );
+    // the jobs of a batch that join one line take turns (at once, their transactions refuse each
+    // other), and those that gather meanwhile join together
+    const got = await keeper.placeInTurn({ slot, jobId: job.id, type: job.type, now, token: 0, rank });
     if (got.kind === 'held') {
       log.info('took a place at enqueue', where);
       return { kind: 'held', slot };
