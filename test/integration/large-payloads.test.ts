@@ -9,8 +9,12 @@
  * - the client (`orrery-jobs`) uploads a 7 MB payload by itself and enqueues it by reference, and
  *   `client.upload` makes an upload to enqueue with later.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { main } from '../../shared/cli/main';
 import { createClient, UploadFailed } from '../../shared/client';
 import { isBlobRef, MAX_BLOB_BYTES } from '../../shared/core/blobs';
 import { defineJobType } from '../../shared/core/job-type';
@@ -131,6 +135,18 @@ async function finished(id: string): Promise<Json> {
     return ['succeeded', 'failed'].includes(job?.state);
   }, 60_000);
   return job;
+}
+
+/** An output for the CLI's `main`, keeping what it was given. */
+function capture() {
+  const output = {
+    text: '',
+    write(chunk: string) {
+      output.text += chunk;
+      return true;
+    },
+  };
+  return output;
 }
 
 /** A payload whose JSON is about `bytes` long. */
@@ -283,6 +299,39 @@ describe('the client and large payloads on local AWS', () => {
     for (const id of ids) {
       await client.waitFor(id, 'succeeded', { timeout: 60_000, interval: 200 });
       expect(seen.get(id)).toEqual({ length: payload.blob.length, n: 4, head: payload.blob.slice(0, 8) });
+    }
+  });
+
+  it('orrery enqueue --payload-file uploads a 7 MB file, and orrery upload + --payload-ref enqueue one', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'orrery-large-'));
+    const file = join(cwd, 'big.json');
+    const payload = payloadOf(7 * MB, 8);
+    writeFileSync(file, JSON.stringify(payload));
+    const cli = async (argv: string[]) => {
+      const [out, err] = [capture(), capture()];
+      const code = await main(argv, {
+        stdout: out,
+        stderr: err,
+        env: { ORRERY_URL: platform.url },
+        cwd,
+        readStdin: async () => '',
+      });
+      return { code, stdout: out.text, stderr: err.text };
+    };
+    const auto = `cli-auto-${Date.now()}`;
+    const enqueued = await cli(['enqueue', 'big', '--payload-file', 'big.json', '--id', auto]);
+    expect({ code: enqueued.code, stderr: enqueued.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(enqueued.stdout).toMatch(/payload uploaded first \(\d+ bytes, u\/[0-9a-f]{32}\)/);
+    const uploaded = await cli(['upload', 'big.json']);
+    expect(uploaded.code).toBe(0);
+    const ref = uploaded.stdout.trim();
+    expect(ref).toMatch(/^u\/[0-9a-f]{32}$/);
+    const byRef = `cli-ref-${Date.now()}`;
+    expect((await cli(['enqueue', 'big', '--payload-ref', ref, '--id', byRef, '-q'])).stdout).toBe(`${byRef}\n`);
+    for (const id of [auto, byRef]) {
+      const job = await finished(id);
+      expect(job.state).toBe('succeeded');
+      expect(seen.get(id)).toEqual({ length: payload.blob.length, n: 8, head: payload.blob.slice(0, 8) });
     }
   });
 
