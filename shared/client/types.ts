@@ -269,9 +269,9 @@ export interface EnqueueOptions {
   dependsOn?: (string | { id: string; onParentFailure?: 'fail' | 'ignore' | 'cancel' })[];
 }
 
-/** One job of `createFlow`: an enqueue with a required id (unique in the flow). */
+/** One job of `createFlow`: an enqueue with a required id (unique in the flow); its payload may be an {@link UploadRef}. */
 export type FlowJob<T extends JobTypeMap> = {
-  [K in TypeName<T>]: { type: K; payload: T[K]['input'] } & EnqueueOptions & { id: string };
+  [K in TypeName<T>]: { type: K; payload: T[K]['input'] | UploadRef } & EnqueueOptions & { id: string };
 }[TypeName<T>];
 
 /** `GET /flows/{id}` and the answer of `POST /flows`: the graph and each job's state. */
@@ -334,9 +334,12 @@ export interface EnqueueCallOptions extends EnqueueOptions {
   autoUpload?: boolean;
 }
 
-/** One item of `enqueueBatch`: the type, its payload, and the usual options. */
+/**
+ * One item of `enqueueBatch`: the type, its payload (or an {@link UploadRef}: `client.upload`'s
+ * answer, sent as `payloadRef`), and the usual options. A batch uploads nothing by itself.
+ */
 export type BatchItem<T extends JobTypeMap> = {
-  [K in TypeName<T>]: { type: K; payload: T[K]['input'] } & EnqueueOptions;
+  [K in TypeName<T>]: { type: K; payload: T[K]['input'] | UploadRef } & EnqueueOptions;
 }[TypeName<T>];
 
 /** Outcome of one item of `POST /jobs/batch`, in request order: `created`/`existing` with the job, or `error`. */

@@ -79,6 +79,10 @@ async function startPeer(
         };
       } else if (received.method === 'PUT' && received.path.startsWith('/bucket/')) {
         answer = options.put?.(puts++) ?? { status: 200 };
+      } else if (received.method === 'POST' && received.path === '/jobs/batch') {
+        answer = { status: 200, body: JSON.stringify({ results: [] }) };
+      } else if (received.method === 'POST' && received.path === '/flows') {
+        answer = { status: 201, body: JSON.stringify({ id: 'flow-1', jobs: [] }) };
       } else if (received.method === 'POST' && received.path === '/jobs') {
         const request = JSON.parse(received.body.toString('utf8'));
         answer = {
@@ -293,6 +297,19 @@ describe('enqueue and large payloads', () => {
       { type: 'echo', payloadRef: REF, id: 'by-upload' },
       { type: 'echo', payloadRef: REF, id: 'by-ref' },
     ]);
+    // a batch item and a flow job take one too (a batch uploads nothing by itself)
+    await client.enqueueBatch([
+      { type: 'echo', payload: upload, id: 'batch-a' },
+      { type: 'echo', payload: { small: true }, id: 'batch-b' },
+    ]);
+    await client.createFlow([{ type: 'echo', payload: upload, id: 'flow-a' }], { id: 'flow-1' });
+    const batch = JSON.parse(peer.requests.find((r) => r.path === '/jobs/batch')?.body.toString('utf8') ?? '');
+    expect(batch.jobs).toEqual([
+      { type: 'echo', payloadRef: REF, id: 'batch-a' },
+      { type: 'echo', payload: { small: true }, id: 'batch-b' },
+    ]);
+    const flow = JSON.parse(peer.requests.find((r) => r.path === '/flows')?.body.toString('utf8') ?? '');
+    expect(flow.jobs).toEqual([{ type: 'echo', payloadRef: REF, id: 'flow-a' }]);
     // a payload that merely looks like a reference is a payload
     await client.enqueue('echo', { ref: REF }, { id: 'look-alike' });
     const last = JSON.parse(peer.requests.at(-1)?.body.toString('utf8') ?? '');
