@@ -25,7 +25,8 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
 });
 
-async function startPeer(): Promise<{ url: string; requests: Received[] }> {
+/** `refuse`: S3 answers the PUT 403 `AccessDenied` "Request has expired". */
+async function startPeer(refuse = false): Promise<{ url: string; requests: Received[] }> {
   const requests: Received[] = [];
   let url = '';
   const server = createServer((req, res) => {
@@ -52,8 +53,8 @@ async function startPeer(): Promise<{ url: string; requests: Received[] }> {
           }),
         );
       } else if (received.method === 'PUT') {
-        res.writeHead(200);
-        res.end();
+        res.writeHead(refuse ? 403 : 200, { 'content-type': 'application/xml' });
+        res.end(refuse ? '<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>' : '');
       } else if (received.method === 'POST' && received.path === '/jobs') {
         const request = JSON.parse(received.body.toString('utf8'));
         res.writeHead(201);
@@ -158,6 +159,26 @@ describe('orrery upload', () => {
       expect(result.stderr).toMatch(message);
     }
     expect(peer.requests).toEqual([]);
+  });
+});
+
+describe('an upload S3 refuses', () => {
+  it('exits 1 naming the upload and why, as text or as JSON, and enqueues nothing', async () => {
+    const peer = await startPeer(true);
+    const cwd = workdir();
+    writeFileSync(join(cwd, 'p.json'), '{"a":1}');
+    const text = await run(['upload', 'p.json'], peer.url, cwd);
+    expect({ code: text.code, stdout: text.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(text.stderr).toContain(`error: upload_url_expired: the presigned URL of upload ${REF} had expired`);
+    expect(text.stderr).not.toContain('X-Amz-Signature');
+    const json = await run(['upload', 'p.json', '--json'], peer.url, cwd);
+    expect(JSON.parse(json.stderr)).toMatchObject({
+      error: { code: 'upload_url_expired', ref: REF, status: 403, s3Code: 'AccessDenied' },
+    });
+    writeFileSync(join(cwd, 'big.json'), JSON.stringify({ blob: 'z'.repeat(MAX_INLINE_BODY_BYTES) }));
+    const enqueued = await run(['enqueue', 'big', '--payload-file', 'big.json'], peer.url, cwd);
+    expect(enqueued.code).toBe(1);
+    expect(calls(peer.requests).filter((c) => c === 'POST /jobs')).toEqual([]);
   });
 });
 
