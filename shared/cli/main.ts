@@ -8,7 +8,15 @@
  * orrery watch <id>
  * orrery list --type flaky --state failed --json
  */
-import { createClient, JobWaitError, OrreryApiError, type OrreryClient, OrreryNetworkError } from '../client';
+import {
+  createClient,
+  JobWaitError,
+  OrreryApiError,
+  type OrreryClient,
+  OrreryNetworkError,
+  UploadFailed,
+  UploadUrlExpired,
+} from '../client';
 import { type CommandDef, commandHelp, overviewHelp, parseCommandLine, UsageError } from './args';
 import { dashboard } from './commands/dashboard';
 import { dev } from './commands/dev';
@@ -164,6 +172,15 @@ function report(error: unknown, io: CliIo, style: ReturnType<typeof createStyle>
     const body = { error: { code: error.timedOut ? 'timeout' : 'network_error', message: error.message } };
     write(json ? JSON.stringify(body) : `${style.red('error')}: ${style.bold(body.error.code)}: ${error.message}`);
     if (local && !json) write(style.dim('  is the local server running? Start it with `npm run dev`.'));
+    return EXIT.apiError;
+  }
+  if (error instanceof UploadFailed) {
+    // S3 refused the PUT of an upload (or the URL had expired): nothing was enqueued
+    const code = error instanceof UploadUrlExpired ? 'upload_url_expired' : 'upload_failed';
+    const body = {
+      error: { code, message: error.message, ref: error.ref, status: error.status, s3Code: error.s3Code ?? null },
+    };
+    write(json ? JSON.stringify(body) : `${style.red('error')}: ${style.bold(code)}: ${error.message}`);
     return EXIT.apiError;
   }
   if (error instanceof JobWaitError) {

@@ -254,3 +254,49 @@ export class JobTypeMismatch extends Error {
     this.job = job;
   }
 }
+
+/**
+ * The PUT of an upload's bytes to its presigned URL failed (`client.upload`, or an enqueue that
+ * uploaded its payload): S3 answered an error, or the bytes are over the upload's `maxBytes`.
+ * Nothing was enqueued. `s3Code` is S3's error code (`AccessDenied`, `SignatureDoesNotMatch`,
+ * `EntityTooLarge`…) when its XML answer named one; the presigned URL itself is never in the
+ * message (its query string is a credential for 15 minutes).
+ */
+export class UploadFailed extends Error {
+  /** The upload's reference (`u/…`): nothing usable was stored under it. */
+  readonly ref: string;
+  /** S3's HTTP status; 0 when the PUT was not sent (the bytes were over `maxBytes`). */
+  readonly status: number;
+  /** S3's error code, when its answer named one. */
+  readonly s3Code: string | undefined;
+  /** PUTs sent, retries included. */
+  readonly attempts: number;
+
+  constructor(init: { ref: string; status: number; s3Code?: string | undefined; message: string; attempts: number }) {
+    super(init.message);
+    this.name = new.target.name;
+    this.ref = init.ref;
+    this.status = init.status;
+    this.s3Code = init.s3Code;
+    this.attempts = init.attempts;
+  }
+}
+
+/**
+ * The upload's presigned URL had expired when its PUT reached S3 (S3 answers 403 `AccessDenied`,
+ * "Request has expired"): the URL is valid for 15 minutes from `POST /uploads`, checked against
+ * S3's clock. Calling `client.upload` again asks for a new URL; a clock far off S3's, or a PUT
+ * that waited too long to start, causes it.
+ */
+export class UploadUrlExpired extends UploadFailed {
+  /** When the API said the URL expires (ISO 8601). */
+  readonly expiresAt: string;
+
+  constructor(init: { ref: string; status: number; s3Code?: string | undefined; attempts: number; expiresAt: string }) {
+    super({
+      ...init,
+      message: `the presigned URL of upload ${init.ref} had expired (at ${init.expiresAt}) when its PUT reached S3; upload again for a new URL`,
+    });
+    this.expiresAt = init.expiresAt;
+  }
+}

@@ -23,6 +23,7 @@ import type {
   BulkAction,
   BulkResult,
   DlqListing,
+  EnqueueCallOptions,
   EnqueueOptions,
   EnqueueResult,
   EventJobs,
@@ -63,12 +64,23 @@ import type {
   UntypedJobs,
   WaitedJob,
 } from './types';
+import {
+  isUploadRef,
+  overInlineLimit,
+  type Upload,
+  type UploadBody,
+  type UploadOptions,
+  type UploadRef,
+  upload,
+} from './upload';
 
 export * from './errors';
 export type { AwsCredentials, CredentialsInput, RequestSigner, SignableRequest } from './signing';
 export { isLocalUrl, regionFromUrl, sigV4Signer } from './signing';
 export type { RetryOptions } from './transport';
 export type * from './types';
+export type { Upload, UploadBody, UploadOptions, UploadRef } from './upload';
+export { isUploadRef, uploadRef } from './upload';
 
 export interface ClientOptions<C extends JobCatalog = JobCatalog> {
   /** Base URL of the API: the stack's `ApiUrl` output, or `http://127.0.0.1:4600` for `npm run dev`. */
@@ -196,12 +208,42 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   /**
    * `POST /jobs`. Without `options.id` the client generates one (a UUID) before the first
    * attempt, so retrying after a lost answer can only return the same job, never create two.
+   *
+   * A payload whose request would be over the Function URL's limit (about 6 MB of JSON) is
+   * uploaded first and enqueued by reference (see `autoUpload`); the result's `upload` says so.
+   * An {@link UploadRef} (from {@link OrreryClient.upload} or `uploadRef`) in place of the payload
+   * enqueues that upload (`payloadRef`): the API reads it back and checks it against the type's
+   * schema as it would an inline payload.
+   * @example
+   * const { job } = await client.enqueue('render-report', { rows }); // any size up to 16 MiB
    */
   enqueue<K extends TypeName<T>>(
     type: K,
-    payload: T[K]['input'],
-    options?: EnqueueOptions,
+    payload: T[K]['input'] | UploadRef,
+    options?: EnqueueCallOptions,
   ): Promise<EnqueueResult<TypedJob<T, K>>>;
+  /**
+   * Uploads a payload to the deployment's payload bucket, for an enqueue too large for one
+   * request: `POST /uploads` (granted as `enqueue`), then a PUT of the bytes to the presigned S3
+   * URL it answers (sent with the method and headers the API names, not signed by the client:
+   * the URL carries S3's signature). Resolves to the upload's reference; enqueue with it
+   * (`client.enqueue(type, upload)`) within a day, when the bucket's lifecycle removes it.
+   *
+   * `body` is the payload: a value (sent as its JSON), or JSON text or its UTF-8 bytes as they
+   * are (a file read whole). It must be a JSON object by the time it is enqueued; the API checks it
+   * then, not here. Costs one API request and one S3 PUT; writes no DynamoDB item.
+   *
+   * Throws {@link UploadFailed} when S3 refuses the PUT or the body is over the API's `maxBytes`
+   * (16 MiB), {@link UploadUrlExpired} when the URL (valid 15 minutes) had expired when the PUT
+   * reached S3, and a {@link NotFound} (`not_configured`) from a deployment without a payload
+   * bucket. A network error or an S3 500/503 is retried as the client's `retry` says.
+   * @default options.timeoutMs 120_000 (each PUT attempt)
+   * @example
+   * const upload = await client.upload(readFileSync('rows.json')); // bytes as they are
+   * await client.enqueue('render-report', upload);
+   * await client.enqueue('archive-report', upload); // one upload, two jobs (each keeps its own copy)
+   */
+  upload(body: UploadBody, options?: UploadOptions): Promise<Upload>;
   /** `POST /jobs/batch`: one result per item, in order. Items without an id get one from the client. */
   enqueueBatch(items: readonly BatchItem<T>[]): Promise<BatchResult[]>;
   /**
@@ -380,12 +422,12 @@ function newId(): string {
   return globalThis.crypto.randomUUID();
 }
 
-function enqueueBody(type: string, payload: unknown, options: EnqueueOptions = {}) {
-  const { runAt, dispatchBy, ...rest } = options;
+function enqueueBody(type: string, payload: unknown, options: EnqueueOptions & { autoUpload?: boolean } = {}) {
+  const { runAt, dispatchBy, autoUpload: _local, ...rest } = options;
   const iso = (t: Date | string) => (t instanceof Date ? t.toISOString() : t);
   return {
     type,
-    payload,
+    ...(isUploadRef(payload) ? { payloadRef: payload.ref } : { payload }),
     ...rest,
     id: options.id ?? newId(),
     ...(runAt === undefined ? {} : { runAt: iso(runAt) }),
@@ -491,15 +533,24 @@ export function createClient<C extends JobCatalog = JobCatalog>(
     url: baseUrl,
     signed: signer !== undefined,
 
-    async enqueue(type, payload, enqueueOptions) {
+    async enqueue(type, payload, enqueueOptions = {}) {
+      // the id is fixed before the upload, so a retried enqueue names the same job
+      let request = enqueueBody(type, payload, { ...enqueueOptions, id: enqueueOptions.id ?? newId() });
+      let uploaded: Upload | undefined;
+      if ((enqueueOptions.autoUpload ?? true) && !isUploadRef(payload) && overInlineLimit(JSON.stringify(request))) {
+        uploaded = await upload(transport, payload as object);
+        request = enqueueBody(type, uploaded, { ...enqueueOptions, id: request.id });
+      }
       const { status, body } = await call<JobView>(transport, {
         method: 'POST',
         path: '/jobs',
-        body: enqueueBody(type, payload, enqueueOptions),
+        body: request,
         idempotent: true,
       });
-      return { created: status === 201, job: body as never };
+      return { created: status === 201, job: body as never, ...(uploaded ? { upload: uploaded } : {}) };
     },
+
+    upload: (body, uploadOptions) => upload(transport, body, uploadOptions),
 
     async enqueueBatch(items) {
       const body = { jobs: items.map(({ type, payload, ...rest }) => enqueueBody(type, payload, rest)) };

@@ -2,6 +2,7 @@
  * The HTTP contract as the client sees it, and the compile-time link between job type names
  * and their payloads.
  */
+
 import type { z } from 'zod';
 import type { eventJobsSchema, eventViewSchema } from '../api/events-service';
 import type { invokedPageSchema } from '../api/invoked-service';
@@ -24,6 +25,7 @@ import type { JobView } from '../core/job';
 import type { DeclaresSignals, JobTypeSpec, SignalSchemas } from '../core/job-type';
 import type { JobState } from '../core/states';
 import type { scheduleRequestSchema } from '../schedules/request';
+import type { Upload, UploadRef } from './upload';
 
 export type { AttemptError, JobProgress, JobView } from '../core/job';
 export type { SignalReceipt } from '../core/journal';
@@ -267,9 +269,9 @@ export interface EnqueueOptions {
   dependsOn?: (string | { id: string; onParentFailure?: 'fail' | 'ignore' | 'cancel' })[];
 }
 
-/** One job of `createFlow`: an enqueue with a required id (unique in the flow). */
+/** One job of `createFlow`: an enqueue with a required id (unique in the flow); its payload may be an {@link UploadRef}. */
 export type FlowJob<T extends JobTypeMap> = {
-  [K in TypeName<T>]: { type: K; payload: T[K]['input'] } & EnqueueOptions & { id: string };
+  [K in TypeName<T>]: { type: K; payload: T[K]['input'] | UploadRef } & EnqueueOptions & { id: string };
 }[TypeName<T>];
 
 /** `GET /flows/{id}` and the answer of `POST /flows`: the graph and each job's state. */
@@ -305,11 +307,39 @@ export interface EnqueueResult<J = JobView> {
   /** False when a job with this id already existed with the same type and payload (a replay). */
   created: boolean;
   job: J;
+  /** The upload the payload went through, when `enqueue` uploaded it (see `autoUpload`). */
+  upload?: Upload;
 }
 
-/** One item of `enqueueBatch`: the type, its payload, and the usual options. */
+/** Options of `client.enqueue`: an enqueue's, and how a large payload is sent. */
+export interface EnqueueCallOptions extends EnqueueOptions {
+  /**
+   * Upload a payload too large for one request (a body over the Function URL's 6 MB, less the
+   * envelope: `MAX_INLINE_BODY_BYTES`) through `POST /uploads` and its presigned PUT, then
+   * enqueue it by reference, instead of sending a request the API would refuse (413). It costs
+   * one more request to the API and one S3 PUT, and only for such payloads; smaller ones go inline
+   * as before. `false` sends every payload inline.
+   *
+   * On by default because that is how AWS's own clients treat the same wall: the SQS and SNS
+   * Extended Client Libraries move a message body over the service limit to S3 by themselves, and
+   * the S3 transfer manager picks a multipart upload by size. A payload the platform accepts (up
+   * to 16 MiB) should enqueue without the caller knowing the Function URL's limit. Use
+   * `client.upload` and enqueue its {@link UploadRef} to upload ahead of time or once for
+   * several enqueues.
+   * @default true
+   * @example
+   * const { job, upload } = await client.enqueue('render-report', { rows }); // rows: 9 MB of JSON
+   * console.log(upload?.ref); // 'u/3f2a…': it went through an upload
+   */
+  autoUpload?: boolean;
+}
+
+/**
+ * One item of `enqueueBatch`: the type, its payload (or an {@link UploadRef}: `client.upload`'s
+ * answer, sent as `payloadRef`), and the usual options. A batch uploads nothing by itself.
+ */
 export type BatchItem<T extends JobTypeMap> = {
-  [K in TypeName<T>]: { type: K; payload: T[K]['input'] } & EnqueueOptions;
+  [K in TypeName<T>]: { type: K; payload: T[K]['input'] | UploadRef } & EnqueueOptions;
 }[TypeName<T>];
 
 /** Outcome of one item of `POST /jobs/batch`, in request order: `created`/`existing` with the job, or `error`. */

@@ -5,11 +5,18 @@
  * - a 10 MB payload goes through `POST /uploads` (a presigned PUT), then `payloadRef`;
  * - an 8 MB step result is offloaded, and the replay after a sleep reads it back without running
  *   the step again; a 200 KB handler result is offloaded too;
- * - a bad reference is a 400 naming `payloadRef`, and nothing is written.
+ * - a bad reference is a 400 naming `payloadRef`, and nothing is written;
+ * - the client (`orrery-jobs`) uploads a 7 MB payload by itself and enqueues it by reference, and
+ *   `client.upload` makes an upload to enqueue with later.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { isBlobRef } from '../../shared/core/blobs';
+import { main } from '../../shared/cli/main';
+import { createClient, UploadFailed } from '../../shared/client';
+import { isBlobRef, MAX_BLOB_BYTES } from '../../shared/core/blobs';
 import { defineJobType } from '../../shared/core/job-type';
 import { type LocalAws, startLocalAws } from '../local-aws/index';
 import { type LocalPlatform, startLocalPlatform } from '../local-aws/local-platform';
@@ -130,6 +137,18 @@ async function finished(id: string): Promise<Json> {
   return job;
 }
 
+/** An output for the CLI's `main`, keeping what it was given. */
+function capture() {
+  const output = {
+    text: '',
+    write(chunk: string) {
+      output.text += chunk;
+      return true;
+    },
+  };
+  return output;
+}
+
 /** A payload whose JSON is about `bytes` long. */
 const payloadOf = (bytes: number, n: number) => ({ blob: `${n}`.padEnd(8, '-') + 'p'.repeat(bytes - 40), n });
 
@@ -242,6 +261,85 @@ describe('large payloads on local AWS (fauxqs S3)', () => {
     expect(isBlobRef((await call('GET', `/jobs/${parent}`)).body.result)).toBe(true);
     expect(done.state).toBe('succeeded');
     expect(done.result).toEqual({ [parent]: 200 * 1024 });
+  });
+});
+
+describe('the client and large payloads on local AWS', () => {
+  it('uploads a 7 MB payload by itself, enqueues it by reference, and the handler gets it whole', async () => {
+    const client = createClient({ url: platform.url });
+    const payload = payloadOf(7 * MB, 7);
+    const id = `client-auto-${Date.now()}`;
+    const { created, job, upload } = await client.enqueue('big', payload, { id });
+    expect(created).toBe(true);
+    expect(upload).toMatchObject({
+      ref: expect.stringMatching(/^u\/[0-9a-f]{32}$/),
+      bytes: JSON.stringify(payload).length,
+    });
+    // the API kept a copy of its own under p/, never the upload
+    expect(job.payload).toEqual({
+      $orreryBlob: 1,
+      key: expect.stringMatching(new RegExp(`^p/${id}/`)),
+      bytes: upload?.bytes,
+    });
+    const done = await client.waitFor(id, 'succeeded', { timeout: 60_000, interval: 200 });
+    expect(done.state).toBe('succeeded');
+    expect(seen.get(id)).toEqual({ length: payload.blob.length, n: 7, head: payload.blob.slice(0, 8) });
+    // enqueued again with the same id and payload: the same job, found by the payload's hash
+    const again = await client.enqueue('big', payload, { id });
+    expect(again.created).toBe(false);
+    expect(again.job.id).toBe(id);
+  });
+
+  it('makes an upload with client.upload (bytes as read from a file) to enqueue twice later', async () => {
+    const client = createClient({ url: platform.url });
+    const payload = payloadOf(2 * MB, 4);
+    const upload = await client.upload(new TextEncoder().encode(JSON.stringify(payload)));
+    const ids = [`client-ref-a-${Date.now()}`, `client-ref-b-${Date.now()}`];
+    for (const id of ids) expect((await client.enqueue('big', upload, { id })).created).toBe(true);
+    for (const id of ids) {
+      await client.waitFor(id, 'succeeded', { timeout: 60_000, interval: 200 });
+      expect(seen.get(id)).toEqual({ length: payload.blob.length, n: 4, head: payload.blob.slice(0, 8) });
+    }
+  });
+
+  it('orrery enqueue --payload-file uploads a 7 MB file, and orrery upload + --payload-ref enqueue one', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'orrery-large-'));
+    const file = join(cwd, 'big.json');
+    const payload = payloadOf(7 * MB, 8);
+    writeFileSync(file, JSON.stringify(payload));
+    const cli = async (argv: string[]) => {
+      const [out, err] = [capture(), capture()];
+      const code = await main(argv, {
+        stdout: out,
+        stderr: err,
+        env: { ORRERY_URL: platform.url },
+        cwd,
+        readStdin: async () => '',
+      });
+      return { code, stdout: out.text, stderr: err.text };
+    };
+    const auto = `cli-auto-${Date.now()}`;
+    const enqueued = await cli(['enqueue', 'big', '--payload-file', 'big.json', '--id', auto]);
+    expect({ code: enqueued.code, stderr: enqueued.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(enqueued.stdout).toMatch(/payload uploaded first \(\d+ bytes, u\/[0-9a-f]{32}\)/);
+    const uploaded = await cli(['upload', 'big.json']);
+    expect(uploaded.code).toBe(0);
+    const ref = uploaded.stdout.trim();
+    expect(ref).toMatch(/^u\/[0-9a-f]{32}$/);
+    const byRef = `cli-ref-${Date.now()}`;
+    expect((await cli(['enqueue', 'big', '--payload-ref', ref, '--id', byRef, '-q'])).stdout).toBe(`${byRef}\n`);
+    for (const id of [auto, byRef]) {
+      const job = await finished(id);
+      expect(job.state).toBe('succeeded');
+      expect(seen.get(id)).toEqual({ length: payload.blob.length, n: 8, head: payload.blob.slice(0, 8) });
+    }
+  });
+
+  it('refuses a body over the bucket limit before sending it', async () => {
+    const client = createClient({ url: platform.url });
+    const error = await client.upload(new Uint8Array(MAX_BLOB_BYTES + 1)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UploadFailed);
+    expect(error).toMatchObject({ status: 0, attempts: 0 });
   });
 });
 

@@ -14,6 +14,8 @@ import {
   type JobSummary,
   type JobView,
   type OrreryClient,
+  type Upload,
+  uploadRef,
 } from '../../shared/client';
 import type { JobTypeSpec } from '../../shared/core/job-type';
 
@@ -67,6 +69,19 @@ describe('createClient({ jobs: { name: spec } }) with the real catalog specs', (
     client.enqueueBatch([{ type: 'flaky', payload: { ms: 1 } }]);
     // @ts-expect-error unknown type in a batch
     client.enqueueBatch([{ type: 'nope', payload: {} }]);
+  });
+
+  it('takes an upload in place of any payload, and no look-alike of one', async () => {
+    const upload = await client.upload({ failTimes: 1 });
+    client.enqueue('flaky', upload);
+    client.enqueue('sleep', uploadRef('u/0123'), { autoUpload: false });
+    client.enqueueBatch([{ type: 'flaky', payload: upload }]);
+    client.createFlow([{ id: 'a', type: 'sleep', payload: upload }]);
+    expectTypeOf((await client.enqueue('flaky', { failTimes: 1 })).upload).toEqualTypeOf<Upload | undefined>();
+    // @ts-expect-error a plain object with a ref is a payload, not an upload
+    client.enqueue('flaky', { ref: 'u/0123' });
+    // @ts-expect-error autoUpload is a boolean
+    client.enqueue('flaky', { failTimes: 1 }, { autoUpload: 'yes' });
   });
 
   it('takes a numeric priority in enqueue, batch, flow and schedule options', () => {

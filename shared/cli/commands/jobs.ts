@@ -1,6 +1,9 @@
-import type { JobSummary, JobView, Listing, Page, TimelineEntry } from '../../client';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type JobSummary, type JobView, type Listing, type Page, type TimelineEntry, uploadRef } from '../../client';
+import { MAX_BLOB_BYTES, MAX_INLINE_BODY_BYTES } from '../../core/blobs';
 import { MAX_PRIORITY } from '../../core/priority';
-import type { CommandDef } from '../args';
+import { type CommandDef, UsageError } from '../args';
 import { type CommandContext, EXIT, printJson, println } from '../context';
 import { formatJob, jobTable, table } from '../format';
 import { intOption, jobIdsOption, payloadOption, stateOption, stringOption, timeOption } from '../input';
@@ -32,10 +35,21 @@ const enqueue: Command = {
   summary: 'enqueue a job',
   description:
     'Idempotent by id: without --id the CLI picks a random one, so its own retries never create two jobs.\n' +
-    'Replaying an id with the same payload prints the existing job; a different payload is an id_conflict error.',
+    'Replaying an id with the same payload prints the existing job; a different payload is an id_conflict error.\n' +
+    `A payload whose request would be over the API's inline limit (${MAX_INLINE_BODY_BYTES} bytes, the Function URL's 6 MB\n` +
+    `less its envelope) is uploaded first (POST /uploads and a PUT to S3) and enqueued by reference, up to ${MAX_BLOB_BYTES} bytes.`,
   options: {
     payload: { type: 'string', value: 'JSON', description: 'the payload, a JSON object (default: {})' },
-    'payload-file': { type: 'string', value: 'FILE', description: 'read the payload from FILE (- for stdin)' },
+    'payload-file': {
+      type: 'string',
+      value: 'FILE',
+      description: 'read the payload from FILE (- for stdin); uploaded first when over the inline limit',
+    },
+    'payload-ref': {
+      type: 'string',
+      value: 'REF',
+      description: 'enqueue an upload (u/…, printed by orrery upload) instead of a payload',
+    },
     id: { type: 'string', value: 'ID', description: 'job id, 1-64 of A-Za-z0-9_.- (default: a random UUID)' },
     delay: { type: 'string', value: 'SECONDS', description: 'run after this many seconds (up to 366 days)' },
     'run-at': { type: 'string', value: 'ISO', description: 'run at this time, e.g. 2026-12-01T09:00:00Z' },
@@ -57,20 +71,26 @@ const enqueue: Command = {
     `orrery enqueue echo --payload '{"hello":"world"}'`,
     'orrery enqueue flaky --payload \'{"failTimes":2}\' --id order-1234 --max-attempts 5',
     'orrery enqueue sleep --payload-file payload.json --delay 600',
+    'orrery enqueue render-report --payload-file rows-9mb.json   # uploaded, then enqueued by reference',
+    'orrery enqueue render-report --payload-ref "$(orrery upload rows-9mb.json)"',
     'orrery enqueue report --depends-on extract-1,extract-2',
     `orrery enqueue render --payload '{"page":1}' --priority 8`,
     'id=$(orrery enqueue echo -q) && orrery watch "$id"',
   ],
   async run(context, args, options) {
     const name = 'enqueue';
-    const payload = (await payloadOption(context, options, name)) ?? {};
+    const ref = stringOption(options, 'payload-ref');
+    if (ref !== undefined && (options.payload !== undefined || options['payload-file'] !== undefined)) {
+      throw new UsageError('give --payload-ref, or --payload or --payload-file, not both', name);
+    }
+    const payload = ref !== undefined ? uploadRef(ref) : ((await payloadOption(context, options, name)) ?? {});
     const delaySeconds = intOption(options, 'delay', name, { min: 0 });
     const runAt = timeOption(options, 'run-at', name);
     const maxAttempts = intOption(options, 'max-attempts', name, { min: 1 });
     const priority = intOption(options, 'priority', name, { min: 0, max: MAX_PRIORITY });
     const id = stringOption(options, 'id');
     const dependsOn = jobIdsOption(options, 'depends-on', name);
-    const { created, job } = await context.client().enqueue(args.type as string, payload, {
+    const { created, job, upload } = await context.client().enqueue(args.type as string, payload, {
       ...(id === undefined ? {} : { id }),
       ...(delaySeconds === undefined ? {} : { delaySeconds }),
       ...(runAt === undefined ? {} : { runAt }),
@@ -86,7 +106,56 @@ const enqueue: Command = {
     const headline = created
       ? `${style.green('created')} job ${style.bold(job.id)}`
       : `${style.yellow('existing')} job ${style.bold(job.id)} (same id and payload, nothing new was created)`;
-    return showJob(context, job, headline);
+    return showJob(
+      context,
+      job,
+      upload ? `${headline}\n${style.dim(`payload uploaded first (${upload.bytes} bytes, ${upload.ref})`)}` : headline,
+    );
+  },
+};
+
+const upload: Command = {
+  path: ['upload'],
+  args: ['file'],
+  summary: 'upload a payload for a later enqueue; prints its reference',
+  description:
+    'Sends FILE (- for stdin), a JSON object, to the payload bucket: POST /uploads, then a PUT of its bytes as they are\n' +
+    `to the presigned S3 URL the API answers (valid 15 minutes). Up to ${MAX_BLOB_BYTES} bytes. Prints the reference\n` +
+    '(u/…) to enqueue with, within a day: orrery enqueue TYPE --payload-ref REF. One upload may be enqueued more\n' +
+    'than once. orrery enqueue --payload-file uploads a large file by itself; this is for uploading ahead.',
+  options: {},
+  examples: [
+    'ref=$(orrery upload rows.json) && orrery enqueue render-report --payload-ref "$ref"',
+    'orrery upload rows.json --json   # {"ref", "bytes", "expiresAt"}',
+  ],
+  async run(context, args) {
+    const name = 'upload';
+    const file = args.file as string;
+    let bytes: Uint8Array;
+    try {
+      bytes =
+        file === '-' ? new TextEncoder().encode(await context.readStdin()) : readFileSync(resolve(context.cwd, file));
+    } catch (error) {
+      throw new UsageError(`cannot read ${file}: ${(error as Error).message}`, name);
+    }
+    const from = file === '-' ? 'stdin' : file;
+    if (bytes.byteLength > MAX_BLOB_BYTES) {
+      throw new UsageError(`${from} is ${bytes.byteLength} bytes; an upload takes at most ${MAX_BLOB_BYTES}`, name);
+    }
+    // checked here so that a typo fails now, not at the enqueue a day later
+    let value: unknown;
+    try {
+      value = JSON.parse(new TextDecoder().decode(bytes));
+    } catch (error) {
+      throw new UsageError(`${from} is not valid JSON: ${(error as Error).message}`, name);
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new UsageError(`${from} must be a JSON object (a job's payload)`, name);
+    }
+    const done = await context.client().upload(bytes);
+    if (context.json) printJson(context.stdout, { ref: done.ref, bytes: done.bytes, expiresAt: done.expiresAt });
+    else println(context.stdout, done.ref);
+    return EXIT.ok;
   },
 };
 
@@ -324,4 +393,16 @@ const signal: Command = {
   },
 };
 
-export const jobCommands: Command[] = [enqueue, get, list, invoked, timeline, latest, cancel, retry, rerun, signal];
+export const jobCommands: Command[] = [
+  enqueue,
+  upload,
+  get,
+  list,
+  invoked,
+  timeline,
+  latest,
+  cancel,
+  retry,
+  rerun,
+  signal,
+];
