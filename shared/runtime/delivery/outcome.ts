@@ -74,6 +74,32 @@ export async function finalFailure(
   await kit.releaseAfterEnd(job.id, log);
 }
 
+/**
+ * Holds the job for an operator (`held`): its replay diverged from its journal. The same one
+ * write a {@link finalFailure} makes (`fail` with `hold`), with the error and the failed job's
+ * retention; but the job has not ended, so no onFailure runs and its dependants are not released
+ * (an operator's retry or rerun runs it again; a cancel releases them). Its slots are given back
+ * after the attempt, as for any attempt that ends.
+ */
+export async function holdForOperator(
+  kit: WorkerKit,
+  job: Job,
+  errors: AttemptError[],
+  writer: string,
+  log: Logger,
+): Promise<void> {
+  const now = kit.clock.now();
+  const hold = { job, now, errors, expiresAt: kit.expiresAt(now), writer, hold: true };
+  await persist(() => kit.deps.store.fail({ ...hold, ...kit.spent() }), log, 'recording the hold');
+  kit.metrics.add(METRIC.held, kit.type);
+  log.error('job held', {
+    attempts: job.attempts,
+    reason: 'nondeterministic',
+    lastError: errors.at(-1)?.message,
+    next: 'an operator retries it after a fix, reruns it from a step, or cancels it',
+  });
+}
+
 /** Runs an onFailure hook for up to {@link ON_FAILURE_TIMEOUT_MS}; its errors are logged, never retried. */
 async function runOnFailure(call: () => Promise<void>, log: Logger): Promise<void> {
   // Through a promise, so a hook that throws synchronously is caught like one that rejects.
@@ -178,13 +204,20 @@ export async function recordSuccess(
   return 'done';
 }
 
-/** Records a failed attempt: the job fails for good (a permanent error, no attempt left), or is retried after its backoff. */
+/**
+ * Records a failed attempt: the job is held for an operator (a replay that diverged from its
+ * journal), fails for good (a permanent error, no attempt left), or is retried after its backoff.
+ */
 export async function recordFailure(kit: WorkerKit, at: AttemptAt, error: unknown): Promise<'done' | 'retry'> {
   const { job, record, writer, log } = at;
   const now = kit.clock.now();
   const reason =
     error instanceof JobTimeoutError ? 'timeout' : error instanceof NondeterminismError ? error.code : 'error';
   const errors = appendError(job.errors, describeError(error, job.attempts, now, reason));
+  if (error instanceof NondeterminismError) {
+    await holdForOperator(kit, job, errors, writer, log);
+    return 'done';
+  }
   if (error instanceof PermanentError || job.attempts >= job.maxAttempts) {
     await finalFailure(kit, job, errors, writer, log);
     return 'done';

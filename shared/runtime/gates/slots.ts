@@ -5,7 +5,7 @@ import { jobSlots } from '../../core/job-slots';
 import { leaseHeld } from '../../core/lease';
 import type { ClaimResult, RefusedClaim } from '../../core/ports';
 import { lineRank } from '../../core/priority';
-import { isTerminal } from '../../core/states';
+import { isSettled } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
 import type { WorkerKit } from '../delivery/kit';
@@ -93,9 +93,9 @@ class SlotsPass implements GatePass {
     const current = await d.job();
     if (!current) return GO;
     this.slots = jobSlots(this.kit.def.spec, current);
-    if (isTerminal(current.state)) {
+    if (isSettled(current.state)) {
       // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished
-      // job; kept when a slot could not be given back, so that the next delivery tries again
+      // (or held) job; kept when a slot could not be given back, so that the next delivery tries again
       return (await gate.leaveIfHeld(current, this.slots, d.log)) ? GO : { kind: 'answer', outcome: 'retry' };
     }
     // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so

@@ -110,6 +110,13 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
   return (
     <>
       <Actions job={job} onChanged={onChanged} />
+      {job.state === 'held' ? (
+        <p class="notice" role="note">
+          Held for an operator: its replay no longer matches its journal (the code changed under this run
+          {job.lastError ? `: ${job.lastError.message}` : ''}). Retry it once the code matches again, rerun it from a
+          step, or cancel it. Its dependants wait until then.
+        </p>
+      ) : null}
       <div class="grid">
         <dl class="facts">
           <dt>Type</dt>
