@@ -10,10 +10,13 @@ import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control'
 import type { Job } from '../../shared/core/job';
 import { classifyRefusedClaim } from '../../shared/core/lease';
 import { incarnationOf } from '../../shared/core/table';
+import { gone } from '../../shared/dispatch/line-keeper';
+import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
+import { mustWaitFor } from '../../shared/runtime/scheduling';
 import { planJobRepair } from '../../shared/supervisor/plan';
 import { FakeJobControl } from '../local-aws/memory-control';
-import { echoJob, harness, logged, redelivery, signalsOf, T0 } from './worker-harness';
+import { echoJob, harness, logged, messageFor, oneAtATimeSpec, redelivery, signalsOf, T0 } from './worker-harness';
 
 const HOUR = 3_600_000;
 type Handler = (payload: unknown, ctx: JobContext) => Promise<unknown>;
@@ -447,6 +450,31 @@ describe('a held job (its replay diverged)', () => {
     expect(cancelled).toMatchObject({ kind: 'applied', job: { state: 'cancelled' }, previous: { state: 'held' } });
   });
 
+  it('gives its concurrency slot back when its attempt ends: the next job of the limit runs', async () => {
+    let current: Handler = async (_p, ctx) => {
+      await ctx.step('a', () => 'a');
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', () => 'c');
+    };
+    const h = harness({ spec: oneAtATimeSpec, run: (payload, ctx) => current(payload, ctx) });
+    const slot = { scope: 'echo#0', key: '*' };
+    h.store.seed(echoJob('v-held-slot'));
+    await h.worker(redelivery('v-held-slot'));
+    expect(h.store.peek('v-held-slot')).toMatchObject({ state: 'waiting' });
+    current = async (_p, ctx) => {
+      await ctx.step('a-renamed', () => 'a');
+      return 'x';
+    };
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-held-slot'));
+    expect(h.store.peek('v-held-slot')).toMatchObject({ state: 'held' });
+    expect((await h.flow.state(slot)).holders).toEqual([]);
+    current = async () => 'next';
+    h.store.seed(echoJob('v-after-held', { runAt: new Date(h.clock.now()).toISOString() }));
+    await h.worker(redelivery('v-after-held'));
+    expect(h.store.peek('v-after-held')).toMatchObject({ state: 'succeeded', result: 'next' });
+  });
+
   it('the supervisor clears its due entry and resends nothing; a claim of it is refused as finished', () => {
     const job = {
       ...echoJob('v-held-plan'),
@@ -456,5 +484,31 @@ describe('a held job (its replay diverged)', () => {
     };
     expect(planJobRepair(job, 0, T0 + 24 * HOUR)).toEqual({ kind: 'clear' });
     expect(classifyRefusedClaim(job, T0 + HOUR, 'echo')).toEqual({ kind: 'finished', job });
+    // a line's holder that is held gives no place back on its own: the line keeper frees it
+    expect(gone(job, T0 + HOUR)).toBe(true);
+  });
+
+  it("a schedule's next run does not wait for a held run (it holds nothing)", async () => {
+    const h = harness();
+    h.store.seed({ ...echoJob('v-held-prev'), state: 'held', attempts: 1 });
+    const waits = await mustWaitFor({
+      after: 'v-held-prev',
+      store: h.store,
+      queue: h.queue,
+      queueUrl: 'q',
+      record: messageFor('v-held-next'),
+      log: createLogger({ level: 'error' }),
+    });
+    expect(waits).toBe(false);
+    h.store.seed({ ...echoJob('v-running-prev'), state: 'running', attempts: 1 });
+    const behindRunning = await mustWaitFor({
+      after: 'v-running-prev',
+      store: h.store,
+      queue: h.queue,
+      queueUrl: 'q',
+      record: messageFor('v-held-next'),
+      log: createLogger({ level: 'error' }),
+    });
+    expect(behindRunning).toBe(true);
   });
 });
