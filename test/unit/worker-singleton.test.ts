@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock } from '../../shared/core/clock';
+import type { Slot } from '../../shared/core/flow';
+import { jobSlots } from '../../shared/core/job-slots';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import { createWorker } from '../../shared/runtime/worker';
@@ -127,6 +129,28 @@ describe('singleton, mode cancel-running', () => {
     expect(h.store.peek('b')?.state).toBe('succeeded');
     expect(g.peak).toBe(1);
     expect(await h.flow.state({ scope: '@echo', key: 'a1' })).toMatchObject({ holders: [], waiting: 0 });
+  });
+
+  it("never cancels a held job still named as the key's holder: only an operator moves it", async () => {
+    // A job held for an operator (its replay diverged) whose worker died before it gave the key
+    // back is still listed as its holder. The new job's cancel-running must not end it (that
+    // would release its dependants by their policies and run no operator's choice): the line
+    // keeper frees the place of a holder that is held, as of one that finished.
+    const g = tracked();
+    const h = harness({ spec: specOf('cancel-running') as JobTypeSpec, run: g.run as never });
+    const spec = specOf('cancel-running') as JobTypeSpec;
+    const held = { ...job('h'), state: 'held' as const, attempts: 1, leaseToken: 1 };
+    h.store.seed(held);
+    const [slot] = jobSlots(spec, held);
+    expect(await h.flow.acquire({ slot: slot as Slot, jobId: 'h', type: 'echo', now: T0, token: 1 })).toMatchObject({
+      kind: 'held',
+    });
+    h.store.seed(job('b'));
+    await h.worker(sqsEvent(messageFor('b')));
+    expect(h.store.peek('h')).toMatchObject({ state: 'held' });
+    expect(h.store.peek('h')?.controls).toBeUndefined();
+    // its place was freed and handed to b
+    expect((await h.flow.state({ scope: '@echo', key: 'a1' })).holders.map((x) => x.jobId)).not.toContain('h');
   });
 });
 
