@@ -23,6 +23,15 @@ export const CANCELLABLE_STATES: readonly JobState[] = [
 ];
 
 /**
+ * The states in which a `cancel-running` singleton cancels the job holding its key: those a cancel
+ * takes, but not `held`. A held job gave its slots back when its attempt ended; one still named
+ * as a holder (its worker died before the give-back) runs nothing, and only an operator may end
+ * its hold (a cancel would release its dependants by their policies): the line keeper frees its
+ * place as a finished holder's.
+ */
+export const PREEMPTIBLE_STATES: readonly JobState[] = CANCELLABLE_STATES.filter((state) => state !== 'held');
+
+/**
  * A job that ended without success may be retried as a new series of attempts, and so may a
  * `held` one (after a fix of its code: the new series replays its journal again).
  */

@@ -1,4 +1,4 @@
-import { CANCELLABLE_STATES } from '../../core/control';
+import { PREEMPTIBLE_STATES } from '../../core/control';
 import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
 import { jobSlots } from '../../core/job-slots';
@@ -65,7 +65,8 @@ export const slotsGate: GateBuilder = (kit) => {
       ? {
           cancel: async (jobId: string) => {
             const now = kit.clock.now();
-            await control.cancel({ id: jobId, from: CANCELLABLE_STATES, now, expiresAt: kit.expiresAt(now) });
+            // never a held job: only an operator ends its hold
+            await control.cancel({ id: jobId, from: PREEMPTIBLE_STATES, now, expiresAt: kit.expiresAt(now) });
             await kit.releaseAfterEnd(jobId, kit.log.child({ jobId }));
           },
         }
