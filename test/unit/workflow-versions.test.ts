@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
+import { JOURNAL_RETENTION_DAYS } from '../../shared/core/journal';
 import { classifyRefusedClaim } from '../../shared/core/lease';
 import { incarnationOf } from '../../shared/core/table';
 import { gone } from '../../shared/dispatch/line-keeper';
@@ -448,6 +449,29 @@ describe('a held job (its replay diverged)', () => {
       expiresAt: 1,
     });
     expect(cancelled).toMatchObject({ kind: 'applied', job: { state: 'cancelled' }, previous: { state: 'held' } });
+  });
+
+  it("outlives a finished job's retention: months after the hold, an operator can still cancel or retry it", async () => {
+    // Its dependants (and a parent that invoked it) wait for the operator's choice: were it gone
+    // with a finished job's retention (30 days here), nothing could ever release them.
+    const { h } = await heldJob('v-held-kept');
+    const heldAt = h.clock.now();
+    const job = h.store.peek('v-held-kept') as Job;
+    expect(job.expiresAt ?? 0).toBeGreaterThanOrEqual(Math.floor(heldAt / 1000) + JOURNAL_RETENTION_DAYS * 86_400);
+    const control = new FakeJobControl(h.store);
+    const later = heldAt + 200 * 24 * HOUR;
+    expect(await control.restart({ id: 'v-held-kept', from: RETRYABLE_STATES, now: later })).toMatchObject({
+      kind: 'applied',
+      job: { state: 'queued' },
+    });
+    const other = await heldJob('v-held-kept-cancel');
+    const cancelled = await new FakeJobControl(other.h.store).cancel({
+      id: 'v-held-kept-cancel',
+      from: CANCELLABLE_STATES,
+      now: other.h.clock.now() + 200 * 24 * HOUR,
+      expiresAt: 1,
+    });
+    expect(cancelled).toMatchObject({ kind: 'applied', previous: { state: 'held' } });
   });
 
   it('gives its concurrency slot back when its attempt ends: the next job of the limit runs', async () => {
