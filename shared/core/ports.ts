@@ -95,8 +95,9 @@ export interface FailInput {
   /**
    * End the job `held` instead of `failed`: its replay diverged from its journal
    * (`NondeterminismError`), and it waits for an operator's retry, rerun or cancel. The same one
-   * write as a fail, at the same cost, with the same `finishedAt`, `expiresAt` and error; the
-   * job enters the state index under `held`.
+   * write as a fail, at the same cost, with the same `finishedAt` and error (the worker gives a
+   * held job its journal's retention as `expiresAt`, so it outlives a finished job); the job
+   * enters the state index under `held`.
    * @default false
    * @example
    * await store.fail({ job, now, errors, expiresAt, writer, hold: true });

@@ -393,10 +393,10 @@ describe('a held job (its replay diverged)', () => {
     });
     const job = h.store.peek('v-held-hook') as Job;
     expect(job).toMatchObject({ state: 'held', attempts: 1, lastError: { reason: 'nondeterministic' } });
-    // the lease is gone (the same write as a fail), the retention is a failed job's
+    // the lease is gone (the same write as a fail); it is kept as long as its journal, not a failed job's 30 days
     expect(job.leaseOwner).toBeUndefined();
     expect(job.leaseExpiresAt).toBeUndefined();
-    expect(job.expiresAt).toBe(Math.floor((T0 + 2 * HOUR) / 1000) + 30 * 86_400);
+    expect(job.expiresAt).toBe(Math.floor((T0 + 2 * HOUR) / 1000) + JOURNAL_RETENTION_DAYS * 86_400);
     expect(hooks).toBe(0);
     expect(h.metrics.sum('JobsHeld', 'echo')).toBe(1);
     expect(h.metrics.sum('JobsFailed', 'echo')).toBe(0);

@@ -10,6 +10,7 @@ import {
   type SkipReason,
   type WakeWait,
 } from '../../core/job';
+import { JOURNAL_RETENTION_DAYS } from '../../core/journal';
 import { jsonBytes, MAX_RESULT_BYTES } from '../../core/limits';
 import { METRIC } from '../../core/metrics';
 import { retryScheduleName, wakeScheduleName } from '../../core/ports';
@@ -76,8 +77,8 @@ export async function finalFailure(
 
 /**
  * Holds the job for an operator (`held`): its replay diverged from its journal. The same one
- * write a {@link finalFailure} makes (`fail` with `hold`), with the error and the failed job's
- * retention; but the job has not ended, so no onFailure runs and its dependants are not released
+ * write a {@link finalFailure} makes (`fail` with `hold`), with the error, retained as long as
+ * its journal ({@link JOURNAL_RETENTION_DAYS}, or the platform's retention when longer); but the job has not ended, so no onFailure runs and its dependants are not released
  * (an operator's retry or rerun runs it again; a cancel releases them). Its slots are given back
  * after the attempt, as for any attempt that ends.
  */
@@ -89,7 +90,11 @@ export async function holdForOperator(
   log: Logger,
 ): Promise<void> {
   const now = kit.clock.now();
-  const hold = { job, now, errors, expiresAt: kit.expiresAt(now), writer, hold: true };
+  // Kept as long as its journal (and its graph items) live, not a finished job's retention: its
+  // dependants and an invoking parent wait for the operator's choice, and a job gone with its
+  // retention could never be retried or cancelled to release them.
+  const expiresAt = Math.max(kit.expiresAt(now), Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400);
+  const hold = { job, now, errors, expiresAt, writer, hold: true };
   await persist(() => kit.deps.store.fail({ ...hold, ...kit.spent() }), log, 'recording the hold');
   kit.metrics.add(METRIC.held, kit.type);
   log.error('job held', {
