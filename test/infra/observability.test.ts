@@ -265,7 +265,7 @@ describe('dashboard', () => {
     expect(text).toContain('"title":"Platform alarms"');
     // every alarm appears in an alarm status widget
     const shown = parsed.widgets.flatMap((w) => (w.properties.alarms as string[] | undefined) ?? []);
-    expect(shown).toHaveLength(4 + 4 * types.length);
+    expect(shown).toHaveLength(4 + 5 * types.length);
   });
 
   /** The expressions of the graph titled `title`, as the dashboard body holds them. */
