@@ -104,6 +104,26 @@ describe('singleton, mode skip', () => {
     await da;
     expect(h.queue.sent.map((s) => s.message.id)).toEqual(['r']);
   });
+
+  it("does not skip an operator's retry of a held job: the run in flight waits for the key, its journal kept", async () => {
+    // A held workflow (its replay diverged) that an operator retries after a fix is queued with
+    // attempts 0, like a new run; skipped, it would end for good and release its dependants by
+    // their policies, with the run it had recorded abandoned.
+    const g = tracked();
+    const h = harness({ spec: specOf('skip') as JobTypeSpec, run: g.run as never });
+    h.store.seed(job('a'));
+    const held = { ...job('h', 'a1'), state: 'held' as const, attempts: 1, leaseToken: 1 };
+    h.store.seed(held);
+    const restarted = await h.control.restart({ id: 'h', from: ['held'], now: T0 });
+    expect(restarted).toMatchObject({ kind: 'applied', job: { state: 'queued', attempts: 0, retries: 1 } });
+    const da = h.worker(sqsEvent(messageFor('a')));
+    await g.until('a');
+    await h.worker(sqsEvent(messageFor('h')));
+    expect(h.store.peek('h')).toMatchObject({ state: 'queued', waitingFor: { kind: 'singleton', ticket: 0 } });
+    g.release('a');
+    await da;
+    expect(h.queue.sent.map((s) => s.message.id)).toEqual(['h']);
+  });
 });
 
 describe('singleton, mode cancel-running', () => {
