@@ -318,9 +318,19 @@ export function toView(job: Job): JobView {
   };
 }
 
-/** A debounced run not started yet, in its first attempt: the run of its key's open window, or one a newer job may still replace. */
+/**
+ * A debounced run not started yet, in its first attempt: the run of its key's open window, or one
+ * a newer job may still replace. Never one that ran (its lease token counts its claims): an
+ * operator's retry or rerun (of a held run above all) is queued at attempts 0 again, but it is
+ * the same run, not one a newer job replaces.
+ */
 export function isPendingDebounceRun(job: Job): boolean {
-  return job.debounceKey !== undefined && (job.state === 'queued' || job.state === 'scheduled') && job.attempts === 0;
+  return (
+    job.debounceKey !== undefined &&
+    (job.state === 'queued' || job.state === 'scheduled') &&
+    job.attempts === 0 &&
+    job.leaseToken === 0
+  );
 }
 
 function waitingView(w: WaitingFor): NonNullable<JobView['waitingFor']> {
