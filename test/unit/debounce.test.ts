@@ -7,9 +7,10 @@ import { type Debouncer, debounceProblem, debounceRunAt, MAX_DEBOUNCE_WAIT_SECON
 import { MAX_HORIZON_SECONDS } from '../../shared/core/enqueue';
 import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { newerDebounceRun } from '../../shared/runtime/debounce-gate';
 import { sqsEvent } from '../support/fakes';
 import { debouncePayload, debounceSetup } from './debounce-harness';
-import { messageFor, T0 } from './worker-harness';
+import { echoJob, messageFor, T0 } from './worker-harness';
 
 const payload = debouncePayload;
 const specOf = (maxWaitSeconds?: number) =>
@@ -235,6 +236,21 @@ describe('debounce', () => {
       { catalog: 'c1', rev: 1 },
       { catalog: 'c1', rev: 1 },
     ]);
+  });
+
+  it('a pending older run still gives way to a newer run that an operator restarted (it started before)', async () => {
+    const { h } = setup(specOf());
+    const base = { type: 'echo', debounceKey: 'c1', state: 'queued' as const, attempts: 0 };
+    h.store.seed({ ...echoJob('old'), ...base, id: 'old', debounceSeq: 1, leaseToken: 0 });
+    // the newer run ran (token 1), was held, and an operator retried it: queued at attempts 0 again
+    h.store.seed({ ...echoJob('new'), ...base, id: 'new', debounceSeq: 2, leaseToken: 1, retries: 1 });
+    await h.debouncer.open({ scope: 'echo~d', key: 'c1', jobId: 'new', now: T0 });
+    await h.debouncer.close({ scope: 'echo~d', key: 'c1', jobId: 'new' });
+    const old = h.store.peek('old') as Job;
+    expect((await newerDebounceRun({ store: h.store, debouncer: h.debouncer }, 'echo', old, T0))?.id).toBe('new');
+    // and the restarted run itself gives way to none: it is no pending run
+    const restarted = h.store.peek('new') as Job;
+    expect(await newerDebounceRun({ store: h.store, debouncer: h.debouncer }, 'echo', restarted, T0)).toBeUndefined();
   });
 
   it('runs both when the replaced run started first (never neither)', async () => {
