@@ -1,6 +1,6 @@
 import type { Backoff } from './backoff';
 import type { JobCost } from './metrics';
-import { isTerminal, type JobState } from './states';
+import { isSettled, type JobState } from './states';
 
 /** Last progress a running handler reported. */
 export interface JobProgress {
@@ -298,7 +298,7 @@ export function toView(job: Job): JobView {
     ...(job.throttleKey !== undefined ? { throttleKey: job.throttleKey } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
     ...(job.debounceKey !== undefined ? { debounceKey: job.debounceKey } : {}),
-    ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
+    ...(job.waitingFor !== undefined && !isSettled(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
       : isPendingDebounceRun(job)
         ? {
