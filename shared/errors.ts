@@ -228,9 +228,9 @@ export class BlobMissingError extends Error {
 /**
  * A replay of a job whose code no longer makes the calls its journal recorded, in the same order
  * (a step renamed, removed or moved; see docs/workflows.md, "Changing code safely"). The attempt
- * fails for good and the job is held as `failed` with reason `nondeterministic`, for an operator
- * to retry after a fix, rerun from a step, or leave: its recorded results are never mixed into
- * code that no longer expects them. The message names the position, the recorded call and the
+ * ends with reason `nondeterministic` and the job is `held` (not terminal: no retry, no
+ * onFailure, its dependants kept waiting) for an operator to retry after a fix, rerun from a
+ * step, or cancel: its recorded results are never mixed into code that no longer expects them. The message names the position, the recorded call and the
  * one made now, and both code versions.
  */
 export class NondeterminismError extends PermanentError {

@@ -12,7 +12,8 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_METRICS_PERIOD, failureRate, type JobMetricsScope, tableThrottles } from './job-metrics';
+import { METRIC } from '../../shared/core/metrics';
+import { DEFAULT_METRICS_PERIOD, failureRate, type JobMetricsScope, jobMetric, tableThrottles } from './job-metrics';
 import { pascalCase } from './job-type-options';
 
 export interface PlatformAlarmsProps {
@@ -143,6 +144,17 @@ export class PlatformAlarms extends Construct {
       description:
         `More than ${this.failureRateThreshold * 100} % of the "${type}" jobs that ended in a period failed ` +
         '(JobsFailed / (JobsSucceeded + JobsFailed)).',
+    });
+    // A held job (its replay diverged from its journal) runs nothing until an operator acts, and
+    // counts as no failure: without this alarm, a deploy that holds every run in flight pages nobody.
+    add('Held', {
+      metric: jobMetric(this.scope, METRIC.held, type),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      description:
+        `A "${type}" job is held for an operator: its replay diverged from its journal (code changed under a run ` +
+        `in flight). List them (GET /jobs?type=${type}&state=held), then retry after a fix, rerun from a step, or ` +
+        'cancel (docs/workflows.md, "Held for an operator").',
     });
     add('OldestMessage', {
       metric: queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),

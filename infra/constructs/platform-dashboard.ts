@@ -176,6 +176,8 @@ export class PlatformDashboard extends Construct {
           m(METRIC.started, 'Sum', 'started'),
           m(METRIC.succeeded, 'Sum', 'succeeded'),
           m(METRIC.failed, 'Sum', 'failed'),
+          // held for an operator: a replay that diverged from its journal
+          m(METRIC.held, 'Sum', 'held'),
           m(METRIC.retried, 'Sum', 'retried'),
           m(METRIC.suspended, 'Sum', 'suspended'),
           m(METRIC.deadLettered, 'Sum', 'dead-lettered'),

@@ -135,7 +135,8 @@ export class ControlService {
   }
 
   /**
-   * Cancels a job that has not finished. One conditional write on its state, with no read
+   * Cancels a job that has not finished (a held one too: its dependants are then released by their
+   * edges' policies, as for any cancel). One conditional write on its state, with no read
    * before it; the item as it was comes back with the outcome. Then, for a job that was
    * scheduled (or retrying through a one-time schedule), the schedule is deleted (a message
    * that still arrives later is discarded by the worker, which treats a cancelled job as
@@ -227,7 +228,7 @@ export class ControlService {
   }
 
   /**
-   * Retries a failed, cancelled (or expired) job of a deployed type as a new series of attempts:
+   * Retries a held, failed, cancelled (or expired) job of a deployed type as a new series of attempts:
    * one conditional write with no read before it (state queued, attempts 0, retries + 1, the
    * fencing token kept), then its message is sent. If the send fails, the write is undone (from
    * the item as it was, which the write returned) and the error returned, so the caller can retry.
@@ -291,7 +292,7 @@ export class ControlService {
   }
 
   /**
-   * Runs a job that ended (failed, cancelled, expired or succeeded) again from a step: the same
+   * Runs a job that ended (failed, cancelled, expired or succeeded), or is held, again from a step: the same
    * job (id, incarnation, children and parents) in a new series of attempts, as
    * {@link retry} starts one, on a new series of its journal that holds copies of the entries
    * recorded before `fromStep` (none without it), and with the corrected payload when one is

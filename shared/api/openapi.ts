@@ -486,8 +486,9 @@ export const OPERATIONS: ApiOperation[] = [
     operationId: 'cancelJob',
     summary: 'Cancel a job that has not finished',
     description:
-      'scheduled, queued, retrying, waiting or running → cancelled. A running attempt loses its lease: its handler ' +
-      'is aborted at its next heartbeat and it is not retried. A finished job answers 409 `illegal_state`.',
+      'scheduled, queued, retrying, waiting, running or held → cancelled. A running attempt loses its lease: its handler ' +
+      "is aborted at its next heartbeat and it is not retried. A cancelled job releases its dependants by their edges' " +
+      'policies (a held one too: holding kept them waiting). A finished job answers 409 `illegal_state`.',
     pathParams: jobIdParam,
     responses: {
       '200': { description: 'The cancelled job', schema: jobViewSchema },
@@ -498,8 +499,11 @@ export const OPERATIONS: ApiOperation[] = [
     method: 'post',
     path: '/jobs/{id}/retry',
     operationId: 'retryJob',
-    summary: 'Retry a failed, cancelled or expired job',
-    description: 'Starts a new series of attempts (attempts 0, `retries` + 1, error history kept) and queues it now.',
+    summary: 'Retry a held, failed, cancelled or expired job',
+    description:
+      'Starts a new series of attempts (attempts 0, `retries` + 1, error history kept) and queues it now. A held job ' +
+      '(its replay diverged from its journal, reason `nondeterministic`) replays its journal again: retry it after ' +
+      'deploying code that matches it; see docs/workflows.md "Changing code safely".',
     pathParams: jobIdParam,
     responses: {
       '200': { description: 'The queued job', schema: jobViewSchema },
@@ -512,13 +516,13 @@ export const OPERATIONS: ApiOperation[] = [
     operationId: 'rerunJob',
     summary: 'Rerun a job that ended from a step, with a corrected payload',
     description:
-      'A failed, cancelled, expired or succeeded job runs again as a new series of attempts of the same job (as a ' +
+      'A held, failed, cancelled, expired or succeeded job runs again as a new series of attempts of the same job (as a ' +
       'retry), on a new series of its journal that keeps the entries recorded before `fromStep` (none without it): ' +
       'those steps are not run again; that step and every later entry run again. A corrected `payload` is validated ' +
       "as an enqueue's. An unknown `fromStep` answers 400 `unknown_step` (field `fromStep`), a bad payload 400 " +
       '`invalid_payload` or `keys_changed` (field `payload`), with nothing written; a job that has not ended, 409 ' +
       '`illegal_state`. Costs 1 write unit per kept entry (per KB) + 2 for the restart (+1 `byTypeState` for a ' +
-      'failed, cancelled or expired job); see docs/workflows.md "Rerun from a step".',
+      'held, failed, cancelled or expired job); see docs/workflows.md "Rerun from a step".',
     pathParams: jobIdParam,
     body: rerunRequestSchema,
     bodyOptional: true,

@@ -29,9 +29,10 @@ export const attemptErrorSchema = z
   .object({
     attempt: z.int().min(1),
     at: isoTime,
-    reason: z
-      .string()
-      .meta({ description: '`error`, `timeout`, `invalid_payload`, `lease_expired` or `nondeterministic`' }),
+    reason: z.string().meta({
+      description:
+        '`error`, `timeout`, `invalid_payload`, `lease_expired` or `nondeterministic` (the job is then `held` for an operator)',
+    }),
     name: z.string(),
     message: z.string(),
     stack: z.string().optional(),

@@ -195,16 +195,16 @@ export function attemptsOf(job: Pick<Job, 'state' | 'attempts' | 'errors' | 'sta
     Number.NEGATIVE_INFINITY,
     ...(job.controls ?? []).filter((c) => c.action !== 'cancel').map((c) => Date.parse(c.at)),
   );
-  // a failed or retrying job's last attempt is the last of its error history
+  // a failed, held or retrying job's last attempt is the last of its error history
   const lastIsCurrent =
     last !== undefined &&
-    (job.state === 'failed' || job.state === 'retrying') &&
+    (job.state === 'failed' || job.state === 'held' || job.state === 'retrying') &&
     last.attempt === job.attempts &&
     Date.parse(last.endedAt as string) > lastRestart;
   if (lastIsCurrent) last.startedAt = job.startedAt ?? null;
   else if (job.startedAt !== undefined) {
     // an attempt that ended to wait (a sleep, a wait, an invoke) gave its count back until it resumes
-    const counted = ['running', 'succeeded', 'failed', 'cancelled', 'expired', 'skipped'].includes(job.state);
+    const counted = ['running', 'held', 'succeeded', 'failed', 'cancelled', 'expired', 'skipped'].includes(job.state);
     attempts.push({
       attempt: Math.max(counted ? job.attempts : job.attempts + 1, 1),
       startedAt: job.startedAt,

@@ -13,7 +13,7 @@ import { dueBucket } from '../core/due';
 import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../core/due-index';
 import type { Job } from '../core/job';
 import { inboxOf } from '../core/journal';
-import { isTerminal } from '../core/states';
+import { isSettled } from '../core/states';
 import { JOB_TABLE, keys, SINGLE_SK } from '../core/table';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
@@ -135,7 +135,7 @@ export class DynamoDueIndex implements DueIndex {
         );
         for (const item of page.Responses?.[this.tableName] ?? []) {
           const state = item.state?.S;
-          if (state !== undefined && !isTerminal(state as never) && item.dueAt === undefined && item.id?.S)
+          if (state !== undefined && !isSettled(state as never) && item.dueAt === undefined && item.id?.S)
             out.push(item.id.S);
         }
         pending = (page.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Item[];

@@ -19,7 +19,7 @@ import {
   parentFailedError,
 } from '../core/dependencies';
 import type { Job } from '../core/job';
-import type { JobState } from '../core/states';
+import { isTerminal, JOB_STATES, type JobState } from '../core/states';
 import { createdAtOf, incarnationOf, keys, owned } from '../core/table';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
@@ -53,7 +53,12 @@ const slotName = (slot: number) => `s${slot}`;
 /** What a sealed slot holds: a registration that comes later is refused. */
 const TOMBSTONE = 'x';
 
-const NOT_FINISHED = ['scheduled', 'queued', 'running', 'retrying', 'waiting'] as const;
+/**
+ * The states in which a parent still takes a child's registration: every one but the terminal
+ * states. A `held` parent is among them (it has not ended: an operator's retry may still make
+ * it succeed), as the domain's `isTerminal` says.
+ */
+const NOT_FINISHED: readonly JobState[] = JOB_STATES.filter((state) => !isTerminal(state));
 
 /**
  * A slot's value: child, policy, index, the child's parent count and its incarnation (`t`, 8

@@ -24,6 +24,7 @@ export interface Style {
 const STATE_COLORS: Record<string, number> = {
   succeeded: 32,
   failed: 31,
+  held: 91,
   retrying: 33,
   running: 36,
   queued: 34,

@@ -204,13 +204,17 @@ export class SigningError extends Error {
   }
 }
 
-/** `waitFor` gave up: the timeout passed, or the job ended in a state not waited for. */
+/**
+ * `waitFor` gave up: the timeout passed, the job ended in a state not waited for (`terminal`),
+ * or it is `held` for an operator (its replay diverged from its journal: nothing runs it again
+ * until an operator retries, reruns or cancels it).
+ */
 export class JobWaitError extends Error {
-  readonly reason: 'timeout' | 'terminal';
+  readonly reason: 'timeout' | 'terminal' | 'held';
   /** The job as last seen. */
   readonly job: JobView;
 
-  constructor(reason: 'timeout' | 'terminal', job: JobView, message: string) {
+  constructor(reason: 'timeout' | 'terminal' | 'held', job: JobView, message: string) {
     super(message);
     this.name = 'JobWaitError';
     this.reason = reason;

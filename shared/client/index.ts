@@ -395,7 +395,7 @@ export interface OrreryClient<T extends JobTypeMap = UntypedJobs> {
   /**
    * Polls `GET /jobs/{id}` until the job is in one of `states`. Rejects with a
    * {@link JobWaitError} when `timeout` passes, or at once when the job ends in another
-   * terminal state (`reason: 'terminal'`). With `type`, the job comes back typed by that type's
+   * terminal state (`reason: 'terminal'`) or is held for an operator (`reason: 'held'`). With `type`, the job comes back typed by that type's
    * spec and handler (a job of another type throws a {@link JobTypeMismatch}); waiting for
    * `succeeded` alone, its `result` is the handler's, not null.
    * @example
@@ -711,6 +711,13 @@ export function createClient<C extends JobCatalog = JobCatalog>(
             'terminal',
             current,
             `job ${id} ended ${current.state}, not ${wanted.join(' or ')}${current.lastError ? `: ${current.lastError.message}` : ''}`,
+          );
+        }
+        if (current.state === 'held') {
+          throw new JobWaitError(
+            'held',
+            current,
+            `job ${id} is held for an operator (retry, rerun or cancel), not ${wanted.join(' or ')}${current.lastError ? `: ${current.lastError.message}` : ''}`,
           );
         }
         const left = deadline - Date.now();

@@ -8,21 +8,44 @@ import { JOB_STATES, type JobState } from './states';
  * control adapter's conditions enforce exactly these sets.
  */
 
-/** A job not finished yet may be cancelled; a running attempt then loses its lease. */
-export const CANCELLABLE_STATES: readonly JobState[] = ['scheduled', 'queued', 'running', 'retrying', 'waiting'];
+/**
+ * A job not finished yet may be cancelled; a running attempt then loses its lease. A `held` job
+ * (its replay diverged from its journal) is among them: a cancel is one of the three ways an
+ * operator ends its hold, and releases its dependants by their edges' policies.
+ */
+export const CANCELLABLE_STATES: readonly JobState[] = [
+  'scheduled',
+  'queued',
+  'running',
+  'retrying',
+  'waiting',
+  'held',
+];
 
-/** A job that ended without success may be retried as a new series of attempts. */
+/**
+ * The states in which a `cancel-running` singleton cancels the job holding its key: those a cancel
+ * takes, but not `held`. A held job gave its slots back when its attempt ended; one still named
+ * as a holder (its worker died before the give-back) runs nothing, and only an operator may end
+ * its hold (a cancel would release its dependants by their policies): the line keeper frees its
+ * place as a finished holder's.
+ */
+export const PREEMPTIBLE_STATES: readonly JobState[] = CANCELLABLE_STATES.filter((state) => state !== 'held');
+
+/**
+ * A job that ended without success may be retried as a new series of attempts, and so may a
+ * `held` one (after a fix of its code: the new series replays its journal again).
+ */
 export const RETRYABLE_STATES: readonly JobState[] = JOB_STATES.filter((state) =>
-  (['failed', 'cancelled', 'expired'] as readonly string[]).includes(state),
+  (['held', 'failed', 'cancelled', 'expired'] as readonly string[]).includes(state),
 );
 
 /**
  * A job that ended may be rerun from a step (`POST /jobs/{id}/rerun`): those a retry takes, and a
- * job that succeeded. Never one that may still run: the write is conditioned on these states, and
+ * job that succeeded (and a `held` one, as a retry). Never one that may still run: the write is conditioned on these states, and
  * a cancelled attempt's lease stays a fence for the rerun's first claim, as for a retry.
  */
 export const RERUNNABLE_STATES: readonly JobState[] = JOB_STATES.filter((state) =>
-  (['failed', 'cancelled', 'expired', 'succeeded'] as readonly string[]).includes(state),
+  (['held', 'failed', 'cancelled', 'expired', 'succeeded'] as readonly string[]).includes(state),
 );
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,6 +1,6 @@
 import type { Backoff } from './backoff';
 import type { JobCost } from './metrics';
-import { isTerminal, type JobState } from './states';
+import { isSettled, type JobState } from './states';
 
 /** Last progress a running handler reported. */
 export interface JobProgress {
@@ -298,7 +298,7 @@ export function toView(job: Job): JobView {
     ...(job.throttleKey !== undefined ? { throttleKey: job.throttleKey } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
     ...(job.debounceKey !== undefined ? { debounceKey: job.debounceKey } : {}),
-    ...(job.waitingFor !== undefined && !isTerminal(job.state) && job.state !== 'running'
+    ...(job.waitingFor !== undefined && !isSettled(job.state) && job.state !== 'running'
       ? { waitingFor: waitingView(job.waitingFor) }
       : isPendingDebounceRun(job)
         ? {
@@ -318,9 +318,19 @@ export function toView(job: Job): JobView {
   };
 }
 
-/** A debounced run not started yet, in its first attempt: the run of its key's open window, or one a newer job may still replace. */
+/**
+ * A debounced run not started yet, in its first attempt: the run of its key's open window, or one
+ * a newer job may still replace. Never one that ran (its lease token counts its claims): an
+ * operator's retry or rerun (of a held run above all) is queued at attempts 0 again, but it is
+ * the same run, not one a newer job replaces.
+ */
 export function isPendingDebounceRun(job: Job): boolean {
-  return job.debounceKey !== undefined && (job.state === 'queued' || job.state === 'scheduled') && job.attempts === 0;
+  return (
+    job.debounceKey !== undefined &&
+    (job.state === 'queued' || job.state === 'scheduled') &&
+    job.attempts === 0 &&
+    job.leaseToken === 0
+  );
 }
 
 function waitingView(w: WaitingFor): NonNullable<JobView['waitingFor']> {

@@ -2,7 +2,7 @@ import { MAX_VISIBILITY_DELAY_MS } from './backoff';
 import type { Job } from './job';
 import type { RefusedClaim } from './ports';
 import { earlyByMs, isPastDispatchBy } from './scheduling';
-import { isTerminal } from './states';
+import { isSettled } from './states';
 
 /**
  * Default lease length. A worker that stops heartbeating loses its claim this long after its
@@ -57,7 +57,8 @@ export function leaseHeld(job: Pick<Job, 'leaseExpiresAt'>, now: number): boolea
  */
 export function classifyRefusedClaim(job: Job, now: number, type: string): RefusedClaim {
   if (job.type !== type) return { kind: 'missing' };
-  if (isTerminal(job.state)) return { kind: 'finished', job };
+  // held: only an operator starts it again (its retry or rerun sends a message of its own)
+  if (isSettled(job.state)) return { kind: 'finished', job };
   if (isPastDispatchBy(job, now)) return { kind: 'past-deadline', job };
   if (job.state === 'waiting' && job.pendingParents !== undefined) return { kind: 'blocked', job };
   const held = leaseHeld(job, now);

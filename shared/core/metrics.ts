@@ -27,6 +27,11 @@ export const METRIC = {
   succeeded: 'JobsSucceeded',
   /** The job failed for good (permanent error, or its last attempt failed). */
   failed: 'JobsFailed',
+  /**
+   * An attempt's replay diverged from its journal (`NondeterminismError`): the job is `held` for
+   * an operator (retry after a fix, rerun from a step, or cancel).
+   */
+  held: 'JobsHeld',
   /** An attempt failed and another one is scheduled. */
   retried: 'JobsRetried',
   /** An attempt ended to wait (`ctx.sleep`, `ctx.waitForSignal`): the job is `waiting`. */
@@ -66,6 +71,7 @@ export const METRIC_UNITS: Readonly<Record<MetricName, 'Count' | 'Milliseconds'>
   JobsSuspended: 'Count',
   JobsSucceeded: 'Count',
   JobsFailed: 'Count',
+  JobsHeld: 'Count',
   JobsRetried: 'Count',
   JobsDeadLettered: 'Count',
   QueueDelay: 'Milliseconds',

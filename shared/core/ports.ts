@@ -92,6 +92,17 @@ export interface FailInput {
   expiresAt: number;
   writer: string;
   cost?: JobCost;
+  /**
+   * End the job `held` instead of `failed`: its replay diverged from its journal
+   * (`NondeterminismError`), and it waits for an operator's retry, rerun or cancel. The same one
+   * write as a fail, at the same cost, with the same `finishedAt` and error (the worker gives a
+   * held job its journal's retention as `expiresAt`, so it outlives a finished job); the job
+   * enters the state index under `held`.
+   * @default false
+   * @example
+   * await store.fail({ job, now, errors, expiresAt, writer, hold: true });
+   */
+  hold?: boolean;
 }
 
 /** What {@link JobStore.expire} writes. */
@@ -198,7 +209,11 @@ export interface JobStore {
   // biome-ignore lint/suspicious/noConfusingVoidType: a store may say nothing (the release then reads the job)
   succeed(input: SucceedInput): Promise<void | EndWritten>;
   retry(input: RetryInput): Promise<void>;
-  /** Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as `exhausted`. */
+  /**
+   * Closes the attempt fenced by `job.leaseToken`: ours, or an expired one `claim` reported as
+   * `exhausted`. The job ends `failed`, or `held` with `hold` (the replay-safe check then looks
+   * for `held`).
+   */
   fail(input: FailInput): Promise<void>;
   /**
    * Ends a job that never started and whose `dispatchBy` passed: state → `expired`, no attempt.

@@ -57,8 +57,10 @@ export const BY_TYPE_INCLUDE = ['id', 'type', 'createdAt'];
 /**
  * States that put a job in the sparse `byTypeState` index. The others are listed from `byType`
  * with the state read from the job items: indexing them would cost index writes on every job.
+ * A `held` job is indexed as a failed one is (the same attempt-ending write sets `gsi2pk`): an
+ * operator lists the held jobs of a type with one query, however many jobs the type ran.
  */
-export const SPARSE_STATES = ['failed', 'cancelled', 'expired'] as const;
+export const SPARSE_STATES = ['held', 'failed', 'cancelled', 'expired'] as const;
 
 /** Whether jobs in `state` carry a `byTypeState` entry. */
 export function isSparseState(state: string): boolean {

@@ -23,7 +23,7 @@ import { leaseHeld } from '../core/lease';
 import { type GroupedJob, groupKeysOf } from '../core/message-group';
 import { createOneAtATime } from '../core/one-at-a-time';
 import type { JobStore } from '../core/ports';
-import { isTerminal } from '../core/states';
+import { isSettled, isTerminal } from '../core/states';
 import { errorFields, type Logger } from '../logger';
 import { type DispatchDeps, dispatchNow } from './dispatch';
 import { persist } from './persist';
@@ -36,9 +36,9 @@ export function mayStillRun(job: Pick<Job, 'state' | 'leaseExpiresAt'>, now: num
   return job.state === 'cancelled' && leaseHeld(job, now);
 }
 
-/** A holder that will never give its place back: finished (and not still stopping), or gone. */
+/** A holder that will never give its place back: finished or held (and not still stopping), or gone. */
 export function gone(job: Job | undefined, now: number): boolean {
-  return !job || (isTerminal(job.state) && !mayStillRun(job, now));
+  return !job || (isSettled(job.state) && !mayStillRun(job, now));
 }
 
 export interface LineKeeperDeps {

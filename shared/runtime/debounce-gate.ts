@@ -31,8 +31,11 @@ export async function newerDebounceRun(
   const newer = await deps.store.get(named);
   if (newer?.debounceSeq === undefined || newer.debounceSeq <= job.debounceSeq) return undefined;
   // one that will not run (cancelled or skipped before it started) leaves this one the run
-  // (one that waits, `resumes`, has started even with its attempt given back)
-  return isPendingDebounceRun(newer) || newer.attempts > 0 || newer.resumes !== undefined ? newer : undefined;
+  // (one that waits, `resumes`, has started even with its attempt given back; one an operator
+  // restarted, at attempts 0 again, has started too: its lease token counts its claims)
+  return isPendingDebounceRun(newer) || newer.attempts > 0 || newer.leaseToken > 0 || newer.resumes !== undefined
+    ? newer
+    : undefined;
 }
 
 /** The skip of a run that gives way to `newer`: conditioned on its lower seq, like enqueue's. */

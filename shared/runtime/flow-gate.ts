@@ -70,10 +70,12 @@ export function createFlowGate(deps: FlowGateDeps) {
         // does not (admitted, and the place given back), it joins again under its rank now
         const remembered = waitsHere && rank !== undefined ? mine.rank : undefined;
         // A `skip` singleton turns away a new run, not a retry of one that ran, one that resumes
-        // after a sleep or a signal, nor one in line.
+        // after a sleep or a signal, nor one in line. An operator's retry or rerun (of a held job
+        // above all: a run in flight) starts again at attempts 0, but its lease token says it ran.
         const skip =
           slot.singleton === 'skip' &&
           job.attempts === 0 &&
+          job.leaseToken === 0 &&
           job.state !== 'retrying' &&
           job.state !== 'waiting' &&
           ticket === undefined &&

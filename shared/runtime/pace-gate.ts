@@ -21,7 +21,7 @@ import { LATE_TURN_MS, type PaceLineEntry, type Pacer, paceScope, resolvePaceKey
 import type { JobStore } from '../core/ports';
 import { jobRank } from '../core/priority';
 import { EARLY_START_TOLERANCE_MS } from '../core/scheduling';
-import { isTerminal } from '../core/states';
+import { isSettled } from '../core/states';
 import { type DispatchDeps, dispatchNow } from '../dispatch/dispatch';
 import { errorFields, type Logger } from '../logger';
 
@@ -71,7 +71,7 @@ export function createPaceGate(deps: {
    */
   async function willCome(head: PaceLineEntry, key: string, now: number): Promise<boolean> {
     const job = await store.get(head.jobId);
-    if (!job || isTerminal(job.state)) return false;
+    if (!job || isSettled(job.state)) return false;
     // not due (a retry in its backoff, joined again by a delivery read before its attempt):
     // it joins again when it is due
     if (Date.parse(job.runAt) > now + EARLY_START_TOLERANCE_MS) return false;

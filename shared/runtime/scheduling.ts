@@ -10,7 +10,7 @@ import type { Job } from '../core/job';
 import { claimableInMs } from '../core/lease';
 import type { JobQueue, JobStore } from '../core/ports';
 import { EARLY_START_TOLERANCE_MS, earlyByMs } from '../core/scheduling';
-import { isTerminal } from '../core/states';
+import { isSettled } from '../core/states';
 import { errorFields, type Logger } from '../logger';
 
 /** Longest a received message can be hidden (see MAX_VISIBILITY_DELAY_MS). */
@@ -128,7 +128,8 @@ export async function mustWaitFor(input: {
   log: Logger;
 }): Promise<boolean> {
   const predecessor = await input.store.get(input.after);
-  if (!predecessor || isTerminal(predecessor.state)) return false;
+  // a held run (its replay diverged) holds no lease and waits for an operator: the next one goes
+  if (!predecessor || isSettled(predecessor.state)) return false;
   const receiveCount = Number(input.record.attributes?.ApproximateReceiveCount ?? '1');
   const seconds = predecessorWaitSeconds(receiveCount);
   await input.queue.changeVisibility(input.queueUrl, input.record.receiptHandle, seconds).catch((error: unknown) => {

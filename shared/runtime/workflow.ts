@@ -421,7 +421,7 @@ export function createWorkflow(options: WorkflowOptions): WorkflowSteps & {
   function diverged(divergence: Divergence): NondeterminismError {
     const error = new NondeterminismError(
       `this code does not replay the job's journal: ${describeDivergence(divergence, options.version)}. ` +
-        'The job is held (failed, reason nondeterministic): retry it after a fix, rerun it from a step, or leave it; see docs/workflows.md "Changing code safely"',
+        'The job is held for an operator (state held, reason nondeterministic): retry it after a fix, rerun it from a step, or cancel it; see docs/workflows.md "Changing code safely"',
       { ...divergence, ...(options.version ? { version: options.version } : {}) },
     );
     misuse ??= error;

@@ -11,7 +11,7 @@
  */
 import { runId } from '../core/fire-message';
 import type { Job } from '../core/job';
-import { isTerminal } from '../core/states';
+import { isSettled } from '../core/states';
 import { nextFireOf, type OverlapPolicy, type Schedule, withDue } from './model';
 
 /** Fires older than this are not caught up (counted as missed), like Scheduler's maximum event age. */
@@ -66,7 +66,8 @@ export type PreviousRun =
   /** Waiting behind an active run (a `queue-one` pending run). */
   | 'pending';
 
-const isActive = (job: Pick<Job, 'state'> | undefined) => job !== undefined && !isTerminal(job.state);
+// a held run (waiting for an operator) is not active: it holds no lease and starts on its own no more
+const isActive = (job: Pick<Job, 'state'> | undefined) => job !== undefined && !isSettled(job.state);
 
 /**
  * Classifies the schedule's latest run. `lastRun` is the job `schedule.lastRunId` names

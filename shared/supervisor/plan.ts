@@ -6,7 +6,7 @@ import { needsRelease } from '../core/dependencies';
 import { DUE_GRACE_MS, minuteStart, SWEEP_AGE_MS } from '../core/due';
 import type { Job } from '../core/job';
 import { wokenFor } from '../core/lease';
-import { isTerminal } from '../core/states';
+import { isSettled } from '../core/states';
 import { MAX_CATCH_UP_AGE_MS } from '../schedules/planner';
 
 export interface SupervisorOptions {
@@ -175,7 +175,8 @@ function planWaitRepair(job: Job, now: number, resend: (reason: string) => JobRe
  */
 export function planJobRepair(job: Job, repairs: number, now: number): JobRepair {
   const resend = (reason: string): JobRepair => ({ kind: 'resend', dueAt: now + resendBackoffMs(repairs), reason });
-  if (isTerminal(job.state)) {
+  // a held job too: nothing resends it (only an operator moves it), and it has nothing to release
+  if (isSettled(job.state)) {
     if (!needsRelease(job)) return { kind: 'clear' };
     // Its release never completed (the call or worker that ended it died first, and no message
     // of it is left): its message brings it to a worker, which finds it finished and runs it.

@@ -23,7 +23,7 @@ import { fromItem, isStatusItem } from '../../shared/aws/job-item';
 import { SqsJobQueue } from '../../shared/aws/sqs-job-queue';
 import type { Job } from '../../shared/core/job';
 import type { JobStore } from '../../shared/core/ports';
-import { isTerminal } from '../../shared/core/states';
+import { isSettled, isTerminal } from '../../shared/core/states';
 import { createLogger } from '../../shared/logger';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import { createWorker } from '../../shared/runtime/worker';
@@ -643,7 +643,7 @@ export async function runChaos(input: Partial<ChaosOptions> = {}): Promise<Chaos
         const state = stored.get(job.id)?.state ?? 'missing';
         states[state] = (states[state] ?? 0) + 1;
       }
-      const open = jobs.filter((j) => !isTerminal(stored.get(j.id)?.state ?? 'queued')).length;
+      const open = jobs.filter((j) => !isSettled(stored.get(j.id)?.state ?? 'queued')).length;
       const messages = await messagesIn(inspect.sqs, queueUrls);
       const signature = `${JSON.stringify(states)}|${messages}|${tracker.jobs.size}`;
       if (signature !== lastSignature) {

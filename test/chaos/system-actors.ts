@@ -6,7 +6,7 @@
  */
 import { createClient, OrreryApiError, type OrreryClient } from '../../shared/client/index';
 import type { BatchResult } from '../../shared/client/types';
-import { TERMINAL_STATES } from '../../shared/core/states';
+import { SETTLED_STATES } from '../../shared/core/states';
 import type { ProbeTracker } from '../support/probes';
 import type { SystemObserver } from './system-observer';
 import type { PlannedJob, PlannedSchedule } from './system-plan';
@@ -306,7 +306,8 @@ export class Actors {
    * every look, the store now and then only, and never waited on (see stateReader).
    */
   private async awaitArrival(id: string): Promise<void> {
-    const terminal = TERMINAL_STATES as readonly string[];
+    // held too: nothing moves it on until an operator does
+    const terminal = SETTLED_STATES as readonly string[];
     const state = this.stateReader(id);
     await this.waitUntil(`${id} arrival`, (look) => {
       if ((this.options.tracker?.jobs.get(id)?.executions.length ?? 0) > 0) return true;
@@ -591,7 +592,7 @@ export class Actors {
   private async awaitState(id: string, state: string): Promise<void> {
     await this.waitUntil(`${id} ${state}`, async () => {
       const now = await this.stateOf(id);
-      return now === state || (TERMINAL_STATES as readonly string[]).includes(now);
+      return now === state || (SETTLED_STATES as readonly string[]).includes(now);
     });
   }
 
@@ -602,7 +603,7 @@ export class Actors {
       if ((tracker.jobs.get(id)?.running ?? 0) > 0) return true;
       // the store is asked now and then only: the tracker sees the handler start at once
       const now = state(look % 10 === 9);
-      return now !== undefined && (TERMINAL_STATES as readonly string[]).includes(now);
+      return now !== undefined && (SETTLED_STATES as readonly string[]).includes(now);
     });
   }
 

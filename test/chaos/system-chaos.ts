@@ -33,7 +33,7 @@ import { createClient } from '../../shared/client/index';
 import type { Job } from '../../shared/core/job';
 import { WAKE_GRACE_MS } from '../../shared/core/job-slots';
 import { LATE_TURN_MS, paceScope } from '../../shared/core/pace';
-import { isTerminal } from '../../shared/core/states';
+import { isSettled, isTerminal } from '../../shared/core/states';
 import type { BatchJobDefinition } from '../../shared/runtime/batch-worker';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
 import type { Schedule } from '../../shared/schedules/model';
@@ -809,7 +809,8 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
     const openCount = () =>
       [...observer.acks.keys()].filter((id) => {
         const job = stored.get(id);
-        return job !== undefined && !isTerminal(job.state);
+        // held: nothing moves it but an operator, so the run does not wait for it
+        return job !== undefined && !isSettled(job.state);
       }).length;
     const stateCounts = () => {
       const states: Record<string, number> = {};
@@ -922,7 +923,7 @@ export async function runSystemChaos(input: Partial<SystemChaosOptions> = {}): P
       const now = w.driven.now();
       const open = [...observer.acks.keys()]
         .map((id) => stored.get(id))
-        .filter((j): j is Job => j !== undefined && !isTerminal(j.state));
+        .filter((j): j is Job => j !== undefined && !isSettled(j.state));
       // The run covers `horizonMs` of driven time; work due later stays pending (invariant 1
       // accepts a job not due by the end).
       if (now >= horizonEnd || (open.length === 0 && now >= horizonEnd - options.jumpMinMs)) break;

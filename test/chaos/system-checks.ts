@@ -7,7 +7,7 @@ import { jobDueAt } from '../../shared/core/due';
 import { runId } from '../../shared/core/fire-message';
 import type { Job } from '../../shared/core/job';
 import { paceScope, throttlePace } from '../../shared/core/pace';
-import { isTerminal } from '../../shared/core/states';
+import { isSettled, isTerminal } from '../../shared/core/states';
 import { nextFireOf, type Schedule } from '../../shared/schedules/model';
 import type { FaultInjector } from '../support/faults';
 import { gcraExcess, gcraWorst } from '../support/gcra';
@@ -159,7 +159,8 @@ export function checkInvariants(input: CheckInput): CheckResult {
       violate(INVARIANTS[0], id, 'missing: the acknowledged job is gone');
       continue;
     }
-    if (isTerminal(job.state)) continue;
+    // held (its replay diverged): an operator's to move on, not lost
+    if (isSettled(job.state)) continue;
     // Waiting for its parents: pending while one of them has not ended (invariant 13 says the rest)
     const parents = planned.get(id)?.dependsOn ?? [];
     if (job.state === 'waiting' && job.pendingParents !== undefined && parents.some((p) => !ended(stored.get(p.id)))) {
@@ -343,7 +344,8 @@ export function checkInvariants(input: CheckInput): CheckResult {
     counts[INVARIANTS[8]].checked += input.slotKeys;
     for (const { scope, key, jobId } of input.slotHolders ?? []) {
       const job = stored.get(jobId);
-      if (!job || isTerminal(job.state)) {
+      // a held job gave its slots back when its attempt ended, as a finished one did
+      if (!job || isSettled(job.state)) {
         violate(INVARIANTS[8], jobId, `holds a slot of ${scope} key ${key} at the end, ${job ? job.state : 'missing'}`);
       }
     }

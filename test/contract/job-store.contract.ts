@@ -429,8 +429,9 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
   });
 
   describe('writes that end an attempt', () => {
-    type Ending = 'succeed' | 'retry' | 'fail';
-    const TARGET: Record<Ending, JobState> = { succeed: 'succeeded', retry: 'retrying', fail: 'failed' };
+    /** `hold`: a fail with `hold` (a replay that diverged), which ends the job `held`. */
+    type Ending = 'succeed' | 'retry' | 'fail' | 'hold';
+    const TARGET: Record<Ending, JobState> = { succeed: 'succeeded', retry: 'retrying', fail: 'failed', hold: 'held' };
     const NOW = T0 + 2000;
     const errors = [attemptError(1, NOW, 'first')];
 
@@ -442,6 +443,8 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
           return leg.store.retry({ job, now: NOW, runAt: NOW + 30_000, errors, expiresAt: sec(NOW) + 3600, writer });
         case 'fail':
           return leg.store.fail({ job, now: NOW, errors, expiresAt: sec(NOW) + 3600, writer });
+        case 'hold':
+          return leg.store.fail({ job, now: NOW, errors, expiresAt: sec(NOW) + 3600, writer, hold: true });
       }
     }
 
@@ -461,11 +464,13 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
           return { job: { ...base, runAt: iso(NOW + 30_000), errors }, due: {} };
         }
         case 'fail':
+        case 'hold':
+          // held: the same write as a fail, to another state (the failed job's retention)
           return { job: { ...base, finishedAt: iso(NOW), expiresAt: sec(NOW) + 3600, errors }, due: {} };
       }
     }
 
-    for (const kind of ['succeed', 'retry', 'fail'] as const) {
+    for (const kind of ['succeed', 'retry', 'fail', 'hold'] as const) {
       describe(kind, () => {
         it(`moves the running job to ${TARGET[kind]}, records the writer, drops the lease owner and expiry`, async () => {
           const leg = await setup();
@@ -1268,6 +1273,60 @@ export function jobStoreContract(setup: () => Promise<ContractLeg>): void {
       if (restart.kind !== 'applied') throw new Error(`expected the restart to apply, got ${restart.kind}`);
       expect(restart.job.dispatchBy).toBeUndefined();
       expect((await leg.store.claim(claimOf(j, 'w', T0 + 5000))).kind).toBe('claimed');
+    });
+  });
+
+  describe('a held job (its replay diverged)', () => {
+    const NOW = T0 + 2000;
+    const errors: AttemptError[] = [
+      { attempt: 1, at: iso(NOW), reason: 'nondeterministic', name: 'NondeterminismError', message: 'diverged' },
+    ];
+
+    async function heldJob(leg: ContractLeg): Promise<Job> {
+      const j = await given(leg);
+      const mine = await claimed(leg, j, 'a', T0);
+      await leg.store.fail({ job: mine, now: NOW, errors, expiresAt: sec(NOW) + 3600, writer: 'a', hold: true });
+      const held = (await leg.store.get(j.id)) as Job;
+      expect(held).toMatchObject({ state: 'held', attempts: 1, lastError: errors[0] });
+      return held;
+    }
+
+    it('is claimed by no delivery (refused as finished) and changes nothing', async () => {
+      const leg = await setup();
+      const held = await heldJob(leg);
+      const before = await snapshot(leg, held.id);
+      const claim = await leg.store.claim(claimOf(held, 'b', NOW + 60 * 60_000));
+      expect(claim).toEqual({ kind: 'finished', job: before.job });
+      expect(await snapshot(leg, held.id)).toEqual(before);
+    });
+
+    it("an operator's retry (or rerun) makes it queued; undone, it is held again", async () => {
+      const leg = await setup();
+      const held = await heldJob(leg);
+      const input = { id: held.id, types: ['echo'], from: ['held', 'failed'] as JobState[], now: NOW + 5000 };
+      const result = await leg.control.restart(input);
+      expect(result).toMatchObject({ kind: 'applied', job: { state: 'queued', attempts: 0, retries: 1 } });
+      expect(result.kind === 'applied' ? result.previous : undefined).toEqual(held);
+      expect(await leg.control.undoRestart({ previous: held, retries: 1 })).toBe(true);
+      expect(await leg.store.get(held.id)).toMatchObject({ state: 'held', attempts: 1, retries: 0 });
+      // a restart that does not take held leaves it alone
+      const refused = await leg.control.restart({ ...input, from: ['failed'], now: NOW + 9000 });
+      expect(refused).toMatchObject({ kind: 'refused', job: { state: 'held' } });
+    });
+
+    it("an operator's cancel ends it cancelled", async () => {
+      const leg = await setup();
+      const held = await heldJob(leg);
+      const now = NOW + 5000;
+      const result = await leg.control.cancel({
+        id: held.id,
+        from: ['running', 'waiting', 'held'],
+        now,
+        expiresAt: sec(now) + 3600,
+      });
+      const want = { ...held, state: 'cancelled' as const, finishedAt: iso(now), updatedAt: iso(now) };
+      want.expiresAt = sec(now) + 3600;
+      expect(result).toEqual({ kind: 'applied', job: asStored(want), previous: held });
     });
   });
 

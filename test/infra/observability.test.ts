@@ -68,8 +68,8 @@ function alarm(name: string, t: Template = template, p: JobPlatform = platform):
 const ON_MISSING_DATA_OK = { TreatMissingData: 'notBreaching', EvaluationPeriods: 1, DatapointsToAlarm: 1 };
 
 describe('alarms', () => {
-  it('are four for the platform and four per job type, none with an action by default', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4 + 4 * types.length);
+  it('are four for the platform and five per job type, none with an action by default', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4 + 5 * types.length);
     expect([...platform.alarms.alarms.keys()].sort()).toEqual(
       [
         'ApiThrottles',
@@ -77,7 +77,7 @@ describe('alarms', () => {
         'SupervisorThrottles',
         'TableThrottles',
         ...types.flatMap((type) =>
-          ['DeadLetters', 'FailureRate', 'OldestMessage', 'WorkerThrottles'].map((what) => `${type}:${what}`),
+          ['DeadLetters', 'FailureRate', 'Held', 'OldestMessage', 'WorkerThrottles'].map((what) => `${type}:${what}`),
         ),
       ].sort(),
     );
@@ -123,6 +123,21 @@ describe('alarms', () => {
           Period: 300,
           Stat: 'Sum',
         },
+      });
+    }
+  });
+
+  it('fire when a job of a type is held for an operator (its replay diverged): JobsHeld counts no failure', () => {
+    // a held job runs nothing until someone retries, reruns or cancels it: the failure rate does not see it
+    for (const type of types) {
+      expect(alarm(`${type}:Held`)).toMatchObject({
+        Namespace: 'Orrery',
+        MetricName: METRIC.held,
+        Dimensions: [{ Name: 'type', Value: type }],
+        Statistic: 'Sum',
+        Period: 300,
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
       });
     }
   });
@@ -250,7 +265,7 @@ describe('dashboard', () => {
     expect(text).toContain('"title":"Platform alarms"');
     // every alarm appears in an alarm status widget
     const shown = parsed.widgets.flatMap((w) => (w.properties.alarms as string[] | undefined) ?? []);
-    expect(shown).toHaveLength(4 + 4 * types.length);
+    expect(shown).toHaveLength(4 + 5 * types.length);
   });
 
   /** The expressions of the graph titled `title`, as the dashboard body holds them. */

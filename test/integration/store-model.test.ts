@@ -27,7 +27,7 @@ import { appendError, type Job } from '../../shared/core/job';
 import { MAX_CLOCK_SKEW_MS } from '../../shared/core/lease';
 import type { JobStore } from '../../shared/core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../../shared/core/scheduling';
-import { isTerminal } from '../../shared/core/states';
+import { isSettled } from '../../shared/core/states';
 import { JOB_TABLE, keys } from '../../shared/core/table';
 import { LeaseLostError } from '../../shared/errors';
 import { LOCAL_CREDENTIALS } from '../local-aws/clients';
@@ -119,7 +119,8 @@ type Step =
   | { op: 'heartbeat'; handle: number; delta: number; leaseMs: number }
   | { op: 'progress'; handle: number; percent: number }
   | { op: 'succeed'; handle: number; result: number | null; retentionS: number; foreign: boolean }
-  | { op: 'fail'; handle: number; retentionS: number; foreign: boolean }
+  /** `hold`: the fail of a replay that diverged, which ends the job `held`. */
+  | { op: 'fail'; handle: number; retentionS: number; foreign: boolean; hold: boolean }
   | { op: 'retry'; handle: number; delayMs: number; foreign: boolean }
   | { op: 'cancel'; slot: number; retentionS: number }
   | { op: 'restart'; slot: number }
@@ -186,7 +187,10 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       foreign,
     }),
   },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('fail' as const), handle, retentionS, foreign }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('fail' as const), handle, retentionS, foreign, hold: fc.boolean() }),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -334,7 +338,8 @@ async function runSequence(steps: Step[]): Promise<void> {
   function checkDue(id: string, item: { job: Job; due: DueAttributes } | undefined, leg: string): void {
     if (!item) return;
     const { job, due } = item;
-    if (isTerminal(job.state)) return;
+    // held: nothing but an operator moves it (the supervisor clears its entry), as a finished job
+    if (isSettled(job.state)) return;
     const problem =
       due.dueAt === undefined
         ? (job.retries ?? 0) > 0
@@ -443,17 +448,19 @@ async function runSequence(steps: Step[]): Promise<void> {
       case 'fail': {
         const h = pick(step.handle);
         if (!h) return undefined;
-        const entry = { attempt: h.job.attempts, at: iso(clock), reason: 'error', name: 'Error', message: `s${index}` };
+        const reason = step.hold ? 'nondeterministic' : 'error';
+        const entry = { attempt: h.job.attempts, at: iso(clock), reason, name: 'Error', message: `s${index}` };
         const input = {
           job: h.job,
           now: clock,
           errors: appendError(h.job.errors, entry),
           expiresAt: sec(clock) + step.retentionS,
           writer: writerOf(h, step.foreign, index),
+          ...(step.hold ? { hold: true } : {}),
         };
         return {
           kind: step.op,
-          label: `fail by ${input.writer} token ${h.job.leaseToken} now ${clock} ttl ${input.expiresAt}`,
+          label: `${step.hold ? 'hold' : 'fail'} by ${input.writer} token ${h.job.leaseToken} now ${clock} ttl ${input.expiresAt}`,
           ids: [h.job.id],
           exec: (leg) => leg.store.fail(input),
         };

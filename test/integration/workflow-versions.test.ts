@@ -3,9 +3,11 @@
  * runners; docs/workflows.md "Changing code safely"). A job runs steps `a` and `b` on version 1
  * of its code and waits for a signal; a deploy changes the code it resumes on (each job has its
  * own "deployed" code, so the cases share one platform). A renamed, a removed and a reordered
- * step are each caught on replay: the job is held (failed, reason `nondeterministic`, one
- * attempt) with no step body of the new code run; an unchanged handler and a `ctx.patched`
- * branch succeed; a held job recovers by a retry on fixed code or a rerun from the diverging step.
+ * step are each caught on replay: the job is `held` (reason `nondeterministic`, one attempt, no
+ * onFailure, listed under `state=held`) with no step body of the new code run, and nothing moves
+ * it (no retry, no supervisor resend) while its dependants wait; an unchanged handler and a
+ * `ctx.patched` branch succeed; a held job recovers by a retry on fixed code or a rerun from the
+ * diverging step (its dependants then run), or ends by a cancel (its dependants end by policy).
  * Each entry's mark (position, version) rides in its own item: a step still costs 1 write unit.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -31,6 +33,8 @@ type Code = 'v1' | 'renamed' | 'removed' | 'reordered' | 'patched';
 const deployed = new Map<string, Code>();
 /** Step bodies run, by `<job>:<step>`. */
 const runs = new Map<string, number>();
+/** onFailure calls, by job id. */
+const hooks = new Map<string, number>();
 
 const spec = defineJobType({ type: 'versioned', payload: z.object({}) });
 const versioned: JobDefinition = {
@@ -53,6 +57,14 @@ const versioned: JobDefinition = {
     done.push(await step('c'));
     return done;
   },
+  onFailure: async (_p, info) => {
+    hooks.set(info.jobId, (hooks.get(info.jobId) ?? 0) + 1);
+  },
+};
+/** A dependant (`dependsOn` a versioned job). */
+const after: JobDefinition = {
+  spec: defineJobType({ type: 'after', payload: z.object({}) }),
+  run: async () => 'after',
 };
 
 beforeAll(async () => {
@@ -61,7 +73,7 @@ beforeAll(async () => {
   platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('versions'),
-    jobs: [versioned],
+    jobs: [versioned, after],
     logger: createLogger({ level: 'error' }),
   });
 }, 120_000);
@@ -94,7 +106,36 @@ async function resumeOn(id: string, code: Code): Promise<JobView> {
   await until(id, (j) => j.state === 'waiting');
   deployed.set(id, code);
   expect((await post(`/jobs/${id}/signals/go`, { payload: {} })).status).toBe(202);
-  return until(id, (j) => j.state === 'succeeded' || j.state === 'failed');
+  return until(id, (j) => j.state === 'succeeded' || j.state === 'failed' || j.state === 'held');
+}
+
+/** Enqueues two dependants of `parent` (policies fail and cancel); returns their ids. */
+async function dependantsOf(parent: string): Promise<[string, string]> {
+  const fail = `${parent}-child-fail`;
+  const cancel = `${parent}-child-cancel`;
+  await enqueueNew(platform.url, { id: fail, type: 'after', payload: {}, dependsOn: [parent] });
+  await enqueueNew(platform.url, {
+    id: cancel,
+    type: 'after',
+    payload: {},
+    dependsOn: [{ id: parent, onParentFailure: 'cancel' }],
+  });
+  return [fail, cancel];
+}
+
+/** `resumeOn(id, 'renamed')` with two dependants: held, and its dependants still waiting. */
+async function heldWithDependants(id: string): Promise<[string, string]> {
+  await enqueueNew(platform.url, { id, type: 'versioned', payload: {}, maxAttempts: 3 });
+  await until(id, (j) => j.state === 'waiting');
+  const children = await dependantsOf(id);
+  deployed.set(id, 'renamed');
+  expect((await post(`/jobs/${id}/signals/go`, { payload: {} })).status).toBe(202);
+  expect(await until(id, (j) => j.state !== 'waiting' && j.state !== 'queued' && j.state !== 'running')).toMatchObject({
+    state: 'held',
+    attempts: 1,
+  });
+  for (const child of children) expect((await view(child)).state).toBe('waiting');
+  return children;
 }
 
 describe('a replay on changed code, on local AWS', () => {
@@ -109,11 +150,11 @@ describe('a replay on changed code, on local AWS', () => {
     ['renamed', 'position 1: the journal recorded step "b" (version it-1); this code called step "b-renamed"'],
     ['removed', 'position 1: the journal recorded step "b" (version it-1); this code called wait "go"'],
     ['reordered', 'position 0: the journal recorded step "a" (version it-1); this code called step "b"'],
-  ] as const)('a %s step is caught: the job is held, failed with reason nondeterministic', async (code, names) => {
+  ] as const)('a %s step is caught: the job is held, with reason nondeterministic', async (code, names) => {
     const id = `${code}-${Date.now()}`;
     const job = await resumeOn(id, code);
     expect(job).toMatchObject({
-      state: 'failed',
+      state: 'held',
       attempts: 1,
       lastError: { name: 'NondeterminismError', reason: 'nondeterministic' },
     });
@@ -122,6 +163,45 @@ describe('a replay on changed code, on local AWS', () => {
     expect(runs.get(`${id}:b-renamed`)).toBeUndefined();
     expect(runs.get(`${id}:c`)).toBeUndefined();
     expect(runs.get(`${id}:a`)).toBe(1);
+    // not terminal: no onFailure ran
+    expect(hooks.get(id)).toBeUndefined();
+  });
+
+  it('nothing moves a held job: no retry, no supervisor resend; it is listed under state=held; dependants wait', async () => {
+    const id = `still-${Date.now()}`;
+    const [fail, cancel] = await heldWithDependants(id);
+    const heldAt = await view(id);
+    await platform.supervise();
+    await new Promise((r) => setTimeout(r, 1500));
+    const later = await view(id);
+    expect(later).toMatchObject({ state: 'held', attempts: 1, updatedAt: heldAt.updatedAt });
+    expect(later.lastError).toMatchObject({ name: 'NondeterminismError', reason: 'nondeterministic' });
+    expect(later.lastError?.message).toContain('(version it-1)');
+    expect(runs.get(`${id}:c`)).toBeUndefined();
+    for (const child of [fail, cancel]) expect((await view(child)).state).toBe('waiting');
+    // the sparse state index lists it (the hold's write set its key)
+    const page = (await fetch(`${platform.url}/jobs?type=versioned&state=held`).then((r) => r.json())) as {
+      items: { id: string; state: string }[];
+    };
+    expect(page.items.map((j) => j.id)).toContain(id);
+    expect(page.items.every((j) => j.state === 'held')).toBe(true);
+    expect(hooks.get(id)).toBeUndefined();
+  });
+
+  it("a held job's cancel ends it cancelled and releases its dependants by their policies", async () => {
+    const id = `cancel-${Date.now()}`;
+    const [fail, cancel] = await heldWithDependants(id);
+    const cancelled = await post(`/jobs/${id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.state).toBe('cancelled');
+    expect(await until(fail, (j) => j.state !== 'waiting')).toMatchObject({
+      state: 'failed',
+      lastError: { reason: 'parent_failed' },
+    });
+    expect(await until(cancel, (j) => j.state !== 'waiting')).toMatchObject({ state: 'cancelled' });
+    // a second cancel finds it ended
+    expect((await post(`/jobs/${id}/cancel`)).status).toBe(409);
+    expect(hooks.get(id)).toBeUndefined();
   });
 
   it('a patched() branch passes: a run that reaches the point on new code takes it', async () => {
@@ -132,14 +212,16 @@ describe('a replay on changed code, on local AWS', () => {
 
   it('a held job recovers: retried on fixed code, or rerun from the diverging step on the new code', async () => {
     const fixed = `fixed-${Date.now()}`;
-    expect((await resumeOn(fixed, 'renamed')).state).toBe('failed');
+    const children = await heldWithDependants(fixed);
     deployed.set(fixed, 'v1'); // the fix: the step's old name back
     expect((await post(`/jobs/${fixed}/retry`)).status).toBe(200);
     expect(await until(fixed, (j) => j.state === 'succeeded')).toMatchObject({ result: ['a', 'b', 'c'] });
     expect(runs.get(`${fixed}:b`)).toBe(1);
+    // its dependants run once it succeeded
+    for (const child of children) expect(await until(child, (j) => j.state === 'succeeded')).toBeDefined();
 
     const rerun = `rerun-${Date.now()}`;
-    expect((await resumeOn(rerun, 'renamed')).state).toBe('failed');
+    expect((await resumeOn(rerun, 'renamed')).state).toBe('held');
     // keep `a`, drop the recorded `b` and what follows: the new code runs `b-renamed` once
     expect((await post(`/jobs/${rerun}/rerun`, { fromStep: 'b' })).status).toBe(200);
     const done = await until(rerun, (j) => j.state === 'succeeded');

@@ -8,7 +8,7 @@
 import { dueBucket } from '../../shared/core/due';
 import type { Checkpoint, CheckpointName, DueEntry, DueIndex, DueKey } from '../../shared/core/due-index';
 import type { Job } from '../../shared/core/job';
-import { isTerminal } from '../../shared/core/states';
+import { isSettled } from '../../shared/core/states';
 import { keys } from '../../shared/core/table';
 import type { FakeJobStore } from './memory-fakes';
 import type { FakeJournal } from './memory-journal';
@@ -50,7 +50,8 @@ export class FakeDueIndex implements DueIndex {
   async unfinished(ids: readonly string[]): Promise<string[]> {
     return ids.filter((id) => {
       const job = this.store.peek(id);
-      return job !== undefined && !isTerminal(job.state) && this.store.due(id)?.dueAt === undefined;
+      // held, as finished: nothing but an operator moves it (the adapter's sweep skips it too)
+      return job !== undefined && !isSettled(job.state) && this.store.due(id)?.dueAt === undefined;
     });
   }
 

@@ -205,12 +205,14 @@ export class FakeJobStore implements JobStore {
     job: Job,
     update: (current: Job) => DueAttributes | undefined,
     writer?: string,
+    /** The state this end moves the job to, when not its method's (a fail that holds). */
+    ends?: JobState,
   ): void {
     this.enter(method, job.id);
     const item = this.items.get(job.id);
     const current = item?.job;
     if (!item || !current || current.leaseToken !== job.leaseToken || current.state !== 'running') {
-      const state = method in ENDS ? ENDS[method as keyof typeof ENDS] : undefined;
+      const state = ends ?? (method in ENDS ? ENDS[method as keyof typeof ENDS] : undefined);
       if (current && state && writer !== undefined && isOwnAppliedEnd(current, job.leaseToken, { state, writer }))
         return;
       throw new LeaseLostError(job.id, job.leaseToken);
@@ -276,11 +278,12 @@ export class FakeJobStore implements JobStore {
   }
 
   async fail(input: FailInput): Promise<void> {
+    const state = input.hold ? 'held' : 'failed';
     this.fenced(
       'fail',
       input.job,
       (j) => {
-        j.state = 'failed';
+        j.state = state;
         j.finishedAt = iso(input.now);
         j.updatedAt = iso(input.now);
         j.errors = recorded(j.errors, input.errors);
@@ -292,6 +295,7 @@ export class FakeJobStore implements JobStore {
         return undefined;
       },
       input.writer,
+      state,
     );
   }
 

@@ -20,7 +20,7 @@ import type { JobTypeSpec } from '../../shared/core/job-type';
 import type { Journal, JournalKind } from '../../shared/core/journal';
 import type { JobStore } from '../../shared/core/ports';
 import { EARLY_START_TOLERANCE_MS } from '../../shared/core/scheduling';
-import { isTerminal } from '../../shared/core/states';
+import { isSettled } from '../../shared/core/states';
 import { incarnationOf } from '../../shared/core/table';
 import type { Logger, LogLevel } from '../../shared/logger';
 import type { JobDefinition } from '../../shared/runtime/job-definition';
@@ -248,7 +248,7 @@ async function onLocalAws(options: TestPlatformOptions): Promise<TestPlatform> {
     const now = clock.now();
     for (const id of created) {
       const job = await local.store.get(id);
-      if (!job || isTerminal(job.state)) continue;
+      if (!job || isSettled(job.state)) continue;
       if (job.state === 'running') return false;
       const due = Date.parse(job.runAt) - now <= EARLY_START_TOLERANCE_MS;
       if (due && job.pendingParents === undefined) return false;

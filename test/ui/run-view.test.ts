@@ -3,7 +3,9 @@
  * against the local platform, as test/ui/dashboard.test.ts runs it: a workflow's timeline (steps,
  * a sleep, a signal wait, an invoke and its child), a flow's graph with each node's state, and
  * "Rerun from here" on a step (confirmed; the job runs again from that step, the steps before it
- * are not run again), hidden in read-only mode. Each view is checked with axe-core.
+ * are not run again), hidden in read-only mode; a job held for an operator (its replay diverged)
+ * with its badge, its reason and its Retry, Cancel and Rerun buttons, listed under the state
+ * filter `held`. Each view is checked with axe-core.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -62,6 +64,15 @@ const manyStepsJob = defineJobType({ type: 'ui-many-steps', payload: z.object({ 
 const manySteps = defineJob(manyStepsJob, async ({ n }, ctx) => {
   for (let i = 0; i < n; i++) await ctx.step(`s${i}`, () => i);
   return { n };
+});
+
+/** A workflow whose first step is renamed for the ids in `drifted` (a deploy under a run in flight). */
+const drifted = new Set<string>();
+const driftJob = defineJobType({ type: 'ui-drift', payload: z.object({}) });
+const drift = defineJob(driftJob, async (_payload, ctx) => {
+  const fetched = await ctx.step(drifted.has(ctx.jobId) ? 'fetch-v2' : 'fetch', () => 20);
+  await ctx.sleep('pause', 1_500);
+  return await ctx.step('store', () => fetched + 1);
 });
 
 let aws: LocalAws;
@@ -132,7 +143,7 @@ beforeAll(async () => {
   platform = await startLocalPlatform({
     aws,
     prefix: uniquePrefix('ui-run'),
-    jobs: [echo, orderRun, threeSteps, manySteps],
+    jobs: [echo, orderRun, threeSteps, manySteps, drift],
     functionUrl: { fallback: dashboard },
   });
   apiUrl = platform.url;
@@ -282,6 +293,42 @@ describe('the run view', () => {
     await expect(page.getByRole('list', { name: 'attempts' }).textContent()).resolves.toMatch(/rerun by /);
     await shot('run-rerun');
     await expectAccessible('run after a rerun');
+  }, 90_000);
+
+  it('shows a held job (its replay diverged) with its reason and Retry, Cancel and Rerun; a retry after the fix runs it', async () => {
+    const id = uniquePrefix('drift');
+    expect((await call('POST', '/jobs', { id, type: 'ui-drift', payload: {} })).status).toBe(201);
+    await until(id, (job) => job.state === 'waiting');
+    drifted.add(id); // the deploy: its first step renamed while it sleeps
+    await until(id, (job) => job.state === 'held');
+
+    await page.goto(`${platform.url}/ui/#/jobs/${id}`);
+    await page.getByRole('heading', { name: `Job ${id} held` }).waitFor();
+    await page.getByRole('note').filter({ hasText: 'Held for an operator' }).waitFor();
+    await page
+      .getByText(/NondeterminismError: .*position 0: the journal recorded step "fetch"/)
+      .first()
+      .waitFor();
+    await page.getByText('Held since').waitFor();
+    await expect(page.getByRole('button', { name: 'Retry', exact: true }).isEnabled()).resolves.toBe(true);
+    await expect(page.getByRole('button', { name: 'Cancel…' }).isEnabled()).resolves.toBe(true);
+    await page.getByRole('button', { name: 'Rerun from here (step fetch)' }).waitFor();
+    await expect(page.locator('.badge-held').count()).resolves.toBeGreaterThan(0);
+    await shot('run-held');
+    await expectAccessible('held job');
+
+    // the jobs list offers the state, and lists it under it
+    await page.goto(`${platform.url}/ui/#/jobs?type=ui-drift&state=held`);
+    await expect(page.getByLabel('State').locator('option', { hasText: 'held' }).count()).resolves.toBe(1);
+    await page.getByRole('link', { name: id }).waitFor();
+    await expectAccessible('jobs held');
+
+    drifted.delete(id); // the fix: the step's old name back
+    await page.goto(`${platform.url}/ui/#/jobs/${id}`);
+    await page.getByRole('heading', { name: `Job ${id} held` }).waitFor();
+    await page.getByRole('button', { name: 'Retry', exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${id} succeeded` }).waitFor({ timeout: 30_000 });
+    expect(((await call('GET', `/jobs/${id}`)).json as { result: unknown }).result).toBe(21);
   }, 90_000);
 
   it("drops the run's later pages it showed once a rerun elsewhere started a new series", async () => {

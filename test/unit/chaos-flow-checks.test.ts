@@ -117,6 +117,23 @@ describe('chaos invariant 9: no slot held by a finished job', () => {
     });
     expect(counts[nine]).toEqual({ checked: 2, violated: 1 });
   });
+
+  it('is violated by a held holder too (its attempt gave its slots back when it ended)', () => {
+    const r = new Records().job('held', 'flo-q', 'k', { state: 'held', attempts: 1 });
+    const counts = r.check({ slotKeys: 1, slotHolders: [{ scope: '@sys-one', key: 'k', jobId: 'held' }] });
+    expect(counts[nine]).toEqual({ checked: 1, violated: 1 });
+  });
+});
+
+describe('chaos invariant 1: an acknowledged job is settled at the end', () => {
+  it('takes a held job (its replay diverged, an operator to act) as settled, and a queued one past due as lost', () => {
+    const r = new Records()
+      .job('held', 'flo-q', 'k', { state: 'held', attempts: 1 })
+      .job('lost', 'flo-q', 'j', { state: 'queued', attempts: 0 });
+    for (const id of ['held', 'lost']) r.observer.acknowledge(id, 201, 'single');
+    const counts = r.check();
+    expect(counts[INVARIANTS[0]]).toEqual({ checked: 2, violated: 1 });
+  });
 });
 
 describe('chaos invariant 10: the GCRA bound', () => {

@@ -869,6 +869,26 @@ describe('watch', () => {
     expect(stdout).not.toContain('\r'); // not a TTY: no in-place updates
   });
 
+  it('stops on a held job (its replay diverged), printing why, and exits as for a failure', async () => {
+    const held = {
+      ...failed,
+      attempt: 1,
+      reason: 'nondeterministic',
+      name: 'NondeterminismError',
+      message: 'diverged',
+    };
+    const states: Partial<JobView>[] = [
+      { state: 'running', attempts: 1 },
+      { state: 'held', attempts: 1, lastError: held },
+    ];
+    const peer = await startPeer((_req, i) => ({ body: jobView(states[Math.min(i, 1)]) }));
+    const { code, stdout } = await run(['watch', 'job-1', '--timeout', '5'], { url: peer.url });
+    expect(code).toBe(3);
+    const changes = stdout.split('\n').filter((line) => /^\d\d:\d\d/.test(line));
+    expect(changes.map((line) => line.split(/\s+/)[1])).toEqual(['running', 'held']);
+    expect(changes[1]).toContain('diverged');
+  });
+
   it('exits 3 when the job fails, and redraws a live line in place on a TTY', async () => {
     const states: Partial<JobView>[] = [
       { state: 'running', attempts: 1 },

@@ -761,6 +761,24 @@ describe('waitFor', () => {
     expect(peer.requests).toHaveLength(1);
   });
 
+  it('rejects at once with reason held when the job is held for an operator (nothing moves it on its own)', async () => {
+    const peer = await startPeer(() => ({
+      body: jobView({
+        state: 'held',
+        lastError: { attempt: 1, at: '', reason: 'nondeterministic', name: 'NondeterminismError', message: 'diverged' },
+      }),
+    }));
+    const error = (await createClient({ url: peer.url })
+      .waitFor('job-1', 'succeeded', { interval: 5, timeout: 5_000 })
+      .catch((e: unknown) => e)) as JobWaitError;
+    expect(error).toBeInstanceOf(JobWaitError);
+    expect(error.reason).toBe('held');
+    expect(error.job.state).toBe('held');
+    expect(error.message).toContain('held for an operator');
+    expect(error.message).toContain('diverged');
+    expect(peer.requests).toHaveLength(1);
+  });
+
   it('rejects with reason timeout and the last job seen', async () => {
     const peer = await startPeer(() => ({ body: jobView({ state: 'running' }) }));
     const started = Date.now();

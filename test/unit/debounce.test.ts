@@ -5,10 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { type Debouncer, debounceProblem, debounceRunAt, MAX_DEBOUNCE_WAIT_SECONDS } from '../../shared/core/debounce';
 import { MAX_HORIZON_SECONDS } from '../../shared/core/enqueue';
+import type { Job } from '../../shared/core/job';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
+import { newerDebounceRun } from '../../shared/runtime/debounce-gate';
 import { sqsEvent } from '../support/fakes';
 import { debouncePayload, debounceSetup } from './debounce-harness';
-import { messageFor, T0 } from './worker-harness';
+import { echoJob, messageFor, T0 } from './worker-harness';
 
 const payload = debouncePayload;
 const specOf = (maxWaitSeconds?: number) =>
@@ -214,6 +216,41 @@ describe('debounce', () => {
       const by = job.skipReason?.kind === 'debounce' ? job.skipReason.by : undefined;
       expect(by === undefined ? undefined : h.store.peek(by)?.state, `${id} skipped by ${by}`).toBe('queued');
     }
+  });
+
+  it("does not skip an operator's retry of a held run for a newer run of its key: the retried run ran already", async () => {
+    const { h, enqueue, ran } = setup(specOf());
+    await enqueue('j1', 1);
+    h.clock.set(T0 + 5000);
+    await h.worker(sqsEvent(messageFor('j1')));
+    // j1 ran, and is held for an operator (its replay diverged) as its attempt ends
+    h.store.seed({ ...(h.store.peek('j1') as Job), state: 'held' });
+    h.clock.set(T0 + 6000);
+    await enqueue('j2', 2); // a newer run of the key, pending
+    const retried = await h.control.restart({ id: 'j1', from: ['held'], now: T0 + 7000 });
+    expect(retried).toMatchObject({ kind: 'applied', job: { state: 'queued', attempts: 0, retries: 1 } });
+    h.clock.set(T0 + 7000);
+    await h.worker(sqsEvent(messageFor('j1', { messageId: 'm-j1-retry' })));
+    expect(h.store.peek('j1')).toMatchObject({ state: 'succeeded', retries: 1 });
+    expect(ran).toEqual([
+      { catalog: 'c1', rev: 1 },
+      { catalog: 'c1', rev: 1 },
+    ]);
+  });
+
+  it('a pending older run still gives way to a newer run that an operator restarted (it started before)', async () => {
+    const { h } = setup(specOf());
+    const base = { type: 'echo', debounceKey: 'c1', state: 'queued' as const, attempts: 0 };
+    h.store.seed({ ...echoJob('old'), ...base, id: 'old', debounceSeq: 1, leaseToken: 0 });
+    // the newer run ran (token 1), was held, and an operator retried it: queued at attempts 0 again
+    h.store.seed({ ...echoJob('new'), ...base, id: 'new', debounceSeq: 2, leaseToken: 1, retries: 1 });
+    await h.debouncer.open({ scope: 'echo~d', key: 'c1', jobId: 'new', now: T0 });
+    await h.debouncer.close({ scope: 'echo~d', key: 'c1', jobId: 'new' });
+    const old = h.store.peek('old') as Job;
+    expect((await newerDebounceRun({ store: h.store, debouncer: h.debouncer }, 'echo', old, T0))?.id).toBe('new');
+    // and the restarted run itself gives way to none: it is no pending run
+    const restarted = h.store.peek('new') as Job;
+    expect(await newerDebounceRun({ store: h.store, debouncer: h.debouncer }, 'echo', restarted, T0)).toBeUndefined();
   });
 
   it('runs both when the replaced run started first (never neither)', async () => {

@@ -192,6 +192,19 @@ describe('toView', () => {
     expiresAt: 1_800_000_000,
   };
 
+  it('shows no wait on a held job: a slot wait recorded while its attempt ran (a takeover in line) is over', () => {
+    const waitingFor = {
+      kind: 'concurrency' as const,
+      limit: 0,
+      key: '*',
+      ticket: 3,
+      since: '2026-03-01T12:00:05.000Z',
+    };
+    expect(toView({ ...job, state: 'failed', waitingFor }).waitingFor).toBeUndefined();
+    expect(toView({ ...job, state: 'held', waitingFor }).waitingFor).toBeUndefined();
+    expect(toView({ ...job, state: 'queued', waitingFor }).waitingFor).toMatchObject({ kind: 'concurrency' });
+  });
+
   it('hides lease fields, the payload hash and the TTL', () => {
     const view = toView(job);
     expect(Object.keys(view).sort()).toEqual(

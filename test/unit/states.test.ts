@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CLAIMABLE_STATES,
   canTransition,
+  isSettled,
   isTerminal,
   JOB_STATES,
   type JobState,
@@ -19,6 +20,7 @@ const COLUMNS = [
   'running',
   'retrying',
   'waiting',
+  'held',
   'succeeded',
   'failed',
   'cancelled',
@@ -29,30 +31,31 @@ const X = true;
 const _ = false;
 // biome-ignore format: the matrix reads better aligned
 const EXPECTED: Record<JobState, readonly boolean[]> = {
-  //          sched  queued running retry  wait   succ   failed cancel expired skipped
-  scheduled: [_,     X,     X,      _,     _,     _,     _,     X,     X,      X],
-  queued:    [_,     _,     X,      _,     _,     _,     _,     X,     X,      X],
-  running:   [_,     _,     X,      X,     X,     X,     X,     X,     _,      _],
-  retrying:  [_,     _,     X,      _,     _,     _,     X,     X,     _,      _],
-  waiting:   [_,     X,     X,      _,     _,     _,     X,     X,     _,      _],
-  succeeded: [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
-  failed:    [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
-  cancelled: [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
-  expired:   [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
-  skipped:   [_,     _,     _,      _,     _,     _,     _,     _,     _,      _],
+  //          sched  queued running retry  wait   held   succ   failed cancel expired skipped
+  scheduled: [_,     X,     X,      _,     _,     _,     _,     _,     X,     X,      X],
+  queued:    [_,     _,     X,      _,     _,     _,     _,     _,     X,     X,      X],
+  running:   [_,     _,     X,      X,     X,     X,     X,     X,     X,     _,      _],
+  retrying:  [_,     _,     X,      _,     _,     _,     _,     X,     X,     _,      _],
+  waiting:   [_,     X,     X,      _,     _,     _,     _,     X,     X,     _,      _],
+  held:      [_,     X,     _,      _,     _,     _,     _,     _,     X,     _,      _],
+  succeeded: [_,     _,     _,      _,     _,     _,     _,     _,     _,     _,      _],
+  failed:    [_,     _,     _,      _,     _,     _,     _,     _,     _,     _,      _],
+  cancelled: [_,     _,     _,      _,     _,     _,     _,     _,     _,     _,      _],
+  expired:   [_,     _,     _,      _,     _,     _,     _,     _,     _,     _,      _],
+  skipped:   [_,     _,     _,      _,     _,     _,     _,     _,     _,     _,      _],
 };
 
 const pairs = COLUMNS.flatMap((from) => COLUMNS.map((to, j) => ({ from, to, allowed: EXPECTED[from][j] as boolean })));
 
 describe('job states', () => {
-  it('has exactly the ten states, in order', () => {
+  it('has exactly the eleven states, in order', () => {
     expect(JOB_STATES).toEqual(COLUMNS);
     expect(Object.keys(TRANSITIONS).sort()).toEqual([...COLUMNS].sort());
   });
 
-  it('covers all 100 pairs in the expected matrix', () => {
-    expect(pairs).toHaveLength(100);
-    expect(pairs.filter((p) => p.allowed)).toHaveLength(22);
+  it('covers all 121 pairs in the expected matrix', () => {
+    expect(pairs).toHaveLength(121);
+    expect(pairs.filter((p) => p.allowed)).toHaveLength(25);
   });
 
   it.each(pairs.filter((p) => p.allowed))('allows $from → $to', ({ from, to }) => {
@@ -94,7 +97,17 @@ describe('job states', () => {
       'running',
       'retrying',
       'waiting',
+      'held',
     ]);
+  });
+
+  it('holds a diverged run for an operator: held is reached from running only, is not terminal but settled, and leaves only to queued or cancelled', () => {
+    expect(JOB_STATES.filter((s) => canTransition(s, 'held'))).toEqual(['running']);
+    expect(isTerminal('held')).toBe(false);
+    expect(isSettled('held')).toBe(true);
+    expect(CLAIMABLE_STATES).not.toContain('held');
+    expect(TRANSITIONS.held).toEqual(['queued', 'cancelled']);
+    expect(JOB_STATES.filter(isSettled)).toEqual(['held', 'succeeded', 'failed', 'cancelled', 'expired', 'skipped']);
   });
 
   it('lets only a job that never started expire (dispatchBy passed)', () => {

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock } from '../../shared/core/clock';
+import type { Slot } from '../../shared/core/flow';
+import { jobSlots } from '../../shared/core/job-slots';
 import { defineJobType, type JobTypeSpec } from '../../shared/core/job-type';
 import { createLogger } from '../../shared/logger';
 import { createWorker } from '../../shared/runtime/worker';
@@ -102,6 +104,26 @@ describe('singleton, mode skip', () => {
     await da;
     expect(h.queue.sent.map((s) => s.message.id)).toEqual(['r']);
   });
+
+  it("does not skip an operator's retry of a held job: the run in flight waits for the key, its journal kept", async () => {
+    // A held workflow (its replay diverged) that an operator retries after a fix is queued with
+    // attempts 0, like a new run; skipped, it would end for good and release its dependants by
+    // their policies, with the run it had recorded abandoned.
+    const g = tracked();
+    const h = harness({ spec: specOf('skip') as JobTypeSpec, run: g.run as never });
+    h.store.seed(job('a'));
+    const held = { ...job('h', 'a1'), state: 'held' as const, attempts: 1, leaseToken: 1 };
+    h.store.seed(held);
+    const restarted = await h.control.restart({ id: 'h', from: ['held'], now: T0 });
+    expect(restarted).toMatchObject({ kind: 'applied', job: { state: 'queued', attempts: 0, retries: 1 } });
+    const da = h.worker(sqsEvent(messageFor('a')));
+    await g.until('a');
+    await h.worker(sqsEvent(messageFor('h')));
+    expect(h.store.peek('h')).toMatchObject({ state: 'queued', waitingFor: { kind: 'singleton', ticket: 0 } });
+    g.release('a');
+    await da;
+    expect(h.queue.sent.map((s) => s.message.id)).toEqual(['h']);
+  });
 });
 
 describe('singleton, mode cancel-running', () => {
@@ -127,6 +149,28 @@ describe('singleton, mode cancel-running', () => {
     expect(h.store.peek('b')?.state).toBe('succeeded');
     expect(g.peak).toBe(1);
     expect(await h.flow.state({ scope: '@echo', key: 'a1' })).toMatchObject({ holders: [], waiting: 0 });
+  });
+
+  it("never cancels a held job still named as the key's holder: only an operator moves it", async () => {
+    // A job held for an operator (its replay diverged) whose worker died before it gave the key
+    // back is still listed as its holder. The new job's cancel-running must not end it (that
+    // would release its dependants by their policies and run no operator's choice): the line
+    // keeper frees the place of a holder that is held, as of one that finished.
+    const g = tracked();
+    const h = harness({ spec: specOf('cancel-running') as JobTypeSpec, run: g.run as never });
+    const spec = specOf('cancel-running') as JobTypeSpec;
+    const held = { ...job('h'), state: 'held' as const, attempts: 1, leaseToken: 1 };
+    h.store.seed(held);
+    const [slot] = jobSlots(spec, held);
+    expect(await h.flow.acquire({ slot: slot as Slot, jobId: 'h', type: 'echo', now: T0, token: 1 })).toMatchObject({
+      kind: 'held',
+    });
+    h.store.seed(job('b'));
+    await h.worker(sqsEvent(messageFor('b')));
+    expect(h.store.peek('h')).toMatchObject({ state: 'held' });
+    expect(h.store.peek('h')?.controls).toBeUndefined();
+    // its place was freed and handed to b
+    expect((await h.flow.state({ scope: '@echo', key: 'a1' })).holders.map((x) => x.jobId)).not.toContain('h');
   });
 });
 

@@ -2,14 +2,22 @@
  * Code versions in the worker (shared/runtime/workflow.ts, shared/core/replay.ts), on the
  * in-memory ports: a job that slept on one version of its handler resumes on another. A renamed,
  * removed or reordered step fails the attempt with a NondeterminismError and holds the job
- * (failed, reason `nondeterministic`, no retry), with no step body of the new code run; an
- * unchanged handler and a `ctx.patched` branch go on.
+ * (`held`, reason `nondeterministic`, no retry, no onFailure, its dependants kept waiting), with
+ * no step body of the new code run; an unchanged handler and a `ctx.patched` branch go on.
  */
 import { describe, expect, it } from 'vitest';
+import { CANCELLABLE_STATES, RETRYABLE_STATES } from '../../shared/core/control';
 import type { Job } from '../../shared/core/job';
+import { JOURNAL_RETENTION_DAYS } from '../../shared/core/journal';
+import { classifyRefusedClaim } from '../../shared/core/lease';
 import { incarnationOf } from '../../shared/core/table';
+import { gone } from '../../shared/dispatch/line-keeper';
+import { createLogger } from '../../shared/logger';
 import type { JobContext } from '../../shared/runtime/job-definition';
-import { echoJob, harness, redelivery, signalsOf, T0 } from './worker-harness';
+import { mustWaitFor } from '../../shared/runtime/scheduling';
+import { planJobRepair } from '../../shared/supervisor/plan';
+import { FakeJobControl } from '../local-aws/memory-control';
+import { echoJob, harness, logged, messageFor, oneAtATimeSpec, redelivery, signalsOf, T0 } from './worker-harness';
 
 const HOUR = 3_600_000;
 type Handler = (payload: unknown, ctx: JobContext) => Promise<unknown>;
@@ -103,7 +111,7 @@ describe('a replay on changed code', () => {
     async (what, next, recorded, called) => {
       for (const k of Object.keys(runs)) delete runs[k];
       const job = await resumeOn(`v-${what}`, next as Handler);
-      expect(job.state).toBe('failed');
+      expect(job.state).toBe('held');
       expect(job.lastError).toMatchObject({ name: 'NondeterminismError', reason: 'nondeterministic' });
       expect(job.lastError?.message).toContain(recorded);
       expect(job.lastError?.message).toContain(called);
@@ -208,7 +216,7 @@ describe('a replay on changed code', () => {
     h.clock.advance(2 * HOUR);
     await h.worker(redelivery('v-early-signal'));
     const job = h.store.peek('v-early-signal') as Job;
-    expect(job).toMatchObject({ state: 'failed', lastError: { name: 'NondeterminismError' } });
+    expect(job).toMatchObject({ state: 'held', lastError: { name: 'NondeterminismError' } });
     expect(job.lastError?.message).toContain('position 2: the journal recorded step "b"');
     // held before any step body of the new code ran (the renamed step's work is not done again)
     expect(runs).toEqual({ a: 1, b: 1 });
@@ -240,7 +248,7 @@ describe('a replay on changed code', () => {
       }
       return 'no';
     });
-    expect(job).toMatchObject({ state: 'failed', lastError: { name: 'NondeterminismError' } });
+    expect(job).toMatchObject({ state: 'held', lastError: { name: 'NondeterminismError' } });
   });
 
   it('a step removed at the end: the run returns without a recorded call', async () => {
@@ -259,7 +267,7 @@ describe('a replay on changed code', () => {
     h.clock.advance(2 * HOUR);
     await h.worker(redelivery('v-end'));
     const job = h.store.peek('v-end') as Job;
-    expect(job).toMatchObject({ state: 'failed', lastError: { name: 'NondeterminismError' } });
+    expect(job).toMatchObject({ state: 'held', lastError: { name: 'NondeterminismError' } });
     expect(job.lastError?.message).toContain('the journal recorded step "b"');
     expect(job.lastError?.message).toContain('this code ended the run without reaching it');
   });
@@ -345,5 +353,186 @@ describe('ctx.patched', () => {
     await h.worker(redelivery('p-kept'));
     expect(answers).toEqual([true]);
     expect(h.store.peek('p-kept')).toMatchObject({ state: 'succeeded' });
+  });
+});
+
+describe('a held job (its replay diverged)', () => {
+  const renamed: Handler = async (_p, ctx) => {
+    await ctx.step('a', () => 'a');
+    await ctx.step('b-renamed', () => 'b');
+    await ctx.sleep('nap', '2h');
+    return await ctx.step('c', () => 'c');
+  };
+
+  /** v1 up to its sleep, then `renamed` deployed and woken: the job is held. */
+  async function heldJob(id: string, onFailure?: () => Promise<void>) {
+    let current: Handler = async (_p, ctx) => {
+      await ctx.step('a', () => 'a');
+      await ctx.step('b', () => 'b');
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', () => 'c');
+    };
+    const h = harness({ run: (payload, ctx) => current(payload, ctx), ...(onFailure ? { onFailure } : {}) });
+    h.store.seed(echoJob(id));
+    await h.worker(redelivery(id));
+    current = renamed;
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery(id));
+    return {
+      h,
+      deploy: (next: Handler) => {
+        current = next;
+      },
+    };
+  }
+
+  it('is held, not failed: no onFailure, a "job held" line and metric (none for failed), no retry message', async () => {
+    let hooks = 0;
+    const { h } = await heldJob('v-held-hook', async () => {
+      hooks += 1;
+    });
+    const job = h.store.peek('v-held-hook') as Job;
+    expect(job).toMatchObject({ state: 'held', attempts: 1, lastError: { reason: 'nondeterministic' } });
+    // the lease is gone (the same write as a fail); it is kept as long as its journal, not a failed job's 30 days
+    expect(job.leaseOwner).toBeUndefined();
+    expect(job.leaseExpiresAt).toBeUndefined();
+    expect(job.expiresAt).toBe(Math.floor((T0 + 2 * HOUR) / 1000) + JOURNAL_RETENTION_DAYS * 86_400);
+    expect(hooks).toBe(0);
+    expect(h.metrics.sum('JobsHeld', 'echo')).toBe(1);
+    expect(h.metrics.sum('JobsFailed', 'echo')).toBe(0);
+    expect(h.metrics.sum('JobsRetried', 'echo')).toBe(0);
+    const held = logged(h.logs, 'job held');
+    expect(held).toHaveLength(1);
+    expect(held[0]).toMatchObject({ level: 'error', reason: 'nondeterministic', jobId: 'v-held-hook' });
+    expect(logged(h.logs, 'job failed')).toHaveLength(0);
+  });
+
+  it('a later delivery of its message runs nothing and leaves it held', async () => {
+    let called = 0;
+    const { h, deploy } = await heldJob('v-held-dup');
+    deploy(async () => {
+      called += 1;
+      return 'x';
+    });
+    h.clock.advance(HOUR);
+    await h.worker(redelivery('v-held-dup'));
+    expect(called).toBe(0);
+    expect(h.store.peek('v-held-dup')).toMatchObject({ state: 'held', attempts: 1 });
+  });
+
+  it("an operator's retry after a fix runs it again on the recorded journal; a cancel ends it", async () => {
+    const { h, deploy } = await heldJob('v-held-retry');
+    const control = new FakeJobControl(h.store);
+    const now = h.clock.now();
+    const restarted = await control.restart({ id: 'v-held-retry', from: RETRYABLE_STATES, now });
+    expect(restarted).toMatchObject({ kind: 'applied', job: { state: 'queued', attempts: 0 } });
+    let ranB = 0;
+    deploy(async (_p, ctx) => {
+      await ctx.step('a', () => 'a');
+      await ctx.step('b', () => {
+        ranB += 1;
+        return 'b';
+      });
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', () => 'c');
+    });
+    // the recorded sleep has ended: the replay of a, b and the nap goes on to c
+    await h.worker(redelivery('v-held-retry'));
+    expect(h.store.peek('v-held-retry')).toMatchObject({ state: 'succeeded', result: 'c', retries: 1 });
+    expect(ranB).toBe(0); // the recorded b stands
+
+    const other = await heldJob('v-held-cancel');
+    const cancelled = await new FakeJobControl(other.h.store).cancel({
+      id: 'v-held-cancel',
+      from: CANCELLABLE_STATES,
+      now: other.h.clock.now(),
+      expiresAt: 1,
+    });
+    expect(cancelled).toMatchObject({ kind: 'applied', job: { state: 'cancelled' }, previous: { state: 'held' } });
+  });
+
+  it("outlives a finished job's retention: months after the hold, an operator can still cancel or retry it", async () => {
+    // Its dependants (and a parent that invoked it) wait for the operator's choice: were it gone
+    // with a finished job's retention (30 days here), nothing could ever release them.
+    const { h } = await heldJob('v-held-kept');
+    const heldAt = h.clock.now();
+    const job = h.store.peek('v-held-kept') as Job;
+    expect(job.expiresAt ?? 0).toBeGreaterThanOrEqual(Math.floor(heldAt / 1000) + JOURNAL_RETENTION_DAYS * 86_400);
+    const control = new FakeJobControl(h.store);
+    const later = heldAt + 200 * 24 * HOUR;
+    expect(await control.restart({ id: 'v-held-kept', from: RETRYABLE_STATES, now: later })).toMatchObject({
+      kind: 'applied',
+      job: { state: 'queued' },
+    });
+    const other = await heldJob('v-held-kept-cancel');
+    const cancelled = await new FakeJobControl(other.h.store).cancel({
+      id: 'v-held-kept-cancel',
+      from: CANCELLABLE_STATES,
+      now: other.h.clock.now() + 200 * 24 * HOUR,
+      expiresAt: 1,
+    });
+    expect(cancelled).toMatchObject({ kind: 'applied', previous: { state: 'held' } });
+  });
+
+  it('gives its concurrency slot back when its attempt ends: the next job of the limit runs', async () => {
+    let current: Handler = async (_p, ctx) => {
+      await ctx.step('a', () => 'a');
+      await ctx.sleep('nap', '2h');
+      return await ctx.step('c', () => 'c');
+    };
+    const h = harness({ spec: oneAtATimeSpec, run: (payload, ctx) => current(payload, ctx) });
+    const slot = { scope: 'echo#0', key: '*' };
+    h.store.seed(echoJob('v-held-slot'));
+    await h.worker(redelivery('v-held-slot'));
+    expect(h.store.peek('v-held-slot')).toMatchObject({ state: 'waiting' });
+    current = async (_p, ctx) => {
+      await ctx.step('a-renamed', () => 'a');
+      return 'x';
+    };
+    h.clock.advance(2 * HOUR);
+    await h.worker(redelivery('v-held-slot'));
+    expect(h.store.peek('v-held-slot')).toMatchObject({ state: 'held' });
+    expect((await h.flow.state(slot)).holders).toEqual([]);
+    current = async () => 'next';
+    h.store.seed(echoJob('v-after-held', { runAt: new Date(h.clock.now()).toISOString() }));
+    await h.worker(redelivery('v-after-held'));
+    expect(h.store.peek('v-after-held')).toMatchObject({ state: 'succeeded', result: 'next' });
+  });
+
+  it('the supervisor clears its due entry and resends nothing; a claim of it is refused as finished', () => {
+    const job = {
+      ...echoJob('v-held-plan'),
+      state: 'held' as const,
+      attempts: 1,
+      updatedAt: new Date(T0).toISOString(),
+    };
+    expect(planJobRepair(job, 0, T0 + 24 * HOUR)).toEqual({ kind: 'clear' });
+    expect(classifyRefusedClaim(job, T0 + HOUR, 'echo')).toEqual({ kind: 'finished', job });
+    // a line's holder that is held gives no place back on its own: the line keeper frees it
+    expect(gone(job, T0 + HOUR)).toBe(true);
+  });
+
+  it("a schedule's next run does not wait for a held run (it holds nothing)", async () => {
+    const h = harness();
+    h.store.seed({ ...echoJob('v-held-prev'), state: 'held', attempts: 1 });
+    const waits = await mustWaitFor({
+      after: 'v-held-prev',
+      store: h.store,
+      queue: h.queue,
+      queueUrl: 'q',
+      record: messageFor('v-held-next'),
+      log: createLogger({ level: 'error' }),
+    });
+    expect(waits).toBe(false);
+    h.store.seed({ ...echoJob('v-running-prev'), state: 'running', attempts: 1 });
+    const behindRunning = await mustWaitFor({
+      after: 'v-running-prev',
+      store: h.store,
+      queue: h.queue,
+      queueUrl: 'q',
+      record: messageFor('v-held-next'),
+      log: createLogger({ level: 'error' }),
+    });
+    expect(behindRunning).toBe(true);
   });
 });

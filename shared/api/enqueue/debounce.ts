@@ -108,7 +108,8 @@ export async function replaceRun(
   const { store, log } = ctx.deps;
   try {
     const previous = await store.get(previousId);
-    if (!previous || !['queued', 'scheduled'].includes(previous.state) || previous.attempts !== 0) return false;
+    // a run that started (or ran, and an operator restarted it) is not replaced
+    if (!previous || !isPendingDebounceRun(previous)) return false;
     const skipped =
       (await store.skip?.({
         job: previous,

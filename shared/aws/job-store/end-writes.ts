@@ -1,5 +1,5 @@
 /**
- * The writes that end a job or an attempt: `succeed`, `retry` and `fail` (fenced by the lease),
+ * The writes that end a job or an attempt: `succeed`, `retry` and `fail` (or hold; fenced by the lease),
  * and `expire` and `skip` (a job that never started). Pure builders of each write's expression,
  * with the cost it records; the store sends them.
  */
@@ -128,10 +128,14 @@ export function retryUpdate({ job, now, runAt, errors, expiresAt, writer, refund
   };
 }
 
-/** `failed`, the attempt's error counted; the job enters the state index. */
-export function failUpdate({ job, now, errors, expiresAt, writer, cost }: FailInput): FencedUpdate {
+/**
+ * `failed`, the attempt's error counted; the job enters the state index. With `hold`, `held`
+ * instead (a replay that diverged from its journal): the same write, so the same write units.
+ */
+export function failUpdate({ job, now, errors, expiresAt, writer, cost, hold }: FailInput): FencedUpdate {
+  const state = hold ? 'held' : 'failed';
   const changes: Partial<Job> = {
-    state: 'failed',
+    state,
     updatedAt: iso(now),
     finishedAt: iso(now),
     expiresAt,
@@ -140,12 +144,12 @@ export function failUpdate({ job, now, errors, expiresAt, writer, cost }: FailIn
   const leased = { ...job, ...changes };
   const error = errorUpdate(errors, leased);
   return {
-    operation: 'fail',
+    operation: hold ? 'hold' : 'fail',
     set: `finishedAt = :now, updatedAt = :now, expiresAt = :ttl${error.set}`,
     remove: 'leaseOwner, leaseExpiresAt',
     values: { ':now': S(iso(now)), ':ttl': N(expiresAt), ...error.values },
     end: {
-      state: 'failed',
+      state,
       writer,
       ...(cost
         ? { cost: costAfter(job, withSummary(ended(job, changes), leased, errors), cost, errors, expiresAt) }

@@ -37,7 +37,7 @@ export interface FencedUpdate {
 /** The UpdateItem of `update` on `job`, fenced by its lease token and the `running` state. */
 export function fencedWrite(tableName: string, job: Job, update: FencedUpdate): UpdateItemCommandInput {
   const { end } = update;
-  // An end in a sparse state (failed) enters the state index; no other end touches an index.
+  // An end in a sparse state (failed, held) enters the state index; no other end touches an index.
   const indexed = end !== undefined && isSparseState(end.state);
   const cost = end?.cost;
   const set = end

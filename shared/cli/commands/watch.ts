@@ -1,5 +1,5 @@
 import type { JobView } from '../../client';
-import { TERMINAL_STATES } from '../../core/states';
+import { SETTLED_STATES } from '../../core/states';
 import type { CommandDef } from '../args';
 import { type CommandContext, EXIT, println } from '../context';
 import { formatJob, type Style, stripAnsi, visibleLength } from '../format';
@@ -14,7 +14,7 @@ function clock(now: number): string {
 /** One line per state change: `10:00:01.234  running    attempt 1 of 3`. */
 function changeLine(job: JobView, now: number, style: Style): string {
   const detail =
-    job.state === 'retrying' || job.state === 'failed'
+    job.state === 'retrying' || job.state === 'failed' || job.state === 'held'
       ? job.lastError
         ? `  ${style.red(job.lastError.message)}`
         : ''
@@ -75,7 +75,8 @@ export const watch: CommandDef<CommandContext> = {
         if (context.json) stdout.write(`${JSON.stringify(job)}\n`);
         else println(stdout, changeLine(job, now, style));
       }
-      if (TERMINAL_STATES.includes(job.state)) {
+      // held: nothing runs it again until an operator acts; watching on would wait for them
+      if (SETTLED_STATES.includes(job.state)) {
         clearLive();
         if (!context.json) {
           println(stdout);

@@ -2,7 +2,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { appendError, describeError, type Job, type WakeWait } from '../../core/job';
 import { JOURNAL_RETENTION_DAYS } from '../../core/journal';
 import { METRIC } from '../../core/metrics';
-import { isTerminal } from '../../core/states';
+import { isSettled } from '../../core/states';
 import { parentsReader } from '../../dispatch/release';
 import { JobTimeoutError, LeaseLostError } from '../../errors';
 import type { Logger } from '../../logger';
@@ -237,7 +237,7 @@ async function handlerStopped(
  */
 async function afterLeaseLost(kit: WorkerKit, job: Job, record: SQSRecord, log: Logger): Promise<Outcome> {
   const current = await kit.deps.store.get(job.id).catch(() => undefined);
-  if (current && isTerminal(current.state)) return 'done';
+  if (current && isSettled(current.state)) return 'done';
   // Back no sooner than the job may be claimed again: a delivery while the lease may still be
   // held would be taken for a duplicate and deleted.
   if (!current) return 'retry';

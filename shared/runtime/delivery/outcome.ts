@@ -10,6 +10,7 @@ import {
   type SkipReason,
   type WakeWait,
 } from '../../core/job';
+import { JOURNAL_RETENTION_DAYS } from '../../core/journal';
 import { jsonBytes, MAX_RESULT_BYTES } from '../../core/limits';
 import { METRIC } from '../../core/metrics';
 import { retryScheduleName, wakeScheduleName } from '../../core/ports';
@@ -72,6 +73,36 @@ export async function finalFailure(
       await onFailure(payload, { jobId: job.id, type: job.type, attempts: job.attempts, errors });
     }, log);
   await kit.releaseAfterEnd(job.id, log);
+}
+
+/**
+ * Holds the job for an operator (`held`): its replay diverged from its journal. The same one
+ * write a {@link finalFailure} makes (`fail` with `hold`), with the error, retained as long as
+ * its journal ({@link JOURNAL_RETENTION_DAYS}, or the platform's retention when longer); but the job has not ended, so no onFailure runs and its dependants are not released
+ * (an operator's retry or rerun runs it again; a cancel releases them). Its slots are given back
+ * after the attempt, as for any attempt that ends.
+ */
+export async function holdForOperator(
+  kit: WorkerKit,
+  job: Job,
+  errors: AttemptError[],
+  writer: string,
+  log: Logger,
+): Promise<void> {
+  const now = kit.clock.now();
+  // Kept as long as its journal (and its graph items) live, not a finished job's retention: its
+  // dependants and an invoking parent wait for the operator's choice, and a job gone with its
+  // retention could never be retried or cancelled to release them.
+  const expiresAt = Math.max(kit.expiresAt(now), Math.floor(now / 1000) + JOURNAL_RETENTION_DAYS * 86_400);
+  const hold = { job, now, errors, expiresAt, writer, hold: true };
+  await persist(() => kit.deps.store.fail({ ...hold, ...kit.spent() }), log, 'recording the hold');
+  kit.metrics.add(METRIC.held, kit.type);
+  log.error('job held', {
+    attempts: job.attempts,
+    reason: 'nondeterministic',
+    lastError: errors.at(-1)?.message,
+    next: 'an operator retries it after a fix, reruns it from a step, or cancels it',
+  });
 }
 
 /** Runs an onFailure hook for up to {@link ON_FAILURE_TIMEOUT_MS}; its errors are logged, never retried. */
@@ -178,13 +209,20 @@ export async function recordSuccess(
   return 'done';
 }
 
-/** Records a failed attempt: the job fails for good (a permanent error, no attempt left), or is retried after its backoff. */
+/**
+ * Records a failed attempt: the job is held for an operator (a replay that diverged from its
+ * journal), fails for good (a permanent error, no attempt left), or is retried after its backoff.
+ */
 export async function recordFailure(kit: WorkerKit, at: AttemptAt, error: unknown): Promise<'done' | 'retry'> {
   const { job, record, writer, log } = at;
   const now = kit.clock.now();
   const reason =
     error instanceof JobTimeoutError ? 'timeout' : error instanceof NondeterminismError ? error.code : 'error';
   const errors = appendError(job.errors, describeError(error, job.attempts, now, reason));
+  if (error instanceof NondeterminismError) {
+    await holdForOperator(kit, job, errors, writer, log);
+    return 'done';
+  }
   if (error instanceof PermanentError || job.attempts >= job.maxAttempts) {
     await finalFailure(kit, job, errors, writer, log);
     return 'done';

@@ -1,11 +1,11 @@
-import { CANCELLABLE_STATES } from '../../core/control';
+import { PREEMPTIBLE_STATES } from '../../core/control';
 import type { Slot } from '../../core/flow';
 import type { Job } from '../../core/job';
 import { jobSlots } from '../../core/job-slots';
 import { leaseHeld } from '../../core/lease';
 import type { ClaimResult, RefusedClaim } from '../../core/ports';
 import { lineRank } from '../../core/priority';
-import { isTerminal } from '../../core/states';
+import { isSettled } from '../../core/states';
 import { ConfigError } from '../../errors';
 import { persist } from '../attempt-support';
 import type { WorkerKit } from '../delivery/kit';
@@ -65,7 +65,8 @@ export const slotsGate: GateBuilder = (kit) => {
       ? {
           cancel: async (jobId: string) => {
             const now = kit.clock.now();
-            await control.cancel({ id: jobId, from: CANCELLABLE_STATES, now, expiresAt: kit.expiresAt(now) });
+            // never a held job: only an operator ends its hold
+            await control.cancel({ id: jobId, from: PREEMPTIBLE_STATES, now, expiresAt: kit.expiresAt(now) });
             await kit.releaseAfterEnd(jobId, kit.log.child({ jobId }));
           },
         }
@@ -93,9 +94,9 @@ class SlotsPass implements GatePass {
     const current = await d.job();
     if (!current) return GO;
     this.slots = jobSlots(this.kit.def.spec, current);
-    if (isTerminal(current.state)) {
+    if (isSettled(current.state)) {
       // handed a slot after it ended (cancelled while it waited), or a duplicate of a finished
-      // job; kept when a slot could not be given back, so that the next delivery tries again
+      // (or held) job; kept when a slot could not be given back, so that the next delivery tries again
       return (await gate.leaveIfHeld(current, this.slots, d.log)) ? GO : { kind: 'answer', outcome: 'retry' };
     }
     // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so

@@ -110,6 +110,13 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
   return (
     <>
       <Actions job={job} onChanged={onChanged} />
+      {job.state === 'held' ? (
+        <p class="notice" role="note">
+          Held for an operator: its replay no longer matches its journal (the code changed under this run; the attempt's
+          error below names the entry and both versions). Retry it once the code matches again, rerun it from a step, or
+          cancel it. Nothing runs it until then, and its dependants wait.
+        </p>
+      ) : null}
       <div class="grid">
         <dl class="facts">
           <dt>Type</dt>
@@ -155,7 +162,8 @@ function JobDetail({ job, onChanged }: { job: JobView; onChanged: () => void }) 
           <dd>
             <Time iso={job.startedAt} />
           </dd>
-          <dt>Finished</dt>
+          {/* a held job's attempt ended when it was held: the job has not finished */}
+          <dt>{job.state === 'held' ? 'Held since' : 'Finished'}</dt>
           <dd>
             <Time iso={job.finishedAt} />
           </dd>

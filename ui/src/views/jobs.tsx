@@ -312,7 +312,7 @@ function BulkStatus(props: {
           <p>
             Every job the current filters match, as listed just now. Jobs whose state does not allow it
             {bulk.action === 'retry'
-              ? ' (only failed, cancelled or expired jobs can be retried)'
+              ? ' (only held, failed, cancelled or expired jobs can be retried)'
               : ' (finished jobs cannot be cancelled)'}{' '}
             are left as they are.
           </p>

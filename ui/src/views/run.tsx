@@ -24,8 +24,11 @@ function formatBytes(bytes: number): string {
   return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }
 
-/** Only while the job may still record entries is the run polled; otherwise it is read again when the job changes. */
-const ENDED = ['succeeded', 'failed', 'cancelled', 'expired', 'skipped'];
+/**
+ * Only while the job may still record entries is the run polled; otherwise it is read again when
+ * the job changes. A held job records none until an operator acts.
+ */
+const ENDED = ['held', 'succeeded', 'failed', 'cancelled', 'expired', 'skipped'];
 
 export function RunTimeline({ job, onChanged }: { job: JobView; onChanged: () => void }) {
   const [loaded, setLoaded] = useState<
