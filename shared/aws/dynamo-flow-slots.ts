@@ -267,7 +267,9 @@ export class DynamoFlowSlots implements FlowSlots {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         const tries = error.$metadata.attempts ?? 1;
-        return tries > 1 && error.Item?.hs?.M?.[input.jobId] === undefined;
+        // the job's own entry, not a member every object has (`constructor` is a valid job id)
+        const holds = error.Item?.hs?.M !== undefined && Object.hasOwn(error.Item.hs.M, input.jobId);
+        return tries > 1 && !holds;
       }
       return translateAwsError(error, 'DynamoDB UpdateItem (flow release)');
     }
