@@ -114,4 +114,23 @@ describe('a place given back whose answer is lost', () => {
       'freed a concurrency slot its job never gave back',
     ]);
   });
+  it('a retry refused because the place is held for another attempt is not a give-back', async () => {
+    const slots = new DynamoFlowSlots(dynamo, tableName);
+    n += 1;
+    const slot: Slot = { scope: `lost-other-${n}-${Date.now()}#0`, key: 'k', limit: 1 };
+    const a = `a-other-${n}`;
+    await slots.acquire({ slot, jobId: a, type: 'echo', now: NOW, token: 2 });
+    // the first try fails before it reaches the table; the SDK's retry is refused: the place is attempt 2's
+    faults.script({
+      match: (c) =>
+        c.command === 'UpdateItem' &&
+        String(c.input.UpdateExpression) === 'REMOVE hs.#id' &&
+        (c.input.ExpressionAttributeNames as Record<string, string>)['#id'] === a,
+      kind: 'server',
+      phase: 'before',
+    });
+    expect(await slots.release({ slot, jobId: a, token: 1 })).toBe(false);
+    expect(faults.events.at(-1)).toMatchObject({ kind: 'server', phase: 'before' });
+    expect((await slots.state(slot)).holders).toMatchObject([{ jobId: a, token: 2 }]);
+  });
 });
