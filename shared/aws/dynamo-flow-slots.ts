@@ -196,14 +196,22 @@ export class DynamoFlowSlots implements FlowSlots {
   /**
    * One `acquire` each, in order, for new jobs of one slot: while places may be free, one by one;
    * once one has to wait, the rest join the line {@link JOIN_CHUNK} at a time, one transaction
-   * each (flow-slots/join-many.ts), and one by one again when the slot refuses that.
+   * each (flow-slots/join-many.ts), and one by one again when the slot refuses that. Each answer
+   * is told to `onAnswer` as it is settled.
    */
-  async acquireMany(inputs: readonly AcquireInput[]): Promise<AcquireResult[]> {
+  async acquireMany(
+    inputs: readonly AcquireInput[],
+    onAnswer?: (index: number, answer: AcquireResult) => void,
+  ): Promise<AcquireResult[]> {
     const out: AcquireResult[] = [];
+    const answer = (got: AcquireResult) => {
+      onAnswer?.(out.length, got);
+      out.push(got);
+    };
     let i = 0;
     while (i < inputs.length) {
       const got = await this.acquire(inputs[i] as AcquireInput);
-      out.push(got);
+      answer(got);
       i += 1;
       if (got.kind === 'waiting' && got.rank !== undefined) break;
     }
@@ -212,12 +220,12 @@ export class DynamoFlowSlots implements FlowSlots {
       i += chunk.length;
       const joined = joinable(chunk) ? await joinChunk(this.table, chunk) : undefined;
       if (!joined) {
-        for (const input of chunk) out.push(await this.acquire(input));
+        for (const input of chunk) answer(await this.acquire(input));
         continue;
       }
       const { item, first } = joined;
       for (const c of chunk) {
-        out.push({
+        answer({
           kind: 'waiting',
           rank: c.rank as string,
           first: c.jobId === first,
@@ -267,7 +275,9 @@ export class DynamoFlowSlots implements FlowSlots {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         const tries = error.$metadata.attempts ?? 1;
-        return tries > 1 && error.Item?.hs?.M?.[input.jobId] === undefined;
+        // the job's own entry, not a member every object has (`constructor` is a valid job id)
+        const holds = error.Item?.hs?.M !== undefined && Object.hasOwn(error.Item.hs.M, input.jobId);
+        return tries > 1 && !holds;
       }
       return translateAwsError(error, 'DynamoDB UpdateItem (flow release)');
     }

@@ -440,9 +440,14 @@ export interface FlowSlots {
   /**
    * `acquire` for each input, in order, with the same answers (new jobs of one slot taking their
    * places at enqueue): an adapter may join the ones that wait with fewer writes. Without it,
-   * {@link acquireEach} calls `acquire` once per input.
+   * {@link acquireEach} calls `acquire` once per input. `onAnswer` is told each answer (by the
+   * input's index) as it is settled: a call that fails part-way has told the caller which jobs
+   * already hold their place or wait in line.
    */
-  acquireMany?(inputs: readonly AcquireInput[]): Promise<AcquireResult[]>;
+  acquireMany?(
+    inputs: readonly AcquireInput[],
+    onAnswer?: (index: number, answer: AcquireResult) => void,
+  ): Promise<AcquireResult[]>;
   /**
    * Gives back `jobId`'s slot: only when it is held for attempt `token`, when given (any attempt
    * otherwise: a finished or gone job's). Returns false when it held none; true when it gave it
@@ -481,10 +486,26 @@ export interface FlowSlots {
   line(input: { slot: Pick<Slot, 'scope' | 'key' | 'fair'>; max: number }): Promise<InLine[]>;
 }
 
-/** `slots.acquireMany` when the port has it, else one `acquire` per input, in order. */
-export async function acquireEach(slots: FlowSlots, inputs: readonly AcquireInput[]): Promise<AcquireResult[]> {
-  if (slots.acquireMany) return await slots.acquireMany(inputs);
+/**
+ * `slots.acquireMany` when the port has it, else one `acquire` per input, in order; `onAnswer` is
+ * told each answer as it is settled (see {@link FlowSlots.acquireMany}).
+ *
+ * @example
+ * const got: AcquireResult[] = [];
+ * await acquireEach(slots, inputs, (i, answer) => { got[i] = answer; }).catch(() => undefined);
+ * // got holds the answers settled before a failure
+ */
+export async function acquireEach(
+  slots: FlowSlots,
+  inputs: readonly AcquireInput[],
+  onAnswer?: (index: number, answer: AcquireResult) => void,
+): Promise<AcquireResult[]> {
+  if (slots.acquireMany) return await slots.acquireMany(inputs, onAnswer);
   const out: AcquireResult[] = [];
-  for (const input of inputs) out.push(await slots.acquire(input));
+  for (const input of inputs) {
+    const answer = await slots.acquire(input);
+    onAnswer?.(out.length, answer);
+    out.push(answer);
+  }
   return out;
 }

@@ -204,19 +204,29 @@ export function createLineKeeper(deps: LineKeeperDeps) {
       void oneAtATime.run(turn, async () => {
         const these = waitingTurn.get(turn) ?? [];
         waitingTurn.delete(turn);
+        // the answers settled so far: a turn that fails part-way fails only the places it did not
+        // answer (a job that already holds its place or waits in line is not sent as if it did not)
+        const answers: (AcquireResult | undefined)[] = [];
+        let failure: unknown = new Error('no answer for this place');
         try {
-          const answers = await acquireEach(
+          const all = await acquireEach(
             slots,
             these.map((p) => p.input),
+            (i, answer) => {
+              answers[i] = answer;
+            },
           );
-          these.forEach((p, i) => {
-            const answer = answers[i];
-            if (answer) p.resolve(answer);
-            else p.reject(new Error('no answer for this place'));
+          all.forEach((answer, i) => {
+            answers[i] = answer;
           });
         } catch (error) {
-          for (const p of these) p.reject(error);
+          failure = error;
         }
+        these.forEach((p, i) => {
+          const answer = answers[i];
+          if (answer) p.resolve(answer);
+          else p.reject(failure);
+        });
       });
     });
   }

@@ -111,5 +111,29 @@ export function acquireEachContract(setup: () => Promise<{ slots: FlowSlots }>):
       });
       expect(await serveAll(slots, base, [h.jobId])).toEqual([w.jobId, x.jobId, y.jobId]);
     });
+
+    it('who is told it is next in line is who one acquire each would tell, with new fair keys joining together', async () => {
+      const { slots } = await setup();
+      const firsts = (answers: AcquireResult[]) => answers.map((a) => (a.kind === 'waiting' ? a.first : undefined));
+      const runBoth = async (together: boolean) => {
+        const base = baseOf(1);
+        // `z` holds the one place; `z1` waits behind it, then `y1` and `a1` of two keys not yet in line
+        const [h, z1, y1, a1] = newJobs(base, 4, (i) => ['z', 'z', 'y', 'a'][i]) as AcquireInput[];
+        expect(await slots.acquire({ ...(h as AcquireInput), token: 1 })).toMatchObject({ kind: 'held' });
+        const inputs = [z1, y1, a1] as AcquireInput[];
+        const answers: AcquireResult[] = [];
+        if (together) answers.push(...(await acquireEach(slots, inputs)));
+        else for (const input of inputs) answers.push(await slots.acquire(input));
+        return { answers, served: await serveAll(slots, base, [(h as AcquireInput).jobId]) };
+      };
+      const oneByOne = await runBoth(false);
+      const together = await runBoth(true);
+      // while z holds its place, y (running none, waiting before a) is next: y1 is told so; once
+      // z's holder gives it back, z1 is served first, then y1 and a1
+      expect(oneByOne.served).toEqual(['j1', 'j2', 'j3']);
+      expect(together.served).toEqual(oneByOne.served);
+      expect(firsts(oneByOne.answers)).toEqual([true, true, false]);
+      expect(firsts(together.answers)).toEqual(firsts(oneByOne.answers));
+    });
   });
 }

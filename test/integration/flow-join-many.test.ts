@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { JOIN_CHUNK } from '../../shared/aws/flow-slots/join-many';
 import type { AcquireInput, Slot } from '../../shared/core/flow';
+import type { JobStore } from '../../shared/core/ports';
+import { createLineKeeper } from '../../shared/dispatch/line-keeper';
 import { useJobTable } from '../local-aws/job-table';
 import { FaultInjector } from '../support/faults';
 
@@ -69,5 +71,32 @@ describe('new jobs of one slot that have to wait join together', () => {
     }
     expect(served).toHaveLength(10);
     expect(new Set(served).size).toBe(10);
+  });
+  it("a gathered turn whose last join fails keeps the others' answers: they hold their place or wait, once", async () => {
+    const slots = new DynamoFlowSlots(dynamo, tableName);
+    const keeper = createLineKeeper({
+      slots,
+      store: {} as JobStore,
+      handOff: { queue: {} as never, routes: {} },
+      clock: { now: () => NOW },
+    });
+    const { base, inputs } = jobsOf(30);
+    // the join of the last two (j28, j29: their entries and the slot item) fails on every try of the SDK's
+    faults.script({
+      match: (c) =>
+        c.command === 'TransactWriteItems' &&
+        JSON.stringify(c.input.TransactItems).includes(base.scope) &&
+        ((c.input.TransactItems as unknown[]) ?? []).length === 3,
+      kind: 'server',
+      phase: 'before',
+      times: Number.POSITIVE_INFINITY,
+    });
+    // j0 takes its turn alone; j1…j29 gather meanwhile: j1 takes the last place, j2 joins alone,
+    // j3…j27 join together, and the join of j28 and j29 fails
+    const settled = await Promise.allSettled(inputs.map((input) => keeper.placeInTurn(input)));
+    expect(faults.events.at(-1)).toMatchObject({ kind: 'server', phase: 'before' });
+    const kinds = settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : 'failed'));
+    expect(kinds).toEqual([...Array(2).fill('held'), ...Array(26).fill('waiting'), 'failed', 'failed']);
+    expect(await slots.state(base)).toMatchObject({ waiting: 26 });
   });
 });

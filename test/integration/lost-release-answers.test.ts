@@ -89,4 +89,48 @@ describe('a place given back whose answer is lost', () => {
       'gave back a concurrency slot',
     ]);
   });
+  it('a holder whose id is a name every object has (constructor) is handed on too', async () => {
+    // job ids are letters, digits, _ . -: `constructor`, `toString` and `valueOf` are valid ones,
+    // and the refused retry's item must be read for the job's own entry, not an object's member
+    const slots = new DynamoFlowSlots(dynamo, tableName);
+    const store = new DynamoJobStore(dynamo, tableName);
+    n += 1;
+    const slot: Slot = { scope: `lost-proto-${n}-${Date.now()}#0`, key: 'k', limit: 1 };
+    const a = 'constructor';
+    await store.create(newJob({ id: a, type: 'echo', state: 'succeeded', finishedAt: new Date(NOW).toISOString() }));
+    await slots.acquire({ slot, jobId: a, type: 'echo', now: NOW, token: 1 });
+    const b = `b-proto-${n}`;
+    await store.create(newJob({ id: b, type: 'echo' }));
+    const joined = await slots.acquire({ slot, jobId: b, type: 'echo', now: NOW, token: 1 });
+    expect(joined).toMatchObject({ kind: 'waiting', first: true });
+    if (joined.kind !== 'waiting') return;
+    const keeper = createLineKeeper({ slots, store, handOff: { queue: {} as never, routes: {} }, clock });
+    loseReleaseAnswer(a);
+    const { lines, log } = capture();
+    await keeper.look(slot, joined, b, log);
+    expect(faults.events.at(-1)).toMatchObject({ kind: 'server', phase: 'after' });
+    expect((await slots.state(slot)).holders).toMatchObject([{ jobId: b, token: 0 }]);
+    expect(lines.filter((l) => l.holder === a).map((l) => l.message)).toEqual([
+      'freed a concurrency slot its job never gave back',
+    ]);
+  });
+  it('a retry refused because the place is held for another attempt is not a give-back', async () => {
+    const slots = new DynamoFlowSlots(dynamo, tableName);
+    n += 1;
+    const slot: Slot = { scope: `lost-other-${n}-${Date.now()}#0`, key: 'k', limit: 1 };
+    const a = `a-other-${n}`;
+    await slots.acquire({ slot, jobId: a, type: 'echo', now: NOW, token: 2 });
+    // the first try fails before it reaches the table; the SDK's retry is refused: the place is attempt 2's
+    faults.script({
+      match: (c) =>
+        c.command === 'UpdateItem' &&
+        String(c.input.UpdateExpression) === 'REMOVE hs.#id' &&
+        (c.input.ExpressionAttributeNames as Record<string, string>)['#id'] === a,
+      kind: 'server',
+      phase: 'before',
+    });
+    expect(await slots.release({ slot, jobId: a, token: 1 })).toBe(false);
+    expect(faults.events.at(-1)).toMatchObject({ kind: 'server', phase: 'before' });
+    expect((await slots.state(slot)).holders).toMatchObject([{ jobId: a, token: 2 }]);
+  });
 });

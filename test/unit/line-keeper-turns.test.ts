@@ -84,4 +84,30 @@ describe("the line keeper's admissions of one slot", () => {
     await vi.advanceTimersByTimeAsync(200);
     expect((await failed).map((f) => f.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
   });
+  it('a turn that fails part-way keeps the answers it had: only the places it did not answer fail', async () => {
+    const calls: string[] = [];
+    const slots = {
+      async acquire(input: AcquireInput) {
+        calls.push(input.jobId);
+        await sleep(50);
+        if (input.jobId === 'c') throw new Error('DynamoDB is down');
+        return { kind: 'waiting' as const, rank: input.rank, first: false, holders: [] };
+      },
+    } as unknown as FlowSlots;
+    const keeper = createLineKeeper({
+      slots,
+      store: {} as JobStore,
+      handOff: { queue: {} as never, routes: {} },
+      clock: { now: () => Date.now() },
+    });
+    const place = (jobId: string) =>
+      keeper.placeInTurn({ slot: SLOT, jobId, type: 'echo', now: 0, token: 0, rank: `r-${jobId}` });
+    const settled = Promise.allSettled(['a', 'b', 'c', 'd'].map(place));
+    await vi.advanceTimersByTimeAsync(500);
+    // a alone, then b, c and d together: b joined before c's call failed, and waits in line
+    // (sent to its queue as if it had not, its delivery would find its entry, or past the cap of
+    // fair keys join a second line); c and d are sent, and their deliveries take their places
+    expect(calls).toEqual(['a', 'b', 'c']);
+    expect((await settled).map((f) => f.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+  });
 });

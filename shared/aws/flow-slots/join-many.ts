@@ -71,9 +71,9 @@ export async function joinChunk(table: SlotTable, chunk: readonly AcquireInput[]
     if (!one) return undefined;
     const item = slotItem(await table.read(flowKeys.slot(one.slot.scope, one.slot.key)));
     if (!mustWait(one.slot, item) || chunk.some((c) => item.holders.some((h) => h.jobId === c.jobId))) return undefined;
-    const { items, lines } = joinItems(table, chunk, item);
+    const { items, lines, since } = joinItems(table, chunk, item);
     const out = await transact(table, items, 'flow join many');
-    if (out === 'ok') return { first: await firstAfter(table, one.slot, item, lines), item };
+    if (out === 'ok') return { first: await firstAfter(table, one.slot, item, lines, since), item };
     if (out.includes('ValidationError')) {
       throw new Error(`DynamoDB refused the join of ${one.slot.scope}/${one.slot.key}: ${out.join(', ')}`);
     }
@@ -89,7 +89,7 @@ function joinItems(
   table: SlotTable,
   chunk: readonly AcquireInput[],
   item: SlotItem,
-): { items: TransactWriteItem[]; lines: Map<string, number> } {
+): { items: TransactWriteItem[]; lines: Map<string, number>; since: Map<string, number> } {
   const [one] = chunk as [AcquireInput];
   /** Per line this chunk joins: its jobs, and the time its first one came (its `since`, when the key waited for nothing before). */
   const lines = new Map<string, number>();
@@ -150,21 +150,26 @@ function joinItems(
       ExpressionAttributeValues: values,
     },
   };
-  return { items: [...puts, update], lines };
+  return { items: [...puts, update], lines, since };
 }
 
-/** The job next in line once the chunk joined (none while tickets wait: they go first). */
+/**
+ * The job next in line once the chunk joined (none while tickets wait: they go first). A line the
+ * chunk adds waits since its first job came (the `ws` the transaction set), so that of two keys
+ * new to the line the one that came first is next, as one join each would tell.
+ */
 async function firstAfter(
   table: SlotTable,
   slot: Slot,
   item: SlotItem,
   lines: ReadonlyMap<string, number>,
+  since: ReadonlyMap<string, number>,
 ): Promise<string | undefined> {
   if (item.issued > item.admitted) return undefined;
   const fairWaiting = item.fairWaiting.map((w) => ({ ...w, waiting: w.waiting + (lines.get(w.key) ?? 0) }));
   for (const [key, count] of lines) {
     if (!item.fairWaiting.some((w) => w.key === key)) {
-      fairWaiting.push({ key, waiting: count, since: Number.MAX_SAFE_INTEGER });
+      fairWaiting.push({ key, waiting: count, since: since.get(key) ?? Number.MAX_SAFE_INTEGER });
     }
   }
   return (await nextInLine(table, slot, { ...item, ranked: item.ranked + 1, fairWaiting }))?.jobId;
