@@ -96,7 +96,8 @@ function retryAfterMs(headers: Headers): number {
   return Number.isNaN(at) ? 0 : Math.max(0, at - Date.now());
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason once it aborts. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {

@@ -6,7 +6,7 @@
  */
 import { MAX_INLINE_BODY_BYTES } from '../core/blobs';
 import { OrreryNetworkError, UploadFailed, UploadUrlExpired } from './errors';
-import { type CallSpec, call, retryDelay, type TransportOptions } from './transport';
+import { type CallSpec, call, retryDelay, sleep, type TransportOptions } from './transport';
 
 const UPLOAD_BRAND: unique symbol = Symbol.for('orrery.upload');
 
@@ -108,21 +108,6 @@ function withoutQuery(url: string): string {
   } catch {
     return '(the presigned URL)';
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**
