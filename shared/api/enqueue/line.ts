@@ -45,6 +45,14 @@ export async function placeAtEnqueue(ctx: EnqueueContext, job: Job, now: number)
     // the jobs of a batch that join one line take turns (at once, their transactions refuse each
     // other), and those that gather meanwhile join together
     const got = await keeper.placeInTurn({ slot, jobId: job.id, type: job.type, now, token: 0, rank });
+    if (got.kind === 'held' && !got.fresh) {
+      // The job already holds a place: a replay of this request sent it and its attempt took one
+      // (or it was handed one), or an earlier try of this take applied with its answer lost. The
+      // place is not one this enqueue may give back: the job is sent as any other, and its
+      // delivery finds what it holds.
+      log.info('found its place already held at enqueue; the job is sent to its queue', where);
+      return undefined;
+    }
     if (got.kind === 'held') {
       log.info('took a place at enqueue', where);
       return { kind: 'held', slot };
