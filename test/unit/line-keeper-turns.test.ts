@@ -49,8 +49,50 @@ describe("the line keeper's admissions of one slot", () => {
     const others = Promise.all([1, 2, 3, 4].map(() => keeper.admit(SLOT, log)));
     await vi.advanceTimersByTimeAsync(5_000);
     await others;
-    expect(calls).toBe(5);
+    // the four came while the first ran: they share the next admission, which runs alone
+    expect(calls).toBe(2);
     expect(most).toBe(1);
+  });
+
+  it('admissions asked for while one runs share the next one, which starts after every ask; a later ask gets its own', async () => {
+    const started: number[] = [];
+    let calls = 0;
+    const slots = {
+      async admit() {
+        calls += 1;
+        started.push(Date.now());
+        await sleep(300); // a read and a transaction
+        if (calls === 2) throw new Error('DynamoDB is down');
+        return [];
+      },
+    } as unknown as FlowSlots;
+    const keeper = createLineKeeper({
+      slots,
+      store: {} as JobStore,
+      handOff: { queue: {} as never, routes: {} },
+      clock: { now: () => Date.now() },
+    });
+    const log = createLogger({ level: 'silent' });
+    const t0 = Date.now();
+    const first = keeper.admit(SLOT, log);
+    await vi.advanceTimersByTimeAsync(100);
+    // three places given back while the first admission runs
+    const shared = [1, 2, 3].map(() =>
+      keeper.admit(SLOT, log).then(
+        () => 'handed on',
+        (e: Error) => e.message,
+      ),
+    );
+    await vi.advanceTimersByTimeAsync(250);
+    // one given back while the shared admission runs: it may have read the slot before this one
+    const later = keeper.admit(SLOT, log);
+    await vi.advanceTimersByTimeAsync(2_000);
+    await first;
+    await later;
+    expect(await Promise.all(shared)).toEqual(['DynamoDB is down', 'DynamoDB is down', 'DynamoDB is down']);
+    expect(calls).toBe(3);
+    // one after another: each starts when the one before ended
+    expect(started.map((t) => t - t0)).toEqual([0, 300, 600]);
   });
 
   it('takes and joins at enqueue that gather while a turn runs go together in the next, each given its own answer', async () => {
