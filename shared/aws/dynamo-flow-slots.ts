@@ -45,6 +45,7 @@ import { rankTime } from '../core/priority';
 import { ThrottledError } from '../errors';
 import { keyOf, N, S } from './attributes';
 import { translateAwsError } from './errors';
+import { admitHeads } from './flow-slots/admit-many';
 import { JOIN_CHUNK, joinable, joinChunk } from './flow-slots/join-many';
 import { admitHead, entries, inLine, joinLine, nextInLine } from './flow-slots/ranked-line';
 import {
@@ -292,25 +293,36 @@ export class DynamoFlowSlots implements FlowSlots {
     const admitted: Admitted[] = [];
     // Marks the entries this call writes, to tell its own write (applied, answer lost) from another admitter's.
     const me = randomUUID();
+    // several places free at once go to the ranked line's next jobs in one round, until a round is refused
+    let together = true;
+    const handed = async (round: Admitted[]) => {
+      admitted.push(...round);
+      await Promise.all(round.map((one) => input.onAdmitted?.(one)));
+    };
     for (let guard = 0; guard < MAX_CONCURRENCY_LIMIT + 64; guard++) {
       const item = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
-      if (item.holders.length >= effectiveLimit(slot, item.runtimeLimit)) break;
+      const free = effectiveLimit(slot, item.runtimeLimit) - item.holders.length;
+      if (free <= 0) break;
       const tickets = item.admitted < item.issued;
       if (!tickets && item.ranked === 0) break;
-      if (tickets && (item.ranked === 0 || (await this.ticketFirst(slot, item)))) {
+      let round: Admitted[] | undefined;
+      if (!tickets && together && free > 1 && item.ranked > 1) {
+        round = await admitHeads(this.table, { slot, item, places: free, now: input.now, me });
+        if (!round) together = false;
+      } else if (tickets && (item.ranked === 0 || (await this.ticketFirst(slot, item)))) {
         const one = await admitTicket(this.table, { slot, item, now: input.now, me });
-        if (one) {
-          admitted.push(one);
-          await input.onAdmitted?.(one);
-        }
+        round = one ? [one] : undefined;
       } else {
         const one = await admitHead(this.table, { slot, item, now: input.now, me });
         if (one === 'empty') break;
-        if (one) {
-          admitted.push(one);
-          await input.onAdmitted?.(one);
-        }
+        round = one ? [one] : undefined;
       }
+      if (!round) continue;
+      await handed(round);
+      // Every place free as read is handed on, or every job in line as read: a place freed since
+      // has its own admission to come (its give-back's, or a look's), and so has a job that joined
+      // since with a place free (its look), and each reads what this one wrote.
+      if (round.length >= free || (!tickets && round.length >= item.ranked)) break;
     }
     return admitted;
   }

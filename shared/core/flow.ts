@@ -457,8 +457,9 @@ export interface FlowSlots {
   /**
    * Hands free slots on: to the oldest tickets, in order, then to the ranked line's entries, lowest
    * rank first; returns the jobs admitted. `onAdmitted` is called for each as it is admitted,
-   * before the next: a call that fails part-way has told the caller of every place it handed
-   * on (so each of those jobs is sent its message), and the caller's retry hands on the rest.
+   * before the next admission (the places an adapter hands on in one write are told at once): a
+   * call that fails part-way has told the caller of every place it handed on (so each of those
+   * jobs is sent its message), and the caller's retry hands on the rest.
    */
   admit(input: { slot: Slot; now: number; onAdmitted?: (admitted: Admitted) => Promise<void> }): Promise<Admitted[]>;
   /** Reads the slot's state (strongly consistent). */

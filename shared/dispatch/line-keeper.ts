@@ -66,6 +66,8 @@ export function createLineKeeper(deps: LineKeeperDeps) {
   // a slot's admissions in this process, and its takes and joins at enqueue, take turns (they write one item:
   // at once, they refuse each other); a delivery's take and a give-back do not
   const oneAtATime = createOneAtATime();
+  /** By slot: the admission waiting for its turn, which a caller that comes meanwhile shares. */
+  const admitWaiting = new Map<string, { done: Promise<void> }>();
 
   /**
    * Sends a job its message: it was handed a slot. A lost one is found again (see reclaim). The
@@ -93,11 +95,24 @@ export function createLineKeeper(deps: LineKeeperDeps) {
   /**
    * Hands the slot's free places to the oldest waiting jobs and sends them their messages. The
    * admissions this process makes on one slot run one after another: at once, each would read
-   * the same head and all but one be refused; in turn, the next one reads what the last wrote
-   * (usually nothing left to hand on: one read).
+   * the same head and all but one be refused; in turn, the next one reads what the last wrote.
+   * Callers that come while one runs share the next one: it starts after each of their changes
+   * (a place given back, a job joined), so it reads them all, and hands on in one round what
+   * they freed, where one round each would mostly find nothing left (a read each, and a wait
+   * behind the others for every caller).
    */
   function admit(slot: Slot, log: Logger): Promise<void> {
-    return oneAtATime.run(slotTurn('admit', slot), () => admitNow(slot, log));
+    const turn = slotTurn('admit', slot);
+    // a look that has not started yet reads the slot after this caller's change: share it
+    const waiting = admitWaiting.get(turn);
+    if (waiting) return waiting.done;
+    const mine: { done: Promise<void> } = { done: Promise.resolve() };
+    admitWaiting.set(turn, mine);
+    mine.done = oneAtATime.run(turn, () => {
+      if (admitWaiting.get(turn) === mine) admitWaiting.delete(turn);
+      return admitNow(slot, log);
+    });
+    return mine.done;
   }
 
   async function admitNow(slot: Slot, log: Logger): Promise<void> {

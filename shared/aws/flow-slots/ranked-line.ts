@@ -349,7 +349,7 @@ function admitUpdate(
  * still have been applied: the place carrying our mark says so, and the admission stands (the
  * job is named, and sent its message); otherwise the error goes on.
  */
-async function transactOrMarked(
+export async function transactOrMarked(
   table: SlotTable,
   slot: Slot,
   jobId: string,
