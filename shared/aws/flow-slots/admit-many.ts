@@ -22,7 +22,9 @@
  *
  * Write units (items ≤ 1 KB; a transaction costs 2 per item): 2 per KB of the slot item once,
  * and 2 per entry deleted, against 4 (2 per KB of the slot item and 2 for the entry) per place
- * one by one. Reads: the slot item once and one Query (0.5 read unit) per key served.
+ * one by one. Reads: the slot item once and one Query (0.5 read unit) per key served; the
+ * admitter reads the slot item once more when the line as read ran out before the free places
+ * did (a job that joined meanwhile is seen by no one else: see DynamoFlowSlots.admit).
  */
 import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { chooseFairKey, DEFAULT_FAIR_WEIGHT } from '../../core/fair-share';
