@@ -207,6 +207,24 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       expect(await stateOf(slots, slot)).toEqual({ holders: ['c'], waiting: 0, issued: 2, admitted: 2 });
     });
 
+    it('a second ticket of a holder hands no place: the place goes on to the next ticket in the same admission', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(2);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b');
+      await take(slots, slot, 'c'); // ticket 0
+      await take(slots, slot, 'c'); // a duplicate delivery of c: ticket 1
+      await take(slots, slot, 'd'); // ticket 2
+      await slots.release({ slot, jobId: 'a' });
+      expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c']);
+      // b's place: c's second ticket passes (c takes no other place), and d is handed the place.
+      // This admission is the only one b's give-back makes, and d saw the slot full when it
+      // joined: if it stopped after c's ticket, d would wait beside a free place.
+      await slots.release({ slot, jobId: 'b' });
+      expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c', 'd']);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['c', 'd'], waiting: 0, issued: 3, admitted: 3 });
+    });
+
     it('counts each key of a limit on its own', async () => {
       const { slots } = await setup();
       const one = slotOf(1, 'tenant-1');
