@@ -377,6 +377,26 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         expect((await slots.line({ slot, max: 50 })).map((e) => e.jobId)).toEqual(['t0', 'c']);
       });
 
+      it('a job in line twice (under two ranks) is handed one place, and the places freed with it go on to the next', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(2);
+        await join(slots, slot, 'a', 1);
+        await join(slots, slot, 'b', 2);
+        // c joins, and joins again under a later rank (a delivery that did not know it waited)
+        expect(await join(slots, slot, 'c', 10)).toMatchObject({ kind: 'waiting' });
+        expect(await join(slots, slot, 'c', 20)).toMatchObject({ kind: 'waiting' });
+        await join(slots, slot, 'd', 30);
+        await join(slots, slot, 'e', 40);
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 4, issued: 0, admitted: 0 });
+        // both places freed together: c is handed one (its second entry is used up with it) and d the other
+        await slots.release({ slot, jobId: 'a' });
+        await slots.release({ slot, jobId: 'b' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c', 'c', 'd']);
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['c', 'd'], waiting: 1, issued: 0, admitted: 0 });
+        await slots.release({ slot, jobId: 'c' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['e']);
+      });
+
       it('never gives more places than the limit, and admits each entry once, lowest first, to jobs at once', async () => {
         const { slots } = await setup();
         const slot = slotOf(3);
