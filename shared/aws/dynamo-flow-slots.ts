@@ -324,7 +324,11 @@ export class DynamoFlowSlots implements FlowSlots {
       // read is handed on with places left: a job that joined since (between the read and the
       // write) saw the slot as it was before its join, full maybe, and its look hands nothing on;
       // only a read after its join sees both it and the place left. That read is the next turn.
-      if (round.length >= free) break;
+      // A place counts only when it was taken: a second ticket or entry of a job that held one
+      // as read (a duplicate delivery's) is used up with no place, which stays to be handed on.
+      const held = new Set(item.holders.map((h) => h.jobId));
+      const taken = new Set(round.map((a) => a.jobId).filter((jobId) => !held.has(jobId)));
+      if (taken.size >= free) break;
     }
     return admitted;
   }
