@@ -120,7 +120,24 @@ export async function admitHeads(
   if (places < 1) return [];
   const planned = await plannedEntries(table, slot, item, places, now);
   if (!planned) return undefined;
-  const { entries, served } = planned;
+  // A job in line twice (two ranks, or its key's line and the shared one) or already holding a
+  // place: its entry takes no place, and the update cannot name its place twice (DynamoDB refuses
+  // overlapping paths). The round stops before it; the next admission (one at a time) uses it up.
+  const seen = new Set(item.holders.map((h) => h.jobId));
+  const stop = planned.entries.findIndex((e) => {
+    if (seen.has(e.jobId)) return true;
+    seen.add(e.jobId);
+    return false;
+  });
+  if (stop === 0) return undefined;
+  const entries = stop < 0 ? planned.entries : planned.entries.slice(0, stop);
+  const served = new Map<string, number>();
+  if (planned.served.size > 0) {
+    for (const e of entries) {
+      const key = (e.fairLine ?? e.fair) as string;
+      served.set(key, (served.get(key) ?? 0) + 1);
+    }
+  }
   const [first] = entries;
   if (!first) return [];
   const names: Record<string, string> = {};
