@@ -17,12 +17,16 @@
  *
  * Conditions: the places free as read (`size(hs)` below the limit less the places handed, the
  * run-time limit as read), each key's count and since as read (as a single admission's), no
- * job already holding a place, and each entry still there. Any change meanwhile refuses the
- * transaction, and the admitter reads again; a refused round costs nothing.
+ * job already holding a place, and each entry still there. A change of any of these meanwhile
+ * refuses the transaction, and the admitter reads again (one at a time); a refused round writes
+ * nothing, but its read and Queries are spent. Not conditioned: a key that starts to wait, or
+ * an entry that joins a key not served, meanwhile; the round is the one-by-one choice from the
+ * item as read, and the next admission sees them.
  *
  * Write units (items ≤ 1 KB; a transaction costs 2 per item): 2 per KB of the slot item once,
  * and 2 per entry deleted, against 4 (2 per KB of the slot item and 2 for the entry) per place
- * one by one. Reads: the slot item once and one Query (0.5 read unit) per key served; the
+ * one by one. Reads: the slot item once (strongly consistent: 1 read unit per 4 KB) and one
+ * strongly consistent Query per key served (1 read unit per 4 KB of entries returned); the
  * admitter reads the slot item once more when the line as read ran out before the free places
  * did (a job that joined meanwhile is seen by no one else: see DynamoFlowSlots.admit).
  */
