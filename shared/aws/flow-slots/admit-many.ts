@@ -196,7 +196,8 @@ export async function admitHeads(
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };
-  const out = await transactOrMarked(table, slot, first.jobId, me, [
+  const jobIds = entries.map((e) => e.jobId);
+  const out = await transactOrMarked(table, slot, jobIds, me, [
     { Update: update },
     ...entries.map(
       (e): TransactWriteItem => ({
@@ -215,6 +216,7 @@ export async function admitHeads(
     ...(e.fair === undefined ? {} : { fair: e.fair }),
   }));
   if (out === 'ok') return admitted;
-  // all or nothing: our mark on the first place says the whole round was applied
-  return (await placeMarked(table, slot, first.jobId, me)) ? admitted : undefined;
+  // all or nothing: our mark on any of its places says the whole round was applied (the first
+  // job's attempt may have taken its place over since, and its mark with it)
+  return (await placeMarked(table, slot, jobIds, me)) ? admitted : undefined;
 }

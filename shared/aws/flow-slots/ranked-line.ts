@@ -352,7 +352,7 @@ function admitUpdate(
 export async function transactOrMarked(
   table: SlotTable,
   slot: Slot,
-  jobId: string,
+  jobId: string | readonly string[],
   me: string,
   items: TransactWriteItem[],
 ): Promise<'ok' | string[]> {
