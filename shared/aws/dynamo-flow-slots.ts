@@ -319,10 +319,16 @@ export class DynamoFlowSlots implements FlowSlots {
       }
       if (!round) continue;
       await handed(round);
-      // Every place free as read is handed on, or every job in line as read: a place freed since
-      // has its own admission to come (its give-back's, or a look's), and so has a job that joined
-      // since with a place free (its look), and each reads what this one wrote.
-      if (round.length >= free || (!tickets && round.length >= item.ranked)) break;
+      // Every place free as read is handed on: a place freed since has its own admission to come
+      // (its give-back's, or a look's), which reads what this one wrote. Not so when the line as
+      // read is handed on with places left: a job that joined since (between the read and the
+      // write) saw the slot as it was before its join, full maybe, and its look hands nothing on;
+      // only a read after its join sees both it and the place left. That read is the next turn.
+      // A place counts only when it was taken: a second ticket or entry of a job that held one
+      // as read (a duplicate delivery's) is used up with no place, which stays to be handed on.
+      const held = new Set(item.holders.map((h) => h.jobId));
+      const taken = new Set(round.map((a) => a.jobId).filter((jobId) => !held.has(jobId)));
+      if (taken.size >= free) break;
     }
     return admitted;
   }

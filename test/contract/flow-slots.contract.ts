@@ -207,6 +207,24 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       expect(await stateOf(slots, slot)).toEqual({ holders: ['c'], waiting: 0, issued: 2, admitted: 2 });
     });
 
+    it('a second ticket of a holder hands no place: the place goes on to the next ticket in the same admission', async () => {
+      const { slots } = await setup();
+      const slot = slotOf(2);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b');
+      await take(slots, slot, 'c'); // ticket 0
+      await take(slots, slot, 'c'); // a duplicate delivery of c: ticket 1
+      await take(slots, slot, 'd'); // ticket 2
+      await slots.release({ slot, jobId: 'a' });
+      expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c']);
+      // b's place: c's second ticket passes (c takes no other place), and d is handed the place.
+      // This admission is the only one b's give-back makes, and d saw the slot full when it
+      // joined: if it stopped after c's ticket, d would wait beside a free place.
+      await slots.release({ slot, jobId: 'b' });
+      expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c', 'd']);
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['c', 'd'], waiting: 0, issued: 3, admitted: 3 });
+    });
+
     it('counts each key of a limit on its own', async () => {
       const { slots } = await setup();
       const one = slotOf(1, 'tenant-1');
@@ -357,6 +375,26 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
         // b's rank stands for a time before t0's ticket was written: b goes first
         expect((await slots.admit({ slot, now: NOW })).map((e) => e.jobId)).toEqual(['b']);
         expect((await slots.line({ slot, max: 50 })).map((e) => e.jobId)).toEqual(['t0', 'c']);
+      });
+
+      it('a job in line twice (under two ranks) is handed one place, and the places freed with it go on to the next', async () => {
+        const { slots } = await setup();
+        const slot = slotOf(2);
+        await join(slots, slot, 'a', 1);
+        await join(slots, slot, 'b', 2);
+        // c joins, and joins again under a later rank (a delivery that did not know it waited)
+        expect(await join(slots, slot, 'c', 10)).toMatchObject({ kind: 'waiting' });
+        expect(await join(slots, slot, 'c', 20)).toMatchObject({ kind: 'waiting' });
+        await join(slots, slot, 'd', 30);
+        await join(slots, slot, 'e', 40);
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['a', 'b'], waiting: 4, issued: 0, admitted: 0 });
+        // both places freed together: c is handed one (its second entry is used up with it) and d the other
+        await slots.release({ slot, jobId: 'a' });
+        await slots.release({ slot, jobId: 'b' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['c', 'c', 'd']);
+        expect(await stateOf(slots, slot)).toEqual({ holders: ['c', 'd'], waiting: 1, issued: 0, admitted: 0 });
+        await slots.release({ slot, jobId: 'c' });
+        expect((await slots.admit({ slot, now: NOW })).map((a) => a.jobId)).toEqual(['e']);
       });
 
       it('never gives more places than the limit, and admits each entry once, lowest first, to jobs at once', async () => {

@@ -124,9 +124,12 @@ describe('places freed together are handed on together', () => {
         expect(told).toEqual(expected);
         expect(await stateOf(slots, together.base)).toEqual(await stateOf(fake, one.base));
         if (expected.length >= 2 && expected.length <= ADMIT_CHUNK) {
-          // one by one: a read, a Query and a transaction per place, and a last read
+          // one by one: a read, a Query and a transaction per place, and a last read; together,
+          // one read when every free place is handed on, and a last one when the line ran out
+          // first (a job that joined meanwhile is seen only by a read after its join)
+          const free = (c.runtimeLimit ?? c.limit) - (c.limit - c.freed.length);
           expect(made.transactions).toBe(1);
-          expect(made.reads).toBe(1);
+          expect(made.reads).toBe(expected.length >= free ? 1 : 2);
           expect(made.queries).toBeLessThanOrEqual(new Set(c.keys).size);
         }
       }),

@@ -17,12 +17,18 @@
  *
  * Conditions: the places free as read (`size(hs)` below the limit less the places handed, the
  * run-time limit as read), each key's count and since as read (as a single admission's), no
- * job already holding a place, and each entry still there. Any change meanwhile refuses the
- * transaction, and the admitter reads again; a refused round costs nothing.
+ * job already holding a place, and each entry still there. A change of any of these meanwhile
+ * refuses the transaction, and the admitter reads again (one at a time); a refused round writes
+ * nothing, but its read and Queries are spent. Not conditioned: a key that starts to wait, or
+ * an entry that joins a key not served, meanwhile; the round is the one-by-one choice from the
+ * item as read, and the next admission sees them.
  *
  * Write units (items ≤ 1 KB; a transaction costs 2 per item): 2 per KB of the slot item once,
  * and 2 per entry deleted, against 4 (2 per KB of the slot item and 2 for the entry) per place
- * one by one. Reads: the slot item once and one Query (0.5 read unit) per key served.
+ * one by one. Reads: the slot item once (strongly consistent: 1 read unit per 4 KB) and one
+ * strongly consistent Query per key served (1 read unit per 4 KB of entries returned); the
+ * admitter reads the slot item once more when the line as read ran out before the free places
+ * did (a job that joined meanwhile is seen by no one else: see DynamoFlowSlots.admit).
  */
 import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { chooseFairKey, DEFAULT_FAIR_WEIGHT } from '../../core/fair-share';
@@ -118,7 +124,24 @@ export async function admitHeads(
   if (places < 1) return [];
   const planned = await plannedEntries(table, slot, item, places, now);
   if (!planned) return undefined;
-  const { entries, served } = planned;
+  // A job in line twice (two ranks, or its key's line and the shared one) or already holding a
+  // place: its entry takes no place, and the update cannot name its place twice (DynamoDB refuses
+  // overlapping paths). The round stops before it; the next admission (one at a time) uses it up.
+  const seen = new Set(item.holders.map((h) => h.jobId));
+  const stop = planned.entries.findIndex((e) => {
+    if (seen.has(e.jobId)) return true;
+    seen.add(e.jobId);
+    return false;
+  });
+  if (stop === 0) return undefined;
+  const entries = stop < 0 ? planned.entries : planned.entries.slice(0, stop);
+  const served = new Map<string, number>();
+  if (planned.served.size > 0) {
+    for (const e of entries) {
+      const key = (e.fairLine ?? e.fair) as string;
+      served.set(key, (served.get(key) ?? 0) + 1);
+    }
+  }
   const [first] = entries;
   if (!first) return [];
   const names: Record<string, string> = {};
@@ -173,7 +196,8 @@ export async function admitHeads(
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };
-  const out = await transactOrMarked(table, slot, first.jobId, me, [
+  const jobIds = entries.map((e) => e.jobId);
+  const out = await transactOrMarked(table, slot, jobIds, me, [
     { Update: update },
     ...entries.map(
       (e): TransactWriteItem => ({
@@ -192,6 +216,7 @@ export async function admitHeads(
     ...(e.fair === undefined ? {} : { fair: e.fair }),
   }));
   if (out === 'ok') return admitted;
-  // all or nothing: our mark on the first place says the whole round was applied
-  return (await placeMarked(table, slot, first.jobId, me)) ? admitted : undefined;
+  // all or nothing: our mark on any of its places says the whole round was applied (the first
+  // job's attempt may have taken its place over since, and its mark with it)
+  return (await placeMarked(table, slot, jobIds, me)) ? admitted : undefined;
 }

@@ -15,8 +15,8 @@
  *
  * Write units (items ≤ 1 KB; a transaction costs 2 per item): a wait costs 4 (entry put and
  * count up), and its admission 4 (place and count down, entry delete): 8 against the
- * oldest-first line's 3. Reads: a head Query per admission (0.5 read unit); a waiting job's
- * duplicate delivery reads its entry besides the slot item.
+ * oldest-first line's 3. Reads: a strongly consistent head Query per admission (1 read unit);
+ * a waiting job's duplicate delivery reads its entry besides the slot item.
  *
  * A slot shared fairly (a limit with `fairBy`) keeps one line per fair key inside the same item
  * collection: an entry's sort key starts with its fair key (`f<length>:<key>#`), so the head of
@@ -352,7 +352,7 @@ function admitUpdate(
 export async function transactOrMarked(
   table: SlotTable,
   slot: Slot,
-  jobId: string,
+  jobId: string | readonly string[],
   me: string,
   items: TransactWriteItem[],
 ): Promise<'ok' | string[]> {

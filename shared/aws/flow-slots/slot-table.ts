@@ -125,14 +125,21 @@ export class SlotTable {
 
 /**
  * Whether the place of `jobId` in the slot carries `me`, the mark of an admitter's write: the
- * write was applied, though its answer was refused (a retry after a lost answer) or lost.
+ * write was applied, though its answer was refused (a retry after a lost answer) or lost. With
+ * several jobs (the places one transaction set, all or none), whether any of them carries it:
+ * a place no longer does once its job's attempt took it over, or gave it back.
  */
 export async function placeMarked(
   table: SlotTable,
   slot: { scope: string; key: string },
-  jobId: string,
+  jobId: string | readonly string[],
   me: string,
 ): Promise<boolean> {
   const item = await table.read(flowKeys.slot(slot.scope, slot.key));
-  return item?.hs?.M?.[jobId]?.M?.a?.S === me;
+  const places = item?.hs?.M;
+  if (!places) return false;
+  // the job's own entry, not a member every object has (`constructor` is a valid job id)
+  return (typeof jobId === 'string' ? [jobId] : jobId).some(
+    (id) => Object.hasOwn(places, id) && places[id]?.M?.a?.S === me,
+  );
 }
