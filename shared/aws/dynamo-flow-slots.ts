@@ -308,7 +308,11 @@ export class DynamoFlowSlots implements FlowSlots {
       let round: Admitted[] | undefined;
       if (!tickets && together && free > 1 && item.ranked > 1) {
         round = await admitHeads(this.table, { slot, item, places: free, now: input.now, me });
-        if (!round) together = false;
+        // refused, or nothing it could hand on together (a count with no entry to serve): one at a time
+        if (!round?.length) {
+          together = false;
+          continue;
+        }
       } else if (tickets && (item.ranked === 0 || (await this.ticketFirst(slot, item)))) {
         const one = await admitTicket(this.table, { slot, item, now: input.now, me });
         round = one ? [one] : undefined;
