@@ -13,6 +13,15 @@ import { createLogger } from '../../shared/logger';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SLOT = { scope: 'echo#0', key: '*', limit: 1 } as Slot;
 
+/** A line keeper over `slots` alone (no store, no queue: these tests never reach them). */
+const keeperOf = (slots: FlowSlots) =>
+  createLineKeeper({
+    slots,
+    store: {} as JobStore,
+    handOff: { queue: {} as never, routes: {} },
+    clock: { now: () => Date.now() },
+  });
+
 describe("the line keeper's admissions of one slot", () => {
   beforeEach(() => {
     vi.useFakeTimers();
@@ -37,12 +46,7 @@ describe("the line keeper's admissions of one slot", () => {
         return [];
       },
     } as unknown as FlowSlots;
-    const keeper = createLineKeeper({
-      slots,
-      store: {} as JobStore,
-      handOff: { queue: {} as never, routes: {} },
-      clock: { now: () => Date.now() },
-    });
+    const keeper = keeperOf(slots);
     const log = createLogger({ level: 'silent' });
     void keeper.admit(SLOT, log);
     // four jobs of a delivery batch give their places back and hand them on
@@ -66,12 +70,7 @@ describe("the line keeper's admissions of one slot", () => {
         return [];
       },
     } as unknown as FlowSlots;
-    const keeper = createLineKeeper({
-      slots,
-      store: {} as JobStore,
-      handOff: { queue: {} as never, routes: {} },
-      clock: { now: () => Date.now() },
-    });
+    const keeper = keeperOf(slots);
     const log = createLogger({ level: 'silent' });
     const t0 = Date.now();
     const first = keeper.admit(SLOT, log);
@@ -108,12 +107,7 @@ describe("the line keeper's admissions of one slot", () => {
         return inputs.map((i) => ({ kind: 'waiting' as const, rank: i.rank, first: false, holders: [] }));
       },
     } as unknown as FlowSlots;
-    const keeper = createLineKeeper({
-      slots,
-      store: {} as JobStore,
-      handOff: { queue: {} as never, routes: {} },
-      clock: { now: () => Date.now() },
-    });
+    const keeper = keeperOf(slots);
     const place = (jobId: string) =>
       keeper.placeInTurn({ slot: SLOT, jobId, type: 'echo', now: 0, token: 0, rank: `r-${jobId}` });
     const answers = Promise.all(['a', 'b', 'c', 'd'].map(place));
@@ -136,12 +130,7 @@ describe("the line keeper's admissions of one slot", () => {
         return { kind: 'waiting' as const, rank: input.rank, first: false, holders: [] };
       },
     } as unknown as FlowSlots;
-    const keeper = createLineKeeper({
-      slots,
-      store: {} as JobStore,
-      handOff: { queue: {} as never, routes: {} },
-      clock: { now: () => Date.now() },
-    });
+    const keeper = keeperOf(slots);
     const place = (jobId: string) =>
       keeper.placeInTurn({ slot: SLOT, jobId, type: 'echo', now: 0, token: 0, rank: `r-${jobId}` });
     const settled = Promise.allSettled(['a', 'b', 'c', 'd'].map(place));
