@@ -86,4 +86,35 @@ describe('flow: a delivery that fails after it entered the slot', () => {
     // ...but the job, which ended, holds no place: nothing else would ever give it back
     expect(await h.flow.state(slot)).toMatchObject({ holders: [], waiting: 0 });
   });
+
+  it('keeps the entry it shares with an attempt of its token that runs', async () => {
+    const g = heldHandlers();
+    const h = harness({ spec: spec as JobTypeSpec, run: g.run as never });
+    h.store.seed(newJob({ id: 'a', type: 'echo', payload: { n: 1, tag: 'k1' } }, T0));
+    const claim = h.store.claim.bind(h.store);
+    let letClaim = () => {};
+    const claims = new Promise<void>((resolve) => {
+      letClaim = resolve;
+    });
+    let atClaim = false;
+    h.store.claim = async (input) => {
+      if (input.messageId !== 'm-slow') return claim(input);
+      atClaim = true;
+      await claims;
+      throw new ThrottledError('AWS throttled DynamoDB UpdateItem (claim); retry shortly');
+    };
+    // The slow receipt enters (token 1) and is at its claim; the other enters too (the same entry) and runs.
+    const slow = h.worker(sqsEvent(messageFor('a', { messageId: 'm-slow' })));
+    for (let i = 0; i < 1000 && !atClaim; i++) await tick();
+    expect(atClaim).toBe(true);
+    const other = h.worker(sqsEvent(messageFor('a')));
+    await g.until('a');
+    // The slow receipt's claim fails while the attempt runs: the entry is the running attempt's.
+    letClaim();
+    expect((await slow).batchItemFailures).toEqual([{ itemIdentifier: 'm-slow' }]);
+    expect((await h.flow.state(slot)).holders).toMatchObject([{ jobId: 'a', token: 1 }]);
+    g.release('a');
+    await other;
+    expect((await h.flow.state(slot)).holders).toEqual([]);
+  });
 });

@@ -75,9 +75,34 @@ function newDelivery(kit: WorkerKit, message: JobMessage, record: SQSRecord, log
 
 async function deliver(kit: WorkerKit, gates: readonly Gate[], d: Delivery): Promise<Outcome> {
   const passes = gates.map((gate) => gate.pass(d));
+  // The passes whose hooks ran, until one `finish` is called: an error that escapes before the
+  // attempt runs (a throttled claim, a take applied with its answer lost) tells them, since the
+  // message it keeps may never come back (another receipt of it was deleted).
+  let open = 0;
+  try {
+    return await throughGates(kit, passes, d, (n) => {
+      open = n;
+    });
+  } catch (error) {
+    if (open > 0) await finish(passes.slice(0, open), { kind: 'failed' }, 'retry').catch(() => 'retry');
+    throw error;
+  }
+}
+
+/** The gates, the claim and the attempt; `opened(n)`: the first `n` passes' hooks ran, and no `finish` yet (0: one was called). */
+async function throughGates(
+  kit: WorkerKit,
+  passes: readonly GatePass[],
+  d: Delivery,
+  opened: (n: number) => void,
+): Promise<Outcome> {
   for (const [i, pass] of passes.entries()) {
+    opened(i + 1);
     const stop = await settle(kit, d, (await pass.beforeClaim?.()) ?? GO);
-    if (stop !== undefined) return await finish(passes.slice(0, i), { kind: 'stopped' }, stop);
+    if (stop !== undefined) {
+      opened(0);
+      return await finish(passes.slice(0, i), { kind: 'stopped' }, stop);
+    }
   }
   // Unique per claim: an SDK retry of a claim whose response was lost finds its own lease,
   // and the writes that end the attempt are told apart from any other worker's.
@@ -94,7 +119,9 @@ async function deliver(kit: WorkerKit, gates: readonly Gate[], d: Delivery): Pro
   if (claim.kind !== 'claimed') {
     kit.noCall(d.record);
     const at = { record: d.record, log: d.log, claimOwner, receiveCount: d.receiveCount };
-    return await finish(passes, { kind: 'refused', claim }, await onRefusedClaim(kit, claim, at));
+    const outcome = await onRefusedClaim(kit, claim, at);
+    opened(0);
+    return await finish(passes, { kind: 'refused', claim }, outcome);
   }
   const job = claim.job;
   for (const pass of passes) {
@@ -104,10 +131,12 @@ async function deliver(kit: WorkerKit, gates: readonly Gate[], d: Delivery): Pro
     const at = kit.clock.now();
     await giveBack(kit, job, after.runAt, claimOwner, d.log, after.what);
     // the slots taken for it go on meanwhile
+    opened(0);
     await finish(passes, { kind: 'given-back', job }, 'done');
     if (after.hideUntil === undefined) return 'done';
     return await hideUntil({ ...hiding(kit, d), until: after.hideUntil, now: at });
   }
+  opened(0);
   let outcome: Outcome = 'retry';
   try {
     outcome = await runClaimed(kit, claim, d);

@@ -7,8 +7,9 @@
  *   spends no attempt.
  * - `afterClaim`: the attempt is claimed; may it run? A gate that says no gives the attempt back
  *   (refunded) before its handler runs.
- * - `finish`: the delivery is over (it ran, its claim was refused, it was given back, or a later
- *   gate stopped it): give back what this delivery took, in the reverse order of the list.
+ * - `finish`: the delivery is over (it ran, its claim was refused, it was given back, a later
+ *   gate stopped it, or an error escaped it before its attempt ran): give back what this
+ *   delivery took, in the reverse order of the list.
  *
  * Each delivery gets its own {@link GatePass}, so a gate keeps what it took (a slot's token, a
  * turn) in the pass's closure and never in the worker.
@@ -83,7 +84,13 @@ export type Ending =
   /** Another gate gave the claimed attempt back before it ran. */
   | { kind: 'given-back'; job: Job }
   /** The claimed attempt ran (or failed to), and its outcome is known. */
-  | { kind: 'ran'; job: Job };
+  | { kind: 'ran'; job: Job }
+  /**
+   * An error escaped the delivery before its attempt ran (in a gate's hook, the claim, or a give
+   * back): its message is kept, but may never come back (another receipt of it deleted it), so a
+   * pass gives back here what would otherwise outlive the job.
+   */
+  | { kind: 'failed' };
 
 /** One delivery's pass through a gate: the hooks it has, sharing the state it keeps. */
 export interface GatePass {

@@ -7,6 +7,7 @@ import type { ClaimResult, RefusedClaim } from '../../core/ports';
 import { lineRank } from '../../core/priority';
 import { isSettled } from '../../core/states';
 import { ConfigError } from '../../errors';
+import { errorFields } from '../../logger';
 import { persist } from '../attempt-support';
 import type { WorkerKit } from '../delivery/kit';
 import { createFlowGate, type FlowGate } from '../flow-gate';
@@ -82,6 +83,8 @@ class SlotsPass implements GatePass {
   private entered: number | undefined;
   /** The token of the claimed attempt whose slots are held, once claimed. */
   private held: number | undefined;
+  /** An entry was asked for (it may be written though its answer was lost): a failed delivery looks (see {@link failed}). */
+  private tried = false;
 
   constructor(
     private readonly kit: WorkerKit,
@@ -102,6 +105,7 @@ class SlotsPass implements GatePass {
     // running under a live lease: a duplicate (its slots are the attempt's); not due: the claim says so
     if (!startsNow(current, this.kit.type, d.now)) return GO;
     const rank = lineRank(this.kit.def.spec, current);
+    this.tried = true;
     const entry = await gate.enter(current, this.slots, current.leaseToken + 1, d.log, rank);
     if (entry.kind === 'skipped') return this.singletonSkip(current, entry);
     if (entry.kind === 'waiting') {
@@ -122,6 +126,7 @@ class SlotsPass implements GatePass {
       // If it has to wait, its attempt is given back due now: it waits in line under that runAt's rank.
       const now = this.kit.clock.now();
       const rank = lineRank(this.kit.def.spec, { ...claimed, runAt: new Date(now).toISOString() });
+      this.tried = true;
       const entry = await this.gate.enter(claimed, this.slots, token, this.d.log, rank);
       // (a claimed job has an attempt, so its singleton waits rather than skips)
       if (entry.kind !== 'entered') {
@@ -135,6 +140,7 @@ class SlotsPass implements GatePass {
   }
 
   async finish(ending: Ending): Promise<Outcome | undefined> {
+    if (ending.kind === 'failed') return await this.failed();
     if (ending.kind === 'ran') return this.held === undefined ? undefined : await this.afterRun(this.held);
     if (ending.kind === 'refused' && endedByRefusal(ending.claim) && this.slots.length > 0) {
       // The refusal ended the job (failed, expired): what it still holds (its dead last
@@ -159,6 +165,27 @@ class SlotsPass implements GatePass {
     }
     await this.leave(entered);
     return undefined;
+  }
+
+  /**
+   * An error escaped the delivery before its attempt ran, after it asked for its entries (a
+   * throttled claim; a take applied, its answer lost). Its message is kept, but another receipt
+   * of it may have run the attempt and deleted it, and no delivery then comes back: when the job
+   * has ended, what it holds is given back now (a read; a write per entry held). A job that has
+   * not ended keeps them: an attempt of the entry's token may be claimed by another delivery that
+   * shares them, and the job's next attempt takes them over (a job in line frees a place left
+   * behind over a backoff). Best effort: a failure here leaves the rest to the message kept.
+   */
+  private async failed(): Promise<Outcome | undefined> {
+    if (!this.tried || this.slots.length === 0) return undefined;
+    const { d } = this;
+    try {
+      const job = await persist(() => this.kit.deps.store.get(d.id), d.log, 'reading the job after a failed delivery');
+      if (job && isSettled(job.state)) await this.gate.leaveIfHeld(job, this.slots, d.log);
+    } catch (error) {
+      d.log.warn('could not look at the places of a job whose delivery failed', errorFields(error));
+    }
+    return 'retry';
   }
 
   private leave(token: number): Promise<boolean> {
