@@ -750,7 +750,17 @@ export function storyOf(id: string, input: CheckInput, plan: PlannedJob | undefi
     }
   }
   for (const l of observer.logs.get(id) ?? []) {
-    const fields = ['attempt', 'token', 'state', 'previousState', 'reason', 'errorName', 'delayMs', 'runAt']
+    const fields = [
+      'attempt',
+      'token',
+      'state',
+      'previousState',
+      'reason',
+      'errorName',
+      'delayMs',
+      'runAt',
+      'messageId',
+    ]
       .filter((k) => l.fields[k] !== undefined)
       .map((k) => `${k}=${String(l.fields[k])}`)
       .join(' ');
