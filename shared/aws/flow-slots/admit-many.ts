@@ -35,7 +35,7 @@ import { chooseFairKey, DEFAULT_FAIR_WEIGHT } from '../../core/fair-share';
 import { type Admitted, effectiveLimit, type Slot } from '../../core/flow';
 import { itemKey } from '../../core/table';
 import { keyOf, N, S } from '../attributes';
-import { type LineEntry, linePk, queryLine, transactOrMarked } from './ranked-line';
+import { admittedOf, type LineEntry, linePk, queryLine, transactOrMarked } from './ranked-line';
 import { fairAttrs, flowKeys, holderEntry, placeMarked, type SlotItem, type SlotTable } from './slot-table';
 
 /**
@@ -43,6 +43,13 @@ import { fairAttrs, flowKeys, holderEntry, placeMarked, type SlotItem, type Slot
  * each job and each key served: well inside DynamoDB's 100 items and 4 KB per expression.
  */
 export const ADMIT_CHUNK = 25;
+
+/** How many times each key occurs in `keys`, in order of first occurrence. */
+function countOf(keys: readonly string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const key of keys) out.set(key, (out.get(key) ?? 0) + 1);
+  return out;
+}
 
 /**
  * The fair keys `places` admissions one after another would serve, in order, from the slot item
@@ -77,20 +84,16 @@ async function plannedEntries(
   item: SlotItem,
   places: number,
   now: number,
-): Promise<{ entries: LineEntry[]; served: Map<string, number> } | undefined> {
+): Promise<LineEntry[] | undefined> {
   if (item.fairWaiting.length === 0) {
     const entries = await queryLine(table, slot, { max: places, consistent: true, fairKey: undefined });
     // fewer than counted, or an entry of a fair key counted after this read: read again
-    return entries.length === places && entries.every((e) => e.fair === undefined)
-      ? { entries, served: new Map() }
-      : undefined;
+    return entries.length === places && entries.every((e) => e.fair === undefined) ? entries : undefined;
   }
   const plan = planFairKeys(slot, item, places, now);
-  const served = new Map<string, number>();
-  for (const key of plan) served.set(key, (served.get(key) ?? 0) + 1);
   const heads = new Map(
     await Promise.all(
-      [...served].map(
+      [...countOf(plan)].map(
         async ([key, count]) =>
           [key, await queryLine(table, slot, { max: count, consistent: true, fairKey: key })] as const,
       ),
@@ -106,7 +109,7 @@ async function plannedEntries(
     taken.set(key, n + 1);
     entries.push(entry);
   }
-  return { entries, served };
+  return entries;
 }
 
 /**
@@ -128,20 +131,17 @@ export async function admitHeads(
   // place: its entry takes no place, and the update cannot name its place twice (DynamoDB refuses
   // overlapping paths). The round stops before it; the next admission (one at a time) uses it up.
   const seen = new Set(item.holders.map((h) => h.jobId));
-  const stop = planned.entries.findIndex((e) => {
+  const stop = planned.findIndex((e) => {
     if (seen.has(e.jobId)) return true;
     seen.add(e.jobId);
     return false;
   });
   if (stop === 0) return undefined;
-  const entries = stop < 0 ? planned.entries : planned.entries.slice(0, stop);
-  const served = new Map<string, number>();
-  if (planned.served.size > 0) {
-    for (const e of entries) {
-      const key = (e.fairLine ?? e.fair) as string;
-      served.set(key, (served.get(key) ?? 0) + 1);
-    }
-  }
+  const entries = stop < 0 ? planned : planned.slice(0, stop);
+  // each fair key served, and how many of its entries (none in a line without fair keys)
+  const served = countOf(
+    entries.flatMap((e) => (item.fairWaiting.length > 0 ? [(e.fairLine ?? e.fair) as string] : [])),
+  );
   const [first] = entries;
   if (!first) return [];
   const names: Record<string, string> = {};
@@ -209,12 +209,7 @@ export async function admitHeads(
       }),
     ),
   ]);
-  const admitted = entries.map((e) => ({
-    jobId: e.jobId,
-    type: e.type,
-    rank: e.rank,
-    ...(e.fair === undefined ? {} : { fair: e.fair }),
-  }));
+  const admitted = entries.map(admittedOf);
   if (out === 'ok') return admitted;
   // all or nothing: our mark on any of its places says the whole round was applied (the first
   // job's attempt may have taken its place over since, and its mark with it)

@@ -247,6 +247,14 @@ export async function nextInLine(table: SlotTable, slot: Slot, item: SlotItem): 
   return (key === undefined ? undefined : await head(table, slot, key)) ?? head(table, slot);
 }
 
+/** What an admission tells of the entry it handed a place: its job, rank and fair key. */
+export const admittedOf = (entry: LineEntry): Admitted => ({
+  jobId: entry.jobId,
+  type: entry.type,
+  rank: entry.rank,
+  ...(entry.fair === undefined ? {} : { fair: entry.fair }),
+});
+
 /**
  * Hands a free place to the line's first entry: its place set (token 0: its attempt takes it
  * over when its message comes), the count down and its entry deleted, in one transaction. The
@@ -274,12 +282,7 @@ export async function admitHead(
       },
     },
   ]);
-  const admitted = {
-    jobId: first.jobId,
-    type: first.type,
-    rank: first.rank,
-    ...(first.fair === undefined ? {} : { fair: first.fair }),
-  };
+  const admitted = admittedOf(first);
   if (out === 'ok') return admitted;
   // Refused: another admitter moved first, the slot filled, or our own transaction was applied
   // and the answer lost. Ours when the place carries our mark: then the job is named, so it is
