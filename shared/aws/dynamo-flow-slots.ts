@@ -133,12 +133,20 @@ export class DynamoFlowSlots implements FlowSlots {
 
   async acquire(input: AcquireInput): Promise<AcquireResult> {
     const { slot, jobId, token, rank, waitsAs } = input;
+    // the first take's answer, when the waiter's look below made it
+    let tried: Awaited<ReturnType<DynamoFlowSlots['take']>> | undefined;
     if (input.ticket !== undefined || waitsAs !== undefined) {
-      // A job that waited: reads tell whether it still waits, with no write.
-      const now = slotItem(await this.table.read(flowKeys.slot(slot.scope, slot.key)));
-      const mine = now.holders.find((h) => h.jobId === jobId);
-      if (mine && mine.token >= token) return { kind: 'held', fresh: false };
-      if (!mine && input.ticket !== undefined && input.ticket >= now.admitted && input.ticket < now.issued) {
+      // A job that waited, delivered: nearly always handed its place (a hand-on sends its
+      // message), so its attempt takes the place over at once, with no read first. A refused take
+      // answers with the slot as it was, which tells whether the job still waits (a failed
+      // condition costs the write units of the slot item, where a read cost a read unit).
+      tried = await this.take(slot, jobId, input.now, token);
+      if (tried.taken) return { kind: 'held', fresh: tried.fresh };
+      const now = tried.old;
+      const mine = now?.holders.find((h) => h.jobId === jobId);
+      // held for a newer attempt: this one will not start (its claim is refused)
+      if (mine) return { kind: 'held', fresh: false };
+      if (now && input.ticket !== undefined && input.ticket >= now.admitted && input.ticket < now.issued) {
         return {
           kind: 'waiting',
           ticket: input.ticket,
@@ -147,13 +155,13 @@ export class DynamoFlowSlots implements FlowSlots {
           ...limitOf(slot, now),
         };
       }
-      if (!mine && waitsAs !== undefined && now.ranked > 0 && (await inLine(this.table, slot, waitsAs))) {
+      if (now && waitsAs !== undefined && now.ranked > 0 && (await inLine(this.table, slot, waitsAs))) {
         const first = await this.firstInLine(slot, jobId, now);
         return { kind: 'waiting', rank: waitsAs, first, holders: now.holders, ...limitOf(slot, now) };
       }
     }
     for (let i = 0; i < ACQUIRE_TRIES; i++) {
-      const taken = await this.take(slot, jobId, input.now, token);
+      const taken = i === 0 && tried ? tried : await this.take(slot, jobId, input.now, token);
       if (taken.taken) return { kind: 'held', fresh: taken.fresh };
       const { old } = taken;
       if (!old) {

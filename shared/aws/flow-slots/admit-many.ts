@@ -36,7 +36,7 @@ import { type Admitted, effectiveLimit, type Slot } from '../../core/flow';
 import { itemKey } from '../../core/table';
 import { keyOf, N, S } from '../attributes';
 import { admittedOf, type LineEntry, linePk, queryLine, transactOrMarked } from './ranked-line';
-import { fairAttrs, flowKeys, holderEntry, placeMarked, type SlotItem, type SlotTable } from './slot-table';
+import { fairAttrs, flowKeys, holderEntry, type SlotItem, type SlotTable } from './slot-table';
 
 /**
  * The most places one round hands on: 25 entries deleted and the slot item, whose update names
@@ -209,9 +209,7 @@ export async function admitHeads(
       }),
     ),
   ]);
-  const admitted = entries.map(admittedOf);
-  if (out === 'ok') return admitted;
-  // all or nothing: our mark on any of its places says the whole round was applied (the first
-  // job's attempt may have taken its place over since, and its mark with it)
-  return (await placeMarked(table, slot, jobIds, me)) ? admitted : undefined;
+  // all or nothing: our mark on any of its places says a round whose answer was lost was applied
+  // (the first job's attempt may have taken its place over since, and its mark with it)
+  return out === 'ok' ? entries.map(admittedOf) : undefined;
 }

@@ -68,16 +68,28 @@ function reasons(error: unknown): string[] | undefined {
   return (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
 }
 
-/** Runs a transaction: `ok`, or the cancellation's reasons (a condition that failed, a conflict). */
-export async function transact(table: SlotTable, items: TransactWriteItem[], what: string): Promise<'ok' | string[]> {
+/** A cancelled transaction: each item's reason; `retried`: the SDK sent it more than once (an earlier try's answer was lost). */
+interface Cancelled {
+  reasons: string[];
+  retried: boolean;
+}
+
+/** Runs a transaction: `ok`, or how it was cancelled. */
+async function sendTransaction(table: SlotTable, items: TransactWriteItem[], what: string): Promise<'ok' | Cancelled> {
   try {
     await table.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
     return 'ok';
   } catch (error) {
     const why = reasons(error);
-    if (why) return why;
+    if (why) return { reasons: why, retried: ((error as TransactionCanceledException).$metadata.attempts ?? 1) > 1 };
     return translateAwsError(error, `DynamoDB TransactWriteItems (${what})`);
   }
+}
+
+/** Runs a transaction: `ok`, or the cancellation's reasons (a condition that failed, a conflict). */
+export async function transact(table: SlotTable, items: TransactWriteItem[], what: string): Promise<'ok' | string[]> {
+  const out = await sendTransaction(table, items, what);
+  return out === 'ok' ? out : out.reasons;
 }
 
 export type JoinResult =
@@ -282,12 +294,8 @@ export async function admitHead(
       },
     },
   ]);
-  const admitted = admittedOf(first);
-  if (out === 'ok') return admitted;
-  // Refused: another admitter moved first, the slot filled, or our own transaction was applied
-  // and the answer lost. Ours when the place carries our mark: then the job is named, so it is
-  // sent its message.
-  return (await placeMarked(table, slot, first.jobId, me)) ? admitted : undefined;
+  // refused: another admitter moved first, or the slot filled
+  return out === 'ok' ? admittedOf(first) : undefined;
 }
 
 /**
@@ -348,9 +356,12 @@ function admitUpdate(
 }
 
 /**
- * The admission's transaction. When it fails outright (its answer lost on every try), it may
- * still have been applied: the place carrying our mark says so, and the admission stands (the
- * job is named, and sent its message); otherwise the error goes on.
+ * The admission's transaction: `ok` when it was applied, else the cancellation's reasons. A try
+ * whose answer was lost may have been applied all the same: when the transaction fails outright
+ * (its answer lost on every try), or is cancelled on the SDK's retry (the retry meets the first
+ * try's own write), the place carrying our mark says it was, and the admission stands (the job is
+ * named, and sent its message); otherwise the error goes on, or the refusal. A transaction sent
+ * once and cancelled was not applied: no read is made to tell.
  */
 export async function transactOrMarked(
   table: SlotTable,
@@ -359,10 +370,13 @@ export async function transactOrMarked(
   me: string,
   items: TransactWriteItem[],
 ): Promise<'ok' | string[]> {
+  let out: 'ok' | Cancelled;
   try {
-    return await transact(table, items, 'flow admit');
+    out = await sendTransaction(table, items, 'flow admit');
   } catch (error) {
     if (await placeMarked(table, slot, jobId, me).catch(() => false)) return 'ok';
     throw error;
   }
+  if (out === 'ok') return 'ok';
+  return out.retried && (await placeMarked(table, slot, jobId, me)) ? 'ok' : out.reasons;
 }

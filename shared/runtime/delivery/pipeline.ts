@@ -142,7 +142,7 @@ async function throughGates(
     outcome = await runClaimed(kit, claim, d);
   } finally {
     // Once the attempt is over (or its delivery failed), the gates give back what it held.
-    outcome = await finish(passes, { kind: 'ran', job }, outcome);
+    outcome = await finish(passes, { kind: 'ran', job, ended: outcome === 'done' }, outcome);
   }
   return outcome;
 }

@@ -83,8 +83,11 @@ export type Ending =
   | { kind: 'refused'; claim: Exclude<ClaimResult, { kind: 'claimed' }> }
   /** Another gate gave the claimed attempt back before it ran. */
   | { kind: 'given-back'; job: Job }
-  /** The claimed attempt ran (or failed to), and its outcome is known. */
-  | { kind: 'ran'; job: Job }
+  /**
+   * The claimed attempt ran (or failed to), and its outcome is known. `ended`: the attempt wrote
+   * its end and the delivery is done (the job runs no more under this attempt's lease).
+   */
+  | { kind: 'ran'; job: Job; ended: boolean }
   /**
    * An error escaped the delivery before its attempt ran (in a gate's hook, the claim, or a give
    * back): its message is kept, but may never come back (another receipt of it deleted it), so a

@@ -141,7 +141,8 @@ class SlotsPass implements GatePass {
 
   async finish(ending: Ending): Promise<Outcome | undefined> {
     if (ending.kind === 'failed') return await this.failed();
-    if (ending.kind === 'ran') return this.held === undefined ? undefined : await this.afterRun(this.held);
+    if (ending.kind === 'ran')
+      return this.held === undefined ? undefined : await this.afterRun(this.held, ending.ended);
     if (ending.kind === 'refused' && endedByRefusal(ending.claim) && this.slots.length > 0) {
       // The refusal ended the job (failed, expired): what it still holds (its dead last
       // attempt's slots, a place handed to it in line) goes on; nothing was taken for it here.
@@ -192,9 +193,14 @@ class SlotsPass implements GatePass {
     return this.gate.leave({ id: this.d.id }, this.slots, this.d.log, token);
   }
 
-  /** After the claimed attempt: its slots are given back, unless another delivery took the job over. */
-  private async afterRun(token: number): Promise<Outcome | undefined> {
+  /**
+   * After the claimed attempt: its slots are given back, unless another delivery took the job
+   * over. An attempt that wrote its end (`ended`) gives them back with no read: the job runs no
+   * more under its lease, and the token keeps the entries of a later attempt that took them over.
+   */
+  private async afterRun(token: number, ended: boolean): Promise<Outcome | undefined> {
     const { d } = this;
+    if (ended) return (await this.leave(token)) ? undefined : 'retry';
     // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
     // takeover) safe, and a slot left behind would be held until a job in line looks.
     const read = () => this.kit.deps.store.get(d.id);
