@@ -90,6 +90,26 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
       expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW, token: 1 }]);
     });
 
+    it("a second receipt of a waiter's message, for the same attempt, takes the place over again: one place, moved to its time", async () => {
+      const { slots } = await setup();
+      const slot = slotOf(1);
+      await take(slots, slot, 'a');
+      await take(slots, slot, 'b'); // ticket 0
+      await slots.release({ slot, jobId: 'a', token: 1 });
+      await slots.admit({ slot, now: NOW + 1 });
+      const again = (now: number) => slots.acquire({ slot, jobId: 'b', type: 'echo', now, token: 1, ticket: 0 });
+      expect(await again(NOW + 2)).toEqual({ kind: 'held', fresh: false });
+      expect(await again(NOW + 9)).toEqual({ kind: 'held', fresh: false });
+      expect(await stateOf(slots, slot)).toEqual({ holders: ['b'], waiting: 0, issued: 1, admitted: 1 });
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 9, token: 1 }]);
+      // an older attempt's receipt changes nothing
+      expect(await slots.acquire({ slot, jobId: 'b', type: 'echo', now: NOW + 20, token: 0, ticket: 0 })).toEqual({
+        kind: 'held',
+        fresh: false,
+      });
+      expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 9, token: 1 }]);
+    });
+
     it('with wait: false, takes a free slot, or answers busy with the holders and takes no ticket', async () => {
       const { slots } = await setup();
       const slot = slotOf(1);

@@ -149,10 +149,25 @@ export class FakeFlowSlots implements FlowSlots {
     const s = this.slotOf(input.slot);
     const mine = s.holders.get(input.jobId);
     const { rank, waitsAs } = input;
+    const fair = input.slot.fair?.key;
+    const place = { since: input.now, token: input.token, ...(fair === undefined ? {} : { fair }) };
+    const free = () =>
+      s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0;
+    // the take: one write, applied or refused (a refused conditional write is billed too)
+    this.write('acquire');
+    if (mine) {
+      // moved to this attempt, unless a newer one holds it
+      if (mine.token <= input.token) s.holders.set(input.jobId, place);
+      return { kind: 'held', fresh: false };
+    }
+    if (free()) {
+      s.holders.set(input.jobId, place);
+      return { kind: 'held', fresh: true };
+    }
     if (input.ticket !== undefined || waitsAs !== undefined) {
-      // as the adapter: a job that waited reads first, and writes nothing when it holds or still waits
-      if (mine && mine.token >= input.token) return { kind: 'held', fresh: false };
-      if (!mine && input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
+      // as the adapter: a job that waited takes its place over first, and the refused take tells
+      // whether it still waits (nothing more is written then)
+      if (input.ticket !== undefined && input.ticket >= s.admitted && input.ticket < s.issued) {
         return {
           kind: 'waiting',
           ticket: input.ticket,
@@ -164,22 +179,10 @@ export class FakeFlowSlots implements FlowSlots {
       const inLine = (rank: string) =>
         s.line.has(lineKey(input.slot, rank)) ||
         (input.slot.fair !== undefined && s.line.has(lineKey(input.slot, rank, SHARED_FAIR_LINE)));
-      if (!mine && waitsAs !== undefined && inLine(waitsAs)) {
+      if (waitsAs !== undefined && inLine(waitsAs)) {
         const first = firstInLine(s, input.slot, input.jobId);
         return { kind: 'waiting', rank: waitsAs, first, holders: holdersOf(s), ...limitOf(input.slot, s) };
       }
-    }
-    this.write('acquire');
-    const fair = input.slot.fair?.key;
-    const place = { since: input.now, token: input.token, ...(fair === undefined ? {} : { fair }) };
-    if (mine) {
-      // moved to this attempt, unless a newer one holds it
-      if (mine.token <= input.token) s.holders.set(input.jobId, place);
-      return { kind: 'held', fresh: false };
-    }
-    if (s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0) {
-      s.holders.set(input.jobId, place);
-      return { kind: 'held', fresh: true };
     }
     if (input.wait === false) return { kind: 'busy', holders: holdersOf(s) };
     if (rank !== undefined) {
