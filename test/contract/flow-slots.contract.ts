@@ -31,6 +31,16 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
   const take = (slots: FlowSlots, slot: Slot, jobId: string, ticket?: number, token = 1) =>
     slots.acquire({ slot, jobId, type: 'echo', now: NOW, token, ...(ticket === undefined ? {} : { ticket }) });
 
+  /** A slot of limit 1 whose place a gave back, handed to b (ticket 0) at NOW + 1. */
+  const handedToB = async (slots: FlowSlots) => {
+    const slot = slotOf(1);
+    await take(slots, slot, 'a');
+    await take(slots, slot, 'b'); // ticket 0
+    await slots.release({ slot, jobId: 'a', token: 1 });
+    await slots.admit({ slot, now: NOW + 1 });
+    return slot;
+  };
+
   describe('flow slots', () => {
     it('gives free slots up to the limit, then tickets in order, naming the holders', async () => {
       const { slots } = await setup();
@@ -80,11 +90,7 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
 
     it('lets a job handed a slot take it for its attempt with its ticket', async () => {
       const { slots } = await setup();
-      const slot = slotOf(1);
-      await take(slots, slot, 'a');
-      await take(slots, slot, 'b'); // ticket 0
-      await slots.release({ slot, jobId: 'a', token: 1 });
-      await slots.admit({ slot, now: NOW + 1 });
+      const slot = await handedToB(slots);
       expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW + 1, token: 0 }]);
       expect(await take(slots, slot, 'b', 0, 1)).toEqual({ kind: 'held', fresh: false });
       expect((await slots.state(slot)).holders).toEqual([{ jobId: 'b', since: NOW, token: 1 }]);
@@ -92,11 +98,7 @@ export function flowSlotsContract(setup: () => Promise<FlowSlotsLeg>): void {
 
     it("a second receipt of a waiter's message, for the same attempt, takes the place over again: one place, moved to its time", async () => {
       const { slots } = await setup();
-      const slot = slotOf(1);
-      await take(slots, slot, 'a');
-      await take(slots, slot, 'b'); // ticket 0
-      await slots.release({ slot, jobId: 'a', token: 1 });
-      await slots.admit({ slot, now: NOW + 1 });
+      const slot = await handedToB(slots);
       const again = (now: number) => slots.acquire({ slot, jobId: 'b', type: 'echo', now, token: 1, ticket: 0 });
       expect(await again(NOW + 2)).toEqual({ kind: 'held', fresh: false });
       expect(await again(NOW + 9)).toEqual({ kind: 'held', fresh: false });

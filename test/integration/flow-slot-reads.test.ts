@@ -19,7 +19,7 @@ import { keyOf, N, S } from '../../shared/aws/attributes';
 import { DynamoFlowSlots } from '../../shared/aws/dynamo-flow-slots';
 import { transactOrMarked } from '../../shared/aws/flow-slots/ranked-line';
 import { flowKeys, SlotTable } from '../../shared/aws/flow-slots/slot-table';
-import type { Slot } from '../../shared/core/flow';
+import type { AcquireInput, Slot } from '../../shared/core/flow';
 import { useJobTable } from '../local-aws/job-table';
 import { holdingTransaction, localDynamoClient } from '../support/held-requests';
 
@@ -43,7 +43,34 @@ function countingClient(): { client: DynamoDBClient; calls: string[] } {
   return { client, calls };
 }
 
+/**
+ * Below the SDK's retry: the first TransactWriteItems try runs `first` (given the try's own send)
+ * and fails with a transient error, which the SDK retries; the count of such tries is returned.
+ */
+function failFirstTry(client: DynamoDBClient, first: (send: () => Promise<unknown>) => Promise<unknown>) {
+  let failed = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== 'TransactWriteItemsCommand' || failed > 0) return next(args);
+      failed += 1;
+      await first(() => next(args));
+      throw Object.assign(new Error('socket timed out: response lost'), { name: 'TimeoutError', $metadata: {} });
+    },
+    { step: 'deserialize', name: 'failFirstTry', priority: 'low' },
+  );
+  return () => failed;
+}
+
 describe('the delivery of a job that waited', () => {
+  /** x's next delivery (its attempt, token 1), through a counting client: what it got, and the calls it made. */
+  const deliveredAgain = async (slot: Slot, place: Pick<AcquireInput, 'rank' | 'waitsAs' | 'ticket'>) => {
+    const { client, calls } = countingClient();
+    const input: AcquireInput = { slot, jobId: 'x', type: 'echo', now: NOW + 2, token: 1, ...place };
+    const got = await new DynamoFlowSlots(client, tableName).acquire(input);
+    client.destroy();
+    return { got, calls };
+  };
+
   it.each([
     { line: 'ranked', ranked: true },
     { line: 'ticket', ranked: false },
@@ -61,20 +88,10 @@ describe('the delivery of a job that waited', () => {
     await slots.admit({ slot, now: NOW + 1, onAdmitted: async (a) => void admitted.push(a.jobId) });
     expect(admitted).toEqual(['x']);
 
-    const { client, calls } = countingClient();
     const place =
       joined.kind === 'waiting' && joined.rank !== undefined ? { waitsAs: joined.rank, ...rank(1, 'x') } : {};
     const ticket = joined.kind === 'waiting' && joined.ticket !== undefined ? { ticket: joined.ticket } : {};
-    const got = await new DynamoFlowSlots(client, tableName).acquire({
-      slot,
-      jobId: 'x',
-      type: 'echo',
-      now: NOW + 2,
-      token: 1,
-      ...place,
-      ...ticket,
-    });
-    client.destroy();
+    const { got, calls } = await deliveredAgain(slot, { ...place, ...ticket });
     expect(got).toEqual({ kind: 'held', fresh: false });
     expect(calls).toEqual(['UpdateItem']);
     expect((await slots.state(slot)).holders).toEqual([expect.objectContaining({ jobId: 'x', token: 1 })]);
@@ -87,17 +104,7 @@ describe('the delivery of a job that waited', () => {
     const joined = await slots.acquire({ slot, jobId: 'x', type: 'echo', now: NOW, token: 1, rank: r(1, 'x') });
     expect(joined).toMatchObject({ kind: 'waiting', rank: r(1, 'x') });
 
-    const { client, calls } = countingClient();
-    const got = await new DynamoFlowSlots(client, tableName).acquire({
-      slot,
-      jobId: 'x',
-      type: 'echo',
-      now: NOW + 2,
-      token: 1,
-      rank: r(1, 'x'),
-      waitsAs: r(1, 'x'),
-    });
-    client.destroy();
+    const { got, calls } = await deliveredAgain(slot, { rank: r(1, 'x'), waitsAs: r(1, 'x') });
     expect(got).toMatchObject({ kind: 'waiting', rank: r(1, 'x'), first: true });
     // the refused take, then the job's entry (still there) and the line's head: the slot item is not read
     expect(calls).toEqual(['UpdateItem', 'GetItem', 'Query']);
@@ -186,22 +193,11 @@ describe("an admission's transaction", () => {
     const slot = newSlot(2);
     await slotWith(slot, {});
     const { client, calls } = countingClient();
-    // below the SDK's retry: the first try is applied, and its answer lost (a transient error)
-    let lost = 0;
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const out = await next(args);
-        if (context.commandName === 'TransactWriteItemsCommand' && lost === 0) {
-          lost += 1;
-          throw Object.assign(new Error('socket timed out: response lost'), { name: 'TimeoutError', $metadata: {} });
-        }
-        return out;
-      },
-      { step: 'deserialize', name: 'loseFirstAnswer', priority: 'low' },
-    );
+    // the first try is applied, and its answer lost
+    const lost = failFirstTry(client, (send) => send());
     const out = await transactOrMarked(new SlotTable(client, tableName), slot, 'x', 'me', admission(slot, 'x', 'me'));
     client.destroy();
-    expect(lost).toBe(1);
+    expect(lost()).toBe(1);
     expect(out).toBe('ok');
     expect(calls).toEqual(['TransactWriteItems']);
     expect(await markOf(slot, 'x')).toBe('me');
@@ -213,21 +209,12 @@ describe("an admission's transaction", () => {
     const { client, calls } = countingClient();
     // The first try reaches DynamoDB under a token the retry does not carry (a retry past the
     // token's window does the same), its answer lost: the retry meets its write and is cancelled.
-    let lost = 0;
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'TransactWriteItemsCommand' && lost === 0) {
-          lost += 1;
-          await dynamo.send(new TransactWriteItemsCommand({ TransactItems: admission(slot, 'x', 'me') }));
-          throw Object.assign(new Error('socket timed out: response lost'), { name: 'TimeoutError', $metadata: {} });
-        }
-        return next(args);
-      },
-      { step: 'deserialize', name: 'applyUnderAnotherToken', priority: 'low' },
+    const lost = failFirstTry(client, () =>
+      dynamo.send(new TransactWriteItemsCommand({ TransactItems: admission(slot, 'x', 'me') })),
     );
     const out = await transactOrMarked(new SlotTable(client, tableName), slot, 'x', 'me', admission(slot, 'x', 'me'));
     client.destroy();
-    expect(lost).toBe(1);
+    expect(lost()).toBe(1);
     expect(out).toBe('ok');
     expect(calls).toEqual(['TransactWriteItems', 'GetItem']);
   });
@@ -236,19 +223,11 @@ describe("an admission's transaction", () => {
     const slot = newSlot(2);
     await slotWith(slot, { x: 'other' });
     const { client } = countingClient();
-    let failed = 0;
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'TransactWriteItemsCommand' && failed === 0) {
-          failed += 1;
-          throw Object.assign(new Error('connection reset before sending'), { name: 'TimeoutError', $metadata: {} });
-        }
-        return next(args);
-      },
-      { step: 'deserialize', name: 'failFirstTry', priority: 'low' },
-    );
+    // the first try never reaches DynamoDB
+    const failed = failFirstTry(client, async () => {});
     const out = await transactOrMarked(new SlotTable(client, tableName), slot, 'x', 'me', admission(slot, 'x', 'me'));
     client.destroy();
+    expect(failed()).toBe(1);
     expect(out).toEqual(['ConditionalCheckFailed']);
   });
 });
