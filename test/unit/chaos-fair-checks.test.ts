@@ -36,6 +36,18 @@ function world() {
       at(ms, { message: 'waiting for a concurrency slot', jobId: id, scope: SCOPE, key, rank: `0#${id}` });
       return w;
     },
+    /** The API's enqueue logs the job's join (no message: `at: 'enqueue'`). */
+    waitsAtEnqueue(ms: number, id: string, key = 'key-0') {
+      at(ms, {
+        message: 'waiting for a concurrency slot',
+        jobId: id,
+        scope: SCOPE,
+        key,
+        rank: `0#${id}`,
+        at: 'enqueue',
+      });
+      return w;
+    },
     cancelled(ms: number, id: string) {
       atTime(T0 + ms, () => observer.acknowledge(id, 200, 'cancel'));
       return w;
@@ -324,6 +336,42 @@ describe("invariant 18: a slot's key never holds more than its weighted share wh
     expect(w.check().violations).toEqual([
       { subject: 'a3', detail: expect.stringContaining('took a place of sys-f#0 key key-0'), related: ['b1'] },
     ]);
+  });
+
+  it("does not count a job as waiting from an enqueue's join logged after the job was handed a place or ran", () => {
+    // Seen in a small run: a batch call the client gave up on created p1 (t1, weight 3); its retry
+    // found p1 and sent it; p1 waited on delivery (1 s), was handed a place (5 s) and ran. The first
+    // call's join came late (its turn's other joins under the API's latency) and put a stale entry
+    // in line: it was handed a place (20 s) whose delivery found p1 finished and gave it back
+    // (21 s); the call logged the join only at 35 s, once its turn and p1's waitingFor write were
+    // answered. At 60 s a2 (t0) takes a place with nobody in line (the take is refused while any
+    // entry waits): p1 is no witness of waiting, t0's 1 held (a1) notwithstanding.
+    const history = (handedBefore: boolean) => {
+      const w = world().job('a1', 't0').job('a2', 't0').job('p1', 't1');
+      w.ran('a1', 0);
+      w.waits(1_000, 'p1').handed(5_000, 'x', 'p1').ran('p1', 5_100, 6_500);
+      if (handedBefore) w.handed(20_000, 'x', 'p1').gaveBack(21_000, 'p1', 'p1');
+      w.waitsAtEnqueue(35_000, 'p1');
+      w.ran('a2', 60_000, 61_000); // no hand-on: it took the place
+      return w.check();
+    };
+    expect(history(true).violations).toEqual([]);
+    // its run before the line is enough: the join may have come before it (the entry consumed by
+    // the hand-on it ran on)
+    expect(history(false).violations).toEqual([]);
+    // a join logged by a worker's delivery is still read as made within the hand-off in flight
+    const worker = world().job('a1', 't0').job('a2', 't0').job('p1', 't1');
+    worker.ran('a1', 0);
+    worker.waits(1_000, 'p1').handed(5_000, 'x', 'p1').ran('p1', 5_100, 6_500);
+    worker.waits(35_000, 'p1');
+    worker.ran('a2', 60_000, 61_000);
+    expect(worker.check().violations.map((v) => [v.subject, v.related.includes('p1')])).toEqual([['a2', true]]);
+    // and an enqueue's join with nothing of its job before it still waits: a take past it is a violation
+    const fresh = world().job('a1', 't0').job('a2', 't0').job('p2', 't1');
+    fresh.ran('a1', 0);
+    fresh.waitsAtEnqueue(35_000, 'p2');
+    fresh.ran('a2', 60_000, 61_000);
+    expect(fresh.check().violations.map((v) => [v.subject, v.related.includes('p2')])).toEqual([['a2', true]]);
   });
 
   it('counts a place handed on and not yet started as held', () => {
