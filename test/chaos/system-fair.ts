@@ -9,7 +9,8 @@
  * place at enqueue"; or a job's direct take on delivery, seen as a start with no hand-on since its
  * previous start) to a job of tenant X, for every other tenant Y with a job
  * waiting in the slot's line (it logged "waiting for a concurrency slot" more than `marginMs`
- * before, and was neither handed a place, nor started, nor cancelled since; and its next start,
+ * before, and was neither handed a place, nor started, nor cancelled since (for a join the API's
+ * enqueue logged, ever before: its line may come long after the join); and its next start,
  * if any, follows a hand-on logged to it: one with none had its place from an admission whose
  * line was lost, at an unknown time), it must hold that
  *
@@ -142,6 +143,8 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
   /** The hand-ons each job made itself (it gave its place back, or held none, and handed one on). */
   const gaveOn = new Map<string, number[]>();
   const joins = new Map<string, number[]>();
+  /** The joins logged by the API's enqueue (`at: 'enqueue'`): see {@link waits}. */
+  const enqueueJoins = new Map<string, number[]>();
   const push = (into: Map<string, number[]>, id: string, t: number) => into.set(id, [...(into.get(id) ?? []), t]);
   for (const [jobId, lines] of observer.logs) {
     for (const l of lines) {
@@ -151,7 +154,10 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
         push(handOns, to, l.t);
         push(gaveOn, jobId, l.t);
       }
-      if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) push(joins, jobId, l.t);
+      if (l.message === 'waiting for a concurrency slot' && planned.has(jobId)) {
+        push(joins, jobId, l.t);
+        if (l.fields.at === 'enqueue') push(enqueueJoins, jobId, l.t);
+      }
       // a look freed the place of a job that never gave it back (ended, gone, or waiting for its
       // retry), or its job (or its enqueue, the message not sent) gave it back with nobody in line
       // to hand it on to: its place ends there
@@ -241,13 +247,22 @@ export function checkFairShare(observer: SystemObserver, input: FairShareInput):
    * admitter's answers lost, or the admitter killed), so its place came at some time before that
    * start, perhaps before `a`. A job in line takes no place itself: its delivery finds its entry
    * and waits on.
+   *
+   * A join logged by the API's enqueue may have been applied long before its line: the request
+   * logs it once its turn's other takes and joins, and the job's `waitingFor` write, are answered,
+   * under the API's latency (a small run logged one 16 s after the job was handed the entry's
+   * place). And that request created the job: anything the job did at its slot before the line
+   * (a replay of the request sent it, and it was handed a place, or ran) may have come after the
+   * join, its entry consumed (a job that ended gives back the place its entry was handed). So a
+   * hand-on, start or cancel of the job at any time before such a line ends its wait too.
    */
   const waits = (id: string, a: number) =>
     (joins.get(id) ?? []).some((j) => {
       if (j >= a - M) return false;
       const handed = [...(handOns.get(id) ?? []), ...(apiHanded.get(id) ?? [])];
       const left = [...handed, ...startsOf(id), ...cancels(id)];
-      if (left.some((t) => t > j - M && t <= a)) return false;
+      const since = enqueueJoins.get(id)?.includes(j) ? Number.NEGATIVE_INFINITY : j - M;
+      if (left.some((t) => t > since && t <= a)) return false;
       const next = startsOf(id).find((s) => s > a);
       return next === undefined || handed.some((h) => h > a && h <= next);
     });
