@@ -67,6 +67,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const limitOf = (slot: Slot, item: SlotItem) =>
   item.runtimeLimit ? { limit: effectiveLimit(slot, item.runtimeLimit) } : {};
 
+/** A take's answer: taken (`fresh`: a place it did not hold), or refused with the slot item as it was (undefined: none yet). */
+type Take = { taken: true; fresh: boolean } | { taken: false; old: SlotItem | undefined };
+
 /** Tries of the acquire loop before it gives up (another writer changed the slot every time). */
 const ACQUIRE_TRIES = 6;
 
@@ -95,12 +98,7 @@ export class DynamoFlowSlots implements FlowSlots {
    * Takes a free slot when no ticket waits, or moves the job's entry to attempt `token`; the old
    * item (undefined: no item yet) when refused.
    */
-  private async take(
-    slot: Slot,
-    jobId: string,
-    now: number,
-    token: number,
-  ): Promise<{ taken: true; fresh: boolean } | { taken: false; old: SlotItem | undefined }> {
+  private async take(slot: Slot, jobId: string, now: number, token: number): Promise<Take> {
     const { table } = this;
     try {
       const out = await table.client.send(
@@ -134,7 +132,7 @@ export class DynamoFlowSlots implements FlowSlots {
   async acquire(input: AcquireInput): Promise<AcquireResult> {
     const { slot, jobId, token, rank, waitsAs } = input;
     // the first take's answer, when the waiter's look below made it
-    let tried: Awaited<ReturnType<DynamoFlowSlots['take']>> | undefined;
+    let tried: Take | undefined;
     if (input.ticket !== undefined || waitsAs !== undefined) {
       // A job that waited, delivered: nearly always handed its place (a hand-on sends its
       // message), so its attempt takes the place over at once, with no read first. A refused take

@@ -151,8 +151,6 @@ export class FakeFlowSlots implements FlowSlots {
     const { rank, waitsAs } = input;
     const fair = input.slot.fair?.key;
     const place = { since: input.now, token: input.token, ...(fair === undefined ? {} : { fair }) };
-    const free = () =>
-      s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0;
     // the take: one write, applied or refused (a refused conditional write is billed too)
     this.write('acquire');
     if (mine) {
@@ -160,7 +158,8 @@ export class FakeFlowSlots implements FlowSlots {
       if (mine.token <= input.token) s.holders.set(input.jobId, place);
       return { kind: 'held', fresh: false };
     }
-    if (free()) {
+    // a place free, and nobody waits
+    if (s.holders.size < effectiveLimit(input.slot, s.runtimeLimit) && s.issued === s.admitted && s.line.size === 0) {
       s.holders.set(input.jobId, place);
       return { kind: 'held', fresh: true };
     }

@@ -139,9 +139,7 @@ export async function admitHeads(
   if (stop === 0) return undefined;
   const entries = stop < 0 ? planned : planned.slice(0, stop);
   // each fair key served, and how many of its entries (none in a line without fair keys)
-  const served = countOf(
-    entries.flatMap((e) => (item.fairWaiting.length > 0 ? [(e.fairLine ?? e.fair) as string] : [])),
-  );
+  const served = countOf(item.fairWaiting.length > 0 ? entries.map((e) => (e.fairLine ?? e.fair) as string) : []);
   const [first] = entries;
   if (!first) return [];
   const names: Record<string, string> = {};
@@ -209,7 +207,7 @@ export async function admitHeads(
       }),
     ),
   ]);
-  // all or nothing: our mark on any of its places says a round whose answer was lost was applied
-  // (the first job's attempt may have taken its place over since, and its mark with it)
+  // refused: the slot moved since the read (a round whose answer was lost is told by its mark on
+  // any of its places, in transactOrMarked: the first job's attempt may have taken its over since)
   return out === 'ok' ? entries.map(admittedOf) : undefined;
 }

@@ -62,12 +62,6 @@ const fairPrefix = (fairKey: string) => `f${fairKey.length}:${fairKey}#`;
 export const entrySk = (slot: Pick<Slot, 'fair'>, rank: string, line = slot.fair?.key) =>
   line === undefined ? rank : `${fairPrefix(line)}${rank}`;
 
-/** Why a transaction was cancelled: each item's reason code, in the order of its items. */
-function reasons(error: unknown): string[] | undefined {
-  if (!(error instanceof TransactionCanceledException)) return undefined;
-  return (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-}
-
 /** A cancelled transaction: each item's reason; `retried`: the SDK sent it more than once (an earlier try's answer was lost). */
 interface Cancelled {
   reasons: string[];
@@ -80,8 +74,10 @@ async function sendTransaction(table: SlotTable, items: TransactWriteItem[], wha
     await table.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
     return 'ok';
   } catch (error) {
-    const why = reasons(error);
-    if (why) return { reasons: why, retried: ((error as TransactionCanceledException).$metadata.attempts ?? 1) > 1 };
+    if (error instanceof TransactionCanceledException) {
+      const reasons = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+      return { reasons, retried: (error.$metadata.attempts ?? 1) > 1 };
+    }
     return translateAwsError(error, `DynamoDB TransactWriteItems (${what})`);
   }
 }

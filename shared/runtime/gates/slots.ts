@@ -200,14 +200,14 @@ class SlotsPass implements GatePass {
    */
   private async afterRun(token: number, ended: boolean): Promise<Outcome | undefined> {
     const { d } = this;
-    if (ended) return (await this.leave(token)) ? undefined : 'retry';
     // Unreadable: give them back anyway; the token keeps a newer attempt's entries (a
     // takeover) safe, and a slot left behind would be held until a job in line looks.
     const read = () => this.kit.deps.store.get(d.id);
-    const after = await persist(read, d.log, 'reading the job after its attempt').catch(() => undefined);
+    const running = async () =>
+      (await persist(read, d.log, 'reading the job after its attempt').catch(() => undefined))?.state === 'running';
+    if (!ended && (await running())) return undefined;
     // Not given back: keep the message; its next delivery finds the job ended and gives them back.
-    if (after?.state !== 'running' && !(await this.leave(token))) return 'retry';
-    return undefined;
+    return (await this.leave(token)) ? undefined : 'retry';
   }
 
   private singletonSkip(job: Job, entry: { slot: Slot; by?: string }): Verdict {
